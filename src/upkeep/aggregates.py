@@ -1,0 +1,246 @@
+"""Aggregates kept under insertions and deletions.
+
+Two ways to keep them, sharing :class:`AggregateSpec` and :class:`Finalizer`:
+
+* :class:`DualWeight` is an annotation ring for Dynamic Yannakakis: a weight is a count
+  plus one "sum channel" per SUM/AVG/COUNT(x) argument, multiplied like dual numbers
+  (``(c1, v1) * (c2, v2) = (c1 c2, c1 v2 + c2 v1)``).  A leaf tuple carries its own
+  argument values in the channels of its atom, so projecting the (T,N)-representation on
+  the grouping variables yields COUNT and SUM per group by support counts alone
+  (``dynamic-yannakakis-iedyn.txt`` section 2: GMRs over a semiring carry aggregates).
+* :class:`GroupState` keeps one group for the general aggregate operator: counts, exact
+  sums, and for MIN/MAX an ordered multiset (so deleting the current extreme needs no
+  rescan; cf. ``lftj-incremental-maintenance.txt`` 2.3.3), and value counts for
+  COUNT(DISTINCT).
+
+Float sums are kept exactly (:mod:`upkeep.exact`), so no drift under +x/-x streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sortedcontainers import SortedDict
+from sqlglot import exp
+
+from .errors import UnsupportedError
+from .exact import exact_to_float, float_to_exact
+from .expressions import Compiled, ExpressionCompiler, Scope
+from .types import BIGINT, DOUBLE, HUGEINT, SqlType
+
+KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
+
+
+@dataclass
+class AggregateSpec:
+    """One aggregate call of a block, compiled against the rows it aggregates."""
+
+    node: exp.Expression
+    kind: str
+    arg: Compiled | None
+    type: SqlType
+
+    def __post_init__(self) -> None:
+        self.exact = exact_converter(self.arg.type) if self.arg is not None else int
+
+    @property
+    def channel(self) -> bool:
+        """Kept as a sum channel (count of non-NULLs and sum) rather than per-value state."""
+        return self.kind in ("count", "sum", "avg")
+
+
+def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> AggregateSpec:
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if arg is None or isinstance(arg, exp.Star):
+            return AggregateSpec(node, "count_star", None, BIGINT)
+        if isinstance(arg, exp.Distinct):
+            if len(arg.expressions) != 1:
+                raise UnsupportedError("COUNT(DISTINCT ...) over several expressions")
+            return AggregateSpec(node, "count_distinct", compiler.compile(arg.expressions[0]), BIGINT)
+        return AggregateSpec(node, "count", compiler.compile(arg), BIGINT)
+    arg_node = node.this
+    if isinstance(arg_node, exp.Distinct):
+        raise UnsupportedError(f"{node.sql()}: DISTINCT is supported in COUNT only")
+    arg = compiler.compile(arg_node)
+    if isinstance(node, exp.Sum):
+        if not arg.type.is_numeric and arg.type.kind != "NULL":
+            raise UnsupportedError(f"SUM over {arg.type}")
+        typ = HUGEINT if arg.type.is_integer else (
+            SqlType("DECIMAL", 38, arg.type.scale) if arg.type.kind == "DECIMAL" else DOUBLE)
+        return AggregateSpec(node, "sum", arg, typ)
+    if isinstance(node, exp.Avg):
+        return AggregateSpec(node, "avg", arg, DOUBLE)
+    if isinstance(node, exp.Min):
+        return AggregateSpec(node, "min", arg, arg.type)
+    if isinstance(node, exp.Max):
+        return AggregateSpec(node, "max", arg, arg.type)
+    raise UnsupportedError(f"aggregate {node.sql()}")
+
+
+def exact_converter(arg_type: SqlType) -> Callable[[object], object]:
+    """How a SUM/AVG argument of this type enters an exact channel."""
+    if arg_type.kind == "DOUBLE":
+        return lambda v: float_to_exact(float(v))
+    if arg_type.kind == "DECIMAL":
+        return lambda v: v if isinstance(v, Decimal) else Decimal(v)
+    return int
+
+
+def from_exact(total: object, typ: SqlType) -> object:
+    if typ.kind == "DOUBLE":
+        return exact_to_float(total)
+    return total
+
+
+def average(total: object, count: int) -> float:
+    if isinstance(total, Decimal):
+        return float(total / count)
+    if isinstance(total, int):
+        # exact channels of doubles are scaled ints; integer columns are plain ints.
+        return total / count
+    return float(total) / count
+
+
+class Finalizer:
+    """Computes a block's output row from (group key values, aggregate values), with HAVING."""
+
+    def __init__(self, select: list[exp.Expression], having: exp.Expression | None,
+                 group_by: list[exp.Expression], group_types: list[SqlType],
+                 aggs: list[AggregateSpec], base_scope: Scope):
+        slot_of: dict[str, tuple[int, SqlType]] = {}
+        for i, g in enumerate(group_by):
+            slot_of.setdefault(g.sql(), (i, group_types[i]))
+        for j, a in enumerate(aggs):
+            slot_of.setdefault(a.node.sql(), (len(group_by) + j, a.type))
+        group_cols = {base_scope.resolve(g): (i, group_types[i])
+                      for i, g in enumerate(group_by) if isinstance(g, exp.Column)}
+
+        def slots(node: exp.Expression):
+            hit = slot_of.get(node.sql())
+            if hit is not None:
+                return hit
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                return group_cols.get(base_scope.resolve(node))
+            return None
+
+        compiler = ExpressionCompiler(base_scope, slots)
+        self.select = [compiler.compile(e) for e in select]
+        self.types = [c.type for c in self.select]
+        self.having = compiler.compile(having) if having is not None else None
+        fns = [c.fn for c in self.select]
+        having_fn = self.having.fn if self.having else None
+
+        def finish(values: tuple) -> tuple | None:
+            if having_fn is not None and having_fn(values) is not True:
+                return None
+            return tuple(f(values) for f in fns)
+
+        self.finish: Callable[[tuple], tuple | None] = finish
+
+
+class GroupState:
+    """The state of one group in the general aggregate operator."""
+
+    __slots__ = ("rows", "channels", "values")
+
+    def __init__(self, aggs: list[AggregateSpec]):
+        self.rows = 0
+        self.channels = [[0, 0] for _ in aggs]  # [non-null count, exact sum]
+        self.values: list[SortedDict | dict | None] = [
+            SortedDict() if a.kind in ("min", "max") else {} if a.kind == "count_distinct" else None
+            for a in aggs
+        ]
+
+    def add(self, aggs: list[AggregateSpec], row: tuple, weight: int) -> None:
+        self.rows += weight
+        for i, a in enumerate(aggs):
+            if a.kind == "count_star":
+                continue
+            v = a.arg.fn(row)
+            if v is None:
+                continue
+            if a.channel:
+                ch = self.channels[i]
+                ch[0] += weight
+                if a.kind != "count":
+                    ch[1] += a.exact(v) * weight
+            else:
+                counts = self.values[i]
+                n = counts.get(v, 0) + weight
+                if n:
+                    counts[v] = n
+                else:
+                    del counts[v]
+
+    def result(self, aggs: list[AggregateSpec]) -> tuple:
+        out = []
+        for i, a in enumerate(aggs):
+            k = a.kind
+            if k == "count_star":
+                out.append(self.rows)
+            elif k == "count":
+                out.append(self.channels[i][0])
+            elif k == "sum":
+                n, s = self.channels[i]
+                out.append(from_exact(s, a.type) if n else None)
+            elif k == "avg":
+                n, s = self.channels[i]
+                out.append(average_of(s, n, a.arg.type) if n else None)
+            elif k == "count_distinct":
+                out.append(len(self.values[i]))
+            else:
+                vals = self.values[i]
+                if not vals:
+                    out.append(None)
+                else:
+                    out.append(vals.peekitem(0 if k == "min" else -1)[0])
+        return tuple(out)
+
+
+def average_of(total: object, count: int, arg_type: SqlType) -> float:
+    """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py)."""
+    if arg_type.kind == "DOUBLE":
+        return total / (count << 1074)
+    return average(total, count)
+
+
+class DualWeight:
+    """Ring element ``(count, channels)``; channels multiply like dual numbers (see module doc)."""
+
+    __slots__ = ("c", "v")
+
+    def __init__(self, c: int, v: tuple):
+        self.c = c
+        self.v = v
+
+    def __add__(self, other: DualWeight) -> DualWeight:
+        return DualWeight(self.c + other.c, tuple(a + b for a, b in zip(self.v, other.v, strict=True)))
+
+    def __sub__(self, other: DualWeight) -> DualWeight:
+        return DualWeight(self.c - other.c, tuple(a - b for a, b in zip(self.v, other.v, strict=True)))
+
+    def __neg__(self) -> DualWeight:
+        return DualWeight(-self.c, tuple(-a for a in self.v))
+
+    def __mul__(self, other: DualWeight | int) -> DualWeight:
+        if isinstance(other, int):
+            return DualWeight(self.c * other, tuple(a * other for a in self.v))
+        c1, c2 = self.c, other.c
+        return DualWeight(c1 * c2, tuple(c1 * b + c2 * a for a, b in zip(self.v, other.v, strict=True)))
+
+    __rmul__ = __mul__
+
+    def __bool__(self) -> bool:
+        return bool(self.c) or any(self.v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DualWeight) and self.c == other.c and self.v == other.v
+
+    def __hash__(self) -> int:
+        return hash((self.c, self.v))
+
+    def __repr__(self) -> str:
+        return f"DualWeight({self.c}, {self.v})"

@@ -1,0 +1,639 @@
+"""The embedded engine's entry point: a DB-API style connection (DESIGN.md, "Interfaces").
+
+Every change, whether one statement, ``db.insert``/``db.delete`` or a ``with
+db.transaction()`` block, is one batch: a Z-set per table, checked whole before anything
+is applied, then applied to the tables and pushed through the views in dependency order.
+If anything fails while views are updated, the tables are restored and the views rebuilt,
+so a failed batch leaves every table and view exactly as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+
+import sqlglot
+from sqlglot import exp
+
+from .cursor import Cursor
+from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
+from .expressions import Column, ExpressionCompiler, Scope
+from .planner import Catalog, plan_view
+from .table import Table
+from .types import SqlType, coerce_row, coerce_value, type_from_sqlglot
+from .views import ViewRuntime, query_duckdb
+
+Delta = dict[tuple, int]
+
+
+def connect(database: str = ":memory:") -> Connection:
+    """Open an engine.  Only the in-memory engine exists so far (``":memory:"``)."""
+    if database not in (":memory:", "", None):
+        raise UnsupportedError("durable databases are not available yet; use connect()")
+    return Connection()
+
+
+class ViewHandle:
+    """``db.view(name)``: subscribe to a view's deltas and read its rows."""
+
+    def __init__(self, db: Connection, name: str):
+        self._db = db
+        self.name = name
+
+    def subscribe(self, fn: Callable[[list[tuple[tuple, int]]], object]) -> Callable[[], None]:
+        """Call ``fn(changes)`` after every committed batch that changes the view.
+
+        ``changes`` is a list of ``(row, weight)``: positive weights are insertions,
+        negative ones deletions.  Returns a function that unsubscribes.
+        """
+        subs = self._db._subscribers.setdefault(self.name, [])
+        subs.append(fn)
+
+        def unsubscribe() -> None:
+            if fn in subs:
+                subs.remove(fn)
+
+        return unsubscribe
+
+    def rows(self) -> list[tuple]:
+        return self._db._view(self.name).rows()
+
+    def explain(self) -> str:
+        return self._db.explain(self.name)
+
+    @property
+    def columns(self) -> list[str]:
+        return [n for n, _ in self._db._view(self.name).columns]
+
+
+class Connection(Catalog):
+    """An in-memory upkeep database."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, Table] = {}
+        self._views: dict[str, ViewRuntime] = {}
+        self._view_defs: dict[str, tuple[exp.Expression, str | None]] = {}
+        self._subscribers: dict[str, list[Callable]] = {}
+        self._pending: dict[str, Delta] | None = None
+        self._closed = False
+        self.batches = 0
+
+    # ------------------------------------------------------------ catalog
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        name = name.lower()
+        if name in self._tables:
+            return self._tables[name].columns
+        if name in self._views:
+            return self._views[name].columns
+        raise SchemaError(f"unknown table or view {name}")
+
+    def relations(self) -> list[str]:
+        return [*self._tables, *self._views]
+
+    def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
+        name = name.lower()
+        rows = []
+        for row, w in self._weighted(name):
+            rows.extend([row] * w)
+        return self.schema_of(name), rows
+
+    def _weighted(self, name: str) -> Iterator[tuple[tuple, int]]:
+        if name in self._tables:
+            return iter(self._staged_rows(self._tables[name]).items())
+        if name in self._views:
+            return self._views[name].weighted_rows()
+        raise SchemaError(f"unknown table or view {name}")
+
+    def _staged_rows(self, table: Table) -> dict[tuple, int]:
+        pending = (self._pending or {}).get(table.name)
+        if not pending:
+            return table.rows
+        rows = dict(table.rows)
+        for row, w in pending.items():
+            n = rows.get(row, 0) + w
+            if n:
+                rows[row] = n
+            else:
+                rows.pop(row, None)
+        return rows
+
+    def tables(self) -> list[str]:
+        return list(self._tables)
+
+    def views(self) -> list[str]:
+        return list(self._views)
+
+    def view(self, name: str) -> ViewHandle:
+        self._view(name)
+        return ViewHandle(self, name.lower())
+
+    def _view(self, name: str) -> ViewRuntime:
+        view = self._views.get(name.lower())
+        if view is None:
+            raise SchemaError(f"unknown view {name}")
+        return view
+
+    def _table(self, name: str) -> Table:
+        table = self._tables.get(name.lower())
+        if table is None:
+            if name.lower() in self._views:
+                raise UnsupportedError(f"{name} is a view; views cannot be changed directly")
+            raise SchemaError(f"unknown table {name}")
+        return table
+
+    def explain(self, name: str) -> str:
+        """The view's strategy, query class and join tree, in words."""
+        return self._view(name).explain()
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ batches
+    @contextmanager
+    def transaction(self):
+        """All changes inside commit as one atomic batch; an exception discards them all."""
+        if self._pending is not None:
+            raise Error("transactions do not nest")
+        self._pending = {}
+        try:
+            yield self
+        except BaseException:
+            self._pending = None
+            raise
+        pending, self._pending = self._pending, None
+        self._commit(pending)
+
+    def _stage(self, table: Table, delta: Delta) -> None:
+        """Check a statement's delta against the staged state, then commit or queue it."""
+        delta = {r: w for r, w in delta.items() if w}
+        if not delta:
+            return
+        if self._pending is None:
+            table.check_constraints(delta)
+            self._commit({table.name: delta})
+            return
+        pending = self._pending.setdefault(table.name, {})
+        merged = dict(pending)
+        for row, w in delta.items():
+            merged[row] = merged.get(row, 0) + w
+        table.check_constraints({r: w for r, w in merged.items() if w})
+        self._pending[table.name] = {r: w for r, w in merged.items() if w}
+
+    def _commit(self, deltas: dict[str, Delta]) -> None:
+        deltas = {t: d for t, d in deltas.items() if d}
+        if not deltas:
+            return
+        for name, d in deltas.items():
+            self._tables[name].check_constraints(d)
+        for name, d in deltas.items():
+            self._tables[name].apply(d)
+        batch: dict[str, Delta] = dict(deltas)
+        listening = self._listening()
+        changed: dict[str, Delta] = {}
+        try:
+            for name, view in self._views.items():
+                if view.inputs.isdisjoint(batch):
+                    continue
+                d = view.step(batch, want_delta=name in listening)
+                if d:
+                    batch[name] = d
+                    changed[name] = d
+        except BaseException:
+            for name, d in deltas.items():
+                self._tables[name].apply({r: -w for r, w in d.items()})
+            self._rebuild_views()
+            raise
+        self.batches += 1
+        for name, d in changed.items():
+            for fn in list(self._subscribers.get(name, ())):
+                try:
+                    fn(list(d.items()))
+                except Exception as exc:  # the batch is committed; report, do not undo
+                    warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=2)
+
+    def _listening(self) -> set[str]:
+        """Views whose deltas someone needs: subscribers or views reading them."""
+        out = {n for n, subs in self._subscribers.items() if subs}
+        for view in self._views.values():
+            out |= view.inputs & self._views.keys()
+        return out
+
+    def _rebuild_views(self) -> None:
+        rebuilt: dict[str, ViewRuntime] = {}
+        old = self._views
+        self._views = rebuilt
+        for name in old:
+            query, strategy = self._view_defs[name]
+            view = plan_view(name, query, self, strategy)
+            view.build(self._contents_batch(view.inputs))
+            rebuilt[name] = view
+
+    def _contents_batch(self, names: set[str]) -> dict[str, Delta]:
+        out = {}
+        for n in names:
+            out[n] = self._tables[n].rows if n in self._tables else dict(self._views[n].weighted_rows())
+        return out
+
+    # ------------------------------------------------------------ bulk API
+    def insert(self, table: str, rows) -> int:
+        """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count."""
+        t = self._table(table)
+        delta: Delta = {}
+        n = 0
+        for i, row in enumerate(_iter_rows(rows, t)):
+            r = coerce_row(row, t.columns, t.name, i)
+            delta[r] = delta.get(r, 0) + 1
+            n += 1
+        self._stage(t, delta)
+        return n
+
+    def delete(self, table: str, rows) -> int:
+        """Delete one occurrence of each given row; a row not present raises ConstraintError."""
+        t = self._table(table)
+        delta: Delta = {}
+        n = 0
+        for i, row in enumerate(_iter_rows(rows, t)):
+            r = coerce_row(row, t.columns, t.name, i)
+            delta[r] = delta.get(r, 0) - 1
+            n += 1
+        self._stage(t, delta)
+        return n
+
+    def create_view(self, name: str, sql: str, strategy: str | None = None) -> ViewHandle:
+        """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
+        ("dyn", "general" or "recompute")."""
+        query = _parse_one(sql)
+        self._create_view(name.lower(), query, strategy)
+        return ViewHandle(self, name.lower())
+
+    def _create_view(self, name: str, query: exp.Expression, strategy: str | None,
+                     replace: bool = False) -> None:
+        if self._pending is not None:
+            raise UnsupportedError("CREATE VIEW inside a transaction")
+        if name in self._tables or (name in self._views and not replace):
+            raise SchemaError(f"a table or view named {name} already exists")
+        view = plan_view(name, query, self, strategy)
+        view.build(self._contents_batch(view.inputs))
+        if replace and name in self._views:
+            dependents = [v for v, rt in self._views.items() if name in rt.inputs]
+            if dependents:
+                raise ConstraintError(f"cannot replace view {name}: {dependents} depend on it")
+            del self._views[name]
+        self._views[name] = view
+        self._view_defs[name] = (query, strategy)
+
+    # ------------------------------------------------------------ SQL
+    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
+        """Run one or more SQL statements; returns a cursor over the last one's result."""
+        statements = _parse(sql)
+        if parameters is not None:
+            if len(statements) != 1:
+                raise UnsupportedError("parameters with several statements")
+            statements = [_bind_parameters(statements[0], list(parameters))]
+        cursor = Cursor()
+        for stmt in statements:
+            cursor = self._run(stmt)
+        return cursor
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
+        """Run a statement once per parameter tuple, all in one atomic batch."""
+        (stmt,) = _parse(sql) if len(_parse(sql)) == 1 else (None,)
+        if stmt is None:
+            raise UnsupportedError("executemany takes exactly one statement")
+        fast = _simple_insert(stmt)
+        if fast is not None:
+            return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))
+        own = self._pending is None
+        total = 0
+        if own:
+            with self.transaction():
+                for params in seq_of_parameters:
+                    total += max(self._run(_bind_parameters(stmt, list(params))).rowcount, 0)
+        else:
+            for params in seq_of_parameters:
+                total += max(self._run(_bind_parameters(stmt, list(params))).rowcount, 0)
+        return Cursor(rowcount=total)
+
+    def _run(self, stmt: exp.Expression) -> Cursor:
+        if isinstance(stmt, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+            return self._select(stmt)
+        if isinstance(stmt, exp.Create):
+            return self._create(stmt)
+        if isinstance(stmt, exp.Drop):
+            return self._drop(stmt)
+        if isinstance(stmt, exp.Insert):
+            return self._insert(stmt)
+        if isinstance(stmt, exp.Delete):
+            return self._delete(stmt)
+        if isinstance(stmt, exp.Update):
+            return self._update(stmt)
+        if isinstance(stmt, (exp.Alias, exp.Column, exp.Identifier, exp.Literal)):
+            raise ParseError(f"not a statement: {stmt.sql()[:60]}", 1, 1)
+        raise UnsupportedError(f"statement {type(stmt).__name__.upper()} is not supported")
+
+    def _create(self, stmt: exp.Create) -> Cursor:
+        kind = (stmt.args.get("kind") or "").upper()
+        target = stmt.this
+        if kind == "TABLE":
+            if isinstance(target, exp.Schema):
+                name = target.this.name.lower()
+            else:
+                name = target.name.lower()
+            if name in self._tables or name in self._views:
+                if stmt.args.get("exists"):
+                    return Cursor()
+                raise SchemaError(f"a table or view named {name} already exists")
+            if self._pending is not None:
+                raise UnsupportedError("CREATE TABLE inside a transaction")
+            if stmt.expression is not None:  # CREATE TABLE ... AS SELECT
+                cur = self._select(stmt.expression)
+                columns = [(n.lower(), t) for n, t in cur._columns]
+                self._tables[name] = Table(name, columns)
+                self.insert(name, cur.fetchall())
+                return Cursor()
+            self._tables[name] = _table_from_schema(name, target)
+            return Cursor()
+        if kind == "VIEW":
+            name = target.name.lower()
+            if name in self._views and stmt.args.get("exists"):
+                return Cursor()
+            self._create_view(name, stmt.expression, None, replace=bool(stmt.args.get("replace")))
+            return Cursor()
+        raise UnsupportedError(f"CREATE {kind}")
+
+    def _drop(self, stmt: exp.Drop) -> Cursor:
+        kind = (stmt.args.get("kind") or "").upper()
+        if self._pending is not None:
+            raise UnsupportedError("DROP inside a transaction")
+        for t in stmt.args.get("tables") or [stmt.this]:
+            name = t.name.lower()
+            store = self._tables if kind == "TABLE" else self._views if kind == "VIEW" else None
+            if store is None:
+                raise UnsupportedError(f"DROP {kind}")
+            if name not in store:
+                if stmt.args.get("exists"):
+                    continue
+                raise SchemaError(f"unknown {kind.lower()} {name}")
+            dependents = [v for v, rt in self._views.items() if name in rt.inputs]
+            if dependents:
+                raise ConstraintError(f"cannot drop {name}: views {dependents} depend on it")
+            del store[name]
+            self._view_defs.pop(name, None)
+            self._subscribers.pop(name, None)
+        return Cursor()
+
+    def _insert(self, stmt: exp.Insert) -> Cursor:
+        target = stmt.this
+        table = self._table(target.this.name if isinstance(target, exp.Schema) else target.name)
+        positions = None
+        if isinstance(target, exp.Schema) and target.expressions:
+            positions = [table.column_index(i.name.lower()) for i in target.expressions]
+        source = stmt.expression
+        if isinstance(source, exp.Values):
+            rows = [tuple(_constant(v) for v in tup.expressions) if isinstance(tup, exp.Tuple)
+                    else (_constant(tup),) for tup in source.expressions]
+        else:
+            rows = self._select(source).fetchall()
+        if positions is not None:
+            full = []
+            for i, r in enumerate(rows):
+                if len(r) != len(positions):
+                    raise SchemaError(f"row {i} has {len(r)} values for {len(positions)} columns",
+                                      r, i)
+                out = [None] * len(table.columns)
+                for p, v in zip(positions, r, strict=True):
+                    out[p] = v
+                full.append(tuple(out))
+            rows = full
+        return Cursor(rowcount=self.insert(table.name, rows))
+
+    def _matching(self, table: Table, where: exp.Expression | None) -> list[tuple[tuple, int]]:
+        rows = list(self._staged_rows(table).items())
+        if where is None:
+            return rows
+        pred = ExpressionCompiler(_table_scope(table)).compile(where.this).fn
+        return [(r, w) for r, w in rows if pred(r) is True]
+
+    def _delete(self, stmt: exp.Delete) -> Cursor:
+        table = self._table(stmt.this.name)
+        hits = self._matching(table, stmt.args.get("where"))
+        self._stage(table, {r: -w for r, w in hits})
+        return Cursor(rowcount=sum(w for _, w in hits))
+
+    def _update(self, stmt: exp.Update) -> Cursor:
+        table = self._table(stmt.this.name)
+        scope = _table_scope(table)
+        compiler = ExpressionCompiler(scope)
+        sets = []
+        for assignment in stmt.expressions:
+            col = table.column_index(assignment.this.name.lower())
+            sets.append((col, compiler.compile(assignment.expression).fn))
+        hits = self._matching(table, stmt.args.get("where"))
+        delta: Delta = {}
+        for i, (row, w) in enumerate(hits):
+            new = list(row)
+            for col, fn in sets:
+                try:
+                    new[col] = coerce_value(fn(row), table.columns[col][1])
+                except ValueError as exc:
+                    raise SchemaError(f"UPDATE of row {row!r} in {table.name}: {exc}", row, i) from None
+            delta[row] = delta.get(row, 0) - w
+            new_row = tuple(new)
+            delta[new_row] = delta.get(new_row, 0) + w
+        self._stage(table, delta)
+        return Cursor(rowcount=sum(w for _, w in hits))
+
+    def _select(self, stmt: exp.Expression) -> Cursor:
+        simple = _simple_scan(stmt)
+        if simple is not None:
+            name, limit = simple
+            columns = self.schema_of(name)
+            rows = []
+            for row, w in self._weighted(name):
+                rows.extend([row] * w)
+                if limit is not None and len(rows) >= limit:
+                    rows = rows[:limit]
+                    break
+            return Cursor(columns, rows)
+        relations = {t.name.lower() for t in stmt.find_all(exp.Table)}
+        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        for r in relations - ctes:
+            self.schema_of(r)
+        columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations - ctes,
+                                     self.contents_of)
+        return Cursor(columns, rows)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _parse(sql: str) -> list[exp.Expression]:
+    if not isinstance(sql, str):
+        raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except sqlglot.errors.ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        raise ParseError(f"cannot parse SQL: {err.get('description', exc)}",
+                         err.get("line"), err.get("col")) from None
+    except sqlglot.errors.TokenError as exc:
+        raise ParseError(f"cannot tokenize SQL: {exc}") from None
+    if not statements:
+        raise ParseError("empty SQL statement")
+    return statements
+
+
+def _parse_one(sql: str) -> exp.Expression:
+    statements = _parse(sql)
+    if len(statements) != 1:
+        raise ParseError("expected exactly one query")
+    return statements[0]
+
+
+def _table_scope(table: Table) -> Scope:
+    return Scope([Column(table.name, n, t, i) for i, (n, t) in enumerate(table.columns)])
+
+
+def _table_from_schema(name: str, schema: exp.Schema) -> Table:
+    columns: list[tuple[str, SqlType]] = []
+    not_null: set[int] = set()
+    key: tuple[int, ...] | None = None
+    pk_names: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            cname = item.this.name.lower()
+            if any(cname == c for c, _ in columns):
+                raise SchemaError(f"column {cname} is defined twice in table {name}")
+            if item.args.get("kind") is None:
+                raise SchemaError(f"column {cname} of table {name} has no type")
+            columns.append((cname, type_from_sqlglot(item.args["kind"])))
+            for c in item.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                    not_null.add(len(columns) - 1)
+                elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    pk_names = [cname]
+        elif isinstance(item, exp.PrimaryKey):
+            pk_names = [e.name.lower() for e in item.expressions]
+        else:
+            raise UnsupportedError(f"table element {item.sql()}")
+    if pk_names:
+        names = [c for c, _ in columns]
+        key = tuple(names.index(n) for n in pk_names)
+        not_null |= set(key)
+    return Table(name, columns, not_null, key)
+
+
+def _constant(node: exp.Expression) -> object:
+    """The value of a constant expression in VALUES (fast paths, else DuckDB folding)."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        if text.isdigit():
+            return int(text)
+        return Decimal(text) if "e" not in text.lower() else float(text)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -_constant(node.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if any(True for _ in node.find_all(exp.Column)):
+        raise SchemaError(f"VALUES may not reference columns: {node.sql()}")
+    return ExpressionCompiler(Scope([])).compile(node).fn(())
+
+
+def _literal(value: object) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float, Decimal)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return exp.cast(exp.Literal.string(str(value)), "DOUBLE")
+        lit = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
+        return exp.Neg(this=exp.Literal.number(str(-value))) if value < 0 else lit
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise SchemaError(f"unsupported parameter value {value!r}")
+
+
+def _bind_parameters(stmt: exp.Expression, params: list) -> exp.Expression:
+    placeholders = list(stmt.find_all(exp.Placeholder))
+    if len(placeholders) != len(params):
+        raise SchemaError(f"statement has {len(placeholders)} parameters, got {len(params)}")
+    stmt = stmt.copy()
+    values = iter(params)
+    return stmt.transform(lambda n: _literal(next(values)) if isinstance(n, exp.Placeholder) else n)
+
+
+def _simple_insert(stmt: exp.Expression) -> str | None:
+    """``INSERT INTO t VALUES (?, ?, ...)``: the table name, for the executemany fast path."""
+    if not isinstance(stmt, exp.Insert) or isinstance(stmt.this, exp.Schema):
+        return None
+    values = stmt.expression
+    if not isinstance(values, exp.Values) or len(values.expressions) != 1:
+        return None
+    tup = values.expressions[0]
+    if all(isinstance(e, exp.Placeholder) for e in tup.expressions):
+        return stmt.this.name.lower()
+    return None
+
+
+def _simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
+    """``SELECT * FROM rel [LIMIT n]``: served directly from the relation (enumeration)."""
+    if not isinstance(stmt, exp.Select):
+        return None
+    if len(stmt.expressions) != 1 or not isinstance(stmt.expressions[0], exp.Star):
+        return None
+    from_ = stmt.args.get("from_") or stmt.args.get("from")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    for key, value in stmt.args.items():
+        if key in ("expressions", "from_", "from", "limit") or not value:
+            continue
+        return None
+    limit = stmt.args.get("limit")
+    n = None
+    if limit is not None:
+        lit = limit.expression
+        if not (isinstance(lit, exp.Literal) and lit.this.isdigit()):
+            return None
+        n = int(lit.this)
+    return from_.this.name.lower(), n
+
+
+def _iter_rows(rows, table: Table) -> Iterator:
+    """Rows from an iterable, a pandas DataFrame or an Arrow table."""
+    module = type(rows).__module__
+    if module.startswith("pandas"):
+        import pandas as pd
+
+        frame = rows.astype(object).where(pd.notna(rows), None)
+        for r in frame.itertuples(index=False, name=None):
+            yield tuple(v.date() if isinstance(v, pd.Timestamp) else v for v in r)
+        return
+    if module.startswith("pyarrow"):
+        names = [n for n, _ in table.columns]
+        data = rows.to_pydict()
+        lowered = {k.lower(): v for k, v in data.items()}
+        missing = [n for n in names if n not in lowered]
+        if missing:
+            raise SchemaError(f"Arrow data for table {table.name} lacks columns {missing}")
+        yield from zip(*(lowered[n] for n in names), strict=True)
+        return
+    if isinstance(rows, (str, bytes)):
+        raise SchemaError(f"rows for table {table.name} must be an iterable of rows")
+    yield from rows

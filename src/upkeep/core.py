@@ -1,0 +1,154 @@
+"""The conjunctive core of a block as variables: what Dynamic Yannakakis and the general
+join both maintain.
+
+Columns joined by ``=`` share one variable (a union-find over the block's wide-row slots).
+Each atom becomes a hyperedge of variables; its *leaf function* applies the atom's own
+filters, drops rows with NULL join keys (NULL never joins), and projects a base row onto
+the atom's variables, optionally adding *derived variables*: expressions over that atom
+alone (e.g. ``EXTRACT(YEAR FROM o_orderdate)`` as a grouping key), computed once per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from .expressions import Column, ExpressionCompiler, Scope, column_refs
+from .plan import Block, JoinAnalysis, atom_of_slot
+from .types import SqlType
+
+
+@dataclass
+class Variable:
+    id: int
+    name: str  # e.g. "o.ok" for display
+    type: SqlType
+    slots: list[int]  # wide-row slots bound to this variable (empty for derived ones)
+    derived: exp.Expression | None = None
+
+
+class Core:
+    """Variables, per-atom hyperedges and leaf functions of a block's conjunctive core."""
+
+    def __init__(self, block: Block, analysis: JoinAnalysis, needed: set[int],
+                 derived: list[tuple[int, exp.Expression]] = ()):
+        self.block = block
+        self.analysis = analysis
+        parent = {}
+
+        def find(x: int) -> int:
+            while parent.get(x, x) != x:
+                x = parent[x]
+            return x
+
+        for a, b in analysis.equalities:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+        join_slots = {s for pair in analysis.equalities for s in pair}
+        slots = sorted(needed | join_slots)
+        classes: dict[int, list[int]] = {}
+        for s in slots:
+            classes.setdefault(find(s), []).append(s)
+        columns = {c.slot: c for c in block.scope.columns}
+        self.vars: list[Variable] = []
+        self.var_of_slot: dict[int, int] = {}
+        for root in sorted(classes):
+            members = classes[root]
+            col = columns[members[0]]
+            v = Variable(len(self.vars), f"{col.qualifier}.{col.name}", col.type, members)
+            self.vars.append(v)
+            for s in members:
+                self.var_of_slot[s] = v.id
+        self.atom_vars: list[list[int]] = [[] for _ in block.atoms]
+        for s in slots:
+            i = atom_of_slot(block, s)
+            v = self.var_of_slot[s]
+            if v not in self.atom_vars[i]:
+                self.atom_vars[i].append(v)
+        self.derived_var: dict[str, int] = {}
+        for i, node in derived:
+            key = node.sql()
+            if key in self.derived_var:
+                continue
+            scope = self.atom_scope(i)
+            typ = ExpressionCompiler(scope).type_of(node)
+            v = Variable(len(self.vars), key, typ, [], node)
+            self.vars.append(v)
+            self.derived_var[key] = v.id
+            self.atom_vars[i].append(v.id)
+        self.leaf_fns = [self._leaf(i, join_slots) for i in range(len(block.atoms))]
+
+    def atom_scope(self, i: int) -> Scope:
+        atom = self.block.atoms[i]
+        return Scope([Column(atom.alias, name, typ, k)
+                      for k, (name, typ) in enumerate(atom.columns)])
+
+    def _leaf(self, i: int, join_slots: set[int]) -> Callable[[tuple], tuple | None]:
+        atom = self.block.atoms[i]
+        scope = self.atom_scope(i)
+        compiler = ExpressionCompiler(scope)
+        namespace: dict[str, object] = {}
+        checks = []
+        for j, cond in enumerate(self.analysis.local[i]):
+            namespace[f"_f{j}"] = compiler.compile(cond).fn
+            checks.append(f"_f{j}(r) is True")
+        first_pos: dict[int, int] = {}
+        for k in range(len(atom.columns)):
+            slot = atom.offset + k
+            if slot in join_slots:
+                checks.append(f"r[{k}] is not None")
+            v = self.var_of_slot.get(slot)
+            if v is None:
+                continue
+            if v in first_pos:
+                checks.append(f"r[{k}] == r[{first_pos[v]}]")
+            else:
+                first_pos[v] = k
+        parts = []
+        for v in self.atom_vars[i]:
+            var = self.vars[v]
+            if var.derived is None:
+                parts.append(f"r[{first_pos[v]}]")
+            else:
+                namespace[f"_d{v}"] = compiler.compile(var.derived).fn
+                parts.append(f"_d{v}(r)")
+        body = "(" + "".join(p + ", " for p in parts) + ")"
+        cond = " and ".join(checks) or "True"
+        return eval(f"lambda r: {body} if {cond} else None", namespace)  # noqa: S307
+
+    def vars_of(self, node: exp.Expression) -> set[int]:
+        out = set()
+        for col in column_refs(node):
+            out.add(self.var_of_slot[self.block.scope.resolve(col).slot])
+        return out
+
+    def scope_over(self, layout: list[int]) -> Scope:
+        """Columns of the block visible in tuples laid out as the variables ``layout``."""
+        pos = {v: k for k, v in enumerate(layout)}
+        cols = []
+        for c in self.block.scope.columns:
+            v = self.var_of_slot.get(c.slot)
+            if v is not None and v in pos:
+                cols.append(Column(c.qualifier, c.name, c.type, pos[v]))
+        return Scope(cols)
+
+    def edges(self) -> list[tuple[int, ...]]:
+        return [tuple(vs) for vs in self.atom_vars]
+
+    def var_label(self, v: int) -> str:
+        return self.vars[v].name
+
+
+def needed_slots(block: Block, analysis: JoinAnalysis) -> set[int]:
+    """Wide-row slots read above the join: select, grouping, aggregates, residual predicates."""
+    nodes = [e for _, e in block.select] + list(block.group_by) + list(analysis.residual)
+    if block.having is not None:
+        nodes.append(block.having)
+    out = set()
+    for node in nodes:
+        for col in column_refs(node):
+            out.add(block.scope.resolve(col).slot)
+    return out

@@ -1,0 +1,67 @@
+"""DB-API style cursors over a materialized result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from .types import SqlType
+
+
+class Cursor:
+    """The result of :meth:`Connection.execute`: rows plus ``description``, like sqlite3/duckdb."""
+
+    arraysize = 1
+
+    def __init__(self, columns: list[tuple[str, SqlType]] | None = None,
+                 rows: list[tuple] | None = None, rowcount: int = -1):
+        self._columns = columns or []
+        self._rows = rows or []
+        self._pos = 0
+        self.rowcount = rowcount if rowcount >= 0 else (len(self._rows) if columns else -1)
+
+    @property
+    def description(self) -> list[tuple] | None:
+        if not self._columns:
+            return None
+        return [(name, typ.sql(), None, None, None, None, None) for name, typ in self._columns]
+
+    def fetchone(self) -> tuple | None:
+        if self._pos >= len(self._rows):
+            return None
+        row = self._rows[self._pos]
+        self._pos += 1
+        return row
+
+    def fetchmany(self, size: int | None = None) -> list[tuple]:
+        size = self.arraysize if size is None else size
+        out = self._rows[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def fetchall(self) -> list[tuple]:
+        out = self._rows[self._pos:]
+        self._pos = len(self._rows)
+        return out
+
+    def __iter__(self) -> Iterator[tuple]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+    def arrow(self) -> pa.Table:
+        """The remaining rows as a pyarrow Table with the result's column types."""
+        from .views import arrow_table
+
+        return arrow_table(self._columns, self.fetchall())
+
+    fetch_arrow_table = arrow
+
+    def df(self):
+        """The remaining rows as a pandas DataFrame."""
+        return self.arrow().to_pandas()
+
+    fetchdf = df
+
+    def close(self) -> None:
+        self._rows = []

@@ -1,0 +1,346 @@
+"""The (T, N)-representation of Dynamic Yannakakis (``dynamic-yannakakis-iedyn.txt`` 3.2).
+
+For every GJT node n it keeps the reduct GMR ``rho_n`` (a dict tuple -> weight) and hash
+indexes on subsets of its variables: the parent index P_n used by enumeration and the
+sibling index S_n used by UPDATE (Algorithm 1, line 21).  Sibling indexes also keep the
+total weight per key, so that when the parent's variables are covered by the updated
+child (a guard), ``pi_var(p)(rho_m |x| Delta_n)`` costs O(1) per delta tuple: this is what
+makes updates O(|u|) for simple trees, i.e. q-hierarchical queries (Theorem 3.4).
+
+Weights are any ring elements supporting ``+``, ``*`` and truthiness (``int`` for Z-sets,
+:class:`upkeep.aggregates.DualWeight` for aggregates): the operators are written once.
+
+Push mode (section 5, "delta enumeration"): UPDATE first propagates the change through the
+nodes outside N, which yields the deltas of the frontier of N; the output tuples that can
+change are exactly those extending a touched frontier tuple, so they are enumerated
+anchored at those tuples before and after the N part is updated, and subtracted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from operator import itemgetter
+
+from .gjt import GJTPair, Node
+
+
+def key_function(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """A function extracting ``positions`` of a tuple as a tuple (also for 0 or 1 position)."""
+    if not positions:
+        return lambda t: ()
+    if len(positions) == 1:
+        (p,) = positions
+        return lambda t: (t[p],)
+    return itemgetter(*positions)
+
+
+class Index:
+    """Hash index of a node's reduct on a subset of its variables, optionally with totals."""
+
+    __slots__ = ("key", "buckets", "totals")
+
+    def __init__(self, positions: tuple[int, ...], with_totals: bool):
+        self.key = key_function(positions)
+        self.buckets: dict[tuple, dict[tuple, None]] = {}
+        self.totals: dict[tuple, object] | None = {} if with_totals else None
+
+    def insert(self, t: tuple, w: object) -> None:
+        k = self.key(t)
+        bucket = self.buckets.get(k)
+        if bucket is None:
+            self.buckets[k] = {t: None}
+        else:
+            bucket[t] = None
+        if self.totals is not None:
+            self.adjust(k, w)
+
+    def remove(self, t: tuple, w: object) -> None:
+        k = self.key(t)
+        bucket = self.buckets[k]
+        del bucket[t]
+        if not bucket:
+            del self.buckets[k]
+        if self.totals is not None:
+            self.adjust(k, w)
+
+    def adjust(self, k: tuple, w: object) -> None:
+        totals = self.totals
+        old = totals.get(k)
+        new = w if old is None else old + w
+        if new:
+            totals[k] = new
+        else:
+            del totals[k]
+
+
+class NodeState:
+    """Runtime state of one GJT node."""
+
+    __slots__ = ("node", "rho", "indexes", "push", "in_n", "frontier")
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.rho: dict[tuple, object] = {}
+        self.indexes: dict[tuple[int, ...], Index] = {}
+        self.push: Callable[[dict, dict], None] | None = None
+        self.in_n = False
+        self.frontier = False
+
+    def index(self, key_vars: tuple[int, ...], with_totals: bool = False) -> Index:
+        idx = self.indexes.get(key_vars)
+        if idx is None or (with_totals and idx.totals is None):
+            positions = tuple(self.node.vars.index(v) for v in key_vars)
+            idx = Index(positions, with_totals)
+            for t, w in self.rho.items():
+                idx.insert(t, w)
+            self.indexes[key_vars] = idx
+        return idx
+
+    def add(self, t: tuple, w: object) -> None:
+        rho = self.rho
+        old = rho.get(t)
+        if old is None:
+            rho[t] = w
+            for idx in self.indexes.values():
+                idx.insert(t, w)
+            return
+        new = old + w
+        if new:
+            rho[t] = new
+            for idx in self.indexes.values():
+                if idx.totals is not None:
+                    idx.adjust(idx.key(t), w)
+        else:
+            del rho[t]
+            for idx in self.indexes.values():
+                idx.remove(t, w)
+
+
+def _accumulate(target: dict, k: tuple, w: object) -> None:
+    old = target.get(k)
+    target[k] = w if old is None else old + w
+
+
+class Representation:
+    """A maintained (T, N)-rep: ``update`` (push or pull mode), ``enumerate``, ``weight``."""
+
+    def __init__(self, pair: GJTPair):
+        self.pair = pair
+        self.states = {n.id: NodeState(n) for n in pair.nodes}
+        for n in pair.nodes:
+            st = self.states[n.id]
+            st.in_n = n.id in pair.n_set
+        for f in pair.frontier():
+            self.states[f.id].frontier = True
+        post = list(reversed(pair.nodes))  # pre-order reversed: children before parents
+        self.lower = [self.states[n.id] for n in post if n.id not in pair.n_set]
+        self.upper = [self.states[n.id] for n in post if n.id in pair.n_set]
+        self.leaf_of_atom = {n.atom: self.states[n.id] for n in pair.nodes if n.is_leaf}
+        self.out_key = key_function(pair.out)  # env is indexed by variable id
+        for n in pair.nodes:
+            if n.parent is not None:
+                self.states[n.id].push = self._make_push(n)
+        self._plans: dict[int | None, dict[int, Callable]] = {}
+
+    # ---------------------------------------------------------------- update
+    def _make_push(self, n: Node) -> Callable[[dict, dict], None]:
+        """The code of Algorithm 1, lines 20-23, specialised for this node."""
+        p = n.parent
+        siblings = [c for c in p.children if c is not n]
+        proj = key_function(tuple(n.vars.index(v) for v in p.vars)) if set(p.vars) <= set(
+            n.vars) else None
+        if not siblings:
+            def push_projection(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    _accumulate(pd, proj(t), w)
+            return push_projection
+        m = siblings[0]
+        shared = tuple(v for v in m.vars if v in n.vars)
+        m_state = self.states[m.id]
+        if proj is not None:
+            idx = m_state.index(shared, with_totals=True)
+            key = key_function(tuple(n.vars.index(v) for v in shared))
+            totals = idx.totals
+
+            def push_totals(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    tot = totals.get(key(t))
+                    if tot is not None:
+                        _accumulate(pd, proj(t), w * tot)
+            return push_totals
+        idx = m_state.index(shared)
+        key = key_function(tuple(n.vars.index(v) for v in shared))
+        sources = []
+        for v in p.vars:
+            sources.append(("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v)))
+        combine = eval(  # noqa: S307 - generated from variable positions only
+            "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
+        buckets = idx.buckets
+        rho_m = m_state.rho
+
+        def push_join(delta: dict, pd: dict) -> None:
+            for t, w in delta.items():
+                bucket = buckets.get(key(t))
+                if bucket:
+                    for s in bucket:
+                        _accumulate(pd, combine(t, s), w * rho_m[s])
+        return push_join
+
+    def _process(self, st: NodeState, deltas: dict[int, dict]) -> None:
+        delta = deltas.pop(st.node.id, None)
+        if not delta:
+            return
+        add = st.add
+        for t, w in delta.items():
+            if w:
+                add(t, w)
+        if st.push is not None:
+            pid = st.node.parent.id
+            pd = deltas.get(pid)
+            if pd is None:
+                pd = deltas[pid] = {}
+            st.push(delta, pd)
+
+    def update(self, leaf_deltas: dict[int, dict[tuple, object]], want_delta: bool
+               ) -> dict[tuple, tuple[object, object]] | None:
+        """Apply per-atom deltas (UPDATE of Algorithm 1).
+
+        With ``want_delta``, return ``{output tuple: (old weight, new weight)}`` for every
+        output tuple whose weight may have changed (None weights mean absent).
+        """
+        deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
+        for st in self.lower:
+            self._process(st, deltas)
+        if not want_delta:
+            for st in self.upper:
+                self._process(st, deltas)
+            return None
+        anchors = [(st.node, list(deltas.get(st.node.id, ()))) for st in self.upper
+                   if st.frontier and deltas.get(st.node.id)]
+        root_state = self.states[self.pair.root.id]
+        was_empty = not root_state.rho
+        old = {} if was_empty else self._anchored(anchors)
+        for st in self.upper:
+            self._process(st, deltas)
+        new = dict(self.enumerate()) if was_empty else self._anchored(anchors)
+        changes = {}
+        for k, w in old.items():
+            nw = new.pop(k, None)
+            if nw is None or nw != w:
+                changes[k] = (w, nw)
+        for k, w in new.items():
+            changes[k] = (None, w)
+        return changes
+
+    # ---------------------------------------------------------------- enumeration
+    def _plan(self, anchor: Node | None) -> dict[int, Callable]:
+        """Match functions per N node: the tuples of rho_c compatible with the bound variables."""
+        key = anchor.id if anchor is not None else None
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        anchor_vars = set(anchor.vars) if anchor is not None else set()
+        anchor_below = {}
+        if anchor is not None:
+            n = anchor
+            while n is not None:
+                anchor_below[n.id] = True
+                n = n.parent
+        plan = {}
+        for n in self.pair.nodes:
+            if n.id not in self.pair.n_set:
+                continue
+            bound = set(n.parent.vars) if n.parent is not None else set()
+            if anchor_below.get(n.id):
+                bound |= anchor_vars
+            key_vars = tuple(v for v in n.vars if v in bound)
+            plan[n.id] = self._matcher(self.states[n.id], key_vars)
+        self._plans[key] = plan
+        return plan
+
+    def _matcher(self, st: NodeState, key_vars: tuple[int, ...]) -> Callable:
+        rho = st.rho
+        if not key_vars:
+            return lambda env: rho
+        getter = key_function(key_vars)
+        if len(key_vars) == len(st.node.vars):
+            def member(env):
+                t = getter(env)
+                return (t,) if t in rho else ()
+            return member
+        buckets = st.index(key_vars).buckets
+
+        def probe(env):
+            return buckets.get(getter(env), ())
+        return probe
+
+    def _enum(self, n: Node, t: tuple, plan: dict, env: list) -> Iterator[object]:
+        st = self.states[n.id]
+        if st.frontier:
+            yield st.rho[t]
+            return
+        children = n.children
+        c1 = children[0]
+        v1 = c1.vars
+        if len(children) == 1:
+            for s in plan[c1.id](env):
+                for v, x in zip(v1, s, strict=True):
+                    env[v] = x
+                yield from self._enum(c1, s, plan, env)
+            return
+        c2 = children[1]
+        v2 = c2.vars
+        m1, m2 = plan[c1.id], plan[c2.id]
+        for s1 in m1(env):
+            for v, x in zip(v1, s1, strict=True):
+                env[v] = x
+            for w1 in self._enum(c1, s1, plan, env):
+                for s2 in m2(env):
+                    for v, x in zip(v2, s2, strict=True):
+                        env[v] = x
+                    for w2 in self._enum(c2, s2, plan, env):
+                        yield w1 * w2
+
+    def _run(self, anchor: Node | None, anchor_tuple: tuple | None) -> Iterator[tuple[tuple, object]]:
+        plan = self._plan(anchor)
+        env: list = [None] * (max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1)
+        if anchor is not None:
+            for v, x in zip(anchor.vars, anchor_tuple, strict=True):
+                env[v] = x
+        root = self.pair.root
+        out_key = self.out_key
+        for t in plan[root.id](env):
+            for v, x in zip(root.vars, t, strict=True):
+                env[v] = x
+            for w in self._enum(root, t, plan, env):
+                yield out_key(env), w
+
+    def enumerate(self) -> Iterator[tuple[tuple, object]]:
+        """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
+        return self._run(None, None)
+
+    def _anchored(self, anchors: list[tuple[Node, list[tuple]]]) -> dict[tuple, object]:
+        out: dict[tuple, object] = {}
+        for node, tuples in anchors:
+            for s in tuples:
+                for k, w in self._run(node, s):
+                    out[k] = w
+        return out
+
+    def weight(self, out_tuple: tuple) -> object | None:
+        """Membership in O(|N|): the product of the frontier weights, or None if absent."""
+        env: list = [None] * (max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1)
+        for v, x in zip(self.pair.out, out_tuple, strict=True):
+            env[v] = x
+        w = None
+        for f in self.pair.frontier():
+            st = self.states[f.id]
+            got = st.rho.get(tuple(env[v] for v in f.vars))
+            if got is None:
+                return None
+            w = got if w is None else w * got
+        return w
+
+    def size(self) -> int:
+        """Total number of stored reduct tuples (the O(|db|) of property P3)."""
+        return sum(len(st.rho) for st in self.states.values())

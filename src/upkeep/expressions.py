@@ -1,0 +1,595 @@
+"""Compile SQL scalar expressions (sqlglot trees) into Python functions over row tuples.
+
+The generated function follows DuckDB's semantics, since DuckDB is the oracle: NULL
+propagates through arithmetic and comparisons, AND/OR/NOT are three-valued, integer
+``//`` and ``%`` truncate toward zero, ``/`` is floating division.  Subtrees without
+column references are evaluated once by DuckDB itself (constant folding), which gives
+exact DuckDB semantics for date and interval literals, casts of constants and so on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+
+import duckdb
+from sqlglot import exp
+
+from .errors import Error, SchemaError, UnsupportedError
+from .types import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    INTEGER,
+    NULLTYPE,
+    VARCHAR,
+    SqlType,
+    common_numeric,
+    type_from_sqlglot,
+)
+
+AGGREGATE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column visible in a scope: its qualifier (table alias), name, type and slot."""
+
+    qualifier: str
+    name: str
+    type: SqlType
+    slot: int
+
+
+class Scope:
+    """Name resolution for column references: ``alias.col`` or an unambiguous ``col``."""
+
+    def __init__(self, columns: list[Column]):
+        self.columns = columns
+        self._qualified = {(c.qualifier, c.name): c for c in columns}
+        self._by_name: dict[str, list[Column]] = {}
+        for c in columns:
+            self._by_name.setdefault(c.name, []).append(c)
+
+    def resolve(self, node: exp.Column) -> Column:
+        name = node.name.lower()
+        table = node.table.lower() if node.table else ""
+        if table:
+            col = self._qualified.get((table, name))
+            if col is None:
+                raise SchemaError(f"unknown column {table}.{name}{_where(node)}")
+            return col
+        matches = self._by_name.get(name, [])
+        if not matches:
+            raise SchemaError(f"unknown column {name}{_where(node)}")
+        if len({(c.qualifier, c.name) for c in matches}) > 1:
+            raise SchemaError(f"column reference {name} is ambiguous{_where(node)}")
+        return matches[0]
+
+
+def _where(node: exp.Expression) -> str:
+    meta = node.meta if hasattr(node, "meta") else {}
+    if meta and "line" in meta:
+        return f" (line {meta['line']}, column {meta.get('col')})"
+    return ""
+
+
+@dataclass
+class Compiled:
+    """A compiled expression: ``fn(row) -> value`` and its SQL result type."""
+
+    fn: Callable[[tuple], object]
+    type: SqlType
+    source: str
+
+
+# ---------------------------------------------------------------- runtime helpers
+
+
+def _div(a, b):
+    if a is None or b is None:
+        return None
+    a, b = float(a), float(b)
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _intdiv(a, b):
+    if a is None or b is None:
+        return None
+    if b == 0:
+        raise Error("division by zero in integer division")
+    if isinstance(a, float) or isinstance(b, float):
+        return float(math.trunc(a / b))
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _mod(a, b):
+    if a is None or b is None:
+        return None
+    if b == 0:
+        raise Error("division by zero in modulo")
+    if isinstance(a, float) or isinstance(b, float):
+        return math.fmod(a, b)
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+def _and(*vals):
+    result = True
+    for v in vals:
+        if v is False:
+            return False
+        if v is None:
+            result = None
+    return result
+
+
+def _or(*vals):
+    result = False
+    for v in vals:
+        if v is True:
+            return True
+        if v is None:
+            result = None
+    return result
+
+
+def _in(x, options):
+    if x is None:
+        return None
+    saw_null = False
+    for o in options:
+        if o is None:
+            saw_null = True
+        elif x == o:
+            return True
+    return None if saw_null else False
+
+
+def _like(pattern: str, case_insensitive: bool = False) -> Callable[[object], object]:
+    regex = "".join(
+        ".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern
+    )
+    compiled = re.compile(regex, re.S | (re.I if case_insensitive else 0))
+
+    def match(s):
+        if s is None:
+            return None
+        return compiled.fullmatch(s) is not None
+
+    return match
+
+
+def _substring(s, start, length=None):
+    if s is None or start is None:
+        return None
+    begin = start - 1 if start > 0 else max(len(s) + start, 0) if start < 0 else 0
+    if length is None:
+        return s[begin:]
+    if start == 0:
+        length -= 1
+    return s[begin:begin + max(length, 0)]
+
+
+def _round(x, digits=0):
+    if x is None:
+        return None
+    if isinstance(x, Decimal):
+        from decimal import ROUND_HALF_UP
+        return x.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    if isinstance(x, float):
+        factor = 10.0 ** digits
+        v = abs(x) * factor
+        r = math.floor(v + 0.5)
+        return math.copysign(r / factor, x)
+    return x
+
+
+def _extract(part: str, d):
+    if d is None:
+        return None
+    return {"year": d.year, "month": d.month, "day": d.day}[part]
+
+
+def _cast(value, typ: SqlType):
+    if value is None:
+        return None
+    kind = typ.kind
+    try:
+        if typ.is_integer:
+            if isinstance(value, str):
+                return int(value.strip())
+            if isinstance(value, (float, Decimal)):
+                return int(_round(value, 0))
+            return int(value)
+        if kind == "DOUBLE":
+            return float(value)
+        if kind == "DECIMAL":
+            return _round(Decimal(str(value)), typ.scale)
+        if kind == "VARCHAR":
+            if isinstance(value, bool):
+                return "true" if value else "false"
+            if isinstance(value, dt.date):
+                return value.isoformat()
+            return str(value)
+        if kind == "DATE":
+            return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+        if kind == "BOOLEAN":
+            if isinstance(value, str):
+                return {"true": True, "false": False, "t": True, "f": False}[value.lower()]
+            return bool(value)
+    except (ValueError, KeyError, ArithmeticError) as exc:
+        raise Error(f"could not cast {value!r} to {typ.sql()}") from exc
+    raise UnsupportedError(f"cast to {typ.sql()}")
+
+
+def _null_or(fn):
+    def wrapped(*args):
+        if any(a is None for a in args):
+            return None
+        return fn(*args)
+
+    return wrapped
+
+
+_HELPERS: dict[str, object] = {
+    "_div": _div,
+    "_intdiv": _intdiv,
+    "_mod": _mod,
+    "_and": _and,
+    "_or": _or,
+    "_in": _in,
+    "_substring": _substring,
+    "_round": _round,
+    "_extract": _extract,
+    "_cast": _cast,
+    "_upper": _null_or(str.upper),
+    "_lower": _null_or(str.lower),
+    "_length": _null_or(len),
+    "_abs": _null_or(abs),
+    "_trim": _null_or(str.strip),
+    "_concat": _null_or(lambda *xs: "".join(str(x) for x in xs)),
+    "_concat_ws": lambda *xs: "".join("" if x is None else str(x) for x in xs),
+    "Decimal": Decimal,
+    "date": dt.date,
+}
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
+_COMPARE = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+class ExpressionCompiler:
+    """Turns sqlglot expressions into :class:`Compiled` functions over a :class:`Scope`."""
+
+    def __init__(self, scope: Scope, slots: Callable[[exp.Expression], int | None] | None = None):
+        self.scope = scope
+        # ``slots`` lets a caller map whole sub-expressions (e.g. aggregates) to row slots.
+        self.slots = slots
+        self._consts: dict[str, object] = {}
+        self._counter = 0
+
+    # -- public ---------------------------------------------------------------
+    def compile(self, node: exp.Expression) -> Compiled:
+        src, typ = self._gen(node)
+        namespace = dict(_HELPERS)
+        namespace.update(self._consts)
+        fn = eval(f"lambda r: {src}", namespace)  # noqa: S307 - generated from a typed AST
+        return Compiled(fn, typ, src)
+
+    def type_of(self, node: exp.Expression) -> SqlType:
+        return self._gen(node)[1]
+
+    # -- generation -----------------------------------------------------------
+    def _const(self, value: object) -> str:
+        self._counter += 1
+        name = f"_k{self._counter}"
+        self._consts[name] = value
+        return name
+
+    def _gen(self, node: exp.Expression) -> tuple[str, SqlType]:
+        if self.slots is not None:
+            slot = self.slots(node)
+            if slot is not None:
+                return f"r[{slot[0]}]", slot[1]
+        if isinstance(node, exp.Paren):
+            return self._gen(node.this)
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                raise UnsupportedError("* is only allowed as a whole select list or in COUNT(*)")
+            col = self.scope.resolve(node)
+            return f"r[{col.slot}]", col.type
+        if isinstance(node, AGGREGATE_TYPES):
+            raise UnsupportedError(f"aggregate {node.sql()} is not allowed here{_where(node)}")
+        if isinstance(node, exp.Boolean):
+            return ("True" if node.this else "False"), BOOLEAN
+        if isinstance(node, exp.Null):
+            return "None", NULLTYPE
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return repr(node.this), VARCHAR
+            text = node.this
+            if re.fullmatch(r"\d+", text):
+                value = int(text)
+                return repr(value), INTEGER if value < 2**31 else BIGINT
+            if re.fullmatch(r"\d*\.\d*", text):
+                digits = text.replace(".", "").lstrip("0") or "0"
+                scale = len(text.split(".")[1])
+                return self._const(Decimal(text)), SqlType("DECIMAL", max(len(digits), scale + 1), scale)
+            return repr(float(text)), DOUBLE
+        if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
+            isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
+        ):
+            return self._fold(node)
+        return self._gen_operator(node)
+
+    def _fold(self, node: exp.Expression) -> tuple[str, SqlType]:
+        """Evaluate a column-free expression once, with DuckDB, for exact semantics."""
+        sql = node.sql(dialect="duckdb")
+        try:
+            con = duckdb.connect()
+            value, type_name = con.execute(f"SELECT {sql} AS v, typeof({sql})").fetchone()
+            con.close()
+        except duckdb.Error as exc:
+            raise Error(f"cannot evaluate constant {sql}: {exc}") from exc
+        if isinstance(value, dt.datetime):
+            value = value.date() if type_name == "DATE" else value
+        typ = _type_from_name(type_name)
+        return self._const(value), typ
+
+    def _gen_operator(self, node: exp.Expression) -> tuple[str, SqlType]:
+        for cls, op in _ARITH.items():
+            if type(node) is cls:
+                return self._arith(node, op)
+        if isinstance(node, exp.Div):
+            a, ta = self._gen(node.this)
+            b, tb = self._gen(node.expression)
+            if node.args.get("typed") and ta.is_integer and tb.is_integer:
+                return f"_intdiv({a}, {b})", common_numeric(ta, tb)
+            return f"_div({a}, {b})", DOUBLE
+        if isinstance(node, exp.IntDiv):
+            a, ta = self._gen(node.this)
+            b, tb = self._gen(node.expression)
+            return f"_intdiv({a}, {b})", common_numeric(ta, tb)
+        if isinstance(node, exp.Mod):
+            a, ta = self._gen(node.this)
+            b, tb = self._gen(node.expression)
+            return f"_mod({a}, {b})", common_numeric(ta, tb)
+        if isinstance(node, exp.Neg):
+            a, ta = self._gen(node.this)
+            return f"(None if (_v := {a}) is None else -_v)".replace("_v", self._tmp()), ta
+        for cls, op in _COMPARE.items():
+            if type(node) is cls:
+                return self._compare(node.this, node.expression, op)
+        if isinstance(node, exp.And):
+            parts = [self._gen(x)[0] for x in _flatten(node, exp.And)]
+            return f"_and({', '.join(parts)})", BOOLEAN
+        if isinstance(node, exp.Or):
+            parts = [self._gen(x)[0] for x in _flatten(node, exp.Or)]
+            return f"_or({', '.join(parts)})", BOOLEAN
+        if isinstance(node, exp.Not):
+            a, _ = self._gen(node.this)
+            v = self._tmp()
+            return f"(None if ({v} := {a}) is None else not {v})", BOOLEAN
+        if isinstance(node, exp.Is):
+            a, _ = self._gen(node.this)
+            if isinstance(node.expression, exp.Null):
+                return f"({a} is None)", BOOLEAN
+            raise UnsupportedError(f"IS {node.expression.sql()}")
+        if isinstance(node, exp.Between):
+            lo = exp.GTE(this=node.this, expression=node.args["low"])
+            hi = exp.LTE(this=node.this, expression=node.args["high"])
+            return self._gen(exp.And(this=lo, expression=hi))
+        if isinstance(node, exp.In):
+            if node.args.get("query") or node.args.get("unnest"):
+                raise UnsupportedError(f"IN with a subquery{_where(node)}")
+            a, ta = self._gen(node.this)
+            opts = [self._coerce_literal(o, ta)[0] for o in node.expressions]
+            return f"_in({a}, ({', '.join(opts)},))", BOOLEAN
+        if isinstance(node, (exp.Like, exp.ILike)):
+            a, _ = self._gen(node.this)
+            pattern = node.expression
+            if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+                raise UnsupportedError(f"LIKE with a non-constant pattern{_where(node)}")
+            matcher = self._const(_like(pattern.this, isinstance(node, exp.ILike)))
+            return f"{matcher}({a})", BOOLEAN
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if isinstance(node, exp.If):
+            case = exp.Case(ifs=[exp.If(this=node.this, true=node.args["true"])],
+                            default=node.args.get("false"))
+            return self._case(case)
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            a, _ = self._gen(node.this)
+            typ = type_from_sqlglot(node.to)
+            return f"_cast({a}, {self._const(typ)})", typ
+        if isinstance(node, exp.DPipe):
+            a, _ = self._gen(node.this)
+            b, _ = self._gen(node.expression)
+            return f"_concat({a}, {b})", VARCHAR
+        if isinstance(node, exp.Concat):
+            parts = [self._gen(x)[0] for x in node.expressions]
+            return f"_concat_ws({', '.join(parts)})", VARCHAR
+        if isinstance(node, exp.Upper):
+            return f"_upper({self._gen(node.this)[0]})", VARCHAR
+        if isinstance(node, exp.Lower):
+            return f"_lower({self._gen(node.this)[0]})", VARCHAR
+        if isinstance(node, exp.Length):
+            return f"_length({self._gen(node.this)[0]})", BIGINT
+        if isinstance(node, exp.Trim):
+            return f"_trim({self._gen(node.this)[0]})", VARCHAR
+        if isinstance(node, exp.Abs):
+            a, ta = self._gen(node.this)
+            return f"_abs({a})", ta
+        if isinstance(node, exp.Substring):
+            args = [self._gen(node.this)[0], self._gen(node.args["start"])[0]]
+            if node.args.get("length") is not None:
+                args.append(self._gen(node.args["length"])[0])
+            return f"_substring({', '.join(args)})", VARCHAR
+        if isinstance(node, exp.Round):
+            a, ta = self._gen(node.this)
+            digits = node.args.get("decimals")
+            d = self._gen(digits)[0] if digits is not None else "0"
+            if ta.kind == "DECIMAL":
+                return f"_round({a}, {d})", ta
+            return f"_round({a}, {d})", DOUBLE if ta.kind == "DOUBLE" else ta
+        if isinstance(node, exp.Coalesce):
+            items = [node.this, *node.expressions]
+            gens = [self._gen(x) for x in items]
+            typ = _common_type([t for _, t in gens])
+            srcs = [self._as(s, t, typ) for s, t in gens]
+            src = srcs[-1]
+            for s in reversed(srcs[:-1]):
+                v = self._tmp()
+                src = f"({v} if ({v} := {s}) is not None else {src})"
+            return src, typ
+        if isinstance(node, exp.Nullif):
+            a, ta = self._gen(node.this)
+            b, _ = self._gen(node.expression)
+            v = self._tmp()
+            return f"(None if ({v} := {a}) == {b} else {v})", ta
+        if isinstance(node, exp.Extract):
+            part = node.this.name.lower()
+            if part not in ("year", "month", "day"):
+                raise UnsupportedError(f"EXTRACT({part.upper()} ...){_where(node)}")
+            a, _ = self._gen(node.expression)
+            return f"_extract({part!r}, {a})", BIGINT
+        if isinstance(node, (exp.Year, exp.Month, exp.Day)):
+            part = type(node).__name__.lower()
+            return f"_extract({part!r}, {self._gen(node.this)[0]})", BIGINT
+        if isinstance(node, (exp.Greatest, exp.Least)):
+            items = [node.this, *node.expressions]
+            gens = [self._gen(x) for x in items]
+            typ = _common_type([t for _, t in gens])
+            fn = "max" if isinstance(node, exp.Greatest) else "min"
+            srcs = ", ".join(self._as(s, t, typ) for s, t in gens)
+            return f"{self._const(_null_skip(fn))}({srcs})", typ
+        raise UnsupportedError(
+            f"expression {node.sql()} ({type(node).__name__}) is not supported{_where(node)}")
+
+    def _tmp(self) -> str:
+        self._counter += 1
+        return f"_t{self._counter}"
+
+    def _arith(self, node: exp.Expression, op: str) -> tuple[str, SqlType]:
+        a, ta = self._gen(node.this)
+        b, tb = self._gen(node.expression)
+        if ta.kind == "DATE" or tb.kind == "DATE":
+            raise UnsupportedError(f"date arithmetic on columns ({node.sql()}){_where(node)}")
+        if not (ta.is_numeric or ta.kind == "NULL") or not (tb.is_numeric or tb.kind == "NULL"):
+            raise SchemaError(f"cannot apply {op} to {ta} and {tb}{_where(node)}")
+        typ = common_numeric(ta, tb)
+        a, b = self._as(a, ta, typ), self._as(b, tb, typ)
+        x, y = self._tmp(), self._tmp()
+        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {x} {op} {y})", typ
+
+    def _as(self, src: str, have: SqlType, want: SqlType) -> str:
+        """Convert a value to the representation of the wanted numeric type."""
+        if want.kind == "DOUBLE" and have.kind == "DECIMAL":
+            v = self._tmp()
+            return f"(None if ({v} := {src}) is None else float({v}))"
+        if want.kind == "DECIMAL" and have.is_integer:
+            return src  # Decimal op int is exact in Python
+        return src
+
+    def _coerce_literal(self, node: exp.Expression, target: SqlType) -> tuple[str, SqlType]:
+        src, typ = self._gen(node)
+        if target.kind == "DATE" and typ.kind == "VARCHAR" and isinstance(node, exp.Literal):
+            return self._const(dt.date.fromisoformat(node.this)), DATE
+        if target.kind == "DOUBLE" and typ.kind == "DECIMAL":
+            return self._as(src, typ, target), DOUBLE
+        return src, typ
+
+    def _compare(self, left: exp.Expression, right: exp.Expression, op: str) -> tuple[str, SqlType]:
+        ta = self.type_of(left)
+        tb = self.type_of(right)
+        a, ta = self._coerce_literal(left, tb)
+        b, tb = self._coerce_literal(right, ta)
+        if ta.is_numeric and tb.is_numeric:
+            typ = common_numeric(ta, tb)
+            a, b = self._as(a, ta, typ), self._as(b, tb, typ)
+        elif ta.kind != tb.kind and "NULL" not in (ta.kind, tb.kind):
+            raise SchemaError(f"cannot compare {ta} with {tb}: {left.sql()} {op} {right.sql()}")
+        x, y = self._tmp(), self._tmp()
+        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {x} {op} {y})", BOOLEAN
+
+    def _case(self, node: exp.Case) -> tuple[str, SqlType]:
+        subject = node.this
+        branches = []
+        for cond in node.args.get("ifs") or []:
+            when = cond.this
+            if subject is not None:
+                when = exp.EQ(this=subject, expression=when)
+            branches.append((self._gen(when)[0], self._gen(cond.args["true"])))
+        default = node.args.get("default")
+        dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
+        typ = _common_type([t for _, (_, t) in branches] + [dflt[1]])
+        src = self._as(dflt[0], dflt[1], typ)
+        for when, (then, t) in reversed(branches):
+            src = f"({self._as(then, t, typ)} if ({when}) is True else {src})"
+        return src, typ
+
+
+def _null_skip(fn_name: str) -> Callable[..., object]:
+    fn = max if fn_name == "max" else min
+
+    def pick(*xs):
+        vals = [x for x in xs if x is not None]
+        return fn(vals) if vals else None
+
+    return pick
+
+
+def _flatten(node: exp.Expression, cls: type) -> list[exp.Expression]:
+    if isinstance(node, cls):
+        return _flatten(node.this, cls) + _flatten(node.expression, cls)
+    if isinstance(node, exp.Paren) and isinstance(node.this, cls):
+        return _flatten(node.this, cls)
+    return [node]
+
+
+def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    """Split a WHERE/ON condition into its AND-ed parts."""
+    if node is None:
+        return []
+    return _flatten(node, exp.And)
+
+
+def _common_type(types: list[SqlType]) -> SqlType:
+    real = [t for t in types if t.kind != "NULL"]
+    if not real:
+        return NULLTYPE
+    out = real[0]
+    for t in real[1:]:
+        if out.is_numeric and t.is_numeric:
+            out = common_numeric(out, t)
+        elif t.kind != out.kind:
+            raise SchemaError(f"incompatible types {out} and {t}")
+    return out
+
+
+def _type_from_name(name: str) -> SqlType:
+    name = name.upper()
+    m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", name)
+    if m:
+        return SqlType("DECIMAL", int(m.group(1)), int(m.group(2)))
+    return {
+        "INTEGER": INTEGER, "BIGINT": BIGINT, "HUGEINT": SqlType("HUGEINT"),
+        "SMALLINT": SqlType("SMALLINT"), "TINYINT": SqlType("TINYINT"),
+        "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "VARCHAR": VARCHAR, "DATE": DATE,
+        "BOOLEAN": BOOLEAN, '"NULL"': NULLTYPE, "NULL": NULLTYPE,
+    }.get(name, VARCHAR if name.startswith("VARCHAR") else DOUBLE)
+
+
+def column_refs(node: exp.Expression) -> list[exp.Column]:
+    """All column references in an expression (not descending into subqueries)."""
+    return [c for c in node.find_all(exp.Column) if not isinstance(c.this, exp.Star)]

@@ -1,0 +1,286 @@
+"""From a parsed SELECT to the logical plan shared by every maintenance strategy.
+
+A view is a tree of :class:`SetOperation` nodes over :class:`Block` leaves.  A block is one
+SELECT: a conjunctive core (atoms joined by conditions, the ``Q = pi_y(r1 |x| ... |x| rn | theta)``
+of ``dynamic-yannakakis-iedyn.txt`` section 2) with grouping, aggregates, HAVING and
+DISTINCT on top.  :class:`JoinAnalysis` splits the conditions into per-atom filters,
+equi-joins (which become shared variables) and residual predicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .errors import SchemaError, UnsupportedError
+from .expressions import AGGREGATE_TYPES, Column, Scope, column_refs, conjuncts
+from .types import SqlType
+
+
+@dataclass
+class Atom:
+    """One FROM item: a base table or another view under an alias."""
+
+    alias: str
+    relation: str
+    columns: list[tuple[str, SqlType]]
+    offset: int  # position of the atom's first column in the block's wide row
+
+
+@dataclass
+class Block:
+    """One SELECT block over atoms."""
+
+    atoms: list[Atom]
+    conditions: list[exp.Expression]
+    select: list[tuple[str, exp.Expression]]
+    group_by: list[exp.Expression]
+    having: exp.Expression | None
+    distinct: bool
+    aggregates: list[exp.Expression]
+    scope: Scope = field(repr=False)
+
+    @property
+    def is_aggregate(self) -> bool:
+        return bool(self.group_by or self.aggregates)
+
+
+@dataclass
+class SetOperation:
+    """UNION / UNION ALL of two sub-plans."""
+
+    distinct: bool
+    left: Plan
+    right: Plan
+
+
+Plan = Block | SetOperation
+
+
+def plan_columns(plan: Plan) -> list[str]:
+    while isinstance(plan, SetOperation):
+        plan = plan.left
+    return [name for name, _ in plan.select]
+
+
+def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, SqlType]]]) -> Plan:
+    """Bind a parsed query against the catalog; raise UnsupportedError for what no strategy keeps."""
+    if isinstance(node, exp.Union):
+        if node.args.get("with"):
+            raise UnsupportedError("WITH clauses are not supported yet")
+        left = bind_query(node.this, schema_of)
+        right = bind_query(node.expression, schema_of)
+        if len(plan_columns(left)) != len(plan_columns(right)):
+            raise SchemaError("UNION sides have different numbers of columns")
+        return SetOperation(bool(node.args.get("distinct")), left, right)
+    if isinstance(node, (exp.Intersect, exp.Except)):
+        raise UnsupportedError(f"{type(node).__name__.upper()} is not maintained incrementally")
+    if isinstance(node, exp.Subquery):
+        return bind_query(node.this, schema_of)
+    if not isinstance(node, exp.Select):
+        raise UnsupportedError(f"{type(node).__name__} is not a query")
+    return _bind_select(node, schema_of)
+
+
+def _bind_select(node: exp.Select, schema_of) -> Block:
+    for key in ("with", "order", "limit", "offset", "windows", "qualify"):
+        if node.args.get(key):
+            raise UnsupportedError(f"{key.upper()} in a view definition")
+    if node.args.get("distinct") and node.args["distinct"].args.get("on"):
+        raise UnsupportedError("DISTINCT ON")
+    from_ = node.args.get("from_") or node.args.get("from")
+    if from_ is None:
+        raise UnsupportedError("SELECT without FROM")
+    items = [from_.this]
+    conditions: list[exp.Expression] = []
+    for join in node.args.get("joins") or []:
+        kind = (join.args.get("kind") or "").upper()
+        side = (join.args.get("side") or "").upper()
+        if side or kind not in ("", "INNER", "CROSS"):
+            raise UnsupportedError(f"{(side + ' ' + kind).strip()} JOIN")
+        if join.args.get("using"):
+            raise UnsupportedError("JOIN ... USING")
+        items.append(join.this)
+        conditions.extend(conjuncts(join.args.get("on")))
+    conditions.extend(conjuncts(node.args.get("where").this if node.args.get("where") else None))
+
+    atoms: list[Atom] = []
+    offset = 0
+    for item in items:
+        if not isinstance(item, exp.Table) or item.args.get("db"):
+            raise UnsupportedError(f"FROM item {item.sql()} (only tables and views)")
+        name = item.name.lower()
+        alias = (item.alias or name).lower()
+        if any(a.alias == alias for a in atoms):
+            raise SchemaError(f"table alias {alias} is used twice")
+        columns = schema_of(name)
+        atoms.append(Atom(alias, name, columns, offset))
+        offset += len(columns)
+    scope = Scope([
+        Column(a.alias, cname, ctype, a.offset + i)
+        for a in atoms for i, (cname, ctype) in enumerate(a.columns)
+    ])
+    for cond in conditions:
+        _reject_subqueries(cond)
+        scope_check(cond, scope)
+
+    select: list[tuple[str, exp.Expression]] = []
+    for proj in node.expressions:
+        if isinstance(proj, exp.Star):
+            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in scope.columns)
+            continue
+        if isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star):
+            q = proj.table.lower()
+            cols = [c for c in scope.columns if c.qualifier == q]
+            if not cols:
+                raise SchemaError(f"unknown table {q} in {proj.sql()}")
+            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in cols)
+            continue
+        expr = proj.this if isinstance(proj, exp.Alias) else proj
+        name = proj.alias if isinstance(proj, exp.Alias) else (
+            expr.name if isinstance(expr, exp.Column) else expr.sql(dialect="duckdb"))
+        _reject_subqueries(expr)
+        select.append((name.lower() if isinstance(proj, exp.Alias) or isinstance(expr, exp.Column) else name, expr))
+    select = _dedupe_names(select)
+
+    group = node.args.get("group")
+    group_by = list(group.expressions) if group else []
+    # GROUP BY may name a select alias or position, as in DuckDB.
+    aliases = {name: e for name, e in select}
+    resolved_group = []
+    for g in group_by:
+        if isinstance(g, exp.Literal) and not g.is_string:
+            resolved_group.append(select[int(g.this) - 1][1])
+        elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and not _is_column(scope, g):
+            resolved_group.append(aliases[g.name.lower()])
+        else:
+            resolved_group.append(g)
+    having = node.args.get("having").this if node.args.get("having") else None
+    aggregates: list[exp.Expression] = []
+    for _, e in select:
+        _collect_aggregates(e, aggregates)
+    if having is not None:
+        _reject_subqueries(having)
+        _collect_aggregates(having, aggregates)
+    for g in resolved_group:
+        if any(True for _ in g.find_all(*AGGREGATE_TYPES)):
+            raise UnsupportedError("aggregate inside GROUP BY")
+    distinct = bool(node.args.get("distinct"))
+    block = Block(atoms, conditions, select, resolved_group, having, distinct, aggregates, scope)
+    if block.is_aggregate:
+        _check_grouping(block)
+    return block
+
+
+def _is_column(scope: Scope, col: exp.Column) -> bool:
+    try:
+        scope.resolve(col)
+        return True
+    except SchemaError:
+        return False
+
+
+def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, exp.Expression]]:
+    seen: dict[str, int] = {}
+    out = []
+    for name, e in select:
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        seen.setdefault(name, 0)
+        out.append((name, e))
+    return out
+
+
+def _reject_subqueries(node: exp.Expression) -> None:
+    for sub in node.find_all(exp.Subquery, exp.Select, exp.Exists):
+        raise UnsupportedError(f"subquery {sub.sql()[:60]}")
+    for w in node.find_all(exp.Window):
+        raise UnsupportedError(f"window function {w.sql()[:60]}")
+
+
+def scope_check(node: exp.Expression, scope: Scope) -> None:
+    for col in column_refs(node):
+        scope.resolve(col)
+
+
+def _collect_aggregates(node: exp.Expression, out: list[exp.Expression]) -> None:
+    for agg in node.find_all(*AGGREGATE_TYPES):
+        if any(isinstance(a, AGGREGATE_TYPES) for a in agg.iter_expressions() if a is not None
+               for a in [a] + list(a.find_all(*AGGREGATE_TYPES))):
+            raise UnsupportedError(f"nested aggregate {agg.sql()}")
+        if not any(agg == seen for seen in out):
+            out.append(agg)
+
+
+def _check_grouping(block: Block) -> None:
+    """Every column outside an aggregate must be a grouping expression (as in DuckDB)."""
+    keys = {g.sql() for g in block.group_by}
+
+    def check(node: exp.Expression) -> None:
+        if node.sql() in keys or isinstance(node, AGGREGATE_TYPES):
+            return
+        if isinstance(node, exp.Column):
+            col = block.scope.resolve(node)
+            for g in block.group_by:
+                if isinstance(g, exp.Column) and block.scope.resolve(g) == col:
+                    return
+            raise SchemaError(f"column {node.sql()} must appear in GROUP BY or in an aggregate")
+        for child in node.iter_expressions():
+            check(child)
+
+    for _, e in block.select:
+        check(e)
+    if block.having is not None:
+        check(block.having)
+
+
+def atoms_of(node: exp.Expression, block: Block) -> set[int]:
+    """Indexes of the atoms an expression reads."""
+    out = set()
+    for col in column_refs(node):
+        c = block.scope.resolve(col)
+        out.add(atom_of_slot(block, c.slot))
+    return out
+
+
+def atom_of_slot(block: Block, slot: int) -> int:
+    for i, a in enumerate(block.atoms):
+        if a.offset <= slot < a.offset + len(a.columns):
+            return i
+    raise AssertionError(slot)
+
+
+@dataclass
+class JoinAnalysis:
+    """The conjunctive core of a block.
+
+    ``local[i]``: conditions on atom i alone; ``equalities``: pairs of wide-row slots joined by
+    ``=``; ``residual``: multi-atom conditions that are not equalities (theta predicates).
+    """
+
+    local: list[list[exp.Expression]]
+    equalities: list[tuple[int, int]]
+    residual: list[exp.Expression]
+
+
+def analyse_joins(block: Block) -> JoinAnalysis:
+    local: list[list[exp.Expression]] = [[] for _ in block.atoms]
+    equalities: list[tuple[int, int]] = []
+    residual: list[exp.Expression] = []
+    for cond in block.conditions:
+        used = atoms_of(cond, block)
+        if isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column) and isinstance(
+                cond.expression, exp.Column):
+            a = block.scope.resolve(cond.this)
+            b = block.scope.resolve(cond.expression)
+            if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot):
+                equalities.append((a.slot, b.slot))
+                continue
+        if len(used) <= 1:
+            local[next(iter(used)) if used else 0].append(cond)
+        else:
+            residual.append(cond)
+    return JoinAnalysis(local, equalities, residual)

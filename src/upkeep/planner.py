@@ -1,0 +1,400 @@
+"""Choose a maintenance strategy for each view and build it (DESIGN.md, "Data flow").
+
+Per query block, in order of preference:
+
+1. ``dyn-aggregate``: GROUP BY with COUNT/SUM/AVG whose arguments each read one atom, over
+   a free-connex acyclic join: Dynamic Yannakakis with aggregates in the weight ring.
+2. ``dyn``: a free-connex acyclic join (with projection), enumerated from the
+   (T,N)-representation; not free-connex but acyclic: the free-connex approximation of
+   ``dynamic-yannakakis-iedyn.txt`` section 5 in push mode, with operators on top.
+3. ``general``: hash joins with materialized inputs (cyclic joins, theta predicates).
+4. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
+   subqueries, ORDER BY/LIMIT in a view, ...).
+
+A forced strategy that does not apply raises :class:`UnsupportedError` saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import duckdb
+from sqlglot import exp
+
+from .aggregates import Finalizer, compile_aggregate
+from .core import Core, needed_slots
+from .dyn import Representation, key_function
+from .errors import SchemaError, UnsupportedError
+from .expressions import ExpressionCompiler
+from .gjt import (
+    GJTPair,
+    build_gjt_pair,
+    free_connex_approximation,
+    is_acyclic,
+    is_hierarchical,
+)
+from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
+from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
+from .types import SqlType
+from .views import (
+    DynAggregateView,
+    DynView,
+    OperatorView,
+    RecomputeView,
+    RingSource,
+    ViewRuntime,
+    run_duckdb,
+)
+
+STRATEGIES = ("dyn", "general", "recompute")
+
+
+class Catalog:
+    """What the planner needs from the connection."""
+
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        raise NotImplementedError
+
+    def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
+        raise NotImplementedError
+
+    def relations(self) -> list[str]:
+        raise NotImplementedError
+
+
+def plan_view(name: str, query: exp.Expression, catalog: Catalog,
+              strategy: str | None = None) -> ViewRuntime:
+    if strategy not in (None, *STRATEGIES):
+        raise UnsupportedError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    sql = query.sql(dialect="duckdb")
+    try:
+        plan = bind_query(query, catalog.schema_of)
+    except UnsupportedError as exc:
+        if strategy in (None, "recompute"):
+            return _recompute(name, query, sql, catalog, f"not incremental: {exc}")
+        raise UnsupportedError(f"strategy {strategy} cannot maintain view {name}: {exc}") from exc
+    if strategy == "recompute":
+        return _recompute(name, query, sql, catalog, "recompute was requested")
+    inputs = _inputs(plan)
+    if isinstance(plan, Block) and strategy in (None, "dyn") and not plan.distinct:
+        view = _dyn_view(name, plan, sql, inputs, strategy == "dyn")
+        if view is not None:
+            return view
+    lines: list[str] = []
+    root, columns, used_dyn = _dataflow(plan, strategy, lines)
+    label = "dyn+operators" if used_dyn else "general"
+    view = OperatorView(name, columns, inputs, sql, root, label)
+    view.explanation = lines + ["dataflow:"] + ["  " + x for x in root.describe()]
+    return view
+
+
+def _inputs(plan: Plan) -> set[str]:
+    if isinstance(plan, SetOperation):
+        return _inputs(plan.left) | _inputs(plan.right)
+    return {a.relation for a in plan.atoms}
+
+
+def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
+    tables = {t.name.lower() for t in query.find_all(exp.Table)}
+    ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
+    inputs = tables - ctes
+    for t in inputs:
+        catalog.schema_of(t)  # unknown relations: SchemaError
+    try:
+        con = duckdb.connect()
+        for t in inputs:
+            cols = catalog.schema_of(t)
+            con.execute(f"CREATE TABLE {t} ({', '.join(f'{n} {typ.sql()}' for n, typ in cols)})")
+        described = con.execute(f"DESCRIBE {sql}").fetchall()
+        con.close()
+    except duckdb.Error as exc:
+        raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: {exc}") from exc
+    from .expressions import _type_from_name
+
+    columns = [(row[0], _type_from_name(row[1])) for row in described]
+    view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
+    view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
+    return view
+
+
+# ------------------------------------------------------------------ classification
+
+
+def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None) -> list[str]:
+    edges = core.edges()
+    acyclic = is_acyclic(edges)
+    hier, qh, reason = is_hierarchical(edges, set(out))
+    reason = _name_vars(reason, core)
+    lines = [
+        "query class: " + ", ".join([
+            "acyclic" if acyclic else "cyclic (no join tree: not acyclic)",
+            "free-connex" if build_gjt_pair(edges, out) is not None else "not free-connex",
+            "q-hierarchical" if qh else f"not q-hierarchical ({reason})",
+        ])
+    ]
+    if pair is not None:
+        lines.append("join tree: " + ("simple (updates in O(|u|))" if pair.is_simple()
+                                      else "not simple (updates may probe siblings)"))
+        lines.append("GJT pair (T, N); * marks nodes in N, F the frontier:")
+        frontier = {f.id for f in pair.frontier()}
+
+        def walk(n, depth):
+            mark = ("F" if n.id in frontier else "*") if n.id in pair.n_set else " "
+            names = ", ".join(core.var_label(v) for v in n.vars)
+            if n.is_leaf:
+                atom = core.block.atoms[n.atom]
+                label = f"{atom.relation} {atom.alias} ({names})"
+            else:
+                label = "{" + names + "}"
+            lines.append("  " * (depth + 1) + f"{mark} {label}")
+            for c in n.children:
+                walk(c, depth + 1)
+
+        walk(pair.root, 0)
+    return lines
+
+
+def _name_vars(text: str, core: Core) -> str:
+    import re
+
+    return re.sub(r"v(\d+)", lambda m: core.var_label(int(m.group(1))), text)
+
+
+# ------------------------------------------------------------------ Dynamic Yannakakis
+
+
+def _block_columns(block: Block, types: list[SqlType]) -> list[tuple[str, SqlType]]:
+    return [(name, t) for (name, _), t in zip(block.select, types, strict=True)]
+
+
+def _out_vars(core: Core, block: Block, analysis) -> tuple[int, ...]:
+    nodes = [e for _, e in block.select] + list(block.group_by)
+    if block.having is not None:
+        nodes.append(block.having)
+    vs: set[int] = set()
+    for node in nodes:
+        vs |= core.vars_of(node)
+    return tuple(sorted(vs))
+
+
+def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | None:
+    analysis = analyse_joins(block)
+    if analysis.residual:
+        if forced:
+            raise UnsupportedError(
+                f"strategy dyn cannot maintain view {name}: theta predicate "
+                f"{analysis.residual[0].sql()} (inequality joins are not supported yet)")
+        return None
+    if block.is_aggregate:
+        return _dyn_aggregate_view(name, block, sql, inputs, analysis)
+    core = Core(block, analysis, needed_slots(block, analysis))
+    out = _out_vars(core, block, analysis)
+    pair = build_gjt_pair(core.edges(), out)
+    if pair is None:
+        return None  # approximation or general: handled by the dataflow
+    scope = core.scope_over(list(out))
+    compiler = ExpressionCompiler(scope)
+    selects = [compiler.compile(e) for _, e in block.select]
+    select = _tuple_fn([c.fn for c in selects])
+    sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
+    view = DynView(name, _block_columns(block, [c.type for c in selects]), inputs, sql,
+                   Representation(pair), sources, select)
+    view.explanation = classify(core, out, pair) + [
+        "mode: pull (enumerated on read, never materialized); push (delta enumeration) "
+        "when subscribed or read by another view"]
+    return view
+
+
+def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntime | None:
+    """COUNT/SUM/AVG over a free-connex join, carried in DualWeight (aggregates.py)."""
+    scope = block.scope
+    aggs_nodes = block.aggregates
+    if any(not isinstance(a, (exp.Count, exp.Sum, exp.Avg)) for a in aggs_nodes):
+        return None
+    if any(isinstance(a.this, exp.Distinct) for a in aggs_nodes):
+        return None
+    group_slots: set[int] = set()
+    derived = []
+    for g in block.group_by:
+        atoms = atoms_of(g, block)
+        if len(atoms) != 1:
+            return None
+        if isinstance(g, exp.Column):
+            group_slots.add(scope.resolve(g).slot)
+        else:
+            derived.append((next(iter(atoms)), g))
+    arg_atoms = []
+    for a in aggs_nodes:
+        arg = a.this
+        if arg is None or isinstance(arg, exp.Star):
+            arg_atoms.append(None)
+            continue
+        atoms = atoms_of(arg, block)
+        if len(atoms) > 1:
+            return None
+        arg_atoms.append(next(iter(atoms)) if atoms else 0)
+    core = Core(block, analysis, group_slots, derived)
+    out = []
+    for g in block.group_by:
+        v = (core.var_of_slot[scope.resolve(g).slot] if isinstance(g, exp.Column)
+             else core.derived_var[g.sql()])
+        out.append(v)
+    if len(set(out)) != len(out):
+        return None
+    out_t = tuple(out)
+    pair = build_gjt_pair(core.edges(), out_t)
+    if pair is None:
+        return None
+    atom_compilers = [ExpressionCompiler(core.atom_scope(i)) for i in range(len(block.atoms))]
+    specs = []
+    channel_atoms = []
+    for node, atom in zip(aggs_nodes, arg_atoms, strict=True):
+        spec = compile_aggregate(node, atom_compilers[atom if atom is not None else 0])
+        specs.append(spec)
+        if spec.channel:
+            channel_atoms.append((atom, spec))
+    sources = []
+    for i, a in enumerate(block.atoms):
+        chans = [((spec.arg.fn if atom == i else None), spec.exact)
+                 for atom, spec in channel_atoms]
+        sources.append(RingSource(Source(a.relation, core.leaf_fns[i], a.alias), chans,
+                                  len(chans)))
+    group_types = [core.vars[v].type for v in out]
+    finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
+                          group_types, specs, scope)
+    view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql,
+                            Representation(pair), sources, specs, finalizer,
+                            global_group=not block.group_by)
+    view.explanation = classify(core, out_t, pair) + [
+        "aggregates: " + ", ".join(s.node.sql() for s in specs)
+        + " carried in the weight ring (count and exact sums per tuple)",
+        "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
+    return view
+
+
+def _tuple_fn(fns: list[Callable]) -> Callable[[tuple], tuple]:
+    if len(fns) == 1:
+        (f,) = fns
+        return lambda t: (f(t),)
+    return lambda t: tuple(f(t) for f in fns)
+
+
+# ------------------------------------------------------------------ general dataflow
+
+
+def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
+              ) -> tuple[Operator, list[tuple[str, SqlType]], bool]:
+    if isinstance(plan, SetOperation):
+        left, lcols, ldyn = _dataflow(plan.left, strategy, lines)
+        right, _, rdyn = _dataflow(plan.right, strategy, lines)
+        op: Operator = Union([left, right])
+        if plan.distinct:
+            op = Distinct(op)
+        return op, lcols, ldyn or rdyn
+    block = plan
+    analysis = analyse_joins(block)
+    core = Core(block, analysis, needed_slots(block, analysis))
+    out = _out_vars(core, block, analysis)
+    child, used_dyn = _core_operator(block, analysis, core, out, strategy, lines)
+    scope = core.scope_over(list(out))
+    compiler = ExpressionCompiler(scope)
+    if block.is_aggregate:
+        keys = [compiler.compile(g) for g in block.group_by]
+        specs = [compile_aggregate(a, compiler) for a in block.aggregates]
+        finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
+                              [k.type for k in keys], specs, scope)
+        op = Aggregate(child, _tuple_fn([k.fn for k in keys]) if keys else (lambda t: ()),
+                       specs, finalizer, global_group=not keys)
+        types = finalizer.types
+    else:
+        selects = [compiler.compile(e) for _, e in block.select]
+        op = Map(child, _tuple_fn([c.fn for c in selects]),
+                 "project " + ", ".join(n for n, _ in block.select))
+        types = [c.type for c in selects]
+    if block.distinct:
+        op = Distinct(op)
+    return op, _block_columns(block, types), used_dyn
+
+
+def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
+                   strategy: str | None, lines: list[str]) -> tuple[Operator, bool]:
+    sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
+    if strategy in (None, "dyn") and not analysis.residual:
+        pair = build_gjt_pair(core.edges(), out)
+        approx = out
+        if pair is None:
+            approx = free_connex_approximation(core.edges(), out)
+            pair = build_gjt_pair(core.edges(), approx) if approx is not None else None
+        if pair is not None:
+            lines.extend(classify(core, out, pair))
+            if approx != out:
+                lines.append("free-connex approximation: output extended with "
+                             + ", ".join(core.var_label(v) for v in approx if v not in out))
+            op: Operator = DynCore(Representation(pair), sources)
+            if approx != out:
+                pos = {v: k for k, v in enumerate(approx)}
+                op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
+                         "project approximation")
+            return op, True
+    if strategy == "dyn":
+        why = (f"theta predicate {analysis.residual[0].sql()}" if analysis.residual
+               else "the join is cyclic")
+        raise UnsupportedError(f"strategy dyn cannot maintain this query: {why}")
+    lines.extend(classify(core, out, None))
+    lines.append("join: general materializing hash joins")
+    return _general_join(block, analysis, core, out, sources), False
+
+
+def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],
+                  sources: list[Source]) -> Operator:
+    """Left-deep hash joins in a connected order; residual predicates as early as possible."""
+    edges = [list(e) for e in core.edges()]
+    remaining = list(range(len(edges)))
+    first = remaining.pop(0)
+    order = [first]
+    acc = list(edges[first])
+    while remaining:
+        nxt = next((i for i in remaining if set(edges[i]) & set(acc)), remaining[0])
+        remaining.remove(nxt)
+        order.append(nxt)
+        acc += [v for v in edges[nxt] if v not in acc]
+    pending = [(cond, core.vars_of(cond)) for cond in analysis.residual]
+    op: Operator = sources[order[0]]
+    layout = list(edges[order[0]])
+    op, pending = _apply_residuals(op, layout, pending, core)
+    for k, i in enumerate(order[1:], start=1):
+        right = edges[i]
+        shared = [v for v in right if v in layout]
+        new_layout = layout + [v for v in right if v not in layout]
+        src = [("t", layout.index(v)) if v in layout else ("s", right.index(v)) for v in new_layout]
+        combine = eval("lambda t, s: (" + "".join(f"{a}[{b}], " for a, b in src) + ")")  # noqa: S307
+        op = HashJoin(op, sources[i], tuple(layout.index(v) for v in shared),
+                      tuple(right.index(v) for v in shared), combine,
+                      "on " + ", ".join(core.var_label(v) for v in shared) if shared else "(cross)")
+        layout = new_layout
+        op, pending = _apply_residuals(op, layout, pending, core)
+        later = set(out).union(*[set(edges[j]) for j in order[k + 1:]], *[vs for _, vs in pending])
+        keep = [v for v in layout if v in later]
+        if len(keep) < len(layout):
+            op = Map(op, key_function(tuple(layout.index(v) for v in keep)), "project")
+            layout = keep
+    if pending:
+        raise SchemaError("internal: residual predicate left unapplied")
+    if layout != list(out):
+        op = Map(op, key_function(tuple(layout.index(v) for v in out)) if out else (lambda t: ()),
+                 "project output")
+    return op
+
+
+def _apply_residuals(op: Operator, layout: list[int], pending, core: Core):
+    rest = []
+    for cond, vs in pending:
+        if vs <= set(layout):
+            pred = ExpressionCompiler(core.scope_over(layout)).compile(cond).fn
+            op = Filter(op, pred, cond.sql())
+        else:
+            rest.append((cond, vs))
+    return op, rest
+
+
+__all__ = ["Catalog", "STRATEGIES", "plan_view", "run_duckdb"]

@@ -1,0 +1,69 @@
+"""Base tables: a schema and a Z-set of rows (row tuple -> multiplicity)."""
+
+from __future__ import annotations
+
+from .errors import ConstraintError
+from .types import SqlType
+
+
+class Table:
+    """A base relation under bag semantics, with optional NOT NULL and PRIMARY KEY checks."""
+
+    def __init__(self, name: str, columns: list[tuple[str, SqlType]],
+                 not_null: set[int] | None = None, key: tuple[int, ...] | None = None):
+        self.name = name
+        self.columns = columns
+        self.rows: dict[tuple, int] = {}
+        self.not_null = not_null or set()
+        self.key = key
+        self.keys: dict[tuple, int] = {}
+
+    def column_index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.columns):
+            if n == name:
+                return i
+        from .errors import SchemaError
+
+        raise SchemaError(f"table {self.name} has no column {name}")
+
+    def check_constraints(self, delta: dict[tuple, int]) -> None:
+        """Reject a delta that would break NOT NULL, PRIMARY KEY or delete absent rows."""
+        for row, w in delta.items():
+            if w > 0:
+                for i in self.not_null:
+                    if row[i] is None:
+                        raise ConstraintError(
+                            f"NULL in NOT NULL column {self.columns[i][0]} of table {self.name}: "
+                            f"{row!r}", row)
+            elif self.rows.get(row, 0) + w < 0:
+                raise ConstraintError(
+                    f"cannot delete row {row!r} from table {self.name}: it is not present "
+                    f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
+        if self.key is not None:
+            changed: dict[tuple, int] = {}
+            for row, w in delta.items():
+                k = tuple(row[i] for i in self.key)
+                changed[k] = changed.get(k, 0) + w
+            for k, w in changed.items():
+                if self.keys.get(k, 0) + w > 1:
+                    raise ConstraintError(
+                        f"duplicate primary key {k!r} in table {self.name}", k)
+
+    def apply(self, delta: dict[tuple, int]) -> None:
+        rows = self.rows
+        for row, w in delta.items():
+            n = rows.get(row, 0) + w
+            if n:
+                rows[row] = n
+            else:
+                rows.pop(row, None)
+            if self.key is not None:
+                k = tuple(row[i] for i in self.key)
+                m = self.keys.get(k, 0) + w
+                if m:
+                    self.keys[k] = m
+                else:
+                    self.keys.pop(k, None)
+
+    def weighted_rows(self):
+        return iter(list(self.rows.items()))

@@ -1,0 +1,213 @@
+"""SQL column types, their Python values, and validation of incoming rows.
+
+Values are plain Python objects so that rows are hashable tuples: ``int`` for the integer
+types, ``float`` for DOUBLE, ``decimal.Decimal`` for DECIMAL, ``str``, ``datetime.date``,
+``bool`` and ``None`` for NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import pyarrow as pa
+from sqlglot import exp
+
+from .errors import SchemaError, UnsupportedError
+
+INTEGER_KINDS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT")
+_INT_RANGES = {
+    "TINYINT": 2**7,
+    "SMALLINT": 2**15,
+    "INTEGER": 2**31,
+    "BIGINT": 2**63,
+    "HUGEINT": 2**127,
+}
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A column type: ``kind`` is one of INTEGER_KINDS, DOUBLE, DECIMAL, VARCHAR, DATE, BOOLEAN."""
+
+    kind: str
+    precision: int = 0
+    scale: int = 0
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in INTEGER_KINDS
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.is_integer or self.kind in ("DOUBLE", "DECIMAL")
+
+    def sql(self) -> str:
+        if self.kind == "DECIMAL":
+            return f"DECIMAL({self.precision},{self.scale})"
+        return self.kind
+
+    def arrow(self) -> pa.DataType:
+        return {
+            "TINYINT": pa.int8(),
+            "SMALLINT": pa.int16(),
+            "INTEGER": pa.int32(),
+            "BIGINT": pa.int64(),
+            "HUGEINT": pa.decimal128(38, 0),
+            "DOUBLE": pa.float64(),
+            "VARCHAR": pa.string(),
+            "DATE": pa.date32(),
+            "BOOLEAN": pa.bool_(),
+        }.get(self.kind) or pa.decimal128(self.precision, self.scale)
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+INTEGER = SqlType("INTEGER")
+BIGINT = SqlType("BIGINT")
+HUGEINT = SqlType("HUGEINT")
+DOUBLE = SqlType("DOUBLE")
+VARCHAR = SqlType("VARCHAR")
+DATE = SqlType("DATE")
+BOOLEAN = SqlType("BOOLEAN")
+NULLTYPE = SqlType("NULL")
+
+_TYPE_NAMES = {
+    "TINYINT": "TINYINT",
+    "SMALLINT": "SMALLINT",
+    "INT": "INTEGER",
+    "INTEGER": "INTEGER",
+    "BIGINT": "BIGINT",
+    "HUGEINT": "HUGEINT",
+    "INT128": "HUGEINT",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "DOUBLE",
+    "REAL": "DOUBLE",
+    "DECIMAL": "DECIMAL",
+    "VARCHAR": "VARCHAR",
+    "CHAR": "VARCHAR",
+    "TEXT": "VARCHAR",
+    "NCHAR": "VARCHAR",
+    "NVARCHAR": "VARCHAR",
+    "DATE": "DATE",
+    "BOOLEAN": "BOOLEAN",
+}
+
+
+def type_from_sqlglot(node: exp.DataType) -> SqlType:
+    """Map a parsed sqlglot type to an upkeep type; unsupported types raise UnsupportedError."""
+    name = node.this.name if hasattr(node.this, "name") else str(node.this)
+    kind = _TYPE_NAMES.get(name.upper())
+    if kind is None:
+        raise UnsupportedError(f"column type {node.sql()} is not supported")
+    if kind == "DECIMAL":
+        params = [int(p.this.this) if isinstance(p.this, exp.Literal) else int(p.name)
+                  for p in node.expressions]
+        precision = params[0] if params else 18
+        scale = params[1] if len(params) > 1 else 3
+        return SqlType("DECIMAL", precision, scale)
+    return SqlType(kind)
+
+
+def coerce_value(value: object, typ: SqlType) -> object:
+    """Validate and normalise one value for a column of type ``typ``; raise ValueError if bad."""
+    if value is None:
+        return None
+    kind = typ.kind
+    if typ.is_integer:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            elif hasattr(value, "__index__") and not isinstance(value, bool):
+                value = int(value)  # numpy integers
+            else:
+                raise ValueError(f"expected {kind}, got {value!r}")
+        bound = _INT_RANGES[kind]
+        if not -bound <= value < bound:
+            raise ValueError(f"{value!r} is out of range for {kind}")
+        return value
+    if kind == "DOUBLE":
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+            if hasattr(value, "__float__") and not isinstance(value, str):
+                return float(value)
+            raise ValueError(f"expected DOUBLE, got {value!r}")
+        return float(value)
+    if kind == "DECIMAL":
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+            raise ValueError(f"expected {typ.sql()}, got {value!r}")
+        try:
+            dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
+            quantum = Decimal(1).scaleb(-typ.scale)
+            dec = dec.quantize(quantum)
+        except InvalidOperation as exc:
+            raise ValueError(f"expected {typ.sql()}, got {value!r}") from exc
+        if len(dec.as_tuple().digits) > typ.precision and dec != 0:
+            raise ValueError(f"{value!r} does not fit {typ.sql()}")
+        return dec
+    if kind == "VARCHAR":
+        if not isinstance(value, str):
+            raise ValueError(f"expected VARCHAR, got {value!r}")
+        return value
+    if kind == "DATE":
+        if isinstance(value, dt.datetime):
+            return value.date()
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value)
+            except ValueError as exc:
+                raise ValueError(f"expected DATE, got {value!r}") from exc
+        raise ValueError(f"expected DATE, got {value!r}")
+    if kind == "BOOLEAN":
+        if not isinstance(value, bool):
+            raise ValueError(f"expected BOOLEAN, got {value!r}")
+        return value
+    raise ValueError(f"unknown type {kind}")
+
+
+def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int) -> tuple:
+    """Validate one row against a table schema; SchemaError names the table, row and index."""
+    if isinstance(row, dict):
+        unknown = set(row) - {name for name, _ in columns}
+        if unknown:
+            raise SchemaError(
+                f"row {index} for table {table} has unknown columns {sorted(unknown)}: {row!r}",
+                row, index)
+        row = tuple(row.get(name) for name, _ in columns)
+    elif not isinstance(row, (tuple, list)):
+        raise SchemaError(f"row {index} for table {table} is not a tuple: {row!r}", row, index)
+    if len(row) != len(columns):
+        raise SchemaError(
+            f"row {index} for table {table} has {len(row)} values, the table has "
+            f"{len(columns)} columns: {row!r}", row, index)
+    out = []
+    for value, (name, typ) in zip(row, columns, strict=True):
+        try:
+            out.append(coerce_value(value, typ))
+        except ValueError as exc:
+            raise SchemaError(
+                f"row {index} for table {table}, column {name}: {exc}: {tuple(row)!r}",
+                row, index) from None
+    return tuple(out)
+
+
+def common_numeric(a: SqlType, b: SqlType) -> SqlType:
+    """The result type of arithmetic on two numeric types, DuckDB style (simplified)."""
+    if a.kind == "NULL":
+        return b
+    if b.kind == "NULL":
+        return a
+    if a.kind == "DOUBLE" or b.kind == "DOUBLE":
+        return DOUBLE
+    if a.kind == "DECIMAL" or b.kind == "DECIMAL":
+        scale = max(a.scale if a.kind == "DECIMAL" else 0, b.scale if b.kind == "DECIMAL" else 0)
+        return SqlType("DECIMAL", 38, scale)
+    if a.is_integer and b.is_integer:
+        order = INTEGER_KINDS
+        kind = max(a.kind, b.kind, key=order.index)
+        if order.index(kind) < order.index("BIGINT"):
+            kind = "INTEGER" if order.index(kind) <= order.index("INTEGER") else kind
+        return SqlType(kind)
+    return a

@@ -1,0 +1,309 @@
+"""Maintained views: how each strategy stores a view, updates it per batch, and serves it.
+
+* :class:`DynView`: Dynamic Yannakakis in pull mode; the view is never materialized, reads
+  enumerate the (T,N)-representation with constant delay, and deltas for subscribers come
+  from delta enumeration (push mode) only when someone listens.
+* :class:`DynAggregateView`: the same with aggregates carried in the weight ring
+  (:class:`upkeep.aggregates.DualWeight`): one output row per tuple of the root.
+* :class:`OperatorView`: a dataflow of general Z-set operators with a materialized output.
+* :class:`RecomputeView`: DuckDB re-evaluates the SQL after each batch that touches an
+  input, and the difference to the previous result is the delta.  The fallback for SQL no
+  incremental strategy covers; EXPLAIN says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+
+import duckdb
+import pyarrow as pa
+
+from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
+from .dyn import Representation
+from .errors import Error
+from .operators import Batch, Delta, Operator, Source, add_into
+from .types import SqlType
+
+Columns = list[tuple[str, SqlType]]
+
+
+class ViewRuntime:
+    """Common interface of maintained views."""
+
+    strategy = ""
+
+    def __init__(self, name: str, columns: Columns, inputs: set[str], sql: str):
+        self.name = name
+        self.columns = columns
+        self.inputs = inputs
+        self.sql = sql
+        self.explanation: list[str] = []
+
+    def build(self, contents: Batch) -> None:
+        """Initialise from the full contents of the inputs (UPDATE from the empty database)."""
+        self.step(contents, want_delta=False)
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        raise NotImplementedError
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        raise NotImplementedError
+
+    def rows(self) -> list[tuple]:
+        out = []
+        for row, w in self.weighted_rows():
+            out.extend([row] * w)
+        return out
+
+    def state_size(self) -> int:
+        return 0
+
+    def explain(self) -> str:
+        head = [f"view {self.name}: strategy {self.strategy}",
+                "columns: " + ", ".join(f"{n} {t}" for n, t in self.columns)]
+        return "\n".join(head + self.explanation)
+
+
+class DynView(ViewRuntime):
+    """A free-connex block kept as a (T,N)-rep; rows are ``select(out tuple)`` with weights."""
+
+    strategy = "dyn"
+
+    def __init__(self, name, columns, inputs, sql, rep: Representation, sources: list[Source],
+                 select: Callable[[tuple], tuple]):
+        super().__init__(name, columns, inputs, sql)
+        self.rep = rep
+        self.sources = sources
+        self.select = select
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        leaf = {}
+        for i, s in enumerate(self.sources):
+            if s.relation in batch:
+                leaf[i] = s.step(batch)
+        if not leaf:
+            return {} if want_delta else None
+        changes = self.rep.update(leaf, want_delta)
+        if not want_delta:
+            return None
+        out: Delta = {}
+        select = self.select
+        for t, (old, new) in changes.items():
+            d = (new or 0) - (old or 0)
+            if d:
+                add_into(out, select(t), d)
+        return out
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        select = self.select
+        for t, w in self.rep.enumerate():
+            yield select(t), w
+
+    def state_size(self) -> int:
+        return self.rep.size()
+
+
+class RingSource:
+    """Leaf deltas lifted into :class:`DualWeight`: count plus this atom's sum channels."""
+
+    def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]],
+                 width: int):
+        self.source = source
+        self.relation = source.relation
+        # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
+        self.channels = channels
+        self.width = width
+
+    def step(self, batch: Batch) -> dict[tuple, DualWeight]:
+        delta = batch.get(self.relation)
+        out: dict[tuple, DualWeight] = {}
+        if not delta:
+            return out
+        leaf = self.source.leaf
+        channels = self.channels
+        for row, w in delta.items():
+            t = leaf(row)
+            if t is None:
+                continue
+            vals = []
+            for fn, exact in channels:
+                if fn is None:
+                    vals.extend((0, 0))
+                    continue
+                v = fn(row)
+                if v is None:
+                    vals.extend((0, 0))
+                else:
+                    vals.extend((w, exact(v) * w))
+            dw = DualWeight(w, tuple(vals))
+            old = out.get(t)
+            out[t] = dw if old is None else old + dw
+        return out
+
+
+class DynAggregateView(ViewRuntime):
+    """GROUP BY over a free-connex join with COUNT/SUM/AVG carried in the weights."""
+
+    strategy = "dyn-aggregate"
+
+    def __init__(self, name, columns, inputs, sql, rep: Representation,
+                 sources: list[RingSource], aggs: list[AggregateSpec], finalizer: Finalizer,
+                 global_group: bool):
+        super().__init__(name, columns, inputs, sql)
+        self.rep = rep
+        self.sources = sources
+        self.aggs = aggs
+        self.finalizer = finalizer
+        self.global_group = global_group
+        self.zero = DualWeight(0, (0,) * (2 * sum(1 for a in aggs if a.channel)))
+
+    def _row(self, key: tuple, w: DualWeight | None) -> tuple | None:
+        if w is None:
+            if not self.global_group:
+                return None
+            w = self.zero
+        vals = []
+        j = 0
+        for a in self.aggs:
+            if a.kind == "count_star":
+                vals.append(w.c)
+                continue
+            nn, s = w.v[2 * j], w.v[2 * j + 1]
+            j += 1
+            if a.kind == "count":
+                vals.append(nn)
+            elif a.kind == "sum":
+                vals.append(from_exact(s, a.type) if nn else None)
+            else:
+                vals.append(average_of(s, nn, a.arg.type) if nn else None)
+        return self.finalizer.finish((*key, *vals))
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        leaf = {i: s.step(batch) for i, s in enumerate(self.sources) if s.relation in batch}
+        if not leaf:
+            return {} if want_delta else None
+        changes = self.rep.update(leaf, want_delta)
+        if not want_delta:
+            return None
+        out: Delta = {}
+        for key, (old, new) in changes.items():
+            before, after = self._row(key, old), self._row(key, new)
+            if before != after:
+                if before is not None:
+                    add_into(out, before, -1)
+                if after is not None:
+                    add_into(out, after, 1)
+        return out
+
+    def build(self, contents: Batch) -> None:
+        self.step(contents, want_delta=False)
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        seen = False
+        for key, w in self.rep.enumerate():
+            seen = True
+            row = self._row(key, w)
+            if row is not None:
+                yield row, 1
+        if not seen and self.global_group:
+            row = self._row((), None)
+            if row is not None:
+                yield row, 1
+
+    def state_size(self) -> int:
+        return self.rep.size()
+
+
+class OperatorView(ViewRuntime):
+    """A dataflow of general operators whose output is materialized."""
+
+    def __init__(self, name, columns, inputs, sql, root: Operator, strategy: str):
+        super().__init__(name, columns, inputs, sql)
+        self.root = root
+        self.strategy = strategy
+        self.output: dict[tuple, int] = {}
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        delta = self.root.step(batch)
+        output = self.output
+        for row, w in delta.items():
+            add_into(output, row, w)
+        return delta
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        return iter(list(self.output.items()))
+
+    def state_size(self) -> int:
+        return len(self.output) + self.root.state_size()
+
+
+class RecomputeView(ViewRuntime):
+    """DuckDB recomputes the view per batch; the delta is new result minus old."""
+
+    strategy = "recompute"
+
+    def __init__(self, name, columns, inputs, sql, contents_of: Callable[[str], tuple]):
+        super().__init__(name, columns, inputs, sql)
+        self.contents_of = contents_of
+        self.output: Counter = Counter()
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        rows = run_duckdb(self.sql, self.inputs, self.contents_of)
+        new = Counter(rows)
+        delta: Delta = {}
+        for row, n in new.items():
+            d = n - self.output.get(row, 0)
+            if d:
+                delta[row] = d
+        for row, n in self.output.items():
+            if row not in new:
+                delta[row] = -n
+        self.output = new
+        return delta
+
+    def build(self, contents: Batch) -> None:
+        self.step(contents, want_delta=False)
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        return iter(list(self.output.items()))
+
+    def state_size(self) -> int:
+        return len(self.output)
+
+
+def arrow_table(columns: Columns, rows: list[tuple]) -> pa.Table:
+    """Rows of a relation as an Arrow table with the columns' types."""
+    arrays = []
+    for k, (_, typ) in enumerate(columns):
+        values = [r[k] for r in rows]
+        if typ.kind == "HUGEINT":
+            values = [None if v is None else Decimal(v) for v in values]
+        arrays.append(pa.array(values, type=typ.arrow()))
+    return pa.Table.from_arrays(arrays, names=[n for n, _ in columns])
+
+
+def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]
+                 ) -> tuple[Columns, list[tuple]]:
+    """Evaluate ``sql`` in DuckDB over the current contents of ``relations``."""
+    from .expressions import _type_from_name
+
+    con = duckdb.connect()
+    try:
+        for name in relations:
+            columns, rows = contents_of(name)
+            con.register(name, arrow_table(columns, rows))
+        result = con.execute(sql)
+        names = [d[0] for d in result.description]
+        rows = [tuple(r) for r in result.fetchall()]
+        types = con.execute(f"DESCRIBE {sql}").fetchall()
+        return [(n, _type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
+    except duckdb.Error as exc:
+        raise Error(f"DuckDB could not evaluate the query: {exc}") from exc
+    finally:
+        con.close()
+
+
+def run_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]) -> list[tuple]:
+    return query_duckdb(sql, relations, contents_of)[1]
