@@ -117,6 +117,7 @@ class NodeState:
 
 
 def _accumulate(target: dict, k: tuple, w: object) -> None:
+    """Sum into a delta; zero sums stay (they are skipped when applied)."""
     old = target.get(k)
     target[k] = w if old is None else old + w
 

@@ -13,17 +13,10 @@ from collections.abc import Callable
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .dyn import Representation, key_function
+from .zset import add_into
 
 Delta = dict[tuple, int]
 Batch = dict[str, Delta]
-
-
-def add_into(target: dict, row: tuple, w: int) -> None:
-    n = target.get(row, 0) + w
-    if n:
-        target[row] = n
-    else:
-        target.pop(row, None)
 
 
 class Operator:

@@ -23,8 +23,9 @@ import pyarrow as pa
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
 from .dyn import Representation
 from .errors import Error
-from .operators import Batch, Delta, Operator, Source, add_into
+from .operators import Batch, Delta, Operator, Source
 from .types import SqlType
+from .zset import add_into
 
 Columns = list[tuple[str, SqlType]]
 

@@ -1,0 +1,75 @@
+"""Z-sets (the GMRs of ``dynamic-yannakakis-iedyn.txt`` section 2, Figure 2).
+
+A Z-set maps tuples to non-zero weights in a ring (integers by default).  Union and minus
+add and subtract weights, join multiplies them, projection sums them, selection keeps
+them; an insert is weight +1, a delete -1.  The incremental operators and the Dynamic
+Yannakakis representation are built from these same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+ZSet = dict[tuple, object]
+
+
+def add_into(target: ZSet, row: tuple, w) -> None:
+    """``target += {row: w}``, dropping the row when its weight becomes zero."""
+    old = target.get(row)
+    new = w if old is None else old + w
+    if new:
+        target[row] = new
+    else:
+        target.pop(row, None)
+
+
+def plus(r: ZSet, s: ZSet) -> ZSet:
+    out = dict(r)
+    for t, w in s.items():
+        add_into(out, t, w)
+    return out
+
+
+def negate(r: ZSet) -> ZSet:
+    return {t: -w for t, w in r.items()}
+
+
+def minus(r: ZSet, s: ZSet) -> ZSet:
+    return plus(r, negate(s))
+
+
+def project(r: ZSet, columns: list[str], onto: list[str]) -> ZSet:
+    """``pi_onto(r)`` for a Z-set whose tuples are laid out as ``columns``."""
+    pos = [columns.index(c) for c in onto]
+    out: ZSet = {}
+    for t, w in r.items():
+        add_into(out, tuple(t[p] for p in pos), w)
+    return out
+
+
+def select(r: ZSet, pred: Callable[[tuple], bool]) -> ZSet:
+    return {t: w for t, w in r.items() if pred(t)}
+
+
+def join(r: ZSet, r_cols: list[str], s: ZSet, s_cols: list[str]) -> tuple[ZSet, list[str]]:
+    """Natural join; weights multiply.  Returns the result and its column layout."""
+    shared = [c for c in r_cols if c in s_cols]
+    extra = [c for c in s_cols if c not in r_cols]
+    rk = [r_cols.index(c) for c in shared]
+    sk = [s_cols.index(c) for c in shared]
+    se = [s_cols.index(c) for c in extra]
+    index: dict[tuple, list[tuple[tuple, object]]] = {}
+    for t, w in s.items():
+        index.setdefault(tuple(t[p] for p in sk), []).append((t, w))
+    out: ZSet = {}
+    for t, w in r.items():
+        for u, v in index.get(tuple(t[p] for p in rk), ()):
+            add_into(out, t + tuple(u[p] for p in se), w * v)
+    return out, r_cols + extra
+
+
+def from_rows(rows: Iterable[tuple], weight: int = 1) -> ZSet:
+    out: ZSet = {}
+    for row in rows:
+        add_into(out, row, weight)
+    return out
