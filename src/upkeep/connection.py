@@ -78,6 +78,7 @@ class Connection(Catalog):
         self._view_defs: dict[str, tuple[exp.Expression, str | None]] = {}
         self._subscribers: dict[str, list[Callable]] = {}
         self._pending: dict[str, Delta] | None = None
+        self._helpers: dict[str, list[str]] = {}  # view -> hidden views of its subqueries
         self._closed = False
         self.batches = 0
 
@@ -124,7 +125,8 @@ class Connection(Catalog):
         return list(self._tables)
 
     def views(self) -> list[str]:
-        return list(self._views)
+        hidden = {h for hs in self._helpers.values() for h in hs}
+        return [v for v in self._views if v not in hidden]
 
     def view(self, name: str) -> ViewHandle:
         self._view(name)
@@ -145,8 +147,11 @@ class Connection(Catalog):
         return table
 
     def explain(self, name: str) -> str:
-        """The view's strategy, query class and join tree, in words."""
-        return self._view(name).explain()
+        """The view's strategy, query class and join tree, in words (with its helper views)."""
+        parts = [self._view(name).explain()]
+        for hidden in self._helpers.get(name.lower(), []):
+            parts.append("helper " + self.explain(hidden))
+        return "\n\n".join(parts)
 
     def close(self) -> None:
         self._closed = True
@@ -281,15 +286,70 @@ class Connection(Catalog):
             raise UnsupportedError("CREATE VIEW inside a transaction")
         if name in self._tables or (name in self._views and not replace):
             raise SchemaError(f"a table or view named {name} already exists")
-        view = plan_view(name, query, self, strategy)
-        view.build(self._contents_batch(view.inputs))
         if replace and name in self._views:
             dependents = [v for v, rt in self._views.items() if name in rt.inputs]
             if dependents:
                 raise ConstraintError(f"cannot replace view {name}: {dependents} depend on it")
-            del self._views[name]
+            self._drop_view(name)
+        created: list[str] = []
+        try:
+            query = self._hoist_subqueries(name, query, strategy, created)
+            view = plan_view(name, query, self, strategy)
+            view.build(self._contents_batch(view.inputs))
+        except BaseException:
+            for hidden in reversed(created):
+                self._drop_view(hidden)
+            raise
         self._views[name] = view
         self._view_defs[name] = (query, strategy)
+        self._helpers[name] = created
+
+    def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
+                          created: list[str]) -> exp.Expression:
+        """Maintain each derived table and non-recursive CTE as a hidden helper view, so the
+        outer block sees it as an ordinary relation (and each part gets its own strategy)."""
+        query = query.copy()
+        with_key = "with_" if "with_" in query.args else "with"
+        with_ = query.args.get(with_key)
+        if with_ is not None and not with_.args.get("recursive"):
+            mapping: dict[str, str] = {}
+            for cte in with_.expressions:
+                hidden = f"{name}__{cte.alias_or_name.lower()}"
+                body = _rename_tables(cte.this, mapping)
+                self._create_view(hidden, body, strategy)
+                created.append(hidden)
+                mapping[cte.alias_or_name.lower()] = hidden
+            query.set(with_key, None)
+            query = _rename_tables(query, mapping)
+
+        def hoist(node: exp.Expression) -> None:
+            if isinstance(node, exp.Union):
+                hoist(node.this)
+                hoist(node.expression)
+                return
+            if not isinstance(node, exp.Select):
+                return
+            from_ = node.args.get("from_") or node.args.get("from")
+            items = ([from_] if from_ is not None else []) + list(node.args.get("joins") or [])
+            for holder in items:
+                sub = holder.this
+                if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
+                    hidden = f"{name}__sub{len(created) + 1}"
+                    self._create_view(hidden, sub.this, strategy)
+                    created.append(hidden)
+                    alias = sub.alias or hidden
+                    holder.set("this", exp.Table(this=exp.to_identifier(hidden),
+                                                 alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+        hoist(query)
+        return query
+
+    def _drop_view(self, name: str) -> None:
+        del self._views[name]
+        self._view_defs.pop(name, None)
+        self._subscribers.pop(name, None)
+        for hidden in reversed(self._helpers.pop(name, [])):
+            self._drop_view(hidden)
 
     # ------------------------------------------------------------ SQL
     def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
@@ -386,9 +446,10 @@ class Connection(Catalog):
             dependents = [v for v, rt in self._views.items() if name in rt.inputs]
             if dependents:
                 raise ConstraintError(f"cannot drop {name}: views {dependents} depend on it")
-            del store[name]
-            self._view_defs.pop(name, None)
-            self._subscribers.pop(name, None)
+            if kind == "VIEW":
+                self._drop_view(name)
+            else:
+                del store[name]
         return Cursor()
 
     def _insert(self, stmt: exp.Insert) -> Cursor:
@@ -497,6 +558,21 @@ def _parse_one(sql: str) -> exp.Expression:
     if len(statements) != 1:
         raise ParseError("expected exactly one query")
     return statements[0]
+
+
+def _rename_tables(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
+    """Point references to CTE names at their hidden views, keeping the visible alias."""
+    if not mapping:
+        return node
+
+    def swap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Table) and n.name.lower() in mapping and not n.args.get("db"):
+            alias = n.alias or n.name
+            return exp.Table(this=exp.to_identifier(mapping[n.name.lower()]),
+                             alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return n
+
+    return node.copy().transform(swap)
 
 
 def _table_scope(table: Table) -> Scope:

@@ -347,6 +347,15 @@ class ExpressionCompiler:
         return self._const(value), typ
 
     def _gen_operator(self, node: exp.Expression) -> tuple[str, SqlType]:
+        if node.args.get("negate"):  # sqlglot marks NOT LIKE / NOT ILIKE this way
+            positive = node.copy()
+            positive.set("negate", None)
+            return self._gen(exp.Not(this=positive))
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            a, _ = self._gen(node.this)
+            b, _ = self._gen(node.expression)
+            op = "==" if isinstance(node, exp.NullSafeEQ) else "!="
+            return f"(({a}) {op} ({b}))", BOOLEAN
         for cls, op in _ARITH.items():
             if type(node) is cls:
                 return self._arith(node, op)

@@ -68,8 +68,8 @@ def plan_columns(plan: Plan) -> list[str]:
 def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, SqlType]]]) -> Plan:
     """Bind a parsed query against the catalog; raise UnsupportedError for what no strategy keeps."""
     if isinstance(node, exp.Union):
-        if node.args.get("with"):
-            raise UnsupportedError("WITH clauses are not supported yet")
+        if node.args.get("with") or node.args.get("with_"):
+            raise UnsupportedError("WITH RECURSIVE is not maintained incrementally yet")
         left = bind_query(node.this, schema_of)
         right = bind_query(node.expression, schema_of)
         if len(plan_columns(left)) != len(plan_columns(right)):
@@ -85,7 +85,7 @@ def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, 
 
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
-    for key in ("with", "order", "limit", "offset", "windows", "qualify"):
+    for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
         if node.args.get(key):
             raise UnsupportedError(f"{key.upper()} in a view definition")
     if node.args.get("distinct") and node.args["distinct"].args.get("on"):
