@@ -216,18 +216,23 @@ class Aggregate(Operator):
         self.groups: dict[tuple, GroupState] = {}
         self.outputs: dict[tuple, tuple | None] = {}
         self.global_group = global_group
+        self._started = False
         if global_group:
             self.groups[()] = GroupState(aggs)
 
-    def initial(self) -> Delta:
+    def _initial(self) -> Delta:
         """The output before any input: one row for a global aggregate (COUNT(*) = 0)."""
+        self._started = True
         if not self.global_group:
             return {}
         row = self.finalizer.finish(self.groups[()].result(self.aggs))
+        if row is None:
+            return {}
         self.outputs[()] = row
-        return {row: 1} if row is not None else {}
+        return {row: 1}
 
     def step(self, batch: Batch) -> Delta:
+        out: Delta = {} if self._started else self._initial()
         delta = self.child.step(batch)
         touched: set[tuple] = set()
         aggs, groups, key = self.aggs, self.groups, self.group_key
@@ -238,7 +243,6 @@ class Aggregate(Operator):
                 state = groups[g] = GroupState(aggs)
             state.add(aggs, t, w)
             touched.add(g)
-        out: Delta = {}
         for g in touched:
             state = groups[g]
             old = self.outputs.get(g)
