@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from operator import add as _add
+from operator import neg as _neg
+from operator import sub as _sub
 
 from sortedcontainers import SortedDict
 from sqlglot import exp
@@ -217,18 +220,20 @@ class DualWeight:
         self.v = v
 
     def __add__(self, other: DualWeight) -> DualWeight:
-        return DualWeight(self.c + other.c, tuple(a + b for a, b in zip(self.v, other.v, strict=True)))
+        return DualWeight(self.c + other.c, tuple(map(_add, self.v, other.v)))
 
     def __sub__(self, other: DualWeight) -> DualWeight:
-        return DualWeight(self.c - other.c, tuple(a - b for a, b in zip(self.v, other.v, strict=True)))
+        return DualWeight(self.c - other.c, tuple(map(_sub, self.v, other.v)))
 
     def __neg__(self) -> DualWeight:
-        return DualWeight(-self.c, tuple(-a for a in self.v))
+        return DualWeight(-self.c, tuple(map(_neg, self.v)))
 
     def __mul__(self, other: DualWeight | int) -> DualWeight:
-        if isinstance(other, int):
+        if type(other) is int:
             return DualWeight(self.c * other, tuple(a * other for a in self.v))
         c1, c2 = self.c, other.c
+        if c2 == 1 and not any(other.v):
+            return self
         return DualWeight(c1 * c2, tuple(c1 * b + c2 * a for a, b in zip(self.v, other.v, strict=True)))
 
     __rmul__ = __mul__

@@ -23,7 +23,7 @@ from .errors import ConstraintError, Error, ParseError, SchemaError, Unsupported
 from .expressions import Column, ExpressionCompiler, Scope
 from .planner import Catalog, plan_view
 from .table import Table
-from .types import SqlType, coerce_row, coerce_value, type_from_sqlglot
+from .types import SqlType, coerce_value, type_from_sqlglot
 from .views import ViewRuntime, query_duckdb
 
 Delta = dict[tuple, int]
@@ -51,10 +51,12 @@ class ViewHandle:
         """
         subs = self._db._subscribers.setdefault(self.name, [])
         subs.append(fn)
+        self._db._catalog_changed()
 
         def unsubscribe() -> None:
             if fn in subs:
                 subs.remove(fn)
+                self._db._catalog_changed()
 
         return unsubscribe
 
@@ -79,6 +81,8 @@ class Connection(Catalog):
         self._subscribers: dict[str, list[Callable]] = {}
         self._pending: dict[str, Delta] | None = None
         self._helpers: dict[str, list[str]] = {}  # view -> hidden views of its subqueries
+        self._listening_cache: set[str] | None = None
+        self._affected_cache: dict[frozenset[str], list[str]] = {}
         self._closed = False
         self.batches = 0
 
@@ -184,7 +188,7 @@ class Connection(Catalog):
             return
         if self._pending is None:
             table.check_constraints(delta)
-            self._commit({table.name: delta})
+            self._commit({table.name: delta}, checked=True)
             return
         pending = self._pending.setdefault(table.name, {})
         merged = dict(pending)
@@ -193,19 +197,22 @@ class Connection(Catalog):
         table.check_constraints({r: w for r, w in merged.items() if w})
         self._pending[table.name] = {r: w for r, w in merged.items() if w}
 
-    def _commit(self, deltas: dict[str, Delta]) -> None:
+    def _commit(self, deltas: dict[str, Delta], checked: bool = False) -> None:
         deltas = {t: d for t, d in deltas.items() if d}
         if not deltas:
             return
-        for name, d in deltas.items():
-            self._tables[name].check_constraints(d)
+        if not checked:
+            for name, d in deltas.items():
+                self._tables[name].check_constraints(d)
         for name, d in deltas.items():
             self._tables[name].apply(d)
         batch: dict[str, Delta] = dict(deltas)
         listening = self._listening()
         changed: dict[str, Delta] = {}
+        views = self._views
         try:
-            for name, view in self._views.items():
+            for name in self._affected(frozenset(deltas)):
+                view = views[name]
                 if view.inputs.isdisjoint(batch):
                     continue
                 d = view.step(batch, want_delta=name in listening)
@@ -226,13 +233,33 @@ class Connection(Catalog):
                     warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=2)
 
     def _listening(self) -> set[str]:
-        """Views whose deltas someone needs: subscribers or views reading them."""
-        out = {n for n, subs in self._subscribers.items() if subs}
-        for view in self._views.values():
-            out |= view.inputs & self._views.keys()
-        return out
+        """Views whose deltas someone needs: subscribers or views reading them (cached)."""
+        if self._listening_cache is None:
+            out = {n for n, subs in self._subscribers.items() if subs}
+            for view in self._views.values():
+                out |= view.inputs & self._views.keys()
+            self._listening_cache = out
+        return self._listening_cache
+
+    def _affected(self, tables: frozenset[str]) -> list[str]:
+        """Views that depend, directly or through other views, on these tables, in order."""
+        hit = self._affected_cache.get(tables)
+        if hit is None:
+            reached = set(tables)
+            hit = []
+            for name, view in self._views.items():
+                if not view.inputs.isdisjoint(reached):
+                    hit.append(name)
+                    reached.add(name)
+            self._affected_cache[tables] = hit
+        return hit
+
+    def _catalog_changed(self) -> None:
+        self._listening_cache = None
+        self._affected_cache = {}
 
     def _rebuild_views(self) -> None:
+        self._catalog_changed()
         rebuilt: dict[str, ViewRuntime] = {}
         old = self._views
         self._views = rebuilt
@@ -254,8 +281,9 @@ class Connection(Catalog):
         t = self._table(table)
         delta: Delta = {}
         n = 0
+        coerce = t.coerce
         for i, row in enumerate(_iter_rows(rows, t)):
-            r = coerce_row(row, t.columns, t.name, i)
+            r = coerce(row, i)
             delta[r] = delta.get(r, 0) + 1
             n += 1
         self._stage(t, delta)
@@ -266,8 +294,9 @@ class Connection(Catalog):
         t = self._table(table)
         delta: Delta = {}
         n = 0
+        coerce = t.coerce
         for i, row in enumerate(_iter_rows(rows, t)):
-            r = coerce_row(row, t.columns, t.name, i)
+            r = coerce(row, i)
             delta[r] = delta.get(r, 0) - 1
             n += 1
         self._stage(t, delta)
@@ -303,6 +332,7 @@ class Connection(Catalog):
         self._views[name] = view
         self._view_defs[name] = (query, strategy)
         self._helpers[name] = created
+        self._catalog_changed()
 
     def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
                           created: list[str]) -> exp.Expression:
@@ -345,6 +375,7 @@ class Connection(Catalog):
         return query
 
     def _drop_view(self, name: str) -> None:
+        self._catalog_changed()
         del self._views[name]
         self._view_defs.pop(name, None)
         self._subscribers.pop(name, None)
@@ -450,6 +481,7 @@ class Connection(Catalog):
                 self._drop_view(name)
             else:
                 del store[name]
+                self._catalog_changed()
         return Cursor()
 
     def _insert(self, stmt: exp.Insert) -> Cursor:

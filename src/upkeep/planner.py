@@ -253,12 +253,15 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         specs.append(spec)
         if spec.channel:
             channel_atoms.append((atom, spec))
-    sources = []
+    sources: list = []
     for i, a in enumerate(block.atoms):
+        source = Source(a.relation, core.leaf_fns[i], a.alias)
+        if not channel_atoms:  # COUNT(*) only: integer weights suffice
+            sources.append(source)
+            continue
         chans = [((spec.arg.fn if atom == i else None), spec.exact)
                  for atom, spec in channel_atoms]
-        sources.append(RingSource(Source(a.relation, core.leaf_fns[i], a.alias), chans,
-                                  len(chans)))
+        sources.append(RingSource(source, chans, len(chans)))
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)

@@ -167,6 +167,18 @@ def coerce_value(value: object, typ: SqlType) -> object:
     raise ValueError(f"unknown type {kind}")
 
 
+def fast_checker(typ: SqlType):
+    """A cheap test that a value is already valid for ``typ`` (else :func:`coerce_value` runs)."""
+    kind = typ.kind
+    if typ.is_integer:
+        bound = _INT_RANGES[kind]
+        return lambda v: v is None or (type(v) is int and -bound <= v < bound)
+    py = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}.get(kind)
+    if py is not None:
+        return lambda v: v is None or type(v) is py
+    return lambda v: False  # DECIMAL: always quantize
+
+
 def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int) -> tuple:
     """Validate one row against a table schema; SchemaError names the table, row and index."""
     if isinstance(row, dict):

@@ -150,7 +150,7 @@ class DynAggregateView(ViewRuntime):
     strategy = "dyn-aggregate"
 
     def __init__(self, name, columns, inputs, sql, rep: Representation,
-                 sources: list[RingSource], aggs: list[AggregateSpec], finalizer: Finalizer,
+                 sources: list[RingSource | Source], aggs: list[AggregateSpec], finalizer: Finalizer,
                  global_group: bool):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
@@ -158,20 +158,23 @@ class DynAggregateView(ViewRuntime):
         self.aggs = aggs
         self.finalizer = finalizer
         self.global_group = global_group
-        self.zero = DualWeight(0, (0,) * (2 * sum(1 for a in aggs if a.channel)))
+        channels = sum(1 for a in aggs if a.channel)
+        # with no sum channels the weights are plain integer counts (faster)
+        self.zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
 
-    def _row(self, key: tuple, w: DualWeight | None) -> tuple | None:
+    def _row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
         if w is None:
             if not self.global_group:
                 return None
             w = self.zero
+        count, channels = (w, ()) if type(w) is int else (w.c, w.v)
         vals = []
         j = 0
         for a in self.aggs:
             if a.kind == "count_star":
-                vals.append(w.c)
+                vals.append(count)
                 continue
-            nn, s = w.v[2 * j], w.v[2 * j + 1]
+            nn, s = channels[2 * j], channels[2 * j + 1]
             j += 1
             if a.kind == "count":
                 vals.append(nn)
