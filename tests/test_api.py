@@ -1,0 +1,173 @@
+"""The DB-API style surface: cursors, bulk input formats, transactions, subscriptions, EXPLAIN."""
+
+import datetime as dt
+from decimal import Decimal
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import upkeep
+
+SCHEMA = """
+CREATE TABLE orders (ok INTEGER, ck INTEGER, prio INTEGER, day DATE);
+CREATE TABLE lineitem (ok INTEGER, qty INTEGER, price DOUBLE, tag VARCHAR);
+"""
+ORDERS = [(1, 7, 2, dt.date(2024, 1, 1)), (2, 7, 1, dt.date(2024, 1, 2)),
+          (3, 8, 5, None), (4, 9, 0, dt.date(2024, 2, 1))]
+LINES = [(1, 3, 9.5, "a"), (1, 1, 2.0, None), (2, 4, 1.25, "b"), (4, 2, 3.0, "a"),
+         (9, 1, 1.0, "z")]
+
+
+@pytest.fixture
+def db():
+    con = upkeep.connect()
+    con.execute(SCHEMA)
+    con.insert("orders", ORDERS)
+    con.insert("lineitem", LINES)
+    return con
+
+
+def duck(sql: str, orders=ORDERS, lines=LINES):
+    con = duckdb.connect()
+    con.execute(SCHEMA)
+    con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", orders)
+    con.executemany("INSERT INTO lineitem VALUES (?, ?, ?, ?)", lines)
+    return con.execute(sql).fetchall()
+
+
+def test_select_with_where_order_limit_matches_duckdb(db):
+    sql = "SELECT ok, qty * price AS v FROM lineitem WHERE tag IS NOT NULL ORDER BY v DESC LIMIT 2"
+    assert db.execute(sql).fetchall() == duck(sql)
+
+
+def test_cursor_fetch_methods_and_description(db):
+    cur = db.execute("SELECT ok, ck FROM orders ORDER BY ok")
+    assert [d[0] for d in cur.description] == ["ok", "ck"]
+    assert cur.fetchone() == (1, 7)
+    assert cur.fetchmany(2) == [(2, 7), (3, 8)]
+    assert cur.fetchall() == [(4, 9)]
+    assert cur.fetchone() is None
+
+
+def test_arrow_and_pandas_output(db):
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT o.ck, SUM(l.qty) AS q "
+               "FROM orders o JOIN lineitem l ON o.ok = l.ok GROUP BY o.ck")
+    table = db.execute("SELECT * FROM v").arrow()
+    assert isinstance(table, pa.Table)
+    assert table.column_names == ["ck", "q"]
+    expected = sorted(duck("SELECT o.ck, SUM(l.qty) FROM orders o JOIN lineitem l "
+                           "ON o.ok = l.ok GROUP BY o.ck"))
+    assert sorted(zip(table.column("ck").to_pylist(), table.column("q").to_pylist(),
+                      strict=True)) == expected
+    frame = db.execute("SELECT * FROM v").df()
+    assert sorted(map(tuple, frame.itertuples(index=False))) == expected
+
+
+def test_insert_from_pandas_and_arrow():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER, b DOUBLE, c VARCHAR, d DATE)")
+    frame = pd.DataFrame({"a": [1, 2], "b": [0.5, None], "c": ["x", None],
+                          "d": [dt.date(2024, 1, 1), None]})
+    db.insert("t", frame)
+    db.insert("t", pa.table({"a": [3], "b": [1.5], "c": ["y"], "d": [dt.date(2024, 1, 3)]}))
+    assert sorted(db.execute("SELECT * FROM t").fetchall(), key=lambda r: r[0]) == [
+        (1, 0.5, "x", dt.date(2024, 1, 1)), (2, None, None, None),
+        (3, 1.5, "y", dt.date(2024, 1, 3))]
+
+
+def test_executemany_and_parameters():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR, c DECIMAL(10,2))")
+    db.executemany("INSERT INTO t VALUES (?, ?, ?)", [(1, "x", Decimal("1.5")), (2, "y", 2)])
+    db.executemany("UPDATE t SET b = ? WHERE a = ?", [("z", 1)])
+    db.execute("DELETE FROM t WHERE a = ?", [2])
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, "z", Decimal("1.50"))]
+
+
+def test_insert_select_and_update_delete_statements(db):
+    db.execute("CREATE TABLE big (ok INTEGER, qty INTEGER)")
+    db.execute("INSERT INTO big SELECT ok, qty FROM lineitem WHERE qty > 1")
+    db.execute("UPDATE big SET qty = qty * 10 WHERE ok = 1")
+    db.execute("DELETE FROM big WHERE ok = 4")
+    assert sorted(db.execute("SELECT * FROM big").fetchall()) == [(1, 30), (2, 4)]
+
+
+def test_transaction_commits_one_batch_and_subscribers_see_it_once(db):
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT o.ck, COUNT(*) AS n "
+               "FROM orders o JOIN lineitem l ON o.ok = l.ok GROUP BY o.ck")
+    seen = []
+    db.view("v").subscribe(seen.append)
+    with db.transaction():
+        db.insert("lineitem", [(3, 1, 1.0, "c")])
+        db.execute("DELETE FROM lineitem WHERE ok = 4")
+    assert len(seen) == 1
+    delta = dict(seen[0])
+    assert delta == {(8, 1): 1, (9, 1): -1}
+
+
+def test_failed_transaction_changes_nothing(db):
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT ok, SUM(qty) AS q FROM lineitem GROUP BY ok")
+    before = sorted(db.view("v").rows())
+    with pytest.raises(upkeep.ConstraintError):
+        with db.transaction():
+            db.insert("lineitem", [(1, 100, 1.0, "new")])
+            db.delete("lineitem", [(1, 999, 1.0, "missing")])
+    assert sorted(db.view("v").rows()) == before
+    assert sorted(db.execute("SELECT * FROM lineitem").fetchall(), key=str) == sorted(
+        LINES, key=str)
+
+
+def test_subscriber_deltas_replay_to_the_view(db):
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT o.ck, l.qty FROM orders o, lineitem l "
+               "WHERE o.ok = l.ok")
+    state: dict = {}
+    for row in db.view("v").rows():
+        state[row] = state.get(row, 0) + 1
+    db.view("v").subscribe(lambda changes: [state.__setitem__(r, state.get(r, 0) + w)
+                                            for r, w in changes])
+    db.insert("lineitem", [(2, 9, 1.0, "n"), (1, 9, 1.0, "n")])
+    db.execute("DELETE FROM orders WHERE ok = 1")
+    expected = {}
+    for row in db.view("v").rows():
+        expected[row] = expected.get(row, 0) + 1
+    assert {r: w for r, w in state.items() if w} == expected
+
+
+def test_views_over_views_and_derived_tables(db):
+    db.execute("CREATE MATERIALIZED VIEW per_order AS SELECT ok, SUM(qty) AS q FROM lineitem "
+               "GROUP BY ok")
+    db.execute("CREATE MATERIALIZED VIEW hist AS SELECT q, COUNT(*) AS n FROM "
+               "(SELECT ok, q FROM per_order WHERE q > 1) AS big GROUP BY q")
+    db.insert("lineitem", [(2, 10, 1.0, "x")])
+    got = sorted(db.execute("SELECT * FROM hist").fetchall())
+    lines = LINES + [(2, 10, 1.0, "x")]
+    assert got == sorted(duck("SELECT q, COUNT(*) FROM (SELECT ok, SUM(qty) AS q FROM lineitem "
+                              "GROUP BY ok) WHERE q > 1 GROUP BY q", lines=lines))
+    assert "hist" in db.views() and "per_order" in db.views()
+
+
+def test_explain_names_strategy_class_and_tree(db):
+    db.execute("CREATE MATERIALIZED VIEW agg AS SELECT l.ok, COUNT(*) AS n "
+               "FROM orders o JOIN lineitem l ON o.ok = l.ok GROUP BY l.ok")
+    text = db.explain("agg")
+    assert "strategy dyn-aggregate" in text
+    assert "q-hierarchical" in text and "not q-hierarchical" not in text
+    assert "orders o" in text and "lineitem l" in text
+    db.execute("CREATE MATERIALIZED VIEW outer_j AS SELECT o.ok, l.qty FROM orders o "
+               "LEFT JOIN lineitem l ON o.ok = l.ok")
+    assert "strategy recompute" in db.explain("outer_j")
+    assert "LEFT JOIN" in db.explain("outer_j")
+    assert sorted(db.view("outer_j").rows(), key=str) == sorted(
+        duck("SELECT o.ok, l.qty FROM orders o LEFT JOIN lineitem l ON o.ok = l.ok"), key=str)
+
+
+def test_drop_refuses_while_dependents_exist(db):
+    db.execute("CREATE MATERIALIZED VIEW a AS SELECT ok FROM lineitem")
+    db.execute("CREATE MATERIALIZED VIEW b AS SELECT ok FROM a")
+    with pytest.raises(upkeep.ConstraintError):
+        db.execute("DROP VIEW a")
+    db.execute("DROP VIEW b")
+    db.execute("DROP VIEW a")
+    assert db.views() == []
