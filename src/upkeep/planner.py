@@ -67,14 +67,21 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
     if strategy not in (None, *STRATEGIES):
         raise UnsupportedError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     sql = query.sql(dialect="duckdb")
-    try:
-        plan = bind_query(query, catalog.schema_of)
-    except UnsupportedError as exc:
-        if strategy in (None, "recompute"):
-            return _recompute(name, query, sql, catalog, f"not incremental: {exc}")
-        raise UnsupportedError(f"strategy {strategy} cannot maintain view {name}: {exc}") from exc
     if strategy == "recompute":
         return _recompute(name, query, sql, catalog, "recompute was requested")
+    try:
+        return _incremental(name, query, sql, catalog, strategy)
+    except UnsupportedError as exc:
+        if strategy is None:
+            return _recompute(name, query, sql, catalog, f"not incremental: {exc}")
+        if str(exc).startswith("strategy "):
+            raise
+        raise UnsupportedError(f"strategy {strategy} cannot maintain view {name}: {exc}") from exc
+
+
+def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
+                 strategy: str | None) -> ViewRuntime:
+    plan = bind_query(query, catalog.schema_of)
     inputs = _inputs(plan)
     if isinstance(plan, Block) and strategy in (None, "dyn") and not plan.distinct:
         view = _dyn_view(name, plan, sql, inputs, strategy == "dyn")
