@@ -10,11 +10,13 @@ so a failed batch leaves every table and view exactly as it was.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 
@@ -569,9 +571,28 @@ class Connection(Catalog):
 # ---------------------------------------------------------------- helpers
 
 
+_MATERIALIZED = re.compile(r"\bMATERIALIZED\s+VIEW\b", re.IGNORECASE)
+
+
+def _check_syntax(sql: str) -> None:
+    """Reject what DuckDB's own parser rejects (sqlglot alone is lenient), with a position."""
+    try:
+        duckdb.extract_statements(_MATERIALIZED.sub("VIEW", sql))
+    except duckdb.ParserException as exc:
+        text = str(exc)
+        first = text.split("\n", 1)[0].replace("Parser Error: ", "")
+        line = col = None
+        m = re.search(r"LINE (\d+): (.*)\n(\s*)\^", text)
+        if m:
+            line = int(m.group(1))
+            col = len(m.group(3)) - len(f"LINE {m.group(1)}: ") + 1
+        raise ParseError(f"cannot parse SQL: {first}", line, col) from None
+
+
 def _parse(sql: str) -> list[exp.Expression]:
     if not isinstance(sql, str):
         raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
+    _check_syntax(sql)
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
