@@ -65,6 +65,13 @@ class ViewHandle:
     def rows(self) -> list[tuple]:
         return self._db._view(self.name).rows()
 
+    def __contains__(self, row: tuple) -> bool:
+        return self.count(row) > 0
+
+    def count(self, row: tuple) -> int:
+        """Multiplicity of ``row`` in the view; O(1) for Dynamic Yannakakis views over columns."""
+        return self._db._view(self.name).multiplicity(tuple(row))
+
     def explain(self) -> str:
         return self._db.explain(self.name)
 

@@ -84,9 +84,11 @@ class _Builder:
         return node
 
 
-def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool
-            ) -> tuple[Node | None, set[int]]:
-    """Run the two-phase reduction; return (root, blocking variables of phase 1)."""
+def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool,
+            residue: list | None = None) -> tuple[Node | None, set[int]]:
+    """Run the two-phase reduction; return (root, blocking variables of phase 1).
+
+    ``residue``, when given, receives the hyperedges left when the reduction got stuck."""
     b = _Builder()
     current: list[tuple[set[int], Node]] = [(set(e), b.leaf(i, e)) for i, e in enumerate(edges)]
 
@@ -120,12 +122,23 @@ def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool
         pass
     blocking = set().union(*(vs for vs, _ in current)) - out if current else set()
     if blocking:
+        if residue is not None:
+            residue.extend(vs for vs, _ in current)
         return None, blocking
     while len(current) > 1 and step(allow_out=True):
         pass
     if len(current) != 1:
+        if residue is not None:
+            residue.extend(vs for vs, _ in current)
         return None, set()
     return current[0][1], set()
+
+
+def why_not(edges: list[tuple[int, ...]], out: set[int]) -> list[set[int]]:
+    """The hyperedges on which the reduction gets stuck (empty when it succeeds)."""
+    residue: list[set[int]] = []
+    _reduce(edges, out, project_first=False, residue=residue)
+    return residue
 
 
 def _n_set(root: Node, out: set[int]) -> set[int] | None:

@@ -32,6 +32,7 @@ from .gjt import (
     free_connex_approximation,
     is_acyclic,
     is_hierarchical,
+    why_not,
 )
 from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
 from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
@@ -132,10 +133,18 @@ def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None) -> list[str
     acyclic = is_acyclic(edges)
     hier, qh, reason = is_hierarchical(edges, set(out))
     reason = _name_vars(reason, core)
+
+    def stuck(out_vars: set[int]) -> str:
+        parts = ["{" + ", ".join(core.var_label(v) for v in sorted(e)) + "}"
+                 for e in why_not(edges, out_vars)]
+        return "the GYO reduction gets stuck on " + ", ".join(parts)
+
+    free_connex = build_gjt_pair(edges, out) is not None
     lines = [
         "query class: " + ", ".join([
-            "acyclic" if acyclic else "cyclic (no join tree: not acyclic)",
-            "free-connex" if build_gjt_pair(edges, out) is not None else "not free-connex",
+            "acyclic" if acyclic else f"cyclic ({stuck(set())})",
+            "free-connex" if free_connex else
+            "not free-connex" + (f" ({stuck(set(out))} with the output kept)" if acyclic else ""),
             "q-hierarchical" if qh else f"not q-hierarchical ({reason})",
         ])
     ]
@@ -206,6 +215,7 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     view = DynView(name, _block_columns(block, [c.type for c in selects]), inputs, sql,
                    Representation(pair), sources, select)
+    view.invert = _inverse_of_select(block, core, out)
     view.explanation = classify(core, out, pair) + [
         "mode: pull (enumerated on read, never materialized); push (delta enumeration) "
         "when subscribed or read by another view"]
@@ -280,6 +290,32 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         + " carried in the weight ring (count and exact sums per tuple)",
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
     return view
+
+
+def _inverse_of_select(block: Block, core: Core, out: tuple[int, ...]
+                       ) -> Callable[[tuple], tuple | None] | None:
+    """Map a view row back to its output tuple when every select item is a plain column and
+    every output variable is selected (then membership is a lookup, not a scan)."""
+    where: dict[int, int] = {}
+    checks: list[tuple[int, int]] = []
+    for k, (_, e) in enumerate(block.select):
+        if not isinstance(e, exp.Column):
+            return None
+        v = core.var_of_slot[block.scope.resolve(e).slot]
+        if v in where:
+            checks.append((where[v], k))
+        else:
+            where[v] = k
+    if set(where) != set(out):
+        return None
+    positions = [where[v] for v in out]
+
+    def invert(row: tuple) -> tuple | None:
+        if len(row) != len(block.select) or any(row[a] != row[b] for a, b in checks):
+            return None
+        return tuple(row[p] for p in positions)
+
+    return invert
 
 
 def _tuple_fn(fns: list[Callable]) -> Callable[[tuple], tuple]:

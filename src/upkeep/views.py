@@ -61,6 +61,10 @@ class ViewRuntime:
     def state_size(self) -> int:
         return 0
 
+    def multiplicity(self, row: tuple) -> int:
+        """How many times ``row`` is in the view (a scan unless the strategy indexes rows)."""
+        return sum(w for r, w in self.weighted_rows() if r == row)
+
     def explain(self) -> str:
         head = [f"view {self.name}: strategy {self.strategy}",
                 "columns: " + ", ".join(f"{n} {t}" for n, t in self.columns)]
@@ -78,6 +82,8 @@ class DynView(ViewRuntime):
         self.rep = rep
         self.sources = sources
         self.select = select
+        # row -> output tuple, when the select list is a permutation-with-repeats of variables
+        self.invert: Callable[[tuple], tuple | None] | None = None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         leaf = {}
@@ -104,6 +110,15 @@ class DynView(ViewRuntime):
 
     def state_size(self) -> int:
         return self.rep.size()
+
+    def multiplicity(self, row: tuple) -> int:
+        """O(|N|) membership (property P2) when the select list names each output variable."""
+        if self.invert is None:
+            return super().multiplicity(row)
+        t = self.invert(row)
+        if t is None:
+            return 0
+        return self.rep.weight(t) or 0
 
 
 class RingSource:
@@ -239,6 +254,9 @@ class OperatorView(ViewRuntime):
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
 
+    def multiplicity(self, row: tuple) -> int:
+        return self.output.get(row, 0)
+
     def state_size(self) -> int:
         return len(self.output) + self.root.state_size()
 
@@ -272,6 +290,9 @@ class RecomputeView(ViewRuntime):
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
+
+    def multiplicity(self, row: tuple) -> int:
+        return self.output.get(row, 0)
 
     def state_size(self) -> int:
         return len(self.output)
