@@ -10,6 +10,7 @@ so a failed batch leaves every table and view exactly as it was.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ from .cursor import Cursor
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
 from .expressions import Column, ExpressionCompiler, Scope
 from .planner import Catalog, plan_view
+from .storage import Storage
 from .table import Table
 from .types import SqlType, coerce_value, type_from_sqlglot
 from .views import ViewRuntime, query_duckdb
@@ -31,11 +33,17 @@ from .views import ViewRuntime, query_duckdb
 Delta = dict[tuple, int]
 
 
-def connect(database: str = ":memory:") -> Connection:
-    """Open an engine.  Only the in-memory engine exists so far (``":memory:"``)."""
-    if database not in (":memory:", "", None):
-        raise UnsupportedError("durable databases are not available yet; use connect()")
-    return Connection()
+def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
+            snapshot_bytes: int = 64 << 20) -> Connection:
+    """Open an engine: in memory (the default), or durable in the directory ``database``.
+
+    A durable database logs every committed batch (fsynced before the commit returns, unless
+    ``fsync=False``) and snapshots its tables when the log passes ``snapshot_bytes``; opening
+    it again recovers every acknowledged batch exactly once and rebuilds the views.
+    """
+    if database in (":memory:", "", None):
+        return Connection()
+    return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes))
 
 
 class ViewHandle:
@@ -83,7 +91,7 @@ class ViewHandle:
 class Connection(Catalog):
     """An in-memory upkeep database."""
 
-    def __init__(self) -> None:
+    def __init__(self, storage: Storage | None = None) -> None:
         self._tables: dict[str, Table] = {}
         self._views: dict[str, ViewRuntime] = {}
         self._view_defs: dict[str, tuple[exp.Expression, str | None]] = {}
@@ -94,6 +102,12 @@ class Connection(Catalog):
         self._affected_cache: dict[frozenset[str], list[str]] = {}
         self._closed = False
         self.batches = 0
+        self._metadata: dict = {}
+        self._pending_metadata: dict | None = None
+        self._user_views: dict[str, tuple[str, str | None]] = {}  # name -> (sql, strategy)
+        self._storage = storage
+        if storage is not None:
+            self._recover(*storage.load())
 
     # ------------------------------------------------------------ catalog
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
@@ -167,7 +181,11 @@ class Connection(Catalog):
         return "\n\n".join(parts)
 
     def close(self) -> None:
+        """Release the database (a durable one: its directory lock and log file)."""
         self._closed = True
+        if self._storage is not None:
+            self._storage.close()
+            self._storage = None
 
     def __enter__(self) -> Connection:
         return self
@@ -177,8 +195,12 @@ class Connection(Catalog):
 
     # ------------------------------------------------------------ batches
     @contextmanager
-    def transaction(self):
-        """All changes inside commit as one atomic batch; an exception discards them all."""
+    def transaction(self, metadata: dict | None = None):
+        """All changes inside commit as one atomic batch; an exception discards them all.
+
+        ``metadata`` (e.g. source offsets) is committed with the batch, atomically, even if
+        the batch is empty; :meth:`metadata` returns the latest committed one.
+        """
         if self._pending is not None:
             raise Error("transactions do not nest")
         self._pending = {}
@@ -188,7 +210,11 @@ class Connection(Catalog):
             self._pending = None
             raise
         pending, self._pending = self._pending, None
-        self._commit(pending)
+        self._commit(pending, metadata=metadata)
+
+    def metadata(self) -> dict:
+        """The metadata committed with the latest batch that carried some ({} if none)."""
+        return dict(self._metadata)
 
     def _stage(self, table: Table, delta: Delta) -> None:
         """Check a statement's delta against the staged state, then commit or queue it."""
@@ -206,9 +232,14 @@ class Connection(Catalog):
         table.check_constraints({r: w for r, w in merged.items() if w})
         self._pending[table.name] = {r: w for r, w in merged.items() if w}
 
-    def _commit(self, deltas: dict[str, Delta], checked: bool = False) -> None:
+    def _commit(self, deltas: dict[str, Delta], checked: bool = False,
+                metadata: dict | None = None) -> None:
         deltas = {t: d for t, d in deltas.items() if d}
         if not deltas:
+            if metadata is not None:
+                self._log(("batch", self.batches + 1, {}, metadata))
+                self.batches += 1
+                self._metadata = dict(metadata)
             return
         if not checked:
             for name, d in deltas.items():
@@ -228,18 +259,79 @@ class Connection(Catalog):
                 if d:
                     batch[name] = d
                     changed[name] = d
+            self._log(("batch", self.batches + 1, deltas, metadata))
         except BaseException:
             for name, d in deltas.items():
                 self._tables[name].apply({r: -w for r, w in d.items()})
             self._rebuild_views()
             raise
         self.batches += 1
+        if metadata is not None:
+            self._metadata = dict(metadata)
+        if self._storage is not None and self._storage.wants_snapshot():
+            self.checkpoint()
         for name, d in changed.items():
             for fn in list(self._subscribers.get(name, ())):
                 try:
                     fn(list(d.items()))
                 except Exception as exc:  # the batch is committed; report, do not undo
                     warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=2)
+
+    # ------------------------------------------------------------ durability
+    def _log(self, record: tuple) -> None:
+        if self._storage is None:
+            return
+        try:
+            self._storage.append(record)
+        except OSError as exc:
+            raise Error(f"could not write the log of {self._storage.path}: {exc}") from exc
+
+    def checkpoint(self) -> None:
+        """Snapshot the tables now, so that recovery replays only what follows."""
+        if self._storage is None:
+            return
+        if self._pending is not None:
+            raise Error("checkpoint inside a transaction")
+        self._storage.snapshot({
+            "tables": [(t.name, t.columns, t.not_null, t.key, dict(t.rows))
+                       for t in self._tables.values()],
+            "views": list(self._user_views.items()),
+            "batches": self.batches,
+            "metadata": self._metadata,
+        })
+
+    def _recover(self, snapshot: dict | None, records: list[tuple]) -> None:
+        """Rebuild tables from the snapshot and the log, then the views from the tables."""
+        views: dict[str, tuple[str, str | None]] = {}
+        if snapshot is not None:
+            for name, columns, not_null, key, rows in snapshot["tables"]:
+                table = self._tables[name] = Table(name, columns, not_null, key)
+                table.apply(rows)
+            views.update(snapshot["views"])
+            self.batches = snapshot["batches"]
+            self._metadata = snapshot["metadata"]
+        for record in records:
+            kind = record[0]
+            if kind == "table":
+                _, name, columns, not_null, key = record
+                self._tables[name] = Table(name, columns, not_null, key)
+            elif kind == "view":
+                _, name, sql, strategy = record
+                views.pop(name, None)
+                views[name] = (sql, strategy)
+            elif kind == "drop":
+                _, what, name = record
+                (self._tables if what == "table" else views).pop(name, None)
+            elif kind == "batch":
+                _, batch_id, deltas, metadata = record
+                for name, delta in deltas.items():
+                    self._tables[name].apply(delta)
+                self.batches = batch_id
+                if metadata is not None:
+                    self._metadata = metadata
+        for name, (sql, strategy) in views.items():
+            self._create_view(name, _parse_one(sql), strategy)
+            self._user_views[name] = (sql, strategy)
 
     def _listening(self) -> set[str]:
         """Views whose deltas someone needs: subscribers or views reading them (cached)."""
@@ -315,8 +407,17 @@ class Connection(Catalog):
         """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
         ("dyn", "general" or "recompute")."""
         query = _parse_one(sql)
-        self._create_view(name.lower(), query, strategy)
+        self._define_view(name.lower(), query, strategy)
         return ViewHandle(self, name.lower())
+
+    def _define_view(self, name: str, query: exp.Expression, strategy: str | None,
+                     replace: bool = False) -> None:
+        """Create a user-visible view and record its definition in the log."""
+        self._create_view(name, query, strategy, replace)
+        sql = query.sql(dialect="duckdb")
+        self._user_views.pop(name, None)
+        self._user_views[name] = (sql, strategy)
+        self._log(("view", name, sql, strategy))
 
     def _create_view(self, name: str, query: exp.Expression, strategy: str | None,
                      replace: bool = False) -> None:
@@ -457,18 +558,23 @@ class Connection(Catalog):
             if stmt.expression is not None:  # CREATE TABLE ... AS SELECT
                 cur = self._select(stmt.expression)
                 columns = [(n.lower(), t) for n, t in cur._columns]
-                self._tables[name] = Table(name, columns)
+                self._add_table(Table(name, columns))
                 self.insert(name, cur.fetchall())
                 return Cursor()
-            self._tables[name] = _table_from_schema(name, target)
+            self._add_table(_table_from_schema(name, target))
             return Cursor()
         if kind == "VIEW":
             name = target.name.lower()
             if name in self._views and stmt.args.get("exists"):
                 return Cursor()
-            self._create_view(name, stmt.expression, None, replace=bool(stmt.args.get("replace")))
+            self._define_view(name, stmt.expression, None, replace=bool(stmt.args.get("replace")))
             return Cursor()
         raise UnsupportedError(f"CREATE {kind}")
+
+    def _add_table(self, table: Table) -> None:
+        self._log(("table", table.name, table.columns, table.not_null, table.key))
+        self._tables[table.name] = table
+        self._catalog_changed()
 
     def _drop(self, stmt: exp.Drop) -> Cursor:
         kind = (stmt.args.get("kind") or "").upper()
@@ -486,8 +592,10 @@ class Connection(Catalog):
             dependents = [v for v, rt in self._views.items() if name in rt.inputs]
             if dependents:
                 raise ConstraintError(f"cannot drop {name}: views {dependents} depend on it")
+            self._log(("drop", kind.lower(), name))
             if kind == "VIEW":
                 self._drop_view(name)
+                self._user_views.pop(name, None)
             else:
                 del store[name]
                 self._catalog_changed()
