@@ -98,15 +98,6 @@ def from_exact(total: object, typ: SqlType) -> object:
     return total
 
 
-def average(total: object, count: int) -> float:
-    if isinstance(total, Decimal):
-        return float(total / count)
-    if isinstance(total, int):
-        # exact channels of doubles are scaled ints; integer columns are plain ints.
-        return total / count
-    return float(total) / count
-
-
 class Finalizer:
     """Computes a block's output row from (group key values, aggregate values), with HAVING."""
 
@@ -207,7 +198,9 @@ def average_of(total: object, count: int, arg_type: SqlType) -> float:
     """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py)."""
     if arg_type.kind == "DOUBLE":
         return total / (count << 1074)
-    return average(total, count)
+    if isinstance(total, Decimal):
+        return float(total / count)
+    return total / count
 
 
 class DualWeight:

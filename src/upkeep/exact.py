@@ -9,8 +9,6 @@ rounded.  (The LFTJ paper, section 2.3.4, asks for the same property: exact floa
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from .errors import Error
 
 _SHIFT = 1074
@@ -29,8 +27,3 @@ def float_to_exact(x: float) -> int:
 def exact_to_float(n: int) -> float:
     """Inverse of :func:`float_to_exact`, correctly rounded."""
     return n / _SCALE
-
-
-def decimal_to_exact(x: Decimal) -> Decimal:
-    """Decimals are already exact under Python's arbitrary precision arithmetic."""
-    return x

@@ -30,6 +30,7 @@ from .types import (
     VARCHAR,
     SqlType,
     common_numeric,
+    type_from_name,
     type_from_sqlglot,
 )
 
@@ -343,7 +344,7 @@ class ExpressionCompiler:
             raise Error(f"cannot evaluate constant {sql}: {exc}") from exc
         if isinstance(value, dt.datetime):
             value = value.date() if type_name == "DATE" else value
-        typ = _type_from_name(type_name)
+        typ = type_from_name(type_name)
         return self._const(value), typ
 
     def _gen_operator(self, node: exp.Expression) -> tuple[str, SqlType]:
@@ -584,19 +585,6 @@ def _common_type(types: list[SqlType]) -> SqlType:
         elif t.kind != out.kind:
             raise SchemaError(f"incompatible types {out} and {t}")
     return out
-
-
-def _type_from_name(name: str) -> SqlType:
-    name = name.upper()
-    m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", name)
-    if m:
-        return SqlType("DECIMAL", int(m.group(1)), int(m.group(2)))
-    return {
-        "INTEGER": INTEGER, "BIGINT": BIGINT, "HUGEINT": SqlType("HUGEINT"),
-        "SMALLINT": SqlType("SMALLINT"), "TINYINT": SqlType("TINYINT"),
-        "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "VARCHAR": VARCHAR, "DATE": DATE,
-        "BOOLEAN": BOOLEAN, '"NULL"': NULLTYPE, "NULL": NULLTYPE,
-    }.get(name, VARCHAR if name.startswith("VARCHAR") else DOUBLE)
 
 
 def column_refs(node: exp.Expression) -> list[exp.Column]:

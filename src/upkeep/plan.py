@@ -208,8 +208,7 @@ def scope_check(node: exp.Expression, scope: Scope) -> None:
 
 def _collect_aggregates(node: exp.Expression, out: list[exp.Expression]) -> None:
     for agg in node.find_all(*AGGREGATE_TYPES):
-        if any(isinstance(a, AGGREGATE_TYPES) for a in agg.iter_expressions() if a is not None
-               for a in [a] + list(a.find_all(*AGGREGATE_TYPES))):
+        if any(inner is not agg for inner in agg.find_all(*AGGREGATE_TYPES)):
             raise UnsupportedError(f"nested aggregate {agg.sql()}")
         if not any(agg == seen for seen in out):
             out.append(agg)

@@ -36,7 +36,7 @@ from .gjt import (
 )
 from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
 from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
-from .types import SqlType
+from .types import SqlType, type_from_name
 from .views import (
     DynAggregateView,
     DynView,
@@ -57,9 +57,6 @@ class Catalog:
         raise NotImplementedError
 
     def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
-        raise NotImplementedError
-
-    def relations(self) -> list[str]:
         raise NotImplementedError
 
 
@@ -117,9 +114,7 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
         con.close()
     except duckdb.Error as exc:
         raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: {exc}") from exc
-    from .expressions import _type_from_name
-
-    columns = [(row[0], _type_from_name(row[1])) for row in described]
+    columns = [(row[0], type_from_name(row[1])) for row in described]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
     return view
@@ -278,7 +273,7 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
             continue
         chans = [((spec.arg.fn if atom == i else None), spec.exact)
                  for atom, spec in channel_atoms]
-        sources.append(RingSource(source, chans, len(chans)))
+        sources.append(RingSource(source, chans))
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)

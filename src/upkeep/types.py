@@ -8,6 +8,7 @@ types, ``float`` for DOUBLE, ``decimal.Decimal`` for DECIMAL, ``str``, ``datetim
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -203,6 +204,20 @@ def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, inde
                 f"row {index} for table {table}, column {name}: {exc}: {tuple(row)!r}",
                 row, index) from None
     return tuple(out)
+
+
+def type_from_name(name: str) -> SqlType:
+    """The upkeep type of a DuckDB type name (as printed by ``typeof`` or ``DESCRIBE``)."""
+    name = name.upper()
+    m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", name)
+    if m:
+        return SqlType("DECIMAL", int(m.group(1)), int(m.group(2)))
+    return {
+        "INTEGER": INTEGER, "BIGINT": BIGINT, "HUGEINT": SqlType("HUGEINT"),
+        "SMALLINT": SqlType("SMALLINT"), "TINYINT": SqlType("TINYINT"),
+        "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "VARCHAR": VARCHAR, "DATE": DATE,
+        "BOOLEAN": BOOLEAN, '"NULL"': NULLTYPE, "NULL": NULLTYPE,
+    }.get(name, VARCHAR if name.startswith("VARCHAR") else DOUBLE)
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

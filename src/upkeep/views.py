@@ -24,7 +24,7 @@ from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_e
 from .dyn import Representation
 from .errors import Error
 from .operators import Batch, Delta, Operator, Source
-from .types import SqlType
+from .types import SqlType, type_from_name
 from .zset import add_into
 
 Columns = list[tuple[str, SqlType]]
@@ -124,13 +124,11 @@ class DynView(ViewRuntime):
 class RingSource:
     """Leaf deltas lifted into :class:`DualWeight`: count plus this atom's sum channels."""
 
-    def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]],
-                 width: int):
+    def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]]):
         self.source = source
         self.relation = source.relation
         # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
         self.channels = channels
-        self.width = width
 
     def step(self, batch: Batch) -> dict[tuple, DualWeight]:
         delta = batch.get(self.relation)
@@ -216,9 +214,6 @@ class DynAggregateView(ViewRuntime):
                     add_into(out, after, 1)
         return out
 
-    def build(self, contents: Batch) -> None:
-        self.step(contents, want_delta=False)
-
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         seen = False
         for key, w in self.rep.enumerate():
@@ -285,9 +280,6 @@ class RecomputeView(ViewRuntime):
         self.output = new
         return delta
 
-    def build(self, contents: Batch) -> None:
-        self.step(contents, want_delta=False)
-
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
 
@@ -312,8 +304,6 @@ def arrow_table(columns: Columns, rows: list[tuple]) -> pa.Table:
 def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]
                  ) -> tuple[Columns, list[tuple]]:
     """Evaluate ``sql`` in DuckDB over the current contents of ``relations``."""
-    from .expressions import _type_from_name
-
     con = duckdb.connect()
     try:
         for name in relations:
@@ -323,7 +313,7 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
         names = [d[0] for d in result.description]
         rows = [tuple(r) for r in result.fetchall()]
         types = con.execute(f"DESCRIBE {sql}").fetchall()
-        return [(n, _type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
+        return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
     except duckdb.Error as exc:
         raise Error(f"DuckDB could not evaluate the query: {exc}") from exc
     finally:
