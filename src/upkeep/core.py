@@ -116,6 +116,8 @@ class Core:
                 namespace[f"_d{v}"] = compiler.compile(var.derived).fn
                 parts.append(f"_d{v}(r)")
         body = "(" + "".join(p + ", " for p in parts) + ")"
+        if parts == [f"r[{k}]" for k in range(len(atom.columns))]:
+            body = "r"  # the whole row: share the table's tuple instead of copying it
         cond = " and ".join(checks) or "True"
         return eval(f"lambda r: {body} if {cond} else None", namespace)  # noqa: S307
 

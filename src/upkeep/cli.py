@@ -1,0 +1,109 @@
+"""The ``upkeep`` command: ``upkeep run PIPELINE.toml`` and ``upkeep explain PIPELINE.toml``.
+
+Errors a user can fix (a bad pipeline file, a rejected change record under
+``--on-error stop``) are printed as one message and exit with status 1, never a traceback.
+Ctrl-C or SIGTERM ends a run cleanly after the current batch (status 0); a second Ctrl-C
+aborts at once (status 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+
+from .errors import Error
+from .pipeline import PipelineRunner, explain_pipeline, load_config
+from .pipeline.config import ENGINES, ON_ERROR
+from .pipeline.progress import MODES
+from .pipeline.runner import check_engine
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="upkeep", description="Keep SQL views fresh over streams of change records.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a pipeline",
+                              description="Apply the pipeline's change records in batches and "
+                                          "deliver its views to their sinks.")
+    run.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
+    run.add_argument("--follow", action=argparse.BooleanOptionalAction, default=None,
+                     help="keep watching the source for new records until stopped "
+                          "(default: source.follow)")
+    run.add_argument("--on-error", choices=ON_ERROR, default=None,
+                     help="what to do with a bad change record (default: on_error, or stop)")
+    run.add_argument("--dead-letter", type=Path, default=None, metavar="PATH",
+                     help="the file rejected records go to with --on-error dead-letter")
+    run.add_argument("--state-dir", default=None, metavar="DIR",
+                     help="the durable database directory (default: state_dir); "
+                          "':memory:' keeps no state")
+    run.add_argument("--engine", choices=ENGINES, default=None,
+                     help="the engine that maintains the views (only local exists so far)")
+    run.add_argument("--progress", choices=MODES, default="auto",
+                     help="live display, plain lines, or none (default: live on a terminal)")
+
+    explain = commands.add_parser("explain", help="show each view's strategy and join tree")
+    explain.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
+    explain.add_argument("view", nargs="?", help="only this view")
+    return parser
+
+
+@contextmanager
+def _graceful_stop(stop: threading.Event, console: Console) -> Iterator[None]:
+    """SIGINT/SIGTERM set ``stop`` (the run ends after its current batch); a second
+    SIGINT raises KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+        console.print("stopping after the current batch (Ctrl-C again aborts)", style="yellow")
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``upkeep`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    console = Console()
+    errors = Console(stderr=True)
+    try:
+        config = load_config(args.pipeline)
+        if args.command == "explain":
+            console.print(explain_pipeline(config, args.view), highlight=False, soft_wrap=True,
+                          markup=False)
+            return 0
+        config = config.replace(follow=args.follow, on_error=args.on_error,
+                                dead_letter=args.dead_letter, state_dir=args.state_dir,
+                                engine=args.engine)
+        check_engine(config)
+        stop = threading.Event()
+        with _graceful_stop(stop, console):
+            PipelineRunner(config, console=console, progress=args.progress, stop=stop).run()
+        return 0
+    except Error as exc:
+        errors.print(f"upkeep: error: {exc}", style="red", highlight=False, soft_wrap=True,
+                     markup=False)
+        return 1
+    except KeyboardInterrupt:
+        errors.print("upkeep: interrupted", style="red")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

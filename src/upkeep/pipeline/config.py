@@ -1,0 +1,264 @@
+"""The pipeline file: TOML read with :mod:`tomllib` into validated, typed settings.
+
+Every key is checked (unknown keys, wrong types and missing required keys raise
+:class:`ConfigError` naming the file and the key); relative paths are resolved against the
+directory of the pipeline file.  See docs/pipelines.md for the reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+ON_ERROR = ("stop", "skip", "dead-letter")
+ENGINES = ("local", "spark")
+FORMATS = ("jsonl", "csv", "parquet")
+MEMORY = ":memory:"
+
+# sink type -> {key: (expected python type(s), default, required)}
+_PATH = ((str,), None, True)
+SINK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], Any, bool]]] = {
+    "terminal": {"limit": ((int,), 10, False), "order_by": ((str,), None, False)},
+    "jsonl": {"path": _PATH},
+    "parquet": {"path": _PATH, "every": ((int,), 1, False)},
+    "duckdb": {"path": _PATH, "table": ((str,), None, False)},
+    "sqlite": {"path": _PATH, "table": ((str,), None, False)},
+}
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """``[source]``: where change records come from."""
+
+    path: Path
+    format: str | None = None
+    follow: bool = False
+    poll_interval: float = 1.0
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """``[batch]``: when a batch is committed (whichever limit is reached first)."""
+
+    rows_per_batch: int | None = 1000
+    commit_interval: float | None = None
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """One ``[[sinks]]`` entry: a view delivered somewhere."""
+
+    view: str
+    type: str
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path | None:
+        return self.options.get("path")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """A whole pipeline file."""
+
+    file: Path
+    name: str
+    state_dir: str
+    tables: list[Path]
+    views: list[Path]
+    source: SourceConfig
+    batch: BatchConfig
+    sinks: list[SinkConfig]
+    on_error: str = "stop"
+    dead_letter: Path | None = None
+    engine: str = "local"
+
+    def replace(self, **changes: Any) -> PipelineConfig:
+        """A copy with some settings overridden (command-line options); ``None`` keeps one."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if "follow" in changes:
+            changes["source"] = dataclasses.replace(self.source, follow=changes.pop("follow"))
+        if "state_dir" in changes:
+            changes["state_dir"] = _state_dir(str(changes["state_dir"]), Path.cwd())
+        for key in ("on_error", "engine"):
+            if key in changes:
+                _choice(self.file, f"--{key.replace('_', '-')}", changes[key],
+                        ON_ERROR if key == "on_error" else ENGINES)
+        return dataclasses.replace(self, **changes)
+
+
+def load_config(path: str | Path) -> PipelineConfig:
+    """Read and validate a pipeline file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(file, "pipeline file does not exist")
+    try:
+        with file.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(file, f"invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(file, f"cannot read: {exc}") from None
+    return parse_config(data, file)
+
+
+def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
+    """Validate the parsed TOML of ``file`` (a dict) into a :class:`PipelineConfig`."""
+    base = file.parent
+    known = {"name", "state_dir", "engine", "tables", "views", "on_error", "dead_letter",
+             "source", "batch", "sinks"}
+    _unknown(file, data, known, "")
+    name = _get(file, data, "name", (str,), file.stem)
+    state_dir = _state_dir(_get(file, data, "state_dir", (str,), f"{file.stem}.state"), base)
+    engine = _choice(file, "engine", _get(file, data, "engine", (str,), "local"), ENGINES)
+    on_error = _choice(file, "on_error", _get(file, data, "on_error", (str,), "stop"), ON_ERROR)
+    dead_letter = base / _get(file, data, "dead_letter", (str,), f"{file.stem}.dead-letter.jsonl")
+    if "tables" not in data:
+        raise ConfigError(file, "missing key 'tables' (a list of SQL files with CREATE TABLE)")
+    tables = _sql_files(file, data, "tables")
+    views = _sql_files(file, data, "views") if "views" in data else []
+    return PipelineConfig(
+        file=file, name=name, state_dir=state_dir, tables=tables, views=views,
+        source=_source(file, _table(file, data, "source", required=True)),
+        batch=_batch(file, _table(file, data, "batch")),
+        sinks=_sinks(file, data.get("sinks", [])),
+        on_error=on_error, dead_letter=dead_letter, engine=engine)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
+    _unknown(file, data, {"path", "format", "follow", "poll_interval"}, "source.")
+    if "path" not in data:
+        raise ConfigError(file, "missing key 'source.path' (a file or directory of change records)")
+    path = file.parent / _get(file, data, "path", (str,), None, "source.")
+    fmt = data.get("format")
+    if fmt is not None:
+        fmt = _choice(file, "source.format", _get(file, data, "format", (str,), None, "source."),
+                      FORMATS)
+    poll = float(_get(file, data, "poll_interval", (int, float), 1.0, "source."))
+    if poll <= 0:
+        raise ConfigError(file, f"key 'source.poll_interval' must be positive, got {poll}")
+    return SourceConfig(path=path, format=fmt,
+                        follow=_get(file, data, "follow", (bool,), False, "source."),
+                        poll_interval=poll)
+
+
+def _batch(file: Path, data: dict[str, Any]) -> BatchConfig:
+    _unknown(file, data, {"rows_per_batch", "commit_interval"}, "batch.")
+    rows = _get(file, data, "rows_per_batch", (int,), None, "batch.")
+    interval = _get(file, data, "commit_interval", (int, float), None, "batch.")
+    if rows is not None and rows < 1:
+        raise ConfigError(file, f"key 'batch.rows_per_batch' must be at least 1, got {rows}")
+    if interval is not None and interval <= 0:
+        raise ConfigError(file, f"key 'batch.commit_interval' must be positive, got {interval}")
+    if rows is None and interval is None:
+        rows = 1000
+    return BatchConfig(rows_per_batch=rows,
+                       commit_interval=float(interval) if interval is not None else None)
+
+
+def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ConfigError(file, "key 'sinks' must be an array of tables ([[sinks]] entries)")
+    sinks = []
+    targets: dict[tuple[str, str, str], str] = {}
+    for i, entry in enumerate(entries, 1):
+        label = f"[[sinks]] #{i}"
+        for key in ("view", "type"):
+            if key not in entry:
+                raise ConfigError(file, f"{label}: missing key '{key}'")
+        view = _get(file, entry, "view", (str,), None, f"{label} ").lower()
+        kind = _get(file, entry, "type", (str,), None, f"{label} ")
+        label = f"{label} (view {view})"
+        if kind not in SINK_KEYS:
+            raise ConfigError(file, f"{label}: unknown sink type {kind!r} in key 'type'; expected "
+                                    f"one of {', '.join(sorted(SINK_KEYS))}")
+        spec = SINK_KEYS[kind]
+        _unknown(file, entry, {"view", "type", *spec}, f"{label} ")
+        options: dict[str, Any] = {}
+        for key, (types, default, required) in spec.items():
+            if required and key not in entry:
+                raise ConfigError(file, f"{label}: missing key '{key}' for a {kind} sink")
+            options[key] = _get(file, entry, key, types, default, f"{label} ")
+        if "path" in options:
+            options["path"] = file.parent / options["path"]
+        for key in ("limit", "every"):
+            if key in options and options[key] < 1:
+                raise ConfigError(file, f"{label}: key '{key}' must be at least 1")
+        if kind in ("duckdb", "sqlite"):
+            options["table"] = options["table"] or view
+            target = (kind, str(options["path"].resolve()), options["table"].lower())
+        elif kind in ("jsonl", "parquet"):
+            target = (kind, str(options["path"].resolve()), "")
+        else:
+            target = (kind, view, str(i))
+        if target in targets:
+            raise ConfigError(file, f"{label} writes to the same {kind} target as {targets[target]}")
+        targets[target] = label
+        sinks.append(SinkConfig(view=view, type=kind, label=label, options=options))
+    return sinks
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _state_dir(value: str, base: Path) -> str:
+    return MEMORY if value == MEMORY else str(base / value)
+
+
+def _sql_files(file: Path, data: dict[str, Any], key: str) -> list[Path]:
+    value = data[key]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(file, f"key '{key}' must be a path or a list of paths to SQL files")
+    paths = [file.parent / v for v in value]
+    for p, v in zip(paths, value, strict=True):
+        if not p.is_file():
+            raise ConfigError(file, f"key '{key}': SQL file {v!r} does not exist ({p})")
+    return paths
+
+
+def _table(file: Path, data: dict[str, Any], key: str, required: bool = False) -> dict[str, Any]:
+    if key not in data:
+        if required:
+            raise ConfigError(file, f"missing table [{key}]")
+        return {}
+    value = data[key]
+    if not isinstance(value, dict):
+        raise ConfigError(file, f"key '{key}' must be a table ([{key}])")
+    return value
+
+
+def _get(file: Path, data: dict[str, Any], key: str, types: tuple[type, ...], default: Any,
+         prefix: str = "") -> Any:
+    if key not in data:
+        return default
+    value = data[key]
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = " or ".join({"str": "a string", "int": "an integer", "float": "a number",
+                             "bool": "true or false"}[t.__name__] for t in types)
+        raise ConfigError(file, f"key '{prefix}{key}' must be {names}, got {value!r}")
+    return value
+
+
+def _choice(file: Path, key: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(file, f"key '{key}' must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _unknown(file: Path, data: dict[str, Any], known: set[str], prefix: str) -> None:
+    extra = sorted(set(data) - known)
+    if extra:
+        raise ConfigError(file, f"unknown key '{prefix}{extra[0]}' (known keys: "
+                                f"{', '.join(sorted(known))})")

@@ -1,0 +1,58 @@
+"""The dead-letter file: rejected change records, with the error, as JSON lines.
+
+Each line is the record in the JSONL change format plus ``_error`` (why it was rejected)
+and ``_source`` (file and line or record number); a record that was not even a JSON object
+is kept as text in ``_raw``.  Since readers ignore keys starting with ``_``, a fixed
+dead-letter file can be fed back as a change source.  Lines are written (and fsynced)
+before the batch they were rejected from commits, so after a crash a record may be
+dead-lettered twice (at least once); ``_source`` identifies duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import PipelineError
+from .records import ChangeRecord
+
+
+class DeadLetter:
+    """Appends rejected records to ``path`` (created on first use)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.written = 0
+        self._file: IO[str] | None = None
+
+    def write(self, entries: list[tuple[ChangeRecord, str]]) -> None:
+        """Append ``(record, error text)`` entries and make them durable."""
+        if not entries:
+            return
+        try:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
+            lines = []
+            for record, error in entries:
+                pos = record.position
+                line: dict[str, Any] = {"_error": error,
+                                        "_source": {"file": pos.file, pos.unit: pos.number}}
+                if record.raw is not None and record.original is None and record.table is None:
+                    line["_raw"] = record.raw
+                else:
+                    line.update(record.images())
+                lines.append(json.dumps(line, default=str) + "\n")
+            self._file.write("".join(lines))
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise PipelineError(f"cannot write the dead-letter file {self.path}: {exc}") from None
+        self.written += len(entries)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,247 @@
+"""Readers of one change file each: JSON lines, CSV and Parquet.
+
+A reader remembers how far it has read, so a file that grows (``follow``) is read on from
+where it stopped; until a file is *final* (no more data will be appended) a trailing line
+without its newline is left for later.  Records up to ``skip`` (a line or record number,
+from the committed source offset) are passed over without being decoded.
+"""
+
+from __future__ import annotations
+
+import csv
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import PipelineError
+from .records import ChangeRecord, Position, decode_json_line, decode_mapping, json_cell
+
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
+              ".pq": "parquet"}
+_IMAGE_COLUMNS = ("row", "before", "after")
+
+
+def format_of(path: Path) -> str | None:
+    """The change format a file name implies (None for other files)."""
+    return EXTENSIONS.get(path.suffix.lower())
+
+
+class Reader(ABC):
+    """Reads one file's change records, in order, resumably."""
+
+    unit = "line"
+
+    def __init__(self, path: Path, name: str, skip: int = 0):
+        self.path = path
+        self.name = name
+        self.skip = skip
+        self.seen = 0  # the line (or record) number of the last one read
+        self.finished = False
+        self._count_key: tuple[int, int] | None = None
+        self._count = 0
+
+    @abstractmethod
+    def read(self, final: bool) -> Iterator[ChangeRecord]:
+        """The records available now; ``final`` says the file will not grow any more."""
+
+    def remaining(self) -> int:
+        """Records (lines) in the file not read yet: the reader's part of the source's lag."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return 0
+        key = (stat.st_size, stat.st_mtime_ns)
+        if key != self._count_key:
+            self._count_key = key
+            self._count = self._total()
+        return max(0, self._count - max(self.seen, self.skip))
+
+    @abstractmethod
+    def _total(self) -> int:
+        """Lines or records in the file as it is now."""
+
+    def _position(self, number: int) -> Position:
+        return Position(self.name, number, self.unit)
+
+
+class _LineReader(Reader):
+    """Shared by the line-based formats: complete lines from a byte offset on."""
+
+    def __init__(self, path: Path, name: str, skip: int = 0):
+        super().__init__(path, name, skip)
+        self.offset = 0
+
+    def _total(self) -> int:
+        n = 0
+        last = b"\n"
+        with self.path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                n += chunk.count(b"\n")
+                last = chunk[-1:]
+        return n + (last != b"\n")
+
+
+class JsonlReader(_LineReader):
+    """JSON lines: one change record (a JSON object) per line; blank lines are skipped."""
+
+    def read(self, final: bool) -> Iterator[ChangeRecord]:
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            for raw in f:
+                if not raw.endswith(b"\n") and not final:
+                    return
+                self.offset += len(raw)
+                self.seen += 1
+                if self.seen <= self.skip:
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield ChangeRecord(self._position(self.seen), error=f"not UTF-8: {exc}",
+                                       raw=raw.decode("utf-8", "replace"))
+                    continue
+                if text.strip():
+                    yield decode_json_line(text, self._position(self.seen))
+        self.finished = final
+
+
+class CsvReader(_LineReader):
+    """CSV with a header: ``table``, ``op`` and JSON text in ``row`` / ``before`` / ``after``.
+
+    A record's position is the line it starts on (the header is line 1).
+    """
+
+    def __init__(self, path: Path, name: str, skip: int = 0):
+        super().__init__(path, name, skip)
+        self.header: list[str] | None = None
+        self.header_error: str | None = None
+
+    def read(self, final: bool) -> Iterator[ChangeRecord]:
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            state = [self.offset, self.seen]
+            exhausted = [False]
+
+            def lines() -> Iterator[str]:
+                for raw in f:
+                    if not raw.endswith(b"\n") and not final:
+                        break
+                    state[0] += len(raw)
+                    state[1] += 1
+                    yield raw.decode("utf-8", "replace")
+                exhausted[0] = True
+
+            reader = csv.reader(lines(), strict=True)
+            while True:
+                start = state[1] + 1
+                try:
+                    fields = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as exc:
+                    if not final and exhausted[0]:
+                        return  # a quoted field continues on lines not written yet
+                    self.offset, self.seen = state
+                    if start > self.skip:
+                        yield ChangeRecord(self._position(start), error=f"malformed CSV: {exc}")
+                    continue
+                self.offset, self.seen = state
+                if self.header is None:
+                    self._set_header(fields)
+                    continue
+                if start <= self.skip or not fields:
+                    continue
+                yield self._decode(fields, self._position(start))
+        self.finished = final
+
+    def _set_header(self, fields: list[str]) -> None:
+        self.header = [f.strip().lower() for f in fields]
+        for need in ("table", "op"):
+            if need not in self.header:
+                self.header_error = f"the CSV header (line 1) has no column {need!r}"
+        for col in self.header:
+            if col not in ("table", "op", *_IMAGE_COLUMNS) and not col.startswith("_"):
+                self.header_error = (f"the CSV header (line 1) has an unknown column {col!r} "
+                                     f"(expected table, op, row, before, after)")
+
+    def _decode(self, fields: list[str], position: Position) -> ChangeRecord:
+        assert self.header is not None
+        if self.header_error:
+            return ChangeRecord(position, error=self.header_error, raw=",".join(fields))
+        if len(fields) != len(self.header):
+            return ChangeRecord(position, raw=",".join(fields),
+                                error=f"the CSV record has {len(fields)} fields, the header "
+                                      f"has {len(self.header)}")
+        return _decode_cells(dict(zip(self.header, fields, strict=True)), position)
+
+
+class ParquetReader(Reader):
+    """Parquet with string columns ``table``, ``op`` and JSON text (or structs) in ``row`` /
+    ``before`` / ``after``; positions are 1-based record numbers.  A Parquet file cannot
+    grow: it is read once it is complete (its footer is written)."""
+
+    unit = "record"
+
+    def _open(self, final: bool) -> Any:
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(self.path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+            if not final:
+                return None  # still being written
+            raise PipelineError(f"cannot read Parquet file {self.path}: {exc}") from None
+
+    def _total(self) -> int:
+        pf = self._open(False)
+        return pf.metadata.num_rows if pf is not None else 0
+
+    def read(self, final: bool) -> Iterator[ChangeRecord]:
+        pf = self._open(final)
+        if pf is None:
+            return
+        names = [n.lower() for n in pf.schema_arrow.names]
+        problem = None
+        for need in ("table", "op"):
+            if need not in names:
+                problem = f"the Parquet file has no column {need!r}"
+        for col in names:
+            if col not in ("table", "op", *_IMAGE_COLUMNS) and not col.startswith("_"):
+                problem = f"the Parquet file has an unknown column {col!r}"
+        number = 0
+        for batch in pf.iter_batches(batch_size=4096):
+            columns = {n.lower(): v for n, v in batch.to_pydict().items()}
+            for i in range(batch.num_rows):
+                number += 1
+                self.seen = number
+                if number <= self.skip:
+                    continue
+                position = self._position(number)
+                if problem:
+                    yield ChangeRecord(position, error=problem)
+                    continue
+                yield _decode_cells({n: v[i] for n, v in columns.items()}, position)
+        self.finished = True
+
+
+def _decode_cells(cells: dict[str, Any], position: Position) -> ChangeRecord:
+    """A CSV/Parquet row: plain ``table`` and ``op``, JSON row images."""
+    data: dict[str, Any] = {}
+    for key, value in cells.items():
+        if key.startswith("_"):
+            continue
+        if key in _IMAGE_COLUMNS:
+            try:
+                value = json_cell(value, key)
+            except ValueError as exc:
+                return ChangeRecord(position, error=str(exc), original=dict(cells))
+        elif value == "":
+            value = None
+        if value is not None:
+            data[key] = value
+    return decode_mapping(data, position)
+
+
+READERS: dict[str, type[Reader]] = {"jsonl": JsonlReader, "csv": CsvReader,
+                                    "parquet": ParquetReader}

@@ -1,0 +1,130 @@
+"""Change records: what a source yields, where it came from, and how a record decodes.
+
+A record names a table, an operation (``insert``, ``delete`` or ``update``) and row images:
+``row`` for inserts and deletes, ``before`` and ``after`` for updates.  A row image is a
+JSON object (column -> value) or array (values in column order).  Keys starting with ``_``
+are ignored, so dead-letter files (which add ``_error`` and ``_source``) can be replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+OPS = ("insert", "delete", "update")
+_IMAGES = {"insert": ("row",), "delete": ("row",), "update": ("before", "after")}
+_KEYS = {"table", "op", "row", "before", "after"}
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where a record is: its file (relative to the source) and line or record number."""
+
+    file: str
+    number: int
+    unit: str = "line"  # "line" (JSONL, CSV) or "record" (Parquet)
+
+    def __str__(self) -> str:
+        return f"{self.file}, {self.unit} {self.number}"
+
+    def offset(self) -> dict[str, Any]:
+        """The resumable source offset committed with a batch ending at this record."""
+        return {"file": self.file, "position": self.number, "unit": self.unit}
+
+
+@dataclass
+class ChangeRecord:
+    """One decoded change record, or the reason it could not be decoded (``error``)."""
+
+    position: Position
+    table: str | None = None
+    op: str | None = None
+    row: Any = None
+    before: Any = None
+    after: Any = None
+    error: str | None = None
+    raw: str | None = None  # the record's text, kept only when it is not a JSON object
+    original: dict[str, Any] | None = None  # the object as read, kept only when it is bad
+
+    def images(self) -> dict[str, Any]:
+        """The record in the JSONL change format (for dead-letter files)."""
+        if self.original is not None:
+            return dict(self.original)
+        out: dict[str, Any] = {"table": self.table, "op": self.op}
+        for key in _IMAGES.get(self.op or "", ("row", "before", "after")):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+def decode_mapping(data: Any, position: Position) -> ChangeRecord:
+    """A record from a decoded JSON object (or a CSV/Parquet row turned into one)."""
+    if not isinstance(data, dict):
+        return ChangeRecord(position, error=f"a change record must be a JSON object, got "
+                                            f"{_short(data)}", raw=_short(data))
+    unknown = sorted(k for k in data if k not in _KEYS and not str(k).startswith("_"))
+    rec = ChangeRecord(position, table=data.get("table"), op=data.get("op"), row=data.get("row"),
+                       before=data.get("before"), after=data.get("after"))
+    if unknown:
+        rec.error = f"unknown key {unknown[0]!r} (expected table, op, row, before, after)"
+    elif not isinstance(rec.table, str) or not rec.table:
+        rec.error = "missing or empty 'table'"
+    elif not isinstance(rec.op, str):
+        rec.error = "missing 'op' (insert, delete or update)"
+    else:
+        rec.table = rec.table.lower()
+        rec.op = rec.op.lower()
+        if rec.op not in OPS:
+            rec.error = f"unknown operation {data['op']!r} (expected insert, delete or update)"
+        else:
+            rec.error = _check_images(rec, data)
+    if rec.error is not None:
+        rec.original = data
+    return rec
+
+
+def _check_images(rec: ChangeRecord, data: dict[str, Any]) -> str | None:
+    """Why the record's row images do not fit its operation (None if they do)."""
+    op = rec.op or ""
+    article = "an" if op[0] in "aeiou" else "a"
+    wanted = _IMAGES[op]
+    for key in wanted:
+        value = getattr(rec, key)
+        if value is None:
+            return f"{article} {op} needs '{key}'"
+        if not isinstance(value, (dict, list)):
+            return f"'{key}' must be a JSON object or array, got {_short(value)}"
+    for key in ("row", "before", "after"):
+        if key not in wanted and data.get(key) is not None:
+            return f"{article} {op} takes {' and '.join(repr(k) for k in wanted)}, not '{key}'"
+    return None
+
+
+def decode_json_line(text: str, position: Position) -> ChangeRecord:
+    """A record from one line of a JSONL file."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return ChangeRecord(position, error=f"invalid JSON: {exc}", raw=text)
+    return decode_mapping(data, position)
+
+
+def json_cell(value: Any, column: str) -> Any:
+    """A ``row``/``before``/``after`` cell of CSV or Parquet: JSON text (or a struct)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (dict, list)):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"column {column!r} must hold JSON text, got {_short(value)}")
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f"column {column!r} is not valid JSON: {exc}") from None
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,271 @@
+"""Running a pipeline: read change records, commit them in batches, deliver view deltas.
+
+Each batch commits in one ``db.transaction(metadata=...)`` whose metadata carries the
+position of the batch's last record; on start the runner reads ``db.metadata()`` and the
+source resumes right after it, so with a durable state directory no record is applied
+twice or skipped.  A batch the engine rejects is replayed one record at a time (rolled
+back) to name the bad records: ``on_error = "stop"`` rejects the batch whole and raises
+:class:`RecordError`; ``skip`` and ``dead-letter`` commit the batch's good records (once)
+and report or dead-letter the bad ones.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .. import connect
+from ..connection import Connection
+from ..errors import Error
+from .apply import Applier, BadRecord, Change
+from .batching import batches
+from .config import MEMORY, PipelineConfig
+from .deadletter import DeadLetter
+from .errors import PipelineError, RecordError
+from .progress import Progress
+from .records import ChangeRecord, Position
+from .schema import ensure_schema
+from .sinks import Sink, make_sink
+from .source import FileSource
+from .stats import RunStats, ViewStats
+
+
+def check_engine(config: PipelineConfig) -> None:
+    """Only the local engine exists; say so clearly for any other."""
+    if config.engine != "local":
+        raise PipelineError(f"engine {config.engine!r} is not available yet; only the local "
+                            f"engine runs pipelines (use --engine local)")
+
+
+def open_database(config: PipelineConfig) -> Connection:
+    """The pipeline's database: durable in ``state_dir`` (or in memory for ``:memory:``)."""
+    if config.state_dir == MEMORY:
+        return connect()
+    try:
+        return connect(config.state_dir)
+    except Error as exc:
+        raise PipelineError(f"cannot open the state directory {config.state_dir}: {exc}") from None
+    except OSError as exc:
+        raise PipelineError(f"cannot open the state directory {config.state_dir}: {exc}") from None
+
+
+class PipelineRunner:
+    """Runs one pipeline until its source is exhausted (or, following, until stopped).
+
+    ``db`` may be passed in (it is then left open, for inspection); ``stop`` is an event
+    that ends the run cleanly after the current batch.
+    """
+
+    def __init__(self, config: PipelineConfig, *, db: Connection | None = None,
+                 console: Console | None = None, progress: str = "auto",
+                 stop: threading.Event | None = None, progress_interval: float = 5.0):
+        self.config = config
+        self.db = db
+        self._own_db = db is None
+        self.console = console or Console()
+        self.progress_mode = progress
+        self.progress_interval = progress_interval
+        self.stop = stop or threading.Event()
+        self.sinks: list[Sink] = []
+        self.stats = RunStats(config.name, "", "in memory" if config.state_dir == MEMORY
+                              else config.state_dir)
+        self.dead_letter = DeadLetter(config.dead_letter or Path("dead-letter.jsonl"))
+        self._collected: dict[str, list[tuple[tuple, int]]] = {}
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._totals = {"applied": 0, "rejected": 0}
+        self._progress: Progress | None = None
+
+    # ------------------------------------------------------------ the run
+    def run(self) -> RunStats:
+        """Run to the end of the source (or until stopped); returns the run's counters."""
+        check_engine(self.config)
+        if self.db is None:
+            self.db = open_database(self.config)
+        try:
+            return self._run(self.db)
+        finally:
+            for unsubscribe in self._unsubscribe:
+                unsubscribe()
+            for sink in self.sinks:
+                try:
+                    sink.close()
+                except Exception as exc:  # noqa: BLE001 - report, keep closing the others
+                    self.console.print(f"closing {sink.label} failed: {exc}", markup=False)
+            self.dead_letter.close()
+            if self._own_db:
+                self.db.close()
+
+    def _run(self, db: Connection) -> RunStats:
+        ensure_schema(db, self.config)
+        for sink in self.config.sinks:
+            if sink.view not in db.views():
+                raise PipelineError(f"{self.config.file}: {sink.label}: no view named "
+                                    f"{sink.view!r} (views: {', '.join(db.views()) or 'none'})")
+        meta = db.metadata() or {}
+        self.stats.batch = int(meta.get("batch", 0))
+        self._totals = {k: int(meta.get(k, 0)) for k in self._totals}
+        offset = meta.get("source")
+        if offset:
+            self.stats.resumed_from = str(Position(offset["file"], offset["position"],
+                                                   offset.get("unit", "line")))
+        self.applier = Applier(db)
+        for view in db.views():
+            self._collected[view] = []
+            self.stats.views[view] = ViewStats()
+            self._unsubscribe.append(db.view(view).subscribe(self._collected[view].extend))
+        for sink_config in self.config.sinks:
+            sink = make_sink(sink_config, db)
+            self.sinks.append(sink)
+            sink.start(self.stats.batch)
+        source = FileSource(self.config.source, offset, stop=self.stop, warn=self._note)
+        self.stats.source = source.describe()
+        self.stats.lag = source.lag()
+        with Progress(self.stats, self.sinks, self.progress_mode, self.console,
+                      self.progress_interval) as progress:
+            self._progress = progress
+            try:
+                for batch in batches(source, self.config.batch, self.stop):
+                    if batch:
+                        self.stats.caught_up = False
+                        self._process(batch)
+                    else:
+                        self.stats.caught_up = True
+                    self.stats.lag = source.lag()
+                    progress.update()
+                    if self.stop.is_set():
+                        break
+            finally:
+                self.stats.stopped = self.stop.is_set()
+                self.stats.finished = self.stats.finished or time.monotonic()
+                progress.update(force=True)
+        progress.summary()
+        return self.stats
+
+    def _note(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.note(text)
+        else:
+            self.console.print(text, highlight=False, soft_wrap=True, markup=False)
+
+    # ------------------------------------------------------------ one batch
+    def _process(self, records: list[ChangeRecord]) -> None:
+        self.stats.read += len(records)
+        stop = self.config.on_error == "stop"
+        changes: list[Change] = []
+        bad: list[tuple[ChangeRecord, str]] = []
+        for record in records:
+            try:
+                changes.append(self.applier.prepare(record))
+            except BadRecord as exc:
+                bad.append((record, str(exc)))
+        if bad and stop:
+            self._refuse(bad, records)
+        self._reject(bad)
+        last = records[-1].position
+        try:
+            self._commit(changes, last)
+            return
+        except PipelineError:
+            raise
+        except Error as exc:
+            failure = exc
+        found = self.applier.find_bad(changes)
+        if stop:
+            if found:
+                self._refuse([(c.record, why) for c, why in found], records)
+            raise PipelineError(
+                f"the batch of records {records[0].position} to {last} failed: {failure}; "
+                f"nothing of it was applied (--on-error stop)")
+        self._reject([(c.record, why) for c, why in found])
+        rejected = {id(c) for c, _ in found}
+        good = [c for c in changes if id(c) not in rejected]
+        try:
+            self._commit(good, last)
+        except PipelineError:
+            raise
+        except Error:
+            self._commit_singly(good, last)
+
+    def _commit_singly(self, changes: list[Change], last: Position) -> None:
+        """Last resort when a batch fails at commit time: one transaction per record."""
+        committed: Position | None = None
+        for change in changes:
+            try:
+                self._commit([change], change.record.position)
+                committed = change.record.position
+            except PipelineError:
+                raise
+            except Error as exc:
+                self._reject([(change.record, str(exc))])
+        if committed != last:
+            self._commit([], last)
+
+    def _commit(self, changes: list[Change], last: Position) -> None:
+        """Commit ``changes`` with the offset ``last``; then deliver the views' deltas."""
+        batch = self.stats.batch + 1
+        applied = self._totals["applied"] + len(changes)
+        metadata: dict[str, Any] = {"pipeline": self.config.name, "source": last.offset(),
+                                    "batch": batch, "applied": applied,
+                                    "rejected": self._totals["rejected"]}
+        assert self.db is not None
+        with self.db.transaction(metadata=metadata):
+            self.applier.apply(changes)
+        self._totals["applied"] = applied
+        self.stats.batch = batch
+        self.stats.batches += 1
+        self.stats.applied += len(changes)
+        self._deliver(batch)
+
+    def _deliver(self, batch: int) -> None:
+        by_view: dict[str, list[Sink]] = {}
+        for sink in self.sinks:
+            by_view.setdefault(sink.view.name, []).append(sink)
+        for view, collected in self._collected.items():
+            if not collected:
+                continue
+            changes = list(collected)
+            collected.clear()
+            self.stats.views[view].add(changes)
+            for sink in by_view.get(view, []):
+                sink.collect(changes)
+        for sink in self.sinks:
+            try:
+                sink.flush(batch)
+            except PipelineError as exc:
+                raise PipelineError(f"{exc} (batch {batch} is committed; a restart rebuilds "
+                                    f"the sink)") from None
+
+    # ------------------------------------------------------------ bad records
+    def _reject(self, bad: list[tuple[ChangeRecord, str]]) -> None:
+        """Skip or dead-letter bad records (before the batch holding them commits)."""
+        if not bad:
+            return
+        bad.sort(key=lambda entry: entry[0].position)
+        if self.config.on_error == "dead-letter":
+            self.dead_letter.write(bad)
+        verb = "dead-lettered" if self.config.on_error == "dead-letter" else "skipped"
+        for record, why in bad:
+            self._note(f"{verb} {record.position}: {why}")
+        self.stats.rejected += len(bad)
+        self._totals["rejected"] += len(bad)
+
+    def _refuse(self, bad: list[tuple[ChangeRecord, str]], records: list[ChangeRecord]) -> None:
+        """``--on-error stop``: the first bad record ends the run; its batch is not applied."""
+        bad.sort(key=lambda entry: entry[0].position)
+        record, why = bad[0]
+        more = f"; {len(bad) - 1} more bad record(s) in the batch" if len(bad) > 1 else ""
+        raise RecordError(
+            record.position, why,
+            f"{more}. Nothing of its batch (records {records[0].position} to "
+            f"{records[-1].position}) was applied; {self.stats.batches} batch(es) were committed "
+            f"before it. Fix or remove the record, or run with --on-error skip or dead-letter")
+
+
+def run_pipeline(config: PipelineConfig, **options: Any) -> RunStats:
+    """Run ``config`` with :class:`PipelineRunner` (``options`` are its keyword arguments)."""
+    return PipelineRunner(config, **options).run()

@@ -1,0 +1,29 @@
+"""Sinks: where a pipeline delivers its views (one module per kind of target)."""
+
+from __future__ import annotations
+
+from ...connection import Connection
+from ..config import SinkConfig
+from .base import Changes, Sink
+from .duckdb_table import DuckDBSink
+from .jsonl import JsonlSink
+from .parquet import ParquetSink
+from .sqlite_table import SQLiteSink
+from .terminal import TerminalSink
+
+SINKS: dict[str, type[Sink]] = {
+    "terminal": TerminalSink,
+    "jsonl": JsonlSink,
+    "parquet": ParquetSink,
+    "duckdb": DuckDBSink,
+    "sqlite": SQLiteSink,
+}
+
+
+def make_sink(config: SinkConfig, db: Connection) -> Sink:
+    """The sink ``config`` describes, for its view in ``db`` (not started yet)."""
+    return SINKS[config.type](config, db.view(config.view), list(db.schema_of(config.view)))
+
+
+__all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetSink", "SQLiteSink", "Sink",
+           "TerminalSink", "make_sink"]
