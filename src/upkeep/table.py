@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .errors import ConstraintError
-from .types import SqlType, coerce_row, fast_checker
+from .types import SqlType, coerce_row, fast_row_check
 
 
 class Table:
@@ -17,13 +17,11 @@ class Table:
         self.not_null = not_null or set()
         self.key = key
         self.keys: dict[tuple, int] = {}
-        checks = [fast_checker(t) for _, t in columns]
-        width = len(columns)
+        valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:
             """Validate a row; values already of the column's Python type pass untouched."""
-            if type(row) is tuple and len(row) == width and all(
-                    ok(v) for ok, v in zip(checks, row, strict=True)):
+            if valid(row):
                 return row
             return coerce_row(row, columns, name, index)
 

@@ -168,16 +168,22 @@ def coerce_value(value: object, typ: SqlType) -> object:
     raise ValueError(f"unknown type {kind}")
 
 
-def fast_checker(typ: SqlType):
-    """A cheap test that a value is already valid for ``typ`` (else :func:`coerce_value` runs)."""
-    kind = typ.kind
-    if typ.is_integer:
-        bound = _INT_RANGES[kind]
-        return lambda v: v is None or (type(v) is int and -bound <= v < bound)
-    py = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}.get(kind)
-    if py is not None:
-        return lambda v: v is None or type(v) is py
-    return lambda v: False  # DECIMAL: always quantize
+def fast_row_check(columns: list[tuple[str, SqlType]]):
+    """One generated test that a row is a tuple already holding valid Python values for every
+    column; rows that fail it go through :func:`coerce_row` (which converts or names the error).
+    """
+    parts = [f"type(r) is tuple and len(r) == {len(columns)}"]
+    for k, (_, typ) in enumerate(columns):
+        v = f"r[{k}]"
+        if typ.is_integer:
+            bound = _INT_RANGES[typ.kind]
+            parts.append(f"({v} is None or (type({v}) is int and {-bound} <= {v} < {bound}))")
+        elif typ.kind in ("DOUBLE", "VARCHAR", "BOOLEAN", "DATE"):
+            py = {"DOUBLE": "float", "VARCHAR": "str", "BOOLEAN": "bool", "DATE": "date"}[typ.kind]
+            parts.append(f"({v} is None or type({v}) is {py})")
+        else:
+            return lambda r: False  # DECIMAL values are always quantized by coerce_row
+    return eval("lambda r: " + " and ".join(parts), {"date": dt.date})  # noqa: S307
 
 
 def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int) -> tuple:

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ..errors import PipelineError
 from .base import Changes, Sink
+from .values import arrow_table
 
 _DELTA = "__upkeep_delta"
 
@@ -49,14 +50,8 @@ class DuckDBSink(Sink):
             raise PipelineError(f"duckdb sink {self.path}: {exc}") from None
 
     def _arrow(self, rows: list[tuple], extra: dict[str, list[int]] | None = None) -> pa.Table:
-        columns = list(zip(*rows, strict=True)) if rows else [()] * len(self.columns)
-        arrays = [pa.array(list(c), type=t.arrow()) for c, (_, t) in zip(columns, self.columns,
-                                                                          strict=True)]
-        names = list(self.names)
-        for name, values in (extra or {}).items():
-            arrays.append(pa.array(values, type=pa.int64()))
-            names.append(name)
-        return pa.Table.from_arrays(arrays, names=names)
+        return arrow_table(self.columns, rows, f"duckdb sink {self.path} (view {self.view.name})",
+                           extra)
 
     def _transaction(self, statements: list[str], inserts: list[tuple],
                      deletes: list[tuple[tuple, int]]) -> None:

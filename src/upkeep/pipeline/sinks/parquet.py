@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PipelineError
 from .base import Changes, Sink
+from .values import arrow_table
 
 
 class ParquetSink(Sink):
@@ -25,7 +25,6 @@ class ParquetSink(Sink):
         self.every = int(self.options.get("every") or 1)
         self._since = 0
         self._dirty = False
-        self.schema = pa.schema([(n, t.arrow()) for n, t in self.columns])
         self.write()
 
     def deliver(self, changes: Changes, batch: int) -> None:
@@ -36,11 +35,8 @@ class ParquetSink(Sink):
 
     def write(self) -> None:
         """Write the view's current rows atomically (temporary file, then rename)."""
-        rows = self.view.rows()
-        columns = list(zip(*rows, strict=True)) if rows else [()] * len(self.names)
-        table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(columns, self.schema,
-                                                                           strict=True)],
-                         schema=self.schema)
+        table = arrow_table(self.columns, self.view.rows(),
+                            f"parquet sink {self.path} (view {self.view.name})")
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,10 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
+
 from ...types import SqlType
+from ..errors import PipelineError
 
 
 def json_value(value: Any) -> Any:
@@ -42,3 +45,25 @@ def sqlite_value(value: Any) -> Any:
     if isinstance(value, (Decimal, dt.date)):
         return json_value(value)
     return value
+
+
+def arrow_table(columns: list[tuple[str, SqlType]], rows: list[tuple], where: str,
+                extra: dict[str, list[int]] | None = None) -> pa.Table:
+    """Rows as an Arrow table with the view's column types (plus int64 ``extra`` columns).
+
+    Values that do not fit their column's declared type raise :class:`PipelineError` naming
+    the column, instead of a bare Arrow error.
+    """
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    arrays = []
+    for (name, typ), column in zip(columns, values, strict=True):
+        try:
+            arrays.append(pa.array(list(column), type=typ.arrow()))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise PipelineError(f"{where}: a value of column {name} does not fit its type "
+                                f"{typ.sql()} as the engine reports it: {exc}") from None
+    names = [n for n, _ in columns]
+    for name, ints in (extra or {}).items():
+        arrays.append(pa.array(ints, type=pa.int64()))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
