@@ -87,6 +87,11 @@ class ViewHandle:
     def columns(self) -> list[str]:
         return [n for n, _ in self._db._view(self.name).columns]
 
+    @property
+    def schema(self) -> list[tuple[str, str]]:
+        """Column names with their SQL types."""
+        return [(n, t.sql()) for n, t in self._db._view(self.name).columns]
+
 
 class Connection(Catalog):
     """An in-memory upkeep database."""

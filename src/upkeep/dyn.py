@@ -235,29 +235,62 @@ class Representation:
 
     # ---------------------------------------------------------------- enumeration
     def _plan(self, anchor: Node | None) -> dict[int, Callable]:
-        """Match functions per N node: the tuples of rho_c compatible with the bound variables."""
+        """Match functions per N node: the tuples of rho_c compatible with the bound variables.
+
+        Without an anchor a node is probed on the variables it shares with its parent (the
+        parent index P_n).  With an anchor, the anchor and its ancestors are already bound
+        (see :meth:`_path_bindings`), so they are mere membership tests.
+        """
         key = anchor.id if anchor is not None else None
         plan = self._plans.get(key)
         if plan is not None:
             return plan
-        anchor_vars = set(anchor.vars) if anchor is not None else set()
-        anchor_below = {}
-        if anchor is not None:
-            n = anchor
-            while n is not None:
-                anchor_below[n.id] = True
-                n = n.parent
+        on_path = set()
+        n = anchor
+        while n is not None:
+            on_path.add(n.id)
+            n = n.parent
         plan = {}
         for n in self.pair.nodes:
             if n.id not in self.pair.n_set:
                 continue
-            bound = set(n.parent.vars) if n.parent is not None else set()
-            if anchor_below.get(n.id):
-                bound |= anchor_vars
-            key_vars = tuple(v for v in n.vars if v in bound)
+            if n.id in on_path:
+                key_vars = n.vars
+            else:
+                bound = set(n.parent.vars) if n.parent is not None else set()
+                key_vars = tuple(v for v in n.vars if v in bound)
             plan[n.id] = self._matcher(self.states[n.id], key_vars)
         self._plans[key] = plan
         return plan
+
+    def _path_bindings(self, anchor: Node, s: tuple) -> list[dict[int, object]]:
+        """Bindings of the anchor's ancestors compatible with anchor tuple ``s``, found bottom-up
+        through indexes on the variables each ancestor shares with its child on the path, so
+        the cost follows the number of compatible tuples, not the size of the root."""
+        if s not in self.states[anchor.id].rho:
+            return []
+        bindings = [dict(zip(anchor.vars, s, strict=True))]
+        child, a = anchor, anchor.parent
+        while a is not None and bindings:
+            st = self.states[a.id]
+            key_vars = tuple(v for v in a.vars if v in child.vars)
+            extended = []
+            if len(key_vars) == len(a.vars):
+                for b in bindings:
+                    if tuple(b[v] for v in key_vars) in st.rho:
+                        extended.append(b)
+            else:
+                buckets = st.index(key_vars).buckets if key_vars else None
+                for b in bindings:
+                    matches = (buckets.get(tuple(b[v] for v in key_vars), ())
+                               if buckets is not None else st.rho)
+                    for t in matches:
+                        nb = dict(b)
+                        nb.update(zip(a.vars, t, strict=True))
+                        extended.append(nb)
+            bindings = extended
+            child, a = a, a.parent
+        return bindings
 
     def _matcher(self, st: NodeState, key_vars: tuple[int, ...]) -> Callable:
         rho = st.rho
@@ -302,19 +335,22 @@ class Representation:
                     for w2 in self._enum(c2, s2, plan, env):
                         yield w1 * w2
 
-    def _run(self, anchor: Node | None, anchor_tuple: tuple | None) -> Iterator[tuple[tuple, object]]:
+    def _run(self, anchor: Node | None, anchor_tuple: tuple | None
+             ) -> Iterator[tuple[tuple, object]]:
         plan = self._plan(anchor)
-        env: list = [None] * (max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1)
-        if anchor is not None:
-            for v, x in zip(anchor.vars, anchor_tuple, strict=True):
-                env[v] = x
+        width = max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1
         root = self.pair.root
         out_key = self.out_key
-        for t in plan[root.id](env):
-            for v, x in zip(root.vars, t, strict=True):
+        bindings = [{}] if anchor is None else self._path_bindings(anchor, anchor_tuple)
+        for binding in bindings:
+            env: list = [None] * width
+            for v, x in binding.items():
                 env[v] = x
-            for w in self._enum(root, t, plan, env):
-                yield out_key(env), w
+            for t in plan[root.id](env):
+                for v, x in zip(root.vars, t, strict=True):
+                    env[v] = x
+                for w in self._enum(root, t, plan, env):
+                    yield out_key(env), w
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""

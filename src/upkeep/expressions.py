@@ -498,6 +498,9 @@ class ExpressionCompiler:
         if not (ta.is_numeric or ta.kind == "NULL") or not (tb.is_numeric or tb.kind == "NULL"):
             raise SchemaError(f"cannot apply {op} to {ta} and {tb}{_where(node)}")
         typ = common_numeric(ta, tb)
+        if op == "*" and typ.kind == "DECIMAL":  # scales add under multiplication (DuckDB)
+            scale = sum(t.scale for t in (ta, tb) if t.kind == "DECIMAL")
+            typ = SqlType("DECIMAL", 38, scale)
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
         x, y = self._tmp(), self._tmp()
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {x} {op} {y})", typ

@@ -181,9 +181,16 @@ def fast_row_check(columns: list[tuple[str, SqlType]]):
         elif typ.kind in ("DOUBLE", "VARCHAR", "BOOLEAN", "DATE"):
             py = {"DOUBLE": "float", "VARCHAR": "str", "BOOLEAN": "bool", "DATE": "date"}[typ.kind]
             parts.append(f"({v} is None or type({v}) is {py})")
-        else:
-            return lambda r: False  # DECIMAL values are always quantized by coerce_row
-    return eval("lambda r: " + " and ".join(parts), {"date": dt.date})  # noqa: S307
+        else:  # DECIMAL: already a Decimal with the column's scale and precision
+            parts.append(f"({v} is None or (type({v}) is Decimal and "
+                         f"_fits({v}, {typ.precision}, {typ.scale})))")
+    return eval("lambda r: " + " and ".join(parts),  # noqa: S307
+                {"date": dt.date, "Decimal": Decimal, "_fits": _decimal_fits})
+
+
+def _decimal_fits(v: Decimal, precision: int, scale: int) -> bool:
+    t = v.as_tuple()
+    return t.exponent == -scale and len(t.digits) <= precision
 
 
 def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int) -> tuple:
