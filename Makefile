@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 
 .PHONY: demo test lint bench
 demo: $(STAMP)
-	$(VENV)/bin/python examples/demo.py
+	$(VENV)/bin/python examples/tpch/run_demo.py
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

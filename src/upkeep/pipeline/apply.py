@@ -5,14 +5,17 @@ columns, types) and coerces its row images.  :meth:`Applier.apply` stages a whol
 inside an open transaction as one net change per table: rows deleted first (each as many
 times as the batch's running count of that row dips below zero, so a delete must find its
 row in the table or inserted earlier in the batch), then the rows inserted.
-:meth:`Applier.find_bad` replays a failed batch one record at a time inside a transaction
-that is always rolled back, to name the records the engine rejects.
+:meth:`Applier.find_bad` locates the records of a failed batch that the engine rejects, by
+staging prefixes of the batch in transactions that are always rolled back.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..connection import Connection
@@ -21,6 +24,46 @@ from ..types import SqlType, coerce_value
 from .records import ChangeRecord
 
 Schema = list[tuple[str, SqlType]]
+BISECT_LIMIT = 8  # bad records located by bisection per batch before going one by one
+
+
+def converter(typ: SqlType) -> Callable[[Any], Any]:
+    """:func:`upkeep.types.coerce_value` for ``typ``, with a shortcut for values that are
+    already right (most JSON values); raises ValueError for a bad value."""
+    if typ.is_integer:
+        bound = 2 ** {"TINYINT": 7, "SMALLINT": 15, "INTEGER": 31}.get(typ.kind, 63)
+        if typ.kind == "HUGEINT":
+            bound = 2**127
+        return lambda v: v if type(v) is int and -bound <= v < bound else coerce_value(v, typ)
+    if typ.kind == "VARCHAR":
+        return lambda v: v if type(v) is str else coerce_value(v, typ)
+    if typ.kind == "DOUBLE":
+        return lambda v: v if type(v) is float else coerce_value(v, typ)
+    if typ.kind == "DATE":
+        def date(v: Any) -> Any:
+            if type(v) is str and len(v) == 10:
+                try:
+                    return dt.date.fromisoformat(v)
+                except ValueError:
+                    pass
+            return coerce_value(v, typ)
+        return date
+    if typ.kind == "DECIMAL":
+        quantum = Decimal(1).scaleb(-typ.scale)
+        limit = Decimal(10) ** (typ.precision - typ.scale)
+
+        def decimal(v: Any) -> Any:
+            kind = type(v)
+            if kind is float or kind is int or kind is str:
+                try:
+                    d = Decimal(str(v)).quantize(quantum)
+                except InvalidOperation:
+                    d = None
+                if d is not None and d.is_finite() and -limit < d < limit:
+                    return d
+            return coerce_value(v, typ)  # the engine's rules (and its error message)
+        return decimal
+    return lambda v: coerce_value(v, typ)
 
 
 @dataclass
@@ -46,6 +89,8 @@ class Applier:
     def __init__(self, db: Connection):
         self.db = db
         self.schemas: dict[str, Schema] = {t: list(db.schema_of(t)) for t in db.tables()}
+        self.converters = {t: [converter(typ) for _, typ in schema]
+                           for t, schema in self.schemas.items()}
 
     # ------------------------------------------------------------ records
     def prepare(self, record: ChangeRecord) -> Change:
@@ -56,16 +101,17 @@ class Applier:
         if schema is None:
             known = ", ".join(sorted(self.schemas)) or "none"
             raise BadRecord(f"unknown table {record.table!r} (tables: {known})")
+        table = record.table or ""
         if record.op == "update":
-            rows = [(self._coerce(record.before, schema, record.table, "before"), -1),
-                    (self._coerce(record.after, schema, record.table, "after"), 1)]
+            rows = [(self._coerce(record.before, table, "before"), -1),
+                    (self._coerce(record.after, table, "after"), 1)]
         else:
             weight = 1 if record.op == "insert" else -1
-            rows = [(self._coerce(record.row, schema, record.table, "row"), weight)]
-        return Change(record, record.table or "", rows)
+            rows = [(self._coerce(record.row, table, "row"), weight)]
+        return Change(record, table, rows)
 
-    @staticmethod
-    def _coerce(image: Any, schema: Schema, table: str | None, key: str) -> tuple:
+    def _coerce(self, image: Any, table: str, key: str) -> tuple:
+        schema = self.schemas[table]
         names = [n for n, _ in schema]
         if isinstance(image, dict):
             lowered = {str(k).lower(): v for k, v in image.items()}
@@ -82,13 +128,16 @@ class Applier:
                 raise BadRecord(f"'{key}' has {len(image)} values, table {table} has "
                                 f"{len(names)} columns ({', '.join(names)})")
             values = list(image)
-        out = []
-        for value, (name, typ) in zip(values, schema, strict=True):
+        try:
+            return tuple([f(v) for f, v in zip(self.converters[table], values, strict=True)])
+        except ValueError:
+            pass
+        for value, (name, typ) in zip(values, schema, strict=True):  # name the bad column
             try:
-                out.append(coerce_value(value, typ))
+                coerce_value(value, typ)
             except ValueError as exc:
                 raise BadRecord(f"'{key}' column {name} of table {table}: {exc}") from None
-        return tuple(out)
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------ batches
     def apply(self, changes: list[Change]) -> None:
@@ -130,12 +179,53 @@ class Applier:
             raise
 
     def find_bad(self, changes: list[Change]) -> list[tuple[Change, str]]:
-        """Replay ``changes`` one by one in a transaction that is rolled back; the records
-        the engine rejects (given the good ones before them), with the reason."""
+        """The records the engine rejects, each given the good records before it, with the
+        reason; nothing is applied (every trial is rolled back).
+
+        The first failing prefix is found by bisection (a few bad records in a big batch
+        cost a few dozen trials); past :data:`BISECT_LIMIT` bad records the rest is replayed
+        one record at a time.
+        """
+        bad: list[tuple[Change, str]] = []
+        good: list[Change] = []
+        i, n = 0, len(changes)
+        while i < n:
+            if len(bad) >= BISECT_LIMIT:
+                bad += self._one_by_one(good, changes[i:])
+                break
+            error = self._try(good + changes[i:])
+            if error is None:
+                break
+            lo, hi = 0, n - i  # prefixes of changes[i:]: lo records apply, hi records fail
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                failed = self._try(good + changes[i:i + mid])
+                if failed is None:
+                    lo = mid
+                else:
+                    hi, error = mid, failed
+            good += changes[i:i + hi - 1]
+            bad.append((changes[i + hi - 1], error))
+            i += hi
+        return bad
+
+    def _try(self, changes: list[Change]) -> str | None:
+        """Why staging ``changes`` fails (None if it does not); always rolled back."""
+        try:
+            with self.db.transaction():
+                self.apply(changes)
+                raise _Rollback
+        except _Rollback:
+            return None
+        except Error as exc:
+            return str(exc)
+
+    def _one_by_one(self, good: list[Change], rest: list[Change]) -> list[tuple[Change, str]]:
         bad: list[tuple[Change, str]] = []
         try:
             with self.db.transaction():
-                for change in changes:
+                self.apply(good)
+                for change in rest:
                     try:
                         self.apply_one(change)
                     except Error as exc:

@@ -175,19 +175,19 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
         for key in ("view", "type"):
             if key not in entry:
                 raise ConfigError(file, f"{label}: missing key '{key}'")
-        view = _get(file, entry, "view", (str,), None, f"{label} ").lower()
-        kind = _get(file, entry, "type", (str,), None, f"{label} ")
+        view = _get(file, entry, "view", (str,), None, label=label).lower()
+        kind = _get(file, entry, "type", (str,), None, label=label)
         label = f"{label} (view {view})"
         if kind not in SINK_KEYS:
             raise ConfigError(file, f"{label}: unknown sink type {kind!r} in key 'type'; expected "
                                     f"one of {', '.join(sorted(SINK_KEYS))}")
         spec = SINK_KEYS[kind]
-        _unknown(file, entry, {"view", "type", *spec}, f"{label} ")
+        _unknown(file, entry, {"view", "type", *spec}, "", label)
         options: dict[str, Any] = {}
         for key, (types, default, required) in spec.items():
             if required and key not in entry:
                 raise ConfigError(file, f"{label}: missing key '{key}' for a {kind} sink")
-            options[key] = _get(file, entry, key, types, default, f"{label} ")
+            options[key] = _get(file, entry, key, types, default, label=label)
         if "path" in options:
             options["path"] = file.parent / options["path"]
         for key in ("limit", "every"):
@@ -239,15 +239,16 @@ def _table(file: Path, data: dict[str, Any], key: str, required: bool = False) -
 
 
 def _get(file: Path, data: dict[str, Any], key: str, types: tuple[type, ...], default: Any,
-         prefix: str = "") -> Any:
+         prefix: str = "", label: str = "") -> Any:
     if key not in data:
         return default
     value = data[key]
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
-        names = " or ".join({"str": "a string", "int": "an integer", "float": "a number",
-                             "bool": "true or false"}[t.__name__] for t in types)
-        raise ConfigError(file, f"key '{prefix}{key}' must be {names}, got {value!r}")
+        names = "a number" if float in types else {
+            str: "a string", int: "an integer", bool: "true or false"}[types[0]]
+        where = f"{label}: " if label else ""
+        raise ConfigError(file, f"{where}key '{prefix}{key}' must be {names}, got {value!r}")
     return value
 
 
@@ -257,8 +258,10 @@ def _choice(file: Path, key: str, value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _unknown(file: Path, data: dict[str, Any], known: set[str], prefix: str) -> None:
+def _unknown(file: Path, data: dict[str, Any], known: set[str], prefix: str,
+             label: str = "") -> None:
     extra = sorted(set(data) - known)
     if extra:
-        raise ConfigError(file, f"unknown key '{prefix}{extra[0]}' (known keys: "
+        where = f"{label}: " if label else ""
+        raise ConfigError(file, f"{where}unknown key '{prefix}{extra[0]}' (known keys: "
                                 f"{', '.join(sorted(known))})")

@@ -71,15 +71,21 @@ class _LineReader(Reader):
     def __init__(self, path: Path, name: str, skip: int = 0):
         super().__init__(path, name, skip)
         self.offset = 0
+        self._counted = (0, 0, b"\n")  # bytes counted, newlines in them, their last byte
 
     def _total(self) -> int:
-        n = 0
-        last = b"\n"
+        """Lines in the file; a file that grew is counted from where counting stopped."""
+        done, lines, last = self._counted
+        if self.path.stat().st_size < done:
+            done, lines, last = 0, 0, b"\n"  # rewritten: count again
         with self.path.open("rb") as f:
+            f.seek(done)
             while chunk := f.read(1 << 20):
-                n += chunk.count(b"\n")
+                done += len(chunk)
+                lines += chunk.count(b"\n")
                 last = chunk[-1:]
-        return n + (last != b"\n")
+        self._counted = (done, lines, last)
+        return lines + (last != b"\n")
 
 
 class JsonlReader(_LineReader):

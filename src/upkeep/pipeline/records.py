@@ -63,7 +63,7 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
     """A record from a decoded JSON object (or a CSV/Parquet row turned into one)."""
     if not isinstance(data, dict):
         return ChangeRecord(position, error=f"a change record must be a JSON object, got "
-                                            f"{_short(data)}", raw=_short(data))
+                                            f"{_short(data)}", raw=json.dumps(data, default=str))
     unknown = sorted(k for k in data if k not in _KEYS and not str(k).startswith("_"))
     rec = ChangeRecord(position, table=data.get("table"), op=data.get("op"), row=data.get("row"),
                        before=data.get("before"), after=data.get("after"))
@@ -107,8 +107,11 @@ def decode_json_line(text: str, position: Position) -> ChangeRecord:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        return ChangeRecord(position, error=f"invalid JSON: {exc}", raw=text)
-    return decode_mapping(data, position)
+        return ChangeRecord(position, error=f"invalid JSON: {exc}", raw=text.rstrip("\r\n"))
+    record = decode_mapping(data, position)
+    if record.raw is not None:
+        record.raw = text.rstrip("\r\n")
+    return record
 
 
 def json_cell(value: Any, column: str) -> Any:

@@ -139,6 +139,8 @@ class PipelineRunner:
                     progress.update()
                     if self.stop.is_set():
                         break
+                else:
+                    self.stats.caught_up = True
             finally:
                 self.stats.stopped = self.stop.is_set()
                 self.stats.finished = self.stats.finished or time.monotonic()

@@ -83,6 +83,12 @@ def ensure_schema(db: Connection, config: PipelineConfig) -> list[str]:
     """Create the tables and views the database lacks; returns the names created."""
     statements = [s for f in config.tables for s in read_statements(f, "TABLE")]
     statements += [s for f in config.views for s in read_statements(f, "VIEW")]
+    first: dict[str, Statement] = {}
+    for stmt in statements:
+        if stmt.name in first:
+            raise PipelineError(f"{stmt.where()}: {stmt.name} is defined twice (first at "
+                                f"{first[stmt.name].where()})")
+        first[stmt.name] = stmt
     existing = set(db.tables()) | set(db.views())
     created = []
     for stmt in statements:

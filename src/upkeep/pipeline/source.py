@@ -127,7 +127,7 @@ class FileSource:
     def lag(self) -> int:
         """Records known to be in the source but not read yet (an estimate: lines)."""
         total = 0
-        for name, path, fmt in self._entries:
+        for name, path, fmt in self._entries or self._list():
             if name in self._done or (self.start_file is not None and name < self.start_file):
                 continue
             total += self._reader(name, path, fmt).remaining()

@@ -1,0 +1,205 @@
+"""The ``upkeep`` command: explain, run, configuration errors, --engine, following, signals."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from test_pipeline_support import (
+    VIEW_KINDS,
+    WRITERS,
+    Stream,
+    expected_views,
+    read_all_sinks,
+    write_jsonl,
+    write_pipeline,
+)
+
+from upkeep.cli import main
+from upkeep.pipeline import ConfigError, PipelineRunner, load_config
+
+
+def test_explain_prints_every_view_with_its_strategy_and_sinks(tmp_path, capsys):
+    path = write_pipeline(tmp_path)
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    for view in VIEW_KINDS:
+        assert f"view {view}: strategy" in out
+    assert "join tree" in out and "GJT" in out
+    assert "sinks: duckdb" in out and "terminal" in out
+
+
+def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
+    path = write_pipeline(tmp_path)
+    assert main(["explain", str(path), "revenue"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("view revenue: strategy") and "view big_orders" not in out
+    assert main(["explain", str(path), "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "no view named 'nope'" in err and "revenue, big_orders, order_count" in err
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('tables = ["tables.sql"]\n', "missing table [source]"),
+    ('[source]\npath = "changes"\n', "missing key 'tables'"),
+    ('tables = ["nope.sql"]\n[source]\npath = "c"\n', "key 'tables': SQL file 'nope.sql' does not exist"),
+    ('tables = "tables.sql"\nsource = 3\n', "key 'source' must be a table"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\nfolow = true\n', "unknown key 'source.folow'"),
+    ('tables = "tables.sql"\ncolour = 1\n[source]\npath = "c"\n', "unknown key 'colour'"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\npoll_interval = "1s"\n',
+     "key 'source.poll_interval' must be a number, got '1s'"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[batch]\nrows_per_batch = 0\n',
+     "key 'batch.rows_per_batch' must be at least 1"),
+    ('tables = "tables.sql"\non_error = "ignore"\n[source]\npath = "c"\n',
+     "key 'on_error' must be one of stop, skip, dead-letter, got 'ignore'"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "tabel"\n',
+     "[[sinks]] #1 (view v): unknown sink type 'tabel' in key 'type'; expected one of duckdb, "
+     "jsonl, parquet, sqlite, terminal"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\ntype = "jsonl"\n',
+     "[[sinks]] #1: missing key 'view'"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n',
+     "[[sinks]] #1 (view v): missing key 'path' for a jsonl sink"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "terminal"\n'
+     'path = "x"\n', "[[sinks]] #1 (view v): unknown key 'path'"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "duckdb"\n'
+     'path = "a.db"\n[[sinks]]\nview = "w"\ntype = "duckdb"\npath = "a.db"\ntable = "v"\n',
+     "[[sinks]] #2 (view w) writes to the same duckdb target as [[sinks]] #1 (view v)"),
+    ('tables = [\n', "invalid TOML"),
+])
+def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, message):
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (a INTEGER);\n")
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"upkeep: error: {path}: " in err and message in err.replace("\n", "")
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("CREATE TABLE t (a INTEGER);\nCREATE TABLE t (a INTEGER);", "tables.sql, line 2: t is "
+                                                                "defined twice (first at tables.sql, line 1)"),
+    ("CREATE TABLE t (a INTEGER);\n\nSELECT 1;", "tables.sql, line 3: expected CREATE TABLE "
+                                                "statements only"),
+    ("CREATE TABLE t (a INTEGER);\nCREATE TABLE u (a BLOB);", "tables.sql, line 2: column type"),
+])
+def test_sql_file_errors_name_the_file_and_line(tmp_path, capsys, sql, message):
+    (tmp_path / "tables.sql").write_text(sql)
+    (tmp_path / "c").mkdir()
+    path = tmp_path / "p.toml"
+    path.write_text('state_dir = ":memory:"\ntables = "tables.sql"\n[source]\npath = "c"\n')
+    assert main(["run", str(path)]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_sink_for_an_unknown_view(tmp_path, capsys):
+    path = write_pipeline(tmp_path, sinks={"revenu": ["jsonl"]})
+    (tmp_path / "changes").mkdir()
+    assert main(["run", str(path)]) == 1
+    assert "no view named 'revenu'" in capsys.readouterr().err
+
+
+def test_engine_spark_is_refused_clearly(tmp_path, capsys):
+    path = write_pipeline(tmp_path)
+    assert main(["run", str(path), "--engine", "spark"]) == 1
+    err = capsys.readouterr().err
+    assert "engine 'spark' is not available yet" in err and "--engine local" in err
+    with pytest.raises(SystemExit):
+        main(["run", str(path), "--engine", "flink"])
+
+
+def test_run_from_the_command_line_with_overrides(tmp_path, capsys):
+    stream = Stream(seed=21).generate(200)
+    WRITERS["parquet"](tmp_path / "changes", stream.records, files=2)
+    path = write_pipeline(tmp_path, state_dir="state-from-file")
+    status = main(["run", str(path), "--state-dir", str(tmp_path / "state"), "--progress", "plain",
+                   "--on-error", "skip"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert f"done: {len(stream.records):,} records applied, 0 rejected" in out
+    assert (tmp_path / "state").is_dir() and not (tmp_path / "state-from-file").exists()
+    expected = expected_views(stream.model)
+    for view in VIEW_KINDS:
+        for kind, rows in read_all_sinks(tmp_path / "out", view).items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+
+
+def test_follow_picks_up_appended_lines_and_new_files_until_stopped(tmp_path):
+    stream = Stream(seed=22).generate(300)
+    records = [json.dumps(r) for r in stream.records]
+    changes = tmp_path / "changes"
+    write_jsonl(changes, records[:100], files=1)
+    path = write_pipeline(tmp_path, state_dir="state", rows_per_batch=1000,
+                          sinks={"revenue": ["duckdb"], "big_orders": ["jsonl"]})
+    config = load_config(path).replace(follow=True)
+    config = config.replace(source=config.source.__class__(
+        path=config.source.path, follow=True, poll_interval=0.05))
+    stop = threading.Event()
+    runner = PipelineRunner(config, stop=stop, progress="none",
+                            console=Console(file=io.StringIO()))
+    thread = threading.Thread(target=runner.run)
+    thread.start()
+
+    def wait_for(n: int) -> None:
+        deadline = time.monotonic() + 20
+        while runner.stats.applied < n or not runner.stats.caught_up:
+            assert time.monotonic() < deadline, f"only {runner.stats.applied} of {n} applied"
+            time.sleep(0.02)
+
+    try:
+        wait_for(100)
+        first = changes / "changes-001.jsonl"
+        with first.open("a") as f:  # appended lines; the last one is torn for now
+            f.write("\n".join(records[100:150]) + "\n" + records[150][:20])
+        wait_for(150)
+        time.sleep(0.2)
+        assert runner.stats.applied == 150  # the torn line waits for its end
+        with first.open("a") as f:
+            f.write(records[150][20:] + "\n")
+        wait_for(151)
+        write_jsonl(changes, records[151:], files=2, first=2)  # new files
+        wait_for(len(records))
+    finally:
+        stop.set()
+        thread.join(timeout=20)
+    assert not thread.is_alive()
+    assert runner.stats.stopped and runner.stats.applied == len(records)
+    expected = expected_views(stream.model)
+    for view in ("revenue", "big_orders"):
+        for kind, rows in read_all_sinks(tmp_path / "out", view).items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+
+
+def test_sigterm_ends_a_following_run_cleanly(tmp_path):
+    stream = Stream(seed=23).generate(120)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
+    path = write_pipeline(tmp_path, state_dir="state", sinks={"order_count": ["jsonl"]})
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "upkeep.cli", "run", str(path), "--follow", "--progress", "plain"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    sink = tmp_path / "out" / "order_count.jsonl"
+    deadline = time.monotonic() + 60
+    expected = expected_views(stream.model)["order_count"]
+    while not (sink.exists() and read_all_sinks(tmp_path / "out", "order_count").get("jsonl")
+               == expected):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the pipeline did not catch up"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopped:" in out and f"{len(stream.records):,} records applied" in out
+    assert "Traceback" not in err

@@ -1,0 +1,207 @@
+"""Pipelines end to end: each source format, every sink checked against a DuckDB oracle."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+from rich.console import Console
+from test_pipeline_support import (
+    VIEW_KINDS,
+    WRITERS,
+    Stream,
+    expected_views,
+    jsonl_lines,
+    normalise,
+    read_all_sinks,
+    write_pipeline,
+)
+
+import upkeep
+from upkeep.pipeline import PipelineRunner, load_config
+from upkeep.pipeline.sinks import TerminalSink
+
+
+def run(path, **options):
+    """Run a pipeline file quietly into a fresh in-memory database; returns (runner, stats)."""
+    db = upkeep.connect()
+    console = Console(file=io.StringIO(), width=200)
+    runner = PipelineRunner(load_config(path), db=db, console=console,
+                            progress=options.pop("progress", "none"), **options)
+    return runner, runner.run()
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_every_sink_matches_duckdb_on_the_final_tables(tmp_path, fmt):
+    stream = Stream(seed={"jsonl": 1, "csv": 2, "parquet": 3}[fmt]).generate(600)
+    WRITERS[fmt](tmp_path / "changes", stream.records, files=3)
+    runner, stats = run(write_pipeline(tmp_path, rows_per_batch=45))
+
+    assert stats.applied == len(stream.records) and stats.rejected == 0
+    assert stats.batches == -(-len(stream.records) // 45)
+    expected = expected_views(stream.model)
+    for view in VIEW_KINDS:
+        assert normalise(view, runner.db.view(view).rows()) == expected[view], view
+        sinks = read_all_sinks(tmp_path / "out", view)
+        assert set(sinks) == {"duckdb", "sqlite", "parquet", "jsonl"}
+        for kind, rows in sinks.items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+        terminal = next(s for s in runner.sinks
+                        if isinstance(s, TerminalSink) and s.view.name == view)
+        assert normalise(view, terminal.rows.elements()) == expected[view]
+    # the committed offset is the last record of the last file
+    last = {"jsonl": "line", "csv": "line", "parquet": "record"}[fmt]
+    meta = runner.db.metadata()
+    assert meta["source"]["file"] == f"changes-003.{fmt}"
+    assert meta["source"]["unit"] == last
+    assert meta["batch"] == stats.batches and meta["applied"] == len(stream.records)
+
+
+def test_jsonl_sink_lines_are_per_batch_with_deletions_first(tmp_path):
+    stream = Stream(seed=4).generate(300)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
+    run(write_pipeline(tmp_path, rows_per_batch=20, sinks={"revenue": ["jsonl"],
+                                                           "order_count": ["jsonl"]}))
+    for view in ("revenue", "order_count"):
+        lines = jsonl_lines(tmp_path / "out" / f"{view}.jsonl")
+        batches = [line["batch"] for line in lines]
+        assert batches == sorted(batches)
+        for batch in set(batches):
+            weights = [line["weight"] for line in lines if line["batch"] == batch
+                       and "weight" in line]
+            assert weights == sorted(weights)  # -1 lines before +1 lines
+    # the global aggregate has a row before any change: the file starts with it
+    first = jsonl_lines(tmp_path / "out" / "order_count.jsonl")[:2]
+    assert first == [{"batch": 0, "reset": True},
+                     {"batch": 0, "weight": 1, "row": {"n": 0, "q": None}}]
+
+
+def test_terminal_sink_shows_the_top_rows_in_order(tmp_path):
+    stream = Stream(seed=5).generate(400)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=1)
+    path = write_pipeline(tmp_path, sinks={})
+    with path.open("a") as f:
+        f.write('[[sinks]]\nview = "big_orders"\ntype = "terminal"\nlimit = 4\n'
+                'order_by = "ok DESC, note"\n')
+    out = io.StringIO()
+    runner = PipelineRunner(load_config(path), db=upkeep.connect(), progress="plain",
+                            console=Console(file=out, width=120))
+    runner.run()
+    (sink,) = runner.sinks
+    want = sorted(stream.model["orders"].elements(), key=lambda r: -r[0])
+    want = [(r[0], r[1], r[2], r[5]) for r in want if r[4] >= 5][:4]
+    assert sink.top() == want
+    text = out.getvalue()
+    assert "big_orders: top 4 of" in text and "done:" in text
+    assert str(want[0][0]) in text
+
+
+def test_updates_and_deletes_of_rows_inserted_in_the_same_batch(tmp_path):
+    row = {"ok": 1, "ck": 1, "day": "2024-01-01", "price": "1.50", "qty": 7, "note": None}
+    records = [
+        {"table": "customers", "op": "insert", "row": [1, "a", "AUTO"]},
+        {"table": "orders", "op": "insert", "row": row},
+        {"table": "orders", "op": "update", "before": row, "after": {**row, "qty": 8}},
+        {"table": "orders", "op": "insert", "row": row},
+        {"table": "orders", "op": "delete", "row": row},
+        {"table": "customers", "op": "update", "before": [1, "a", "AUTO"],
+         "after": [1, "a", "BUILDING"]},
+    ]
+    WRITERS["jsonl"](tmp_path / "changes", records, files=1)
+    runner, stats = run(write_pipeline(tmp_path, rows_per_batch=100, sinks={}))
+    assert stats.batches == 1 and stats.rejected == 0
+    assert runner.db.view("revenue").rows() == [("BUILDING", Decimal("12.00"), 1)]
+
+
+def test_a_restart_with_a_durable_state_resumes_after_the_last_batch(tmp_path):
+    stream = Stream(seed=6).generate(500)
+    changes = tmp_path / "changes"
+    first, second = stream.records[:260], stream.records[260:]
+    WRITERS["jsonl"](changes, first, files=2)
+    path = write_pipeline(tmp_path, state_dir="state", rows_per_batch=40)
+    config = load_config(path)
+    quiet = Console(file=io.StringIO())
+    stats1 = PipelineRunner(config, console=quiet, progress="none").run()
+    assert stats1.applied == 260 and stats1.resumed_from is None
+
+    WRITERS["jsonl"](changes, second, files=2, first=3)
+    stats2 = PipelineRunner(config, console=quiet, progress="none").run()
+    assert stats2.applied == len(second)
+    assert stats2.resumed_from == "changes-002.jsonl, line 130"
+    assert stats2.batch == stats1.batch + stats2.batches
+
+    expected = expected_views(stream.model)
+    for view in VIEW_KINDS:
+        for kind, rows in read_all_sinks(tmp_path / "out", view).items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+        # the jsonl sink was consistent at the restart: no reset after the first one
+        resets = [e for e in jsonl_lines(tmp_path / "out" / f"{view}.jsonl") if e.get("reset")]
+        assert len(resets) <= 1 and all(e["batch"] == 0 for e in resets)
+
+    # a third run finds nothing new and changes nothing
+    stats3 = PipelineRunner(config, console=quiet, progress="none").run()
+    assert stats3.read == 0 and stats3.batches == 0
+    with upkeep.connect(tmp_path / "state") as db:
+        assert db.metadata()["batch"] == stats2.batch
+        assert db.metadata()["applied"] == len(stream.records)
+
+
+def test_stopping_mid_stream_and_resuming_applies_every_record_once(tmp_path):
+    stream = Stream(seed=7).generate(400)
+    WRITERS["csv"](tmp_path / "changes", stream.records, files=4)
+    config = load_config(write_pipeline(tmp_path, state_dir="state", rows_per_batch=30))
+
+    class StopAfterThree(PipelineRunner):
+        def _commit(self, changes, last):
+            super()._commit(changes, last)
+            if self.stats.batches == 3:
+                self.stop.set()
+
+    quiet = Console(file=io.StringIO())
+    stats1 = StopAfterThree(config, console=quiet, progress="none").run()
+    assert stats1.stopped and stats1.applied == 90
+    # a sink file lost between runs is rebuilt from the view
+    (tmp_path / "out" / "revenue.jsonl").unlink()
+    stats2 = PipelineRunner(config, console=quiet, progress="none").run()
+    assert stats2.applied == len(stream.records) - 90 and not stats2.stopped
+    expected = expected_views(stream.model)
+    for view in VIEW_KINDS:
+        for kind, rows in read_all_sinks(tmp_path / "out", view).items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+
+
+def test_a_truncated_jsonl_sink_is_repaired_with_a_reset(tmp_path):
+    stream = Stream(seed=8).generate(200)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records[:120], files=1)
+    config = load_config(write_pipeline(tmp_path, state_dir="state", rows_per_batch=25,
+                                        sinks={"big_orders": ["jsonl"]}))
+    quiet = Console(file=io.StringIO())
+    PipelineRunner(config, console=quiet, progress="none").run()
+    sink = tmp_path / "out" / "big_orders.jsonl"
+    text = sink.read_text()
+    sink.write_text(text[: len(text) // 2])  # lose the tail, including a torn line
+    WRITERS["jsonl"](tmp_path / "changes", stream.records[120:], files=1, first=2)
+    PipelineRunner(config, console=quiet, progress="none").run()
+    lines = jsonl_lines(sink)
+    assert any(e.get("reset") for e in lines[1:])
+    assert read_all_sinks(tmp_path / "out", "big_orders")["jsonl"] == \
+        expected_views(stream.model)["big_orders"]
+
+
+def test_plain_progress_lines_and_summary_without_a_terminal(tmp_path):
+    stream = Stream(seed=9).generate(150)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
+    out = io.StringIO()
+    runner = PipelineRunner(load_config(write_pipeline(tmp_path, sinks={})),
+                            db=upkeep.connect(), console=Console(file=out, width=300),
+                            progress="auto", progress_interval=0.0)
+    stats = runner.run()
+    text = out.getvalue()
+    assert "\x1b[" not in text  # no live display, no colours: not a terminal
+    lines = [line for line in text.splitlines() if line.startswith("[")]
+    assert len(lines) >= stats.batches
+    assert "records" in lines[-1] and "lag 0" in lines[-1]
+    assert f"done: {len(stream.records):,} records applied" in text
+    assert Counter(line.split()[0] for line in text.splitlines() if "view" in line)["view"] == 3

@@ -1,0 +1,269 @@
+"""Bad change records: each named by file and line; --on-error stop, skip and dead-letter."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+from test_pipeline_support import (
+    VIEW_KINDS,
+    WRITERS,
+    Stream,
+    expected_views,
+    jsonl_lines,
+    model_of,
+    normalise,
+    read_all_sinks,
+    write_jsonl,
+    write_pipeline,
+)
+
+import upkeep
+from upkeep.cli import main
+from upkeep.pipeline import PipelineRunner, RecordError, load_config
+
+ORDER = [1, 2, "2024-01-01", "1.00", 3, "n"]
+# name -> (the bad record as a JSONL line, what the error says)
+BAD = {
+    "wrong column count": (
+        {"table": "orders", "op": "insert", "row": [1, 2, "2024-01-01"]},
+        "'row' has 3 values, table orders has 6 columns"),
+    "wrong type": (
+        {"table": "orders", "op": "insert", "row": [1, 2, "2024-01-01", "1.00", "many", None]},
+        "column qty of table orders: expected INTEGER, got 'many'"),
+    "bad date": (
+        {"table": "orders", "op": "update", "before": ORDER, "after": [1, 2, "yesterday", 1, 1, "n"]},
+        "'after' column day of table orders: expected DATE"),
+    "unknown table": (
+        {"table": "ordrs", "op": "insert", "row": ORDER},
+        "unknown table 'ordrs'"),
+    "unknown operation": (
+        {"table": "orders", "op": "upsert", "row": ORDER},
+        "unknown operation 'upsert'"),
+    "missing column": (
+        {"table": "customers", "op": "insert", "row": {"ck": 99, "name": "x"}},
+        "'row' lacks column(s) segment of table customers"),
+    "unknown column": (
+        {"table": "customers", "op": "insert", "row": {"ck": 99, "name": "x", "segment": "A",
+                                                         "age": 3}},
+        "'row' has unknown column 'age'"),
+    "update without after": (
+        {"table": "orders", "op": "update", "before": ORDER},
+        "an update needs 'after'"),
+    "malformed JSON": ('{"table": "orders", "op": "insert", "row": [1, 2', "invalid JSON"),
+    "not an object": ('[1, 2, 3]', "a change record must be a JSON object"),
+    "delete of an absent row": (
+        {"table": "orders", "op": "delete", "row": [999999, 1, "2024-01-01", "1.00", 3, None]},
+        "cannot delete row (999999, 1"),
+    "duplicate primary key": (
+        {"table": "customers", "op": "insert", "row": [1, "again", "AUTO"]},
+        "duplicate primary key (1,) in table customers"),
+    "NULL in a NOT NULL column": (
+        {"table": "customers", "op": "insert", "row": [77, None, "AUTO"]},
+        "NULL in NOT NULL column name of table customers"),
+}
+BATCH = 10
+
+
+def line_of(record) -> str:
+    return record if isinstance(record, str) else json.dumps(record)
+
+
+def setup(tmp_path, good, bad_at: dict[int, object], on_error="stop", files=2, **kw):
+    """Write ``good`` records with bad ones inserted at the given indexes; returns the
+    pipeline file and, per bad record, its (file, line)."""
+    lines: list[object] = [json.dumps(r) for r in good]
+    for index in sorted(bad_at):
+        lines.insert(index, line_of(bad_at[index]))
+    size = -(-len(lines) // files)
+    write_jsonl(tmp_path / "changes", lines, files=files)
+    where = {i: f"changes-{i // size + 1:03d}.jsonl, line {i % size + 1}"
+             for i in range(len(lines))}
+    path = write_pipeline(tmp_path, rows_per_batch=BATCH, extra=f'on_error = "{on_error}"',
+                          sinks={"revenue": ["duckdb", "jsonl"], "big_orders": ["sqlite"],
+                                 "order_count": ["parquet"]}, **kw)
+    return path, where
+
+
+def run(path, db=None, **kw):
+    runner = PipelineRunner(load_config(path), db=db or upkeep.connect(), progress="none",
+                            console=Console(file=io.StringIO(), width=200), **kw)
+    return runner, runner.run
+
+
+def assert_views(runner, tmp_path, model):
+    expected = expected_views(model)
+    for view in VIEW_KINDS:
+        assert normalise(view, runner.db.view(view).rows()) == expected[view], view
+        for kind, rows in read_all_sinks(tmp_path / "out", view).items():
+            assert rows == expected[view], f"{kind} sink of {view}"
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_stop_names_file_and_line_and_applies_nothing_of_the_batch(tmp_path, case):
+    good = Stream(seed=11).generate(70).records
+    record, text = BAD[case]
+    k = 43  # inside the fifth batch (records 40..49)
+    path, where = setup(tmp_path, good, {k: record})
+    runner, go = run(path)
+    with pytest.raises(RecordError) as info:
+        go()
+    message = str(info.value)
+    assert message.startswith(where[k] + ": "), message
+    assert text in message
+    assert "Nothing of its batch" in message and "--on-error skip or dead-letter" in message
+    # exactly the four batches before the failing one are committed
+    committed = k // BATCH * BATCH
+    source = runner.db.metadata()["source"]
+    assert f"{source['file']}, line {source['position']}" == where[committed - 1]
+    assert runner.db.metadata()["batch"] == committed // BATCH
+    assert_views(runner, tmp_path, model_of(good[:committed]))
+
+
+def test_stop_from_the_command_line_exits_non_zero_with_the_message(tmp_path, capsys):
+    good = Stream(seed=12).generate(30).records
+    record, text = BAD["delete of an absent row"]
+    path, where = setup(tmp_path, good, {5: record})
+    assert main(["run", str(path), "--progress", "none"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"upkeep: error: {where[5]}: cannot delete row")
+    assert "Traceback" not in err
+
+
+def all_bad(count=None):
+    """Every bad case at spread-out positions, several in one batch."""
+    positions = [3, 15, 17, 18, 40, 41, 42, 43, 44, 45, 46, 71, 99]
+    cases = list(BAD.values())
+    return {p: cases[i % len(cases)][0] for i, p in enumerate(positions[:count])}
+
+
+@pytest.mark.parametrize("on_error", ["skip", "dead-letter"])
+def test_skip_and_dead_letter_commit_the_good_records_once(tmp_path, on_error):
+    good = Stream(seed=13).generate(120).records
+    bad = all_bad()
+    path, where = setup(tmp_path, good, bad, on_error=on_error)
+    runner, go = run(path)
+    stats = go()
+    assert stats.rejected == len(bad)
+    assert stats.applied == len(good)
+    assert runner.db.metadata()["rejected"] == len(bad)
+    assert_views(runner, tmp_path, model_of(good))
+    dead = tmp_path / "pipeline.dead-letter.jsonl"
+    if on_error == "skip":
+        assert not dead.exists()
+        return
+    entries = jsonl_lines(dead)
+    sources = [f"{e['_source']['file']}, line {e['_source']['line']}" for e in entries]
+    assert sources == [where[i] for i in sorted(bad)]
+    for entry, index in zip(entries, sorted(bad), strict=True):
+        record = bad[index]
+        text = next(t for r, t in BAD.values() if r == record)
+        assert text in entry["_error"]
+        if isinstance(record, str):
+            assert entry["_raw"].strip() == record
+        else:
+            assert {k: v for k, v in entry.items() if not k.startswith("_")} == record
+
+
+def test_dead_letter_file_can_be_fixed_and_replayed(tmp_path):
+    good = Stream(seed=14).generate(40).records
+    fixable = {"table": "customers", "op": "insert", "row": [42, None, "AUTO"]}
+    path, _ = setup(tmp_path, good, {20: fixable}, on_error="dead-letter", files=1)
+    db = upkeep.connect()
+    run(path, db=db)[1]()
+    (entry,) = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+    entry["row"][1] = "fixed"
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "fixed.jsonl").write_text(json.dumps(entry) + "\n")
+    config = load_config(path).replace(source=load_config(path).source.__class__(path=replay))
+    PipelineRunner(config, db=db, progress="none", console=Console(file=io.StringIO())).run()
+    assert (42, "fixed", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
+
+
+def test_many_bad_records_in_one_batch(tmp_path):
+    """More engine rejections in one batch than bisection handles: one-by-one replay."""
+    good = Stream(seed=15).generate(60).records
+    ghost = BAD["delete of an absent row"][0]
+    bad = {}
+    for i in range(12):
+        bad[20 + 2 * i] = {**ghost, "row": [900000 + i, *ghost["row"][1:]]}
+    path, where = setup(tmp_path, good, bad, on_error="dead-letter")
+    path.write_text(path.read_text().replace(f"rows_per_batch = {BATCH}", "rows_per_batch = 100"))
+    runner, go = run(path)
+    stats = go()
+    assert stats.batches == 1 and stats.rejected == 12
+    assert_views(runner, tmp_path, model_of(good))
+    assert len(jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")) == 12
+
+
+def test_a_bad_record_that_later_records_depend_on(tmp_path):
+    """Skipping a bad insert makes a later delete of its row bad too (sequential semantics)."""
+    records = [
+        {"table": "customers", "op": "insert", "row": [1, "a", "AUTO"]},
+        {"table": "orders", "op": "insert", "row": [1, 1, "2024-01-01", "9.99", 5, None]},
+        {"table": "orders", "op": "insert", "row": [2, 1, "2024-01-01", "oops", 5, None]},
+        {"table": "orders", "op": "delete", "row": [1, 1, "2024-01-01", "9.99", 5, None]},
+        {"table": "orders", "op": "delete", "row": [2, 1, "2024-01-01", "1.00", 5, None]},
+        {"table": "orders", "op": "insert", "row": [3, 1, "2024-01-02", "2.50", 6, "x"]},
+    ]
+    write_jsonl(tmp_path / "changes", [json.dumps(r) for r in records], files=1)
+    path = write_pipeline(tmp_path, rows_per_batch=100, extra='on_error = "skip"', sinks={})
+    runner, go = run(path)
+    stats = go()
+    assert stats.rejected == 2
+    assert runner.db.execute("SELECT ok FROM orders").fetchall() == [(3,)]
+
+
+def test_csv_and_parquet_positions(tmp_path):
+    good = Stream(seed=16).generate(12).records
+    WRITERS["csv"](tmp_path / "changes", good, files=1)
+    with (tmp_path / "changes" / "changes-001.csv").open("a") as f:
+        f.write('orders,insert,"[1, 2]",,,extra\n')
+    path = write_pipeline(tmp_path, sinks={})
+    with pytest.raises(RecordError, match=rf"changes-001\.csv, line {len(good) + 2}: the CSV "
+                                          r"record has 6 fields, the header has 5"):
+        run(path)[1]()
+
+    pq_dir = tmp_path / "pq"
+    WRITERS["parquet"](pq_dir, good + [{"table": "nope", "op": "insert", "row": [1]}], files=1)
+    config = load_config(path)
+    config = config.replace(source=config.source.__class__(path=pq_dir))
+    runner = PipelineRunner(config, db=upkeep.connect(), progress="none",
+                            console=Console(file=io.StringIO()))
+    with pytest.raises(RecordError, match=rf"changes-001\.parquet, record {len(good) + 1}: "
+                                          r"unknown table 'nope'"):
+        runner.run()
+
+
+VIEW_CAST = "CREATE MATERIALIZED VIEW v AS SELECT a, CAST(s AS INTEGER) AS n FROM t;\n"
+
+
+@pytest.mark.parametrize("on_error", ["stop", "skip"])
+def test_a_record_that_fails_only_when_the_views_are_updated(tmp_path, on_error):
+    """Errors at commit time (a view's expression fails) are found one record at a time."""
+    (tmp_path / "t.sql").write_text("CREATE TABLE t (a INTEGER, s VARCHAR);\n")
+    (tmp_path / "v.sql").write_text(VIEW_CAST)
+    rows = [[1, "5"], [2, "x"], [3, "7"], [4, "8"]]
+    write_jsonl(tmp_path / "c", [json.dumps({"table": "t", "op": "insert", "row": r})
+                                 for r in rows], files=1)
+    path = tmp_path / "p.toml"
+    path.write_text(f'state_dir = ":memory:"\ntables = "t.sql"\nviews = "v.sql"\n'
+                    f'on_error = "{on_error}"\n[source]\npath = "c"\n'
+                    f'[[sinks]]\nview = "v"\ntype = "jsonl"\npath = "v.jsonl"\n')
+    runner, go = run(path)
+    if on_error == "stop":
+        with pytest.raises(upkeep.Error, match=r"the batch of records changes-001\.jsonl, line 1 "
+                                               r"to changes-001\.jsonl, line 4 failed: could not "
+                                               r"cast 'x' to INTEGER; nothing of it was applied"):
+            go()
+        assert runner.db.view("v").rows() == []
+        return
+    stats = go()
+    assert stats.rejected == 1 and stats.applied == 3
+    assert sorted(runner.db.view("v").rows()) == [(1, 5), (3, 7), (4, 8)]
+    assert runner.db.metadata()["source"]["position"] == 4
+    lines = jsonl_lines(tmp_path / "v.jsonl")
+    assert sorted(tuple(e["row"].values()) for e in lines) == [(1, 5), (3, 7), (4, 8)]

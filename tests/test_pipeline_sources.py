@@ -1,0 +1,126 @@
+"""Change sources: record formats, positions, resuming after an offset, batching."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from upkeep.pipeline import PipelineError
+from upkeep.pipeline.batching import batches
+from upkeep.pipeline.config import BatchConfig, SourceConfig
+from upkeep.pipeline.source import CAUGHT_UP, FileSource
+
+
+def records(source):
+    return [r for r in source if r is not CAUGHT_UP]
+
+
+def test_csv_records_start_where_their_first_line_is(tmp_path):
+    row = json.dumps({"a": 1, "s": "two\nlines"})  # JSON escapes the newline...
+    text = ("table,op,row\n"
+            f't,insert,"{json.dumps([1, "x"]).replace(chr(34), chr(34) * 2)}"\n'
+            't,insert,"[2,\n 3]"\n'  # ...but a quoted CSV field may span lines
+            f't,delete,"{row.replace(chr(34), chr(34) * 2)}"\n'
+            "\n"
+            "t,INSERT,[3]\n")
+    (tmp_path / "c.csv").write_text(text)
+    got = records(FileSource(SourceConfig(tmp_path / "c.csv")))
+    assert [(r.position.number, r.op, r.row) for r in got] == [
+        (2, "insert", [1, "x"]), (3, "insert", [2, 3]),
+        (5, "delete", {"a": 1, "s": "two\nlines"}), (7, "insert", [3])]
+    assert all(r.error is None for r in got)
+    resumed = records(FileSource(SourceConfig(tmp_path / "c.csv"),
+                                 resume={"file": "c.csv", "position": 3}))
+    assert [r.position.number for r in resumed] == [5, 7]
+
+
+def test_jsonl_positions_skip_blank_lines_and_resume_across_files(tmp_path):
+    for name, lines in (("b.jsonl", ['{"table": "t", "op": "insert", "row": [1]}', "",
+                                     '{"table": "t", "op": "delete", "row": [1]}']),
+                        ("a.jsonl", ['{"table": "t", "op": "insert", "row": [0]}']),
+                        ("notes.txt", ["ignored"]), (".hidden.jsonl", ["ignored"])):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    got = records(FileSource(SourceConfig(tmp_path)))
+    assert [str(r.position) for r in got] == ["a.jsonl, line 1", "b.jsonl, line 1",
+                                              "b.jsonl, line 3"]
+    source = FileSource(SourceConfig(tmp_path), resume={"file": "b.jsonl", "position": 1})
+    assert source.lag() == 2  # lines not read yet (an estimate: the blank one counts)
+    assert [str(r.position) for r in records(source)] == ["b.jsonl, line 3"]
+    assert source.lag() == 0
+
+
+def test_parquet_rows_may_be_json_text_or_structs(tmp_path):
+    table = pa.table({"table": ["t", "t"], "op": ["insert", "update"],
+                      "row": [json.dumps({"a": 1}), None],
+                      "before": [None, json.dumps([1])], "after": [None, json.dumps([2])]})
+    pq.write_table(table, tmp_path / "x.parquet")
+    structs = pa.table({"table": ["t"], "op": ["insert"],
+                        "row": pa.array([{"a": 5, "d": "2024-01-01"}])})
+    pq.write_table(structs, tmp_path / "y.parquet")
+    got = records(FileSource(SourceConfig(tmp_path)))
+    assert [(str(r.position), r.op, r.row, r.before, r.after) for r in got] == [
+        ("x.parquet, record 1", "insert", {"a": 1}, None, None),
+        ("x.parquet, record 2", "update", None, [1], [2]),
+        ("y.parquet, record 1", "insert", {"a": 5, "d": "2024-01-01"}, None, None)]
+
+
+def test_a_single_file_with_an_unknown_extension_needs_a_format(tmp_path):
+    (tmp_path / "changes.log").write_text('{"table": "t", "op": "insert", "row": [1]}\n')
+    with pytest.raises(PipelineError, match="set source.format"):
+        FileSource(SourceConfig(tmp_path / "changes.log"))
+    got = records(FileSource(SourceConfig(tmp_path / "changes.log", format="jsonl")))
+    assert len(got) == 1
+    with pytest.raises(PipelineError, match="does not exist"):
+        FileSource(SourceConfig(tmp_path / "missing"))
+    with pytest.raises(PipelineError, match="delete the state directory"):
+        FileSource(SourceConfig(tmp_path / "changes.log", format="jsonl"),
+                   resume={"file": "other.jsonl", "position": 3})
+
+
+def test_following_a_directory_warns_about_files_arriving_out_of_order(tmp_path):
+    line = '{"table": "t", "op": "insert", "row": [1]}\n'
+    (tmp_path / "002.jsonl").write_text(line)
+    (tmp_path / "003.jsonl").write_text(line)
+    warnings: list[str] = []
+    stop = threading.Event()
+    source = FileSource(SourceConfig(tmp_path, follow=True, poll_interval=0.01), stop=stop,
+                        warn=warnings.append)
+    it = iter(source)
+    assert str(next(it).position) == "002.jsonl, line 1"
+    assert str(next(it).position) == "003.jsonl, line 1"
+    assert next(it) is CAUGHT_UP
+    (tmp_path / "001.jsonl").write_text(line)  # too late: sorts before 003
+    (tmp_path / "004.jsonl").write_text(line)
+    assert str(next(it).position) == "004.jsonl, line 1"
+    assert warnings == ["ignoring 001.jsonl: it arrived after 003.jsonl, which sorts later "
+                        "(files must arrive in name order)"]
+    stop.set()
+    assert list(it) in ([], [CAUGHT_UP])
+
+
+def test_batches_close_on_size_on_caught_up_and_on_time(tmp_path):
+    items = list(range(7))
+    cut = [len(b) for b in batches(_records(items), BatchConfig(rows_per_batch=3))]
+    assert cut == [3, 3, 1]
+    stream = [*_records(range(2)), CAUGHT_UP, CAUGHT_UP, *_records(range(4))]
+    assert [len(b) for b in batches(stream, BatchConfig(rows_per_batch=3))] == [2, 0, 3, 1]
+
+    def slow():
+        for r in _records(range(6)):
+            time.sleep(0.03)
+            yield r
+    sizes = [len(b) for b in batches(slow(), BatchConfig(rows_per_batch=None,
+                                                          commit_interval=0.05))]
+    assert sum(sizes) == 6 and len(sizes) >= 2 and max(sizes) < 6
+
+
+def _records(values):
+    from upkeep.pipeline.records import ChangeRecord, Position
+
+    return [ChangeRecord(Position("f", i + 1), table="t", op="insert", row=[v])
+            for i, v in enumerate(values)]
