@@ -59,7 +59,7 @@ BAD = {
         "cannot delete row (999999, 1"),
     "duplicate primary key": (
         {"table": "customers", "op": "insert", "row": [1, "again", "AUTO"]},
-        "duplicate primary key (1,) in table customers"),
+        "duplicate primary key (1) in table customers"),
     "NULL in a NOT NULL column": (
         {"table": "customers", "op": "insert", "row": [77, None, "AUTO"]},
         "NULL in NOT NULL column name of table customers"),

@@ -27,7 +27,7 @@ from .expressions import Column, ExpressionCompiler, Scope
 from .planner import Catalog, plan_view
 from .storage import Storage
 from .table import Table
-from .types import SqlType, coerce_value, type_from_sqlglot
+from .types import SqlType, coerce_value, format_row, type_from_sqlglot
 from .views import ViewRuntime, query_duckdb
 
 Delta = dict[tuple, int]
@@ -660,7 +660,8 @@ class Connection(Catalog):
                 try:
                     new[col] = coerce_value(fn(row), table.columns[col][1])
                 except ValueError as exc:
-                    raise SchemaError(f"UPDATE of row {row!r} in {table.name}: {exc}", row, i) from None
+                    raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: {exc}",
+                                      row, i) from None
             delta[row] = delta.get(row, 0) - w
             new_row = tuple(new)
             delta[new_row] = delta.get(new_row, 0) + w

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .errors import ConstraintError
-from .types import SqlType, coerce_row, fast_row_check
+from .types import SqlType, coerce_row, fast_row_check, format_row
 
 
 class Table:
@@ -43,10 +43,10 @@ class Table:
                     if row[i] is None:
                         raise ConstraintError(
                             f"NULL in NOT NULL column {self.columns[i][0]} of table {self.name}: "
-                            f"{row!r}", row)
+                            f"{format_row(row)}", row)
             elif self.rows.get(row, 0) + w < 0:
                 raise ConstraintError(
-                    f"cannot delete row {row!r} from table {self.name}: it is not present "
+                    f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
         if self.key is not None:
             changed: dict[tuple, int] = {}
@@ -56,7 +56,7 @@ class Table:
             for k, w in changed.items():
                 if self.keys.get(k, 0) + w > 1:
                     raise ConstraintError(
-                        f"duplicate primary key {k!r} in table {self.name}", k)
+                        f"duplicate primary key {format_row(k)} in table {self.name}", k)
 
     def apply(self, delta: dict[tuple, int]) -> None:
         rows = self.rows

@@ -168,6 +168,24 @@ def coerce_value(value: object, typ: SqlType) -> object:
     raise ValueError(f"unknown type {kind}")
 
 
+def format_value(v: object) -> str:
+    """A value as SQL would print it: strings quoted, dates and decimals bare, NULL."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, (dt.date, Decimal)):
+        return str(v)
+    return repr(v)
+
+
+def format_row(row: object) -> str:
+    """A row for error messages: ``(1, 'x', 2024-01-01, NULL)``."""
+    if isinstance(row, (tuple, list)):
+        return "(" + ", ".join(format_value(v) for v in row) + ")"
+    return repr(row)
+
+
 def fast_row_check(columns: list[tuple[str, SqlType]]):
     """One generated test that a row is a tuple already holding valid Python values for every
     column; rows that fail it go through :func:`coerce_row` (which converts or names the error).
@@ -207,14 +225,14 @@ def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, inde
     if len(row) != len(columns):
         raise SchemaError(
             f"row {index} for table {table} has {len(row)} values, the table has "
-            f"{len(columns)} columns: {row!r}", row, index)
+            f"{len(columns)} columns: {format_row(row)}", row, index)
     out = []
     for value, (name, typ) in zip(row, columns, strict=True):
         try:
             out.append(coerce_value(value, typ))
         except ValueError as exc:
             raise SchemaError(
-                f"row {index} for table {table}, column {name}: {exc}: {tuple(row)!r}",
+                f"row {index} for table {table}, column {name}: {exc}: {format_row(row)}",
                 row, index) from None
     return tuple(out)
 
