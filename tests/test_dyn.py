@@ -173,3 +173,17 @@ def test_push_mode_work_per_update_does_not_grow_with_the_database(size):
         changes = rep.update({0: {(i, i % size): 1}}, want_delta=True)
         assert sum((new or 0) - (old or 0) for old, new in changes.values()) == 1
     assert counter["work"] / updates <= 12, counter["work"] / updates
+
+
+def test_parent_indexes_are_maintained_from_the_start():
+    """P_n for every non-root node of N exists before the first read (section 3.2), so a read
+    costs O(output) instead of first indexing the whole reduct."""
+    pair = build_gjt_pair([(X, Y), (Y, Z), (Z, W)], (X, Y, Z, W))
+    rep = Representation(pair)
+    rep.update({0: {(1, 2): 1}, 1: {(2, 3): 1}, 2: {(3, 4): 1}}, want_delta=False)
+    for n in pair.nodes:
+        if n.id in pair.n_set and n.parent is not None:
+            shared = tuple(v for v in n.vars if v in n.parent.vars)
+            if 0 < len(shared) < len(n.vars):
+                assert shared in rep.states[n.id].indexes, n
+    assert dict(rep.enumerate()) == {(1, 2, 3, 4): 1}

@@ -142,6 +142,9 @@ class Representation:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
         self._plans: dict[int | None, dict[int, Callable]] = {}
+        # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
+        # built now and maintained by UPDATE, so ENUM never pays for building them
+        self._plan(None)
 
     # ---------------------------------------------------------------- update
     def _make_push(self, n: Node) -> Callable[[dict, dict], None]:

@@ -1,0 +1,309 @@
+"""Run the TPC-H update-stream benchmark: every (query, system) pair in its own process.
+
+Usage::
+
+    python bench/run.py [--scale 0.1] [--limit N] [--queries FQ1,...] \
+        [--systems dyn,general,duckdb,pathway]
+
+Writes ``bench/results/latest.json``, ``docs/benchmarks.md`` and
+``docs/bench_tpch.png`` (plot only if matplotlib is installed).  Pathway runs in
+its own interpreter (``bench/.venv-pathway`` by default, see ``--pathway-python``)
+because pathway 0.33.0 requires ``pyarrow<26``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import stream as stream_mod
+import tpch_data
+from expected import expected_rows
+from orchestrate import BENCH_DIR, run_config
+from plot import write_plot
+from queries import DEFAULT_QUERIES, QUERIES
+from report import SYSTEM_LABELS, markdown, summarize
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+REPO = BENCH_DIR.parent
+SYSTEMS = tuple(SYSTEM_LABELS)
+_probe = Console()
+console = _probe if _probe.is_terminal else Console(width=120)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="stream only the first N fact rows per query (default: all)",
+    )
+    p.add_argument("--queries", default=",".join(DEFAULT_QUERIES), help="comma-separated")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
+    p.add_argument("--seed", type=int, default=1, help="seed of the 10%% delete sample")
+    p.add_argument("--batch", type=int, default=1000, help="DuckDB recompute batch size")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per configuration")
+    p.add_argument("--pathway-python", default=None, help="interpreter with pathway installed")
+    p.add_argument("--out", type=Path, default=BENCH_DIR / "results" / "latest.json")
+    p.add_argument("--docs", type=Path, default=REPO / "docs" / "benchmarks.md")
+    p.add_argument("--plot", type=Path, default=REPO / "docs" / "bench_tpch.png")
+    p.add_argument("--no-docs", action="store_true", help="do not write docs/ files")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="only re-render docs/ from the existing --out JSON (no runs)",
+    )
+    args = p.parse_args(argv)
+    args.queries = [q.strip() for q in args.queries.split(",") if q.strip()]
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for q in args.queries:
+        if q not in QUERIES:
+            p.error(f"unknown query {q!r}; known: {', '.join(QUERIES)}")
+    for s in args.systems:
+        if s not in SYSTEMS:
+            p.error(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
+    return args
+
+
+def pathway_python(explicit: str | None) -> str | None:
+    """Interpreter to run the Pathway runner with, or None if Pathway is unavailable."""
+    if explicit:
+        return explicit
+    local = BENCH_DIR / ".venv-pathway" / "bin" / "python"
+    if local.exists():
+        return str(local)
+    if importlib.util.find_spec("pathway") is not None:
+        return sys.executable
+    return None
+
+
+def _git_rev() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rev = out.stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "src"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return rev + ("+uncommitted src changes" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "no commit"
+
+
+def _machine() -> str:
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kib = int(f.readline().split()[1])
+        mem = f", {kib / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{os.cpu_count()} CPUs{mem}, {platform.system()} {platform.machine()}"
+
+
+def _versions(results: list[dict[str, Any]]) -> str:
+    parts = [f"Python {platform.python_version()}", f"duckdb {duckdb.__version__}"]
+    parts.append(f"pyarrow {pa.__version__}")
+    try:
+        from importlib.metadata import version
+
+        parts.append(f"upkeep {version('upkeep')} (git {_git_rev()})")
+    except Exception:  # upkeep metadata missing is not fatal for a report
+        parts.append(f"upkeep (git {_git_rev()})")
+    pw = next((r.get("pathway_version") for r in results if r.get("pathway_version")), None)
+    if pw:
+        parts.append(f"pathway {pw}")
+    return ", ".join(parts)
+
+
+def prepare(args: argparse.Namespace) -> dict[str, tuple[Path, int]]:
+    """Generate data and streams; return ``query -> (stream_dir, expected_rows)``."""
+    with console.status(f"tpchgen-cli: TPC-H SF {args.scale:g} (cached after the first run)"):
+        tpch_data.generate(args.scale)
+    root = tpch_data.scale_dir(args.scale) / "streams"
+    prepared = {}
+    for q in args.queries:
+        query = QUERIES[q]
+        with console.status(f"preparing stream and reference result for {q}"):
+            d = stream_mod.build(
+                query, lambda t: tpch_data.load_table(args.scale, t), root, args.limit, args.seed
+            )
+            cache = d / f"expected_{q}.json"
+            if cache.exists():
+                expected = json.loads(cache.read_text())["rows"]
+            else:
+                expected = expected_rows(d, query)
+                cache.write_text(json.dumps({"rows": expected}))
+        prepared[q] = (d, expected)
+    return prepared
+
+
+def run_all(args: argparse.Namespace, prepared: dict[str, tuple[Path, int]]) -> list[dict]:
+    """Run every configuration with a rich progress display."""
+    pw_python = pathway_python(args.pathway_python)
+    configs = [(q, s) for q in args.queries for s in args.systems]
+    results: list[dict[str, Any]] = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        overall = progress.add_task("all configurations", total=len(configs))
+        for q, system in configs:
+            stream_dir, expected = prepared[q]
+            task = progress.add_task(f"{q:>4} {SYSTEM_LABELS[system]}", total=None)
+
+            def on_progress(done: int, total: int, task: int = task) -> None:
+                progress.update(task, completed=done, total=total)
+
+            if system == "pathway" and pw_python is None:
+                result = {
+                    "query": q,
+                    "system": system,
+                    "status": "skipped",
+                    "error": "pathway not installed (see bench/README.md)",
+                }
+            else:
+                python = pw_python if system == "pathway" else sys.executable
+                assert python is not None
+                log = tpch_data.DATA_ROOT / "logs" / f"{q}-{system}.log"
+                result = run_config(
+                    python, system, q, stream_dir, args.timeout, log, on_progress, args.batch
+                )
+            result["expected_rows"] = expected
+            if result.get("status") == "ok" and result.get("view_rows") is not None:
+                result["rows_match"] = result.get("view_rows") == expected
+            results.append(result)
+            progress.remove_task(task)
+            progress.advance(overall)
+            console.print(_one_line(result))
+    return results
+
+
+def _one_line(r: dict[str, Any]) -> str:
+    head = f"{r['query']:>4} {SYSTEM_LABELS[r['system']]:<26}"
+    if r.get("status") != "ok":
+        return f"{head} [red]{r.get('status')}[/red]: {r.get('error', '')}"
+    check = (
+        ""
+        if r.get("rows_match") is not False
+        else f" [red]rows {r['view_rows']} != {r['expected_rows']}[/red]"
+    )
+    return (
+        f"{head} {r['updates_per_s']:>12,.0f} upd/s  peak {r['peak_mb']:>8,.1f} MB  "
+        f"Δ {r['delta_mb']:>8,.1f} MB{check}"
+    )
+
+
+def print_tables(results: list[dict[str, Any]]) -> None:
+    """Print the measurements and the ratio summary."""
+    t = Table(title="TPC-H update streams")
+    for col in ("query", "system", "status", "events", "updates/s", "peak MB", "Δ MB", "rows ok"):
+        t.add_column(col, justify="right" if col not in ("query", "system", "status") else "left")
+    for r in results:
+        ok = r.get("status") == "ok"
+        t.add_row(
+            r["query"],
+            r["system"],
+            r.get("status", "?"),
+            f"{r['events']:,}" if ok else "",
+            f"{r['updates_per_s']:,.0f}" if ok else "",
+            f"{r['peak_mb']:,.1f}" if ok else "",
+            f"{r['delta_mb']:,.1f}" if ok else "",
+            {True: "yes", False: "NO", None: "n/a"}[r.get("rows_match")] if ok else "",
+        )
+    console.print(t)
+    s = Table(title="(a) dyn relative to the others")
+    for col in ("query", "dyn upd/s", "mem dyn/general", "dyn/duckdb", "dyn/pathway"):
+        s.add_column(col, justify="right")
+    for row in summarize(results):
+
+        def f(x: float | None, fmt: str) -> str:
+            return "–" if x is None else format(x, fmt)
+
+        s.add_row(
+            row["query"],
+            f(row["dyn_updates_per_s"], ",.0f"),
+            f(row["mem_dyn_over_general"], ".2f"),
+            f(row["speed_dyn_over_duckdb"], ".2f"),
+            f(row["speed_dyn_over_pathway"], ".2f"),
+        )
+    console.print(s)
+
+
+def write_docs(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    """Write ``docs/benchmarks.md`` and the plot."""
+    args.docs.parent.mkdir(parents=True, exist_ok=True)
+    args.docs.write_text(markdown(data))
+    console.print(f"wrote {args.docs}")
+    if write_plot(data["results"], args.plot):
+        console.print(f"wrote {args.plot}")
+    else:
+        console.print("matplotlib not installed: plot skipped")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point."""
+    args = parse_args(argv)
+    if args.report_only:
+        data = json.loads(args.out.read_text())
+        print_tables(data["results"])
+        write_docs(args, data)
+        return
+    started = time.perf_counter()
+    prepared = prepare(args)
+    results = run_all(args, prepared)
+    print_tables(results)
+    command = shlex.join(["python", "bench/run.py", *(sys.argv[1:] if argv is None else argv)])
+    data = {
+        "meta": {
+            "command": command,
+            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "scale": args.scale,
+            "limit": args.limit,
+            "seed": args.seed,
+            "batch": args.batch,
+            "delete_fraction": stream_mod.DELETE_FRACTION,
+            "timeout_s": args.timeout,
+            "machine": _machine(),
+            "versions": _versions(results),
+            "total_seconds": round(time.perf_counter() - started, 1),
+        },
+        "summary": summarize(results),
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    console.print(f"wrote {args.out}")
+    if not args.no_docs:
+        write_docs(args, data)
+
+
+if __name__ == "__main__":
+    main()
