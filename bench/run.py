@@ -153,11 +153,12 @@ def prepare(args: argparse.Namespace) -> dict[str, tuple[Path, int]]:
                 query, lambda t: tpch_data.load_table(args.scale, t), root, args.limit, args.seed
             )
             cache = d / f"expected_{q}.json"
-            if cache.exists():
-                expected = json.loads(cache.read_text())["rows"]
+            cached = json.loads(cache.read_text()) if cache.exists() else {}
+            if cached.get("sql") == query.sql:  # the SQL may have changed since it was cached
+                expected = cached["rows"]
             else:
                 expected = expected_rows(d, query)
-                cache.write_text(json.dumps({"rows": expected}))
+                cache.write_text(json.dumps({"rows": expected, "sql": query.sql}))
         prepared[q] = (d, expected)
     return prepared
 
