@@ -21,6 +21,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from . import zset
 from .cursor import Cursor
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
 from .expressions import Column, ExpressionCompiler, Scope
@@ -144,14 +145,7 @@ class Connection(Catalog):
         pending = (self._pending or {}).get(table.name)
         if not pending:
             return table.rows
-        rows = dict(table.rows)
-        for row, w in pending.items():
-            n = rows.get(row, 0) + w
-            if n:
-                rows[row] = n
-            else:
-                rows.pop(row, None)
-        return rows
+        return zset.plus(table.rows, pending)
 
     def tables(self) -> list[str]:
         return list(self._tables)
@@ -384,26 +378,20 @@ class Connection(Catalog):
     # ------------------------------------------------------------ bulk API
     def insert(self, table: str, rows) -> int:
         """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count."""
-        t = self._table(table)
-        delta: Delta = {}
-        n = 0
-        coerce = t.coerce
-        for i, row in enumerate(_iter_rows(rows, t)):
-            r = coerce(row, i)
-            delta[r] = delta.get(r, 0) + 1
-            n += 1
-        self._stage(t, delta)
-        return n
+        return self._change(table, rows, 1)
 
     def delete(self, table: str, rows) -> int:
         """Delete one occurrence of each given row; a row not present raises ConstraintError."""
+        return self._change(table, rows, -1)
+
+    def _change(self, table: str, rows, weight: int) -> int:
         t = self._table(table)
         delta: Delta = {}
         n = 0
         coerce = t.coerce
         for i, row in enumerate(_iter_rows(rows, t)):
             r = coerce(row, i)
-            delta[r] = delta.get(r, 0) - 1
+            delta[r] = delta.get(r, 0) + weight
             n += 1
         self._stage(t, delta)
         return n

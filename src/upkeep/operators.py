@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .dyn import Representation, key_function
-from .zset import add_into
+from .zset import add_into, replace_row
 
 Delta = dict[tuple, int]
 Batch = dict[str, Delta]
@@ -255,11 +255,7 @@ class Aggregate(Operator):
                 self.outputs.pop(g, None)
             else:
                 self.outputs[g] = new
-            if old != new:
-                if old is not None:
-                    add_into(out, old, -1)
-                if new is not None:
-                    add_into(out, new, 1)
+            replace_row(out, old, new)
         return out
 
     def describe(self) -> list[str]:

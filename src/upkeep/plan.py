@@ -84,7 +84,23 @@ def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, 
     return _bind_select(node, schema_of)
 
 
+def _rewrite_filter(node: exp.Expression) -> exp.Expression:
+    """``AGG(x) FILTER (WHERE c)`` is ``AGG(CASE WHEN c THEN x END)`` (``COUNT(*)`` counts 1s)."""
+    if not isinstance(node, exp.Filter) or not isinstance(node.this, AGGREGATE_TYPES):
+        return node
+    agg = node.this.copy()
+    cond = node.expression.this
+    arg = agg.this
+    distinct = isinstance(arg, exp.Distinct)
+    inner = arg.expressions[0] if distinct else arg
+    value = exp.Literal.number(1) if inner is None or isinstance(inner, exp.Star) else inner
+    case = exp.Case(ifs=[exp.If(this=cond, true=value)])
+    agg.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+    return agg
+
+
 def _bind_select(node: exp.Select, schema_of) -> Block:
+    node = node.transform(_rewrite_filter)
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
         if node.args.get(key):
             raise UnsupportedError(f"{key.upper()} in a view definition")
@@ -207,6 +223,9 @@ def scope_check(node: exp.Expression, scope: Scope) -> None:
 
 
 def _collect_aggregates(node: exp.Expression, out: list[exp.Expression]) -> None:
+    for other in node.find_all(exp.AggFunc):
+        if not isinstance(other, AGGREGATE_TYPES):
+            raise UnsupportedError(f"aggregate {other.sql()} is not maintained incrementally")
     for agg in node.find_all(*AGGREGATE_TYPES):
         if any(inner is not agg for inner in agg.find_all(*AGGREGATE_TYPES)):
             raise UnsupportedError(f"nested aggregate {agg.sql()}")

@@ -20,12 +20,13 @@ from decimal import Decimal
 import duckdb
 import pyarrow as pa
 
+from . import zset
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
 from .dyn import Representation
 from .errors import Error
 from .operators import Batch, Delta, Operator, Source
 from .types import SqlType, type_from_name
-from .zset import add_into
+from .zset import add_into, replace_row
 
 Columns = list[tuple[str, SqlType]]
 
@@ -206,12 +207,7 @@ class DynAggregateView(ViewRuntime):
             return None
         out: Delta = {}
         for key, (old, new) in changes.items():
-            before, after = self._row(key, old), self._row(key, new)
-            if before != after:
-                if before is not None:
-                    add_into(out, before, -1)
-                if after is not None:
-                    add_into(out, after, 1)
+            replace_row(out, self._row(key, old), self._row(key, new))
         return out
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
@@ -230,55 +226,12 @@ class DynAggregateView(ViewRuntime):
         return self.rep.size()
 
 
-class OperatorView(ViewRuntime):
-    """A dataflow of general operators whose output is materialized."""
+class MaterializedView(ViewRuntime):
+    """A view whose rows are kept in ``self.output`` (row -> multiplicity)."""
 
-    def __init__(self, name, columns, inputs, sql, root: Operator, strategy: str):
+    def __init__(self, name, columns, inputs, sql):
         super().__init__(name, columns, inputs, sql)
-        self.root = root
-        self.strategy = strategy
         self.output: dict[tuple, int] = {}
-
-    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        delta = self.root.step(batch)
-        output = self.output
-        for row, w in delta.items():
-            add_into(output, row, w)
-        return delta
-
-    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
-        return iter(list(self.output.items()))
-
-    def multiplicity(self, row: tuple) -> int:
-        return self.output.get(row, 0)
-
-    def state_size(self) -> int:
-        return len(self.output) + self.root.state_size()
-
-
-class RecomputeView(ViewRuntime):
-    """DuckDB recomputes the view per batch; the delta is new result minus old."""
-
-    strategy = "recompute"
-
-    def __init__(self, name, columns, inputs, sql, contents_of: Callable[[str], tuple]):
-        super().__init__(name, columns, inputs, sql)
-        self.contents_of = contents_of
-        self.output: Counter = Counter()
-
-    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        rows = run_duckdb(self.sql, self.inputs, self.contents_of)
-        new = Counter(rows)
-        delta: Delta = {}
-        for row, n in new.items():
-            d = n - self.output.get(row, 0)
-            if d:
-                delta[row] = d
-        for row, n in self.output.items():
-            if row not in new:
-                delta[row] = -n
-        self.output = new
-        return delta
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
@@ -288,6 +241,41 @@ class RecomputeView(ViewRuntime):
 
     def state_size(self) -> int:
         return len(self.output)
+
+
+class OperatorView(MaterializedView):
+    """A dataflow of general operators whose output is materialized."""
+
+    def __init__(self, name, columns, inputs, sql, root: Operator, strategy: str):
+        super().__init__(name, columns, inputs, sql)
+        self.root = root
+        self.strategy = strategy
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        delta = self.root.step(batch)
+        output = self.output
+        for row, w in delta.items():
+            add_into(output, row, w)
+        return delta
+
+    def state_size(self) -> int:
+        return len(self.output) + self.root.state_size()
+
+
+class RecomputeView(MaterializedView):
+    """DuckDB recomputes the view per batch; the delta is new result minus old."""
+
+    strategy = "recompute"
+
+    def __init__(self, name, columns, inputs, sql, contents_of: Callable[[str], tuple]):
+        super().__init__(name, columns, inputs, sql)
+        self.contents_of = contents_of
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        new = dict(Counter(run_duckdb(self.sql, self.inputs, self.contents_of)))
+        delta = zset.minus(new, self.output)
+        self.output = new
+        return delta
 
 
 def arrow_table(columns: Columns, rows: list[tuple]) -> pa.Table:

@@ -23,6 +23,15 @@ def add_into(target: ZSet, row: tuple, w) -> None:
         target.pop(row, None)
 
 
+def replace_row(delta: ZSet, old: tuple | None, new: tuple | None) -> None:
+    """Record that a derived row changed from ``old`` to ``new`` (None: absent)."""
+    if old != new:
+        if old is not None:
+            add_into(delta, old, -1)
+        if new is not None:
+            add_into(delta, new, 1)
+
+
 def plus(r: ZSet, s: ZSet) -> ZSet:
     out = dict(r)
     for t, w in s.items():
