@@ -35,20 +35,28 @@ def key_function(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
 
 
 class Index:
-    """Hash index of a node's reduct on a subset of its variables, optionally with totals."""
+    """Hash index of a node's reduct on a subset of its variables, optionally with totals.
+
+    A bucket holding one tuple is stored as the 1-tuple ``(t,)`` and becomes an insertion-
+    ordered dict only when a second tuple arrives: most join keys are unique, and a dict per
+    key would dominate the representation's memory.
+    """
 
     __slots__ = ("key", "buckets", "totals")
 
     def __init__(self, positions: tuple[int, ...], with_totals: bool):
         self.key = key_function(positions)
-        self.buckets: dict[tuple, dict[tuple, None]] = {}
+        self.buckets: dict[tuple, tuple | dict[tuple, None]] = {}
         self.totals: dict[tuple, object] | None = {} if with_totals else None
 
     def insert(self, t: tuple, w: object) -> None:
         k = self.key(t)
-        bucket = self.buckets.get(k)
+        buckets = self.buckets
+        bucket = buckets.get(k)
         if bucket is None:
-            self.buckets[k] = {t: None}
+            buckets[k] = (t,)
+        elif type(bucket) is tuple:
+            buckets[k] = {bucket[0]: None, t: None}
         else:
             bucket[t] = None
         if self.totals is not None:
@@ -56,10 +64,14 @@ class Index:
 
     def remove(self, t: tuple, w: object) -> None:
         k = self.key(t)
-        bucket = self.buckets[k]
-        del bucket[t]
-        if not bucket:
-            del self.buckets[k]
+        buckets = self.buckets
+        bucket = buckets[k]
+        if type(bucket) is tuple:
+            del buckets[k]
+        else:
+            del bucket[t]
+            if len(bucket) == 1:
+                buckets[k] = (next(iter(bucket)),)
         if self.totals is not None:
             self.adjust(k, w)
 
@@ -161,6 +173,17 @@ class Representation:
         m = siblings[0]
         shared = tuple(v for v in m.vars if v in n.vars)
         m_state = self.states[m.id]
+        if len(shared) == len(m.vars):
+            # the sibling's whole tuple is fixed by the delta tuple: look it up, no index
+            key = key_function(tuple(n.vars.index(v) for v in shared))
+            rho_m = m_state.rho  # var(m) within var(n), so var(p) is too: proj is set
+
+            def push_lookup(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    weight = rho_m.get(key(t))
+                    if weight is not None:
+                        _accumulate(pd, proj(t), w * weight)
+            return push_lookup
         if proj is not None:
             idx = m_state.index(shared, with_totals=True)
             key = key_function(tuple(n.vars.index(v) for v in shared))

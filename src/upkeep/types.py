@@ -48,7 +48,11 @@ class SqlType:
             return f"DECIMAL({self.precision},{self.scale})"
         return self.kind
 
-    def arrow(self) -> pa.DataType:
+    def arrow(self) -> pa.DataType | None:
+        if self.kind == "NULL":
+            return pa.null()
+        if self.kind == "TIMESTAMP":
+            return pa.timestamp("us")
         return {
             "TINYINT": pa.int8(),
             "SMALLINT": pa.int16(),
@@ -59,7 +63,8 @@ class SqlType:
             "VARCHAR": pa.string(),
             "DATE": pa.date32(),
             "BOOLEAN": pa.bool_(),
-        }.get(self.kind) or pa.decimal128(self.precision, self.scale)
+        }.get(self.kind) or (pa.decimal128(self.precision, self.scale)
+                             if self.kind == "DECIMAL" else None)  # None: let Arrow infer
 
     def __str__(self) -> str:
         return self.sql()
@@ -83,8 +88,6 @@ _TYPE_NAMES = {
     "HUGEINT": "HUGEINT",
     "INT128": "HUGEINT",
     "DOUBLE": "DOUBLE",
-    "FLOAT": "DOUBLE",
-    "REAL": "DOUBLE",
     "DECIMAL": "DECIMAL",
     "VARCHAR": "VARCHAR",
     "CHAR": "VARCHAR",
@@ -100,6 +103,9 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
     """Map a parsed sqlglot type to an upkeep type; unsupported types raise UnsupportedError."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     kind = _TYPE_NAMES.get(name.upper())
+    if name.upper() in ("FLOAT", "REAL"):
+        raise UnsupportedError(
+            f"column type {node.sql()} (a 4-byte float) is not supported; use DOUBLE")
     if kind is None:
         raise UnsupportedError(f"column type {node.sql()} is not supported")
     if kind == "DECIMAL":
@@ -248,7 +254,8 @@ def type_from_name(name: str) -> SqlType:
         "SMALLINT": SqlType("SMALLINT"), "TINYINT": SqlType("TINYINT"),
         "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "VARCHAR": VARCHAR, "DATE": DATE,
         "BOOLEAN": BOOLEAN, '"NULL"': NULLTYPE, "NULL": NULLTYPE,
-    }.get(name, VARCHAR if name.startswith("VARCHAR") else DOUBLE)
+        "TIMESTAMP": SqlType("TIMESTAMP"),
+    }.get(name, VARCHAR if name.startswith("VARCHAR") else SqlType(name))
 
 
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:

@@ -1,0 +1,24 @@
+"""Shared pytest configuration for the upkeep test suite."""
+
+from __future__ import annotations
+
+import sys
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Print which forced strategies the engine declared not applicable."""
+    oracle = sys.modules.get("oracle")
+    table = getattr(oracle, "APPLICABILITY", None)
+    if not table:
+        return
+    na = sorted((q, s, note) for (q, s), (ok, note) in table.items() if not ok)
+    odd = sorted(
+        (q, note) for (q, s), (ok, note) in table.items() if s is None and "error" in note.lower()
+    )
+    tr = terminalreporter
+    tr.section("upkeep strategy applicability")
+    tr.write_line(f"{len(na)} forced (query, strategy) combinations not applicable")
+    for q, s, note in na:
+        tr.write_line(f"  n/a  {q:28s} {s:8s} {note[:90]}")
+    for q, note in odd:
+        tr.write_line(f"  AUTO {q:28s} {note[:100]}")

@@ -1,0 +1,447 @@
+"""Errors are typed and informative, and a failing statement or batch changes nothing.
+
+Every test loads seeded data, takes an exact snapshot of all tables, views and
+subscription states, provokes one error, and checks that (a) the error has the
+right class and names the position or row at fault, (b) the snapshot is
+unchanged and no subscriber was called, and (c) everything still equals the
+DuckDB oracle, also after a later valid batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from decimal import Decimal
+
+import duckdb
+import pytest
+from oracle import Oracle, assert_bag_equal, seeded_rows
+from queries import BY_NAME, SCHEMA
+
+import upkeep
+
+VIEWS = [
+    "tpch_q3",
+    "minmax_group",
+    "global_counts_empty",
+    "distinct_single",
+    "count_distinct_global",
+    "self_path2",
+    "vov_over_agg",
+    "union_all_join",
+]
+
+
+@pytest.fixture
+def orc():
+    """A database with seeded tables and several views, mirrored by the oracle."""
+    queries = [BY_NAME[v] for v in VIEWS]
+    tables = list(dict.fromkeys(t for q in queries for t in q.all_tables()))
+    db = upkeep.connect()
+    o = Oracle(db, tables)
+    try:
+        for q in queries:
+            o.create_query(q)
+        for t in tables:
+            o.insert(t, seeded_rows(t, 8, 1))
+        o.check("fixture load")
+        yield o
+    finally:
+        o.close()
+        db.close()
+
+
+def expect_failure(orc: Oracle, exc_type: type[Exception], fn: Callable[[], object]) -> Exception:
+    """Run ``fn``, require ``exc_type``, and require that nothing changed."""
+    before = orc.state()
+    calls = {v: s.calls for v, s in orc.subs.items()}
+    snap = orc.model.snapshot()
+    with pytest.raises(exc_type) as ei:
+        fn()
+    orc.model.restore(snap)
+    orc.note(f"# ^ raised {type(ei.value).__name__}: {str(ei.value)[:120]!r}")
+    after = orc.state()
+    for key in before:
+        assert after[key] == before[key], (
+            f"{key} changed by a failing operation ({type(ei.value).__name__}: {ei.value})\n"
+            f"    before: {sorted(before[key].items(), key=repr)[:10]}\n"
+            f"    after:  {sorted(after[key].items(), key=repr)[:10]}\n{orc.repro()}"
+        )
+    assert {v: s.calls for v, s in orc.subs.items()} == calls, (
+        f"subscribers were called for a failing operation\n{orc.repro()}"
+    )
+    orc.check("after the failing operation")
+    return ei.value
+
+
+def follow_up(orc: Oracle) -> None:
+    """A valid batch after the failure is applied correctly."""
+    with orc.transaction():
+        orc.insert("orders", seeded_rows("orders", 3, 9))
+        orc.delete("customer", orc.model.rows("customer")[:2])
+        orc.update("lineitem", {4: 45}, 0, orc.model.rows("lineitem")[0][0])
+    orc.check("valid batch after the failure")
+
+
+POSITION = re.compile(r"(line|column|col|position|pos|offset|char)\w*\W{0,3}\d+|\d+:\d+", re.I)
+
+
+# ---------------------------------------------------------------------------
+# ParseError
+# ---------------------------------------------------------------------------
+MALFORMED = [
+    "SELEC * FROM orders",
+    "SELECT o_orderkey FROM orders WHERE",
+    "SELECT (o_orderkey FROM orders",
+    "INSERT INTO orders VALUES (1, 2",
+    "DELETE FROM orders WHERE o_orderkey = = 3",
+    "UPDATE orders SET WHERE o_orderkey = 1",
+    "CREATE TABLE t_bad (a INTEGER,",
+    "CREATE MATERIALIZED VIEW v_bad AS SELECT o_orderkey FROM orders WHERE AND",
+    "INSERT INTO orders VALUES (1, 2, 'O', 1.00, DATE '1995-01-01', 'x', 0, 'c'))",
+]
+
+
+@pytest.mark.parametrize("sql", MALFORMED)
+def test_parse_error_names_position(orc: Oracle, sql: str) -> None:
+    """Malformed SQL raises ParseError whose message names a position."""
+    with pytest.raises(duckdb.ParserException):  # the statement really is malformed
+        duckdb.connect().execute(sql)
+    err = expect_failure(orc, upkeep.ParseError, lambda: orc.db.execute(sql))
+    assert POSITION.search(str(err)), f"ParseError without a position: {err}"
+    follow_up(orc)
+
+
+def test_parse_error_in_create_view(orc: Oracle) -> None:
+    """create_view with malformed SQL raises ParseError and creates nothing."""
+    sql = "SELECT o_orderkey, FROM orders GROUP"
+    with pytest.raises(duckdb.ParserException):  # the statement really is malformed
+        duckdb.connect().execute(sql)
+    err = expect_failure(orc, upkeep.ParseError, lambda: orc.db.create_view("v_bad", sql))
+    assert POSITION.search(str(err)), f"ParseError without a position: {err}"
+    assert "v_bad" not in orc.db.views()
+
+
+def test_parse_error_inside_transaction_rolls_back(orc: Oracle) -> None:
+    """A malformed statement after valid ones rolls the whole transaction back."""
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("orders", seeded_rows("orders", 4, 2))
+            orc.delete("lineitem", orc.model.rows("lineitem")[:3])
+            orc.db.execute("UPDATE orders SET o_orderkey = WHERE o_custkey = 1")
+
+    expect_failure(orc, upkeep.ParseError, batch)
+    follow_up(orc)
+
+
+# ---------------------------------------------------------------------------
+# UnsupportedError
+# ---------------------------------------------------------------------------
+def test_unsupported_forced_dyn_on_cyclic_query(orc: Oracle) -> None:
+    """Dynamic Yannakakis cannot maintain a cyclic (triangle) query."""
+    sql = BY_NAME["self_triangle"].sql
+    expect_failure(
+        orc, upkeep.UnsupportedError, lambda: orc.db.create_view("v_tri", sql, strategy="dyn")
+    )
+    assert "v_tri" not in orc.db.views()
+    follow_up(orc)
+
+
+def test_unsupported_forced_strategy_window_function(orc: Oracle) -> None:
+    """Window functions cannot be maintained by the incremental strategies."""
+    sql = "SELECT o_orderkey, ROW_NUMBER() OVER (ORDER BY o_orderkey) AS rn FROM orders"
+    for strategy in ("dyn", "general"):
+        expect_failure(
+            orc,
+            upkeep.UnsupportedError,
+            lambda s=strategy: orc.db.create_view("v_win", sql, strategy=s),
+        )
+    assert "v_win" not in orc.db.views()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE t_blob (a INTEGER, b BLOB)",
+        "CREATE TABLE t_list (a INTEGER[])",
+        "CREATE INDEX idx_orders ON orders (o_orderkey)",
+        "ALTER TABLE orders ADD COLUMN o_extra INTEGER",
+    ],
+)
+def test_unsupported_statements(orc: Oracle, sql: str) -> None:
+    """Valid SQL outside upkeep's dialect raises UnsupportedError and changes nothing."""
+    duckdb.connect().execute("CREATE TABLE orders (o_orderkey INTEGER)").execute(sql)  # valid SQL
+    expect_failure(orc, upkeep.UnsupportedError, lambda: orc.db.execute(sql))
+    assert sorted(orc.db.tables()) == sorted(orc.table_names)
+    follow_up(orc)
+
+
+def test_unsupported_statement_inside_transaction_rolls_back(orc: Oracle) -> None:
+    """An unsupported statement inside a transaction rolls back the earlier changes."""
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("customer", seeded_rows("customer", 3, 3), via="sql")
+            orc.delete_where("orders", 0, orc.model.rows("orders")[0][0])
+            orc.db.execute("CREATE INDEX idx_c ON customer (c_custkey)")
+
+    expect_failure(orc, upkeep.UnsupportedError, batch)
+    follow_up(orc)
+
+
+# ---------------------------------------------------------------------------
+# SchemaError
+# ---------------------------------------------------------------------------
+def _names_row(msg: str, row: tuple) -> bool:
+    return repr(row) in msg or all(str(v) in msg for v in row)
+
+
+BAD_ROWS = [
+    ("nt2", (7771, 8881, 9991)),  # too many values
+    ("nt2", (7772,)),  # too few
+    ("nt2", ("not-a-number-42", 10)),  # wrong type
+    ("orders", (1, 2, "O", Decimal("1.00"), "no-such-date-x", "1-URGENT", 0, "c")),
+    ("customer", (1, "Customer#1", 2, "BUILDING", "rich-77")),
+]
+BAD_ROW_PARAMS = [
+    pytest.param(t, bad, via, id=f"{t}-{i}-{via}")
+    for i, (t, bad) in enumerate(BAD_ROWS)
+    for via in ("insert", "executemany")
+    # executemany's placeholders fix the arity, so only type errors go through it
+    if via == "insert" or len(bad) == len(SCHEMA[t])
+]
+
+
+@pytest.mark.parametrize(("table", "bad", "via"), BAD_ROW_PARAMS)
+def test_schema_error_names_row(orc: Oracle, table: str, bad: tuple, via: str) -> None:
+    """A bad row in a multi-row insert rejects the whole insert; the message names it."""
+    good = seeded_rows(table, 3, 4)
+    rows = [good[0], good[1], bad, good[2]]
+    if via == "insert":
+        fn = lambda: orc.db.insert(table, rows)  # noqa: E731
+    else:
+        ph = ", ".join("?" for _ in SCHEMA[table])
+        fn = lambda: orc.db.executemany(f"INSERT INTO {table} VALUES ({ph})", rows)  # noqa: E731
+    err = expect_failure(orc, upkeep.SchemaError, fn)
+    assert _names_row(str(err), bad), f"SchemaError does not name the row {bad!r}: {err}"
+    follow_up(orc)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO nt2 VALUES (1, 2, 3)",
+        "INSERT INTO nt2 VALUES ('abc', 1)",
+        "INSERT INTO no_such_table VALUES (1)",
+        "UPDATE nt2 SET k = 'abc' WHERE k = 1",
+        "DELETE FROM nt2 WHERE no_such_column = 1",
+    ],
+)
+def test_schema_error_sql(orc: Oracle, sql: str) -> None:
+    """Shape/type/name errors in SQL statements raise SchemaError and change nothing."""
+    expect_failure(orc, upkeep.SchemaError, lambda: orc.db.execute(sql))
+    follow_up(orc)
+
+
+def test_schema_error_unknown_column_in_view(orc: Oracle) -> None:
+    """A view over an unknown column raises SchemaError and is not created."""
+    expect_failure(
+        orc,
+        upkeep.SchemaError,
+        lambda: orc.db.create_view("v_bad", "SELECT no_such_col FROM orders"),
+    )
+    assert "v_bad" not in orc.db.views()
+
+
+def test_schema_error_inside_transaction_rolls_back(orc: Oracle) -> None:
+    """A bad row after valid statements rolls back the whole transaction."""
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("nt2", [(0, 10), (1, None)])
+            orc.update("orders", {1: 3}, 0, orc.model.rows("orders")[0][0])
+            orc.delete("lineitem", orc.model.rows("lineitem")[:2])
+            orc.db.insert("nt2", [(1, 20), ("bad-value-55", 1)])
+
+    err = expect_failure(orc, upkeep.SchemaError, batch)
+    assert "bad-value-55" in str(err)
+    follow_up(orc)
+
+
+# ---------------------------------------------------------------------------
+# ConstraintError
+# ---------------------------------------------------------------------------
+def test_delete_missing_row(orc: Oracle) -> None:
+    """Deleting a row that is not present raises ConstraintError naming the row."""
+    missing = (6661, 7771)
+    err = expect_failure(orc, upkeep.ConstraintError, lambda: orc.db.delete("nt2", [missing]))
+    assert _names_row(str(err), missing), f"ConstraintError does not name {missing!r}: {err}"
+    follow_up(orc)
+
+
+def test_delete_present_and_missing_is_atomic(orc: Oracle) -> None:
+    """A delete batch with one missing row removes nothing."""
+    present = orc.model.rows("orders")[:3]
+    missing = (99, 98, "O", Decimal("1.00"), None, "5-LOW", 0, None)
+    expect_failure(
+        orc, upkeep.ConstraintError, lambda: orc.db.delete("orders", [*present, missing])
+    )
+    follow_up(orc)
+
+
+def test_delete_more_copies_than_present(orc: Oracle) -> None:
+    """Deleting a row twice when it is present once raises and removes nothing."""
+    row = (5, 20)
+    orc.insert("nt2", [row])
+    n = orc.model.tables["nt2"][row]
+    orc.check("insert")
+    expect_failure(orc, upkeep.ConstraintError, lambda: orc.db.delete("nt2", [row] * (n + 1)))
+    orc.delete("nt2", [row] * n)
+    orc.check("delete every copy")
+    expect_failure(orc, upkeep.ConstraintError, lambda: orc.db.delete("nt2", [row]))
+
+
+def test_constraint_error_inside_transaction_rolls_back(orc: Oracle) -> None:
+    """A failing delete after inserts, updates and deletes rolls back all of them."""
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("orders", seeded_rows("orders", 5, 5), via="many")
+            orc.update("customer", {3: "BUILDING"}, 0, orc.model.rows("customer")[0][0])
+            orc.delete_all("edges")
+            orc.insert("edges", [(1, 2, 3), (2, 1, 3)])
+            orc.db.delete("nt2", [(4242, 4343)])
+
+    expect_failure(orc, upkeep.ConstraintError, batch)
+    follow_up(orc)
+
+
+def test_deleting_a_row_inserted_then_deleted_in_same_transaction(orc: Oracle) -> None:
+    """Inside a transaction a row inserted and deleted once cannot be deleted again."""
+    row = (6, 10)
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("nt2", [row])
+            orc.delete("nt2", [row])
+            orc.db.delete("nt2", [row] * (orc.model.tables["nt2"][row] + 1))
+
+    expect_failure(orc, upkeep.ConstraintError, batch)
+    follow_up(orc)
+
+
+def test_user_exception_inside_transaction_rolls_back(orc: Oracle) -> None:
+    """An exception raised by user code inside ``with db.transaction()`` rolls back."""
+
+    class Boom(Exception):
+        pass
+
+    def batch() -> None:
+        with orc.transaction():
+            orc.insert("lineitem", seeded_rows("lineitem", 4, 6))
+            orc.delete_all("customer")
+            raise Boom
+
+    expect_failure(orc, Boom, batch)
+    follow_up(orc)
+
+
+def test_failing_view_creation_leaves_existing_views(orc: Oracle) -> None:
+    """A duplicate view name raises upkeep.Error and leaves the existing view intact."""
+    expect_failure(
+        orc, upkeep.Error, lambda: orc.db.create_view("minmax_group", "SELECT * FROM nt2")
+    )
+    follow_up(orc)
+
+
+# ---------------------------------------------------------------------------
+# documented transaction semantics (docs/sql.md)
+# ---------------------------------------------------------------------------
+def test_caught_error_inside_transaction_keeps_the_other_statements(orc: Oracle) -> None:
+    """An error caught inside the block discards only its statement; the rest commit."""
+    calls = {v: s.calls for v, s in orc.subs.items()}
+    with orc.transaction():
+        orc.insert("orders", seeded_rows("orders", 3, 11))
+        with pytest.raises(upkeep.ConstraintError):
+            orc.db.delete("nt2", [(4242, 4343)])
+        with pytest.raises(upkeep.SchemaError):
+            orc.db.insert("customer", [(1, "x", 2, "BUILDING", "not-a-double-9")])
+        orc.delete("lineitem", orc.model.rows("lineitem")[:2])
+    orc.check("transaction with caught errors")
+    assert all(s.calls <= calls[v] + 1 for v, s in orc.subs.items()), "one batch, one call"
+
+
+def test_reads_inside_transaction(orc: Oracle) -> None:
+    """Inside a transaction table reads see staged changes; views change at commit."""
+    before = orc.state()
+    calls = {v: s.calls for v, s in orc.subs.items()}
+    with orc.transaction():
+        orc.insert("orders", seeded_rows("orders", 4, 12))
+        orc.delete_all("customer")
+        for t in ("orders", "customer"):
+            staged = orc.db.execute(f"SELECT * FROM {t}").fetchall()
+            assert_bag_equal(orc.model.rows(t), staged, f"staged read of {t}", orc.repro())
+        for v in orc.views:
+            assert before[f"view {v} rows()"] == Counter(map(tuple, orc.db.view(v).rows())), (
+                f"view {v} changed before commit\n{orc.repro()}"
+            )
+        assert {v: s.calls for v, s in orc.subs.items()} == calls, "subscriber called early"
+    orc.check("commit")
+
+
+# ---------------------------------------------------------------------------
+# more ConstraintErrors: keys, NOT NULL, dropping what others use
+# ---------------------------------------------------------------------------
+def test_drop_refused_while_views_depend(orc: Oracle) -> None:
+    """DROP of a table or view that views depend on raises and changes nothing."""
+    for sql in ("DROP TABLE orders", "DROP VIEW vb_spent"):
+        expect_failure(orc, upkeep.ConstraintError, lambda s=sql: orc.db.execute(s))
+    assert sorted(orc.db.tables()) == sorted(orc.table_names)
+    assert set(orc.views) <= set(orc.db.views())
+    follow_up(orc)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "INSERT INTO kt VALUES (1, 5)",  # duplicate key
+        "INSERT INTO kt VALUES (9, NULL)",  # NOT NULL
+        "INSERT INTO kt VALUES (NULL, 1)",  # key is NOT NULL
+        "INSERT INTO kt VALUES (7, 1), (7, 2)",  # duplicate within the statement
+        "UPDATE kt SET k = 2 WHERE k = 1",  # update onto an existing key
+        "UPDATE kt SET v = NULL WHERE k = 3",
+    ],
+)
+def test_key_and_not_null_constraints(bad: str) -> None:
+    """PRIMARY KEY and NOT NULL violations raise ConstraintError like DuckDB, atomically."""
+    ddl = "CREATE TABLE kt (k INTEGER PRIMARY KEY, v INTEGER NOT NULL)"
+    load = "INSERT INTO kt VALUES (1, 10), (2, 20), (3, 30)"
+    view = "SELECT v % 20 AS r, COUNT(*) AS n, SUM(k) AS s FROM kt GROUP BY v % 20"
+    con = duckdb.connect()
+    con.execute(ddl)
+    con.execute(load)
+    with pytest.raises(duckdb.ConstraintException):  # DuckDB rejects it too
+        con.execute(bad)
+    db = upkeep.connect()
+    try:
+        db.execute(ddl)
+        db.execute(load)
+        db.create_view("kv", view)
+        got = []
+        db.view("kv").subscribe(got.append)
+        with pytest.raises(upkeep.ConstraintError):
+            with db.transaction():
+                db.execute("INSERT INTO kt VALUES (4, 40)")
+                db.execute(bad)
+        assert_bag_equal(
+            con.execute("SELECT * FROM kt").fetchall(),
+            db.execute("SELECT * FROM kt").fetchall(),
+            "kt",
+        )
+        assert_bag_equal(con.execute(view).fetchall(), db.view("kv").rows(), "kv")
+        assert got == [], "subscriber called for a failed batch"
+    finally:
+        db.close()
+        con.close()
