@@ -85,3 +85,19 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds += time.perf_counter() - self._start
+
+
+def throughput(events: int, inserts: int, deletes: int, phases: dict) -> dict[str, object]:
+    """The result fields every runner reports: counts, phase times and rates."""
+    ins_s, del_s = phases["insert"].seconds, phases["delete"].seconds
+    return {
+        "events": events,
+        "inserts": inserts,
+        "deletes": deletes,
+        "seconds": round(ins_s + del_s, 3),
+        "insert_seconds": round(ins_s, 3),
+        "delete_seconds": round(del_s, 3),
+        "updates_per_s": round(events / (ins_s + del_s), 1),
+        "insert_per_s": round(inserts / ins_s, 1) if ins_s else None,
+        "delete_per_s": round(deletes / del_s, 1) if del_s else None,
+    }

@@ -18,7 +18,7 @@ import time
 import duckdb
 import numpy as np
 import pyarrow as pa
-from measure import MemoryMeter, Stopwatch
+from measure import MemoryMeter, Stopwatch, throughput
 from protocol import Emitter, guarded, runner_args
 from queries import QUERIES
 from schema import PRIMARY_KEYS, create_table_sql
@@ -85,18 +85,9 @@ def run(args: argparse.Namespace) -> None:
     emit.progress(len(stream), force=True)
 
     memory = meter.report()
-    ins_s, del_s = phases["insert"].seconds, phases["delete"].seconds
     emit.result(
         status="ok",
-        events=len(stream),
-        inserts=n_ins,
-        deletes=stream.n_deletes,
-        seconds=round(ins_s + del_s, 3),
-        insert_seconds=round(ins_s, 3),
-        delete_seconds=round(del_s, 3),
-        updates_per_s=round(len(stream) / (ins_s + del_s), 1),
-        insert_per_s=round(n_ins / ins_s, 1) if ins_s else None,
-        delete_per_s=round(stream.n_deletes / del_s, 1) if del_s else None,
+        **throughput(len(stream), n_ins, stream.n_deletes, phases),
         batches=batches,
         batch_size=args.batch,
         recompute_seconds=round(recompute_s, 3),
