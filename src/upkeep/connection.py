@@ -124,9 +124,6 @@ class Connection(Catalog):
             return self._views[name].columns
         raise SchemaError(f"unknown table or view {name}")
 
-    def relations(self) -> list[str]:
-        return [*self._tables, *self._views]
-
     def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
         name = name.lower()
         rows = []
@@ -500,9 +497,10 @@ class Connection(Catalog):
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
         """Run a statement once per parameter tuple, all in one atomic batch."""
-        (stmt,) = _parse(sql) if len(_parse(sql)) == 1 else (None,)
-        if stmt is None:
+        statements = _parse(sql)
+        if len(statements) != 1:
             raise UnsupportedError("executemany takes exactly one statement")
+        (stmt,) = statements
         fast = _simple_insert(stmt)
         if fast is not None:
             return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))

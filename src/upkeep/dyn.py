@@ -150,6 +150,8 @@ class Representation:
         self.upper = [self.states[n.id] for n in post if n.id in pair.n_set]
         self.leaf_of_atom = {n.atom: self.states[n.id] for n in pair.nodes if n.is_leaf}
         self.out_key = key_function(pair.out)  # env is indexed by variable id
+        self.width = max((v for n in pair.nodes for v in n.vars), default=-1) + 1
+        self.frontier = pair.frontier()
         for n in pair.nodes:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
@@ -364,7 +366,7 @@ class Representation:
     def _run(self, anchor: Node | None, anchor_tuple: tuple | None
              ) -> Iterator[tuple[tuple, object]]:
         plan = self._plan(anchor)
-        width = max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1
+        width = self.width
         root = self.pair.root
         out_key = self.out_key
         bindings = [{}] if anchor is None else self._path_bindings(anchor, anchor_tuple)
@@ -392,11 +394,11 @@ class Representation:
 
     def weight(self, out_tuple: tuple) -> object | None:
         """Membership in O(|N|): the product of the frontier weights, or None if absent."""
-        env: list = [None] * (max((v for n in self.pair.nodes for v in n.vars), default=-1) + 1)
+        env: list = [None] * self.width
         for v, x in zip(self.pair.out, out_tuple, strict=True):
             env[v] = x
         w = None
-        for f in self.pair.frontier():
+        for f in self.frontier:
             st = self.states[f.id]
             got = st.rho.get(tuple(env[v] for v in f.vars))
             if got is None:

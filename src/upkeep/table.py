@@ -73,6 +73,3 @@ class Table:
                     self.keys[k] = m
                 else:
                     self.keys.pop(k, None)
-
-    def weighted_rows(self):
-        return iter(list(self.rows.items()))

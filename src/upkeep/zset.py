@@ -8,7 +8,7 @@ Yannakakis representation are built from these same rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 ZSet = dict[tuple, object]
 
@@ -75,10 +75,3 @@ def join(r: ZSet, r_cols: list[str], s: ZSet, s_cols: list[str]) -> tuple[ZSet, 
         for u, v in index.get(tuple(t[p] for p in rk), ()):
             add_into(out, t + tuple(u[p] for p in se), w * v)
     return out, r_cols + extra
-
-
-def from_rows(rows: Iterable[tuple], weight: int = 1) -> ZSet:
-    out: ZSet = {}
-    for row in rows:
-        add_into(out, row, weight)
-    return out
