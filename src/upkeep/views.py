@@ -72,6 +72,16 @@ class ViewRuntime:
         return "\n".join(head + self.explanation)
 
 
+def update_representation(rep: Representation, sources: list, batch: Batch,
+                          want_delta: bool) -> dict | None:
+    """Feed a batch's leaf deltas to a (T,N)-rep: ``{output tuple: (old, new)}`` in push mode,
+    None in pull mode."""
+    leaf = {i: s.step(batch) for i, s in enumerate(sources) if s.relation in batch}
+    if not leaf:
+        return {} if want_delta else None
+    return rep.update(leaf, want_delta)
+
+
 class DynView(ViewRuntime):
     """A free-connex block kept as a (T,N)-rep; rows are ``select(out tuple)`` with weights."""
 
@@ -87,14 +97,8 @@ class DynView(ViewRuntime):
         self.invert: Callable[[tuple], tuple | None] | None = None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        leaf = {}
-        for i, s in enumerate(self.sources):
-            if s.relation in batch:
-                leaf[i] = s.step(batch)
-        if not leaf:
-            return {} if want_delta else None
-        changes = self.rep.update(leaf, want_delta)
-        if not want_delta:
+        changes = update_representation(self.rep, self.sources, batch, want_delta)
+        if changes is None:
             return None
         out: Delta = {}
         select = self.select
@@ -199,11 +203,8 @@ class DynAggregateView(ViewRuntime):
         return self.finalizer.finish((*key, *vals))
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        leaf = {i: s.step(batch) for i, s in enumerate(self.sources) if s.relation in batch}
-        if not leaf:
-            return {} if want_delta else None
-        changes = self.rep.update(leaf, want_delta)
-        if not want_delta:
+        changes = update_representation(self.rep, self.sources, batch, want_delta)
+        if changes is None:
             return None
         out: Delta = {}
         for key, (old, new) in changes.items():
