@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 .PHONY: demo test lint bench

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """Print which forced strategies the engine declared not applicable."""
@@ -22,3 +24,11 @@ def pytest_terminal_summary(terminalreporter) -> None:
         tr.write_line(f"  n/a  {q:28s} {s:8s} {note[:90]}")
     for q, note in odd:
         tr.write_line(f"  AUTO {q:28s} {note[:100]}")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession the whole suite shares (local[2]; started on first use)."""
+    from upkeep.spark import spark_session
+
+    return spark_session("local[2]", config={"spark.sql.shuffle.partitions": "2"})

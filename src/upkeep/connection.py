@@ -35,16 +35,41 @@ Delta = dict[tuple, int]
 
 
 def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
-            snapshot_bytes: int = 64 << 20) -> Connection:
+            snapshot_bytes: int = 64 << 20, engine: str = "local", spark=None,
+            master: str | None = None, shards: int | None = None):
     """Open an engine: in memory (the default), or durable in the directory ``database``.
 
     A durable database logs every committed batch (fsynced before the commit returns, unless
     ``fsync=False``) and snapshots its tables when the log passes ``snapshot_bytes``; opening
     it again recovers every acknowledged batch exactly once and rebuilds the views.
+
+    ``engine="spark"`` maintains the views on Apache Spark instead (``spark``: a SparkSession,
+    or ``master``, default ``local[2]``; ``database``: the working directory for change files
+    and checkpoints; ``shards``: partitions per view); see docs/spark.md.
     """
+    if engine == "spark":
+        from .spark import SparkConnection
+        directory = None if database in (":memory:", "", None) else database
+        return SparkConnection(spark=spark, master=master, directory=directory, shards=shards)
+    if engine != "local":
+        raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
         return Connection()
     return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes))
+
+
+def from_catalog(catalog: dict, views: Iterable[str] | None = None) -> Connection:
+    """An empty in-memory database with the tables of ``catalog`` (from
+    :meth:`Connection.catalog`) and the given user views (all if None), in definition order."""
+    db = Connection()
+    for name, columns, not_null, key in catalog["tables"]:
+        db._tables[name] = Table(name, columns, not_null, key)
+    wanted = None if views is None else set(views)
+    for name, (sql, strategy) in catalog["views"].items():
+        if wanted is None or name in wanted:
+            db._create_view(name, _parse_one(sql), strategy)
+            db._user_views[name] = (sql, strategy)
+    return db
 
 
 class ViewHandle:
@@ -147,6 +172,12 @@ class Connection(Catalog):
     def tables(self) -> list[str]:
         return list(self._tables)
 
+    def catalog(self) -> dict:
+        """The schema without rows: tables (columns, NOT NULL, key) and user views (SQL,
+        strategy).  :func:`from_catalog` rebuilds it elsewhere, e.g. in each Spark shard."""
+        return {"tables": [(t.name, t.columns, t.not_null, t.key) for t in self._tables.values()],
+                "views": dict(self._user_views)}
+
     def views(self) -> list[str]:
         hidden = {h for hs in self._helpers.values() for h in hs}
         return [v for v in self._views if v not in hidden]
@@ -207,6 +238,10 @@ class Connection(Catalog):
             raise
         pending, self._pending = self._pending, None
         self._commit(pending, metadata=metadata)
+
+    def staged(self) -> dict[str, Delta]:
+        """The changes staged so far in the open transaction (table -> row -> weight)."""
+        return {name: dict(delta) for name, delta in (self._pending or {}).items()}
 
     def metadata(self) -> dict:
         """The metadata committed with the latest batch that carried some ({} if none)."""

@@ -1,0 +1,322 @@
+"""``upkeep.connect(engine="spark")``: the embedded API, with the views maintained on Spark.
+
+Tables and views are declared as on the local engine (the catalog is checked by the local
+engine, so the same SQL is accepted and rejected with the same errors).  Each committed batch
+is written as one JSONL change file into ``<directory>/changes`` and processed as one
+micro-batch of a streaming query checkpointed in ``<directory>/checkpoint``; the view deltas
+come back to the driver, which keeps each view's current rows for :meth:`SparkViewHandle.rows`
+and calls subscribers.  A batch the engine rejects raises the local engine's error and leaves
+every view as it was: the micro-batch is never committed, its file and its uncommitted
+offsets are removed, and the query resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.utils import StreamingQueryException
+from sqlglot import exp
+
+from ..connection import Connection, _parse
+from ..errors import Error, UnsupportedError
+from ..types import SqlType, coerce_row
+from .codec import _value, decode_row
+from .processor import TICK_SUFFIX, QueryPlan
+from .query import delta_stream, make_plan, query_error
+from .session import spark_session
+
+Delta = list[tuple[tuple, int]]
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def _json_value(v: object) -> str:
+    """A value in a JSONL change record; decimals as strings, so none is rounded."""
+    return json.dumps(str(v)) if isinstance(v, Decimal) else _value(v)
+
+
+class SparkViewHandle:
+    """``db.view(name)`` on the Spark engine: rows, counts and subscriptions."""
+
+    def __init__(self, db: SparkConnection, name: str):
+        self._db = db
+        self.name = name
+
+    def rows(self) -> list[tuple]:
+        self._db._sync()
+        return list(self._db._contents[self.name].elements())
+
+    def count(self, row: tuple) -> int:
+        self._db._sync()
+        return self._db._contents[self.name][tuple(row)]
+
+    def __contains__(self, row: tuple) -> bool:
+        return self.count(row) > 0
+
+    def subscribe(self, fn: Callable[[Delta], object]) -> Callable[[], None]:
+        """Call ``fn(changes)`` after every micro-batch that changes the view."""
+        subs = self._db._subscribers.setdefault(self.name, [])
+        subs.append(fn)
+        return lambda: subs.remove(fn) if fn in subs else None
+
+    @property
+    def columns(self) -> list[str]:
+        return [n for n, _ in self._db._catalog.schema_of(self.name)]
+
+    def explain(self) -> str:
+        return self._db.explain(self.name)
+
+
+class SparkConnection:
+    """The views of one catalog, maintained by a Spark streaming query."""
+
+    def __init__(self, spark: SparkSession | None = None, master: str | None = None,
+                 directory: str | os.PathLike | None = None, shards: int | None = None):
+        self.spark = spark or spark_session(master or "local[2]")
+        self._own_dir = directory is None
+        self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
+        self.changes = self.directory / "changes"
+        self.changes.mkdir(parents=True, exist_ok=True)
+        self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
+        self._catalog = Connection()  # schema only: no rows are ever stored here
+        self._snapshots: dict[str, DataFrame] = {}
+        self._pending: list[tuple[str, tuple, int]] | None = None
+        self._contents: dict[str, Counter] = {}
+        self._subscribers: dict[str, list[Callable]] = {}
+        self._query = None
+        self._plan: QueryPlan | None = None
+        self._generation = 0
+        self._last_batch = -1
+        self._sequence = itertools.count(len(list(self.changes.iterdir())) + 1)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ catalog
+    def execute(self, sql: str) -> None:
+        """CREATE TABLE / CREATE VIEW / DROP / INSERT ... VALUES statements."""
+        for stmt in _parse(sql):
+            if isinstance(stmt, exp.Insert):
+                self._insert_statement(stmt)
+            elif isinstance(stmt, (exp.Create, exp.Drop)):
+                self._catalog.execute(stmt.sql(dialect="duckdb"))
+                self._catalog_changed()
+            else:
+                raise UnsupportedError(
+                    f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
+                    f"table contents; use db.insert(table, rows) and db.delete(table, rows)")
+
+    def create_view(self, name: str, sql: str, strategy: str | None = None) -> SparkViewHandle:
+        self._catalog.create_view(name, sql, strategy)
+        self._catalog_changed()
+        return SparkViewHandle(self, name.lower())
+
+    def view(self, name: str) -> SparkViewHandle:
+        name = name.lower()
+        if name not in self._catalog.views():
+            raise Error(f"unknown view {name}")
+        return SparkViewHandle(self, name)
+
+    def tables(self) -> list[str]:
+        return self._catalog.tables()
+
+    def views(self) -> list[str]:
+        return self._catalog.views()
+
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        return self._catalog.schema_of(name)
+
+    def explain(self, name: str) -> str:
+        """The local engine's plan of the view, and how it is partitioned across shards."""
+        plan = self._plan_now()
+        group = next(g for g in plan.groups if name.lower() in g.views)
+        return f"{self._catalog.explain(name)}\nspark: {group.describe()}"
+
+    def load(self, table: str, data: DataFrame | str) -> None:
+        """Bulk-load a table's initial contents (a Spark DataFrame, or a Parquet path) before
+        the first change: the shards' state is built from it by Spark, not row by row."""
+        if self._query is not None or self._generation:
+            raise UnsupportedError("bulk loads must come before the first change")
+        table = table.lower()
+        self._catalog.schema_of(table)
+        if isinstance(data, (str, os.PathLike)):
+            data = self.spark.read.parquet(str(data))
+        names = [n for n, _ in self._catalog.schema_of(table)]
+        self._snapshots[table] = data.select(*names)
+
+    def _catalog_changed(self) -> None:
+        """A new catalog needs a new plan: the query restarts and replays every change file
+        (a view created late starts from all the data, like on the local engine)."""
+        if self._query is not None:
+            self._stop_query()
+            self._generation += 1
+        self._plan = None
+        self._contents = {v: Counter() for v in self._catalog.views()}
+
+    def _plan_now(self) -> QueryPlan:
+        if self._plan is None:
+            self._plan = make_plan(self._catalog, self.shards)
+        return self._plan
+
+    # ------------------------------------------------------------ changes
+    def insert(self, table: str, rows: Iterable) -> int:
+        return self._change(table, rows, 1)
+
+    def delete(self, table: str, rows: Iterable) -> int:
+        return self._change(table, rows, -1)
+
+    def _change(self, table: str, rows: Iterable, weight: int) -> int:
+        table = table.lower()
+        schema = self._catalog.schema_of(table)
+        if table not in self._catalog.tables():
+            raise Error(f"{table} is a view, not a table")
+        staged = [(table, coerce_row(r, schema, table, i), weight) for i, r in enumerate(rows)]
+        if self._pending is not None:
+            self._pending.extend(staged)
+        else:
+            self._commit(staged)
+        return len(staged)
+
+    def _insert_statement(self, stmt: exp.Insert) -> None:
+        if not isinstance(stmt.expression, exp.Values):
+            raise UnsupportedError("INSERT ... SELECT on the spark engine (the driver does not "
+                                   "hold table contents); use INSERT ... VALUES")
+        staged: dict = {}
+        try:  # the local engine parses and checks the rows; the catalog keeps none of them
+            with self._catalog.transaction():
+                self._catalog.execute(stmt.sql(dialect="duckdb"))
+                staged = self._catalog.staged()
+                raise _RolledBack
+        except _RolledBack:
+            pass
+        for table, delta in staged.items():
+            self._change(table, [r for r, w in delta.items() for _ in range(w)], 1)
+
+    @contextmanager
+    def transaction(self):
+        """Changes inside commit as one micro-batch; an exception discards them."""
+        if self._pending is not None:
+            raise Error("transactions do not nest")
+        self._pending = []
+        try:
+            yield self
+        except BaseException:
+            self._pending = None
+            raise
+        staged, self._pending = self._pending, None
+        if staged:
+            self._commit(staged)
+
+    def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
+        lines = []
+        for table, row, weight in staged:
+            values = ",".join(_json_value(v) for v in row)
+            op = "insert" if weight > 0 else "delete"
+            lines.append(f'{{"table":{json.dumps(table)},"op":"{op}","row":[{values}]}}\n')
+        path = self._write(f"changes-{next(self._sequence):08d}.jsonl", "".join(lines))
+        self._run(path)
+
+    def _write(self, name: str, text: str) -> Path:
+        tmp = self.changes / f".{name}.tmp"
+        tmp.write_text(text)
+        path = self.changes / name
+        tmp.rename(path)
+        return path
+
+    # ------------------------------------------------------------ the query
+    def _checkpoint(self) -> Path:
+        return self.directory / f"checkpoint-{self._generation}"
+
+    def _start(self) -> None:
+        plan = self._plan_now()
+        if not (self._checkpoint() / "commits").exists():
+            # a fresh query: every shard reports its views' initial contents in batch 0
+            self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "")
+        deltas = delta_stream(self.spark, plan, str(self.changes), self._snapshots)
+        self._last_batch = -1
+        self._query = (deltas.writeStream.foreachBatch(self._receive)
+                       .option("checkpointLocation", str(self._checkpoint()))
+                       .queryName(f"upkeep_{plan.plan_id}_{self._generation}")
+                       .start())
+
+    def _stop_query(self) -> None:
+        if self._query is not None:
+            try:
+                self._query.stop()
+            finally:
+                self._query = None
+
+    def _sync(self) -> None:
+        if self._query is None:
+            self._start()
+        self._query.processAllAvailable()
+
+    def _run(self, path: Path) -> None:
+        try:
+            self._sync()
+        except StreamingQueryException as exc:
+            error = query_error(exc)
+            self._query = None
+            path.unlink(missing_ok=True)
+            self._discard_uncommitted()
+            self._sync()
+            raise error from None
+
+    def _discard_uncommitted(self) -> None:
+        """Forget a failed micro-batch's offsets, so the restarted query plans anew (the
+        batch was never committed: state and sink are as before it)."""
+        checkpoint = self._checkpoint()
+        committed = {p.name for p in (checkpoint / "commits").glob("[0-9]*")}
+        for log in [checkpoint / "offsets", *(checkpoint / "sources").glob("*")]:
+            for entry in log.glob("[0-9]*"):
+                if entry.name not in committed:
+                    entry.unlink()
+        for crc in checkpoint.rglob(".*.crc"):
+            if not crc.with_name(crc.name[1:-4]).exists():
+                crc.unlink()
+
+    def _receive(self, batch: DataFrame, batch_id: int) -> None:
+        """foreachBatch: fold a micro-batch's deltas into the driver's copy of each view."""
+        if batch_id <= self._last_batch:
+            return  # a replayed batch after a restart
+        rows = batch.collect()
+        changes: dict[str, Counter] = {}
+        with self._lock:
+            for view, text, weight in rows:
+                types = [t for _, t in self._catalog.schema_of(view)]
+                changes.setdefault(view, Counter())[decode_row(text, types)] += weight
+            for view, delta in changes.items():
+                contents = self._contents.setdefault(view, Counter())
+                for row, w in delta.items():
+                    contents[row] += w
+                    if contents[row] == 0:
+                        del contents[row]
+            self._last_batch = batch_id
+        for view, delta in changes.items():
+            out = [(r, w) for r, w in delta.items() if w]
+            for fn in list(self._subscribers.get(view, [])):
+                if out:
+                    fn(out)
+
+    def close(self) -> None:
+        """Stop the streaming query (the SparkSession stays, it may be shared)."""
+        self._stop_query()
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> SparkConnection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

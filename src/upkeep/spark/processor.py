@@ -1,0 +1,223 @@
+"""The Spark side of a shard: decoding change files, routing, and the stateful processor.
+
+A streaming query (see :mod:`upkeep.spark.query`) reads whole change files, decodes them with
+the local pipeline's readers (so records, errors and their positions are the same as on one
+machine), routes each row to the shards of every view group that reads its table
+(:mod:`upkeep.spark.routing`), and groups by ``(group, shard)`` into
+:class:`ShardProcessor`, a ``transformWithStateInPandas`` processor.  Its Spark-managed state
+per shard is a log of change chunks (``ListState``, appended once per micro-batch) and a
+version token (``ValueState``); the engine itself runs in a shard server
+(:mod:`upkeep.spark.shards`).  The log is compacted to the shard's live rows when it grows
+past a few times their number, so both the state and the work per batch stay proportional.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from ..connection import from_catalog
+from ..pipeline.apply import Applier, BadRecord
+from ..pipeline.formats import EXTENSIONS, READERS
+from .codec import encode_row
+from .routing import Group
+from .shards import ShardError, call
+
+ROUTED_SCHEMA = "grp string, shard int, file string, seq long, payload binary"
+TICK_SUFFIX = ".tick"  # an empty change file that makes every shard report in (initial load)
+CHUNK_ROWS = 50_000
+COMPACT_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Everything executors need, shipped with the query: the catalog, the groups and the
+    number of shard servers per executor."""
+
+    plan_id: str
+    catalog: dict
+    groups: list[Group]
+    servers: int
+
+    def group(self, name: str) -> Group:
+        return next(g for g in self.groups if g.name == name)
+
+    def spec(self, name: str) -> tuple[dict, list[str]]:
+        return self.catalog, self.group(name).views
+
+    def server_of(self, shard: int) -> int:
+        return shard % self.servers
+
+
+class UpkeepError(Exception):
+    """Raised inside Spark for a rejected batch; the driver turns it into an upkeep Error."""
+
+    def __init__(self, message: str, kind: str = "ConstraintError"):
+        super().__init__(f"[upkeep] {kind}: {message} [/upkeep]")
+
+
+# ---------------------------------------------------------------- decode and route
+_appliers: dict[str, Applier] = {}
+
+
+def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
+    checked like the local pipeline's, as one payload per ``(group, shard)``."""
+    applier = _appliers.get(plan.plan_id)
+    if applier is None:
+        applier = _appliers[plan.plan_id] = Applier(from_catalog(plan.catalog, []))
+    for frame in frames:
+        out: list[tuple] = []
+        for path, content in zip(frame["path"], frame["content"], strict=True):
+            name = Path(path.removeprefix("file:")).name
+            if name.endswith(TICK_SUFFIX):
+                out += [(g.name, s, name, 0, pickle.dumps(([], []))) for g in plan.groups
+                        for s in range(g.shards)]
+                continue
+            out += _route_file(plan, applier, name, content)
+        yield pd.DataFrame(out, columns=["grp", "shard", "file", "seq", "payload"])
+
+
+def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) -> list[tuple]:
+    fmt = EXTENSIONS.get(Path(name).suffix.lower())
+    if fmt is None:
+        return []
+    buckets: dict[tuple[str, int], tuple[list, list]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / name
+        local.write_bytes(content)
+        for record in READERS[fmt](local, name).read(final=True):
+            try:
+                change = applier.prepare(record)
+            except BadRecord as exc:
+                raise UpkeepError(f"{record.position}: {exc}", "SchemaError") from None
+            where = str(record.position)
+            for row, weight in change.rows:
+                for group in plan.groups:
+                    if change.table not in group.tables:
+                        continue
+                    for shard in group.shards_of(change.table, row):
+                        changes, positions = buckets.setdefault((group.name, shard), ([], []))
+                        changes.append((change.table, row, weight))
+                        positions.append(where)
+    return [(g, s, name, 0, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
+
+
+def route_rows(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
+               ) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over a snapshot of ``table`` (bulk load): its rows, coerced to the
+    table's types, as chunks of insertions per ``(group, shard)``."""
+    applier = _appliers.get(plan.plan_id)
+    if applier is None:
+        applier = _appliers[plan.plan_id] = Applier(from_catalog(plan.catalog, []))
+    converters = applier.converters[table]
+    groups = [g for g in plan.groups if table in g.tables]
+    for frame in frames:
+        buckets: dict[tuple[str, int], list] = {}
+        columns = [frame[c].tolist() for c in frame.columns]
+        for values in zip(*columns, strict=True):
+            row = tuple([None if _missing(v) else f(v)
+                         for f, v in zip(converters, values, strict=True)])
+            for group in groups:
+                for shard in group.shards_of(table, row):
+                    buckets.setdefault((group.name, shard), []).append((table, row, 1))
+        yield pd.DataFrame([(g, s, pickle.dumps(c, protocol=5)) for (g, s), c in buckets.items()],
+                           columns=["grp", "shard", "payload"])
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or value is pd.NaT
+
+
+# ---------------------------------------------------------------- the stateful processor
+class ShardProcessor(StatefulProcessor):
+    """One ``(group, shard)`` key: its log in Spark state, its engine in a shard server."""
+
+    def __init__(self, plan: QueryPlan):
+        self.plan = plan
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.meta = handle.getValueState("meta", "token string, logged long, emitted boolean")
+        self.log = handle.getListState("log", "chunk binary")
+
+    def _state(self) -> tuple[str | None, int, bool]:
+        value = self.meta.get() if self.meta.exists() else None
+        # A new shard has not sent its views' contents yet (non-empty even over empty
+        # tables for a global aggregate); the first batch's tick makes every shard send them.
+        return (value[0], int(value[1]), bool(value[2])) if value else (None, 0, False)
+
+    def _call(self, key: tuple, request: tuple, token: str | None):
+        """A request that needs the engine at ``token``: rebuilt from the log if stale."""
+        server = self.plan.server_of(key[1])
+        full = (request[0], self.plan.plan_id, key) + request[1:]
+        try:
+            result = call(server, full)
+            if result is None:
+                chunks = ([pickle.loads(c[0]) for c in self.log.get()]
+                          if self.log.exists() else [])
+                call(server, ("load", self.plan.plan_id, key, self.plan.spec(key[0]), token,
+                              chunks))
+                result = call(server, full)
+        except ShardError as exc:
+            raise UpkeepError(str(exc)) from None
+        return result
+
+    def _apply(self, key: tuple, changes: list, where: list[str] | None) -> list:
+        token, logged, emitted = self._state()
+        new = uuid.uuid4().hex
+        deltas, size = self._call(key, ("apply", token, new, changes, where), token)
+        if changes:
+            logged += len(changes)
+            if logged > COMPACT_FACTOR * size + CHUNK_ROWS:
+                live = self._call(key, ("dump", new), new)
+                self.log.put([(pickle.dumps(live[i:i + CHUNK_ROWS], protocol=5),)
+                              for i in range(0, len(live), CHUNK_ROWS)])
+                logged = len(live)
+            else:
+                self.log.appendList([(pickle.dumps(changes, protocol=5),)])
+        self.meta.update((new, logged, emitted))
+        return deltas
+
+    def handleInitialState(self, key, initialState: pd.DataFrame, timerValues) -> None:
+        key = (key[0], int(key[1]))
+        for payload in initialState["payload"]:
+            self._apply(key, pickle.loads(payload), None)
+        token, logged, _ = self._state()
+        self.meta.update((token, logged, False))  # the initial contents are still to be sent
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        key = (key[0], int(key[1]))
+        frame = pd.concat(list(rows), ignore_index=True).sort_values(["file", "seq"])
+        changes: list = []
+        where: list[str] = []
+        for payload in frame["payload"]:
+            c, w = pickle.loads(payload)
+            changes += c
+            where += w
+        out: list = []
+        token, logged, emitted = self._state()
+        if not emitted:
+            out += self._call(key, ("contents", token), token)
+            self.meta.update((token, logged, True))
+        out += self._apply(key, changes, where)
+        for i in range(0, len(out), CHUNK_ROWS):
+            part = out[i:i + CHUNK_ROWS]
+            yield pd.DataFrame({"view": [v for v, _, _ in part],
+                                "row": [encode_row(r) for _, r, _ in part],
+                                "weight": [w for _, _, w in part]})
+
+    def close(self) -> None:
+        pass
+
+
+def executor_servers() -> int:
+    """Shard servers per executor: one per core Python may use."""
+    return max(1, len(os.sched_getaffinity(0)))

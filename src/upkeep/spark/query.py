@@ -1,0 +1,91 @@
+"""Building the streaming query: change files in, view deltas out.
+
+One query maintains every view of a catalog: change files are read whole (Spark's
+``binaryFile`` file-stream source, so each file is decoded by upkeep's own readers),
+routed, and grouped by ``(group, shard)`` into :class:`~upkeep.spark.processor.ShardProcessor`.
+Its output is one delta stream ``(view, row, weight)`` for all views;
+:func:`typed_deltas` turns one view's part into typed columns for Spark's own sinks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import re
+from functools import partial
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.utils import StreamingQueryException
+
+from ..connection import Connection
+from ..errors import ConstraintError, Error, SchemaError
+from .codec import OUTPUT_SCHEMA, spark_schema
+from .processor import (
+    ROUTED_SCHEMA,
+    QueryPlan,
+    ShardProcessor,
+    executor_servers,
+    route_files,
+    route_rows,
+)
+from .routing import plan_groups
+from .session import configure
+
+BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+SNAPSHOT_SCHEMA = "grp string, shard int, payload binary"
+
+
+def make_plan(db: Connection, shards: int, servers: int | None = None) -> QueryPlan:
+    """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards."""
+    catalog = db.catalog()
+    groups = plan_groups(db, shards)
+    digest = hashlib.sha256(pickle.dumps((catalog, [g.__dict__ for g in groups]))).hexdigest()
+    return QueryPlan(digest[:16], catalog, groups, servers or executor_servers())
+
+
+def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
+                 snapshots: dict[str, DataFrame] | None = None,
+                 max_files_per_trigger: int | None = None) -> DataFrame:
+    """The streaming DataFrame of view deltas for change files arriving in ``changes``.
+
+    ``snapshots`` (table -> DataFrame) bulk-load the tables' initial contents into the
+    shards' state (Spark's ``initialState``), built by DataFrame operations, not row by row.
+    """
+    configure(spark)
+    reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
+    files = reader.load(changes).select("path", "content")
+    routed = files.mapInPandas(partial(route_files, plan), ROUTED_SCHEMA)
+    initial = None
+    if snapshots:
+        parts = [df.mapInPandas(partial(route_rows, plan, table), SNAPSHOT_SCHEMA)
+                 for table, df in snapshots.items()]
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part)
+        initial = union.groupBy("grp", "shard")
+    return routed.groupBy("grp", "shard").transformWithStateInPandas(
+        ShardProcessor(plan), OUTPUT_SCHEMA, "Append", "None", initialState=initial)
+
+
+def typed_deltas(deltas: DataFrame, db: Connection, view: str) -> DataFrame:
+    """One view's deltas with its own column names and Spark types, plus ``weight``."""
+    columns = db.schema_of(view)
+    parsed = F.from_json("row", spark_schema(columns)).alias("r")
+    return deltas.where(F.col("view") == view).select(parsed, "weight").select(
+        *[F.col(f"r.c{i}").alias(name) for i, (name, _) in enumerate(columns)], "weight")
+
+
+_MARK = re.compile(r"\[upkeep\] (.*?) \[/upkeep\]", re.S)
+
+
+def query_error(exc: StreamingQueryException) -> Error:
+    """The upkeep error a failed micro-batch reports (or a generic one naming Spark's)."""
+    text = str(exc)
+    found = _MARK.findall(text)
+    if found:
+        kind, _, message = found[-1].partition(": ")
+        return (SchemaError if kind == "SchemaError" else ConstraintError)(message)
+    return Error(f"the Spark streaming query failed: {text.splitlines()[0][:2000]}")

@@ -1,0 +1,167 @@
+"""Which shard each change goes to: views grouped by how their inputs can be partitioned.
+
+A view is kept in every shard of its *group* by the local engine, over the part of the data
+the shard receives.  For a single SELECT block over base tables we look for an equivalence
+class of join columns (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2): every
+table with a column in the class is hash-partitioned on it, every other table is copied to
+all shards (as in a broadcast join).  Each output tuple then has exactly one shard that holds
+all of its witnesses, so the union of the shards' views is the view.  Aggregates and DISTINCT
+additionally need the class to contain a grouping (or selected) column, so that no group is
+split between shards.  Anything else (set operations, views over views, derived tables,
+outer joins, global aggregates) goes to a group of one shard, which is still correct.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zlib
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from sqlglot import exp
+
+from ..connection import Connection, _parse_one
+from ..errors import Error
+from ..plan import Block, analyse_joins, atom_of_slot, bind_query
+
+SINGLE = "single"
+
+
+@dataclass
+class Group:
+    """Views kept together: ``routes`` maps each partitioned table to the column index its
+    rows are hashed on; tables not in ``routes`` are copied to every shard."""
+
+    name: str
+    shards: int
+    views: list[str] = field(default_factory=list)
+    routes: dict[str, int] = field(default_factory=dict)
+    tables: set[str] = field(default_factory=set)
+
+    def shards_of(self, table: str, row: tuple) -> range | tuple[int]:
+        """The shards a row of ``table`` goes to."""
+        column = self.routes.get(table)
+        if column is None:
+            return range(self.shards)
+        return (stable_hash(row[column]) % self.shards,)
+
+    def describe(self) -> str:
+        if self.shards == 1:
+            return "one shard"
+        parts = [f"{t} by column {c}" for t, c in sorted(self.routes.items())]
+        copied = sorted(self.tables - self.routes.keys())
+        text = f"{self.shards} shards, {', '.join(parts)}"
+        return text + (f"; copied to every shard: {', '.join(copied)}" if copied else "")
+
+
+def stable_hash(value: object) -> int:
+    """A hash that is the same in every process (Python's str hash is salted per process)
+    and equal for values SQL compares equal (1, 1.0 and Decimal('1.00'))."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return zlib.crc32(value.encode())
+    if isinstance(value, float) and value != value:
+        return 1  # NaN: Python hashes NaNs by identity
+    if isinstance(value, (bool, int, float, Decimal)):
+        return hash(value) & 0x7FFFFFFFFFFFFFFF
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1_000_000) & 0x7FFFFFFFFFFFFFFF
+    if isinstance(value, dt.date):
+        return value.toordinal()
+    return zlib.crc32(repr(value).encode())
+
+
+def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | None:
+    """``{table: column index}`` to partition view ``name`` on, or None if it cannot be."""
+    try:
+        query = _parse_one(sql)
+    except Error:
+        return None
+    if not isinstance(query, exp.Select) or query.args.get("with") or query.args.get("with_"):
+        return None
+    try:
+        plan = bind_query(query, db.schema_of)
+    except Error:
+        return None
+    if not isinstance(plan, Block) or any(a.relation not in db.tables() for a in plan.atoms):
+        return None
+    if plan.aggregates and not plan.group_by:
+        return None
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in analyse_joins(plan).equalities:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    classes: dict[int, set[int]] = {}
+    for column in plan.scope.columns:
+        classes.setdefault(find(column.slot), set()).add(column.slot)
+    if plan.is_aggregate or plan.distinct:
+        keys = plan.group_by if plan.is_aggregate else [e for _, e in plan.select]
+        anchor = {find(plan.scope.resolve(k).slot) for k in keys if isinstance(k, exp.Column)}
+        classes = {root: slots for root, slots in classes.items() if root in anchor}
+    best: dict[str, int] | None = None
+    for slots in classes.values():
+        routes: dict[str, int] = {}
+        conflicts: set[str] = set()
+        for slot in sorted(slots):
+            atom = plan.atoms[atom_of_slot(plan, slot)]
+            column = slot - atom.offset
+            if routes.get(atom.relation, column) != column:
+                conflicts.add(atom.relation)
+            routes[atom.relation] = column
+        # A table under several aliases must be hashed on one column for all of them, and
+        # be partitioned for every alias or for none.
+        for i, atom in enumerate(plan.atoms):
+            covered = any(atom_of_slot(plan, s) == i for s in slots)
+            if not covered and atom.relation in routes:
+                conflicts.add(atom.relation)
+        for table in conflicts:
+            routes.pop(table, None)
+        if routes and (best is None or len(routes) > len(best)):
+            best = routes
+    return best
+
+
+def plan_groups(db: Connection, shards: int) -> list[Group]:
+    """Group the user views of ``db`` (its catalog) for ``shards`` shards."""
+    views = db.catalog()["views"]
+    reads: dict[str, set[str]] = {}
+    for name, (sql, _strategy) in views.items():
+        query = _parse_one(sql)
+        reads[name] = {t.name.lower() for t in query.find_all(exp.Table)}
+    together = {n for n, r in reads.items() if r & views.keys()}
+    changed = True
+    while changed:  # views over views, and what they read, are kept in one shard together
+        changed = False
+        for name in list(together):
+            for dep in reads[name] & views.keys():
+                if dep not in together:
+                    together.add(dep)
+                    changed = True
+    groups: dict[tuple, Group] = {}
+    for name, (sql, _strategy) in views.items():
+        routes = None if name in together or shards == 1 else partition_columns(db, name, sql)
+        key = tuple(sorted(routes.items())) if routes else (SINGLE,)
+        group = groups.get(key)
+        if group is None:
+            label = SINGLE if routes is None else f"g{len(groups)}"
+            group = groups[key] = Group(label, shards if routes else 1, routes=routes or {})
+        group.views.append(name)
+    tables = set(db.tables())
+    for group in groups.values():
+        closure = set(group.views)
+        frontier = list(group.views)
+        while frontier:
+            for dep in reads[frontier.pop()]:
+                if dep in views and dep not in closure:
+                    closure.add(dep)
+                    frontier.append(dep)
+        group.tables = {t for v in closure for t in reads[v] if t in tables}
+    return list(groups.values())
