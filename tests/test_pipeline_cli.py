@@ -111,15 +111,6 @@ def test_a_sink_for_an_unknown_view(tmp_path, capsys):
     assert "no view named 'revenu'" in capsys.readouterr().err
 
 
-def test_engine_spark_is_refused_clearly(tmp_path, capsys):
-    path = write_pipeline(tmp_path)
-    assert main(["run", str(path), "--engine", "spark"]) == 1
-    err = capsys.readouterr().err
-    assert "engine 'spark' is not available yet" in err and "--engine local" in err
-    with pytest.raises(SystemExit):
-        main(["run", str(path), "--engine", "flink"])
-
-
 def test_run_from_the_command_line_with_overrides(tmp_path, capsys):
     stream = Stream(seed=21).generate(200)
     WRITERS["parquet"](tmp_path / "changes", stream.records, files=2)

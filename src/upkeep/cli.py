@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the durable database directory (default: state_dir); "
                           "':memory:' keeps no state")
     run.add_argument("--engine", choices=ENGINES, default=None,
-                     help="the engine that maintains the views (only local exists so far)")
+                     help="the engine that maintains the views: local (in this process) or "
+                          "spark (a Structured Streaming query; see docs/spark.md)")
     run.add_argument("--progress", choices=MODES, default="auto",
                      help="live display, plain lines, or none (default: live on a terminal)")
 
@@ -91,8 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config.replace(follow=args.follow, on_error=args.on_error,
                                 dead_letter=args.dead_letter, state_dir=args.state_dir,
                                 engine=args.engine)
-        check_engine(config)
         stop = threading.Event()
+        if config.engine == "spark":
+            from .spark.pipeline import SparkPipelineRunner
+
+            runner = SparkPipelineRunner(config, console=console, stop=stop)
+            with _graceful_stop(stop, console):
+                runner.run()
+            return 0
+        check_engine(config)
         with _graceful_stop(stop, console):
             PipelineRunner(config, console=console, progress=args.progress, stop=stop).run()
         return 0

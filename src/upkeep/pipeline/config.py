@@ -78,6 +78,10 @@ class PipelineConfig:
     on_error: str = "stop"
     dead_letter: Path | None = None
     engine: str = "local"
+    spark_master: str = "local[2]"
+    spark_shards: int | None = None
+    spark_files_per_batch: int | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     def replace(self, **changes: Any) -> PipelineConfig:
         """A copy with some settings overridden (command-line options); ``None`` keeps one."""
@@ -112,7 +116,7 @@ def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
     """Validate the parsed TOML of ``file`` (a dict) into a :class:`PipelineConfig`."""
     base = file.parent
     known = {"name", "state_dir", "engine", "tables", "views", "on_error", "dead_letter",
-             "source", "batch", "sinks"}
+             "source", "batch", "sinks", "spark"}
     _unknown(file, data, known, "")
     name = _get(file, data, "name", (str,), file.stem)
     state_dir = _state_dir(_get(file, data, "state_dir", (str,), f"{file.stem}.state"), base)
@@ -128,7 +132,8 @@ def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
         source=_source(file, _table(file, data, "source", required=True)),
         batch=_batch(file, _table(file, data, "batch")),
         sinks=_sinks(file, data.get("sinks", [])),
-        on_error=on_error, dead_letter=dead_letter, engine=engine)
+        on_error=on_error, dead_letter=dead_letter, engine=engine,
+        **_spark(file, _table(file, data, "spark")))
 
 
 # ---------------------------------------------------------------- sections
@@ -149,6 +154,22 @@ def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
     return SourceConfig(path=path, format=fmt,
                         follow=_get(file, data, "follow", (bool,), False, "source."),
                         poll_interval=poll)
+
+
+def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """``[spark]``: where and how the spark engine runs (docs/spark.md)."""
+    _unknown(file, data, {"master", "shards", "files_per_batch", "conf"}, "spark.")
+    out: dict[str, Any] = {
+        "spark_master": _get(file, data, "master", (str,), "local[2]", "spark."),
+        "spark_shards": _get(file, data, "shards", (int,), None, "spark."),
+        "spark_files_per_batch": _get(file, data, "files_per_batch", (int,), None, "spark."),
+    }
+    for key in ("spark_shards", "spark_files_per_batch"):
+        if out[key] is not None and out[key] < 1:
+            raise ConfigError(file, f"key 'spark.{key[6:]}' must be at least 1, got {out[key]}")
+    conf = _get(file, data, "conf", (dict,), {}, "spark.")
+    out["spark_conf"] = {str(k): str(v) for k, v in conf.items()}
+    return out
 
 
 def _batch(file: Path, data: dict[str, Any]) -> BatchConfig:
@@ -246,7 +267,7 @@ def _get(file: Path, data: dict[str, Any], key: str, types: tuple[type, ...], de
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         names = "a number" if float in types else {
-            str: "a string", int: "an integer", bool: "true or false"}[types[0]]
+            str: "a string", int: "an integer", bool: "true or false", dict: "a table"}[types[0]]
         where = f"{label}: " if label else ""
         raise ConfigError(file, f"{where}key '{prefix}{key}' must be {names}, got {value!r}")
     return value

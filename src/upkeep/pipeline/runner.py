@@ -36,10 +36,10 @@ from .stats import RunStats, ViewStats
 
 
 def check_engine(config: PipelineConfig) -> None:
-    """Only the local engine exists; say so clearly for any other."""
+    """This runner is the local engine's (``upkeep.spark.pipeline`` runs the spark engine)."""
     if config.engine != "local":
-        raise PipelineError(f"engine {config.engine!r} is not available yet; only the local "
-                            f"engine runs pipelines (use --engine local)")
+        raise PipelineError(f"engine {config.engine!r}: use upkeep.spark.pipeline."
+                            f"SparkPipelineRunner (upkeep run --engine spark does)")
 
 
 def open_database(config: PipelineConfig) -> Connection:

@@ -1,0 +1,246 @@
+"""``upkeep run --engine spark``: a pipeline as one Spark Structured Streaming query.
+
+The source directory is Spark's file-stream source (each file read whole and decoded by
+upkeep's readers, so records and error positions are the local pipeline's); the views are
+kept in shards (:mod:`upkeep.spark.processor`); the checkpoint in ``<state_dir>/checkpoint``
+makes a stopped or killed run resume exactly where the last committed micro-batch ended.
+Sinks receive each micro-batch's view deltas exactly once:
+
+* ``parquet``: typed delta rows (the view's columns and ``weight``) in
+  ``<path>/batch=<id>/``, each batch's directory overwritten whole if a batch is replayed;
+* ``jsonl``: the local sink's lines ``{"batch", "weight", "row"}``; lines of batches the
+  checkpoint has not committed are cut at start, so a replayed batch is not written twice;
+* ``terminal``: each batch's deltas printed (at least once; display only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql.utils import StreamingQueryException
+from rich.console import Console
+
+from ..connection import Connection
+from ..pipeline.config import MEMORY, PipelineConfig, SinkConfig
+from ..pipeline.errors import PipelineError
+from ..pipeline.schema import ensure_schema
+from ..pipeline.sinks.values import json_value
+from ..types import SqlType
+from .codec import decode_row
+from .processor import TICK_SUFFIX
+from .query import delta_stream, make_plan, query_error
+from .session import spark_session
+
+SPARK_SINKS = ("parquet", "jsonl", "terminal")
+Callback = Callable[[int, dict[str, list[tuple[tuple, int]]]], object]
+
+
+class SparkPipelineRunner:
+    """Runs a pipeline on Spark until its source is exhausted (or, following, stopped)."""
+
+    def __init__(self, config: PipelineConfig, *, spark=None, console: Console | None = None,
+                 stop: threading.Event | None = None, on_batch: Callback | None = None):
+        self.config = config
+        self.console = console or Console()
+        self.stop = stop or threading.Event()
+        self.on_batch = on_batch
+        if config.on_error != "stop":
+            raise PipelineError(f"on_error = {config.on_error!r} is not available on the spark "
+                                f"engine yet: a rejected record fails the micro-batch (use stop)")
+        for sink in config.sinks:
+            if sink.type not in SPARK_SINKS:
+                raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
+                                    f"available on the spark engine ({', '.join(SPARK_SINKS)})")
+        if not config.source.path.is_dir():
+            raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
+                                f"files; {config.source.path} is not a directory")
+        self.catalog = Connection()
+        ensure_schema(self.catalog, config)
+        for sink in config.sinks:
+            if sink.view not in self.catalog.views():
+                raise PipelineError(f"{config.file}: {sink.label}: no view named {sink.view!r}")
+        self.spark = spark
+        self.batches = 0
+        self.changes = 0
+
+    # ------------------------------------------------------------ the run
+    def run(self) -> int:
+        """Process the source; returns the number of micro-batches this run committed."""
+        state = self.config.state_dir
+        temporary = state == MEMORY
+        directory = Path(tempfile.mkdtemp(prefix="upkeep-spark-")) if temporary else Path(state)
+        checkpoint = directory / "checkpoint"
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            spark = self.spark or spark_session(self.config.spark_master,
+                                                config=self.config.spark_conf)
+            plan = make_plan(self.catalog, self.config.spark_shards or int(
+                spark.conf.get("spark.sql.shuffle.partitions", "4")))
+            committed = _committed(checkpoint)
+            if committed < 0:  # a fresh run: every shard reports its views' initial rows
+                tick = self.config.source.path / f"upkeep-start{TICK_SUFFIX}"
+                if not tick.exists():
+                    tick.write_text("")
+            order_by_name(self.config.source.path)
+            sinks = [_open_sink(s, self.catalog, committed) for s in self.config.sinks]
+            deltas = delta_stream(spark, plan, str(self.config.source.path),
+                                  max_files_per_trigger=self.config.spark_files_per_batch)
+            writer = (deltas.writeStream.foreachBatch(
+                lambda df, batch_id: self._deliver(df, batch_id, sinks))
+                .option("checkpointLocation", str(checkpoint)))
+            if self.config.source.follow:
+                writer = writer.trigger(processingTime=f"{self.config.source.poll_interval} seconds")
+            else:
+                writer = writer.trigger(availableNow=True)
+            query = writer.start()
+            self.console.print(f"upkeep: pipeline {self.config.name} on Spark "
+                               f"({spark.sparkContext.master}), {len(plan.groups)} view "
+                               f"group(s); checkpoint {checkpoint}", highlight=False)
+            try:
+                while query.isActive and not self.stop.is_set():
+                    query.awaitTermination(0.5)
+                if query.isActive:
+                    query.stop()
+                query.awaitTermination()
+            except StreamingQueryException as exc:
+                raise PipelineError(str(query_error(exc))) from None
+            for sink in sinks:
+                sink.close()
+            self.console.print(f"upkeep: {self.batches} micro-batch(es), {self.changes} view "
+                               f"delta row(s) delivered", highlight=False)
+            return self.batches
+        finally:
+            if temporary:
+                shutil.rmtree(directory, ignore_errors=True)
+
+    def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[_Sink]) -> None:
+        started = time.monotonic()
+        per_view: dict[str, Counter] = {}
+        for view, text, weight in frame.collect():
+            types = [t for _, t in self.catalog.schema_of(view)]
+            per_view.setdefault(view, Counter())[decode_row(text, types)] += weight
+        changes = {v: [(r, w) for r, w in c.items() if w] for v, c in per_view.items()}
+        for sink in sinks:
+            sink.deliver(batch_id, changes.get(sink.view, []), frame)
+        if self.on_batch is not None:
+            self.on_batch(batch_id, changes)
+        self.batches += 1
+        self.changes += sum(len(c) for c in changes.values())
+        self.console.print(f"batch {batch_id}: " + (", ".join(
+            f"{v} +{sum(w for _, w in c if w > 0)} -{-sum(w for _, w in c if w < 0)}"
+            for v, c in sorted(changes.items()) if c) or "no view changes")
+            + f" ({time.monotonic() - started:.2f} s to deliver)", highlight=False)
+
+
+def order_by_name(directory: Path) -> None:
+    """Give the change files modification times in name order (2 ms apart at least).
+
+    Spark's file source takes new files oldest first; the local pipeline reads them in name
+    order.  Files written in quick succession can share a modification time (or come out of
+    order), so the runner makes the two orders agree before the query starts.
+    """
+    previous = 0.0
+    for path in sorted(p for p in directory.iterdir()
+                       if p.is_file() and not p.name.startswith((".", "_"))):
+        mtime = max(path.stat().st_mtime, previous + 0.002)
+        os.utime(path, (mtime, mtime))
+        previous = mtime
+
+
+def _committed(checkpoint: Path) -> int:
+    """The last micro-batch id the checkpoint committed (-1 if none)."""
+    ids = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
+    return max(ids, default=-1)
+
+
+# ---------------------------------------------------------------- sinks
+class _Sink:
+    def __init__(self, config: SinkConfig, columns: list[tuple[str, SqlType]]):
+        self.config = config
+        self.view = config.view
+        self.columns = columns
+
+    def deliver(self, batch: int, changes: list[tuple[tuple, int]], frame: DataFrame) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _ParquetDeltas(_Sink):
+    def deliver(self, batch, changes, frame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path: Path = self.config.options["path"]
+        names = [n for n, _ in self.columns]
+        data = {n: [r[i] for r, _ in changes] for i, n in enumerate(names)}
+        data["weight"] = [w for _, w in changes]
+        schema = pa.schema([(n, t.arrow() or pa.string()) for n, t in self.columns]
+                           + [("weight", pa.int64())])
+        table = pa.Table.from_pydict(data, schema=schema)
+        final = path / f"batch={batch}"
+        tmp = path / f".batch={batch}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        pq.write_table(table, tmp / "part-0.parquet")
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+
+
+class _JsonlDeltas(_Sink):
+    def __init__(self, config: SinkConfig, columns, committed: int):
+        super().__init__(config, columns)
+        self.path: Path = config.options["path"]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():  # cut lines of batches the checkpoint never committed
+            kept = [line for line in self.path.read_text().splitlines(keepends=True)
+                    if line.endswith("\n") and json.loads(line)["batch"] <= committed]
+            self.path.write_text("".join(kept))
+        self.file = self.path.open("a", encoding="utf-8")
+
+    def deliver(self, batch, changes, frame) -> None:
+        names = [n for n, _ in self.columns]
+        lines = []
+        for row, weight in sorted(changes, key=lambda c: c[1]):
+            text = json.dumps(dict(zip(names, map(json_value, row), strict=True)))
+            sign = 1 if weight > 0 else -1
+            lines += [f'{{"batch": {batch}, "weight": {sign}, "row": {text}}}\n'] * abs(weight)
+        self.file.write("".join(lines))
+        self.file.flush()
+        os.fsync(self.file.fileno())
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _Terminal(_Sink):
+    def __init__(self, config: SinkConfig, columns, console: Console):
+        super().__init__(config, columns)
+        self.console = console
+
+    def deliver(self, batch, changes, frame) -> None:
+        limit = self.config.options.get("limit") or 10
+        for row, weight in changes[:limit]:
+            self.console.print(f"  {self.view} {'+' if weight > 0 else '-'}{abs(weight)} {row}",
+                               highlight=False, markup=False)
+        if len(changes) > limit:
+            self.console.print(f"  {self.view}: {len(changes) - limit} more", highlight=False)
+
+
+def _open_sink(config: SinkConfig, catalog: Connection, committed: int) -> _Sink:
+    columns = catalog.schema_of(config.view)
+    if config.type == "parquet":
+        return _ParquetDeltas(config, columns)
+    if config.type == "jsonl":
+        return _JsonlDeltas(config, columns, committed)
+    return _Terminal(config, columns, Console())

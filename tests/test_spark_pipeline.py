@@ -1,0 +1,148 @@
+"""``upkeep run --engine spark``: pipelines on Spark give the local engine's results, and a
+run stopped or killed at any micro-batch resumes from its checkpoint with no batch lost and
+none applied twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from test_pipeline_support import (
+    VIEW_KINDS,
+    WRITERS,
+    Stream,
+    expected_views,
+    model_of,
+    normalise,
+    read_jsonl,
+    write_pipeline,
+)
+
+from upkeep.cli import main
+from upkeep.pipeline import load_config
+from upkeep.spark.pipeline import SparkPipelineRunner
+
+SPARK = '''engine = "spark"
+[spark]
+master = "local[2]"
+shards = 2
+files_per_batch = 1
+conf = { "spark.sql.shuffle.partitions" = "2" }
+'''
+
+
+def spark_pipeline(tmp_path: Path, state_dir: str = "state", formats=("jsonl",)) -> Path:
+    return write_pipeline(tmp_path, state_dir=state_dir, extra=SPARK,
+                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+
+
+def read_parquet_deltas(path: Path, view: str) -> Counter[tuple]:
+    """A delta Parquet sink summed up: every batch directory's rows, times their weight."""
+    total: Counter[tuple] = Counter()
+    batches = sorted(path.glob("batch=*"))
+    assert len({b.name for b in batches}) == len(batches)
+    for part in batches:
+        for record in pq.read_table(part / "part-0.parquet").to_pylist():
+            weight = record.pop("weight")
+            for row in normalise(view, [tuple(record.values())]):
+                total[row] += weight
+    assert all(n >= 0 for n in total.values())
+    return +total
+
+
+def sink_views(tmp_path: Path) -> dict[str, tuple[Counter, Counter]]:
+    out = tmp_path / "out"
+    return {v: (read_jsonl(out / f"{v}.jsonl", v), read_parquet_deltas(out / f"{v}.parquet", v))
+            for v in VIEW_KINDS}
+
+
+def test_pipeline_on_spark_equals_the_model(spark, tmp_path) -> None:
+    stream = Stream(seed=5).generate(600)
+    WRITERS["parquet"](tmp_path / "changes", stream.records[:300], files=3)
+    WRITERS["csv"](tmp_path / "changes", stream.records[300:], files=3, first=4)
+    path = spark_pipeline(tmp_path)
+    runner = SparkPipelineRunner(load_config(path), spark=spark)
+    assert runner.run() >= 6
+    expected = expected_views(model_of(stream.records))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+
+
+def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
+    stream = Stream(seed=8).generate(500)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=8)
+    config = load_config(spark_pipeline(tmp_path))
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def stop_after_three(batch_id: int, changes) -> None:
+        seen.append(batch_id)
+        if len(seen) == 3:
+            stop.set()
+
+    first = SparkPipelineRunner(config, spark=spark, stop=stop, on_batch=stop_after_three).run()
+    assert 3 <= first < 9
+    rest = SparkPipelineRunner(config, spark=spark).run()
+    assert first + rest == 9  # eight change files and the start tick, each one micro-batch
+    expected = expected_views(model_of(stream.records))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+
+
+def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
+    """SIGKILL the whole Spark application mid-stream, then run it again to the end."""
+    stream = Stream(seed=13).generate(800)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=10)
+    path = spark_pipeline(tmp_path)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    command = [sys.executable, "-m", "upkeep.cli", "run", str(path)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    commits = tmp_path / "state" / "checkpoint" / "commits"
+    deadline = time.monotonic() + 240
+    while len(list(commits.glob("[0-9]*"))) < 4 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the first run made no progress"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = len(list(commits.glob("[0-9]*")))
+    assert 4 <= killed_at < 11, "the kill came too late to test anything"
+    finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr[-3000:]
+    expected = expected_views(model_of(stream.records))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+
+
+def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "changes-00001.jsonl").write_text(
+        '{"table": "orders", "op": "insert", "row": [1, 1, "2024-01-01", "9.50", 2, null]}\n'
+        '{"table": "orders", "op": "insert", "row": [2, 1, "not a date", "1.00", 1, null]}\n')
+    path = spark_pipeline(tmp_path)
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "changes-00001.jsonl, line 2" in err and "day" in err
+    assert not (tmp_path / "out" / "revenue.jsonl").read_text()
+
+
+def test_spark_only_offers_what_it_can_keep(tmp_path, capsys) -> None:
+    path = write_pipeline(tmp_path, extra=SPARK, sinks={"revenue": ["duckdb"]})
+    (tmp_path / "changes").mkdir()
+    assert main(["run", str(path)]) == 1
+    assert "sink type 'duckdb' is not available on the spark engine" in capsys.readouterr().err
+    assert main(["run", str(path), "--on-error", "skip"]) == 1
+    assert "not available on the spark engine" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", str(path), "--engine", "flink"])
