@@ -242,7 +242,8 @@ class SparkConnection:
         plan = self._plan_now()
         if not (self._checkpoint() / "commits").exists():
             # a fresh query: every shard reports its views' initial contents in batch 0
-            self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "")
+            # (not empty: Spark's file source skips empty files)
+            self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "start\n")
         deltas = delta_stream(self.spark, plan, str(self.changes), self._snapshots)
         self._last_batch = -1
         self._query = (deltas.writeStream.foreachBatch(self._receive)
@@ -308,6 +309,10 @@ class SparkConnection:
             for fn in list(self._subscribers.get(view, [])):
                 if out:
                     fn(out)
+
+    def stop(self) -> None:
+        """Stop the streaming query; the next change restarts it from its checkpoint."""
+        self._stop_query()
 
     def close(self) -> None:
         """Stop the streaming query (the SparkSession stays, it may be shared)."""

@@ -89,7 +89,7 @@ class SparkPipelineRunner:
             if committed < 0:  # a fresh run: every shard reports its views' initial rows
                 tick = self.config.source.path / f"upkeep-start{TICK_SUFFIX}"
                 if not tick.exists():
-                    tick.write_text("")
+                    tick.write_text("start\n")  # not empty: Spark skips empty files
             order_by_name(self.config.source.path)
             sinks = [_open_sink(s, self.catalog, committed) for s in self.config.sinks]
             deltas = delta_stream(spark, plan, str(self.config.source.path),

@@ -86,9 +86,12 @@ class ShardServer:
         self.engines: OrderedDict[tuple, tuple[str | None, ShardEngine]] = OrderedDict()
         self.locks: dict[tuple, threading.Lock] = {}
         self.guard = threading.Lock()
+        self.counts = {"loads": 0, "applies": 0}
 
     def handle(self, request: tuple) -> tuple:
         op, plan, key = request[0], request[1], request[2]
+        if op == "stats":
+            return ("ok", dict(self.counts))
         with self.guard:
             lock = self.locks.setdefault((plan, key), threading.Lock())
         with lock:
@@ -104,6 +107,7 @@ class ShardServer:
         if op == "load":  # (spec, token, log chunks) -> a fresh engine at that token
             (catalog, views), token, chunks = args
             engine = ShardEngine(catalog, views)
+            self.counts["loads"] += 1
             for chunk in chunks:
                 engine.apply(chunk)
             self._put(plan, key, token, engine)
@@ -114,6 +118,7 @@ class ShardServer:
                 return None  # stale: the caller loads the engine from its state first
             engine = cached[1]
             deltas = engine.apply(changes, where)
+            self.counts["applies"] += 1
             self._put(plan, key, token, engine)
             return deltas, engine.size()
         if cached is None or cached[0] != args[0]:
@@ -179,8 +184,8 @@ def _executor_pid() -> int:
     return os.getppid()
 
 
-def _address(index: int) -> tuple[str, Path]:
-    owner = _executor_pid()
+def _address(index: int, owner: int | None = None) -> tuple[str, Path]:
+    owner = owner or _executor_pid()
     base = Path(tempfile.gettempdir()) / f"upkeep-{os.getuid()}-{owner}-{index}"
     return str(base) + ".sock", Path(str(base) + ".key")
 
@@ -219,6 +224,22 @@ def _spawn(index: int, address: str, keyfile: Path) -> None:
             if time.monotonic() > deadline:
                 raise ShardError(f"the shard server at {address} did not start")
             time.sleep(0.05)
+
+
+def server_stats(spark) -> dict[str, int]:
+    """Engine loads and warm applies summed over the shard servers of a local-mode
+    SparkSession (its one JVM is the executor): a diagnostic for tests and benchmarks."""
+    owner = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    total = {"loads": 0, "applies": 0}
+    for index in range(64):
+        address, keyfile = _address(index, owner)
+        if not os.path.exists(address):
+            continue
+        with Client(address, "AF_UNIX", authkey=keyfile.read_bytes()) as conn:
+            conn.send(("stats", None, None))
+            for key, value in conn.recv()[1].items():
+                total[key] += value
+    return total
 
 
 def call(index: int, request: tuple):
