@@ -146,3 +146,34 @@ def test_spark_only_offers_what_it_can_keep(tmp_path, capsys) -> None:
     assert "not available on the spark engine" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["run", str(path), "--engine", "flink"])
+
+
+def test_rate_source_for_load_tests(spark, tmp_path) -> None:
+    """Generated orders (Spark's rate source) flow through the views like change files."""
+    rate = '''run_seconds = 180
+[[spark.rate]]
+table = "orders"
+rows_per_second = 50
+columns = { ok = "value", ck = "value % 7", day = "date_add(DATE'2024-01-01', CAST(value % 30 AS INT))", price = "CAST((value % 1000) / 10 AS DECIMAL(10,2))", qty = "CAST(value % 9 AS INT)", note = "NULL" }
+'''
+    (tmp_path / "changes").mkdir()
+    path = write_pipeline(tmp_path, extra=SPARK + rate,
+                          sinks={view: ["jsonl"] for view in VIEW_KINDS})
+    stop = threading.Event()
+
+    def stop_once_orders_arrived(batch_id: int, changes) -> None:
+        if any(row[0] for row, w in changes.get("order_count", []) if w > 0):
+            stop.set()
+
+    SparkPipelineRunner(load_config(path), spark=spark, stop=stop,
+                        on_batch=stop_once_orders_arrived).run()
+    assert stop.is_set(), "no generated rows arrived within run_seconds"
+    views = {v: read_jsonl(tmp_path / "out" / f"{v}.jsonl", v) for v in VIEW_KINDS}
+    [(n, _)] = views["order_count"]
+    assert n > 0
+    import datetime as dt
+    from decimal import Decimal
+    orders = Counter((v, v % 7, dt.date(2024, 1, 1) + dt.timedelta(v % 30),
+                      Decimal(v % 1000) / 10, v % 9, None) for v in range(n))
+    expected = expected_views({"customers": Counter(), "orders": orders})
+    assert views == {v: expected[v] for v in VIEW_KINDS}

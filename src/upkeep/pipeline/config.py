@@ -82,6 +82,8 @@ class PipelineConfig:
     spark_shards: int | None = None
     spark_files_per_batch: int | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_rates: list[dict[str, Any]] = field(default_factory=list)
+    spark_run_seconds: float | None = None
 
     def replace(self, **changes: Any) -> PipelineConfig:
         """A copy with some settings overridden (command-line options); ``None`` keeps one."""
@@ -158,7 +160,8 @@ def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
 
 def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     """``[spark]``: where and how the spark engine runs (docs/spark.md)."""
-    _unknown(file, data, {"master", "shards", "files_per_batch", "conf"}, "spark.")
+    _unknown(file, data, {"master", "shards", "files_per_batch", "conf", "rate", "run_seconds"},
+             "spark.")
     out: dict[str, Any] = {
         "spark_master": _get(file, data, "master", (str,), "local[2]", "spark."),
         "spark_shards": _get(file, data, "shards", (int,), None, "spark."),
@@ -169,6 +172,28 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(file, f"key 'spark.{key[6:]}' must be at least 1, got {out[key]}")
     conf = _get(file, data, "conf", (dict,), {}, "spark.")
     out["spark_conf"] = {str(k): str(v) for k, v in conf.items()}
+    seconds = _get(file, data, "run_seconds", (int, float), None, "spark.")
+    if seconds is not None and seconds <= 0:
+        raise ConfigError(file, f"key 'spark.run_seconds' must be positive, got {seconds}")
+    out["spark_run_seconds"] = seconds
+    rates = data.get("rate", [])
+    if not isinstance(rates, list) or not all(isinstance(r, dict) for r in rates):
+        raise ConfigError(file, "key 'spark.rate' must be an array of tables ([[spark.rate]])")
+    out["spark_rates"] = []
+    for i, rate in enumerate(rates, 1):
+        label = f"[[spark.rate]] #{i}"
+        _unknown(file, rate, {"table", "rows_per_second", "columns"}, "", label)
+        for key in ("table", "rows_per_second", "columns"):
+            if key not in rate:
+                raise ConfigError(file, f"{label}: missing key '{key}'")
+        per_second = _get(file, rate, "rows_per_second", (int,), None, label=label)
+        if per_second < 1:
+            raise ConfigError(file, f"{label}: key 'rows_per_second' must be at least 1")
+        columns = _get(file, rate, "columns", (dict,), None, label=label)
+        out["spark_rates"].append({
+            "table": _get(file, rate, "table", (str,), None, label=label).lower(),
+            "rows_per_second": per_second,
+            "columns": {str(k).lower(): str(v) for k, v in columns.items()}})
     return out
 
 

@@ -37,7 +37,7 @@ from ..pipeline.sinks.values import json_value
 from ..types import SqlType
 from .codec import decode_row
 from .processor import TICK_SUFFIX
-from .query import delta_stream, make_plan, query_error
+from .query import RateSource, delta_stream, make_plan, query_error
 from .session import spark_session
 
 SPARK_SINKS = ("parquet", "jsonl", "terminal")
@@ -92,12 +92,14 @@ class SparkPipelineRunner:
                     tick.write_text("start\n")  # not empty: Spark skips empty files
             order_by_name(self.config.source.path)
             sinks = [_open_sink(s, self.catalog, committed) for s in self.config.sinks]
+            rates = [RateSource(**r) for r in self.config.spark_rates]
             deltas = delta_stream(spark, plan, str(self.config.source.path),
-                                  max_files_per_trigger=self.config.spark_files_per_batch)
+                                  max_files_per_trigger=self.config.spark_files_per_batch,
+                                  rates=rates)
             writer = (deltas.writeStream.foreachBatch(
                 lambda df, batch_id: self._deliver(df, batch_id, sinks))
                 .option("checkpointLocation", str(checkpoint)))
-            if self.config.source.follow:
+            if self.config.source.follow or rates:
                 writer = writer.trigger(processingTime=f"{self.config.source.poll_interval} seconds")
             else:
                 writer = writer.trigger(availableNow=True)
@@ -105,9 +107,13 @@ class SparkPipelineRunner:
             self.console.print(f"upkeep: pipeline {self.config.name} on Spark "
                                f"({spark.sparkContext.master}), {len(plan.groups)} view "
                                f"group(s); checkpoint {checkpoint}", highlight=False)
+            deadline = (time.monotonic() + self.config.spark_run_seconds
+                        if self.config.spark_run_seconds else None)
             try:
                 while query.isActive and not self.stop.is_set():
                     query.awaitTermination(0.5)
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
                 if query.isActive:
                     query.stop()
                 query.awaitTermination()

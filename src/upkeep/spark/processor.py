@@ -133,6 +133,18 @@ def route_rows(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
                            columns=["grp", "shard", "payload"])
 
 
+def route_generated(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
+                    ) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over generated rows (the rate source): insertions into ``table``,
+    routed like a change file's."""
+    where = f"rate source for {table}"
+    for frame in route_rows(plan, table, frames):
+        yield pd.DataFrame({
+            "grp": frame["grp"], "shard": frame["shard"], "file": where, "seq": 0,
+            "payload": [pickle.dumps((c, [where] * len(c)), protocol=5)
+                        for c in map(pickle.loads, frame["payload"])]})
+
+
 def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and value != value) or value is pd.NaT
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import re
+from dataclasses import dataclass
 from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +28,7 @@ from .processor import (
     ShardProcessor,
     executor_servers,
     route_files,
+    route_generated,
     route_rows,
 )
 from .routing import plan_groups
@@ -44,13 +46,25 @@ def make_plan(db: Connection, shards: int, servers: int | None = None) -> QueryP
     return QueryPlan(digest[:16], catalog, groups, servers or executor_servers())
 
 
+@dataclass(frozen=True)
+class RateSource:
+    """Generated insertions for load tests: Spark's ``rate`` source, ``rows_per_second``
+    rows whose columns are Spark SQL expressions over its ``value`` (0, 1, 2, ...)."""
+
+    table: str
+    rows_per_second: int
+    columns: dict[str, str]
+
+
 def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
                  snapshots: dict[str, DataFrame] | None = None,
-                 max_files_per_trigger: int | None = None) -> DataFrame:
+                 max_files_per_trigger: int | None = None,
+                 rates: list[RateSource] | None = None) -> DataFrame:
     """The streaming DataFrame of view deltas for change files arriving in ``changes``.
 
     ``snapshots`` (table -> DataFrame) bulk-load the tables' initial contents into the
     shards' state (Spark's ``initialState``), built by DataFrame operations, not row by row.
+    ``rates`` add generated insertions (:class:`RateSource`).
     """
     configure(spark)
     reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
@@ -58,6 +72,18 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     files = reader.load(changes).select("path", "content")
     routed = files.mapInPandas(partial(route_files, plan), ROUTED_SCHEMA)
+    for rate in rates or []:
+        names = [n for n, _ in plan_schema(plan, rate.table)]
+        missing = [n for n in names if n not in rate.columns]
+        unknown = [n for n in rate.columns if n not in names]
+        if missing or unknown:
+            raise SchemaError(f"rate source for {rate.table}: columns {names} need one "
+                              f"expression each (missing {missing}, unknown {unknown})")
+        generated = (spark.readStream.format("rate")
+                     .option("rowsPerSecond", str(rate.rows_per_second)).load()
+                     .selectExpr(*[f"{rate.columns[n]} AS `{n}`" for n in names]))
+        routed = routed.unionByName(
+            generated.mapInPandas(partial(route_generated, plan, rate.table), ROUTED_SCHEMA))
     initial = None
     if snapshots:
         parts = [df.mapInPandas(partial(route_rows, plan, table), SNAPSHOT_SCHEMA)
@@ -68,6 +94,14 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
         initial = union.groupBy("grp", "shard")
     return routed.groupBy("grp", "shard").transformWithStateInPandas(
         ShardProcessor(plan), OUTPUT_SCHEMA, "Append", "None", initialState=initial)
+
+
+def plan_schema(plan: QueryPlan, table: str) -> list:
+    """The columns of ``table`` in the plan's catalog (SchemaError if there is none)."""
+    for name, columns, _not_null, _key in plan.catalog["tables"]:
+        if name == table:
+            return columns
+    raise SchemaError(f"unknown table {table}")
 
 
 def typed_deltas(deltas: DataFrame, db: Connection, view: str) -> DataFrame:
