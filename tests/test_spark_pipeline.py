@@ -4,6 +4,7 @@ none applied twice."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from test_pipeline_support import (
 
 from upkeep.cli import main
 from upkeep.pipeline import load_config
+from upkeep.pipeline.errors import PipelineError
 from upkeep.spark.pipeline import SparkPipelineRunner
 
 SPARK = '''engine = "spark"
@@ -97,6 +99,9 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     for view, (jsonl, parquet) in sink_views(tmp_path).items():
         assert jsonl == expected[view], view
         assert parquet == expected[view], view
+    resharded = dataclasses.replace(config, spark_shards=3)
+    with pytest.raises(PipelineError, match="shard count changed"):
+        SparkPipelineRunner(resharded, spark=spark).run()
 
 
 def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:

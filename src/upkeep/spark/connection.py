@@ -98,7 +98,10 @@ class SparkConnection:
         self._subscribers: dict[str, list[Callable]] = {}
         self._query = None
         self._plan: QueryPlan | None = None
-        self._generation = 0
+        # An existing directory's change files are the durable log: a new connection replays
+        # them into a fresh checkpoint, so its views start from all the data.
+        self._generation = 1 + max((int(p.name.rsplit("-", 1)[1])
+                                    for p in self.directory.glob("checkpoint-[0-9]*")), default=-1)
         self._last_batch = -1
         self._sequence = itertools.count(len(list(self.changes.iterdir())) + 1)
         self._lock = threading.Lock()

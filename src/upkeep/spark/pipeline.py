@@ -86,6 +86,7 @@ class SparkPipelineRunner:
             plan = make_plan(self.catalog, self.config.spark_shards or int(
                 spark.conf.get("spark.sql.shuffle.partitions", "4")))
             committed = _committed(checkpoint)
+            _check_plan(directory / "upkeep-plan.txt", plan.plan_id, committed)
             if committed < 0:  # a fresh run: every shard reports its views' initial rows
                 tick = self.config.source.path / f"upkeep-start{TICK_SUFFIX}"
                 if not tick.exists():
@@ -160,6 +161,15 @@ def order_by_name(directory: Path) -> None:
         mtime = max(path.stat().st_mtime, previous + 0.002)
         os.utime(path, (mtime, mtime))
         previous = mtime
+
+
+def _check_plan(path: Path, plan_id: str, committed: int) -> None:
+    """A checkpoint only fits the catalog and shard count it was made with: refuse another
+    (its state would be routed differently) instead of giving wrong results."""
+    if committed >= 0 and path.exists() and path.read_text().strip() != plan_id:
+        raise PipelineError(f"the pipeline's tables, views or shard count changed since its "
+                            f"checkpoint in {path.parent} was made; use a fresh state_dir")
+    path.write_text(plan_id + "\n")
 
 
 def _committed(checkpoint: Path) -> int:
