@@ -5,6 +5,7 @@ none applied twice."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -16,14 +17,17 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from test_pipeline_errors import BAD, line_of
 from test_pipeline_support import (
     VIEW_KINDS,
     WRITERS,
     Stream,
     expected_views,
+    jsonl_lines,
     model_of,
     normalise,
     read_jsonl,
+    write_jsonl,
     write_pipeline,
 )
 
@@ -142,13 +146,45 @@ def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
     assert not (tmp_path / "out" / "revenue.jsonl").read_text()
 
 
+@pytest.mark.parametrize("on_error", ["skip", "dead-letter"])
+def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
+    """Every kind of bad record of the local pipeline's tests, on Spark: the good records give
+    the model's views, each bad one is reported once with its file and line."""
+    good = Stream(seed=17).generate(200).records
+    lines = [json.dumps(r) for r in good]
+    bad_at = {}
+    for k, (record, _text) in enumerate(BAD.values()):
+        bad_at[15 + 13 * k] = record
+        lines.insert(15 + 13 * k, line_of(record))
+    write_jsonl(tmp_path / "changes", lines, files=3)
+    path = write_pipeline(tmp_path, state_dir="state",
+                          extra=f'on_error = "{on_error}"\n' + SPARK,
+                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+    runner = SparkPipelineRunner(load_config(path), spark=spark)
+    runner.run()
+    assert runner.rejected == len(BAD)
+    expected = expected_views(model_of(good))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+    dead = tmp_path / "pipeline.dead-letter.jsonl"
+    if on_error == "skip":
+        assert not dead.exists()
+        return
+    size = -(-len(lines) // 3)
+    entries = {(e["_source"]["file"], e["_source"]["line"]): e for e in jsonl_lines(dead)}
+    assert len(entries) == len(BAD)
+    for index, record in bad_at.items():
+        entry = entries[(f"changes-{index // size + 1:03d}.jsonl", index % size + 1)]
+        text = next(t for r, t in BAD.values() if r == record)
+        assert text in entry["_error"], (text, entry)
+
+
 def test_spark_only_offers_what_it_can_keep(tmp_path, capsys) -> None:
     path = write_pipeline(tmp_path, extra=SPARK, sinks={"revenue": ["duckdb"]})
     (tmp_path / "changes").mkdir()
     assert main(["run", str(path)]) == 1
     assert "sink type 'duckdb' is not available on the spark engine" in capsys.readouterr().err
-    assert main(["run", str(path), "--on-error", "skip"]) == 1
-    assert "not available on the spark engine" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["run", str(path), "--engine", "flink"])
 

@@ -36,7 +36,7 @@ from ..pipeline.schema import ensure_schema
 from ..pipeline.sinks.values import json_value
 from ..types import SqlType
 from .codec import decode_row
-from .processor import TICK_SUFFIX
+from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
 from .query import RateSource, delta_stream, make_plan, query_error
 from .session import spark_session
 
@@ -53,9 +53,6 @@ class SparkPipelineRunner:
         self.console = console or Console()
         self.stop = stop or threading.Event()
         self.on_batch = on_batch
-        if config.on_error != "stop":
-            raise PipelineError(f"on_error = {config.on_error!r} is not available on the spark "
-                                f"engine yet: a rejected record fails the micro-batch (use stop)")
         for sink in config.sinks:
             if sink.type not in SPARK_SINKS:
                 raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
@@ -71,6 +68,7 @@ class SparkPipelineRunner:
         self.spark = spark
         self.batches = 0
         self.changes = 0
+        self.rejected = 0
 
     # ------------------------------------------------------------ the run
     def run(self) -> int:
@@ -84,7 +82,7 @@ class SparkPipelineRunner:
             spark = self.spark or spark_session(self.config.spark_master,
                                                 config=self.config.spark_conf)
             plan = make_plan(self.catalog, self.config.spark_shards or int(
-                spark.conf.get("spark.sql.shuffle.partitions", "4")))
+                spark.conf.get("spark.sql.shuffle.partitions", "4")), on_error=self.config.on_error)
             committed = _committed(checkpoint)
             _check_plan(directory / "upkeep-plan.txt", plan.plan_id, committed)
             if committed < 0:  # a fresh run: every shard reports its views' initial rows
@@ -123,7 +121,8 @@ class SparkPipelineRunner:
             for sink in sinks:
                 sink.close()
             self.console.print(f"upkeep: {self.batches} micro-batch(es), {self.changes} view "
-                               f"delta row(s) delivered", highlight=False)
+                               f"delta row(s) delivered, {self.rejected} record(s) rejected",
+                               highlight=False)
             return self.batches
         finally:
             if temporary:
@@ -132,7 +131,11 @@ class SparkPipelineRunner:
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[_Sink]) -> None:
         started = time.monotonic()
         per_view: dict[str, Counter] = {}
+        rejected: list[str] = []
         for view, text, weight in frame.collect():
+            if view == DEAD_LETTER_VIEW:
+                rejected.append(text)
+                continue
             types = [t for _, t in self.catalog.schema_of(view)]
             per_view.setdefault(view, Counter())[decode_row(text, types)] += weight
         changes = {v: [(r, w) for r, w in c.items() if w] for v, c in per_view.items()}
@@ -140,12 +143,32 @@ class SparkPipelineRunner:
             sink.deliver(batch_id, changes.get(sink.view, []), frame)
         if self.on_batch is not None:
             self.on_batch(batch_id, changes)
+        if rejected:
+            self._reject(batch_id, rejected)
         self.batches += 1
         self.changes += sum(len(c) for c in changes.values())
         self.console.print(f"batch {batch_id}: " + (", ".join(
             f"{v} +{sum(w for _, w in c if w > 0)} -{-sum(w for _, w in c if w < 0)}"
             for v, c in sorted(changes.items()) if c) or "no view changes")
             + f" ({time.monotonic() - started:.2f} s to deliver)", highlight=False)
+
+
+    def _reject(self, batch_id: int, lines: list[str]) -> None:
+        """Skipped or dead-lettered records of a micro-batch (at least once, like the local
+        pipeline's dead-letter file: ``_source`` identifies a record written twice)."""
+        self.rejected += len(lines)
+        if self.config.on_error == "dead-letter":
+            path = self.config.dead_letter or Path("dead-letter.jsonl")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as f:
+                f.write("".join(line + "\n" for line in sorted(lines)))
+                f.flush()
+                os.fsync(f.fileno())
+        verb = "dead-lettered" if self.config.on_error == "dead-letter" else "skipped"
+        for line in sorted(lines)[:5]:
+            entry = json.loads(line)
+            self.console.print(f"batch {batch_id}: {verb} {entry['_source']}: {entry['_error']}",
+                               highlight=False, markup=False)
 
 
 def order_by_name(directory: Path) -> None:

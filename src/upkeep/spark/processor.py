@@ -13,6 +13,7 @@ past a few times their number, so both the state and the work per batch stay pro
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import tempfile
@@ -27,11 +28,14 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from ..connection import from_catalog
 from ..pipeline.apply import Applier, BadRecord
 from ..pipeline.formats import EXTENSIONS, READERS
+from ..pipeline.records import Position
 from .codec import encode_row
 from .routing import Group
 from .shards import ShardError, call
 
 ROUTED_SCHEMA = "grp string, shard int, file string, seq long, payload binary"
+DEAD = "__dead__"  # the key that carries records rejected while decoding
+DEAD_LETTER_VIEW = "__dead_letter__"  # output rows that are rejected records, not deltas
 TICK_SUFFIX = ".tick"  # an empty change file that makes every shard report in (initial load)
 CHUNK_ROWS = 50_000
 COMPACT_FACTOR = 4
@@ -46,6 +50,7 @@ class QueryPlan:
     catalog: dict
     groups: list[Group]
     servers: int
+    on_error: str = "stop"
 
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
@@ -55,6 +60,13 @@ class QueryPlan:
 
     def server_of(self, shard: int) -> int:
         return shard % self.servers
+
+    def reports(self, group: str, shard: int, table: str) -> bool:
+        """Whether this shard reports a rejected record of ``table``: a record reaches every
+        group reading its table (and, where the table is copied, every shard), and each of
+        them rejects it alike, so exactly one of them speaks."""
+        first = next(g for g in self.groups if table in g.tables)
+        return first.name == group and (table in first.routes or shard == 0)
 
 
 class UpkeepError(Exception):
@@ -79,7 +91,7 @@ def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.
         for path, content in zip(frame["path"], frame["content"], strict=True):
             name = Path(path.removeprefix("file:")).name
             if name.endswith(TICK_SUFFIX):
-                out += [(g.name, s, name, 0, pickle.dumps(([], []))) for g in plan.groups
+                out += [(g.name, s, name, 0, pickle.dumps(([], [], []))) for g in plan.groups
                         for s in range(g.shards)]
                 continue
             out += _route_file(plan, applier, name, content)
@@ -90,7 +102,7 @@ def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) ->
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
         return []
-    buckets: dict[tuple[str, int], tuple[list, list]] = {}
+    buckets: dict[tuple[str, int], tuple[list, list, list]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / name
         local.write_bytes(content)
@@ -98,14 +110,20 @@ def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) ->
             try:
                 change = applier.prepare(record)
             except BadRecord as exc:
-                raise UpkeepError(f"{record.position}: {exc}", "SchemaError") from None
-            where = str(record.position)
+                if plan.on_error == "stop":
+                    raise UpkeepError(f"{record.position}: {exc}", "SchemaError") from None
+                buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
+                    dead_letter(record.images() if record.table else {"_raw": record.raw},
+                                str(exc), record.position))
+                continue
+            where = record.position
             for row, weight in change.rows:
                 for group in plan.groups:
                     if change.table not in group.tables:
                         continue
                     for shard in group.shards_of(change.table, row):
-                        changes, positions = buckets.setdefault((group.name, shard), ([], []))
+                        changes, positions, _ = buckets.setdefault((group.name, shard),
+                                                                   ([], [], []))
                         changes.append((change.table, row, weight))
                         positions.append(where)
     return [(g, s, name, 0, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
@@ -141,8 +159,19 @@ def route_generated(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
     for frame in route_rows(plan, table, frames):
         yield pd.DataFrame({
             "grp": frame["grp"], "shard": frame["shard"], "file": where, "seq": 0,
-            "payload": [pickle.dumps((c, [where] * len(c)), protocol=5)
+            "payload": [pickle.dumps((c, [where] * len(c), []), protocol=5)
                         for c in map(pickle.loads, frame["payload"])]})
+
+
+def dead_letter(images: dict, error: str, position: Position | str) -> str:
+    """A dead-letter line as the local pipeline writes it: the record, ``_error``, ``_source``."""
+    line = {"_error": error}
+    if isinstance(position, Position):
+        line["_source"] = {"file": position.file, position.unit: position.number}
+    else:
+        line["_source"] = {"file": position}
+    line.update(images)
+    return json.dumps(line, default=str)
 
 
 def _missing(value: object) -> bool:
@@ -182,10 +211,25 @@ class ShardProcessor(StatefulProcessor):
             raise UpkeepError(str(exc)) from None
         return result
 
-    def _apply(self, key: tuple, changes: list, where: list[str] | None) -> list:
+    def _apply(self, key: tuple, changes: list, where: list | None
+               ) -> tuple[list, list[str]]:
+        """Apply a batch to the shard; returns its view deltas and dead-letter lines (records
+        rejected under ``on_error`` skip/dead-letter, which are left out of the log)."""
         token, logged, emitted = self._state()
         new = uuid.uuid4().hex
-        deltas, size = self._call(key, ("apply", token, new, changes, where), token)
+        tolerant = self.plan.on_error != "stop" and where is not None
+        deltas, size, rejected = self._call(
+            key, ("apply", token, new, changes, where, tolerant), token)
+        dead: list[str] = []
+        if rejected:
+            bad = {where[i] for i, _ in rejected}
+            for i, error in rejected:
+                table, row, weight = changes[i]
+                if self.plan.reports(key[0], key[1], table):
+                    op = "insert" if weight > 0 else "delete"
+                    dead.append(dead_letter({"table": table, "op": op, "row": list(row)},
+                                            error, where[i]))
+            changes = [c for c, w in zip(changes, where, strict=True) if w not in bad]
         if changes:
             logged += len(changes)
             if logged > COMPACT_FACTOR * size + CHUNK_ROWS:
@@ -196,12 +240,12 @@ class ShardProcessor(StatefulProcessor):
             else:
                 self.log.appendList([(pickle.dumps(changes, protocol=5),)])
         self.meta.update((new, logged, emitted))
-        return deltas
+        return deltas, dead
 
     def handleInitialState(self, key, initialState: pd.DataFrame, timerValues) -> None:
         key = (key[0], int(key[1]))
         for payload in initialState["payload"]:
-            self._apply(key, pickle.loads(payload), None)
+            self._apply(key, pickle.loads(payload), None)  # a bad snapshot row raises
         token, logged, _ = self._state()
         self.meta.update((token, logged, False))  # the initial contents are still to be sent
 
@@ -209,22 +253,29 @@ class ShardProcessor(StatefulProcessor):
         key = (key[0], int(key[1]))
         frame = pd.concat(list(rows), ignore_index=True).sort_values(["file", "seq"])
         changes: list = []
-        where: list[str] = []
+        where: list = []
+        dead: list[str] = []
         for payload in frame["payload"]:
-            c, w = pickle.loads(payload)
+            c, w, d = pickle.loads(payload)
             changes += c
             where += w
+            dead += d
         out: list = []
-        token, logged, emitted = self._state()
-        if not emitted:
-            out += self._call(key, ("contents", token), token)
-            self.meta.update((token, logged, True))
-        out += self._apply(key, changes, where)
+        if key[0] != DEAD:
+            token, logged, emitted = self._state()
+            if not emitted:
+                out += self._call(key, ("contents", token), token)
+                self.meta.update((token, logged, True))
+            deltas, rejected = self._apply(key, changes, where)
+            out += deltas
+            dead += rejected
         for i in range(0, len(out), CHUNK_ROWS):
             part = out[i:i + CHUNK_ROWS]
             yield pd.DataFrame({"view": [v for v, _, _ in part],
                                 "row": [encode_row(r) for _, r, _ in part],
                                 "weight": [w for _, _, w in part]})
+        if dead:
+            yield pd.DataFrame({"view": DEAD_LETTER_VIEW, "row": dead, "weight": 1})
 
     def close(self) -> None:
         pass

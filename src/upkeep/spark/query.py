@@ -38,12 +38,14 @@ BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, cont
 SNAPSHOT_SCHEMA = "grp string, shard int, payload binary"
 
 
-def make_plan(db: Connection, shards: int, servers: int | None = None) -> QueryPlan:
-    """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards."""
+def make_plan(db: Connection, shards: int, servers: int | None = None,
+              on_error: str = "stop") -> QueryPlan:
+    """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
+    ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter)."""
     catalog = db.catalog()
     groups = plan_groups(db, shards)
     digest = hashlib.sha256(pickle.dumps((catalog, [g.__dict__ for g in groups]))).hexdigest()
-    return QueryPlan(digest[:16], catalog, groups, servers or executor_servers())
+    return QueryPlan(digest[:16], catalog, groups, servers or executor_servers(), on_error)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
         keys = plan.group_by if plan.is_aggregate else [e for _, e in plan.select]
         anchor = {find(plan.scope.resolve(k).slot) for k in keys if isinstance(k, exp.Column)}
         classes = {root: slots for root, slots in classes.items() if root in anchor}
+    keys = {name: key for name, _columns, _not_null, key in db.catalog()["tables"] if key}
     best: dict[str, int] | None = None
     for slots in classes.values():
         routes: dict[str, int] = {}
@@ -122,6 +123,12 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
             covered = any(atom_of_slot(plan, s) == i for s in slots)
             if not covered and atom.relation in routes:
                 conflicts.add(atom.relation)
+        # A PRIMARY KEY is checked where the rows are: only a table partitioned on its
+        # (one-column) key, or copied whole, sees every row a duplicate could clash with.
+        for table, column in routes.items():
+            key = keys.get(table)
+            if key is not None and tuple(key) != (column,):
+                conflicts.add(table)
         for table in conflicts:
             routes.pop(table, None)
         if routes and (best is None or len(routes) > len(best)):

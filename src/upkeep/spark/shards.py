@@ -50,21 +50,38 @@ class ShardEngine:
             self.db.view(name).subscribe(
                 lambda changes, name=name: self._out.extend((name, r, w) for r, w in changes))
 
-    def apply(self, changes: Changes, where: list[str] | None = None) -> Deltas:
-        """Apply one batch atomically (net change per table, as the local pipeline does)."""
-        batch = [Change(None, table, [(row, w)]) for table, row, w in changes]  # type: ignore[arg-type]
-        self._out = []
-        try:
-            with self.db.transaction():
-                self.applier.apply(batch)
-        except Error as exc:
-            bad = self.applier.find_bad(batch)
-            if bad and where:
-                index = batch.index(bad[0][0])
-                raise ShardError(f"{where[index]}: {bad[0][1]}") from None
-            raise ShardError(str(exc)) from None
+    def apply(self, changes: Changes, where: list | None = None,
+              tolerant: bool = False) -> tuple[Deltas, list[tuple[int, str]]]:
+        """Apply one batch atomically (net change per table, as the local pipeline does).
+
+        ``where`` names each change's record.  A rejected batch raises :class:`ShardError`
+        naming the first bad record, unless ``tolerant``: then every change of each bad
+        record is left out, the rest applied, and ``(index, error)`` of the changes left out
+        is returned with the deltas (the local pipeline's skip / dead-letter).
+        """
+        rejected: list[tuple[int, str]] = []
+        keep = list(range(len(changes)))
+        while True:
+            batch = [Change(None, changes[i][0], [(changes[i][1], changes[i][2])])  # type: ignore[arg-type]
+                     for i in keep]
+            self._out = []
+            try:
+                with self.db.transaction():
+                    self.applier.apply(batch)
+                break
+            except Error as exc:
+                bad = self.applier.find_bad(batch)
+                if not bad:
+                    raise ShardError(str(exc)) from None
+                first = keep[batch.index(bad[0][0])]
+                if not (tolerant and where):
+                    raise ShardError(f"{where[first]}: {bad[0][1]}" if where else bad[0][1]
+                                     ) from None
+                records = {where[keep[batch.index(change)]]: error for change, error in bad}
+                rejected += [(i, records[where[i]]) for i in keep if where[i] in records]
+                keep = [i for i in keep if where[i] not in records]
         out, self._out = self._out, []
-        return out
+        return out, sorted(rejected)
 
     def contents(self) -> Deltas:
         """Every view's rows, as insertions."""
@@ -112,15 +129,15 @@ class ShardServer:
                 engine.apply(chunk)
             self._put(plan, key, token, engine)
             return engine.size()
-        if op == "apply":  # (expected token, new token, changes, positions)
-            expected, token, changes, where = args
+        if op == "apply":  # (expected token, new token, changes, positions, tolerant)
+            expected, token, changes, where, tolerant = args
             if cached is None or cached[0] != expected:
                 return None  # stale: the caller loads the engine from its state first
             engine = cached[1]
-            deltas = engine.apply(changes, where)
+            deltas, rejected = engine.apply(changes, where, tolerant)
             self.counts["applies"] += 1
             self._put(plan, key, token, engine)
-            return deltas, engine.size()
+            return deltas, engine.size(), rejected
         if cached is None or cached[0] != args[0]:
             return None
         if op == "contents":
