@@ -156,6 +156,14 @@ class Connection(Catalog):
             rows.extend([row] * w)
         return self.schema_of(name), rows
 
+    def weighted_rows(self, name: str) -> Iterator[tuple[tuple, int]]:
+        """A table's or view's distinct rows with their multiplicities."""
+        return self._weighted(name.lower())
+
+    def distinct_rows(self, table: str) -> int:
+        """How many distinct rows a table holds (O(1))."""
+        return len(self._table(table).rows)
+
     def _weighted(self, name: str) -> Iterator[tuple[tuple, int]]:
         if name in self._tables:
             return iter(self._staged_rows(self._tables[name]).items())

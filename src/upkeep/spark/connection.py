@@ -72,7 +72,6 @@ class SparkViewHandle:
         subs.append(fn)
         return lambda: subs.remove(fn) if fn in subs else None
 
-    @property
     def columns(self) -> list[str]:
         return [n for n, _ in self._db._catalog.schema_of(self.name)]
 
@@ -296,10 +295,12 @@ class SparkConnection:
             return  # a replayed batch after a restart
         rows = batch.collect()
         changes: dict[str, Counter] = {}
+        types: dict[str, list[SqlType]] = {}
         with self._lock:
             for view, text, weight in rows:
-                types = [t for _, t in self._catalog.schema_of(view)]
-                changes.setdefault(view, Counter())[decode_row(text, types)] += weight
+                if view not in types:
+                    types[view] = [t for _, t in self._catalog.schema_of(view)]
+                changes.setdefault(view, Counter())[decode_row(text, types[view])] += weight
             for view, delta in changes.items():
                 contents = self._contents.setdefault(view, Counter())
                 for row, w in delta.items():

@@ -132,12 +132,14 @@ class SparkPipelineRunner:
         started = time.monotonic()
         per_view: dict[str, Counter] = {}
         rejected: list[str] = []
+        types: dict[str, list[SqlType]] = {}
         for view, text, weight in frame.collect():
             if view == DEAD_LETTER_VIEW:
                 rejected.append(text)
                 continue
-            types = [t for _, t in self.catalog.schema_of(view)]
-            per_view.setdefault(view, Counter())[decode_row(text, types)] += weight
+            if view not in types:
+                types[view] = [t for _, t in self.catalog.schema_of(view)]
+            per_view.setdefault(view, Counter())[decode_row(text, types[view])] += weight
         changes = {v: [(r, w) for r, w in c.items() if w] for v, c in per_view.items()}
         for sink in sinks:
             sink.deliver(batch_id, changes.get(sink.view, []), frame)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..connection import from_catalog
@@ -129,38 +130,56 @@ def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) ->
     return [(g, s, name, 0, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
 
 
-def route_rows(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
-               ) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` over a snapshot of ``table`` (bulk load): its rows, coerced to the
-    table's types, as chunks of insertions per ``(group, shard)``."""
+def route_rows(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
+               ) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` over a snapshot of ``table`` (bulk load): its rows, coerced to the
+    table's types, as chunks of insertions per ``(group, shard)``.  Arrow keeps NULL apart
+    from NaN and decimals exact, which pandas would not."""
+    for frame in _route_arrow(plan, table, batches):
+        yield pa.RecordBatch.from_pydict(
+            {"grp": [g for g, _, _ in frame], "shard": [s for _, s, _ in frame],
+             "payload": [pickle.dumps(c, protocol=5) for _, _, c in frame]},
+            schema=pa.schema([("grp", pa.string()), ("shard", pa.int32()),
+                              ("payload", pa.binary())]))
+
+
+def route_generated(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
+                    ) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` over generated rows (the rate source): insertions into ``table``,
+    routed like a change file's."""
+    where = f"rate source for {table}"
+    for frame in _route_arrow(plan, table, batches):
+        yield pa.RecordBatch.from_pydict(
+            {"grp": [g for g, _, _ in frame], "shard": [s for _, s, _ in frame],
+             "file": [where] * len(frame), "seq": [0] * len(frame),
+             "payload": [pickle.dumps((c, [where] * len(c), []), protocol=5)
+                         for _, _, c in frame]},
+            schema=pa.schema([("grp", pa.string()), ("shard", pa.int32()),
+                              ("file", pa.string()), ("seq", pa.int64()),
+                              ("payload", pa.binary())]))
+
+
+def _route_arrow(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
+                 ) -> Iterator[list[tuple[str, int, list]]]:
     applier = _appliers.get(plan.plan_id)
     if applier is None:
         applier = _appliers[plan.plan_id] = Applier(from_catalog(plan.catalog, []))
     converters = applier.converters[table]
     groups = [g for g in plan.groups if table in g.tables]
-    for frame in frames:
+    for batch in batches:
         buckets: dict[tuple[str, int], list] = {}
-        columns = [frame[c].tolist() for c in frame.columns]
+        columns = [column.to_pylist() for column in batch.columns]
         for values in zip(*columns, strict=True):
-            row = tuple([None if _missing(v) else f(v)
-                         for f, v in zip(converters, values, strict=True)])
+            try:
+                row = tuple([None if v is None else f(v)
+                             for f, v in zip(converters, values, strict=True)])
+            except ValueError as exc:
+                raise UpkeepError(f"a row for table {table}: {exc}: {values}",
+                                  "SchemaError") from None
             for group in groups:
                 for shard in group.shards_of(table, row):
                     buckets.setdefault((group.name, shard), []).append((table, row, 1))
-        yield pd.DataFrame([(g, s, pickle.dumps(c, protocol=5)) for (g, s), c in buckets.items()],
-                           columns=["grp", "shard", "payload"])
-
-
-def route_generated(plan: QueryPlan, table: str, frames: Iterator[pd.DataFrame]
-                    ) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` over generated rows (the rate source): insertions into ``table``,
-    routed like a change file's."""
-    where = f"rate source for {table}"
-    for frame in route_rows(plan, table, frames):
-        yield pd.DataFrame({
-            "grp": frame["grp"], "shard": frame["shard"], "file": where, "seq": 0,
-            "payload": [pickle.dumps((c, [where] * len(c), []), protocol=5)
-                        for c in map(pickle.loads, frame["payload"])]})
+        yield [(g, s, c) for (g, s), c in buckets.items()]
 
 
 def dead_letter(images: dict, error: str, position: Position | str) -> str:
@@ -172,10 +191,6 @@ def dead_letter(images: dict, error: str, position: Position | str) -> str:
         line["_source"] = {"file": position}
     line.update(images)
     return json.dumps(line, default=str)
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or value is pd.NaT
 
 
 # ---------------------------------------------------------------- the stateful processor

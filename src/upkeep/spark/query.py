@@ -85,10 +85,10 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
                      .option("rowsPerSecond", str(rate.rows_per_second)).load()
                      .selectExpr(*[f"{rate.columns[n]} AS `{n}`" for n in names]))
         routed = routed.unionByName(
-            generated.mapInPandas(partial(route_generated, plan, rate.table), ROUTED_SCHEMA))
+            generated.mapInArrow(partial(route_generated, plan, rate.table), ROUTED_SCHEMA))
     initial = None
     if snapshots:
-        parts = [df.mapInPandas(partial(route_rows, plan, table), SNAPSHOT_SCHEMA)
+        parts = [df.mapInArrow(partial(route_rows, plan, table), SNAPSHOT_SCHEMA)
                  for table, df in snapshots.items()]
         union = parts[0]
         for part in parts[1:]:

@@ -86,14 +86,14 @@ class ShardEngine:
     def contents(self) -> Deltas:
         """Every view's rows, as insertions."""
         return [(name, row, w) for name in self.views
-                for row, w in self.db._weighted(name)]
+                for row, w in self.db.weighted_rows(name)]
 
     def dump(self) -> Changes:
         """Every table's rows, as insertions (a compacted log)."""
-        return [(t, row, w) for t in self.db.tables() for row, w in self.db._weighted(t)]
+        return [(t, row, w) for t in self.db.tables() for row, w in self.db.weighted_rows(t)]
 
     def size(self) -> int:
-        return sum(len(self.db._tables[t].rows) for t in self.db.tables())
+        return sum(self.db.distinct_rows(t) for t in self.db.tables())
 
 
 class ShardServer:
