@@ -218,3 +218,11 @@ columns = { ok = "value", ck = "value % 7", day = "date_add(DATE'2024-01-01', CA
                       Decimal(v % 1000) / 10, v % 9, None) for v in range(n))
     expected = expected_views({"customers": Counter(), "orders": orders})
     assert views == {v: expected[v] for v in VIEW_KINDS}
+
+
+def test_explain_shows_each_views_shard_layout(tmp_path, capsys) -> None:
+    path = write_pipeline(tmp_path, extra=SPARK, sinks={})
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "spark: 2 shards, orders by column" in out  # big_orders: orders partitioned
+    assert "spark: one shard" in out  # order_count: a global aggregate

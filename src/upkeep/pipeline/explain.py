@@ -23,11 +23,20 @@ def explain_pipeline(config: PipelineConfig, view: str | None = None) -> str:
                 raise PipelineError(f"no view named {view!r} in {config.file} (views: "
                                     f"{', '.join(names) or 'none'})")
             names = [view.lower()]
+        layout: dict[str, str] = {}
+        if config.engine == "spark":  # how each view's shards are laid out (docs/spark.md)
+            from ..spark.routing import plan_groups
+
+            for group in plan_groups(db, config.spark_shards or 4):
+                for name in group.views:
+                    layout[name] = f"spark: {group.describe()}"
         parts = []
         for name in names:
             sinks = [f"{s.type}" + (f" {s.path}" if s.path else "")
                      for s in config.sinks if s.view == name]
             text = db.explain(name)
+            if name in layout:
+                text += "\n" + layout[name]
             text += "\nsinks: " + ("; ".join(sinks) if sinks else "none")
             parts.append(text)
         return "\n\n".join(parts)
