@@ -21,6 +21,7 @@ def spark_session(master: str = "local[2]", app_name: str = "upkeep",
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.session.timeZone", "UTC"))
     for key, value in (config or {}).items():
