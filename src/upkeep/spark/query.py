@@ -10,7 +10,6 @@ Its output is one delta stream ``(view, row, weight)`` for all views;
 from __future__ import annotations
 
 import hashlib
-import pickle
 import re
 from dataclasses import dataclass
 from functools import partial
@@ -44,7 +43,8 @@ def make_plan(db: Connection, shards: int, servers: int | None = None,
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter)."""
     catalog = db.catalog()
     groups = plan_groups(db, shards)
-    digest = hashlib.sha256(pickle.dumps((catalog, [g.__dict__ for g in groups]))).hexdigest()
+    digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups])).encode())
+    digest = digest.hexdigest()
     return QueryPlan(digest[:16], catalog, groups, servers or executor_servers(), on_error)
 
 
@@ -56,6 +56,19 @@ class RateSource:
     table: str
     rows_per_second: int
     columns: dict[str, str]
+
+
+def _canonical(value: object) -> str:
+    """A text of ``value`` that is the same in every process (sets sorted; Python salts the
+    hash of strings per process, and with it the order of a set of them)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ",".join(sorted(_canonical(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        return "{" + ",".join(sorted(f"{_canonical(k)}:{_canonical(v)}"
+                                     for k, v in value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    return repr(value)
 
 
 def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
