@@ -102,6 +102,9 @@ def test_engines_stay_warm_and_survive_a_restart(spark, tmp_path) -> None:
 
 def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     _, remote = both(spark, tmp_path)
+    files = len(list(remote.changes.iterdir()))
+    assert remote.insert("orders", []) == 0
+    assert len(list(remote.changes.iterdir())) == files  # no empty micro-batch
     remote.execute("INSERT INTO customers VALUES (1, 'AUTO', 2), (2, NULL, 1)")
     assert sorted(remote.view("joined").rows()) == []
     remote.execute("INSERT INTO orders VALUES (7, 1, DATE '2024-03-01', 2.50)")

@@ -186,7 +186,7 @@ class SparkConnection:
         staged = [(table, coerce_row(r, schema, table, i), weight) for i, r in enumerate(rows)]
         if self._pending is not None:
             self._pending.extend(staged)
-        else:
+        elif staged:  # nothing to change: no change file, no micro-batch
             self._commit(staged)
         return len(staged)
 
