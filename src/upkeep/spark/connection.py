@@ -21,7 +21,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -30,9 +29,10 @@ from sqlglot import exp
 
 from ..connection import Connection, _parse
 from ..errors import Error, UnsupportedError
+from ..pipeline.sinks.values import json_value
 from ..types import SqlType, coerce_row
-from .codec import _value, decode_row
-from .processor import TICK_SUFFIX, QueryPlan
+from .codec import decode_deltas
+from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, make_plan, query_error
 from .session import spark_session
 
@@ -41,11 +41,6 @@ Delta = list[tuple[tuple, int]]
 
 class _RolledBack(Exception):
     pass
-
-
-def _json_value(v: object) -> str:
-    """A value in a JSONL change record; decimals as strings, so none is rounded."""
-    return json.dumps(str(v)) if isinstance(v, Decimal) else _value(v)
 
 
 class SparkViewHandle:
@@ -221,11 +216,9 @@ class SparkConnection:
             self._commit(staged)
 
     def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
-        lines = []
-        for table, row, weight in staged:
-            values = ",".join(_json_value(v) for v in row)
-            op = "insert" if weight > 0 else "delete"
-            lines.append(f'{{"table":{json.dumps(table)},"op":"{op}","row":[{values}]}}\n')
+        lines = [json.dumps({"table": table, "op": "insert" if weight > 0 else "delete",
+                             "row": [json_value(v) for v in row]}) + "\n"
+                 for table, row, weight in staged]
         path = self._write(f"changes-{next(self._sequence):08d}.jsonl", "".join(lines))
         self._run(path)
 
@@ -293,26 +286,18 @@ class SparkConnection:
         """foreachBatch: fold a micro-batch's deltas into the driver's copy of each view."""
         if batch_id <= self._last_batch:
             return  # a replayed batch after a restart
-        rows = batch.collect()
-        changes: dict[str, Counter] = {}
-        types: dict[str, list[SqlType]] = {}
+        changes, _ = decode_deltas(batch.collect(), self._catalog.schema_of, DEAD_LETTER_VIEW)
         with self._lock:
-            for view, text, weight in rows:
-                if view not in types:
-                    types[view] = [t for _, t in self._catalog.schema_of(view)]
-                changes.setdefault(view, Counter())[decode_row(text, types[view])] += weight
             for view, delta in changes.items():
                 contents = self._contents.setdefault(view, Counter())
-                for row, w in delta.items():
+                for row, w in delta:
                     contents[row] += w
                     if contents[row] == 0:
                         del contents[row]
             self._last_batch = batch_id
         for view, delta in changes.items():
-            out = [(r, w) for r, w in delta.items() if w]
             for fn in list(self._subscribers.get(view, [])):
-                if out:
-                    fn(out)
+                fn(delta)
 
     def stop(self) -> None:
         """Stop the streaming query; the next change restarts it from its checkpoint."""

@@ -21,7 +21,6 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,9 +32,9 @@ from ..connection import Connection
 from ..pipeline.config import MEMORY, PipelineConfig, SinkConfig
 from ..pipeline.errors import PipelineError
 from ..pipeline.schema import ensure_schema
-from ..pipeline.sinks.values import json_value
+from ..pipeline.sinks.jsonl import delta_lines
 from ..types import SqlType
-from .codec import decode_row
+from .codec import decode_deltas
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
 from .query import RateSource, delta_stream, make_plan, query_error
 from .session import spark_session
@@ -130,19 +129,10 @@ class SparkPipelineRunner:
 
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[_Sink]) -> None:
         started = time.monotonic()
-        per_view: dict[str, Counter] = {}
-        rejected: list[str] = []
-        types: dict[str, list[SqlType]] = {}
-        for view, text, weight in frame.collect():
-            if view == DEAD_LETTER_VIEW:
-                rejected.append(text)
-                continue
-            if view not in types:
-                types[view] = [t for _, t in self.catalog.schema_of(view)]
-            per_view.setdefault(view, Counter())[decode_row(text, types[view])] += weight
-        changes = {v: [(r, w) for r, w in c.items() if w] for v, c in per_view.items()}
+        changes, rejected = decode_deltas(frame.collect(), self.catalog.schema_of,
+                                          DEAD_LETTER_VIEW)
         for sink in sinks:
-            sink.deliver(batch_id, changes.get(sink.view, []), frame)
+            sink.deliver(batch_id, changes.get(sink.view, []))
         if self.on_batch is not None:
             self.on_batch(batch_id, changes)
         if rejected:
@@ -210,7 +200,7 @@ class _Sink:
         self.view = config.view
         self.columns = columns
 
-    def deliver(self, batch: int, changes: list[tuple[tuple, int]], frame: DataFrame) -> None:
+    def deliver(self, batch: int, changes: list[tuple[tuple, int]]) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -218,7 +208,7 @@ class _Sink:
 
 
 class _ParquetDeltas(_Sink):
-    def deliver(self, batch, changes, frame) -> None:
+    def deliver(self, batch, changes) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -249,14 +239,8 @@ class _JsonlDeltas(_Sink):
             self.path.write_text("".join(kept))
         self.file = self.path.open("a", encoding="utf-8")
 
-    def deliver(self, batch, changes, frame) -> None:
-        names = [n for n, _ in self.columns]
-        lines = []
-        for row, weight in sorted(changes, key=lambda c: c[1]):
-            text = json.dumps(dict(zip(names, map(json_value, row), strict=True)))
-            sign = 1 if weight > 0 else -1
-            lines += [f'{{"batch": {batch}, "weight": {sign}, "row": {text}}}\n'] * abs(weight)
-        self.file.write("".join(lines))
+    def deliver(self, batch, changes) -> None:
+        self.file.write("".join(delta_lines([n for n, _ in self.columns], changes, batch)))
         self.file.flush()
         os.fsync(self.file.fileno())
 
@@ -269,7 +253,7 @@ class _Terminal(_Sink):
         super().__init__(config, columns)
         self.console = console
 
-    def deliver(self, batch, changes, frame) -> None:
+    def deliver(self, batch, changes) -> None:
         limit = self.config.options.get("limit") or 10
         for row, weight in changes[:limit]:
             self.console.print(f"  {self.view} {'+' if weight > 0 else '-'}{abs(weight)} {row}",

@@ -20,6 +20,22 @@ from .base import Changes, Sink
 from .values import json_value
 
 
+def encode_row(names: list[str], row: tuple) -> str:
+    """A view row as the JSON object of a sink line (column -> JSON value)."""
+    return json.dumps(dict(zip(names, map(json_value, row), strict=True)))
+
+
+def delta_lines(names: list[str], changes: Changes, batch: int) -> list[str]:
+    """A batch's delta lines, one per row occurrence, deletions before insertions."""
+    lines = []
+    for sign in (-1, 1):
+        for row, w in changes:
+            if (w > 0) == (sign > 0):
+                line = f'{{"batch": {batch}, "weight": {sign}, "row": {encode_row(names, row)}}}\n'
+                lines.extend([line] * abs(w))
+    return lines
+
+
 class JsonlSink(Sink):
     """Appends a view's deltas to a JSON-lines file."""
 
@@ -39,7 +55,7 @@ class JsonlSink(Sink):
             self._write(lines)
 
     def _encode(self, row: tuple) -> str:
-        return json.dumps(dict(zip(self.names, map(json_value, row), strict=True)))
+        return encode_row(self.names, row)
 
     def _replay(self) -> Counter[str]:
         """The contents the file describes; cuts a torn (newline-less) last line."""
@@ -67,13 +83,7 @@ class JsonlSink(Sink):
         return +state
 
     def deliver(self, changes: Changes, batch: int) -> None:
-        lines = []
-        for sign in (-1, 1):
-            for row, w in changes:
-                if (w > 0) == (sign > 0):
-                    line = f'{{"batch": {batch}, "weight": {sign}, "row": {self._encode(row)}}}\n'
-                    lines.extend([line] * abs(w))
-        self._write(lines)
+        self._write(delta_lines(self.names, changes, batch))
 
     def _write(self, lines: list[str]) -> None:
         try:
