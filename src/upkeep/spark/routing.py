@@ -21,6 +21,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from ..connection import Connection, _parse_one
+from ..core import Core
 from ..errors import Error
 from ..plan import Block, analyse_joins, atom_of_slot, bind_query
 
@@ -74,38 +75,22 @@ def stable_hash(value: object) -> int:
 
 def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | None:
     """``{table: column index}`` to partition view ``name`` on, or None if it cannot be."""
-    try:
-        query = _parse_one(sql)
+    try:  # a single SELECT over base tables (WITH and derived tables do not bind here)
+        plan = bind_query(_parse_one(sql), db.schema_of)
+        if not isinstance(plan, Block) or any(a.relation not in db.tables() for a in plan.atoms):
+            return None
+        # the join variables: classes of equi-joined columns (DYN section 2)
+        core = Core(plan, analyse_joins(plan), {c.slot for c in plan.scope.columns})
     except Error:
-        return None
-    if not isinstance(query, exp.Select) or query.args.get("with") or query.args.get("with_"):
-        return None
-    try:
-        plan = bind_query(query, db.schema_of)
-    except Error:
-        return None
-    if not isinstance(plan, Block) or any(a.relation not in db.tables() for a in plan.atoms):
         return None
     if plan.aggregates and not plan.group_by:
         return None
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        while parent.get(x, x) != x:
-            x = parent[x]
-        return x
-
-    for a, b in analyse_joins(plan).equalities:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    classes: dict[int, set[int]] = {}
-    for column in plan.scope.columns:
-        classes.setdefault(find(column.slot), set()).add(column.slot)
+    classes = {v.id: set(v.slots) for v in core.vars if v.slots}
     if plan.is_aggregate or plan.distinct:
         keys = plan.group_by if plan.is_aggregate else [e for _, e in plan.select]
-        anchor = {find(plan.scope.resolve(k).slot) for k in keys if isinstance(k, exp.Column)}
-        classes = {root: slots for root, slots in classes.items() if root in anchor}
+        anchor = {core.var_of_slot[plan.scope.resolve(k).slot]
+                  for k in keys if isinstance(k, exp.Column)}
+        classes = {v: slots for v, slots in classes.items() if v in anchor}
     keys = {name: key for name, _columns, _not_null, key in db.catalog()["tables"] if key}
     best: dict[str, int] | None = None
     for slots in classes.values():
