@@ -14,7 +14,6 @@ past a few times their number, so both the state and the work per batch stay pro
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import tempfile
 import uuid
@@ -34,23 +33,22 @@ from .codec import encode_row
 from .routing import Group
 from .shards import ShardError, call
 
-ROUTED_SCHEMA = "grp string, shard int, file string, seq long, payload binary"
+ROUTED_SCHEMA = "grp string, shard int, file string, payload binary"
 DEAD = "__dead__"  # the key that carries records rejected while decoding
 DEAD_LETTER_VIEW = "__dead_letter__"  # output rows that are rejected records, not deltas
-TICK_SUFFIX = ".tick"  # an empty change file that makes every shard report in (initial load)
+TICK_SUFFIX = ".tick"  # a change file with no records that makes every shard report in
 CHUNK_ROWS = 50_000
 COMPACT_FACTOR = 4
 
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """Everything executors need, shipped with the query: the catalog, the groups and the
-    number of shard servers per executor."""
+    """Everything executors need, shipped with the query: the catalog, the view groups and
+    the policy for rejected records."""
 
     plan_id: str
     catalog: dict
     groups: list[Group]
-    servers: int
     on_error: str = "stop"
 
     def group(self, name: str) -> Group:
@@ -59,8 +57,13 @@ class QueryPlan:
     def spec(self, name: str) -> tuple[dict, list[str]]:
         return self.catalog, self.group(name).views
 
-    def server_of(self, shard: int) -> int:
-        return shard % self.servers
+    def readers(self) -> dict[str, list[Group]]:
+        """Each table's groups (the groups whose views read it)."""
+        out: dict[str, list[Group]] = {}
+        for group in self.groups:
+            for table in group.tables:
+                out.setdefault(table, []).append(group)
+        return out
 
     def reports(self, group: str, shard: int, table: str) -> bool:
         """Whether this shard reports a rejected record of ``table``: a record reaches every
@@ -81,25 +84,32 @@ class UpkeepError(Exception):
 _appliers: dict[str, Applier] = {}
 
 
-def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
-    checked like the local pipeline's, as one payload per ``(group, shard)``."""
+def _applier(plan: QueryPlan) -> Applier:
+    """The record checker of the plan's catalog (one per worker process and plan)."""
     applier = _appliers.get(plan.plan_id)
     if applier is None:
         applier = _appliers[plan.plan_id] = Applier(from_catalog(plan.catalog, []))
+    return applier
+
+
+def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
+    checked like the local pipeline's, as one payload per ``(group, shard)``."""
+    applier, readers = _applier(plan), plan.readers()
     for frame in frames:
         out: list[tuple] = []
         for path, content in zip(frame["path"], frame["content"], strict=True):
             name = Path(path.removeprefix("file:")).name
             if name.endswith(TICK_SUFFIX):
-                out += [(g.name, s, name, 0, pickle.dumps(([], [], []))) for g in plan.groups
+                out += [(g.name, s, name, pickle.dumps(([], [], []))) for g in plan.groups
                         for s in range(g.shards)]
                 continue
-            out += _route_file(plan, applier, name, content)
-        yield pd.DataFrame(out, columns=["grp", "shard", "file", "seq", "payload"])
+            out += _route_file(plan, applier, readers, name, content)
+        yield pd.DataFrame(out, columns=["grp", "shard", "file", "payload"])
 
 
-def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) -> list[tuple]:
+def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group]], name: str,
+                content: bytes) -> list[tuple]:
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
         return []
@@ -119,15 +129,13 @@ def _route_file(plan: QueryPlan, applier: Applier, name: str, content: bytes) ->
                 continue
             where = record.position
             for row, weight in change.rows:
-                for group in plan.groups:
-                    if change.table not in group.tables:
-                        continue
+                for group in readers.get(change.table, ()):
                     for shard in group.shards_of(change.table, row):
                         changes, positions, _ = buckets.setdefault((group.name, shard),
                                                                    ([], [], []))
                         changes.append((change.table, row, weight))
                         positions.append(where)
-    return [(g, s, name, 0, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
+    return [(g, s, name, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
 
 
 def route_rows(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
@@ -138,9 +146,10 @@ def route_rows(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
     for frame in _route_arrow(plan, table, batches):
         yield pa.RecordBatch.from_pydict(
             {"grp": [g for g, _, _ in frame], "shard": [s for _, s, _ in frame],
+             "rows": [len(c) for _, _, c in frame],
              "payload": [pickle.dumps(c, protocol=5) for _, _, c in frame]},
             schema=pa.schema([("grp", pa.string()), ("shard", pa.int32()),
-                              ("payload", pa.binary())]))
+                              ("rows", pa.int64()), ("payload", pa.binary())]))
 
 
 def route_generated(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
@@ -151,21 +160,18 @@ def route_generated(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatc
     for frame in _route_arrow(plan, table, batches):
         yield pa.RecordBatch.from_pydict(
             {"grp": [g for g, _, _ in frame], "shard": [s for _, s, _ in frame],
-             "file": [where] * len(frame), "seq": [0] * len(frame),
+             "file": [where] * len(frame),
              "payload": [pickle.dumps((c, [where] * len(c), []), protocol=5)
                          for _, _, c in frame]},
             schema=pa.schema([("grp", pa.string()), ("shard", pa.int32()),
-                              ("file", pa.string()), ("seq", pa.int64()),
+                              ("file", pa.string()),
                               ("payload", pa.binary())]))
 
 
 def _route_arrow(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
                  ) -> Iterator[list[tuple[str, int, list]]]:
-    applier = _appliers.get(plan.plan_id)
-    if applier is None:
-        applier = _appliers[plan.plan_id] = Applier(from_catalog(plan.catalog, []))
-    converters = applier.converters[table]
-    groups = [g for g in plan.groups if table in g.tables]
+    converters = _applier(plan).converters[table]
+    groups = plan.readers().get(table, [])
     for batch in batches:
         buckets: dict[tuple[str, int], list] = {}
         columns = [column.to_pylist() for column in batch.columns]
@@ -212,27 +218,25 @@ class ShardProcessor(StatefulProcessor):
 
     def _call(self, key: tuple, request: tuple, token: str | None):
         """A request that needs the engine at ``token``: rebuilt from the log if stale."""
-        server = self.plan.server_of(key[1])
         full = (request[0], self.plan.plan_id, key) + request[1:]
         try:
-            result = call(server, full)
+            result = call(key[1], full)
             if result is None:
                 chunks = ([pickle.loads(c[0]) for c in self.log.get()]
                           if self.log.exists() else [])
-                call(server, ("load", self.plan.plan_id, key, self.plan.spec(key[0]), token,
+                call(key[1], ("load", self.plan.plan_id, key, self.plan.spec(key[0]), token,
                               chunks))
-                result = call(server, full)
+                result = call(key[1], full)
         except ShardError as exc:
             raise UpkeepError(str(exc)) from None
         return result
 
-    def _apply(self, key: tuple, changes: list, where: list | None
-               ) -> tuple[list, list[str]]:
+    def _apply(self, key: tuple, changes: list, where: list) -> tuple[list, list[str]]:
         """Apply a batch to the shard; returns its view deltas and dead-letter lines (records
         rejected under ``on_error`` skip/dead-letter, which are left out of the log)."""
         token, logged, emitted = self._state()
         new = uuid.uuid4().hex
-        tolerant = self.plan.on_error != "stop" and where is not None
+        tolerant = self.plan.on_error != "stop"
         deltas, size, rejected = self._call(
             key, ("apply", token, new, changes, where, tolerant), token)
         dead: list[str] = []
@@ -258,15 +262,18 @@ class ShardProcessor(StatefulProcessor):
         return deltas, dead
 
     def handleInitialState(self, key, initialState: pd.DataFrame, timerValues) -> None:
-        key = (key[0], int(key[1]))
-        for payload in initialState["payload"]:
-            self._apply(key, pickle.loads(payload), None)  # a bad snapshot row raises
-        token, logged, _ = self._state()
-        self.meta.update((token, logged, False))  # the initial contents are still to be sent
+        """Snapshot chunks go to the log only; the first batch (the start tick) finds no
+        engine at the new token, builds it from the log in bulk (checking every row) and
+        sends the views' contents."""
+        _, logged, _ = self._state()
+        self.log.appendList([(p,) for p in initialState["payload"]])
+        logged += int(initialState["rows"].sum())
+        self.meta.update((uuid.uuid4().hex, logged, False))
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         key = (key[0], int(key[1]))
-        frame = pd.concat(list(rows), ignore_index=True).sort_values(["file", "seq"])
+        # files in name order (the local pipeline's); each file is one payload per shard
+        frame = pd.concat(list(rows), ignore_index=True).sort_values("file", kind="stable")
         changes: list = []
         where: list = []
         dead: list[str] = []
@@ -295,7 +302,3 @@ class ShardProcessor(StatefulProcessor):
     def close(self) -> None:
         pass
 
-
-def executor_servers() -> int:
-    """Shard servers per executor: one per core Python may use."""
-    return max(1, len(os.sched_getaffinity(0)))

@@ -25,7 +25,6 @@ from .processor import (
     ROUTED_SCHEMA,
     QueryPlan,
     ShardProcessor,
-    executor_servers,
     route_files,
     route_generated,
     route_rows,
@@ -34,18 +33,17 @@ from .routing import plan_groups
 from .session import configure
 
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
-SNAPSHOT_SCHEMA = "grp string, shard int, payload binary"
+SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
-def make_plan(db: Connection, shards: int, servers: int | None = None,
-              on_error: str = "stop") -> QueryPlan:
+def make_plan(db: Connection, shards: int, on_error: str = "stop") -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter)."""
     catalog = db.catalog()
     groups = plan_groups(db, shards)
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups])).encode())
     digest = digest.hexdigest()
-    return QueryPlan(digest[:16], catalog, groups, servers or executor_servers(), on_error)
+    return QueryPlan(digest[:16], catalog, groups, on_error)
 
 
 @dataclass(frozen=True)

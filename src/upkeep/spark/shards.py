@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
@@ -41,8 +42,9 @@ class ShardError(Exception):
 class ShardEngine:
     """The local engine over one shard: the group's tables and views, in memory."""
 
-    def __init__(self, catalog: dict, views: list[str]):
-        self.db = from_catalog(catalog, views)
+    def __init__(self, catalog: dict, views: list[str], log: Iterable[Changes] = ()):
+        """The shard's engine from its log (chunks of committed changes), built in bulk."""
+        self.db = from_catalog(catalog, views, (c for chunk in log for c in chunk))
         self.views = views
         self.applier = Applier(self.db)
         self._out: Deltas = []
@@ -123,10 +125,8 @@ class ShardServer:
         cached = self.engines.get((plan, key))
         if op == "load":  # (spec, token, log chunks) -> a fresh engine at that token
             (catalog, views), token, chunks = args
-            engine = ShardEngine(catalog, views)
+            engine = ShardEngine(catalog, views, chunks)
             self.counts["loads"] += 1
-            for chunk in chunks:
-                engine.apply(chunk)
             self._put(plan, key, token, engine)
             return engine.size()
         if op == "apply":  # (expected token, new token, changes, positions, tolerant)
@@ -259,9 +259,17 @@ def server_stats(spark) -> dict[str, int]:
     return total
 
 
-def call(index: int, request: tuple):
-    """Send one request to shard server ``index`` of this executor; returns its result
-    (None when the engine is stale) or raises :class:`ShardError`."""
+def servers() -> int:
+    """Shard servers per executor: one per core this process may use (counted where it
+    runs, so each executor of a cluster gets its own number)."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def call(shard: int, request: tuple):
+    """Send one request about ``shard`` to its server on this executor (server
+    ``shard mod servers()``); returns the result (None when the engine is stale) or raises
+    :class:`ShardError`."""
+    index = shard % servers()
     for attempt in range(2):
         conn = _clients.get(index)
         if conn is None:
