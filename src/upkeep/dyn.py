@@ -10,6 +10,10 @@ makes updates O(|u|) for simple trees, i.e. q-hierarchical queries (Theorem 3.4)
 Weights are any ring elements supporting ``+``, ``*`` and truthiness (``int`` for Z-sets,
 :class:`upkeep.aggregates.DualWeight` for aggregates): the operators are written once.
 
+Theta predicates on GJT edges (section 4, IEDyn) are served by :mod:`upkeep.theta`: the
+indexes of a node whose edge carries an inequality keep each hash bucket sorted on the
+inequality's side, so enumeration walks a contiguous run and UPDATE's semijoin is a range sum.
+
 Push mode (section 5, "delta enumeration"): UPDATE first propagates the change through the
 nodes outside N, which yields the deltas of the frontier of N; the output tuples that can
 change are exactly those extending a touched frontier tuple, so they are enumerated
@@ -22,6 +26,9 @@ from collections.abc import Callable, Iterator
 from operator import itemgetter
 
 from .gjt import GJTPair, Node
+from .theta import RangeAccess, RangeIndex, ThetaPredicate, range_access
+
+Compile = Callable[[object, list[int]], Callable[[tuple], object]]
 
 
 def key_function(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
@@ -75,6 +82,10 @@ class Index:
         if self.totals is not None:
             self.adjust(k, w)
 
+    def reweight(self, t: tuple, w: object) -> None:
+        if self.totals is not None:
+            self.adjust(self.key(t), w)
+
     def adjust(self, k: tuple, w: object) -> None:
         totals = self.totals
         old = totals.get(k)
@@ -93,7 +104,7 @@ class NodeState:
     def __init__(self, node: Node):
         self.node = node
         self.rho: dict[tuple, object] = {}
-        self.indexes: dict[tuple[int, ...], Index] = {}
+        self.indexes: dict[tuple, Index | RangeIndex] = {}
         self.push: Callable[[dict, dict], None] | None = None
         self.in_n = False
         self.frontier = False
@@ -108,6 +119,19 @@ class NodeState:
             self.indexes[key_vars] = idx
         return idx
 
+    def range_index(self, key_vars: tuple[int, ...], access: RangeAccess,
+                    compile_: Compile) -> RangeIndex:
+        """The index of rho on ``key_vars`` with buckets sorted on ``access.indexed``."""
+        name = ("range", key_vars, access.indexed.sql())
+        idx = self.indexes.get(name)
+        if idx is None:
+            positions = tuple(self.node.vars.index(v) for v in key_vars)
+            idx = RangeIndex(key_function(positions), compile_(access.indexed, list(self.node.vars)))
+            for t, w in self.rho.items():
+                idx.insert(t, w)
+            self.indexes[name] = idx
+        return idx
+
     def add(self, t: tuple, w: object) -> None:
         rho = self.rho
         old = rho.get(t)
@@ -120,8 +144,7 @@ class NodeState:
         if new:
             rho[t] = new
             for idx in self.indexes.values():
-                if idx.totals is not None:
-                    idx.adjust(idx.key(t), w)
+                idx.reweight(t, w)
         else:
             del rho[t]
             for idx in self.indexes.values():
@@ -137,8 +160,14 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
 class Representation:
     """A maintained (T, N)-rep: ``update`` (push or pull mode), ``enumerate``, ``weight``."""
 
-    def __init__(self, pair: GJTPair):
+    def __init__(self, pair: GJTPair, thetas: list[ThetaPredicate] = (),
+                 compile_: Compile | None = None):
         self.pair = pair
+        self.thetas = list(thetas)
+        self.compile = compile_
+        self.width = max((v for n in pair.nodes for v in n.vars), default=-1) + 1
+        for th in self.thetas:
+            self.width = max(self.width, max(th.vars, default=-1) + 1)
         self.states = {n.id: NodeState(n) for n in pair.nodes}
         for n in pair.nodes:
             st = self.states[n.id]
@@ -150,7 +179,6 @@ class Representation:
         self.upper = [self.states[n.id] for n in post if n.id in pair.n_set]
         self.leaf_of_atom = {n.atom: self.states[n.id] for n in pair.nodes if n.is_leaf}
         self.out_key = key_function(pair.out)  # env is indexed by variable id
-        self.width = max((v for n in pair.nodes for v in n.vars), default=-1) + 1
         self.frontier = pair.frontier()
         for n in pair.nodes:
             if n.parent is not None:
@@ -160,6 +188,27 @@ class Representation:
         # built now and maintained by UPDATE, so ENUM never pays for building them
         self._plan(None)
 
+    # ---------------------------------------------------------------- predicates
+    def _check(self, preds: tuple[int, ...], layout: list[int]) -> Callable[[tuple], bool]:
+        """All of ``preds`` hold (are TRUE) on a tuple laid out as the variables ``layout``."""
+        fns = [self.compile(self.thetas[k].node, layout) for k in preds]
+        if len(fns) == 1:
+            (f,) = fns
+            return lambda t: f(t) is True
+        return lambda t: all(f(t) is True for f in fns)
+
+    def _env_check(self, preds: tuple[int, ...]) -> Callable[[list], bool]:
+        return self._check(preds, list(range(self.width)))
+
+    def _access(self, preds: tuple[int, ...], node: Node, bound: set[int]
+                ) -> tuple[RangeAccess | None, tuple[int, ...]]:
+        """One predicate served by a sorted run of ``node``, and the rest to check."""
+        for k in preds:
+            acc = range_access(self.thetas[k], k, set(node.vars), bound)
+            if acc is not None:
+                return acc, tuple(j for j in preds if j != k)
+        return None, preds
+
     # ---------------------------------------------------------------- update
     def _make_push(self, n: Node) -> Callable[[dict, dict], None]:
         """The code of Algorithm 1, lines 20-23, specialised for this node."""
@@ -167,6 +216,9 @@ class Representation:
         siblings = [c for c in p.children if c is not n]
         proj = key_function(tuple(n.vars.index(v) for v in p.vars)) if set(p.vars) <= set(
             n.vars) else None
+        preds = tuple(k for c in p.children for k in c.preds)
+        if preds:
+            return self._make_theta_push(n, siblings[0] if siblings else None, proj, preds)
         if not siblings:
             def push_projection(delta: dict, pd: dict) -> None:
                 for t, w in delta.items():
@@ -214,6 +266,77 @@ class Representation:
                     for s in bucket:
                         _accumulate(pd, combine(t, s), w * rho_m[s])
         return push_join
+
+    def _make_theta_push(self, n: Node, m: Node | None, proj, preds: tuple[int, ...]
+                         ) -> Callable[[dict, dict], None]:
+        """Lines 20-23 with predicates: ``Delta_p += pi sigma_pred(p) (rho_m |x| Delta_n)``."""
+        if m is None:
+            check = self._check(preds, list(n.vars))
+
+            def push_filtered(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    if check(t):
+                        _accumulate(pd, proj(t), w)
+            return push_filtered
+        p = n.parent
+        m_state = self.states[m.id]
+        rho_m = m_state.rho
+        shared = tuple(v for v in m.vars if v in n.vars)
+        key = key_function(tuple(n.vars.index(v) for v in shared))
+        layout = list(n.vars) + list(m.vars)
+        if len(shared) == len(m.vars):
+            check = self._check(preds, layout)
+
+            def push_lookup(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    s = key(t)
+                    weight = rho_m.get(s)
+                    if weight is not None and check(t + s):
+                        _accumulate(pd, proj(t), w * weight)
+            return push_lookup
+        access, rest = self._access(preds, m, set(n.vars))
+        check = self._check(rest, layout) if rest else None
+        if access is not None:
+            ridx = m_state.range_index(shared, access, self.compile)
+            probe = self.compile(access.probe, list(n.vars))
+            op = access.op
+
+            def candidates(t: tuple):
+                return ridx.scan(key(t), op, probe(t))
+        else:
+            buckets = m_state.index(shared).buckets
+
+            def candidates(t: tuple):
+                return buckets.get(key(t), ())
+        if proj is not None:
+            if access is not None and check is None:
+                def push_range_totals(delta: dict, pd: dict) -> None:
+                    for t, w in delta.items():
+                        tot = ridx.total(key(t), op, probe(t))
+                        if tot is not None:
+                            _accumulate(pd, proj(t), w * tot)
+                return push_range_totals
+
+            def push_checked_totals(delta: dict, pd: dict) -> None:
+                for t, w in delta.items():
+                    tot = None
+                    for s in candidates(t):
+                        if check is None or check(t + s):
+                            tot = rho_m[s] if tot is None else tot + rho_m[s]
+                    if tot is not None:
+                        _accumulate(pd, proj(t), w * tot)
+            return push_checked_totals
+        sources = [("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v))
+                   for v in p.vars]
+        combine = eval(  # noqa: S307 - generated from variable positions only
+            "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
+
+        def push_theta_join(delta: dict, pd: dict) -> None:
+            for t, w in delta.items():
+                for s in candidates(t):
+                    if check is None or check(t + s):
+                        _accumulate(pd, combine(t, s), w * rho_m[s])
+        return push_theta_join
 
     def _process(self, st: NodeState, deltas: dict[int, dict]) -> None:
         delta = deltas.pop(st.node.id, None)
@@ -282,14 +405,47 @@ class Representation:
         for n in self.pair.nodes:
             if n.id not in self.pair.n_set:
                 continue
+            bound = set(n.parent.vars) if n.parent is not None else set()
             if n.id in on_path:
                 key_vars = n.vars
             else:
-                bound = set(n.parent.vars) if n.parent is not None else set()
                 key_vars = tuple(v for v in n.vars if v in bound)
-            plan[n.id] = self._matcher(self.states[n.id], key_vars)
+            matcher = self._matcher(self.states[n.id], key_vars)
+            if n.preds:
+                matcher = self._theta_matcher(n, matcher, key_vars, bound, n.id in on_path)
+            plan[n.id] = matcher
         self._plans[key] = plan
         return plan
+
+    def _theta_matcher(self, n: Node, matcher: Callable, key_vars: tuple[int, ...],
+                       bound: set[int], on_path: bool) -> Callable:
+        """The tuples of rho_n compatible with the bound variables that satisfy the edge's
+        predicates: a sorted run when one predicate allows it (constant delay), and the
+        remaining predicates checked on each candidate.  The candidate is written into the
+        environment before the check (the caller binds it there anyway)."""
+        access, rest = (None, n.preds) if on_path else self._access(n.preds, n, bound)
+        check = self._env_check(rest) if rest else None
+        if access is not None:
+            ridx = self.states[n.id].range_index(key_vars, access, self.compile)
+            getter = key_function(key_vars)
+            probe = self.compile(access.probe, list(range(self.width)))
+            op = access.op
+
+            def candidates(env):
+                return ridx.scan(getter(env), op, probe(env))
+        else:
+            candidates = matcher
+        if check is None:
+            return candidates
+        vars_ = n.vars
+
+        def checked(env):
+            for s in candidates(env):
+                for v, x in zip(vars_, s, strict=True):
+                    env[v] = x
+                if check(env):
+                    yield s
+        return checked
 
     def _path_bindings(self, anchor: Node, s: tuple) -> list[dict[int, object]]:
         """Bindings of the anchor's ancestors compatible with anchor tuple ``s``, found bottom-up
@@ -316,9 +472,18 @@ class Representation:
                         nb = dict(b)
                         nb.update(zip(a.vars, t, strict=True))
                         extended.append(nb)
+            if child.preds:
+                check = self._env_check(child.preds)
+                extended = [b for b in extended if check(self._env_of(b))]
             bindings = extended
             child, a = a, a.parent
         return bindings
+
+    def _env_of(self, binding: dict[int, object]) -> list:
+        env: list = [None] * self.width
+        for v, x in binding.items():
+            env[v] = x
+        return env
 
     def _matcher(self, st: NodeState, key_vars: tuple[int, ...]) -> Callable:
         rho = st.rho
@@ -404,6 +569,9 @@ class Representation:
             if got is None:
                 return None
             w = got if w is None else w * got
+        for n in self.pair.nodes:
+            if n.preds and n.id in self.pair.n_set and not self._env_check(n.preds)(env):
+                return None
         return w
 
     def size(self) -> int:

@@ -12,6 +12,13 @@ goes:
   when e holds output variables only and f's extra variables occur nowhere else, f is first
   projected onto e ("project first"), which keeps the tree simple for q-hierarchical queries.
 
+Theta predicates (section 4: GJT edges carry predicates) take part as follows: a variable
+still used by a pending predicate is never isolated; a predicate whose variables all lie in
+one hyperedge goes on the edge below a new node with the same label (FILTER); and e is a
+*conditional* subset of f when e's variables outside f occur in no other hyperedge and every
+pending predicate over them reads only e's and f's variables: e is then joined under f with
+those predicates on the edge to e (their variables leave the hypergraph with it).
+
 Phase 1 may isolate only non-output variables; the nodes left then carry output variables
 only and phase 2 reduces them to one root.  N is the smallest sibling-closed connex set
 containing the root that covers the output variables; the query is free-connex for this
@@ -21,6 +28,7 @@ free-connex approximation of section 5: the variables that block phase 1 join th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -34,6 +42,7 @@ class Node:
     children: list[Node] = field(default_factory=list)
     atom: int | None = None
     parent: Node | None = None
+    preds: tuple[int, ...] = ()  # theta predicates on the edge from the parent to this node
 
     @property
     def is_leaf(self) -> bool:
@@ -68,6 +77,9 @@ class GJTPair:
     def is_simple(self) -> bool:
         return all(set(n.vars) <= set(c.vars) for n in self.nodes for c in n.children)
 
+    def has_predicates(self) -> bool:
+        return any(n.preds for n in self.nodes)
+
 
 class _Builder:
     def __init__(self) -> None:
@@ -85,19 +97,34 @@ class _Builder:
 
 
 def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool,
-            residue: list | None = None) -> tuple[Node | None, set[int]]:
+            residue: list | None = None, preds: Sequence[frozenset[int]] = ()
+            ) -> tuple[Node | None, set[int]]:
     """Run the two-phase reduction; return (root, blocking variables of phase 1).
 
-    ``residue``, when given, receives the hyperedges left when the reduction got stuck."""
+    ``preds`` holds the variable sets of the theta predicates; ``residue``, when given,
+    receives the hyperedges left when the reduction got stuck."""
     b = _Builder()
     current: list[tuple[set[int], Node]] = [(set(e), b.leaf(i, e)) for i, e in enumerate(edges)]
+    pending = dict(enumerate(preds))
 
     def occurrences(x: int) -> int:
         return sum(1 for vs, _ in current if x in vs)
 
+    def in_predicate(x: int) -> bool:
+        return any(x in pv for pv in pending.values())
+
     def step(allow_out: bool) -> bool:
         for i, (vs, node) in enumerate(current):
-            iso = {x for x in vs if (allow_out or x not in out) and occurrences(x) == 1}
+            inside = tuple(k for k, pv in pending.items() if pv <= vs)
+            if inside:  # FILTER
+                for k in inside:
+                    del pending[k]
+                node.preds = inside
+                current[i] = (vs, b.interior(vs, [node]))
+                return True
+        for i, (vs, node) in enumerate(current):
+            iso = {x for x in vs if (allow_out or x not in out) and occurrences(x) == 1
+                   and not in_predicate(x)}
             if iso:
                 rest = vs - iso
                 current[i] = (rest, b.interior(rest, [node]))
@@ -108,7 +135,7 @@ def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool,
                     continue
                 extra = f - e
                 if (project_first and extra and e <= out
-                        and all(occurrences(x) == 1 for x in extra)):
+                        and all(occurrences(x) == 1 and not in_predicate(x) for x in extra)):
                     proj = b.interior(e, [nf])
                     joined = b.interior(e, [proj, ne])
                     current[j] = (set(e), joined)
@@ -116,28 +143,47 @@ def _reduce(edges: list[tuple[int, ...]], out: set[int], project_first: bool,
                     current[j] = (f, b.interior(f, [nf, ne]))
                 del current[i]
                 return True
+        for i, (e, ne) in enumerate(current):  # conditional subset: e under f, with predicates
+            for j, (f, nf) in enumerate(current):
+                gone = e - f
+                if i == j or not gone or (not allow_out and gone & out):
+                    continue
+                if any(occurrences(x) != 1 for x in gone):
+                    continue
+                used = [k for k, pv in pending.items() if pv & gone]
+                if not used or any(not pending[k] <= e | f for k in used):
+                    continue
+                for k in used:
+                    del pending[k]
+                ne.preds = tuple(used)
+                current[j] = (f, b.interior(f, [nf, ne]))
+                del current[i]
+                return True
         return False
 
     while step(allow_out=False):
         pass
     blocking = set().union(*(vs for vs, _ in current)) - out if current else set()
+    if pending and not blocking:
+        blocking = set().union(*pending.values()) - out
     if blocking:
         if residue is not None:
             residue.extend(vs for vs, _ in current)
         return None, blocking
-    while len(current) > 1 and step(allow_out=True):
+    while (len(current) > 1 or pending) and step(allow_out=True):
         pass
-    if len(current) != 1:
+    if len(current) != 1 or pending:
         if residue is not None:
             residue.extend(vs for vs, _ in current)
         return None, set()
     return current[0][1], set()
 
 
-def why_not(edges: list[tuple[int, ...]], out: set[int]) -> list[set[int]]:
+def why_not(edges: list[tuple[int, ...]], out: set[int], preds: Sequence[frozenset[int]] = ()
+            ) -> list[set[int]]:
     """The hyperedges on which the reduction gets stuck (empty when it succeeds)."""
     residue: list[set[int]] = []
-    _reduce(edges, out, project_first=False, residue=residue)
+    _reduce(edges, out, project_first=False, residue=residue, preds=preds)
     return residue
 
 
@@ -161,11 +207,12 @@ def _n_set(root: Node, out: set[int]) -> set[int] | None:
     return n_set if covered == out else None
 
 
-def build_gjt_pair(edges: list[tuple[int, ...]], out: tuple[int, ...]) -> GJTPair | None:
-    """A GJT pair for ``pi_out(edges)``, preferring a simple tree; None if none is found."""
+def build_gjt_pair(edges: list[tuple[int, ...]], out: tuple[int, ...],
+                   preds: Sequence[frozenset[int]] = ()) -> GJTPair | None:
+    """A GJT pair for ``pi_out(edges | preds)``, preferring a simple tree; None if none is found."""
     found = None
     for project_first in (True, False):
-        root, _ = _reduce(edges, set(out), project_first)
+        root, _ = _reduce(edges, set(out), project_first, preds=preds)
         if root is None:
             continue
         n_set = _n_set(root, set(out))
@@ -178,21 +225,21 @@ def build_gjt_pair(edges: list[tuple[int, ...]], out: tuple[int, ...]) -> GJTPai
     return found
 
 
-def is_acyclic(edges: list[tuple[int, ...]]) -> bool:
-    root, _ = _reduce(edges, set(), project_first=False)
+def is_acyclic(edges: list[tuple[int, ...]], preds: Sequence[frozenset[int]] = ()) -> bool:
+    root, _ = _reduce(edges, set(), project_first=False, preds=preds)
     return root is not None
 
 
-def free_connex_approximation(edges: list[tuple[int, ...]], out: tuple[int, ...]
-                              ) -> tuple[int, ...] | None:
+def free_connex_approximation(edges: list[tuple[int, ...]], out: tuple[int, ...],
+                              preds: Sequence[frozenset[int]] = ()) -> tuple[int, ...] | None:
     """Extend ``out`` until the query is free-connex (section 5); None if it is cyclic."""
-    if not is_acyclic(edges):
+    if not is_acyclic(edges, preds):
         return None
     current = set(out)
     while True:
-        if build_gjt_pair(edges, tuple(sorted(current))) is not None:
+        if build_gjt_pair(edges, tuple(sorted(current)), preds) is not None:
             return tuple(sorted(current))
-        root, blocking = _reduce(edges, current, project_first=False)
+        root, blocking = _reduce(edges, current, project_first=False, preds=preds)
         if not blocking:
             blocking = set().union(*map(set, edges)) - current
         if not blocking:

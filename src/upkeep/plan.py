@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from .errors import SchemaError, UnsupportedError
 from .expressions import AGGREGATE_TYPES, Column, Scope, column_refs, conjuncts
+from .theta import split_between
 from .types import SqlType
 
 
@@ -300,5 +301,5 @@ def analyse_joins(block: Block) -> JoinAnalysis:
         if len(used) <= 1:
             local[next(iter(used)) if used else 0].append(cond)
         else:
-            residual.append(cond)
+            residual.extend(split_between([cond]))
     return JoinAnalysis(local, equalities, residual)

@@ -7,6 +7,8 @@ Per query block, in order of preference:
 2. ``dyn``: a free-connex acyclic join (with projection), enumerated from the
    (T,N)-representation; not free-connex but acyclic: the free-connex approximation of
    ``dynamic-yannakakis-iedyn.txt`` section 5 in push mode, with operators on top.
+   Theta predicates (inequalities, BETWEEN, ``<>``, any expression over several atoms) go
+   on the GJT's edges (IEDyn, section 4) when the join with them is still acyclic.
 3. ``general``: hash joins with materialized inputs (cyclic joins, theta predicates).
 4. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
    subqueries, ORDER BY/LIMIT in a view, ...).
@@ -25,7 +27,7 @@ from .aggregates import Finalizer, compile_aggregate
 from .core import Core, needed_slots
 from .dyn import Representation, key_function
 from .errors import SchemaError, UnsupportedError
-from .expressions import ExpressionCompiler
+from .expressions import ExpressionCompiler, column_refs
 from .gjt import (
     GJTPair,
     build_gjt_pair,
@@ -36,6 +38,7 @@ from .gjt import (
 )
 from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
 from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
+from .theta import ThetaPredicate, analyse_predicate
 from .types import SqlType, type_from_name
 from .views import (
     DynAggregateView,
@@ -123,30 +126,51 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
 # ------------------------------------------------------------------ classification
 
 
-def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None) -> list[str]:
+def thetas_of(core: Core, analysis) -> list[ThetaPredicate]:
+    """The block's theta predicates over the core's variables (IEDyn, section 4)."""
+    type_of = ExpressionCompiler(core.block.scope).type_of
+    return [analyse_predicate(c, core.vars_of, type_of) for c in analysis.residual]
+
+
+def compiler_over(core: Core) -> Callable:
+    """``compile(expression, layout)``: a function of tuples laid out as variables ``layout``."""
+    def compile_(node, layout: list[int]) -> Callable[[tuple], object]:
+        return ExpressionCompiler(core.scope_over(layout)).compile(node).fn
+    return compile_
+
+
+def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None,
+             thetas: list[ThetaPredicate] = ()) -> list[str]:
     edges = core.edges()
-    acyclic = is_acyclic(edges)
+    preds = [th.vars for th in thetas]
+    acyclic = is_acyclic(edges, preds)
     hier, qh, reason = is_hierarchical(edges, set(out))
     reason = _name_vars(reason, core)
 
     def stuck(out_vars: set[int]) -> str:
         parts = ["{" + ", ".join(core.var_label(v) for v in sorted(e)) + "}"
-                 for e in why_not(edges, out_vars)]
+                 for e in why_not(edges, out_vars, preds)]
         return "the GYO reduction gets stuck on " + ", ".join(parts)
 
-    free_connex = build_gjt_pair(edges, out) is not None
+    free_connex = build_gjt_pair(edges, out, preds) is not None
     lines = [
         "query class: " + ", ".join([
             "acyclic" if acyclic else f"cyclic ({stuck(set())})",
             "free-connex" if free_connex else
             "not free-connex" + (f" ({stuck(set(out))} with the output kept)" if acyclic else ""),
+            ("theta-joined (sorted indexes per edge; updates O(log n) per delta tuple with "
+             "one inequality per edge)") if thetas else
             "q-hierarchical" if qh else f"not q-hierarchical ({reason})",
         ])
     ]
     if pair is not None:
         lines.append("join tree: " + ("simple (updates in O(|u|))" if pair.is_simple()
                                       else "not simple (updates may probe siblings)"))
-        lines.append("GJT pair (T, N); * marks nodes in N, F the frontier:")
+        if thetas:
+            lines.append("theta predicates on GJT edges (IEDyn): " + "; ".join(
+                f"[{k}] {th.sql}" for k, th in enumerate(thetas)))
+        lines.append("GJT pair (T, N); * marks nodes in N, F the frontier"
+                     + (", [k] the predicates on the edge to a node:" if thetas else ":"))
         frontier = {f.id for f in pair.frontier()}
 
         def walk(n, depth):
@@ -157,6 +181,8 @@ def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None) -> list[str
                 label = f"{atom.relation} {atom.alias} ({names})"
             else:
                 label = "{" + names + "}"
+            if n.preds:
+                label += " " + " ".join(f"[{k}]" for k in n.preds)
             lines.append("  " * (depth + 1) + f"{mark} {label}")
             for c in n.children:
                 walk(c, depth + 1)
@@ -190,17 +216,12 @@ def _out_vars(core: Core, block: Block, analysis) -> tuple[int, ...]:
 
 def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | None:
     analysis = analyse_joins(block)
-    if analysis.residual:
-        if forced:
-            raise UnsupportedError(
-                f"strategy dyn cannot maintain view {name}: theta predicate "
-                f"{analysis.residual[0].sql()} (inequality joins are not supported yet)")
-        return None
     if block.is_aggregate:
         return _dyn_aggregate_view(name, block, sql, inputs, analysis)
     core = Core(block, analysis, needed_slots(block, analysis))
     out = _out_vars(core, block, analysis)
-    pair = build_gjt_pair(core.edges(), out)
+    thetas = thetas_of(core, analysis)
+    pair = build_gjt_pair(core.edges(), out, [th.vars for th in thetas])
     if pair is None:
         return None  # approximation or general: handled by the dataflow
     scope = core.scope_over(list(out))
@@ -209,9 +230,9 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     select = _tuple_fn([c.fn for c in selects])
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     view = DynView(name, _block_columns(block, [c.type for c in selects]), inputs, sql,
-                   Representation(pair), sources, select)
+                   Representation(pair, thetas, compiler_over(core)), sources, select)
     view.invert = _inverse_of_select(block, core, out)
-    view.explanation = classify(core, out, pair) + [
+    view.explanation = classify(core, out, pair, thetas) + [
         "mode: pull (enumerated on read, never materialized); push (delta enumeration) "
         "when subscribed or read by another view"]
     return view
@@ -245,7 +266,10 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         if len(atoms) > 1:
             return None
         arg_atoms.append(next(iter(atoms)) if atoms else 0)
-    core = Core(block, analysis, group_slots, derived)
+    residual_slots = {scope.resolve(c).slot for cond in analysis.residual
+                      for c in column_refs(cond)}
+    core = Core(block, analysis, group_slots | residual_slots, derived)
+    thetas = thetas_of(core, analysis)
     out = []
     for g in block.group_by:
         v = (core.var_of_slot[scope.resolve(g).slot] if isinstance(g, exp.Column)
@@ -254,7 +278,7 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     if len(set(out)) != len(out):
         return None
     out_t = tuple(out)
-    pair = build_gjt_pair(core.edges(), out_t)
+    pair = build_gjt_pair(core.edges(), out_t, [th.vars for th in thetas])
     if pair is None:
         return None
     atom_compilers = [ExpressionCompiler(core.atom_scope(i)) for i in range(len(block.atoms))]
@@ -278,9 +302,9 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)
     view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql,
-                            Representation(pair), sources, specs, finalizer,
-                            global_group=not block.group_by)
-    view.explanation = classify(core, out_t, pair) + [
+                            Representation(pair, thetas, compiler_over(core)), sources, specs,
+                            finalizer, global_group=not block.group_by)
+    view.explanation = classify(core, out_t, pair, thetas) + [
         "aggregates: " + ", ".join(s.node.sql() for s in specs)
         + " carried in the weight ring (count and exact sums per tuple)",
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
@@ -360,25 +384,27 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
                    strategy: str | None, lines: list[str]) -> tuple[Operator, bool]:
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
-    if strategy in (None, "dyn") and not analysis.residual:
-        pair = build_gjt_pair(core.edges(), out)
+    if strategy in (None, "dyn"):
+        thetas = thetas_of(core, analysis)
+        preds = [th.vars for th in thetas]
+        pair = build_gjt_pair(core.edges(), out, preds)
         approx = out
         if pair is None:
-            approx = free_connex_approximation(core.edges(), out)
-            pair = build_gjt_pair(core.edges(), approx) if approx is not None else None
+            approx = free_connex_approximation(core.edges(), out, preds)
+            pair = build_gjt_pair(core.edges(), approx, preds) if approx is not None else None
         if pair is not None:
-            lines.extend(classify(core, out, pair))
+            lines.extend(classify(core, out, pair, thetas))
             if approx != out:
                 lines.append("free-connex approximation: output extended with "
                              + ", ".join(core.var_label(v) for v in approx if v not in out))
-            op: Operator = DynCore(Representation(pair), sources)
+            op: Operator = DynCore(Representation(pair, thetas, compiler_over(core)), sources)
             if approx != out:
                 pos = {v: k for k, v in enumerate(approx)}
                 op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
                          "project approximation")
             return op, True
     if strategy == "dyn":
-        why = (f"theta predicate {analysis.residual[0].sql()}" if analysis.residual
+        why = ("the join with its theta predicates is cyclic" if analysis.residual
                else "the join is cyclic")
         raise UnsupportedError(f"strategy dyn cannot maintain this query: {why}")
     lines.extend(classify(core, out, None))

@@ -1,0 +1,284 @@
+"""Theta predicates on GJT edges and the sorted indexes that serve them (IEDyn).
+
+``dynamic-yannakakis-iedyn.txt`` section 4: a GJT edge may carry predicates; the parent and
+sibling indexes must then enumerate ``sigma_theta(rho_n |x t)`` with constant delay.  For an
+inequality ``side_n OP side_t`` (one side over the indexed node's variables, the other over
+the probing tuple's), the hash bucket of ``rho_n`` for the equi-join key is kept sorted on
+``side_n``: the matching tuples are a contiguous run, enumerated in order until the bound is
+crossed (constant delay with one inequality per edge), and their total weight is a range sum
+(the semijoin of UPDATE, Algorithm 1 line 21, in O(log n) per delta tuple).  Further
+predicates on the same edge, ``<>`` and arbitrary expressions are checked on each candidate
+(correct, but the delay is then bounded by the run, not constant).
+
+Sorting needs a total order: NULL never satisfies a comparison, so tuples whose indexed side
+is NULL are simply left out of the sorted run; DOUBLE sides (NaN) are only checked, not indexed.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from .types import SqlType
+
+RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass
+class ThetaPredicate:
+    """One conjunct of the join condition that is not an equi-join."""
+
+    node: exp.Expression
+    vars: frozenset[int]
+    # for comparisons: (left expression, op, right expression) and each side's variables
+    op: str | None = None
+    left: exp.Expression | None = None
+    right: exp.Expression | None = None
+    left_vars: frozenset[int] = frozenset()
+    right_vars: frozenset[int] = frozenset()
+    sortable: bool = False
+
+    @property
+    def sql(self) -> str:
+        return self.node.sql(dialect="duckdb")
+
+
+def split_between(conditions: list[exp.Expression]) -> list[exp.Expression]:
+    """``x BETWEEN lo AND hi`` is ``x >= lo AND x <= hi``: two range predicates."""
+    out = []
+    for c in conditions:
+        if isinstance(c, exp.Between):
+            out.append(exp.GTE(this=c.this.copy(), expression=c.args["low"].copy()))
+            out.append(exp.LTE(this=c.this.copy(), expression=c.args["high"].copy()))
+        else:
+            out.append(c)
+    return out
+
+
+def _orderable(a: SqlType, b: SqlType) -> bool:
+    """Both sides compare in Python exactly as in SQL (no NaN, no mixed kinds)."""
+    if a.kind == "DOUBLE" or b.kind == "DOUBLE":
+        return False
+    if a.is_numeric and b.is_numeric:
+        return True
+    return a.kind == b.kind and a.kind in ("VARCHAR", "DATE", "TIMESTAMP")
+
+
+def analyse_predicate(node: exp.Expression, vars_of: Callable[[exp.Expression], set[int]],
+                      type_of: Callable[[exp.Expression], SqlType]) -> ThetaPredicate:
+    pred = ThetaPredicate(node, frozenset(vars_of(node)))
+    op = RANGE_OPS.get(type(node))
+    if op is None:
+        return pred
+    left, right = node.this, node.expression
+    pred.op, pred.left, pred.right = op, left, right
+    pred.left_vars, pred.right_vars = frozenset(vars_of(left)), frozenset(vars_of(right))
+    pred.sortable = _orderable(type_of(left), type_of(right))
+    return pred
+
+
+@dataclass
+class RangeAccess:
+    """How one predicate narrows the tuples of an indexed node: ``indexed OP probe``."""
+
+    pred: int  # index of the predicate
+    indexed: exp.Expression  # side over the indexed node's variables
+    probe: exp.Expression  # side over the probing (bound) variables
+    op: str
+
+
+def range_access(pred: ThetaPredicate, index: int, node_vars: set[int], bound: set[int]
+                 ) -> RangeAccess | None:
+    """The predicate as a range on a node's sorted run, if one side reads only the node and
+    something not bound yet, and the other reads only bound variables."""
+    if not pred.sortable:
+        return None
+    for mine, other, m_vars, o_vars, op in (
+            (pred.left, pred.right, pred.left_vars, pred.right_vars, pred.op),
+            (pred.right, pred.left, pred.right_vars, pred.left_vars, FLIP[pred.op])):
+        if m_vars and m_vars <= node_vars and not m_vars <= bound and o_vars <= bound:
+            return RangeAccess(index, mine, other, op)
+    return None
+
+
+class SortedRun:
+    """A multiset of ``(value, tuple)`` sorted by value, with a weight per tuple and block
+    sums for O(log n + n/B) range sums (a two-level scan tree, ``lftj`` paper 3.1)."""
+
+    __slots__ = ("vals", "tups", "wts", "maxes", "sums")
+    BLOCK = 512
+
+    def __init__(self) -> None:
+        self.vals: list[list] = []
+        self.tups: list[list] = []
+        self.wts: list[list] = []
+        self.maxes: list = []
+        self.sums: list = []
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.vals)
+
+    def _find(self, v: object, t: tuple) -> tuple[int, int]:
+        b = bisect_left(self.maxes, v)
+        while b < len(self.vals):
+            vals, tups = self.vals[b], self.tups[b]
+            i = bisect_left(vals, v)
+            while i < len(vals) and vals[i] == v:
+                if tups[i] == t:
+                    return b, i
+                i += 1
+            if i < len(vals):
+                break
+            b += 1
+        raise KeyError(t)
+
+    def insert(self, v: object, t: tuple, w: object) -> None:
+        if not self.vals:
+            self.vals.append([v])
+            self.tups.append([t])
+            self.wts.append([w])
+            self.maxes.append(v)
+            self.sums.append(w)
+            return
+        b = min(bisect_left(self.maxes, v), len(self.vals) - 1)
+        vals = self.vals[b]
+        i = bisect_right(vals, v)
+        vals.insert(i, v)
+        self.tups[b].insert(i, t)
+        self.wts[b].insert(i, w)
+        self.maxes[b] = vals[-1]
+        self.sums[b] = self.sums[b] + w
+        if len(vals) > 2 * self.BLOCK:
+            half = len(vals) // 2
+            for lists in (self.vals, self.tups, self.wts):
+                lst = lists[b]
+                lists[b:b + 1] = [lst[:half], lst[half:]]
+            self.maxes[b:b + 1] = [self.vals[b][-1], self.vals[b + 1][-1]]
+            self.sums[b:b + 1] = [_total(self.wts[b]), _total(self.wts[b + 1])]
+
+    def reweight(self, v: object, t: tuple, dw: object) -> None:
+        b, i = self._find(v, t)
+        self.wts[b][i] = self.wts[b][i] + dw
+        self.sums[b] = self.sums[b] + dw
+
+    def remove(self, v: object, t: tuple) -> None:
+        b, i = self._find(v, t)
+        w = self.wts[b].pop(i)
+        self.vals[b].pop(i)
+        self.tups[b].pop(i)
+        if not self.vals[b]:
+            for lists in (self.vals, self.tups, self.wts, self.maxes, self.sums):
+                del lists[b]
+            return
+        self.maxes[b] = self.vals[b][-1]
+        self.sums[b] = self.sums[b] - w
+
+    def _position(self, v: object, after: bool) -> tuple[int, int]:
+        """Block and offset of the first entry with value > v (after) or >= v (not after)."""
+        maxes = self.maxes
+        b = bisect_right(maxes, v) if after else bisect_left(maxes, v)
+        if b == len(maxes):
+            return b, 0
+        vals = self.vals[b]
+        return b, (bisect_right(vals, v) if after else bisect_left(vals, v))
+
+    def bounds(self, op: str, probe: object) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Start and end positions of the entries with ``value OP probe``."""
+        if op == "<":
+            return (0, 0), self._position(probe, after=False)
+        if op == "<=":
+            return (0, 0), self._position(probe, after=True)
+        end = (len(self.vals), 0)
+        if op == ">":
+            return self._position(probe, after=True), end
+        return self._position(probe, after=False), end
+
+    def scan(self, op: str, probe: object) -> Iterator[tuple]:
+        """The tuples with ``value OP probe``, in value order, each in O(1)."""
+        (b, i), (eb, ei) = self.bounds(op, probe)
+        tups = self.tups
+        while b < eb:
+            yield from tups[b][i:]
+            b, i = b + 1, 0
+        if b < len(tups) and i < ei:
+            yield from tups[b][i:ei]
+
+    def total(self, op: str, probe: object) -> object | None:
+        """The summed weight of the entries with ``value OP probe`` (None when there are none)."""
+        (b, i), (eb, ei) = self.bounds(op, probe)
+        wts, sums = self.wts, self.sums
+        if b == eb:
+            return _total(wts[b][i:ei]) if b < len(wts) else None
+        total = _total(wts[b][i:])
+        for s in sums[b + 1:eb]:
+            total = s if total is None else total + s
+        if eb < len(wts):
+            rest = _total(wts[eb][:ei])
+            if rest is not None:
+                total = rest if total is None else total + rest
+        return total
+
+
+def _total(weights: list) -> object | None:
+    """Sum of ring elements (ints or DualWeights), None for none."""
+    if not weights:
+        return None
+    if type(weights[0]) is int:
+        return sum(weights)
+    total = weights[0]
+    for w in weights[1:]:
+        total = total + w
+    return total
+
+
+class RangeIndex:
+    """A hash index on the equi-join key whose buckets are :class:`SortedRun` s on one side of
+    an inequality: the parent/sibling index of ``dynamic-yannakakis-iedyn.txt`` section 4."""
+
+    __slots__ = ("key", "value", "buckets")
+
+    def __init__(self, key: Callable[[tuple], tuple], value: Callable[[tuple], object]):
+        self.key = key
+        self.value = value
+        self.buckets: dict[tuple, SortedRun] = {}
+
+    def insert(self, t: tuple, w: object) -> None:
+        v = self.value(t)
+        if v is None:
+            return
+        k = self.key(t)
+        run = self.buckets.get(k)
+        if run is None:
+            run = self.buckets[k] = SortedRun()
+        run.insert(v, t, w)
+
+    def remove(self, t: tuple, w: object) -> None:
+        v = self.value(t)
+        if v is None:
+            return
+        k = self.key(t)
+        run = self.buckets[k]
+        run.remove(v, t)
+        if not run.vals:
+            del self.buckets[k]
+
+    def reweight(self, t: tuple, w: object) -> None:
+        v = self.value(t)
+        if v is not None:
+            self.buckets[self.key(t)].reweight(v, t, w)
+
+    def scan(self, k: tuple, op: str, probe: object) -> Iterator[tuple]:
+        run = self.buckets.get(k)
+        if run is None or probe is None:
+            return iter(())
+        return run.scan(op, probe)
+
+    def total(self, k: tuple, op: str, probe: object) -> object | None:
+        run = self.buckets.get(k)
+        if run is None or probe is None:
+            return None
+        return run.total(op, probe)
