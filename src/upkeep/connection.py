@@ -123,6 +123,12 @@ class ViewHandle:
     def explain(self) -> str:
         return self._db.explain(self.name)
 
+    def counters(self) -> dict[str, int]:
+        """Cumulative work counters of the view's maintenance: for leapfrog triejoin cores the
+        iterator operations (opens, seeks, nexts), change-oracle regions and tree surgeries;
+        empty for strategies that keep none."""
+        return self._db._view(self.name).counters()
+
     @property
     def columns(self) -> list[str]:
         return [n for n, _ in self._db._view(self.name).columns]

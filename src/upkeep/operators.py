@@ -32,6 +32,19 @@ class Operator:
         """Number of stored tuples (for EXPLAIN and memory accounting)."""
         return 0
 
+    def inputs(self) -> list[Operator]:
+        return [getattr(self, a) for a in ("child", "left", "right") if hasattr(self, a)] + list(
+            getattr(self, "children", []))
+
+    def walk(self):
+        yield self
+        for op in self.inputs():
+            yield from op.walk()
+
+    def counters(self) -> dict[str, int]:
+        """Work counters of this operator alone (see ViewHandle.counters)."""
+        return {}
+
 
 class Source(Operator):
     """Reads one relation's delta and maps its rows through the atom's filter-and-project."""

@@ -9,8 +9,11 @@ Per query block, in order of preference:
    ``dynamic-yannakakis-iedyn.txt`` section 5 in push mode, with operators on top.
    Theta predicates (inequalities, BETWEEN, ``<>``, any expression over several atoms) go
    on the GJT's edges (IEDyn, section 4) when the join with them is still acyclic.
-3. ``general``: hash joins with materialized inputs (cyclic joins, theta predicates).
-4. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
+3. ``lftj``: a cyclic join by leapfrog triejoin, maintained through sensitivity indices and
+   a change oracle (``lftj-incremental-maintenance.txt``); operators on top for projections
+   (support counts), aggregates and theta predicates.
+4. ``general``: hash joins with materialized inputs (the baseline; forced only).
+5. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
    subqueries, ORDER BY/LIMIT in a view, ...).
 
 A forced strategy that does not apply raises :class:`UnsupportedError` saying why.
@@ -36,6 +39,7 @@ from .gjt import (
     is_hierarchical,
     why_not,
 )
+from .lftj import LeapfrogCore, LeapfrogJoin
 from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
 from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
 from .theta import ThetaPredicate, analyse_predicate
@@ -50,7 +54,7 @@ from .views import (
     run_duckdb,
 )
 
-STRATEGIES = ("dyn", "general", "recompute")
+STRATEGIES = ("dyn", "lftj", "general", "recompute")
 
 
 class Catalog:
@@ -89,8 +93,8 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
         if view is not None:
             return view
     lines: list[str] = []
-    root, columns, used_dyn = _dataflow(plan, strategy, lines)
-    label = "dyn+operators" if used_dyn else "general"
+    root, columns, kinds = _dataflow(plan, strategy, lines)
+    label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds else "general")
     view = OperatorView(name, columns, inputs, sql, root, label)
     view.explanation = lines + ["dataflow:"] + ["  " + x for x in root.describe()]
     return view
@@ -348,19 +352,20 @@ def _tuple_fn(fns: list[Callable]) -> Callable[[tuple], tuple]:
 
 
 def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
-              ) -> tuple[Operator, list[tuple[str, SqlType]], bool]:
+              ) -> tuple[Operator, list[tuple[str, SqlType]], set[str]]:
+    """The operators of a plan, its columns, and the kinds of join cores it uses."""
     if isinstance(plan, SetOperation):
-        left, lcols, ldyn = _dataflow(plan.left, strategy, lines)
-        right, _, rdyn = _dataflow(plan.right, strategy, lines)
+        left, lcols, lkinds = _dataflow(plan.left, strategy, lines)
+        right, _, rkinds = _dataflow(plan.right, strategy, lines)
         op: Operator = Union([left, right])
         if plan.distinct:
             op = Distinct(op)
-        return op, lcols, ldyn or rdyn
+        return op, lcols, lkinds | rkinds
     block = plan
     analysis = analyse_joins(block)
     core = Core(block, analysis, needed_slots(block, analysis))
     out = _out_vars(core, block, analysis)
-    child, used_dyn = _core_operator(block, analysis, core, out, strategy, lines)
+    child, kind = _core_operator(block, analysis, core, out, strategy, lines)
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
     if block.is_aggregate:
@@ -378,38 +383,108 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
         types = [c.type for c in selects]
     if block.distinct:
         op = Distinct(op)
-    return op, _block_columns(block, types), used_dyn
+    return op, _block_columns(block, types), {kind}
 
 
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
-                   strategy: str | None, lines: list[str]) -> tuple[Operator, bool]:
+                   strategy: str | None, lines: list[str]) -> tuple[Operator, str]:
+    """The operator maintaining a block's join, and which kind it is (dyn, lftj, general)."""
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
+    thetas = thetas_of(core, analysis)
     if strategy in (None, "dyn"):
-        thetas = thetas_of(core, analysis)
-        preds = [th.vars for th in thetas]
-        pair = build_gjt_pair(core.edges(), out, preds)
-        approx = out
-        if pair is None:
-            approx = free_connex_approximation(core.edges(), out, preds)
-            pair = build_gjt_pair(core.edges(), approx, preds) if approx is not None else None
-        if pair is not None:
-            lines.extend(classify(core, out, pair, thetas))
-            if approx != out:
-                lines.append("free-connex approximation: output extended with "
-                             + ", ".join(core.var_label(v) for v in approx if v not in out))
-            op: Operator = DynCore(Representation(pair, thetas, compiler_over(core)), sources)
-            if approx != out:
-                pos = {v: k for k, v in enumerate(approx)}
-                op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
-                         "project approximation")
-            return op, True
+        op = _dyn_core(core, out, thetas, sources, lines)
+        if op is not None:
+            return op, "dyn"
     if strategy == "dyn":
         why = ("the join with its theta predicates is cyclic" if analysis.residual
                else "the join is cyclic")
         raise UnsupportedError(f"strategy dyn cannot maintain this query: {why}")
+    if strategy in (None, "lftj"):
+        return _lftj_core(block, analysis, core, out, thetas, sources, lines), "lftj"
     lines.extend(classify(core, out, None))
     lines.append("join: general materializing hash joins")
-    return _general_join(block, analysis, core, out, sources), False
+    return _general_join(block, analysis, core, out, sources), "general"
+
+
+def _relaxations(thetas: list[ThetaPredicate]):
+    """Subsets of the theta predicates to leave out of the join tree, fewest first, keeping
+    the sortable (range) predicates in the tree as long as possible."""
+    from itertools import combinations
+
+    order = sorted(range(len(thetas)), key=lambda k: (thetas[k].sortable, k))
+    for size in range(len(thetas) + 1):
+        yield from combinations(order, size)
+
+
+def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
+              sources: list[Source], lines: list[str]) -> Operator | None:
+    """Dynamic Yannakakis in push mode, on the free-connex approximation if needed; theta
+    predicates that would make the join tree cyclic are checked on its output instead."""
+    for dropped in _relaxations(thetas):
+        kept = [th for k, th in enumerate(thetas) if k not in dropped]
+        preds = [th.vars for th in kept]
+        need = tuple(sorted(set(out).union(*(thetas[k].vars for k in dropped))))
+        pair = build_gjt_pair(core.edges(), need, preds)
+        approx = need
+        if pair is None:
+            approx = free_connex_approximation(core.edges(), need, preds)
+            pair = build_gjt_pair(core.edges(), approx, preds) if approx is not None else None
+        if pair is None:
+            continue
+        lines.extend(classify(core, out, pair, kept))
+        if approx != out:
+            lines.append("free-connex approximation: output extended with "
+                         + ", ".join(core.var_label(v) for v in approx if v not in out))
+        op: Operator = DynCore(Representation(pair, kept, compiler_over(core)), sources)
+        layout = list(approx)
+        for k in dropped:
+            lines.append(f"theta predicate {thetas[k].sql} checked on the join's output "
+                         "(in the join tree it would close a cycle)")
+            op = Filter(op, compiler_over(core)(thetas[k].node, layout), thetas[k].sql)
+        if approx != out:
+            pos = {v: k for k, v in enumerate(approx)}
+            op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
+                     "project approximation")
+        return op
+    return None
+
+
+def _trie_signature(block: Block, analysis, core: Core, i: int) -> tuple:
+    """Atoms with equal signatures produce equal tuples from equal rows: one trie serves them."""
+    atom = block.atoms[i]
+    join_slots = {s for pair in analysis.equalities for s in pair}
+    columns = []
+    for v in core.atom_vars[i]:
+        columns.append(min(s - atom.offset for s in core.vars[v].slots
+                           if atom.offset <= s < atom.offset + len(atom.columns)))
+    nonnull = tuple(k for k in range(len(atom.columns)) if atom.offset + k in join_slots)
+    local = tuple(c.sql() for c in analysis.local[i])
+    return (atom.relation, local, tuple(columns), nonnull)
+
+
+def _lftj_core(block: Block, analysis, core: Core, out: tuple[int, ...],
+               thetas: list[ThetaPredicate], sources: list[Source], lines: list[str]
+               ) -> Operator:
+    """Leapfrog triejoin with sensitivity indices; theta predicates filter its output."""
+    need = tuple(sorted(set(out).union(*(th.vars for th in thetas))))
+    edges = core.edges()
+    labels = [f"{a.relation} {a.alias}" for a in block.atoms]
+    signatures = [_trie_signature(block, analysis, core, i) for i in range(len(block.atoms))]
+    join = LeapfrogJoin(edges, labels, need, signatures)
+    order = [core.var_label(v) for v in join.order]
+    lines.extend(classify(core, out, None))
+    lines.append("join: leapfrog triejoin maintained by sensitivity indices and a change "
+                 "oracle (trace edit distance)")
+    lines.append("variable order: " + ", ".join(order) + " (rule: the join variable in the "
+                 "most atoms first, then the one sharing an atom with the most chosen ones)")
+    op: Operator = LeapfrogCore(join, sources, order)
+    for th in thetas:
+        op = Filter(op, compiler_over(core)(th.node, list(need)), th.sql)
+    if need != out:
+        pos = {v: k for k, v in enumerate(need)}
+        op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
+                 "project output (support counts)")
+    return op
 
 
 def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],

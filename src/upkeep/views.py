@@ -62,6 +62,9 @@ class ViewRuntime:
     def state_size(self) -> int:
         return 0
 
+    def counters(self) -> dict[str, int]:
+        return {}
+
     def multiplicity(self, row: tuple) -> int:
         """How many times ``row`` is in the view (a scan unless the strategy indexes rows)."""
         return sum(w for r, w in self.weighted_rows() if r == row)
@@ -261,6 +264,13 @@ class OperatorView(MaterializedView):
 
     def state_size(self) -> int:
         return len(self.output) + self.root.state_size()
+
+    def counters(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for op in self.root.walk():
+            for k, v in op.counters().items():
+                total[k] = total.get(k, 0) + v
+        return total
 
 
 class RecomputeView(MaterializedView):
