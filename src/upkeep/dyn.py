@@ -22,6 +22,7 @@ anchored at those tuples before and after the N part is updated, and subtracted.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 
@@ -165,6 +166,7 @@ class Representation:
         self.pair = pair
         self.thetas = list(thetas)
         self.compile = compile_
+        self._env_checks: dict[tuple[int, ...], Callable[[list], bool]] = {}
         self.width = max((v for n in pair.nodes for v in n.vars), default=-1) + 1
         for th in self.thetas:
             self.width = max(self.width, max(th.vars, default=-1) + 1)
@@ -198,7 +200,11 @@ class Representation:
         return lambda t: all(f(t) is True for f in fns)
 
     def _env_check(self, preds: tuple[int, ...]) -> Callable[[list], bool]:
-        return self._check(preds, list(range(self.width)))
+        """The check of ``preds`` over an environment indexed by variable id (cached)."""
+        check = self._env_checks.get(preds)
+        if check is None:
+            check = self._env_checks[preds] = self._check(preds, list(range(self.width)))
+        return check
 
     def _access(self, preds: tuple[int, ...], node: Node, bound: set[int]
                 ) -> tuple[RangeAccess | None, tuple[int, ...]]:
@@ -326,6 +332,8 @@ class Representation:
                     if tot is not None:
                         _accumulate(pd, proj(t), w * tot)
             return push_checked_totals
+        if access is not None and check is None and set(p.vars) <= set(m.vars):
+            return self._make_sweep(n, m, key, ridx, probe, op)
         sources = [("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v))
                    for v in p.vars]
         combine = eval(  # noqa: S307 - generated from variable positions only
@@ -337,6 +345,42 @@ class Representation:
                     if check is None or check(t + s):
                         _accumulate(pd, combine(t, s), w * rho_m[s])
         return push_theta_join
+
+    def _make_sweep(self, n: Node, m: Node, key, ridx: RangeIndex, probe, op: str
+                    ) -> Callable[[dict, dict], None]:
+        """The parent's tuples come from the sibling's alone (``var(p) <= var(m)``): each
+        sibling tuple s gains ``rho_m(s) * sum of w(t)`` over the delta tuples t it satisfies
+        the inequality with.  Sorting the batch's probes and sweeping the sibling's run once
+        costs O(|run part| log |batch|), not O(|batch| * |run part|)."""
+        proj_m = key_function(tuple(m.vars.index(v) for v in n.parent.vars))
+        rho_m = self.states[m.id].rho
+        upward = op in (">", ">=")  # sibling values above the probes satisfy
+
+        def push_sweep(delta: dict, pd: dict) -> None:
+            groups: dict[tuple, list] = {}
+            for t, w in delta.items():
+                pv = probe(t)
+                if pv is not None and w:
+                    groups.setdefault(key(t), []).append((pv, w))
+            for k, items in groups.items():
+                items.sort(key=lambda item: item[0])
+                probes = [pv for pv, _ in items]
+                cum = [None]  # cum[i]: the weight of the first i probes
+                for _, w in items:
+                    cum.append(w if cum[-1] is None else cum[-1] + w)
+                total = cum[-1]
+                for s in ridx.scan(k, op, probes[0] if upward else probes[-1]):
+                    v = ridx.value(s)
+                    if op == ">":
+                        got = cum[bisect_left(probes, v)]
+                    elif op == ">=":
+                        got = cum[bisect_right(probes, v)]
+                    else:
+                        i = bisect_right(probes, v) if op == "<" else bisect_left(probes, v)
+                        got = total if cum[i] is None else total - cum[i]
+                    if got:
+                        _accumulate(pd, proj_m(s), got * rho_m[s])
+        return push_sweep
 
     def _process(self, st: NodeState, deltas: dict[int, dict]) -> None:
         delta = deltas.pop(st.node.id, None)
