@@ -29,8 +29,8 @@ class Operator:
         return [type(self).__name__]
 
     def state_size(self) -> int:
-        """Number of stored tuples (for EXPLAIN and memory accounting)."""
-        return 0
+        """Number of stored tuples here and below (for EXPLAIN and memory accounting)."""
+        return sum(op.state_size() for op in self.inputs())
 
     def inputs(self) -> list[Operator]:
         return [getattr(self, a) for a in ("child", "left", "right") if hasattr(self, a)] + list(

@@ -167,6 +167,17 @@ def coerce_value(value: object, typ: SqlType) -> object:
             except ValueError as exc:
                 raise ValueError(f"expected DATE, got {value!r}") from exc
         raise ValueError(f"expected DATE, got {value!r}")
+    if kind == "TIMESTAMP":
+        if isinstance(value, dt.datetime):
+            return value
+        if isinstance(value, dt.date):
+            return dt.datetime(value.year, value.month, value.day)
+        if isinstance(value, str):
+            try:
+                return dt.datetime.fromisoformat(value)
+            except ValueError as exc:
+                raise ValueError(f"expected TIMESTAMP, got {value!r}") from exc
+        raise ValueError(f"expected TIMESTAMP, got {value!r}")
     if kind == "BOOLEAN":
         if not isinstance(value, bool):
             raise ValueError(f"expected BOOLEAN, got {value!r}")
