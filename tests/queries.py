@@ -159,6 +159,60 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ("s", "VARCHAR", [None, None, "x", "y"]),
     ),
     "nt2": _cols(("k", "INTEGER", [None, None, 0, 1, 2]), ("w", "INTEGER", [None, 10, 20])),
+    # --- inequality joins (GCQ1-GCQ8 of the Dynamic Yannakakis paper, Table 2) ---
+    "ie_r": _cols(
+        ("a", "INTEGER", [*SMALL, None]),
+        ("b", "INTEGER", [0, 1, 2, None]),
+        ("c", "DOUBLE", [0.5, 1.25, -2.0, 10.0, None]),
+    ),
+    "ie_s": _cols(
+        ("d", "INTEGER", SMALL),
+        ("e", "INTEGER", [*SMALL, None]),
+        ("f", "INTEGER", [0, 1, 2, None]),
+        ("k", "INTEGER", [0, 1, 2, 3]),
+    ),
+    "ie_t": _cols(
+        ("g", "INTEGER", [*SMALL, None]),
+        ("h", "INTEGER", [0, 1, 2]),
+        ("i", "VARCHAR", ["p", "q", None]),
+        ("k", "INTEGER", [0, 1, 2, 3]),
+    ),
+    # --- credit-card transactions (fraud query, Figure 1 of that paper) ---
+    "tx": _cols(
+        ("ts", "INTEGER", [*range(16), None]),
+        ("acc", "INTEGER", [0, 1]),
+        ("amnt", "INTEGER", [1, 5, 20, 150, 400, None]),
+    ),
+    # --- band / theta joins ---
+    "bl": _cols(
+        ("bl_id", "INTEGER", SMALL),
+        ("grp", "INTEGER", [0, 1, 2]),
+        ("v", "INTEGER", [*range(10), None]),
+        ("a", "INTEGER", [0, 1, 2, 3, 4]),
+        ("c", "INTEGER", [0, 1, 2, 3, 4, None]),
+        ("amt", "DECIMAL(8,2)", _dec("-5.25", "1.50", "10.00", "99.99", "100.00", None)),
+        ("day", "DATE", [*DATES[:6], None]),
+    ),
+    "br": _cols(
+        ("br_id", "INTEGER", SMALL),
+        ("grp", "INTEGER", [0, 1, 2]),
+        ("w", "INTEGER", [*range(10), None]),
+        ("b", "INTEGER", [0, 1, 2, 3, 4, None]),
+        ("lim", "DECIMAL(8,2)", _dec("0.00", "10.00", "50.50", "100.00", None)),
+        ("d_from", "DATE", [DATES[0], DATES[1], DATES[3], None]),
+        ("d_to", "DATE", [DATES[2], DATES[4], DATES[6]]),
+    ),
+    # --- triangle over three different tables (with edges as the middle one) ---
+    "tri_xy": _cols(
+        ("x", "INTEGER", SMALL),
+        ("y", "INTEGER", SMALL),
+        ("pa", "VARCHAR", ["red", "blue", None]),
+    ),
+    "tri_zx": _cols(
+        ("z", "INTEGER", SMALL),
+        ("x", "INTEGER", SMALL),
+        ("pc", "DOUBLE", [0.5, 2.25, -1.0, 100.125, None]),
+    ),
 }
 
 
@@ -185,6 +239,15 @@ JOIN_KEYS: dict[str, tuple[str, ...]] = {
     "sub": ("sub_id",),
     "nt1": ("k",),
     "nt2": ("k",),
+    # inequality columns are not limited: the oracle's CAP bounds the theta joins
+    "ie_r": (),
+    "ie_s": ("k",),
+    "ie_t": ("k",),
+    "tx": (),
+    "bl": (),
+    "br": (),
+    "tri_xy": ("x", "y"),
+    "tri_zx": ("z", "x"),
 }
 KEY_MULTIPLICITY = 3
 
@@ -1023,8 +1086,237 @@ EXTRAS = [
     ),
 ]
 
+# ---------------------------------------------------------------------------
+# Theta / inequality joins: GCQ1-GCQ8 of Table 2 of the Dynamic Yannakakis paper
+# (dynamic-yannakakis-iedyn.txt, section 5.2), its credit-card fraud query (Figure 1),
+# and band joins.  Intended for IEDyn (strategy "dyn" with theta predicates on
+# join-tree edges); the automatic strategy must maintain all of them.
+# ---------------------------------------------------------------------------
+_R_S_T = "FROM ie_r r, ie_s s, ie_t t"
+_GCQ3_WHERE = "WHERE r.a < s.d AND s.d < t.g"
+_GCQ4_WHERE = "WHERE s.k = t.k AND r.a < s.d AND s.d < t.g"
+THETA = [
+    Q(
+        "gcq1",
+        "SELECT r.a, r.b, r.c, s.d, s.e, s.f, s.k FROM ie_r r, ie_s s WHERE r.a < s.d",
+        "ie_r ie_s",
+        tags="theta join full",
+    ),
+    Q(
+        "gcq2",
+        f"""SELECT r.a, r.b, r.c, s.d, s.e, s.f, t.g, t.h, t.i {_R_S_T}
+            WHERE r.a < s.d AND s.e < t.g""",
+        "ie_r ie_s ie_t",
+        tags="theta join full",
+    ),
+    Q(
+        "gcq3",
+        f"SELECT r.a, r.b, r.c, s.d, s.e, s.f, t.g, t.h, t.i {_R_S_T} {_GCQ3_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join full",
+    ),
+    Q(
+        "gcq4",
+        f"SELECT r.a, r.b, r.c, s.d, s.e, s.f, s.k, t.g, t.h, t.i {_R_S_T} {_GCQ4_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join full",
+    ),
+    Q(
+        "gcq5",
+        f"SELECT r.a, r.b, s.d, s.e, s.f, t.g, t.h {_R_S_T} {_GCQ3_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join free-connex",
+    ),
+    Q(
+        "gcq6",
+        f"SELECT s.d, s.e, s.f, t.g, t.h, s.k {_R_S_T} {_GCQ4_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join free-connex",
+    ),
+    Q(
+        "gcq7",
+        f"SELECT r.b, r.c, s.e, s.f, t.h, t.i {_R_S_T} {_GCQ3_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join non-free-connex",
+    ),
+    Q(
+        "gcq8",
+        f"SELECT r.b, r.c, s.e, s.f, t.h, t.i {_R_S_T} {_GCQ4_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join non-free-connex",
+    ),
+    Q(
+        "gcq7_distinct",
+        f"SELECT DISTINCT r.b, s.f, t.h {_R_S_T} {_GCQ3_WHERE}",
+        "ie_r ie_s ie_t",
+        tags="theta join distinct",
+    ),
+    Q(
+        "gcq4_group_agg",
+        f"""SELECT r.b, COUNT(*) AS n, SUM(s.f) AS sf, SUM(r.c) AS sc
+            {_R_S_T} {_GCQ4_WHERE} GROUP BY r.b""",
+        "ie_r ie_s ie_t",
+        tags="theta join agg",
+    ),
+    Q(
+        "theta_fraud",
+        """SELECT t1.acc, t1.ts AS ts1, t2.ts AS ts2, t3.ts AS ts3, t3.amnt
+           FROM tx t1, tx t2, tx t3
+           WHERE t1.acc = t2.acc AND t2.acc = t3.acc
+             AND t1.amnt < 50 AND t2.amnt < 50 AND t3.amnt > 100
+             AND t1.ts < t2.ts AND t2.ts < t3.ts AND t3.ts < t1.ts + 8""",
+        "tx",
+        tags="theta join self",
+    ),
+    Q(
+        "band_between",
+        """SELECT x.bl_id, x.v, y.br_id, y.w
+           FROM bl x JOIN br y ON x.v BETWEEN y.w - 2 AND y.w + 2""",
+        "bl br",
+        tags="theta join band",
+    ),
+    Q(
+        "band_le_ge",
+        """SELECT x.bl_id, x.v, x.a, y.br_id, y.w, y.b
+           FROM bl x, br y WHERE x.v <= y.w AND x.a >= y.b""",
+        "bl br",
+        tags="theta join band",
+    ),
+    Q(
+        "band_two_ineq",
+        """SELECT x.bl_id, x.v, x.c, y.br_id, y.w, y.b
+           FROM bl x, br y WHERE x.v > y.w AND x.c < y.b""",
+        "bl br",
+        tags="theta join band null",
+    ),
+    Q(
+        "band_eq_ineq",
+        """SELECT x.bl_id, x.grp, x.v, y.br_id, y.w
+           FROM bl x JOIN br y ON x.grp = y.grp AND x.v < y.w""",
+        "bl br",
+        tags="theta join band",
+    ),
+    Q(
+        "band_neq",
+        """SELECT x.bl_id, x.a, y.br_id, y.b
+           FROM bl x JOIN br y ON x.grp = y.grp AND x.a <> y.b""",
+        "bl br",
+        tags="theta join neq",
+    ),
+    Q(
+        "band_expr",
+        """SELECT x.bl_id, y.br_id, x.a + y.b AS s
+           FROM bl x, br y WHERE x.a + y.b > x.c * 2""",
+        "bl br",
+        tags="theta join expr null",
+    ),
+    Q(
+        "band_decimal",
+        """SELECT x.bl_id, x.amt, y.br_id, y.lim
+           FROM bl x, br y WHERE x.amt >= y.lim""",
+        "bl br",
+        tags="theta join decimal",
+    ),
+    Q(
+        "band_date",
+        """SELECT x.bl_id, x.day, y.br_id, y.d_from, y.d_to
+           FROM bl x JOIN br y ON x.day >= y.d_from AND x.day < y.d_to""",
+        "bl br",
+        tags="theta join date",
+    ),
+]
+
+# ---------------------------------------------------------------------------
+# Cyclic joins (leapfrog triejoin, strategy "lftj"): triangles, 4-cycles, 4-cliques,
+# TPC-H Q5 (c_nationkey = s_nationkey closes the cycle; its one-year date window is
+# widened to two years to suit the sparse DATES).  Vertices 0..5, so triangles appear.
+# (``self_triangle`` in JOINS is the aliased triangle listing.)
+# ---------------------------------------------------------------------------
+_TRIANGLE = """FROM edges e1, edges e2, edges e3
+               WHERE e1.dst = e2.src AND e2.dst = e3.src AND e3.dst = e1.src"""
+_FOUR_CYCLE = """FROM edges e1, edges e2, edges e3, edges e4
+                 WHERE e1.dst = e2.src AND e2.dst = e3.src AND e3.dst = e4.src
+                   AND e4.dst = e1.src"""
+_TRI3 = """FROM tri_xy p JOIN edges e ON p.y = e.src JOIN tri_zx q ON e.dst = q.z AND q.x = p.x"""
+CYCLIC = [
+    Q(
+        "cyc_triangle",
+        f"SELECT e1.src, e2.src, e3.src {_TRIANGLE}",
+        "edges",
+        tags="join self cyclic",
+    ),
+    Q(
+        "cyc_triangle_count",
+        f"SELECT COUNT(*) AS n {_TRIANGLE}",
+        "edges",
+        tags="join self cyclic agg global",
+    ),
+    Q(
+        "cyc_4cycle",
+        f"SELECT e1.src AS a, e2.src AS b, e3.src AS c, e4.src AS d {_FOUR_CYCLE}",
+        "edges",
+        tags="join self cyclic",
+    ),
+    Q(
+        "cyc_4cycle_count",
+        f"SELECT COUNT(*) AS n {_FOUR_CYCLE}",
+        "edges",
+        tags="join self cyclic agg global",
+    ),
+    Q(
+        "cyc_4clique_count",
+        """SELECT COUNT(*) AS n
+           FROM edges ab, edges ac, edges ad, edges bc, edges bd, edges cd
+           WHERE ac.src = ab.src AND ad.src = ab.src
+             AND bc.src = ab.dst AND bc.dst = ac.dst
+             AND bd.src = ab.dst AND bd.dst = ad.dst
+             AND cd.src = ac.dst AND cd.dst = ad.dst""",
+        "edges",
+        tags="join self cyclic agg global",
+    ),
+    Q(
+        "cyc_triangle_3tables",
+        f"SELECT p.x, p.y, e.dst AS z, p.pa, e.w, q.pc {_TRI3}",
+        "tri_xy edges tri_zx",
+        tags="join cyclic null",
+    ),
+    Q(
+        "cyc_triangle_distinct",
+        f"SELECT DISTINCT e1.src AS a, e2.src AS b {_TRIANGLE}",
+        "edges",
+        tags="join self cyclic distinct",
+    ),
+    Q(
+        "cyc_triangle_bag_proj",
+        f"SELECT e1.src AS a, e1.w {_TRIANGLE}",
+        "edges",
+        tags="join self cyclic",
+    ),
+    Q(
+        "cyc_triangle_aggs",
+        f"""SELECT p.x, MIN(e.w) AS lo, MAX(p.pa) AS hi, SUM(q.pc) AS total,
+                   AVG(q.pc) AS mean, COUNT(*) AS n
+            {_TRI3} GROUP BY p.x""",
+        "tri_xy edges tri_zx",
+        tags="join cyclic agg minmax avg null",
+    ),
+    Q(
+        "cyc_tpch_q5",
+        """SELECT n_name, SUM(l_extendedprice * (1 - l_discount)) AS revenue
+           FROM customer, orders, lineitem, supplier, nation, region
+           WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey
+             AND l_suppkey = s_suppkey AND c_nationkey = s_nationkey
+             AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey
+             AND r_name = 'ASIA'
+             AND o_orderdate >= DATE '1994-01-01' AND o_orderdate < DATE '1996-01-01'
+           GROUP BY n_name""",
+        "customer orders lineitem supplier nation region",
+        tags="join cyclic agg tpch",
+    ),
+]
+
 CORE: list[Query] = [*FQ, *TPCH, *JOINS, *SETOPS, *VOV, *AGGS, *EXPRS, *NULLS]
-QUERIES: list[Query] = [*CORE, *EXTRAS]
+QUERIES: list[Query] = [*CORE, *EXTRAS, *THETA, *CYCLIC]
 BY_NAME: dict[str, Query] = {q.name: q for q in QUERIES}
 assert all(k in {c.name for c in SCHEMA[t]} for t, ks in JOIN_KEYS.items() for k in ks), (
     "JOIN_KEYS names a missing column"

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from oracle import HYPOTHESIS_SETTINGS, Oracle, random_insert, random_op, seeded_rows
-from queries import CORE, EXTRAS, QUERIES, SCHEMA, Query, ddl
+from queries import CORE, CYCLIC, EXTRAS, QUERIES, SCHEMA, THETA, Query, ddl
 
 import upkeep
 
-FORCED = ("dyn", "general")
+FORCED = ("dyn", "general", "lftj")
 
 
 # ---------------------------------------------------------------------------
@@ -64,6 +64,7 @@ oracle.APPLICABILITY.update(APPLICABLE)
 AUTO_PARAMS = [pytest.param(q, id=q.name) for q in QUERIES]
 CORE_PARAMS = [pytest.param(q, id=q.name) for q in CORE]
 EXTRA_PARAMS = [pytest.param(q, id=q.name) for q in EXTRAS]
+THETA_CYCLIC_PARAMS = [pytest.param(q, id=q.name) for q in (*THETA, *CYCLIC)]
 FORCED_PARAMS = [
     pytest.param(q, s, id=f"{q.name}-{s}")
     for q in QUERIES
@@ -145,6 +146,14 @@ def test_stream_auto(q: Query, data) -> None:
 def test_stream_auto_extra(q: Query, data) -> None:
     """Automatic strategy on the constructs beyond the core catalogue."""
     run_stream(data, q, None, max_batches=6)
+
+
+@pytest.mark.parametrize("q", THETA_CYCLIC_PARAMS)
+@settings(max_examples=8, **HYPOTHESIS_SETTINGS)
+@given(data=st.data())
+def test_stream_auto_theta_cyclic(q: Query, data) -> None:
+    """Automatic strategy on inequality (IEDyn) and cyclic (leapfrog triejoin) joins."""
+    run_stream(data, q, None, max_batches=8)
 
 
 @pytest.mark.parametrize(("q", "strategy"), FORCED_PARAMS)
