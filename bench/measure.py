@@ -101,3 +101,27 @@ def throughput(events: int, inserts: int, deletes: int, phases: dict) -> dict[st
         "insert_per_s": round(inserts / ins_s, 1) if ins_s else None,
         "delete_per_s": round(deletes / del_s, 1) if del_s else None,
     }
+
+
+def distribution(values: list[float], scale: float = 1.0, digits: int = 2) -> dict[str, float]:
+    """Count, mean, median, p90, p99, max and total of ``values`` (each times ``scale``).
+
+    For per-update latencies (``scale=1e6`` gives microseconds) and operation counts.
+    """
+    if not values:
+        return {"n": 0}
+    xs = sorted(v * scale for v in values)
+    n = len(xs)
+
+    def pct(p: float) -> float:
+        return round(xs[min(n - 1, int(p * n))], digits)
+
+    return {
+        "n": n,
+        "mean": round(sum(xs) / n, digits),
+        "median": pct(0.5),
+        "p90": pct(0.9),
+        "p99": pct(0.99),
+        "max": round(xs[-1], digits),
+        "total": round(sum(xs), digits),
+    }

@@ -1,8 +1,10 @@
-"""Start one runner subprocess per (query, system) and collect its JSON result.
+"""Start one runner subprocess per configuration and collect its JSON result.
 
 Each runner is its own process, so its ``ru_maxrss`` is the peak memory of that
 configuration alone.  Progress lines are forwarded to a callback; the process is
-killed (by its own pid) when it exceeds the time limit.
+killed (by its own pid) when it exceeds the time limit or, if one is given, when its
+resident set grows past a memory limit (so one configuration cannot exhaust the
+machine for the others).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
+MEMORY_POLL_S = 0.2
 
 RUNNER_SCRIPTS: dict[str, str] = {
     "dyn": "run_upkeep.py",
@@ -37,7 +40,7 @@ def run_config(
     on_progress: Callable[[int, int], None],
     batch: int = 1000,
 ) -> dict[str, Any]:
-    """Run one configuration and return its result record (never raises)."""
+    """Run one TPC-H configuration and return its result record (never raises)."""
     cmd = [
         python,
         str(BENCH_DIR / RUNNER_SCRIPTS[system]),
@@ -50,15 +53,36 @@ def run_config(
         "--batch",
         str(batch),
     ]
+    return run_command(cmd, {"query": query, "system": system}, timeout_s, log_path, on_progress)
+
+
+def run_command(
+    cmd: list[str],
+    identity: dict[str, Any],
+    timeout_s: float,
+    log_path: Path,
+    on_progress: Callable[[int, int], None],
+    memory_limit_mb: float | None = None,
+) -> dict[str, Any]:
+    """Run one runner command and return its result record (never raises).
+
+    ``identity`` (e.g. query and system) is copied into the record when the runner
+    reports nothing itself (timeout, memory limit, crash).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     result: dict[str, Any] | None = None
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=BENCH_DIR, bufsize=1
-        )
+        try:
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=log, text=True, cwd=BENCH_DIR, bufsize=1
+            )
+        except OSError as exc:
+            return {**identity, "status": "error", "error": f"cannot start {cmd[0]}: {exc}",
+                    "process_wall_seconds": 0.0, "log": str(log_path)}
         killed = threading.Event()
+        watch = _MemoryWatch(proc, memory_limit_mb)
 
         def kill() -> None:
             killed.set()
@@ -66,6 +90,7 @@ def run_config(
 
         timer = threading.Timer(timeout_s, kill)
         timer.start()
+        watch.start()
         try:
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -79,18 +104,72 @@ def run_config(
             proc.wait()
         finally:
             timer.cancel()
+            watch.stop()
     wall = round(time.perf_counter() - started, 1)
     if result is None:
-        status = "timeout" if killed.is_set() else "crashed"
-        detail = f"exceeded {timeout_s:.0f}s" if killed.is_set() else f"exit code {proc.returncode}"
-        result = {"query": query, "system": system, "status": status, "error": detail}
+        if watch.exceeded:
+            status = "memory limit"
+            detail = (
+                f"resident set reached {watch.peak_mb:,.0f} MB, over the limit of "
+                f"{memory_limit_mb:,.0f} MB"
+            )
+        elif killed.is_set():
+            status, detail = "timeout", f"exceeded {timeout_s:.0f}s"
+        else:
+            status, detail = "crashed", f"exit code {proc.returncode}"
+        result = {**identity, "status": status, "error": detail}
         result["stderr_tail"] = _tail(log_path)
     result.pop("type", None)
     result["process_wall_seconds"] = wall
+    if memory_limit_mb is not None:
+        result["watched_peak_rss_mb"] = round(watch.peak_mb, 1)
     # other processes competing for the CPUs distort timings; keep the evidence
     result["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     result["log"] = str(log_path)
     return result
+
+
+class _MemoryWatch:
+    """Polls a child's resident set and kills the child above ``limit_mb`` (if set)."""
+
+    def __init__(self, proc: subprocess.Popen, limit_mb: float | None) -> None:
+        self.proc = proc
+        self.limit_mb = limit_mb
+        self.peak_mb = 0.0
+        self.exceeded = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memory-watch", daemon=True)
+
+    def start(self) -> None:
+        if self.limit_mb is not None:
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        status = Path(f"/proc/{self.proc.pid}/status")
+        while not self._stop.wait(MEMORY_POLL_S):
+            rss = _rss_mb(status)
+            if rss is None:
+                return
+            self.peak_mb = max(self.peak_mb, rss)
+            if self.limit_mb is not None and rss > self.limit_mb:
+                self.exceeded = True
+                self.proc.kill()
+                return
+
+
+def _rss_mb(status: Path) -> float | None:
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _parse(line: str) -> dict[str, Any] | None:

@@ -14,22 +14,16 @@ because pathway 0.33.0 requires ``pyarrow<26``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.util
 import json
-import os
-import platform
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
-import pyarrow as pa
 import stream as stream_mod
 import tpch_data
+from environment import machine, now, pathway_python, versions
 from expected import expected_rows
 from orchestrate import BENCH_DIR, run_config
 from plot import write_plot
@@ -80,64 +74,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
     return args
-
-
-def pathway_python(explicit: str | None) -> str | None:
-    """Interpreter to run the Pathway runner with, or None if Pathway is unavailable."""
-    if explicit:
-        return explicit
-    local = BENCH_DIR / ".venv-pathway" / "bin" / "python"
-    if local.exists():
-        return str(local)
-    if importlib.util.find_spec("pathway") is not None:
-        return sys.executable
-    return None
-
-
-def _git_rev() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        rev = out.stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "src"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return rev + ("+uncommitted src changes" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "no commit"
-
-
-def _machine() -> str:
-    mem = ""
-    try:
-        with open("/proc/meminfo") as f:
-            kib = int(f.readline().split()[1])
-        mem = f", {kib / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return f"{os.cpu_count()} CPUs{mem}, {platform.system()} {platform.machine()}"
-
-
-def _versions(results: list[dict[str, Any]]) -> str:
-    parts = [f"Python {platform.python_version()}", f"duckdb {duckdb.__version__}"]
-    parts.append(f"pyarrow {pa.__version__}")
-    try:
-        from importlib.metadata import version
-
-        parts.append(f"upkeep {version('upkeep')} (git {_git_rev()})")
-    except Exception:  # upkeep metadata missing is not fatal for a report
-        parts.append(f"upkeep (git {_git_rev()})")
-    pw = next((r.get("pathway_version") for r in results if r.get("pathway_version")), None)
-    if pw:
-        parts.append(f"pathway {pw}")
-    return ", ".join(parts)
 
 
 def prepare(args: argparse.Namespace) -> dict[str, tuple[Path, int]]:
@@ -285,15 +221,15 @@ def main(argv: list[str] | None = None) -> None:
     data = {
         "meta": {
             "command": command,
-            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "date": now(),
             "scale": args.scale,
             "limit": args.limit,
             "seed": args.seed,
             "batch": args.batch,
             "delete_fraction": stream_mod.DELETE_FRACTION,
             "timeout_s": args.timeout,
-            "machine": _machine(),
-            "versions": _versions(results),
+            "machine": machine(),
+            "versions": versions(results),
             "total_seconds": round(time.perf_counter() - started, 1),
         },
         "summary": summarize(results),
