@@ -50,7 +50,9 @@ def test_kill_nine_at_random_points_then_resume_to_the_end(tmp_path):
             kills += 1
             applied, tables = committed_tables(tmp_path / "state")
             prefix = model_of(stream.records[:applied])
-            assert {t: +rows for t, rows in tables.items()} == prefix, applied
+            # killed before the first commit, the state holds no tables yet: as empty ones
+            committed = {t: +rows for t, rows in tables.items() if rows}
+            assert committed == {t: rows for t, rows in prefix.items() if rows}, applied
             continue
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err.decode()
