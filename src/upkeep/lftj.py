@@ -96,15 +96,23 @@ class Trie:
                 return None
         return n
 
-    def leaf(self, path: tuple) -> dict | None:
+    def below(self, prefix: tuple) -> TrieNode | dict | None:
+        """What lies under a key prefix: a trie node, or the leaf once the path is complete."""
         if not self.depth:
             return self.leaf_root
-        n = self.node(path[:-1])
-        return None if n is None else n.children.get(path[-1])
+        n = self.node(prefix[:-1]) if prefix else self.root
+        return n if n is None or not prefix else n.children.get(prefix[-1])
 
-    def weight(self, t: tuple) -> int:
-        leaf = self.leaf(self.path(t))
-        return 0 if leaf is None else leaf.get(t, 0)
+    def presence(self, t: tuple, path: tuple) -> tuple[list[int], int]:
+        """Tuples below each prefix of ``path`` (the last: in its leaf), and ``t``'s weight."""
+        counts = []
+        n = self.root
+        for k in path:
+            n = n.children.get(k)
+            if n is None:
+                return counts + [0] * (len(path) - len(counts)), 0
+            counts.append(n.count if type(n) is TrieNode else len(n))
+        return counts, n.get(t, 0)
 
     def apply(self, t: tuple, w: int) -> None:
         """Add weight ``w`` to tuple ``t`` (removing branches that become empty)."""
@@ -145,12 +153,6 @@ class Trie:
                 del parent.children[path[depth - 1]]
                 parent.keys.remove(path[depth - 1])
 
-    def count(self, prefix: tuple) -> int:
-        n = self.node(prefix)
-        if n is None:
-            return 0
-        return n.count
-
 
 @dataclass
 class AtomPlan:
@@ -161,6 +163,10 @@ class AtomPlan:
     trie: Trie
     levels: list[int]  # global level of each of the atom's join variables, in trie order
     vars: tuple[int, ...]  # the atom's variables (the layout of its payload tuples)
+
+    def prefix(self, context: tuple, upto: int) -> tuple:
+        """The atom's trie prefix for its join variables at levels below ``upto``."""
+        return tuple(context[d] for d in self.levels if d < upto)
 
 
 @dataclass
@@ -239,7 +245,10 @@ class LeapfrogJoin:
             if trie is None:
                 trie = tries[sig] = Trie(positions)
             self.atoms.append(AtomPlan(i, labels[i], trie, [level_of[v] for v in jv], tuple(e)))
-        self.tries = list({id(t): t for t in tries.values()}.values())
+        # each trie once, with the atoms reading it (they share its changes and surgeries)
+        self.trie_users: list[tuple[Trie, list[AtomPlan]]] = []
+        for trie in {id(t): t for t in tries.values()}.values():
+            self.trie_users.append((trie, [a for a in self.atoms if a.trie is trie]))
         self.at_level: list[list[AtomPlan]] = [
             [a for a in self.atoms if d in a.levels] for d in range(len(self.order))]
         self.out = out
@@ -261,21 +270,19 @@ class LeapfrogJoin:
         self.last_contributions: list[tuple[str, object, tuple | None]] = []
 
     # ------------------------------------------------------------ evaluation
-    def _prefix(self, atom: AtomPlan, context: tuple, upto: int) -> tuple:
-        """The atom's trie prefix for its join variables at levels below ``upto``."""
-        return tuple(context[d] for d in atom.levels if d < upto)
-
-    def _leapfrog(self, level: int, context: tuple, lo: tuple, hi: tuple, record: bool,
-                  forget: bool, emit: Callable[[tuple], None]) -> None:
+    def _leapfrog(self, level: int, context: tuple, nodes: list, lo: tuple, hi: tuple,
+                  record: bool, forget: bool, emit: Callable[[tuple, list], None]) -> None:
         """Leapfrog join at ``level`` for keys in [lo, hi]; recurse or emit per key.
 
+        ``nodes[i]`` is where atom i stands in its trie under ``context`` (a node, its leaf
+        once all its keys are bound, or None); binding a key steps the level's atoms down.
         ``record`` stores the iterator moves as sensitivity intervals; ``forget`` drops the
         intervals recorded below each bound key (the old trace of a re-evaluated region)."""
         atoms = self.at_level[level]
         counters = self.counters
         iters = []
         for a in atoms:
-            node = a.trie.node(self._prefix(a, context, level))
+            node = nodes[a.index]
             iters.append(node.keys if node is not None else ())
         n = len(iters)
         pos = [0] * n
@@ -318,12 +325,15 @@ class LeapfrogJoin:
             k = min(range(n), key=current.__getitem__)
             if current[k] == top:
                 child = (*context, top)
+                below = list(nodes)
+                for a in atoms:
+                    below[a.index] = nodes[a.index].children[top]
                 if last:
-                    emit(child)
+                    emit(child, below)
                 else:
                     if forget:
                         self._forget(child)
-                    self._leapfrog(level + 1, child, NEG, POS, record, forget, emit)
+                    self._leapfrog(level + 1, child, below, NEG, POS, record, forget, emit)
                 counters.nexts += 1
                 key = land(0, (1, top), pos[0] + 1)
                 current[0] = key
@@ -346,7 +356,7 @@ class LeapfrogJoin:
             if iv is None:
                 iv = per_atom[a.index] = _Intervals()
                 depth = a.levels.index(level)
-                key = (a.index, depth, self._prefix(a, context, level))
+                key = (a.index, depth, a.prefix(context, level))
                 self.by_prefix.setdefault(key, set()).add(context)
             _splice(iv, lo, hi, los, his)
 
@@ -358,7 +368,7 @@ class LeapfrogJoin:
         level = len(context)
         for a in self.at_level[level]:
             if a.index in per_atom:
-                key = (a.index, a.levels.index(level), self._prefix(a, context, level))
+                key = (a.index, a.levels.index(level), a.prefix(context, level))
                 contexts = self.by_prefix.get(key)
                 if contexts is not None:
                     contexts.discard(context)
@@ -371,10 +381,9 @@ class LeapfrogJoin:
         sources = self._out_sources
         atoms = self.atoms
 
-        def emit(binding: tuple) -> None:
+        def emit(binding: tuple, leaves: list) -> None:
             payloads = []
-            for a in atoms:
-                leaf = a.trie.leaf(tuple(binding[d] for d in a.levels))
+            for leaf in leaves:
                 if not leaf:
                     return
                 payloads.append(list(leaf.items()))
@@ -385,11 +394,12 @@ class LeapfrogJoin:
                 row = tuple(binding[s[1]] if s[0] == "b" else ts[s[1]][s[2]] for s in sources)
                 add_into(out, row, w)
 
+        nodes = [a.trie.below(a.prefix(region.context, region.level)) for a in atoms]
         if not self.order:  # no join variable at all: a product of payloads
-            emit(())
+            emit((), nodes)
         else:
-            self._leapfrog(region.level, region.context, region.lo, region.hi, record, forget,
-                           emit)
+            self._leapfrog(region.level, region.context, nodes, region.lo, region.hi, record,
+                           forget, emit)
         return out
 
     # ------------------------------------------------------------ maintenance
@@ -401,32 +411,26 @@ class LeapfrogJoin:
         """Tree-surgery points per atom: (atom, trie depth, prefix, key) of each branch that
         appears or disappears, or of a leaf whose payload changes (section 4.2.1)."""
         points: list[tuple[AtomPlan, int, tuple, object]] = []
-        by_trie: dict[int, list[AtomPlan]] = {}
-        for a in self.atoms:
-            by_trie.setdefault(id(a.trie), []).append(a)
-        for trie in self.tries:
-            users = by_trie[id(trie)]
+        for trie, users in self.trie_users:
             delta = deltas.get(users[0].index)
             if not delta or not trie.depth:
                 continue
             net: dict[tuple, int] = {}
-            paths = []
+            walked = []
             for t, w in delta.items():
                 if not w:
                     continue
-                old = trie.weight(t)
-                change = (old + w != 0) - (old != 0)
                 path = trie.path(t)
-                paths.append(path)
+                counts, old = trie.presence(t, path)
+                walked.append((path, counts))
+                change = (old + w != 0) - (old != 0)
                 if change:
                     for j in range(1, len(path) + 1):
                         net[path[:j]] = net.get(path[:j], 0) + change
             seen = set()
-            for path in paths:
+            for path, counts in walked:
                 depth = len(path)
-                for j in range(1, len(path) + 1):
-                    before = trie.count(path[:j]) if j < len(path) else len(
-                        trie.leaf(path) or ())
+                for j, before in enumerate(counts, start=1):
                     if (before == 0) != (before + net.get(path[:j], 0) == 0):
                         depth = j
                         break
@@ -498,14 +502,10 @@ class LeapfrogJoin:
             for r in regions:
                 for t, w in self._assignments(r, record=False, forget=True).items():
                     add_into(old, t, w)
-        applied = set()
-        for a in self.atoms:
-            if id(a.trie) in applied:
-                continue
-            applied.add(id(a.trie))
-            for t, w in deltas.get(a.index, {}).items():
+        for trie, users in self.trie_users:
+            for t, w in deltas.get(users[0].index, {}).items():
                 if w:
-                    a.trie.apply(t, w)
+                    trie.apply(t, w)
         out: Delta = {}
         for r in regions:
             for t, w in self._assignments(r, record=True, forget=False).items():
@@ -526,7 +526,7 @@ class LeapfrogJoin:
 
     def size(self) -> int:
         """Stored tuples plus stored sensitivity intervals."""
-        tuples = sum(self._trie_size(t) for t in self.tries)
+        tuples = sum(self._trie_size(t) for t, _ in self.trie_users)
         intervals = sum(len(iv.los) for per in self.sens.values() for iv in per.values())
         return tuples + intervals
 
@@ -563,9 +563,6 @@ class LeapfrogCore(Operator):
 
     def state_size(self) -> int:
         return self.join.size()
-
-    def inputs(self) -> list[Operator]:
-        return list(self.sources)
 
     def counters(self) -> dict[str, int]:
         return self.join.counters.as_dict()
