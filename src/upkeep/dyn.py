@@ -83,9 +83,13 @@ class Index:
         if self.totals is not None:
             self.adjust(k, w)
 
+    @property
+    def weighted(self) -> bool:
+        """Whether a change of a tuple's weight alone must reach this index."""
+        return self.totals is not None
+
     def reweight(self, t: tuple, w: object) -> None:
-        if self.totals is not None:
-            self.adjust(self.key(t), w)
+        self.adjust(self.key(t), w)
 
     def adjust(self, k: tuple, w: object) -> None:
         totals = self.totals
@@ -100,12 +104,13 @@ class Index:
 class NodeState:
     """Runtime state of one GJT node."""
 
-    __slots__ = ("node", "rho", "indexes", "push", "in_n", "frontier")
+    __slots__ = ("node", "rho", "indexes", "weighted", "push", "in_n", "frontier")
 
     def __init__(self, node: Node):
         self.node = node
         self.rho: dict[tuple, object] = {}
         self.indexes: dict[tuple, Index | RangeIndex] = {}
+        self.weighted: list[Index | RangeIndex] = []  # the indexes that keep weights
         self.push: Callable[[dict, dict], None] | None = None
         self.in_n = False
         self.frontier = False
@@ -114,10 +119,7 @@ class NodeState:
         idx = self.indexes.get(key_vars)
         if idx is None or (with_totals and idx.totals is None):
             positions = tuple(self.node.vars.index(v) for v in key_vars)
-            idx = Index(positions, with_totals)
-            for t, w in self.rho.items():
-                idx.insert(t, w)
-            self.indexes[key_vars] = idx
+            idx = self._register(key_vars, Index(positions, with_totals))
         return idx
 
     def range_index(self, key_vars: tuple[int, ...], access: RangeAccess,
@@ -127,10 +129,16 @@ class NodeState:
         idx = self.indexes.get(name)
         if idx is None:
             positions = tuple(self.node.vars.index(v) for v in key_vars)
-            idx = RangeIndex(key_function(positions), compile_(access.indexed, list(self.node.vars)))
-            for t, w in self.rho.items():
-                idx.insert(t, w)
-            self.indexes[name] = idx
+            idx = self._register(name, RangeIndex(
+                key_function(positions), compile_(access.indexed, list(self.node.vars))))
+        return idx
+
+    def _register(self, name: tuple, idx):
+        """Fill a new index from rho and keep it maintained from now on."""
+        for t, w in self.rho.items():
+            idx.insert(t, w)
+        self.indexes[name] = idx
+        self.weighted = [i for i in self.indexes.values() if i.weighted]
         return idx
 
     def add(self, t: tuple, w: object) -> None:
@@ -144,12 +152,20 @@ class NodeState:
         new = old + w
         if new:
             rho[t] = new
-            for idx in self.indexes.values():
+            for idx in self.weighted:
                 idx.reweight(t, w)
         else:
             del rho[t]
             for idx in self.indexes.values():
                 idx.remove(t, w)
+
+
+def _combiner(n: Node, m: Node) -> Callable[[tuple, tuple], tuple]:
+    """``(t, s) -> `` the parent's tuple from a tuple t of node n and s of its sibling m."""
+    sources = [("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v))
+               for v in n.parent.vars]
+    return eval(  # noqa: S307 - generated from variable positions only
+        "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
 
 
 def _accumulate(target: dict, k: tuple, w: object) -> None:
@@ -186,6 +202,9 @@ class Representation:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
         self._plans: dict[int | None, dict[int, Callable]] = {}
+        # predicates on edges between nodes of N: what membership checks beyond the frontier
+        self._n_checks = [self._env_check(n.preds) for n in pair.nodes
+                          if n.preds and n.id in pair.n_set]
         # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
         # built now and maintained by UPDATE, so ENUM never pays for building them
         self._plan(None)
@@ -257,11 +276,7 @@ class Representation:
             return push_totals
         idx = m_state.index(shared)
         key = key_function(tuple(n.vars.index(v) for v in shared))
-        sources = []
-        for v in p.vars:
-            sources.append(("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v)))
-        combine = eval(  # noqa: S307 - generated from variable positions only
-            "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
+        combine = _combiner(n, m)
         buckets = idx.buckets
         rho_m = m_state.rho
 
@@ -334,10 +349,7 @@ class Representation:
             return push_checked_totals
         if access is not None and check is None and set(p.vars) <= set(m.vars):
             return self._make_sweep(n, m, key, ridx, probe, op)
-        sources = [("t", n.vars.index(v)) if v in n.vars else ("s", m.vars.index(v))
-                   for v in p.vars]
-        combine = eval(  # noqa: S307 - generated from variable positions only
-            "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
+        combine = _combiner(n, m)
 
         def push_theta_join(delta: dict, pd: dict) -> None:
             for t, w in delta.items():
@@ -613,8 +625,8 @@ class Representation:
             if got is None:
                 return None
             w = got if w is None else w * got
-        for n in self.pair.nodes:
-            if n.preds and n.id in self.pair.n_set and not self._env_check(n.preds)(env):
+        for check in self._n_checks:
+            if not check(env):
                 return None
         return w
 

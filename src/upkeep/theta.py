@@ -240,6 +240,7 @@ class RangeIndex:
     an inequality: the parent/sibling index of ``dynamic-yannakakis-iedyn.txt`` section 4."""
 
     __slots__ = ("key", "value", "buckets")
+    weighted = True  # its runs keep weights for range sums
 
     def __init__(self, key: Callable[[tuple], tuple], value: Callable[[tuple], object]):
         self.key = key
