@@ -33,6 +33,8 @@ class Operator:
         return sum(op.state_size() for op in self.inputs())
 
     def inputs(self) -> list[Operator]:
+        """The operators this one reads: by the attribute names every operator here uses
+        for them (``child``; ``left`` and ``right``; ``children``)."""
         return [getattr(self, a) for a in ("child", "left", "right") if hasattr(self, a)] + list(
             getattr(self, "children", []))
 
@@ -163,8 +165,7 @@ class HashJoin(Operator):
                 + ["  " + x for x in self.right.describe()])
 
     def state_size(self) -> int:
-        return (self.lstate.size + self.rstate.size + self.left.state_size()
-                + self.right.state_size())
+        return self.lstate.size + self.rstate.size + super().state_size()
 
 
 class Union(Operator):
@@ -183,8 +184,6 @@ class Union(Operator):
     def describe(self) -> list[str]:
         return ["union all"] + ["  " + x for c in self.children for x in c.describe()]
 
-    def state_size(self) -> int:
-        return sum(c.state_size() for c in self.children)
 
 
 class Distinct(Operator):
@@ -214,7 +213,7 @@ class Distinct(Operator):
         return ["distinct"] + ["  " + x for x in self.child.describe()]
 
     def state_size(self) -> int:
-        return len(self.counts) + self.child.state_size()
+        return len(self.counts) + super().state_size()
 
 
 class Aggregate(Operator):
@@ -276,7 +275,7 @@ class Aggregate(Operator):
         return [f"aggregate [{kinds}]"] + ["  " + x for x in self.child.describe()]
 
     def state_size(self) -> int:
-        return len(self.groups) + self.child.state_size()
+        return len(self.groups) + super().state_size()
 
 
 class DynCore(Operator):
