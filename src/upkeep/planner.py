@@ -21,7 +21,8 @@ A forced strategy that does not apply raises :class:`UnsupportedError` saying wh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import combinations
 
 import duckdb
 from sqlglot import exp
@@ -406,11 +407,16 @@ def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
     return _general_join(block, analysis, core, out, sources), "general"
 
 
+def _project(op: Operator, layout: Sequence[int], out: tuple[int, ...], label: str) -> Operator:
+    """Tuples laid out as the variables ``layout`` cut to ``out`` (a no-op when equal)."""
+    if tuple(layout) == out:
+        return op
+    return Map(op, key_function(tuple(list(layout).index(v) for v in out)), label)
+
+
 def _relaxations(thetas: list[ThetaPredicate]):
     """Subsets of the theta predicates to leave out of the join tree, fewest first, keeping
     the sortable (range) predicates in the tree as long as possible."""
-    from itertools import combinations
-
     order = sorted(range(len(thetas)), key=lambda k: (thetas[k].sortable, k))
     for size in range(len(thetas) + 1):
         yield from combinations(order, size)
@@ -420,6 +426,8 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
               sources: list[Source], lines: list[str]) -> Operator | None:
     """Dynamic Yannakakis in push mode, on the free-connex approximation if needed; theta
     predicates that would make the join tree cyclic are checked on its output instead."""
+    if not is_acyclic(core.edges()):
+        return None  # no subset of the predicates helps a cyclic join
     for dropped in _relaxations(thetas):
         kept = [th for k, th in enumerate(thetas) if k not in dropped]
         preds = [th.vars for th in kept]
@@ -436,16 +444,11 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
             lines.append("free-connex approximation: output extended with "
                          + ", ".join(core.var_label(v) for v in approx if v not in out))
         op: Operator = DynCore(Representation(pair, kept, compiler_over(core)), sources)
-        layout = list(approx)
         for k in dropped:
             lines.append(f"theta predicate {thetas[k].sql} checked on the join's output "
                          "(in the join tree it would close a cycle)")
-            op = Filter(op, compiler_over(core)(thetas[k].node, layout), thetas[k].sql)
-        if approx != out:
-            pos = {v: k for k, v in enumerate(approx)}
-            op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
-                     "project approximation")
-        return op
+            op = Filter(op, compiler_over(core)(thetas[k].node, list(approx)), thetas[k].sql)
+        return _project(op, approx, out, "project approximation")
     return None
 
 
@@ -480,11 +483,7 @@ def _lftj_core(block: Block, analysis, core: Core, out: tuple[int, ...],
     op: Operator = LeapfrogCore(join, sources, order)
     for th in thetas:
         op = Filter(op, compiler_over(core)(th.node, list(need)), th.sql)
-    if need != out:
-        pos = {v: k for k, v in enumerate(need)}
-        op = Map(op, key_function(tuple(pos[v] for v in out)) if out else (lambda t: ()),
-                 "project output (support counts)")
-    return op
+    return _project(op, need, out, "project output (support counts)")
 
 
 def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],
@@ -522,10 +521,7 @@ def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],
             layout = keep
     if pending:
         raise SchemaError("internal: residual predicate left unapplied")
-    if layout != list(out):
-        op = Map(op, key_function(tuple(layout.index(v) for v in out)) if out else (lambda t: ()),
-                 "project output")
-    return op
+    return _project(op, layout, out, "project output")
 
 
 def _apply_residuals(op: Operator, layout: list[int], pending, core: Core):
