@@ -156,33 +156,29 @@ def coerce_value(value: object, typ: SqlType) -> object:
         if not isinstance(value, str):
             raise ValueError(f"expected VARCHAR, got {value!r}")
         return value
-    if kind == "DATE":
-        if isinstance(value, dt.datetime):
-            return value.date()
-        if isinstance(value, dt.date):
-            return value
-        if isinstance(value, str):
-            try:
-                return dt.date.fromisoformat(value)
-            except ValueError as exc:
-                raise ValueError(f"expected DATE, got {value!r}") from exc
-        raise ValueError(f"expected DATE, got {value!r}")
-    if kind == "TIMESTAMP":
-        if isinstance(value, dt.datetime):
-            return value
-        if isinstance(value, dt.date):
-            return dt.datetime(value.year, value.month, value.day)
-        if isinstance(value, str):
-            try:
-                return dt.datetime.fromisoformat(value)
-            except ValueError as exc:
-                raise ValueError(f"expected TIMESTAMP, got {value!r}") from exc
-        raise ValueError(f"expected TIMESTAMP, got {value!r}")
+    if kind in ("DATE", "TIMESTAMP"):
+        return _coerce_temporal(value, kind)
     if kind == "BOOLEAN":
         if not isinstance(value, bool):
             raise ValueError(f"expected BOOLEAN, got {value!r}")
         return value
     raise ValueError(f"unknown type {kind}")
+
+
+def _coerce_temporal(value: object, kind: str) -> dt.date:
+    """A DATE (a datetime loses its time) or a TIMESTAMP (a date is its midnight), also
+    from ISO text."""
+    as_date = kind == "DATE"
+    if isinstance(value, dt.datetime):
+        return value.date() if as_date else value
+    if isinstance(value, dt.date):
+        return value if as_date else dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return (dt.date if as_date else dt.datetime).fromisoformat(value)
+        except ValueError as exc:
+            raise ValueError(f"expected {kind}, got {value!r}") from exc
+    raise ValueError(f"expected {kind}, got {value!r}")
 
 
 def format_value(v: object) -> str:
