@@ -685,6 +685,15 @@ def random_set_expr(data, t: str, i: int) -> str:
     return data.draw(st.sampled_from(exprs), label="set expr")
 
 
+def random_batch(data, orc: Oracle, tables: list[str]) -> str:
+    """One committed batch: a single change, or (one time in three) a transaction of 2-4."""
+    if data.draw(st.integers(0, 2), label="txn?") == 0:
+        with orc.transaction():
+            descs = [random_op(data, orc, tables) for _ in range(data.draw(st.integers(2, 4)))]
+        return "transaction[" + "; ".join(descs) + "]"
+    return random_op(data, orc, tables)
+
+
 def random_op(data, orc: Oracle, tables: list[str]) -> str:
     """Draw one change against the current model state and apply it."""
     t = data.draw(st.sampled_from(tables), label="table")

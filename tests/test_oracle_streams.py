@@ -14,7 +14,7 @@ import oracle
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
-from oracle import HYPOTHESIS_SETTINGS, Oracle, random_insert, random_op, seeded_rows
+from oracle import HYPOTHESIS_SETTINGS, Oracle, random_batch, random_insert, seeded_rows
 from queries import CORE, CYCLIC, EXTRAS, QUERIES, SCHEMA, THETA, Query, ddl
 
 import upkeep
@@ -115,14 +115,7 @@ def run_stream(data, q: Query, strategy: str | None, max_batches: int) -> None:
             orc.create_query(q, strategy, via=via)
         orc.check("bulk load")
         for b in range(data.draw(st.integers(1, max_batches), label="batches")):
-            if data.draw(st.integers(0, 2), label="txn?") == 0:
-                with orc.transaction():
-                    descs = [
-                        random_op(data, orc, tables) for _ in range(data.draw(st.integers(2, 4)))
-                    ]
-                desc = "transaction[" + "; ".join(descs) + "]"
-            else:
-                desc = random_op(data, orc, tables)
+            desc = random_batch(data, orc, tables)
             orc.check(f"batch {b}: {desc}")
     except Exception:
         note(orc.repro())
