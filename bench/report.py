@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from doc_format import fmt_number, fmt_times, is_ok, ratio_of
 from queries import QUERIES
 
 SYSTEM_LABELS: dict[str, str] = {
@@ -23,16 +24,6 @@ QH_TARGET = 100_000.0
 Result = dict[str, Any]
 
 
-def _ok(r: Result | None) -> bool:
-    return r is not None and r.get("status") == "ok"
-
-
-def _ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or den <= 0:
-        return None
-    return num / den
-
-
 def index(results: list[Result]) -> dict[tuple[str, str], Result]:
     """Results keyed by ``(query, system)``."""
     return {(r["query"], r["system"]): r for r in results}
@@ -46,14 +37,14 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
     for q in queries:
         dyn, gen = by.get((q, "dyn")), by.get((q, "general"))
         tables = by.get((q, "tables"))
-        base = tables["delta_mb"] if _ok(tables) else None
-        dyn_state = dyn["delta_mb"] - base if (_ok(dyn) and base is not None) else None
-        gen_state = gen["delta_mb"] - base if (_ok(gen) and base is not None) else None
+        base = tables["delta_mb"] if is_ok(tables) else None
+        dyn_state = dyn["delta_mb"] - base if (is_ok(dyn) and base is not None) else None
+        gen_state = gen["delta_mb"] - base if (is_ok(gen) and base is not None) else None
         duck, pw = by.get((q, "duckdb")), by.get((q, "pathway"))
-        dyn_ups = dyn["updates_per_s"] if _ok(dyn) else None
-        mem = _ratio(dyn["delta_mb"] if _ok(dyn) else None, gen["delta_mb"] if _ok(gen) else None)
-        vs_duck = _ratio(dyn_ups, duck["updates_per_s"] if _ok(duck) else None)
-        vs_pw = _ratio(dyn_ups, pw["updates_per_s"] if _ok(pw) else None)
+        dyn_ups = dyn["updates_per_s"] if is_ok(dyn) else None
+        mem = ratio_of(dyn["delta_mb"] if is_ok(dyn) else None, gen["delta_mb"] if is_ok(gen) else None)
+        vs_duck = ratio_of(dyn_ups, duck["updates_per_s"] if is_ok(duck) else None)
+        vs_pw = ratio_of(dyn_ups, pw["updates_per_s"] if is_ok(pw) else None)
         full_join = q in QUERIES and QUERIES[q].full_join
         hier = q in QUERIES and QUERIES[q].q_hierarchical
         rows.append(
@@ -65,7 +56,7 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
                 "tables_only_mb": base,
                 "dyn_view_state_mb": dyn_state,
                 "general_view_state_mb": gen_state,
-                "view_state_dyn_over_general": _ratio(dyn_state, gen_state),
+                "view_state_dyn_over_general": ratio_of(dyn_state, gen_state),
                 "speed_dyn_over_duckdb": vs_duck,
                 "duckdb_target_met": (vs_duck >= DUCKDB_TARGET) if vs_duck is not None else None,
                 "speed_dyn_over_pathway": vs_pw,
@@ -76,18 +67,6 @@ def summarize(results: list[Result]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _num(x: float | None, digits: int = 0) -> str:
-    if x is None:
-        return "–"
-    return f"{x:,.{digits}f}"
-
-
-def _times(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.2f}×" if x < 10 else f"{x:,.0f}×"
 
 
 def _mark(flag: bool | None) -> str:
@@ -135,11 +114,11 @@ def markdown(data: dict[str, Any]) -> str:
     )
     w("|---|---:|---:|---:|---:|")
     for s in summarize(results):
-        ups = _num(s["dyn_updates_per_s"]) + _mark(s["single_row_target_met"])
+        ups = fmt_number(s["dyn_updates_per_s"]) + _mark(s["single_row_target_met"])
         mem = s["mem_dyn_over_general"]
         mem_txt = ("–" if mem is None else f"{mem:.2f}") + _mark(s["mem_target_met"])
-        duck = _times(s["speed_dyn_over_duckdb"]) + _mark(s["duckdb_target_met"])
-        pw = _times(s["speed_dyn_over_pathway"]) + _mark(s["pathway_target_met"])
+        duck = fmt_times(s["speed_dyn_over_duckdb"]) + _mark(s["duckdb_target_met"])
+        pw = fmt_times(s["speed_dyn_over_pathway"]) + _mark(s["pathway_target_met"])
         w(f"| {s['query']} | {ups} | {mem_txt} | {duck} | {pw} |")
     w(
         "\nThe single-row-updates target (≥ 100,000 updates/s) applies to the "
@@ -164,10 +143,10 @@ def markdown(data: dict[str, Any]) -> str:
             d, g = by.get((s["query"], "dyn")), by.get((s["query"], "general"))
             ratio = s["view_state_dyn_over_general"]
             w(
-                f"| {s['query']} | {_num(s['tables_only_mb'], 1)} | "
-                f"{_num(d['delta_mb'] if _ok(d) else None, 1)} | "
-                f"{_num(g['delta_mb'] if _ok(g) else None, 1)} | "
-                f"{_num(s['dyn_view_state_mb'], 1)} | {_num(s['general_view_state_mb'], 1)} | "
+                f"| {s['query']} | {fmt_number(s['tables_only_mb'], 1)} | "
+                f"{fmt_number(d['delta_mb'] if is_ok(d) else None, 1)} | "
+                f"{fmt_number(g['delta_mb'] if is_ok(g) else None, 1)} | "
+                f"{fmt_number(s['dyn_view_state_mb'], 1)} | {fmt_number(s['general_view_state_mb'], 1)} | "
                 f"{'–' if ratio is None else f'{ratio:.2f}'} |"
             )
         w(
@@ -187,7 +166,7 @@ def markdown(data: dict[str, Any]) -> str:
             if r is None:
                 continue
             label = SYSTEM_LABELS[system]
-            if not _ok(r):
+            if not is_ok(r):
                 w(f"| {q} | {label} | {r['status']} | | | | | | | | |")
                 continue
             if r.get("view_rows") is None:
@@ -197,12 +176,12 @@ def markdown(data: dict[str, Any]) -> str:
             if r.get("rows_match") is False:
                 rows_txt += " ❌"
             w(
-                f"| {q} | {label} | ok | {r['events']:,} | {_num(r['updates_per_s'])} | "
-                f"{_num(r.get('insert_per_s'))} | {_num(r.get('delete_per_s'))} | "
-                f"{_num(r['peak_mb'], 1)} | {_num(r['baseline_mb'], 1)} | "
-                f"{_num(r['delta_mb'], 1)} | {rows_txt} |"
+                f"| {q} | {label} | ok | {r['events']:,} | {fmt_number(r['updates_per_s'])} | "
+                f"{fmt_number(r.get('insert_per_s'))} | {fmt_number(r.get('delete_per_s'))} | "
+                f"{fmt_number(r['peak_mb'], 1)} | {fmt_number(r['baseline_mb'], 1)} | "
+                f"{fmt_number(r['delta_mb'], 1)} | {rows_txt} |"
             )
-    errors = [r for r in results if not _ok(r)]
+    errors = [r for r in results if not is_ok(r)]
     if errors:
         w("\n### Failed configurations\n")
         for r in errors:

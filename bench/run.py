@@ -23,6 +23,7 @@ from typing import Any
 
 import stream as stream_mod
 import tpch_data
+from doc_format import sections_from
 from environment import machine, now, pathway_python, versions
 from expected import expected_rows
 from orchestrate import BENCH_DIR, run_config
@@ -32,6 +33,8 @@ from report import SYSTEM_LABELS, markdown, summarize
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from spark_plot import SECTION as SPARK_SECTION
+from theta_plot import SECTION as THETA_SECTION
 
 REPO = BENCH_DIR.parent
 SYSTEMS = tuple(SYSTEM_LABELS)
@@ -195,9 +198,11 @@ def print_tables(results: list[dict[str, Any]]) -> None:
 
 
 def write_docs(args: argparse.Namespace, data: dict[str, Any]) -> None:
-    """Write ``docs/benchmarks.md`` and the plot."""
+    """Write the TPC-H part of ``docs/benchmarks.md`` (keeping the sections other benchmarks
+    own) and the plot."""
     args.docs.parent.mkdir(parents=True, exist_ok=True)
-    args.docs.write_text(markdown(data))
+    kept = sections_from(args.docs, [THETA_SECTION, SPARK_SECTION])
+    args.docs.write_text(markdown(data).rstrip("\n") + ("\n\n" + kept if kept else "\n"))
     console.print(f"wrote {args.docs}")
     if write_plot(data["results"], args.plot):
         console.print(f"wrote {args.plot}")

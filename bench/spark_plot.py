@@ -10,6 +10,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from doc_format import fmt_number, is_ok, replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "spark_latest.json"
 SECTION = "## Spark engine (micro-batches)"
@@ -19,10 +21,6 @@ LABELS = {"upkeep-spark": "upkeep on Spark", "spark-recompute": "Spark recompute
 
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
-
-
-def _ok(part: dict | None) -> bool:
-    return bool(part) and part.get("status") == "ok"
 
 
 def growth_summary(g: dict) -> dict:
@@ -78,7 +76,7 @@ def by_size(batches: list[dict]) -> dict[int, dict]:
 
 def summarize(data: dict) -> dict:
     out: dict[str, Any] = {}
-    if _ok(data.get("growth")):
+    if is_ok(data.get("growth")):
         out["growth"] = growth_summary(data["growth"])
     sizes = data.get("sizes") or {}
     for system, res in (sizes.get("systems") or {}).items():
@@ -86,7 +84,7 @@ def summarize(data: dict) -> dict:
             out.setdefault("sizes", {})[system] = {str(k): v for k, v in
                                                    by_size(res["batches"]).items()}
     for master, res in (data.get("executors") or {}).items():
-        if _ok(res):
+        if is_ok(res):
             out.setdefault("executors", {})[master] = {str(k): v for k, v in
                                                        by_size(res["batches"]).items()}
     return out
@@ -104,7 +102,7 @@ def write_plot(data: dict, path: Path) -> bool:
         return False
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
     g = data.get("growth")
-    if _ok(g):
+    if is_ok(g):
         up = [b for b in g["batches"] if "seconds" in b]
         if up:
             xs, ys = [b["state_rows"] for b in up], [b["seconds"] for b in up]
@@ -155,10 +153,6 @@ def write_plot(data: dict, path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- docs
-def _n(x: float | None, digits: int = 0) -> str:
-    return "–" if x is None else f"{x:,.{digits}f}"
-
-
 def _s(x: float | None) -> str:
     if x is None:
         return "–"
@@ -221,7 +215,7 @@ def section(data: dict) -> str:
         "state store as set by `spark_session`, driver memory 6g, all other settings default.",
     ]
     rows = {}
-    if _ok(g):
+    if is_ok(g):
         rows = {"customer": g["start_rows"] - g["initial_orders"],
                 "orders": g["final_rows"] - (g["start_rows"] - g["initial_orders"])}
     data_line = (f"- **Data:** TPC-H SF {data['scale']:g} from `tpchgen-cli` "
@@ -235,7 +229,7 @@ def section(data: dict) -> str:
 
     # ---- part 1
     lines += ["### 1. Latency while the state grows 10×", ""]
-    if _ok(g):
+    if is_ok(g):
         gs = s["growth"]
         up, rec = gs.get("upkeep-spark"), gs.get("spark-recompute")
         f0, f1 = gs["first_tenth_state"]
@@ -269,10 +263,10 @@ def section(data: dict) -> str:
         if up:
             lines.append(
                 f"upkeep on Spark over all {gs['batches']} batches: median {_s(up['median_s'])}"
-                f" s, max {_s(up['max_s'])} s, {_n(up['changes_per_s'])} changes/s; bulk load "
+                f" s, max {_s(up['max_s'])} s, {fmt_number(up['changes_per_s'])} changes/s; bulk load "
                 f"{_s(load.get('seconds'))} s (until the view's {load.get('view_rows', 0):,} "
                 "rows were readable). Shard servers' resident memory at the end: "
-                f"{_n(g.get('shard_rss_mb'))} MB.")
+                f"{fmt_number(g.get('shard_rss_mb'))} MB.")
             lines.append("")
         ms = gs.get("spark_ms_median")
         if up and ms and ms.get("triggerExecution"):
@@ -329,7 +323,7 @@ def section(data: dict) -> str:
                          f"first query {_s(res.get('first_recompute_s'))} s")
             for size, r in (s.get("sizes") or {}).get(system, {}).items():
                 lines.append(f"| {LABELS[system]} | {int(size):,} | {_s(r['median_s'])} s | "
-                             f"{_s(r['max_s'])} s | {_n(r['changes_per_s'])} | {load_text} |")
+                             f"{_s(r['max_s'])} s | {fmt_number(r['changes_per_s'])} | {load_text} |")
         lines.append("")
         ss = s.get("sizes") or {}
         if "upkeep-spark" in ss and "spark-recompute" in ss:
@@ -364,7 +358,7 @@ def section(data: dict) -> str:
             "|---|---:|---:|" + "---:|---:|" * len(size_keys) + "---|",
         ]
         for master, res in execs.items():
-            if not _ok(res):
+            if not is_ok(res):
                 lines.append(f"| `{master}` | – | – | " + "– | – | " * len(size_keys)
                              + f"{res.get('status')}: {str(res.get('error', ''))[:200]} |")
                 continue
@@ -372,10 +366,10 @@ def section(data: dict) -> str:
             for k in size_keys:
                 r = es[master].get(k)
                 cells += [f"{_s(r['median_s'])} s" if r else "–",
-                          _n(r["changes_per_s"]) if r else "–"]
+                          fmt_number(r["changes_per_s"]) if r else "–"]
             lines.append(f"| `{master}` | {res.get('executors')} | "
                          f"{_s(res['load']['seconds'])} s | " + " | ".join(cells) + " | ok |")
-        masters = [m for m in execs if _ok(execs[m])]
+        masters = [m for m in execs if is_ok(execs[m])]
         if len(masters) == 2:
             a, b = (es[m] for m in masters)
             ratios = [f"{int(k):,}: {b[k]['changes_per_s'] / a[k]['changes_per_s']:.2f}×"
@@ -394,7 +388,7 @@ def section(data: dict) -> str:
               "in parentheses).", "",
               "| configuration | view rows | sum(order_count) | sum(revenue) | result |",
               "|---|---:|---:|---:|---|"]
-    if _ok(g):
+    if is_ok(g):
         for system, c in (g.get("checks") or {}).items():
             lines.append(_check_row(f"part 1, {LABELS[system]}", c))
     for system, res in systems.items():
@@ -447,11 +441,8 @@ NOTES = [
 
 
 def write_docs(data: dict, path: Path) -> None:
-    """Replace the section (always the last one) or append it."""
-    text = path.read_text() if path.exists() else ""
-    at = text.find(SECTION)
-    head = text[:at].rstrip("\n") if at >= 0 else text.rstrip("\n")
-    path.write_text(head + "\n\n" + section(data))
+    """Replace the section (the last one) or append it."""
+    replace_section(path, SECTION, section(data))
 
 
 if __name__ == "__main__":

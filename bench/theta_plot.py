@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from doc_format import fmt_number, fmt_times, is_ok, ratio_of, replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 GCQ_RESULTS = ROOT / "bench" / "results" / "gcq_latest.json"
 TRIANGLE_RESULTS = ROOT / "bench" / "results" / "triangle_latest.json"
@@ -39,16 +41,6 @@ TRIANGLE_TARGET = 100.0
 Result = dict[str, Any]
 
 
-def _ok(r: Result | None) -> bool:
-    return r is not None and r.get("status") == "ok"
-
-
-def _ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or den <= 0:
-        return None
-    return num / den
-
-
 def _index(results: list[Result], key: str) -> dict[tuple, Result]:
     return {(r[key], r["system"]): r for r in results}
 
@@ -63,25 +55,25 @@ def gcq_summary(data: dict) -> list[dict[str, Any]]:
         duck, pw = by.get((q, "duckdb")), by.get((q, "pathway"))
 
         def secs(r: Result | None) -> float | None:
-            return r["seconds"] if _ok(r) else None
+            return r["seconds"] if is_ok(r) else None
 
         def delta(r: Result | None) -> float | None:
-            return max(r["delta_mb"], 1.0) if _ok(r) else None  # 1 MB: below RSS noise
+            return max(r["delta_mb"], 1.0) if is_ok(r) else None  # 1 MB: below RSS noise
 
         rows.append({
             "query": q,
             "output_rows": info["reference"]["rows"],
             "stream": info["stream"],
-            "auto_strategy": auto.get("strategy") if _ok(auto) else None,
+            "auto_strategy": auto.get("strategy") if is_ok(auto) else None,
             "auto_seconds": secs(auto),
-            "auto_state_size": auto.get("state_size") if _ok(auto) else None,
-            "general_state_size": gen.get("state_size") if _ok(gen) else None,
-            "time_general_over_auto": _ratio(secs(gen), secs(auto)),
-            "time_duckdb_over_auto": _ratio(secs(duck), secs(auto)),
-            "time_pathway_over_auto": _ratio(secs(pw), secs(auto)),
-            "memory_general_over_auto": _ratio(delta(gen), delta(auto)),
-            "memory_pathway_over_auto": _ratio(delta(pw), delta(auto)),
-            "all_match": all(r.get("matches_duckdb") for r in (auto, gen, duck, pw) if _ok(r)),
+            "auto_state_size": auto.get("state_size") if is_ok(auto) else None,
+            "general_state_size": gen.get("state_size") if is_ok(gen) else None,
+            "time_general_over_auto": ratio_of(secs(gen), secs(auto)),
+            "time_duckdb_over_auto": ratio_of(secs(duck), secs(auto)),
+            "time_pathway_over_auto": ratio_of(secs(pw), secs(auto)),
+            "memory_general_over_auto": ratio_of(delta(gen), delta(auto)),
+            "memory_pathway_over_auto": ratio_of(delta(pw), delta(auto)),
+            "all_match": all(r.get("matches_duckdb") for r in (auto, gen, duck, pw) if is_ok(r)),
         })
     return rows
 
@@ -95,13 +87,13 @@ def triangle_summary(data: dict) -> dict[str, Any]:
         lftj, gen, duck = by.get((n, "lftj")), by.get((n, "general")), by.get((n, "duckdb"))
 
         def stat(r: Result | None, what: str) -> float | None:
-            return r["update_us"]["all"].get(what) if _ok(r) else None
+            return r["update_us"]["all"].get(what) if is_ok(r) else None
 
         same = None
-        if _ok(lftj) and _ok(duck) and lftj.get("sample_us") and duck.get("sample_us"):
+        if is_ok(lftj) and is_ok(duck) and lftj.get("sample_us") and duck.get("sample_us"):
             a, b = lftj["sample_us"], duck["sample_us"]
             if len(a) == len(b):
-                same = _ratio(sum(b), sum(a))
+                same = ratio_of(sum(b), sum(a))
         ops = (((lftj or {}).get("ops") or {}).get("all") or {}).get("seeks_plus_nexts") or {}
         rows.append({
             "edges": n,
@@ -111,11 +103,11 @@ def triangle_summary(data: dict) -> dict[str, Any]:
             "general_mean_us": stat(gen, "mean"),
             "duckdb_median_us": stat(duck, "median"),
             "duckdb_mean_us": stat(duck, "mean"),
-            "duckdb_over_lftj_mean": _ratio(stat(duck, "mean"), stat(lftj, "mean")),
-            "duckdb_over_lftj_median": _ratio(stat(duck, "median"), stat(lftj, "median")),
+            "duckdb_over_lftj_mean": ratio_of(stat(duck, "mean"), stat(lftj, "mean")),
+            "duckdb_over_lftj_median": ratio_of(stat(duck, "median"), stat(lftj, "median")),
             "duckdb_over_lftj_same_updates": same,
-            "general_over_lftj_mean": _ratio(stat(gen, "mean"), stat(lftj, "mean")),
-            "duckdb_over_general_mean": _ratio(stat(duck, "mean"), stat(gen, "mean")),
+            "general_over_lftj_mean": ratio_of(stat(gen, "mean"), stat(lftj, "mean")),
+            "duckdb_over_general_mean": ratio_of(stat(duck, "mean"), stat(gen, "mean")),
             "lftj_ops_median": ops.get("median"),
             "lftj_ops_mean": ops.get("mean"),
             "lftj_ops_p99": ops.get("p99"),
@@ -125,8 +117,8 @@ def triangle_summary(data: dict) -> dict[str, Any]:
     if len(with_ops) >= 2:
         first, last = with_ops[0], with_ops[-1]
         out["ops_growth"] = {"from_edges": first["edges"], "to_edges": last["edges"],
-                             "mean_ratio": _ratio(last["lftj_ops_mean"], first["lftj_ops_mean"]),
-                             "median_ratio": _ratio(last["lftj_ops_median"],
+                             "mean_ratio": ratio_of(last["lftj_ops_mean"], first["lftj_ops_mean"]),
+                             "median_ratio": ratio_of(last["lftj_ops_median"],
                                                     first["lftj_ops_median"])}
     top = rows[-1] if rows else None
     if top and top["duckdb_over_lftj_mean"] is not None:
@@ -135,7 +127,7 @@ def triangle_summary(data: dict) -> dict[str, Any]:
     for r in data["results"]:
         if r["system"] == "lftj" and r.get("status") == "unsupported":
             out["notes"].append(f"lftj at {r['edges']:,} edges: {r.get('error')}")
-        elif r["system"] == "lftj" and _ok(r) and r.get("counters_note"):
+        elif r["system"] == "lftj" and is_ok(r) and r.get("counters_note"):
             out["notes"].append(f"lftj at {r['edges']:,} edges: {r['counters_note']}")
     out["notes"] = list(dict.fromkeys(out["notes"]))
     return out
@@ -165,11 +157,11 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
                 vals = []
                 for q in queries:
                     r = by.get((q, system))
-                    vals.append(max(float(r[metric]), 1e-4) if _ok(r) else 0.0)
+                    vals.append(max(float(r[metric]), 1e-4) if is_ok(r) else 0.0)
                 ax.bar(xs, vals, width, label=GCQ_LABELS[system], color=f"C{i}")
                 for x, q in zip(xs, queries, strict=True):
                     r = by.get((q, system))
-                    if r is not None and not _ok(r):
+                    if r is not None and not is_ok(r):
                         ax.text(x, 0.02, "×", ha="center", va="bottom", color=f"C{i}",
                                 transform=ax.get_xaxis_transform(), fontsize=11)
             ax.set_xticks(range(len(queries)), queries)
@@ -187,7 +179,7 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
         sizes = sorted({r["edges"] for r in tri["results"]})
         for i, system in enumerate(TRIANGLE_LABELS):
             pts = [(n, by[(n, system)]["update_us"]["all"]) for n in sizes
-                   if _ok(by.get((n, system)))]
+                   if is_ok(by.get((n, system)))]
             if not pts:
                 continue
             xs = [n for n, _ in pts]
@@ -196,7 +188,7 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
             u_ax.plot(xs, [d["mean"] for _, d in pts], "x:", color=f"C{i}",
                       label=f"{TRIANGLE_LABELS[system]} (mean)")
         failed = [f"{TRIANGLE_LABELS.get(r['system'], r['system'])} at {r['edges']:,} edges: "
-                  f"{r.get('status')}" for r in tri["results"] if not _ok(r)]
+                  f"{r.get('status')}" for r in tri["results"] if not is_ok(r)]
         if failed:
             u_ax.text(0.01, 0.99, "\n".join(failed), transform=u_ax.transAxes, fontsize=7,
                       va="top", color="C3")
@@ -213,7 +205,7 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
             for n in sizes:
                 r = by.get((n, "lftj"))
                 d = (((r or {}).get("ops") or {}).get(kind) or {}).get("seeks_plus_nexts")
-                if _ok(r) and d and d.get("n"):
+                if is_ok(r) and d and d.get("n"):
                     pts.append((n, d))
             if pts:
                 drawn = True
@@ -247,16 +239,6 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- docs
-def _n(x: float | None, digits: int = 0) -> str:
-    return "–" if x is None else f"{x:,.{digits}f}"
-
-
-def _x(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.2f}×" if x < 10 else f"{x:,.0f}×"
-
-
 def _s(x: float | None) -> str:
     if x is None:
         return "–"
@@ -329,15 +311,15 @@ def gcq_section(data: dict) -> list[str]:
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
         label = GCQ_LABELS.get(r["system"], r["system"])
-        if not _ok(r):
+        if not is_ok(r):
             lines.append(f"| {r['query']} | {label} | – | – | – | – | – | – | – | – | "
                          f"{_status(r)} |")
             continue
         lines.append(
             f"| {r['query']} | {label} | {r.get('strategy', '–')} | {_s(r['seconds'])} | "
-            f"{_n(r.get('events_per_s'))} | {_n(r['peak_mb'], 1)} | {_n(r['delta_mb'], 1)} | "
-            f"{_n(r.get('state_size'))} | {_s(r.get('enumerate_seconds'))} | "
-            f"{_n(r.get('view_rows'))} {_match(r)} | ok |")
+            f"{fmt_number(r.get('events_per_s'))} | {fmt_number(r['peak_mb'], 1)} | {fmt_number(r['delta_mb'], 1)} | "
+            f"{fmt_number(r.get('state_size'))} | {_s(r.get('enumerate_seconds'))} | "
+            f"{fmt_number(r.get('view_rows'))} {_match(r)} | ok |")
     lines += ["", "Ratios against (a) in the same run (time: peer's time / (a)'s; memory: "
               "peer's Δ MB / (a)'s, each at least 1 MB):", "",
               "| query | output rows | (a) strategy | (a) time (s) | (b)/(a) time | "
@@ -347,11 +329,11 @@ def gcq_section(data: dict) -> list[str]:
     for row in summary:
         lines.append(
             f"| {row['query']} | {row['output_rows']:,} | {row['auto_strategy'] or '–'} | "
-            f"{_s(row['auto_seconds'])} | {_x(row['time_general_over_auto'])} | "
-            f"{_x(row['time_duckdb_over_auto'])} | {_x(row['time_pathway_over_auto'])} | "
-            f"{_x(row['memory_general_over_auto'])} | {_x(row['memory_pathway_over_auto'])} | "
-            f"{_n(row['auto_state_size'])} | {_n(row['general_state_size'])} |")
-    autos = {str(r.get("strategy")) for r in results if r["system"] == "auto" and _ok(r)}
+            f"{_s(row['auto_seconds'])} | {fmt_times(row['time_general_over_auto'])} | "
+            f"{fmt_times(row['time_duckdb_over_auto'])} | {fmt_times(row['time_pathway_over_auto'])} | "
+            f"{fmt_times(row['memory_general_over_auto'])} | {fmt_times(row['memory_pathway_over_auto'])} | "
+            f"{fmt_number(row['auto_state_size'])} | {fmt_number(row['general_state_size'])} |")
+    autos = {str(r.get("strategy")) for r in results if r["system"] == "auto" and is_ok(r)}
     notes = [""]
     other = sorted(a for a in autos if not a.startswith("dyn"))
     if other:
@@ -420,19 +402,19 @@ def triangle_section(data: dict) -> list[str]:
               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in sorted(results, key=lambda r: (r["edges"], list(TRIANGLE_LABELS).index(r["system"]))):
         label = TRIANGLE_LABELS.get(r["system"], r["system"])
-        if not _ok(r):
+        if not is_ok(r):
             lines.append(f"| {r['edges']:,} | {label} | – | – | – | – | – | – | – | "
                          f"{_status(r)} |")
             continue
         u = r["update_us"]
         ops = ((r.get("ops") or {}).get("all") or {}).get("seeks_plus_nexts") or {}
-        ops_text = (f"{_n(ops['median'])} / {_n(ops['mean'], 1)} / {_n(ops['p99'])}"
+        ops_text = (f"{fmt_number(ops['median'])} / {fmt_number(ops['mean'], 1)} / {fmt_number(ops['p99'])}"
                     if ops.get("n") else "–")
         lines.append(
             f"| {r['edges']:,} | {label} | {_s(r['load_seconds'] + r['build_seconds'])} | "
-            f"{_n(u['insert'].get('median'), 1)} / {_n(u['insert'].get('mean'), 1)} | "
-            f"{_n(u['delete'].get('median'), 1)} / {_n(u['delete'].get('mean'), 1)} | "
-            f"{_n(u['all'].get('p99'), 1)} | {ops_text} | {_n(r['peak_mb'], 1)} | "
+            f"{fmt_number(u['insert'].get('median'), 1)} / {fmt_number(u['insert'].get('mean'), 1)} | "
+            f"{fmt_number(u['delete'].get('median'), 1)} / {fmt_number(u['delete'].get('mean'), 1)} | "
+            f"{fmt_number(u['all'].get('p99'), 1)} | {ops_text} | {fmt_number(r['peak_mb'], 1)} | "
             f"{r['final_count']:,} {_match(r)} | ok |")
     lines += ["", "Ratios in the same run (mean per update; *same updates*: DuckDB's sampled "
               "updates against lftj's times on exactly those updates):", "",
@@ -442,21 +424,21 @@ def triangle_section(data: dict) -> list[str]:
               "|---:|---:|---:|---:|---:|---:|---:|"]
     for row in s["sizes"]:
         lines.append(
-            f"| {row['edges']:,} | {_x(row['duckdb_over_lftj_mean'])} | "
-            f"{_x(row['duckdb_over_lftj_median'])} | {_x(row['duckdb_over_lftj_same_updates'])}"
-            f" | {_x(row['general_over_lftj_mean'])} | {_x(row['duckdb_over_general_mean'])} | "
-            f"{_n(row['lftj_ops_mean'], 1)} |")
+            f"| {row['edges']:,} | {fmt_times(row['duckdb_over_lftj_mean'])} | "
+            f"{fmt_times(row['duckdb_over_lftj_median'])} | {fmt_times(row['duckdb_over_lftj_same_updates'])}"
+            f" | {fmt_times(row['general_over_lftj_mean'])} | {fmt_times(row['duckdb_over_general_mean'])} | "
+            f"{fmt_number(row['lftj_ops_mean'], 1)} |")
     lines.append("")
     target = s.get("target")
     if target and target["edges"] < 1_000_000:
         lines.append(f"- **Target** DuckDB recompute / lftj per update ≥ "
                      f"{TRIANGLE_TARGET:.0f}× applies at 10^6 edges; the largest size in this "
-                     f"run is {target['edges']:,} edges ({_x(target['ratio'])}).")
+                     f"run is {target['edges']:,} edges ({fmt_times(target['ratio'])}).")
     elif target:
         mark = "✅" if target["met"] else "❌"
         lines.append(f"- **Target** DuckDB recompute / lftj per update ≥ "
                      f"{TRIANGLE_TARGET:.0f}× at {target['edges']:,} edges: "
-                     f"{_x(target['ratio'])} {mark}")
+                     f"{fmt_times(target['ratio'])} {mark}")
     else:
         lines.append(f"- **Target** DuckDB recompute / lftj per update ≥ "
                      f"{TRIANGLE_TARGET:.0f}× at the largest size: not measured in this run.")
@@ -497,20 +479,7 @@ def section(gcq: dict | None, tri: dict | None) -> str:
 
 def write_docs(gcq: dict | None, tri: dict | None, path: Path) -> None:
     """Replace the section in place, else insert it before the Spark section or append."""
-    text = path.read_text() if path.exists() else ""
-    new = section(gcq, tri)
-    at = text.find(SECTION)
-    if at >= 0:
-        end = text.find("\n## ", at + len(SECTION))
-        end = len(text) if end < 0 else end + 1
-        text = text[:at] + (new if end < len(text) else new.rstrip("\n") + "\n") + text[end:]
-    else:
-        before = text.find(BEFORE)
-        if before >= 0:
-            text = text[:before] + new + text[before:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + new.rstrip("\n") + "\n"
-    path.write_text(text)
+    replace_section(path, SECTION, section(gcq, tri), before=BEFORE)
 
 
 def _load(path: Path) -> dict | None:
