@@ -229,7 +229,7 @@ class Representation:
                 ) -> tuple[RangeAccess | None, tuple[int, ...]]:
         """One predicate served by a sorted run of ``node``, and the rest to check."""
         for k in preds:
-            acc = range_access(self.thetas[k], k, set(node.vars), bound)
+            acc = range_access(self.thetas[k], set(node.vars), bound)
             if acc is not None:
                 return acc, tuple(j for j in preds if j != k)
         return None, preds

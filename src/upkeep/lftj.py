@@ -247,11 +247,10 @@ class LeapfrogJoin:
             self.atoms.append(AtomPlan(i, labels[i], trie, [level_of[v] for v in jv], tuple(e)))
         # each trie once, with the atoms reading it (they share its changes and surgeries)
         self.trie_users: list[tuple[Trie, list[AtomPlan]]] = []
-        for trie in {id(t): t for t in tries.values()}.values():
+        for trie in tries.values():
             self.trie_users.append((trie, [a for a in self.atoms if a.trie is trie]))
         self.at_level: list[list[AtomPlan]] = [
             [a for a in self.atoms if d in a.levels] for d in range(len(self.order))]
-        self.out = out
         sources = []
         for v in out:
             if v in level_of:

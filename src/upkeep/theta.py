@@ -85,13 +85,12 @@ def analyse_predicate(node: exp.Expression, vars_of: Callable[[exp.Expression], 
 class RangeAccess:
     """How one predicate narrows the tuples of an indexed node: ``indexed OP probe``."""
 
-    pred: int  # index of the predicate
     indexed: exp.Expression  # side over the indexed node's variables
     probe: exp.Expression  # side over the probing (bound) variables
     op: str
 
 
-def range_access(pred: ThetaPredicate, index: int, node_vars: set[int], bound: set[int]
+def range_access(pred: ThetaPredicate, node_vars: set[int], bound: set[int]
                  ) -> RangeAccess | None:
     """The predicate as a range on a node's sorted run, if one side reads only the node and
     something not bound yet, and the other reads only bound variables."""
@@ -101,7 +100,7 @@ def range_access(pred: ThetaPredicate, index: int, node_vars: set[int], bound: s
             (pred.left, pred.right, pred.left_vars, pred.right_vars, pred.op),
             (pred.right, pred.left, pred.right_vars, pred.left_vars, FLIP[pred.op])):
         if m_vars and m_vars <= node_vars and not m_vars <= bound and o_vars <= bound:
-            return RangeAccess(index, mine, other, op)
+            return RangeAccess(mine, other, op)
     return None
 
 
@@ -118,9 +117,6 @@ class SortedRun:
         self.wts: list[list] = []
         self.maxes: list = []
         self.sums: list = []
-
-    def __len__(self) -> int:
-        return sum(len(v) for v in self.vals)
 
     def _find(self, v: object, t: tuple) -> tuple[int, int]:
         b = bisect_left(self.maxes, v)
