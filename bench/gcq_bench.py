@@ -39,9 +39,8 @@ import pyarrow as pa
 from environment import BENCH_DIR, machine, now, pathway_python, versions
 from fingerprint import sql_select
 from gcq_queries import QUERIES, create_table_sql, generate, stream_length
-from orchestrate import run_command
+from orchestrate import run_command, run_each, save_results
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from theta_plot import GCQ_LABELS, gcq_summary, write_all
 
@@ -119,37 +118,25 @@ def command(args: argparse.Namespace, query: str, system: str, pw_python: str | 
 
 def run_all(args: argparse.Namespace, expected: dict[str, dict]) -> list[dict[str, Any]]:
     pw_python = pathway_python(args.pathway_python)
+
+    def execute(config: tuple[str, str], on_progress) -> dict[str, Any]:
+        q, system = config
+        cmd = command(args, q, system, pw_python)
+        if cmd is None:
+            result = {"query": q, "system": system, "status": "skipped",
+                      "error": "pathway not installed (see bench/README.md)"}
+        else:
+            result = run_command(cmd, {"query": q, "system": system}, args.timeout,
+                                 LOGS / f"{q}-{system}.log", on_progress,
+                                 memory_limit_mb=args.memory_limit * 1024)
+        exp = expected[q]
+        result["expected"] = {"rows": exp["rows"], "checksum": exp["checksum"]}
+        if result.get("status") == "ok" and result.get("fingerprint") is not None:
+            result["matches_duckdb"] = result["fingerprint"] == result["expected"]
+        return result
+
     configs = [(q, s) for q in args.queries for s in args.systems]
-    results = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        overall = progress.add_task("all configurations", total=len(configs))
-        for q, system in configs:
-            task = progress.add_task(f"{q} {GCQ_LABELS[system]}", total=None)
-
-            def on_progress(done: int, total: int, task: int = task) -> None:
-                progress.update(task, completed=done, total=total)
-
-            cmd = command(args, q, system, pw_python)
-            if cmd is None:
-                result = {"query": q, "system": system, "status": "skipped",
-                          "error": "pathway not installed (see bench/README.md)"}
-            else:
-                result = run_command(
-                    cmd, {"query": q, "system": system}, args.timeout,
-                    LOGS / f"{q}-{system}.log", on_progress,
-                    memory_limit_mb=args.memory_limit * 1024,
-                )
-            exp = expected[q]
-            result["expected"] = {"rows": exp["rows"], "checksum": exp["checksum"]}
-            if result.get("status") == "ok" and result.get("fingerprint") is not None:
-                result["matches_duckdb"] = result["fingerprint"] == result["expected"]
-            results.append(result)
-            progress.remove_task(task)
-            progress.advance(overall)
-            console.print(one_line(result))
-    return results
+    return run_each(configs, lambda c: f"{c[0]} {GCQ_LABELS[c[1]]}", execute, one_line, console)
 
 
 def one_line(r: dict[str, Any]) -> str:
@@ -226,8 +213,7 @@ def main(argv: list[str] | None = None) -> None:
         "results": results,
     }
     data["summary"] = gcq_summary(data)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    save_results(args.out, data)
     console.print(f"wrote {args.out}")
     print_summary(data)
     if not args.no_docs:

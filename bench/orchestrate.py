@@ -14,9 +14,12 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 BENCH_DIR = Path(__file__).resolve().parent
 MEMORY_POLL_S = 0.2
@@ -28,6 +31,36 @@ RUNNER_SCRIPTS: dict[str, str] = {
     "duckdb": "run_duckdb.py",
     "pathway": "run_pathway.py",
 }
+
+
+def run_each(configs: Sequence[Any], describe: Callable[[Any], str],
+             execute: Callable[[Any, Callable[[int, int], None]], dict[str, Any]],
+             one_line: Callable[[dict[str, Any]], str], console: Console) -> list[dict[str, Any]]:
+    """Run the configurations in order under a progress display: ``execute(config,
+    on_progress)`` gives each result, printed as ``one_line(result)`` when it ends."""
+    results = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        overall = progress.add_task("all configurations", total=len(configs))
+        for config in configs:
+            task = progress.add_task(describe(config), total=None)
+
+            def on_progress(done: int, total: int, task: int = task) -> None:
+                progress.update(task, completed=done, total=total or None)
+
+            result = execute(config, on_progress)
+            results.append(result)
+            progress.remove_task(task)
+            progress.advance(overall)
+            console.print(one_line(result))
+    return results
+
+
+def save_results(path: Path, data: dict[str, Any]) -> None:
+    """The results of a whole run as JSON (the input of the report writers)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def run_config(

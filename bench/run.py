@@ -26,12 +26,11 @@ import tpch_data
 from doc_format import sections_from
 from environment import machine, now, pathway_python, versions
 from expected import expected_rows
-from orchestrate import BENCH_DIR, run_config
+from orchestrate import BENCH_DIR, run_config, run_each, save_results
 from plot import write_plot
 from queries import DEFAULT_QUERIES, QUERIES
 from report import SYSTEM_LABELS, markdown, summarize
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from spark_plot import SECTION as SPARK_SECTION
 from theta_plot import SECTION as THETA_SECTION
@@ -105,45 +104,26 @@ def prepare(args: argparse.Namespace) -> dict[str, tuple[Path, int]]:
 def run_all(args: argparse.Namespace, prepared: dict[str, tuple[Path, int]]) -> list[dict]:
     """Run every configuration with a rich progress display."""
     pw_python = pathway_python(args.pathway_python)
+
+    def execute(config: tuple[str, str], on_progress) -> dict[str, Any]:
+        q, system = config
+        stream_dir, expected = prepared[q]
+        if system == "pathway" and pw_python is None:
+            result = {"query": q, "system": system, "status": "skipped",
+                      "error": "pathway not installed (see bench/README.md)"}
+        else:
+            python = pw_python if system == "pathway" else sys.executable
+            log = tpch_data.DATA_ROOT / "logs" / f"{q}-{system}.log"
+            result = run_config(python, system, q, stream_dir, args.timeout, log, on_progress,
+                                args.batch)
+        result["expected_rows"] = expected
+        if result.get("status") == "ok" and result.get("view_rows") is not None:
+            result["rows_match"] = result.get("view_rows") == expected
+        return result
+
     configs = [(q, s) for q in args.queries for s in args.systems]
-    results: list[dict[str, Any]] = []
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
-        overall = progress.add_task("all configurations", total=len(configs))
-        for q, system in configs:
-            stream_dir, expected = prepared[q]
-            task = progress.add_task(f"{q:>4} {SYSTEM_LABELS[system]}", total=None)
-
-            def on_progress(done: int, total: int, task: int = task) -> None:
-                progress.update(task, completed=done, total=total)
-
-            if system == "pathway" and pw_python is None:
-                result = {
-                    "query": q,
-                    "system": system,
-                    "status": "skipped",
-                    "error": "pathway not installed (see bench/README.md)",
-                }
-            else:
-                python = pw_python if system == "pathway" else sys.executable
-                assert python is not None
-                log = tpch_data.DATA_ROOT / "logs" / f"{q}-{system}.log"
-                result = run_config(
-                    python, system, q, stream_dir, args.timeout, log, on_progress, args.batch
-                )
-            result["expected_rows"] = expected
-            if result.get("status") == "ok" and result.get("view_rows") is not None:
-                result["rows_match"] = result.get("view_rows") == expected
-            results.append(result)
-            progress.remove_task(task)
-            progress.advance(overall)
-            console.print(_one_line(result))
-    return results
+    return run_each(configs, lambda c: f"{c[0]:>4} {SYSTEM_LABELS[c[1]]}", execute, _one_line,
+                    console)
 
 
 def _one_line(r: dict[str, Any]) -> str:
@@ -240,8 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         "summary": summarize(results),
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    save_results(args.out, data)
     console.print(f"wrote {args.out}")
     if not args.no_docs:
         write_docs(args, data)

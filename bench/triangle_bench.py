@@ -38,9 +38,8 @@ import duckdb
 import pyarrow as pa
 from environment import BENCH_DIR, machine, now, versions
 from graph_stream import CREATE_SQL, TRIANGLE_SQL, build
-from orchestrate import run_command
+from orchestrate import run_command, run_each, save_results
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from theta_plot import TRIANGLE_LABELS, triangle_summary, write_all
 
@@ -115,35 +114,23 @@ def command(args: argparse.Namespace, edges: int, system: str) -> list[str]:
 
 
 def run_all(args: argparse.Namespace, expected: dict[int, dict]) -> list[dict[str, Any]]:
-    configs = [(n, s) for n in args.edges for s in args.systems]
-    results = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        overall = progress.add_task("all configurations", total=len(configs))
-        for n, system in configs:
-            task = progress.add_task(f"{n:,} edges {TRIANGLE_LABELS[system]}", total=None)
-
-            def on_progress(done: int, total: int, task: int = task) -> None:
-                progress.update(task, completed=done, total=total or None)
-
-            result = run_command(
-                command(args, n, system), {"query": f"triangle-{n}", "system": system},
-                args.timeout, LOGS / f"{n}-{system}.log", on_progress,
-                memory_limit_mb=args.memory_limit * 1024,
+    def execute(config: tuple[int, str], on_progress) -> dict[str, Any]:
+        n, system = config
+        result = run_command(command(args, n, system), {"query": f"triangle-{n}", "system": system},
+                             args.timeout, LOGS / f"{n}-{system}.log", on_progress,
+                             memory_limit_mb=args.memory_limit * 1024)
+        result["edges"] = n
+        result["expected"] = {k: expected[n][k] for k in ("initial_count", "final_count")}
+        if result.get("status") == "ok":
+            result["matches_duckdb"] = (
+                result.get("final_count") == expected[n]["final_count"]
+                and result.get("initial_count") == expected[n]["initial_count"]
             )
-            result["edges"] = n
-            result["expected"] = {k: expected[n][k] for k in ("initial_count", "final_count")}
-            if result.get("status") == "ok":
-                result["matches_duckdb"] = (
-                    result.get("final_count") == expected[n]["final_count"]
-                    and result.get("initial_count") == expected[n]["initial_count"]
-                )
-            results.append(result)
-            progress.remove_task(task)
-            progress.advance(overall)
-            console.print(one_line(result))
-    return results
+        return result
+
+    configs = [(n, s) for n in args.edges for s in args.systems]
+    return run_each(configs, lambda c: f"{c[0]:,} edges {TRIANGLE_LABELS[c[1]]}", execute,
+                    one_line, console)
 
 
 def one_line(r: dict[str, Any]) -> str:
@@ -220,8 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         "results": results,
     }
     data["summary"] = triangle_summary(data)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    save_results(args.out, data)
     console.print(f"wrote {args.out}")
     print_summary(data)
     if not args.no_docs:
