@@ -21,10 +21,9 @@ from __future__ import annotations
 import argparse
 import os
 import threading
-import time
 
 from gcq_queries import QUERIES, generate, stream_length
-from measure import MemoryMeter
+from measure import run_while_feeding
 from protocol import Emitter, guarded
 
 TICK = 0.01
@@ -89,13 +88,8 @@ def run(args: argparse.Namespace, emit: Emitter) -> None:
         finally:
             finished.set()
 
-    meter = MemoryMeter()
-    meter.baseline()
-    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
-    t0 = time.perf_counter()
-    feeder.start()
-    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
-    total = time.perf_counter() - t0
+    meter, _, total = run_while_feeding(lambda: pw.run(monitoring_level=pw.MonitoringLevel.NONE),
+                                     feed)
     emit.progress(len(stream), force=True)
     emit.result(
         status="ok",

@@ -14,7 +14,9 @@ from __future__ import annotations
 import gc
 import os
 import resource
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -85,6 +87,20 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds += time.perf_counter() - self._start
+
+
+def run_while_feeding(run: Callable[[], None], feed: Callable[[], None]
+                      ) -> tuple[MemoryMeter, float, float]:
+    """A memory baseline, then ``run()`` (e.g. ``pw.run``) while a thread calls ``feed()``:
+    the meter, the ``perf_counter`` at the start and the seconds ``run()`` took (the Pathway
+    runners' timing)."""
+    meter = MemoryMeter()
+    meter.baseline()
+    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
+    t0 = time.perf_counter()
+    feeder.start()
+    run()
+    return meter, t0, time.perf_counter() - t0
 
 
 def throughput(events: int, inserts: int, deletes: int, phases: dict) -> dict[str, object]:

@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 import pyarrow as pa
-from measure import MemoryMeter
+from measure import run_while_feeding
 from protocol import Emitter, guarded, runner_args
 from schema import COLUMNS, PRIMARY_KEYS
 from stream import Stream, load
@@ -143,14 +143,8 @@ def run(args: argparse.Namespace) -> None:
             state.pop(key, None)
 
     pw.io.subscribe(result, on_change=on_change)
-    meter = MemoryMeter()
-    meter.baseline()
-
-    feeder = threading.Thread(target=feed, name="feeder", daemon=True)
-    t0 = time.perf_counter()
-    feeder.start()
-    pw.run(monitoring_level=pw.MonitoringLevel.NONE)
-    total_s = time.perf_counter() - t0
+    meter, t0, total_s = run_while_feeding(
+        lambda: pw.run(monitoring_level=pw.MonitoringLevel.NONE), feed)
     emit.progress(len(stream), force=True)
 
     t1 = time.perf_counter()
