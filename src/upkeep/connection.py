@@ -25,10 +25,13 @@ from . import zset
 from .cursor import Cursor
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
 from .expressions import Column, ExpressionCompiler, Scope
+from .plan import rename_tables
 from .planner import Catalog, plan_view
+from .recursive.provenance import ORDERINGS
+from .recursive.view import Explanation, RecursiveView
 from .storage import Storage
 from .table import Table
-from .types import SqlType, coerce_value, format_row, type_from_sqlglot
+from .types import SqlType, coerce_row, coerce_value, format_row, type_from_sqlglot
 from .views import ViewRuntime, query_duckdb
 
 Delta = dict[tuple, int]
@@ -36,7 +39,8 @@ Delta = dict[tuple, int]
 
 def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
             snapshot_bytes: int = 64 << 20, engine: str = "local", spark=None,
-            master: str | None = None, shards: int | None = None):
+            master: str | None = None, shards: int | None = None,
+            bdd_ordering: str = "sifting"):
     """Open an engine: in memory (the default), or durable in the directory ``database``.
 
     A durable database logs every committed batch (fsynced before the commit returns, unless
@@ -46,7 +50,12 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     ``engine="spark"`` maintains the views on Apache Spark instead (``spark``: a SparkSession,
     or ``master``, default ``local[2]``; ``database``: the working directory for change files
     and checkpoints; ``shards``: partitions per view); see docs/spark.md.
+
+    ``bdd_ordering`` is the variable order of recursive views' provenance BDDs: "sifting"
+    (CUDD's dynamic reordering), "dfs" (depth-first over the edge relation) or "arrival".
     """
+    if bdd_ordering not in ORDERINGS:
+        raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
     if engine == "spark":
         from .spark import SparkConnection
         directory = None if database in (":memory:", "", None) else database
@@ -54,8 +63,9 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     if engine != "local":
         raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
-        return Connection()
-    return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes))
+        return Connection(bdd_ordering=bdd_ordering)
+    return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes),
+                      bdd_ordering=bdd_ordering)
 
 
 def from_catalog(catalog: dict, views: Iterable[str] | None = None,
@@ -123,6 +133,10 @@ class ViewHandle:
     def explain(self) -> str:
         return self._db.explain(self.name)
 
+    def why(self, row) -> Explanation:
+        """See :meth:`Connection.why`."""
+        return self._db.why(self.name, row)
+
     def counters(self) -> dict[str, int]:
         """Cumulative work counters of the view's maintenance: for leapfrog triejoin cores the
         iterator operations (opens, seeks, nexts), change-oracle regions and tree surgeries;
@@ -142,7 +156,8 @@ class ViewHandle:
 class Connection(Catalog):
     """An in-memory upkeep database."""
 
-    def __init__(self, storage: Storage | None = None) -> None:
+    def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting") -> None:
+        self.bdd_ordering = bdd_ordering
         self._tables: dict[str, Table] = {}
         self._views: dict[str, ViewRuntime] = {}
         self._view_defs: dict[str, tuple[exp.Expression, str | None]] = {}
@@ -227,6 +242,16 @@ class Connection(Catalog):
                 raise UnsupportedError(f"{name} is a view; views cannot be changed directly")
             raise SchemaError(f"unknown table {name}")
         return table
+
+    def why(self, view: str, row) -> Explanation:
+        """Why ``row`` is in ``view``: its provenance as a minimal sum of products of base
+        rows, and the size of its BDD (recursive views kept with absorption provenance)."""
+        runtime = self._view(view)
+        if not isinstance(runtime, RecursiveView):
+            raise UnsupportedError(
+                f"why is answered for recursive views kept with absorption provenance; view "
+                f"{view} uses strategy {runtime.strategy}")
+        return runtime.why(coerce_row(row, runtime.columns, view, 0))
 
     def explain(self, name: str) -> str:
         """The view's strategy, query class and join tree, in words (with its helper views)."""
@@ -508,12 +533,12 @@ class Connection(Catalog):
             mapping: dict[str, str] = {}
             for cte in with_.expressions:
                 hidden = f"{name}__{cte.alias_or_name.lower()}"
-                body = _rename_tables(cte.this, mapping)
+                body = rename_tables(cte.this, mapping)
                 self._create_view(hidden, body, strategy)
                 created.append(hidden)
                 mapping[cte.alias_or_name.lower()] = hidden
             query.set(with_key, None)
-            query = _rename_tables(query, mapping)
+            query = rename_tables(query, mapping)
 
         def hoist(node: exp.Expression) -> None:
             if isinstance(node, exp.Union):
@@ -781,21 +806,6 @@ def _parse_one(sql: str) -> exp.Expression:
     if len(statements) != 1:
         raise ParseError("expected exactly one query")
     return statements[0]
-
-
-def _rename_tables(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
-    """Point references to CTE names at their hidden views, keeping the visible alias."""
-    if not mapping:
-        return node
-
-    def swap(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Table) and n.name.lower() in mapping and not n.args.get("db"):
-            alias = n.alias or n.name
-            return exp.Table(this=exp.to_identifier(mapping[n.name.lower()]),
-                             alias=exp.TableAlias(this=exp.to_identifier(alias)))
-        return n
-
-    return node.copy().transform(swap)
 
 
 def _table_scope(table: Table) -> Scope:

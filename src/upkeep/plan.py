@@ -303,3 +303,18 @@ def analyse_joins(block: Block) -> JoinAnalysis:
         else:
             residual.extend(split_between([cond]))
     return JoinAnalysis(local, equalities, residual)
+
+
+def rename_tables(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
+    """Point references to the named relations at other names, keeping the visible alias."""
+    if not mapping:
+        return node
+
+    def swap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Table) and n.name.lower() in mapping and not n.args.get("db"):
+            alias = n.alias or n.name
+            return exp.Table(this=exp.to_identifier(mapping[n.name.lower()]),
+                             alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return n
+
+    return node.copy().transform(swap)

@@ -43,6 +43,9 @@ from .gjt import (
 from .lftj import LeapfrogCore, LeapfrogJoin
 from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
 from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
+from .recursive.program import recursive_with
+from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
+from .recursive.view import plan_recursive
 from .theta import ThetaPredicate, analyse_predicate
 from .types import SqlType, type_from_name
 from .views import (
@@ -55,7 +58,7 @@ from .views import (
     run_duckdb,
 )
 
-STRATEGIES = ("dyn", "lftj", "general", "recompute")
+STRATEGIES = ("dyn", "lftj", "general", "recompute", *RECURSIVE_STRATEGIES)
 
 
 class Catalog:
@@ -76,6 +79,11 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
     if strategy == "recompute":
         return _recompute(name, query, sql, catalog, "recompute was requested")
     try:
+        if recursive_with(query) is not None:
+            return plan_recursive(name, query, sql, catalog, strategy,
+                                  lambda plan, lines: _dataflow(plan, None, lines)[:2])
+        if strategy in RECURSIVE_STRATEGIES:
+            raise UnsupportedError(f"strategy {strategy} is for WITH RECURSIVE views")
         return _incremental(name, query, sql, catalog, strategy)
     except UnsupportedError as exc:
         if strategy is None:

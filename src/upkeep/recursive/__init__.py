@@ -1,0 +1,2 @@
+"""Recursive views maintained with absorption provenance or DRed
+(``recursive-views-absorption-provenance.txt``)."""

@@ -1,0 +1,327 @@
+"""The Fixpoint operator with absorption provenance, MinShip and aggregate selection.
+
+``recursive-views-absorption-provenance.txt``:
+
+* Algorithm 1 (section IV-B): pipelined semi-naive evaluation.  Each derived tuple keeps
+  its absorption provenance ``P[t]``; a new derivation is passed on only with the part the
+  old provenance does not absorb (``deltaPv = P[t] & ~old``).  A deleted base tuple's
+  variable is restricted to false in every annotation that mentions it, and tuples whose
+  provenance becomes false leave the view: no over-deletion, no re-derivation.
+* MinShip (section V) sits in front of each recursive relation.  Lazy propagation passes on
+  only the first derivation of a tuple and buffers the rest (absorbed into one BDD); when
+  a deletion kills what was passed on, the buffered alternatives go out instead.  Eager
+  propagation passes on every derivation that is not absorbed.
+* Aggregate selection (section VII, Algorithm 3) in front of the target relation when the
+  view only reads it through MIN/MAX per group (:mod:`.aggsel`).
+* The incremental depth-first variable order (section VI) as an option (:mod:`.ordering`).
+
+One engine maintains one target CTE; the work counters play the role of the paper's
+"tuples shipped": every derivation passed into a fixpoint relation, and every removal.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..errors import Error
+from .aggsel import AggregateSelection, SelectionSpec
+from .joins import BodyPlan, Relation, evaluate, plan_body, seeded
+from .ordering import dfs_edge_order, edge_relation
+from .program import Program
+from .provenance import NODE_BYTES, PosBool
+
+DEFAULT_MAX_STEPS = 20_000_000
+
+
+class RecursionLimit(Error):
+    """The fixpoint did not converge within the step budget."""
+
+
+def converge_guard(steps: int, limit: int) -> None:
+    if steps > limit:
+        raise RecursionLimit(
+            f"the recursion did not converge within {limit:,} steps; the query may derive "
+            "unboundedly many rows (for example a path length or path string on a cyclic "
+            "graph: bound it in the WHERE clause or read it through MIN/MAX)")
+
+
+class AbsorptionFixpoint:
+    """Maintain ``program.target`` under base-row inserts and deletes."""
+
+    def __init__(self, program: Program, ordering: str = "sifting", lazy: bool = True,
+                 selection: SelectionSpec | None = None, max_steps: int = DEFAULT_MAX_STEPS):
+        self.program = program
+        self.lazy = lazy
+        self.max_steps = max_steps
+        self.pb = PosBool(ordering)
+        false = self.false = self.pb.false
+        self.true = self.pb.true
+        self.relations: dict[str, Relation] = {}
+        for name, arity in program.base.items():
+            self.relations[name] = Relation(name, arity)
+        for name, cols in program.ctes.items():
+            self.relations[name] = Relation(name, len(cols))
+        self.plans: dict[str, list[BodyPlan]] = {}
+        for rule in program.rules:
+            for i, atom in enumerate(rule.atoms):
+                plan = plan_body(rule, i)
+                self.plans.setdefault(atom.relation, []).append(plan)
+                for st in plan.steps:
+                    if st.cols:
+                        self.relations[st.relation].index(st.cols)
+        self.counts: dict[str, dict[tuple, int]] = {b: {} for b in program.base}
+        self.sent: dict[str, dict[tuple, object]] = {c: {} for c in program.ctes}  # MinShip
+        self.buffer: dict[str, dict[tuple, object]] = {c: {} for c in program.ctes}
+        self.selection = AggregateSelection(selection, false) if selection else None
+        self.dependents: dict[str, set[tuple[str, str, tuple]]] = {}
+        self.edges = edge_relation(program) if ordering == "dfs" else None
+        self.queue: deque = deque()
+        self.changes: dict[tuple, int] = {}
+        self.stats = dict.fromkeys(
+            ("derivations", "shipped", "absorbed", "buffered", "pruned", "removed",
+             "restricted", "steps"), 0)
+
+    # ------------------------------------------------------------ batches
+    def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
+        """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
+        self.changes = {}
+        inserted: list[tuple[str, tuple]] = []
+        deleted: list[tuple[str, tuple]] = []
+        for rel, delta in deltas.items():
+            counts = self.counts.get(rel)
+            if counts is None:
+                continue
+            for row, w in delta.items():
+                before = counts.get(row, 0)
+                after = before + w
+                if after:
+                    counts[row] = after
+                else:
+                    counts.pop(row, None)
+                if before <= 0 < after:
+                    inserted.append((rel, row))
+                elif after <= 0 < before:
+                    deleted.append((rel, row))
+        if deleted:
+            self._delete(deleted)
+        for rel, row in inserted:
+            var = self.pb.variable(rel, row)
+            self.relations[rel].add(row, var)
+            self.queue.append((rel, row, var))
+        if self.edges is not None and any(r == self.edges for r, _ in inserted + deleted):
+            self._reorder()
+        self._run()
+        return {t: w for t, w in self.changes.items() if w}
+
+    def _run(self) -> None:
+        steps = 0
+        queue = self.queue
+        base = self.program.base
+        while queue:
+            rel, t, pv = queue.popleft()
+            steps += 1
+            if steps & 0xFFFF == 0:
+                converge_guard(steps, self.max_steps)
+            if rel in base:
+                self._join(rel, t, pv)
+            else:
+                self._derived(rel, t, pv)
+        self.stats["steps"] += steps
+
+    # ------------------------------------------------------------ the pipeline
+    def _derived(self, rel: str, t: tuple, pv) -> None:
+        """A derivation of ``t`` from a rule head enters MinShip (section V)."""
+        if self.lazy:
+            buf = self.buffer[rel]
+            old = buf.get(t, self.false)
+            new = old | pv
+            if new == old:
+                self.stats["absorbed"] += 1
+                return
+            buf[t] = new
+            self._depend(pv, ("ship", rel, t))
+            sent = self.sent[rel]
+            if t in sent:
+                self.stats["buffered"] += 1
+                return
+            sent[t] = pv = new
+        self._selected(rel, t, pv)
+
+    def _selected(self, rel: str, t: tuple, pv) -> None:
+        """Aggregate selection (Algorithm 3) in front of the target relation, if any."""
+        if self.selection is not None and rel == self.program.target:
+            self._depend(pv, ("sel", rel, t))
+            demoted, pv = self.selection.insert(t, pv)
+            for b in demoted:
+                self._remove(rel, b)
+            if pv is None:
+                return
+        self._fixpoint(rel, t, pv)
+
+    def _fixpoint(self, rel: str, t: tuple, pv) -> None:
+        """Algorithm 1, lines 11-26."""
+        relation = self.relations[rel]
+        old = relation.rows.get(t, self.false)
+        new = old | pv
+        if new == old:
+            self.stats["absorbed"] += 1
+            return
+        self.stats["shipped"] += 1
+        relation.add(t, new)
+        self._depend(pv, ("fix", rel, t))
+        if old == self.false and rel == self.program.target:
+            self.changes[t] = self.changes.get(t, 0) + 1
+        self._join(rel, t, new & ~old)
+
+    def _join(self, rel: str, t: tuple, delta) -> None:
+        """Seed every rule body that reads ``rel`` with ``t`` (annotated ``delta``)."""
+        false = self.false
+        queue = self.queue
+        stats = self.stats
+
+        def combine(acc, ann):
+            out = acc & ann
+            return None if out == false else out
+
+        for plan in self.plans.get(rel, ()):
+            head = plan.rule.head
+
+            def emit(h: tuple, pv, head=head) -> None:
+                stats["derivations"] += 1
+                queue.append((head, h, pv))
+
+            evaluate(plan, self.relations, seeded(plan, t), delta, combine, emit)
+
+    def _remove(self, rel: str, t: tuple) -> None:
+        relation = self.relations[rel]
+        if t in relation.rows:
+            relation.remove(t)
+            self.stats["removed"] += 1
+            if rel == self.program.target:
+                self.changes[t] = self.changes.get(t, 0) - 1
+
+    def _depend(self, pv, entry: tuple) -> None:
+        """Remember which annotations mention each variable (for deletions)."""
+        if pv == self.false or pv == self.true:
+            return
+        deps = self.dependents
+        for name in self.pb.support(pv):
+            deps.setdefault(name, set()).add(entry)
+
+    # ------------------------------------------------------------ deletions
+    def _delete(self, rows: list[tuple[str, tuple]]) -> None:
+        """Algorithm 1 lines 27-35 for every annotation that mentions a deleted row, then
+        MinShip's and AggSel's replacements for what died (sections V and VII)."""
+        names = [self.pb.name_of(rel, row) for rel, row in rows]
+        for rel, row in rows:
+            self.relations[rel].remove(row)
+        affected: set[tuple[str, str, tuple]] = set()
+        for name in names:
+            affected |= self.dependents.pop(name, set())
+        dead = set(names)
+
+        def restrict(u):
+            return self.pb.restrict(u, dead)
+
+        self.stats["restricted"] += len(affected)
+        resend: list[tuple[str, tuple]] = []
+        revisit: list[tuple[str, tuple]] = []  # target tuples whose best-ness may have changed
+        for stage, rel, t in affected:
+            if stage == "fix":
+                relation = self.relations[rel]
+                pv = relation.rows.get(t)
+                if pv is None:
+                    continue
+                pv = restrict(pv)
+                if pv == self.false:
+                    self._remove(rel, t)
+                    revisit.append((rel, t))
+                else:
+                    relation.rows[t] = pv
+            elif stage == "ship":
+                buf, sent = self.buffer[rel], self.sent[rel]
+                if t in buf:
+                    pv = restrict(buf[t])
+                    if pv == self.false:
+                        del buf[t]
+                    else:
+                        buf[t] = pv
+                if t in sent:
+                    pv = restrict(sent[t])
+                    if pv == self.false:
+                        del sent[t]
+                        resend.append((rel, t))
+                    else:
+                        sent[t] = pv
+            elif stage == "sel":
+                _, promoted = self.selection.restrict(t, restrict)
+                revisit.extend((rel, b) for b in promoted)
+        self.pb.release(names)
+        # MinShip: what was sent died but a buffered derivation survives: send that instead
+        for rel, t in resend:
+            pv = self.buffer[rel].get(t)
+            if pv is not None and t not in self.sent[rel]:
+                self.sent[rel][t] = pv
+                self._selected(rel, t, pv)
+        # AggSel: a group's best enters the fixpoint with everything known about it
+        if self.selection is not None:
+            for rel, t in revisit:
+                if self.selection.is_best(t) and t not in self.relations[rel].rows:
+                    self._fixpoint(rel, t, self.selection.provenance(t))
+
+    # ------------------------------------------------------------ ordering
+    def _reorder(self) -> None:
+        """Section VI-C: variables of the edge relation in depth-first order."""
+        edges = self.relations[self.edges].rows
+        self.pb.reorder([self.pb.name_of(self.edges, row) for row in dfs_edge_order(edges)])
+
+    # ------------------------------------------------------------ reading
+    def complete_provenance(self) -> None:
+        """Send every buffered derivation on (MinShip's periodic flush, section V), so that
+        each tuple's provenance covers all its derivations; the rows do not change."""
+        if not self.lazy:
+            return
+        while True:
+            pending = [(rel, t, pv) for rel, buf in self.buffer.items()
+                       for t, pv in buf.items() if self.sent[rel].get(t) != pv]
+            if not pending:
+                return
+            for rel, t, pv in pending:
+                self.sent[rel][t] = pv
+                self._selected(rel, t, pv)
+            self._run()
+
+    def provenance(self, t: tuple):
+        return self.relations[self.program.target].rows.get(t)
+
+    def annotations(self) -> list:
+        out = []
+        for name in self.program.ctes:
+            out.extend(self.relations[name].rows.values())
+            if self.lazy:
+                out.extend(self.buffer[name].values())
+        if self.selection is not None:
+            out.extend(self.selection.annotations())
+        return out
+
+    def rows(self):
+        return self.relations[self.program.target].rows
+
+    def counters(self) -> dict[str, int]:
+        nodes = self.pb.nodes(self.annotations())
+        derived = sum(len(self.relations[c]) for c in self.program.ctes)
+        out = dict(self.stats)
+        out["bdd_nodes"] = nodes
+        out["provenance_bytes"] = nodes * NODE_BYTES
+        out["derived_tuples"] = derived
+        out["live_variables"] = self.pb.live_variables
+        if self.selection is not None:
+            out["pruned"] = self.selection.pruned
+        return out
+
+    def state_size(self) -> int:
+        n = sum(len(r) for r in self.relations.values())
+        n += sum(len(b) for b in self.buffer.values())
+        if self.selection is not None:
+            n += len(self.selection)
+        return n
