@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from sqlglot import exp
 from . import zset
 from .cursor import Cursor
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
+from .expiry import Expiry
 from .expressions import Column, ExpressionCompiler, Scope
 from .plan import rename_tables
 from .planner import Catalog, plan_view
@@ -40,7 +42,7 @@ Delta = dict[tuple, int]
 def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
             snapshot_bytes: int = 64 << 20, engine: str = "local", spark=None,
             master: str | None = None, shards: int | None = None,
-            bdd_ordering: str = "sifting"):
+            bdd_ordering: str = "sifting", clock: Callable[[], float] | None = None):
     """Open an engine: in memory (the default), or durable in the directory ``database``.
 
     A durable database logs every committed batch (fsynced before the commit returns, unless
@@ -53,6 +55,9 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
 
     ``bdd_ordering`` is the variable order of recursive views' provenance BDDs: "sifting"
     (CUDD's dynamic reordering), "dfs" (depth-first over the edge relation) or "arrival".
+
+    ``clock`` (seconds, default ``time.time``) times the expiry of rows of tables declared
+    ``WITH (ttl_seconds = N)``; tests pass a clock they can advance.
     """
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
@@ -63,9 +68,9 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     if engine != "local":
         raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
-        return Connection(bdd_ordering=bdd_ordering)
+        return Connection(bdd_ordering=bdd_ordering, clock=clock)
     return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes),
-                      bdd_ordering=bdd_ordering)
+                      bdd_ordering=bdd_ordering, clock=clock)
 
 
 def from_catalog(catalog: dict, views: Iterable[str] | None = None,
@@ -121,6 +126,7 @@ class ViewHandle:
         return unsubscribe
 
     def rows(self) -> list[tuple]:
+        self._db.expire()
         return self._db._view(self.name).rows()
 
     def __contains__(self, row: tuple) -> bool:
@@ -128,6 +134,7 @@ class ViewHandle:
 
     def count(self, row: tuple) -> int:
         """Multiplicity of ``row`` in the view; O(1) for Dynamic Yannakakis views over columns."""
+        self._db.expire()
         return self._db._view(self.name).multiplicity(tuple(row))
 
     def explain(self) -> str:
@@ -156,8 +163,10 @@ class ViewHandle:
 class Connection(Catalog):
     """An in-memory upkeep database."""
 
-    def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting") -> None:
+    def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting",
+                 clock: Callable[[], float] | None = None) -> None:
         self.bdd_ordering = bdd_ordering
+        self._clock = clock or time.time
         self._tables: dict[str, Table] = {}
         self._views: dict[str, ViewRuntime] = {}
         self._view_defs: dict[str, tuple[exp.Expression, str | None]] = {}
@@ -283,6 +292,7 @@ class Connection(Catalog):
         """
         if self._pending is not None:
             raise Error("transactions do not nest")
+        self.expire()
         self._pending = {}
         try:
             yield self
@@ -306,6 +316,7 @@ class Connection(Catalog):
         if not delta:
             return
         if self._pending is None:
+            self.expire()
             table.check_constraints(delta)
             self._commit({table.name: delta}, checked=True)
             return
@@ -317,11 +328,15 @@ class Connection(Catalog):
         self._pending[table.name] = {r: w for r, w in merged.items() if w}
 
     def _commit(self, deltas: dict[str, Delta], checked: bool = False,
-                metadata: dict | None = None) -> None:
+                metadata: dict | None = None, expiring: dict[str, int] | None = None) -> None:
+        """Apply one batch to the tables and every affected view, or to nothing at all.
+
+        ``expiring`` marks an expiry batch: table -> timers it consumes (see expiry.py)."""
         deltas = {t: d for t, d in deltas.items() if d}
+        now = self._clock()
         if not deltas:
             if metadata is not None:
-                self._log(("batch", self.batches + 1, {}, metadata))
+                self._log(("batch", self.batches + 1, {}, metadata, now))
                 self.batches += 1
                 self._metadata = dict(metadata)
             return
@@ -343,7 +358,7 @@ class Connection(Catalog):
                 if d:
                     batch[name] = d
                     changed[name] = d
-            self._log(("batch", self.batches + 1, deltas, metadata))
+            self._log(("batch", self.batches + 1, deltas, metadata, now))
         except BaseException:
             for name, d in deltas.items():
                 self._tables[name].apply({r: -w for r, w in d.items()})
@@ -352,6 +367,13 @@ class Connection(Catalog):
         self.batches += 1
         if metadata is not None:
             self._metadata = dict(metadata)
+        for name, d in deltas.items():
+            expiry = self._tables[name].expiry
+            if expiry is not None:
+                if expiring is not None:
+                    expiry.expired(expiring.get(name, 0))
+                else:
+                    expiry.committed(d, now)
         if self._storage is not None and self._storage.wants_snapshot():
             self.checkpoint()
         for name, d in changed.items():
@@ -360,6 +382,30 @@ class Connection(Catalog):
                     fn(list(d.items()))
                 except Exception as exc:  # the batch is committed; report, do not undo
                     warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=2)
+
+    def expire(self) -> int:
+        """Delete the rows whose time-to-live has passed, as one batch (with all their
+        consequences in every view); returns how many rows expired.  Runs on its own
+        before every commit and read, so calling it is only needed to push deltas out."""
+        if self._pending is not None or self._closed:
+            return 0
+        now = self._clock()
+        deltas: dict[str, Delta] = {}
+        consumed: dict[str, int] = {}
+        for name, table in self._tables.items():
+            expiry = table.expiry
+            if expiry is None or expiry.next_due() is None or expiry.next_due() > now:
+                continue
+            delta, n = expiry.due(now)
+            consumed[name] = n
+            if delta:
+                deltas[name] = delta
+            else:
+                expiry.expired(n)
+        if not deltas:
+            return 0
+        self._commit(deltas, checked=True, expiring=consumed)
+        return -sum(w for d in deltas.values() for w in d.values())
 
     # ------------------------------------------------------------ durability
     def _log(self, record: tuple) -> None:
@@ -377,7 +423,8 @@ class Connection(Catalog):
         if self._pending is not None:
             raise Error("checkpoint inside a transaction")
         self._storage.snapshot({
-            "tables": [(t.name, t.columns, t.not_null, t.key, dict(t.rows))
+            "tables": [(t.name, t.columns, t.not_null, t.key, dict(t.rows),
+                        t.expiry.state() if t.expiry else None)
                        for t in self._tables.values()],
             "views": list(self._user_views.items()),
             "batches": self.batches,
@@ -388,17 +435,19 @@ class Connection(Catalog):
         """Rebuild tables from the snapshot and the log, then the views from the tables."""
         views: dict[str, tuple[str, str | None]] = {}
         if snapshot is not None:
-            for name, columns, not_null, key, rows in snapshot["tables"]:
+            for name, columns, not_null, key, rows, expiry in snapshot["tables"]:
                 table = self._tables[name] = Table(name, columns, not_null, key)
                 table.apply(rows)
+                table.expiry = Expiry.restore(expiry) if expiry else None
             views.update(snapshot["views"])
             self.batches = snapshot["batches"]
             self._metadata = snapshot["metadata"]
         for record in records:
             kind = record[0]
             if kind == "table":
-                _, name, columns, not_null, key = record
+                _, name, columns, not_null, key, ttl = record
                 self._tables[name] = Table(name, columns, not_null, key)
+                self._tables[name].expiry = Expiry(ttl) if ttl else None
             elif kind == "view":
                 _, name, sql, strategy = record
                 views.pop(name, None)
@@ -407,9 +456,11 @@ class Connection(Catalog):
                 _, what, name = record
                 (self._tables if what == "table" else views).pop(name, None)
             elif kind == "batch":
-                _, batch_id, deltas, metadata = record
+                _, batch_id, deltas, metadata, at = record
                 for name, delta in deltas.items():
                     self._tables[name].apply(delta)
+                    if self._tables[name].expiry is not None:
+                        self._tables[name].expiry.committed(delta, at)
                 self.batches = batch_id
                 if metadata is not None:
                     self._metadata = metadata
@@ -640,7 +691,10 @@ class Connection(Catalog):
                 self._add_table(Table(name, columns))
                 self.insert(name, cur.fetchall())
                 return Cursor()
-            self._add_table(_table_from_schema(name, target))
+            table = _table_from_schema(name, target)
+            ttl = _ttl_property(stmt, name)
+            table.expiry = Expiry(ttl) if ttl else None
+            self._add_table(table)
             return Cursor()
         if kind == "VIEW":
             name = target.name.lower()
@@ -651,7 +705,8 @@ class Connection(Catalog):
         raise UnsupportedError(f"CREATE {kind}")
 
     def _add_table(self, table: Table) -> None:
-        self._log(("table", table.name, table.columns, table.not_null, table.key))
+        self._log(("table", table.name, table.columns, table.not_null, table.key,
+                   table.expiry.ttl if table.expiry else None))
         self._tables[table.name] = table
         self._catalog_changed()
 
@@ -743,6 +798,7 @@ class Connection(Catalog):
         return Cursor(rowcount=sum(w for _, w in hits))
 
     def _select(self, stmt: exp.Expression) -> Cursor:
+        self.expire()
         simple = _simple_scan(stmt)
         if simple is not None:
             name, limit = simple
@@ -840,6 +896,26 @@ def _table_from_schema(name: str, schema: exp.Schema) -> Table:
         key = tuple(names.index(n) for n in pk_names)
         not_null |= set(key)
     return Table(name, columns, not_null, key)
+
+
+def _ttl_property(stmt: exp.Create, table: str) -> float | None:
+    """``WITH (ttl_seconds = N)``: the table's rows expire N seconds after insertion."""
+    props = stmt.args.get("properties")
+    ttl = None
+    for prop in props.expressions if props is not None else []:
+        name = prop.name.lower() if isinstance(prop, exp.Property) else ""
+        if name != "ttl_seconds":
+            raise UnsupportedError(f"table property {prop.sql()} of table {table} "
+                                   "(only ttl_seconds is known)")
+        value = prop.args.get("value")
+        try:
+            ttl = float(value.this) if isinstance(value, exp.Literal) and not value.is_string else -1
+        except ValueError:
+            ttl = -1
+        if ttl <= 0:
+            raise SchemaError(f"ttl_seconds of table {table} must be a positive number, "
+                              f"not {value.sql() if value is not None else 'nothing'}")
+    return ttl
 
 
 def _constant(node: exp.Expression) -> object:

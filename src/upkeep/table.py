@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .errors import ConstraintError
+from .expiry import Expiry
 from .types import SqlType, coerce_row, fast_row_check, format_row
 
 
@@ -17,6 +18,7 @@ class Table:
         self.not_null = not_null or set()
         self.key = key
         self.keys: dict[tuple, int] = {}
+        self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
         valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:

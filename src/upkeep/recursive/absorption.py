@@ -75,7 +75,8 @@ class AbsorptionFixpoint:
         self.selection = AggregateSelection(selection, false) if selection else None
         self.dependents: dict[str, set[tuple[str, str, tuple]]] = {}
         self.edges = edge_relation(program) if ordering == "dfs" else None
-        self.queue: deque = deque()
+        self.queue: deque = deque()  # (relation, tuple, provenance, derivation depth)
+        self.trace: list | None = None  # (depth, relation, tuple, provenance) when enabled
         self.changes: dict[tuple, int] = {}
         self.stats = dict.fromkeys(
             ("derivations", "shipped", "absorbed", "buffered", "pruned", "removed",
@@ -107,7 +108,7 @@ class AbsorptionFixpoint:
         for rel, row in inserted:
             var = self.pb.variable(rel, row)
             self.relations[rel].add(row, var)
-            self.queue.append((rel, row, var))
+            self.queue.append((rel, row, var, -1))
         if self.edges is not None and any(r == self.edges for r, _ in inserted + deleted):
             self._reorder()
         self._run()
@@ -118,18 +119,18 @@ class AbsorptionFixpoint:
         queue = self.queue
         base = self.program.base
         while queue:
-            rel, t, pv = queue.popleft()
+            rel, t, pv, depth = queue.popleft()
             steps += 1
             if steps & 0xFFFF == 0:
                 converge_guard(steps, self.max_steps)
             if rel in base:
-                self._join(rel, t, pv)
+                self._join(rel, t, pv, depth)
             else:
-                self._derived(rel, t, pv)
+                self._derived(rel, t, pv, depth)
         self.stats["steps"] += steps
 
     # ------------------------------------------------------------ the pipeline
-    def _derived(self, rel: str, t: tuple, pv) -> None:
+    def _derived(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
         """A derivation of ``t`` from a rule head enters MinShip (section V)."""
         if self.lazy:
             buf = self.buffer[rel]
@@ -145,9 +146,9 @@ class AbsorptionFixpoint:
                 self.stats["buffered"] += 1
                 return
             sent[t] = pv = new
-        self._selected(rel, t, pv)
+        self._selected(rel, t, pv, depth)
 
-    def _selected(self, rel: str, t: tuple, pv) -> None:
+    def _selected(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
         """Aggregate selection (Algorithm 3) in front of the target relation, if any."""
         if self.selection is not None and rel == self.program.target:
             self._depend(pv, ("sel", rel, t))
@@ -156,9 +157,9 @@ class AbsorptionFixpoint:
                 self._remove(rel, b)
             if pv is None:
                 return
-        self._fixpoint(rel, t, pv)
+        self._fixpoint(rel, t, pv, depth)
 
-    def _fixpoint(self, rel: str, t: tuple, pv) -> None:
+    def _fixpoint(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
         """Algorithm 1, lines 11-26."""
         relation = self.relations[rel]
         old = relation.rows.get(t, self.false)
@@ -171,9 +172,11 @@ class AbsorptionFixpoint:
         self._depend(pv, ("fix", rel, t))
         if old == self.false and rel == self.program.target:
             self.changes[t] = self.changes.get(t, 0) + 1
-        self._join(rel, t, new & ~old)
+        if self.trace is not None:
+            self.trace.append((depth, rel, t, new))
+        self._join(rel, t, new & ~old, depth)
 
-    def _join(self, rel: str, t: tuple, delta) -> None:
+    def _join(self, rel: str, t: tuple, delta, depth: int = -1) -> None:
         """Seed every rule body that reads ``rel`` with ``t`` (annotated ``delta``)."""
         false = self.false
         queue = self.queue
@@ -188,7 +191,7 @@ class AbsorptionFixpoint:
 
             def emit(h: tuple, pv, head=head) -> None:
                 stats["derivations"] += 1
-                queue.append((head, h, pv))
+                queue.append((head, h, pv, depth + 1))
 
             evaluate(plan, self.relations, seeded(plan, t), delta, combine, emit)
 

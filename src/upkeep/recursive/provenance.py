@@ -13,10 +13,21 @@ pure-Python ``dd.autoref`` with the same API.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 ORDERINGS = ("sifting", "dfs", "arrival")
 NODE_BYTES = 12  # a shipped BDD node: variable id, low and high references, 4 bytes each
+
+
+# A CUDD manager must outlive every BDD that refers to it, but the garbage collector frees a
+# cycle of objects in any order.  So a manager whose PosBool is gone is parked here and
+# dropped once no BDD refers to it any more (``len(manager)`` counts referenced nodes).
+_RETIRED: list = []
+
+
+def _sweep_retired() -> None:
+    _RETIRED[:] = [m for m in _RETIRED if len(m) > 0]
 
 
 def _backend():
@@ -38,6 +49,8 @@ class PosBool:
         backend, self.cudd = _backend()
         self._module = backend
         self.bdd = backend.BDD()
+        _sweep_retired()
+        weakref.finalize(self, _RETIRED.append, self.bdd)
         self.bdd.configure(reordering=ordering == "sifting")
         self.false = self.bdd.false
         self.true = self.bdd.true
