@@ -512,3 +512,30 @@ def test_hand_delete_takes_the_oldest_copy_timer() -> None:
     assert db.execute("SELECT * FROM t").fetchall() == [(1,)]
     clock.now = 15
     assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_upkeep_why_command(tmp_path, capsys) -> None:
+    from upkeep.cli import main
+
+    (tmp_path / "tables.sql").write_text("CREATE TABLE link(src VARCHAR, dst VARCHAR);\n")
+    (tmp_path / "views.sql").write_text(
+        "CREATE MATERIALIZED VIEW reach AS WITH RECURSIVE r(src, dst) AS (SELECT src, dst "
+        "FROM link UNION SELECT link.src, r.dst FROM link, r WHERE link.dst = r.src) "
+        "SELECT * FROM r;\n")
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "c-001.jsonl").write_text("".join(
+        f'{{"table": "link", "op": "insert", "row": ["{a}", "{b}"]}}\n'
+        for a, b in [("A", "B"), ("B", "C"), ("A", "C")]))
+    path = tmp_path / "p.toml"
+    path.write_text(f'state_dir = "{tmp_path / "state"}"\ntables = ["tables.sql"]\n'
+                    'views = ["views.sql"]\n[source]\npath = "changes"\n')
+    assert main(["run", str(path), "--progress", "none"]) == 0
+    capsys.readouterr()
+    assert main(["why", str(path), "reach", '["A", "C"]']) == 0
+    out = capsys.readouterr().out
+    assert "2 minimal derivation(s)" in out
+    assert "link('A', 'C')" in out and "link('A', 'B') AND link('B', 'C')" in out
+    assert main(["why", str(path), "reach", "A"]) == 1
+    assert "JSON array" in capsys.readouterr().err
+    assert main(["why", str(path), "nope", '["A"]']) == 1
+    assert "no view named 'nope'" in capsys.readouterr().err

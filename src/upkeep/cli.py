@@ -1,4 +1,4 @@
-"""The ``upkeep`` command: ``upkeep run PIPELINE.toml`` and ``upkeep explain PIPELINE.toml``.
+"""The ``upkeep`` command: ``upkeep run``, ``upkeep explain`` and ``upkeep why`` on a pipeline file.
 
 Errors a user can fix (a bad pipeline file, a rejected change record under
 ``--on-error stop``) are printed as one message and exit with status 1, never a traceback.
@@ -53,7 +53,42 @@ def build_parser() -> argparse.ArgumentParser:
     explain = commands.add_parser("explain", help="show each view's strategy and join tree")
     explain.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
     explain.add_argument("view", nargs="?", help="only this view")
+
+    why = commands.add_parser(
+        "why", help="why a row is in a recursive view: its minimal derivations from base rows",
+        description="Open the pipeline's durable state and print the row's provenance as a "
+                    "minimal sum of products of base rows, with its BDD size.")
+    why.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
+    why.add_argument("view", help="the view")
+    why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
     return parser
+
+
+def _why(config, view: str, row_text: str) -> str:
+    """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
+    import json
+
+    from .pipeline.config import MEMORY
+    from .pipeline.errors import PipelineError
+    from .pipeline.runner import open_database
+
+    if config.state_dir == MEMORY:
+        raise PipelineError(f"{config.file} keeps no state (state_dir is :memory:), so there "
+                            "is nothing to explain; run it with a state directory first")
+    try:
+        row = json.loads(row_text)
+    except json.JSONDecodeError as exc:
+        raise PipelineError(f"the row must be a JSON array: {exc}") from None
+    if not isinstance(row, list):
+        raise PipelineError(f"the row must be a JSON array, not {row_text}")
+    db = open_database(config)
+    try:
+        if view.lower() not in db.views():
+            raise PipelineError(f"no view named {view!r} in {config.state_dir} (views: "
+                                f"{', '.join(db.views()) or 'none'})")
+        return str(db.why(view, row))
+    finally:
+        db.close()
 
 
 @contextmanager
@@ -85,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = Console(stderr=True)
     try:
         config = load_config(args.pipeline)
+        if args.command == "why":
+            console.print(_why(config, args.view, args.row), highlight=False, soft_wrap=True,
+                          markup=False)
+            return 0
         if args.command == "explain":
             console.print(explain_pipeline(config, args.view), highlight=False, soft_wrap=True,
                           markup=False)
