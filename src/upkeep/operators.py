@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .dyn import Representation, key_function
-from .zset import add_into, replace_row
+from .zset import add_into, clamp, replace_row
 
 Delta = dict[tuple, int]
 Batch = dict[str, Delta]
@@ -194,20 +194,7 @@ class Distinct(Operator):
         self.counts: dict[tuple, int] = {}
 
     def step(self, batch: Batch) -> Delta:
-        out: Delta = {}
-        counts = self.counts
-        for t, w in self.child.step(batch).items():
-            old = counts.get(t, 0)
-            new = old + w
-            if new:
-                counts[t] = new
-            else:
-                counts.pop(t, None)
-            if old <= 0 < new:
-                out[t] = 1
-            elif new <= 0 < old:
-                out[t] = -1
-        return out
+        return clamp(self.counts, self.child.step(batch))
 
     def describe(self) -> list[str]:
         return ["distinct"] + ["  " + x for x in self.child.describe()]

@@ -23,6 +23,25 @@ def add_into(target: ZSet, row: tuple, w) -> None:
         target.pop(row, None)
 
 
+def clamp(counts: dict[tuple, int], delta: ZSet) -> dict[tuple, int]:
+    """Add ``delta`` into the multiplicities ``counts`` and return the set-semantics change:
+    +1 for a tuple whose count became positive, -1 for one whose count fell to zero or
+    below (DISTINCT's weight clamp)."""
+    out: dict[tuple, int] = {}
+    for t, w in delta.items():
+        old = counts.get(t, 0)
+        new = old + w
+        if new:
+            counts[t] = new
+        else:
+            counts.pop(t, None)
+        if old <= 0 < new:
+            out[t] = 1
+        elif new <= 0 < old:
+            out[t] = -1
+    return out
+
+
 def replace_row(delta: ZSet, old: tuple | None, new: tuple | None) -> None:
     """Record that a derived row changed from ``old`` to ``new`` (None: absent)."""
     if old != new:

@@ -23,53 +23,30 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..errors import Error
 from .aggsel import AggregateSelection, SelectionSpec
-from .joins import BodyPlan, Relation, evaluate, plan_body, seeded
+from .engine import DEFAULT_MAX_STEPS, RuleEngine, converge_guard
 from .ordering import dfs_edge_order, edge_relation
 from .program import Program
 from .provenance import NODE_BYTES, PosBool
 
-DEFAULT_MAX_STEPS = 20_000_000
 
-
-class RecursionLimit(Error):
-    """The fixpoint did not converge within the step budget."""
-
-
-def converge_guard(steps: int, limit: int) -> None:
-    if steps > limit:
-        raise RecursionLimit(
-            f"the recursion did not converge within {limit:,} steps; the query may derive "
-            "unboundedly many rows (for example a path length or path string on a cyclic "
-            "graph: bound it in the WHERE clause or read it through MIN/MAX)")
-
-
-class AbsorptionFixpoint:
+class AbsorptionFixpoint(RuleEngine):
     """Maintain ``program.target`` under base-row inserts and deletes."""
 
     def __init__(self, program: Program, ordering: str = "sifting", lazy: bool = True,
                  selection: SelectionSpec | None = None, max_steps: int = DEFAULT_MAX_STEPS):
-        self.program = program
+        super().__init__(program, max_steps)
         self.lazy = lazy
-        self.max_steps = max_steps
         self.pb = PosBool(ordering)
         false = self.false = self.pb.false
         self.true = self.pb.true
-        self.relations: dict[str, Relation] = {}
-        for name, arity in program.base.items():
-            self.relations[name] = Relation(name, arity)
-        for name, cols in program.ctes.items():
-            self.relations[name] = Relation(name, len(cols))
-        self.plans: dict[str, list[BodyPlan]] = {}
-        for rule in program.rules:
-            for i, atom in enumerate(rule.atoms):
-                plan = plan_body(rule, i)
-                self.plans.setdefault(atom.relation, []).append(plan)
-                for st in plan.steps:
-                    if st.cols:
-                        self.relations[st.relation].index(st.cols)
-        self.counts: dict[str, dict[tuple, int]] = {b: {} for b in program.base}
+
+        def conjoin(acc, ann):  # a join's provenance; a false one prunes the binding
+            out = acc & ann
+            return None if out == false else out
+
+        self._conjoin = conjoin
+        self._support: tuple = (None, set())  # the last annotation's variables (see _depend)
         self.sent: dict[str, dict[tuple, object]] = {c: {} for c in program.ctes}  # MinShip
         self.buffer: dict[str, dict[tuple, object]] = {c: {} for c in program.ctes}
         self.selection = AggregateSelection(selection, false) if selection else None
@@ -86,23 +63,7 @@ class AbsorptionFixpoint:
     def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
         """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
         self.changes = {}
-        inserted: list[tuple[str, tuple]] = []
-        deleted: list[tuple[str, tuple]] = []
-        for rel, delta in deltas.items():
-            counts = self.counts.get(rel)
-            if counts is None:
-                continue
-            for row, w in delta.items():
-                before = counts.get(row, 0)
-                after = before + w
-                if after:
-                    counts[row] = after
-                else:
-                    counts.pop(row, None)
-                if before <= 0 < after:
-                    inserted.append((rel, row))
-                elif after <= 0 < before:
-                    deleted.append((rel, row))
+        inserted, deleted = self.base_changes(deltas)
         if deleted:
             self._delete(deleted)
         for rel, row in inserted:
@@ -178,22 +139,14 @@ class AbsorptionFixpoint:
 
     def _join(self, rel: str, t: tuple, delta, depth: int = -1) -> None:
         """Seed every rule body that reads ``rel`` with ``t`` (annotated ``delta``)."""
-        false = self.false
         queue = self.queue
         stats = self.stats
 
-        def combine(acc, ann):
-            out = acc & ann
-            return None if out == false else out
+        def emit(head: str, h: tuple, pv) -> None:
+            stats["derivations"] += 1
+            queue.append((head, h, pv, depth + 1))
 
-        for plan in self.plans.get(rel, ()):
-            head = plan.rule.head
-
-            def emit(h: tuple, pv, head=head) -> None:
-                stats["derivations"] += 1
-                queue.append((head, h, pv, depth + 1))
-
-            evaluate(plan, self.relations, seeded(plan, t), delta, combine, emit)
+        self.consequences(rel, t, delta, self._conjoin, emit)
 
     def _remove(self, rel: str, t: tuple) -> None:
         relation = self.relations[rel]
@@ -204,11 +157,17 @@ class AbsorptionFixpoint:
                 self.changes[t] = self.changes.get(t, 0) - 1
 
     def _depend(self, pv, entry: tuple) -> None:
-        """Remember which annotations mention each variable (for deletions)."""
+        """Remember which annotations mention each variable (for deletions).  A derivation's
+        annotation usually passes MinShip, AggSel and the fixpoint unchanged, so the last
+        support computed is kept rather than walking the same BDD again."""
         if pv == self.false or pv == self.true:
             return
+        last, names = self._support
+        if last is None or last != pv:
+            names = self.pb.support(pv)
+            self._support = (pv, names)
         deps = self.dependents
-        for name in self.pb.support(pv):
+        for name in names:
             deps.setdefault(name, set()).add(entry)
 
     # ------------------------------------------------------------ deletions
@@ -307,9 +266,6 @@ class AbsorptionFixpoint:
             out.extend(self.selection.annotations())
         return out
 
-    def rows(self):
-        return self.relations[self.program.target].rows
-
     def counters(self) -> dict[str, int]:
         nodes = self.pb.nodes(self.annotations())
         derived = sum(len(self.relations[c]) for c in self.program.ctes)
@@ -323,8 +279,7 @@ class AbsorptionFixpoint:
         return out
 
     def state_size(self) -> int:
-        n = sum(len(r) for r in self.relations.values())
-        n += sum(len(b) for b in self.buffer.values())
+        n = super().state_size() + sum(len(b) for b in self.buffer.values())
         if self.selection is not None:
             n += len(self.selection)
         return n
