@@ -147,7 +147,8 @@ class ViewHandle:
     def counters(self) -> dict[str, int]:
         """Cumulative work counters of the view's maintenance: for leapfrog triejoin cores the
         iterator operations (opens, seeks, nexts), change-oracle regions and tree surgeries;
-        empty for strategies that keep none."""
+        for recursive views the rule derivations, tuples shipped into fixpoint relations,
+        removals and (absorption provenance) BDD nodes; empty for strategies that keep none."""
         return self._db._view(self.name).counters()
 
     @property
@@ -394,7 +395,8 @@ class Connection(Catalog):
         consumed: dict[str, int] = {}
         for name, table in self._tables.items():
             expiry = table.expiry
-            if expiry is None or expiry.next_due() is None or expiry.next_due() > now:
+            due = expiry.next_due() if expiry is not None else None
+            if due is None or due > now:
                 continue
             delta, n = expiry.due(now)
             consumed[name] = n

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
 import duckdb
@@ -240,6 +240,12 @@ class MaterializedView(ViewRuntime):
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
 
+    def record(self, delta: Delta) -> None:
+        """Apply a step's output delta to the materialized rows."""
+        output = self.output
+        for row, w in delta.items():
+            add_into(output, row, w)
+
     def multiplicity(self, row: tuple) -> int:
         return self.output.get(row, 0)
 
@@ -257,20 +263,14 @@ class OperatorView(MaterializedView):
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         delta = self.root.step(batch)
-        output = self.output
-        for row, w in delta.items():
-            add_into(output, row, w)
+        self.record(delta)
         return delta
 
     def state_size(self) -> int:
         return len(self.output) + self.root.state_size()
 
     def counters(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for op in self.root.walk():
-            for k, v in op.counters().items():
-                total[k] = total.get(k, 0) + v
-        return total
+        return sum_counters(op.counters() for op in self.root.walk())
 
 
 class RecomputeView(MaterializedView):
@@ -287,6 +287,15 @@ class RecomputeView(MaterializedView):
         delta = zset.minus(new, self.output)
         self.output = new
         return delta
+
+
+def sum_counters(parts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Work counters of several operators or engines, summed per name."""
+    total: dict[str, int] = {}
+    for part in parts:
+        for k, v in part.items():
+            total[k] = total.get(k, 0) + v
+    return total
 
 
 def arrow_table(columns: Columns, rows: list[tuple]) -> pa.Table:

@@ -18,8 +18,7 @@ from ..errors import UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
 from ..operators import Batch, Delta, Operator
 from ..plan import Block, bind_query, rename_tables
-from ..views import MaterializedView
-from ..zset import add_into
+from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
 from .dred import DRedFixpoint
@@ -75,9 +74,7 @@ class RecursiveView(MaterializedView):
             delta = inner.get(internal_name(cte), {})
         else:
             delta = self.outer.step(inner)
-        output = self.output
-        for row, w in delta.items():
-            add_into(output, row, w)
+        self.record(delta)
         return delta
 
     def state_size(self) -> int:
@@ -85,11 +82,7 @@ class RecursiveView(MaterializedView):
         return len(self.output) + inner + (self.outer.state_size() if self.outer else 0)
 
     def counters(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for engine in self.engines.values():
-            for k, v in engine.counters().items():
-                total[k] = total.get(k, 0) + v
-        return total
+        return sum_counters(e.counters() for e in self.engines.values())
 
     # ------------------------------------------------------------ provenance
     def why(self, row: tuple, limit: int = 1000) -> Explanation:
@@ -103,7 +96,9 @@ class RecursiveView(MaterializedView):
                 "create it with strategy 'absorption' to ask why")
         if self.output.get(row, 0) <= 0:
             raise UnsupportedError(f"row {row} is not in view {self.name}")
-        (cte, engine), = self._single_engine().items()
+        if len(self.engines) != 1:
+            raise UnsupportedError(f"why over view {self.name}: its query reads several CTEs")
+        (engine,) = self.engines.values()
         engine.complete_provenance()
         pb = engine.pb
         pv = pb.false
@@ -111,11 +106,6 @@ class RecursiveView(MaterializedView):
             pv = pv | engine.provenance(t)
         products, truncated = pb.products(pv, limit)
         return Explanation(self.name, row, products, pb.nodes([pv]), truncated)
-
-    def _single_engine(self) -> dict[str, object]:
-        if len(self.engines) != 1:
-            raise UnsupportedError(f"why over view {self.name}: its query reads several CTEs")
-        return self.engines
 
     def _contributing(self, engine, row: tuple) -> Iterator[tuple]:
         rows = engine.rows()
@@ -261,9 +251,7 @@ def selection_for(plan, program: Program) -> SelectionSpec | None:
     for a in plan.aggregates:
         if not isinstance(a, (exp.Min, exp.Max)):
             return None
-        arg = a.this.this if isinstance(a.this, exp.Distinct) else a.this
-        if isinstance(a.this, exp.Distinct):
-            arg = a.this.expressions[0]
+        arg = a.this.expressions[0] if isinstance(a.this, exp.Distinct) else a.this
         if not isinstance(arg, exp.Column):
             return None
         slot = plan.scope.resolve(arg).slot
