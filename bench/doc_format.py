@@ -1,7 +1,8 @@
 """Formatting and section surgery shared by the benchmark reports in ``docs/benchmarks.md``.
 
-``bench/run.py`` writes the TPC-H part (the top of the file); ``theta_plot.py`` and
-``spark_plot.py`` each own one ``## `` section below it, which every writer keeps.
+``bench/run.py`` writes the TPC-H part (the top of the file); ``theta_plot.py``,
+``spark_plot.py`` and ``recursive_bench.py`` each own one ``## `` section below it, which
+every writer keeps.
 """
 
 from __future__ import annotations
@@ -23,6 +24,25 @@ def ratio_of(num: float | None, den: float | None) -> float | None:
 
 def fmt_number(x: float | None, digits: int = 0) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def fmt(x: float | None, spec: str) -> str:
+    """``format(x, spec)``, or a dash for a missing value."""
+    return "–" if x is None else format(x, spec)
+
+
+def load_range(loads: list[float]) -> str:
+    """The range of 1-minute load averages seen during a run (other work distorts times)."""
+    return f"{min(loads):.1f}–{max(loads):.1f}" if loads else "–"
+
+
+def save_figure(fig, path: Path) -> None:
+    """Write a matplotlib figure next to the docs and release it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def fmt_times(x: float | None) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -36,10 +35,11 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from environment import BENCH_DIR, machine, now, pathway_python, versions
+from doc_format import fmt
+from environment import BENCH_DIR, pathway_python
 from fingerprint import sql_select
 from gcq_queries import QUERIES, create_table_sql, generate, stream_length
-from orchestrate import run_command, run_each, save_results
+from orchestrate import publish, run_command, run_each, run_meta
 from rich.console import Console
 from rich.table import Table
 from theta_plot import GCQ_LABELS, gcq_summary, write_all
@@ -157,16 +157,13 @@ def print_summary(data: dict[str, Any]) -> None:
     for c in cols:
         t.add_column(c, justify="left" if c in ("query", "auto strategy") else "right")
 
-    def f(x: float | None, fmt: str) -> str:
-        return "–" if x is None else format(x, fmt)
-
     for row in data["summary"]:
-        t.add_row(row["query"], f(row["output_rows"], ",d"), row.get("auto_strategy") or "–",
-                  f(row["auto_seconds"], ".3f"), f(row["time_general_over_auto"], ",.1f"),
-                  f(row["time_duckdb_over_auto"], ",.1f"),
-                  f(row["time_pathway_over_auto"], ",.1f"),
-                  f(row["memory_general_over_auto"], ",.1f"),
-                  f(row["auto_state_size"], ",d"))
+        t.add_row(row["query"], fmt(row["output_rows"], ",d"), row.get("auto_strategy") or "–",
+                  fmt(row["auto_seconds"], ".3f"), fmt(row["time_general_over_auto"], ",.1f"),
+                  fmt(row["time_duckdb_over_auto"], ",.1f"),
+                  fmt(row["time_pathway_over_auto"], ",.1f"),
+                  fmt(row["memory_general_over_auto"], ",.1f"),
+                  fmt(row["auto_state_size"], ",d"))
     console.print(t)
 
 
@@ -189,20 +186,9 @@ def main(argv: list[str] | None = None) -> None:
                       f"{expected[q]['rows']:,} rows{note}")
     results = run_all(args, expected)
     data = {
-        "meta": {
-            "command": shlex.join(["python", "bench/gcq_bench.py",
-                                   *(sys.argv[1:] if argv is None else argv)]),
-            "date": now(),
-            "scale": args.scale,
-            "batch": args.batch,
-            "seed": args.seed,
-            "timeout_s": args.timeout,
-            "verified": not args.no_verify,
-            "memory_limit_gib": args.memory_limit,
-            "machine": machine(),
-            "versions": versions(results),
-            "total_seconds": round(time.perf_counter() - started, 1),
-        },
+        "meta": run_meta("gcq_bench.py", argv, started, results, scale=args.scale,
+                         batch=args.batch, seed=args.seed, timeout_s=args.timeout,
+                         verified=not args.no_verify, memory_limit_gib=args.memory_limit),
         "queries": {
             q: {"expression": QUERIES[q].expression, "sql": QUERIES[q].sql,
                 "kind": QUERIES[q].kind, "predicates": QUERIES[q].predicates,
@@ -213,12 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         "results": results,
     }
     data["summary"] = gcq_summary(data)
-    save_results(args.out, data)
-    console.print(f"wrote {args.out}")
-    print_summary(data)
-    if not args.no_docs:
-        console.print(write_all())
-
+    publish(data, args.out, print_summary, None if args.no_docs else write_all, console)
 
 if __name__ == "__main__":
     main()

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from environment import machine, now, versions
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -61,6 +64,32 @@ def save_results(path: Path, data: dict[str, Any]) -> None:
     """The results of a whole run as JSON (the input of the report writers)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def run_meta(script: str, argv: list[str] | None, started: float,
+             results: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """What every results file says about its run: the command that reproduces it, the
+    date, the run's own parameters (``fields``), the machine, versions and total time."""
+    return {
+        "command": shlex.join(["python", f"bench/{script}",
+                               *(sys.argv[1:] if argv is None else argv)]),
+        "date": now(),
+        **fields,
+        "machine": machine(),
+        "versions": versions(results),
+        "total_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def publish(data: dict[str, Any], out: Path, print_summary: Callable[[dict[str, Any]], None],
+            write_docs: Callable[[], str] | None, console: Console) -> None:
+    """Save a run's results, print its summary and (unless ``write_docs`` is None) rewrite
+    its section of docs/benchmarks.md."""
+    save_results(out, data)
+    console.print(f"wrote {out}")
+    print_summary(data)
+    if write_docs is not None:
+        console.print(write_docs())
 
 
 def run_config(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from doc_format import save_figure
 from report import SYSTEM_LABELS, index
 
 
@@ -43,7 +44,5 @@ def write_plot(results: list[dict[str, Any]], path: Path) -> bool:
     axes[0].legend(fontsize=8)
     fig.suptitle("TPC-H single-row insert/delete streams")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return True

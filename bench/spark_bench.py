@@ -178,6 +178,12 @@ class ParquetTables:
         pq.write_table(orders, root / "orders" / "part-00000.parquet")
         self.files = 1
 
+    @classmethod
+    def in_temp_dir(cls, label: str, customer: pa.Table, orders: pa.Table) -> ParquetTables:
+        """The tables under a fresh temporary directory named for the benchmark part."""
+        work = Path(tempfile.mkdtemp(prefix=f"spark-bench-{label}-"))
+        return cls(work / "tables", customer, orders)
+
     def path(self, table: str, first_file_only: bool = False) -> str:
         d = self.root / table
         return str(d / "part-00000.parquet") if first_file_only else str(d)
@@ -287,8 +293,7 @@ def run_growth(args: argparse.Namespace) -> dict:
     grow = data.orders.num_rows - init_orders
     size = math.ceil(grow / args.growth_batches)
     initial, rest = data.split(grow)
-    work = Path(tempfile.mkdtemp(prefix="spark-bench-growth-"))
-    tables = ParquetTables(work / "tables", data.customer, initial)
+    tables = ParquetTables.in_temp_dir("growth", data.customer, initial)
     spark = open_spark(args.master, args.shards)
     meter = LoadMeter()
     out: dict = {"master": args.master, "shards": args.shards, "start_rows": start,
@@ -356,8 +361,7 @@ def run_sizes_spark(args: argparse.Namespace) -> dict:
     data = Data(args.scale)
     held = args.batches * sum(args.sizes)
     initial, rest = data.split(held)
-    work = Path(tempfile.mkdtemp(prefix="spark-bench-sizes-"))
-    tables = ParquetTables(work / "tables", data.customer, initial)
+    tables = ParquetTables.in_temp_dir("sizes", data.customer, initial)
     spark = open_spark(args.master, args.shards)
     meter = LoadMeter()
     start = data.customer.num_rows + initial.num_rows
@@ -470,8 +474,7 @@ def run_executors(args: argparse.Namespace) -> dict:
     data = Data(args.scale)
     held = args.batches * sum(args.executor_sizes)
     initial, rest = data.split(held)
-    work = Path(tempfile.mkdtemp(prefix="spark-bench-exec-"))
-    tables = ParquetTables(work / "tables", data.customer, initial)
+    tables = ParquetTables.in_temp_dir("exec", data.customer, initial)
     meter = LoadMeter()
     t0 = time.perf_counter()
     spark = open_spark(args.master, args.shards)

@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from doc_format import fmt_number, is_ok, replace_section
+from doc_format import fmt_number, is_ok, load_range, replace_section, save_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "spark_latest.json"
@@ -146,9 +146,7 @@ def write_plot(data: dict, path: Path) -> bool:
     fig.suptitle(f"upkeep Spark engine, TPC-H SF {data['scale']:g} customer ⋈ orders, "
                  f"per-customer count and revenue")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return True
 
 
@@ -160,8 +158,7 @@ def _s(x: float | None) -> str:
 
 
 def _load_range(batches: list[dict]) -> str:
-    xs = [b["load1"] for b in batches if b.get("load1") is not None]
-    return f"{min(xs):.1f}–{max(xs):.1f}" if xs else "–"
+    return load_range([b["load1"] for b in batches if b.get("load1") is not None])
 
 
 def _check_row(label: str, c: dict | None) -> str:

@@ -13,7 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from doc_format import fmt_number, fmt_times, is_ok, ratio_of, replace_section
+from doc_format import (
+    fmt_number,
+    fmt_times,
+    is_ok,
+    load_range,
+    ratio_of,
+    replace_section,
+    save_figure,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GCQ_RESULTS = ROOT / "bench" / "results" / "gcq_latest.json"
@@ -232,9 +240,7 @@ def write_plot(gcq: dict | None, tri: dict | None, path: Path) -> bool:
             ax.text(0.5, 0.5, "triangle benchmark not run", ha="center", transform=ax.transAxes)
     fig.suptitle("Inequality joins (GCQ1-GCQ8) and a cyclic join (triangle count)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return True
 
 
@@ -268,8 +274,7 @@ def _meta_lines(meta: dict, script: str) -> list[str]:
 
 
 def _load_range(results: list[Result]) -> str:
-    xs = [x for r in results for x in r.get("load_avg_1min", [])]
-    return f"{min(xs):.1f}–{max(xs):.1f}" if xs else "–"
+    return load_range([x for r in results for x in r.get("load_avg_1min", [])])
 
 
 def gcq_section(data: dict) -> list[str]:

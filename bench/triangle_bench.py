@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -36,9 +35,10 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from environment import BENCH_DIR, machine, now, versions
+from doc_format import fmt
+from environment import BENCH_DIR
 from graph_stream import CREATE_SQL, TRIANGLE_SQL, build
-from orchestrate import run_command, run_each, save_results
+from orchestrate import publish, run_command, run_each, run_meta
 from rich.console import Console
 from rich.table import Table
 from theta_plot import TRIANGLE_LABELS, triangle_summary, write_all
@@ -153,15 +153,12 @@ def print_summary(data: dict[str, Any]) -> None:
     for c in cols:
         t.add_column(c, justify="right")
 
-    def f(x: float | None, fmt: str) -> str:
-        return "–" if x is None else format(x, fmt)
-
     for row in data["summary"]["sizes"]:
-        t.add_row(f"{row['edges']:,}", f(row["lftj_median_us"], ",.1f"),
-                  f(row["general_median_us"], ",.1f"), f(row["duckdb_median_us"], ",.0f"),
-                  f(row["duckdb_over_lftj_mean"], ",.0f"),
-                  f(row["duckdb_over_lftj_same_updates"], ",.0f"),
-                  f(row["lftj_ops_mean"], ",.1f"))
+        t.add_row(f"{row['edges']:,}", fmt(row["lftj_median_us"], ",.1f"),
+                  fmt(row["general_median_us"], ",.1f"), fmt(row["duckdb_median_us"], ",.0f"),
+                  fmt(row["duckdb_over_lftj_mean"], ",.0f"),
+                  fmt(row["duckdb_over_lftj_same_updates"], ",.0f"),
+                  fmt(row["lftj_ops_mean"], ",.1f"))
     console.print(t)
     for line in data["summary"].get("notes", []):
         console.print(line)
@@ -186,33 +183,16 @@ def main(argv: list[str] | None = None) -> None:
                       f"after {e['inserts']:,} inserts and {e['deletes']:,} deletes")
     results = run_all(args, expected)
     data = {
-        "meta": {
-            "command": shlex.join(["python", "bench/triangle_bench.py",
-                                   *(sys.argv[1:] if argv is None else argv)]),
-            "date": now(),
-            "sql": TRIANGLE_SQL,
-            "inserts": args.inserts,
-            "delete_fraction": args.delete_fraction,
-            "samples": args.samples,
-            "seed": args.seed,
-            "gamma": args.gamma,
-            "avg_degree": args.avg_degree,
-            "timeout_s": args.timeout,
-            "memory_limit_gib": args.memory_limit,
-            "machine": machine(),
-            "versions": versions(results),
-            "total_seconds": round(time.perf_counter() - started, 1),
-        },
+        "meta": run_meta("triangle_bench.py", argv, started, results, sql=TRIANGLE_SQL,
+                         inserts=args.inserts, delete_fraction=args.delete_fraction,
+                         samples=args.samples, seed=args.seed, gamma=args.gamma,
+                         avg_degree=args.avg_degree, timeout_s=args.timeout,
+                         memory_limit_gib=args.memory_limit),
         "graphs": {str(n): e for n, e in expected.items()},
         "results": results,
     }
     data["summary"] = triangle_summary(data)
-    save_results(args.out, data)
-    console.print(f"wrote {args.out}")
-    print_summary(data)
-    if not args.no_docs:
-        console.print(write_all())
-
+    publish(data, args.out, print_summary, None if args.no_docs else write_all, console)
 
 if __name__ == "__main__":
     main()
