@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -24,11 +23,12 @@ from typing import Any
 import stream as stream_mod
 import tpch_data
 from doc_format import sections_from
-from environment import machine, now, pathway_python, versions
+from environment import pathway_python
 from expected import expected_rows
-from orchestrate import BENCH_DIR, run_config, run_each, save_results
+from orchestrate import BENCH_DIR, run_config, run_each, run_meta, save_results
 from plot import write_plot
 from queries import DEFAULT_QUERIES, QUERIES
+from recursive_bench import SECTION as RECURSIVE_SECTION
 from report import SYSTEM_LABELS, markdown, summarize
 from rich.console import Console
 from rich.table import Table
@@ -181,7 +181,7 @@ def write_docs(args: argparse.Namespace, data: dict[str, Any]) -> None:
     """Write the TPC-H part of ``docs/benchmarks.md`` (keeping the sections other benchmarks
     own) and the plot."""
     args.docs.parent.mkdir(parents=True, exist_ok=True)
-    kept = sections_from(args.docs, [THETA_SECTION, SPARK_SECTION])
+    kept = sections_from(args.docs, [THETA_SECTION, RECURSIVE_SECTION, SPARK_SECTION])
     args.docs.write_text(markdown(data).rstrip("\n") + ("\n\n" + kept if kept else "\n"))
     console.print(f"wrote {args.docs}")
     if write_plot(data["results"], args.plot):
@@ -202,21 +202,10 @@ def main(argv: list[str] | None = None) -> None:
     prepared = prepare(args)
     results = run_all(args, prepared)
     print_tables(results)
-    command = shlex.join(["python", "bench/run.py", *(sys.argv[1:] if argv is None else argv)])
     data = {
-        "meta": {
-            "command": command,
-            "date": now(),
-            "scale": args.scale,
-            "limit": args.limit,
-            "seed": args.seed,
-            "batch": args.batch,
-            "delete_fraction": stream_mod.DELETE_FRACTION,
-            "timeout_s": args.timeout,
-            "machine": machine(),
-            "versions": versions(results),
-            "total_seconds": round(time.perf_counter() - started, 1),
-        },
+        "meta": run_meta("run.py", argv, started, results, scale=args.scale,
+                         limit=args.limit, seed=args.seed, batch=args.batch,
+                         delete_fraction=stream_mod.DELETE_FRACTION, timeout_s=args.timeout),
         "summary": summarize(results),
         "results": results,
     }
