@@ -152,22 +152,21 @@ def transit_stub(
     kind: dict[int, str] = {}
     edges: set[tuple[int, int]] = set()
     domains: list[list[int]] = []
-    next_id = 0
+
+    def domain(size: int, p: float, label: str) -> list[int]:
+        """The next ``size`` node ids as one connected random domain."""
+        nodes = list(range(len(kind), len(kind) + size))
+        for n in nodes:
+            kind[n] = label
+        _random_connected(nodes, p, rng, edges)
+        return nodes
+
     for _ in range(transit_domains):
-        transit = list(range(next_id, next_id + transit_nodes))
-        next_id += transit_nodes
-        for t in transit:
-            kind[t] = "transit"
-        _random_connected(transit, transit_p, rng, edges)
+        transit = domain(transit_nodes, transit_p, "transit")
         domains.append(transit)
         for t in transit:
             for _ in range(stubs_per_transit):
-                stub = list(range(next_id, next_id + stub_nodes))
-                next_id += stub_nodes
-                for s in stub:
-                    kind[s] = "stub"
-                _random_connected(stub, stub_p, rng, edges)
-                edges.add(_key(t, rng.choice(stub)))
+                edges.add(_key(t, rng.choice(domain(stub_nodes, stub_p, "stub"))))
 
     # Domain-level graph: each domain-level edge -> one transit-transit edge.
     domain_edges: set[tuple[int, int]] = set()
@@ -180,7 +179,7 @@ def transit_stub(
         lat = _latency(kind[a], kind[b])
         links.append((a, b, lat))
         links.append((b, a, lat))
-    return Topology(nodes=list(range(next_id)), links=links, kind=kind)
+    return Topology(nodes=list(range(len(kind))), links=links, kind=kind)
 
 
 def _latency(ka: str, kb: str) -> int:
