@@ -12,7 +12,8 @@ time and memory limits:
 * ``maintenance``: ``reachable`` under DRed, absorption eager and absorption lazy:
   insert-only, then single-link deletes, with DuckDB recomputation as the peer;
 * ``aggsel``: cheapest path with aggregate selection, single and multi aggregate;
-* ``ordering``: BDD nodes under the depth-first order, arrival order and CUDD sifting.
+* ``ordering``: BDD nodes under the depth-first order, arrival order and CUDD sifting
+  (absorption lazy).
 
 Results go to ``bench/results/recursive.json``, the "Recursive views" section of
 ``docs/benchmarks.md`` (before the Spark section; the others are kept) and
@@ -161,8 +162,8 @@ def report(data: dict[str, Any]) -> str:
             f"| {r['nodes']} | {r['density']} | {r['config']} | "
             f"{fmt_number(r['insert']['shipped'])} | {fmt_number(r['insert']['pruned'])} | "
             f"{r['insert_s']:.2f} s / {r['delete_s']:.2f} s |"))
-    lines += ["", "BDD variable order (`reachable`, absorption eager, links in random order, "
-              "one per batch):", "",
+    lines += ["", "BDD variable order (`reachable`, absorption lazy, links in random order, "
+              "one per batch; BDD nodes of all stored provenance at the end):", "",
               "| nodes | density | order | BDD nodes | vs arrival | time |",
               "|---:|---|---|---:|---:|---|"]
     for r in res:
