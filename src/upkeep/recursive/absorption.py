@@ -89,6 +89,7 @@ class AbsorptionFixpoint(RuleEngine):
             else:
                 self._derived(rel, t, pv, depth)
         self.stats["steps"] += steps
+        self._support = (None, set())  # hold no BDD between batches
 
     # ------------------------------------------------------------ the pipeline
     def _derived(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
