@@ -42,7 +42,8 @@ Delta = dict[tuple, int]
 def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
             snapshot_bytes: int = 64 << 20, engine: str = "local", spark=None,
             master: str | None = None, shards: int | None = None,
-            bdd_ordering: str = "sifting", clock: Callable[[], float] | None = None):
+            bdd_ordering: str = "sifting", clock: Callable[[], float] | None = None,
+            fixpoint_partitions: int = 1):
     """Open an engine: in memory (the default), or durable in the directory ``database``.
 
     A durable database logs every committed batch (fsynced before the commit returns, unless
@@ -56,11 +57,19 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     ``bdd_ordering`` is the variable order of recursive views' provenance BDDs: "sifting"
     (CUDD's dynamic reordering), "dfs" (depth-first over the edge relation) or "arrival".
 
+    ``fixpoint_partitions`` > 1 runs recursive views' absorption fixpoints over that many
+    partitions in this process, relations split by their first attribute as in the paper's
+    distributed execution (counters then report tuples and bytes shipped between them);
+    on the spark engine the partitions are the ``shards`` and run as Spark tasks.
+
     ``clock`` (seconds, default ``time.time``) times the expiry of rows of tables declared
     ``WITH (ttl_seconds = N)``; tests pass a clock they can advance.
     """
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
+    if not isinstance(fixpoint_partitions, int) or fixpoint_partitions < 1:
+        raise UnsupportedError(f"fixpoint_partitions must be a positive integer, not "
+                               f"{fixpoint_partitions!r}")
     if engine == "spark":
         from .spark import SparkConnection
         directory = None if database in (":memory:", "", None) else database
@@ -68,9 +77,11 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     if engine != "local":
         raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
-        return Connection(bdd_ordering=bdd_ordering, clock=clock)
+        return Connection(bdd_ordering=bdd_ordering, clock=clock,
+                          fixpoint_partitions=fixpoint_partitions)
     return Connection(Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes),
-                      bdd_ordering=bdd_ordering, clock=clock)
+                      bdd_ordering=bdd_ordering, clock=clock,
+                      fixpoint_partitions=fixpoint_partitions)
 
 
 def from_catalog(catalog: dict, views: Iterable[str] | None = None,
@@ -165,8 +176,9 @@ class Connection(Catalog):
     """An in-memory upkeep database."""
 
     def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting",
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, fixpoint_partitions: int = 1) -> None:
         self.bdd_ordering = bdd_ordering
+        self.fixpoint_partitions = fixpoint_partitions
         self._clock = clock or time.time
         self._tables: dict[str, Table] = {}
         self._views: dict[str, ViewRuntime] = {}

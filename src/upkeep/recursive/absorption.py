@@ -108,6 +108,11 @@ class AbsorptionFixpoint(RuleEngine):
                 self.stats["buffered"] += 1
                 return
             sent[t] = pv = new
+        self._pass(rel, t, pv, depth)
+
+    def _pass(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
+        """What MinShip lets through goes on to the relation (shipped to the tuple's
+        partition in :mod:`.partitioned`)."""
         self._selected(rel, t, pv, depth)
 
     def _selected(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
@@ -175,9 +180,10 @@ class AbsorptionFixpoint(RuleEngine):
     def _delete(self, rows: list[tuple[str, tuple]]) -> None:
         """Algorithm 1 lines 27-35 for every annotation that mentions a deleted row, then
         MinShip's and AggSel's replacements for what died (sections V and VII)."""
-        names = [self.pb.name_of(rel, row) for rel, row in rows]
+        names = [n for rel, row in rows if (n := self.pb.known(rel, row)) is not None]
         for rel, row in rows:
-            self.relations[rel].remove(row)
+            if row in self.relations[rel].rows:  # a partition holds only its own rows
+                self.relations[rel].remove(row)
         affected: set[tuple[str, str, tuple]] = set()
         for name in names:
             affected |= self.dependents.pop(name, set())
@@ -190,47 +196,53 @@ class AbsorptionFixpoint(RuleEngine):
         resend: list[tuple[str, tuple]] = []
         revisit: list[tuple[str, tuple]] = []  # target tuples whose best-ness may have changed
         for stage, rel, t in affected:
-            if stage == "fix":
-                relation = self.relations[rel]
-                pv = relation.rows.get(t)
-                if pv is None:
-                    continue
-                pv = restrict(pv)
-                if pv == self.false:
-                    self._remove(rel, t)
-                    revisit.append((rel, t))
-                else:
-                    relation.rows[t] = pv
-            elif stage == "ship":
-                buf, sent = self.buffer[rel], self.sent[rel]
-                if t in buf:
-                    pv = restrict(buf[t])
-                    if pv == self.false:
-                        del buf[t]
-                    else:
-                        buf[t] = pv
-                if t in sent:
-                    pv = restrict(sent[t])
-                    if pv == self.false:
-                        del sent[t]
-                        resend.append((rel, t))
-                    else:
-                        sent[t] = pv
-            elif stage == "sel":
-                _, promoted = self.selection.restrict(t, restrict)
-                revisit.extend((rel, b) for b in promoted)
+            self._restrict(stage, rel, t, restrict, resend, revisit)
         self.pb.release(names)
         # MinShip: what was sent died but a buffered derivation survives: send that instead
         for rel, t in resend:
             pv = self.buffer[rel].get(t)
             if pv is not None and t not in self.sent[rel]:
                 self.sent[rel][t] = pv
-                self._selected(rel, t, pv)
+                self._pass(rel, t, pv)
         # AggSel: a group's best enters the fixpoint with everything known about it
         if self.selection is not None:
             for rel, t in revisit:
                 if self.selection.is_best(t) and t not in self.relations[rel].rows:
                     self._fixpoint(rel, t, self.selection.provenance(t))
+
+    def _restrict(self, stage: str, rel, t: tuple, restrict, resend: list, revisit: list
+                  ) -> None:
+        """Restrict one annotation that mentions a deleted row (``stage`` says where it is
+        kept: the fixpoint relation, MinShip's buffer, or AggSel's)."""
+        if stage == "fix":
+            relation = self.relations[rel]
+            pv = relation.rows.get(t)
+            if pv is None:
+                return
+            pv = restrict(pv)
+            if pv == self.false:
+                self._remove(rel, t)
+                revisit.append((rel, t))
+            else:
+                relation.rows[t] = pv
+        elif stage == "ship":
+            buf, sent = self.buffer[rel], self.sent[rel]
+            if t in buf:
+                pv = restrict(buf[t])
+                if pv == self.false:
+                    del buf[t]
+                else:
+                    buf[t] = pv
+            if t in sent:
+                pv = restrict(sent[t])
+                if pv == self.false:
+                    del sent[t]
+                    resend.append((rel, t))
+                else:
+                    sent[t] = pv
+        elif stage == "sel":
+            _, promoted = self.selection.restrict(t, restrict)
+            revisit.extend((rel, b) for b in promoted)
 
     # ------------------------------------------------------------ ordering
     def _reorder(self) -> None:
@@ -251,7 +263,7 @@ class AbsorptionFixpoint(RuleEngine):
                 return
             for rel, t, pv in pending:
                 self.sent[rel][t] = pv
-                self._selected(rel, t, pv)
+                self._pass(rel, t, pv)
             self._run()
 
     def provenance(self, t: tuple):

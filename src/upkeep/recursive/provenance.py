@@ -75,6 +75,16 @@ class PosBool:
     def name_of(self, relation: str, row: tuple) -> str:
         return self._var_of[(relation, row)]
 
+    def known(self, relation: str, row: tuple) -> str | None:
+        """The row's variable name, or None if this manager has never seen the row."""
+        return self._var_of.get((relation, row))
+
+    def var_for(self, relation: str, row: tuple):
+        """The row's variable, declared on first sight (provenance received from another
+        partition names base rows this manager may not know yet)."""
+        name = self._var_of.get((relation, row))
+        return self.variable(relation, row) if name is None else self.bdd.var(name)
+
     def row_of(self, name: str) -> tuple[str, tuple]:
         return self._row_of[name]
 
@@ -83,6 +93,9 @@ class PosBool:
         for name in names:
             self._var_of.pop(self._row_of.pop(name), None)
             self._free.append(name)
+
+    def release_all(self) -> None:
+        self.release(list(self._row_of))
 
     @property
     def live_variables(self) -> int:
@@ -104,6 +117,56 @@ class PosBool:
         if self.cudd:
             return self._module.count_nodes(roots)
         return sum(u.dag_size for u in roots)  # pragma: no cover
+
+    def to_wire(self, u) -> tuple[list[tuple[str, tuple]], list[tuple[int, int, int]], int]:
+        """``u`` as plain data another manager can rebuild (provenance shipped between
+        partitions, section III): the base rows it mentions, its nodes as ``(row index,
+        low, high)`` children first (0 is false, 1 true, ``k >= 2`` node ``k - 2``), and the
+        root.  CUDD's complemented edges are resolved into plain cofactors."""
+        memo: dict[int, int] = {}
+        rows: list[tuple[str, tuple]] = []
+        index_of: dict[str, int] = {}
+        nodes: list[tuple[int, int, int]] = []
+        false, true = self.false, self.true
+
+        def ref(f) -> int | None:
+            if f == false:
+                return 0
+            if f == true:
+                return 1
+            return memo.get(int(f))
+
+        stack = [u]
+        while stack:
+            f = stack[-1]
+            if ref(f) is not None:
+                stack.pop()
+                continue
+            low, high = f.low, f.high
+            if getattr(f, "negated", False):
+                low, high = ~low, ~high
+            r_low, r_high = ref(low), ref(high)
+            if r_low is None or r_high is None:
+                stack.extend(x for x, r in ((low, r_low), (high, r_high)) if r is None)
+                continue
+            name = f.var
+            i = index_of.get(name)
+            if i is None:
+                i = index_of[name] = len(rows)
+                rows.append(self._row_of[name])
+            memo[int(f)] = len(nodes) + 2
+            nodes.append((i, r_low, r_high))
+            stack.pop()
+        return rows, nodes, ref(u)
+
+    def from_wire(self, wire: tuple) -> object:
+        """The BDD :meth:`to_wire` gave, in this manager."""
+        rows, nodes, root = wire
+        variables = [self.var_for(rel, row) for rel, row in rows]
+        built = [self.false, self.true]
+        for i, low, high in nodes:
+            built.append(self.bdd.ite(variables[i], built[high], built[low]))
+        return built[root]
 
     def reorder(self, first: list[str]) -> None:
         """Put ``first`` at the top levels in this order, the other variables below them."""

@@ -22,6 +22,7 @@ from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
 from .dred import DRedFixpoint
+from .partitioned import Layout, PartitionedFixpoint, layout_for
 from .program import Program, bind_program, recursive_with
 
 STRATEGIES = ("absorption", "absorption-eager", "dred")
@@ -203,8 +204,16 @@ def _engine(program: Program, strategy: str, selection: SelectionSpec | None, ca
     if strategy == "dred":
         return DRedFixpoint(program)
     ordering = getattr(catalog, "bdd_ordering", "sifting")
-    return AbsorptionFixpoint(program, ordering=ordering, lazy=strategy == "absorption",
-                              selection=selection)
+    lazy = strategy == "absorption"
+    partitions = getattr(catalog, "fixpoint_partitions", 1)
+    if partitions > 1:
+        layout = layout_for(program, partitions, selection)
+        if isinstance(layout, Layout):
+            return PartitionedFixpoint(program, layout, ordering, lazy, selection)
+        engine = AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
+        engine.unpartitioned = layout
+        return engine
+    return AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
 
 
 def _describe(programs: dict[str, Program], engines: dict[str, object], strategy: str
@@ -217,6 +226,10 @@ def _describe(programs: dict[str, Program], engines: dict[str, object], strategy
                 + ("lazy" if strategy == "absorption" else "eager") + " MinShip propagation, "
                 + f"BDD variable order: {engine.pb.ordering}")
         lines.append(f"recursive CTE {cte}: fixpoint by {kind}")
+        if isinstance(engine, PartitionedFixpoint):
+            lines.append(f"  partitioned: {engine.layout.describe()}")
+        elif getattr(engine, "unpartitioned", None):
+            lines.append(f"  not partitioned: {engine.unpartitioned}")
         for rule in program.rules:
             body = ", ".join(a.relation for a in rule.atoms)
             rec = " (recursive)" if any(a.relation in program.recursive for a in rule.atoms) else ""

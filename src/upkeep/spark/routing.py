@@ -13,16 +13,14 @@ outer joins, global aggregates) goes to a group of one shard, which is still cor
 
 from __future__ import annotations
 
-import datetime as dt
-import zlib
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from sqlglot import exp
 
 from ..connection import Connection, _parse_one
 from ..core import Core
 from ..errors import Error
+from ..hashing import stable_hash
 from ..plan import Block, analyse_joins, atom_of_slot, bind_query
 
 SINGLE = "single"
@@ -53,24 +51,6 @@ class Group:
         copied = sorted(self.tables - self.routes.keys())
         text = f"{self.shards} shards, {', '.join(parts)}"
         return text + (f"; copied to every shard: {', '.join(copied)}" if copied else "")
-
-
-def stable_hash(value: object) -> int:
-    """A hash that is the same in every process (Python's str hash is salted per process)
-    and equal for values SQL compares equal (1, 1.0 and Decimal('1.00'))."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        return zlib.crc32(value.encode())
-    if isinstance(value, float) and value != value:
-        return 1  # NaN: Python hashes NaNs by identity
-    if isinstance(value, (bool, int, float, Decimal)):
-        return hash(value) & 0x7FFFFFFFFFFFFFFF
-    if isinstance(value, dt.datetime):
-        return int(value.timestamp() * 1_000_000) & 0x7FFFFFFFFFFFFFFF
-    if isinstance(value, dt.date):
-        return value.toordinal()
-    return zlib.crc32(repr(value).encode())
 
 
 def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | None:

@@ -1,0 +1,357 @@
+"""The absorption fixpoint over partitions: relations split by their first attribute.
+
+``recursive-views-absorption-provenance.txt`` sections II-III and Figure 4: every relation
+is horizontally partitioned by the value of its first attribute.  A two-atom rule joins at
+the partition of its join value, where both inputs meet: an input whose join column is not
+its first is also kept as a copy partitioned by that column (``link`` re-partitioned by
+``dst`` and shipped there), and each arrival is stored and then probes the other input,
+so every pair of tuples meets exactly where both are kept.  A derived tuple goes through
+MinShip at the partition that derived it and is shipped to the partition of its own first
+attribute, where aggregate selection and Algorithm 1 run.  Provenance travels with the
+tuples as serialized BDDs, which is what "bytes shipped" counts.
+
+A batch runs in supersteps: deleted base rows are first announced to every partition, then
+each partition restricts them, adds its inserted rows and runs until it has nothing to do
+but send; the messages are delivered and the next superstep begins, until none are left.
+:class:`PartitionFixpoint` is one partition; :class:`PartitionedFixpoint` runs them all in
+one process (the local engine, tests and benchmarks); :mod:`upkeep.spark.fixpoint` runs them
+as Spark tasks.  Rules of three or more atoms, joins without an equality, and aggregate
+selection grouped without the first attribute are not partitioned (:func:`layout_for`
+says why; the view then runs on one partition).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+
+from ..hashing import stable_hash
+from .absorption import AbsorptionFixpoint
+from .aggsel import SelectionSpec
+from .engine import DEFAULT_MAX_STEPS, RecursionLimit
+from .joins import Relation, evaluate, plan_body, seeded
+from .program import Program
+from .provenance import PosBool
+
+Message = tuple  # ("delete", rel, row) | ("frag", rel, col, t, wire) | ("derive", rel, t, wire)
+Outbox = list[tuple[int, bytes]]  # (destination partition, pickled message)
+
+
+def home(value: object, partitions: int) -> int:
+    """The partition that keeps rows whose partitioning attribute is ``value``."""
+    return stable_hash(value) % partitions
+
+
+@dataclass
+class Layout:
+    """Where each relation is kept and which rules each kept part feeds.
+
+    ``copies[rel]``: columns other than the first that ``rel`` is also partitioned by.
+    ``probes[(rel, col)]``: ``(rule index, seed atom, other relation, its column)`` for each
+    rule evaluated when a tuple arrives in ``rel``'s part partitioned by ``col``
+    (``other`` is None for a one-atom rule)."""
+
+    partitions: int
+    copies: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    probes: dict[tuple[str, int], list[tuple[int, int, str | None, int]]] = field(
+        default_factory=dict)
+
+    def describe(self) -> str:
+        parts = [f"{self.partitions} partitions by first attribute"]
+        for rel, cols in sorted(self.copies.items()):
+            parts.append(f"{rel} also by column {', '.join(map(str, cols))}")
+        return "; ".join(parts)
+
+
+def layout_for(program: Program, partitions: int, selection: SelectionSpec | None
+               ) -> Layout | str:
+    """The layout of ``program`` over ``partitions``, or the reason it cannot be split."""
+    if selection is not None and 0 not in selection.keys:
+        return "aggregate selection groups by columns other than the first"
+    layout = Layout(partitions)
+    copies: dict[str, set[int]] = {}
+    for i, rule in enumerate(program.rules):
+        if len(rule.atoms) == 1:
+            layout.probes.setdefault((rule.atoms[0].relation, 0), []).append((i, 0, None, 0))
+            continue
+        if len(rule.atoms) > 2:
+            return f"a rule of {rule.head} joins {len(rule.atoms)} relations (at most 2 split)"
+        a, b = rule.atoms
+        pairs = []
+        for x, y in rule.equalities:
+            for s, t in ((x, y), (y, x)):
+                if s in a.slots and t in b.slots:
+                    pairs.append((s - a.offset, t - b.offset))
+        if not pairs:
+            return f"a rule of {rule.head} joins without an equality"
+        ca, cb = min(pairs, key=lambda p: ((p[0] != 0) + (p[1] != 0), p))
+        for atom, col in ((a, ca), (b, cb)):
+            if col:
+                copies.setdefault(atom.relation, set()).add(col)
+        layout.probes.setdefault((a.relation, ca), []).append((i, 0, b.relation, cb))
+        layout.probes.setdefault((b.relation, cb), []).append((i, 1, a.relation, ca))
+    layout.copies = {rel: tuple(sorted(cols)) for rel, cols in copies.items()}
+    return layout
+
+
+class PartitionFixpoint(AbsorptionFixpoint):
+    """One partition: Algorithm 1, MinShip and AggSel over this partition's part of every
+    relation (``relations``: the rows partitioned by their first attribute; ``fragments``:
+    those and the copies partitioned by a join column)."""
+
+    def __init__(self, program: Program, layout: Layout, index: int, ordering: str = "sifting",
+                 lazy: bool = True, selection: SelectionSpec | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS):
+        super().__init__(program, ordering, lazy, selection, max_steps)
+        self.layout = layout
+        self.index = index
+        self.plans = {}  # rules are evaluated per kept part (``probes``), not per relation
+        self.fragments: dict[tuple[str, int], Relation] = {
+            (rel, 0): relation for rel, relation in self.relations.items()}
+        for rel, cols in layout.copies.items():
+            for col in cols:
+                self.fragments[(rel, col)] = Relation(rel, self.relations[rel].arity)
+        self.probes: dict[tuple[str, int], list] = {}
+        for part, entries in layout.probes.items():
+            for rule_index, seed, other, other_col in entries:
+                plan = plan_body(program.rules[rule_index], seed)
+                lookups = {} if other is None else {other: self.fragments[(other, other_col)]}
+                for st in plan.steps:
+                    if st.cols:
+                        lookups[st.relation].index(st.cols)
+                self.probes.setdefault(part, []).append((plan, lookups))
+        self.outbox: Outbox = []
+        self.inserted: list[tuple[str, tuple]] = []
+        self.deleted: list[tuple[str, tuple]] = []
+        self._budget = max_steps
+
+    # ------------------------------------------------------------ a batch
+    def stage(self, deltas: dict[str, dict[tuple, int]]) -> None:
+        """This partition's base rows of the batch (those whose first attribute is here)."""
+        self.inserted, self.deleted = self.base_changes(deltas)
+
+    def restage(self) -> None:
+        """Forget everything derived and stage every base row kept here as an insertion
+        (the partitions are rebuilt together when one of them lost its state)."""
+        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows]
+        for relation in self.fragments.values():
+            relation.rows.clear()
+            for idx in relation.indexes.values():
+                idx.clear()
+        for name in self.program.ctes:
+            self.sent[name].clear()
+            self.buffer[name].clear()
+        if self.selection is not None:
+            self.selection = type(self.selection)(self.selection.spec, self.false)
+        self.dependents.clear()
+        self.pb.release_all()
+        self.inserted, self.deleted = rows, []
+
+    def announce(self) -> Outbox:
+        """Superstep 0: every partition hears of every deleted base row."""
+        return [(p, pickle.dumps(("delete", rel, row), protocol=5))
+                for rel, row in self.deleted for p in range(self.layout.partitions)]
+
+    def step(self, inbox: list[bytes], first: bool = False) -> Outbox:
+        """Process delivered messages (``first``: the batch's deletions, then its insertions,
+        run before anything else); returns what to send."""
+        messages = [pickle.loads(m) for m in inbox]
+        if first:
+            self.changes = {}
+            self._budget = self.stats["steps"] + self.max_steps
+            deleted = [(m[1], m[2]) for m in messages if m[0] == "delete"]
+            if deleted:
+                self._delete(deleted)
+            for rel, row in self.inserted:
+                var = self.pb.variable(rel, row)
+                self.relations[rel].add(row, var)
+                self.queue.append((rel, row, var, -1))
+            if self.edges is not None and self.inserted + deleted:
+                self._reorder()
+            self.inserted, self.deleted = [], []
+            self._run()
+        for message in messages:
+            kind = message[0]
+            if kind == "frag":
+                _, rel, col, t, wire = message
+                self._fragment(rel, col, t, self.pb.from_wire(wire))
+            elif kind == "derive":
+                _, rel, t, wire = message
+                self._selected(rel, t, self.pb.from_wire(wire))
+            self._run()
+        out, self.outbox = self.outbox, []
+        return out
+
+    def finish(self) -> dict[tuple, int]:
+        """The target rows kept here that the batch added (+1) or removed (-1)."""
+        changes, self.changes = self.changes, {}
+        self._budget = self.stats["steps"] + self.max_steps
+        return {t: w for t, w in changes.items() if w}
+
+    def _run(self) -> None:
+        super()._run()
+        if self.stats["steps"] > self._budget:
+            raise RecursionLimit(
+                f"the recursion did not converge within {self.max_steps:,} steps on partition "
+                f"{self.index}; the query may derive unboundedly many rows")
+
+    # ------------------------------------------------------------ placement
+    def _send(self, dest: int, message: Message) -> None:
+        if dest == self.index:  # stays here: handled at once, nothing shipped
+            if message[0] == "frag":
+                _, rel, col, t, pv = message
+                self._fragment(rel, col, t, pv)
+            else:
+                _, rel, t, pv = message
+                self._selected(rel, t, pv)
+            return
+        kind, *rest = message
+        wire = self.pb.to_wire(rest[-1])
+        self.outbox.append((dest, pickle.dumps((kind, *rest[:-1], wire), protocol=5)))
+
+    def _pass(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
+        """MinShip let the derivation through: ship it to the partition of ``t[0]``."""
+        self._send(home(t[0], self.layout.partitions), ("derive", rel, t, pv))
+
+    def _join(self, rel: str, t: tuple, delta, depth: int = -1) -> None:
+        """A tuple's provenance grew here, where its first attribute lives: update its
+        copies partitioned by join columns, and probe the rules joining on the first."""
+        for col in self.layout.copies.get(rel, ()):
+            self._send(home(t[col], self.layout.partitions), ("frag", rel, col, t, delta))
+        self._probe(rel, 0, t, delta, depth)
+
+    def _fragment(self, rel: str, col: int, t: tuple, pv) -> None:
+        """A copy partitioned by ``col`` receives (more provenance of) ``t``."""
+        part = self.fragments[(rel, col)]
+        old = part.rows.get(t, self.false)
+        new = old | pv
+        if new == old:
+            return
+        part.add(t, new)
+        self._depend(pv, ("frag", (rel, col), t))
+        self._probe(rel, col, t, new & ~old)
+
+    def _probe(self, rel: str, col: int, t: tuple, pv, depth: int = 0) -> None:
+        queue = self.queue
+        stats = self.stats
+        for plan, lookups in self.probes.get((rel, col), ()):
+            head = plan.rule.head
+
+            def emit(h: tuple, acc, head=head) -> None:
+                stats["derivations"] += 1
+                queue.append((head, h, acc, depth + 1))
+
+            evaluate(plan, lookups, seeded(plan, t), pv, self._conjoin, emit)
+
+    def _restrict(self, stage: str, rel, t: tuple, restrict, resend: list, revisit: list
+                  ) -> None:
+        if stage != "frag":
+            super()._restrict(stage, rel, t, restrict, resend, revisit)
+            return
+        part = self.fragments[rel]
+        pv = part.rows.get(t)
+        if pv is None:
+            return
+        pv = restrict(pv)
+        if pv == self.false:
+            part.remove(t)
+        else:
+            part.rows[t] = pv
+
+    def rows_here(self) -> dict[tuple, object]:
+        return self.relations[self.program.target].rows
+
+
+class PartitionedFixpoint:
+    """Every partition of a program in this process, with the supersteps between them;
+    counts the tuples and bytes shipped from one partition to another."""
+
+    def __init__(self, program: Program, layout: Layout, ordering: str = "sifting",
+                 lazy: bool = True, selection: SelectionSpec | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS):
+        self.program = program
+        self.layout = layout
+        self.lazy = lazy
+        self.parts = [PartitionFixpoint(program, layout, i, ordering, lazy, selection,
+                                        max_steps) for i in range(layout.partitions)]
+        self.pb = PosBool(ordering)  # provenance gathered from the partitions for ``why``
+        self.max_steps = max_steps
+        self.selection = self.parts[0].selection
+        self.shipping = dict.fromkeys(("shipped_tuples", "shipped_bytes", "supersteps"), 0)
+
+    def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
+        """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
+        n = self.layout.partitions
+        routed: list[dict[str, dict[tuple, int]]] = [{} for _ in range(n)]
+        for rel, delta in deltas.items():
+            for row, w in delta.items():
+                routed[home(row[0], n)].setdefault(rel, {})[row] = w
+        for part, own in zip(self.parts, routed, strict=True):
+            part.stage(own)
+        inboxes = self._deliver([(i, part.announce()) for i, part in enumerate(self.parts)])
+        self._supersteps(inboxes, first=True)
+        changes: dict[tuple, int] = {}
+        for part in self.parts:
+            changes.update(part.finish())
+        return changes
+
+    def _supersteps(self, inboxes: list[list[bytes]], first: bool = False) -> None:
+        steps = 0
+        while first or any(inboxes):
+            steps += 1
+            if steps > self.max_steps:
+                raise RecursionLimit(f"the recursion did not converge within {steps:,} "
+                                     "supersteps")
+            outboxes = [(i, part.step(inbox, first))
+                        for i, (part, inbox) in enumerate(zip(self.parts, inboxes, strict=True))]
+            first = False
+            inboxes = self._deliver(outboxes)
+        self.shipping["supersteps"] += steps
+
+    def _deliver(self, outboxes: list[tuple[int, Outbox]]) -> list[list[bytes]]:
+        inboxes: list[list[bytes]] = [[] for _ in self.parts]
+        for source, outbox in outboxes:
+            for dest, message in outbox:
+                inboxes[dest].append(message)
+                if dest != source:
+                    self.shipping["shipped_tuples"] += 1
+                    self.shipping["shipped_bytes"] += len(message)
+        return inboxes
+
+    # ------------------------------------------------------------ reading
+    def rows(self) -> dict[tuple, object]:
+        out: dict[tuple, object] = {}
+        for part in self.parts:
+            out.update(part.rows_here())
+        return out
+
+    def complete_provenance(self) -> None:
+        """MinShip's flush on every partition, and the supersteps it starts."""
+        if not self.lazy:
+            return
+        while True:
+            outboxes = []
+            for i, part in enumerate(self.parts):
+                part.complete_provenance()
+                outboxes.append((i, part.outbox))
+                part.outbox = []
+            inboxes = self._deliver(outboxes)
+            if not any(inboxes):
+                return
+            self._supersteps(inboxes)
+
+    def provenance(self, t: tuple):
+        part = self.parts[home(t[0], self.layout.partitions)]
+        pv = part.provenance(t)
+        return None if pv is None else self.pb.from_wire(part.pb.to_wire(pv))
+
+    def counters(self) -> dict[str, int]:
+        out: dict[str, int] = dict(self.shipping)
+        for part in self.parts:
+            for key, value in part.counters().items():
+                out[key] = out.get(key, 0) + value
+        return out
+
+    def state_size(self) -> int:
+        return sum(part.state_size() + sum(len(f) for (_, c), f in part.fragments.items() if c)
+                   for part in self.parts)
