@@ -16,6 +16,10 @@ Usage::
   the default strategy; eager does not finish on the dense network, as in the paper) with
   that BDD variable order, links arriving one per batch in random order.
 
+* ``distributed`` (``--config`` absorption | absorption-eager): ``maintenance`` with the
+  fixpoint over ``--partitions`` partitions (relations split by first attribute, as in the
+  paper's execution model); reports tuples and bytes shipped between partitions.
+
 Counters are the view's ``counters()``: *shipped* counts derivations passed into a
 fixpoint relation plus removals (DRed: over-deletions, re-derivations and insertions).
 """
@@ -43,7 +47,8 @@ MULTI = ("WITH RECURSIVE p(src, dst, hops, cost) AS (SELECT src, dst, 1, cost FR
          "SELECT src, dst, MIN(hops) AS hops, MIN(cost) AS cost FROM p GROUP BY src, dst")
 LINK_SQL = "CREATE TABLE link(src INTEGER, dst INTEGER, cost INTEGER)"
 KINDS = {"maintenance": ("dred", "absorption-eager", "absorption"),
-         "aggsel": ("single", "multi"), "ordering": ("dfs", "arrival", "sifting")}
+         "aggsel": ("single", "multi"), "ordering": ("dfs", "arrival", "sifting"),
+         "distributed": ("absorption", "absorption-eager")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -54,6 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--density", choices=("dense", "sparse"), default="dense")
     p.add_argument("--deletes", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--partitions", type=int, default=4)
     args = p.parse_args(argv)
     if args.config not in KINDS[args.kind]:
         p.error(f"--config for {args.kind} is one of {KINDS[args.kind]}")
@@ -79,7 +85,8 @@ def maintenance(args: argparse.Namespace, links: list[tuple], emit: Emitter) -> 
     order = links[:]
     rnd.shuffle(order)
     victims = rnd.sample(links, min(args.deletes, len(links)))
-    db = upkeep.connect()
+    partitions = args.partitions if args.kind == "distributed" else 1
+    db = upkeep.connect(fixpoint_partitions=partitions)
     db.execute(LINK_SQL)
     view = db.create_view("reach", REACH, strategy=args.config)
     started = time.perf_counter()
@@ -152,14 +159,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     name = f"{args.kind}-{args.nodes}-{args.density}"
     links = list(transit_stub(args.nodes, density=args.density, seed=args.seed).links)
-    total = {"maintenance": 10 + args.deletes, "aggsel": 1 + args.deletes,
-             "ordering": len(links)}[args.kind]
+    total = {"maintenance": 10 + args.deletes, "distributed": 10 + args.deletes,
+             "aggsel": 1 + args.deletes, "ordering": len(links)}[args.kind]
     emit = Emitter(name, args.config, total)
 
     def body() -> None:
         meter = MemoryMeter()
         meter.baseline()
-        run = {"maintenance": maintenance, "aggsel": aggsel, "ordering": ordering}[args.kind]
+        run = {"maintenance": maintenance, "distributed": maintenance, "aggsel": aggsel,
+               "ordering": ordering}[args.kind]
         out = run(args, links, emit)
         emit.result(status="ok", links=len(links), **out, **meter.report())
 

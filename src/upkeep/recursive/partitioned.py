@@ -127,13 +127,23 @@ class PartitionFixpoint(AbsorptionFixpoint):
 
     # ------------------------------------------------------------ a batch
     def stage(self, deltas: dict[str, dict[tuple, int]]) -> None:
-        """This partition's base rows of the batch (those whose first attribute is here)."""
-        self.inserted, self.deleted = self.base_changes(deltas)
+        """This partition's base rows of the batch (those whose first attribute is here),
+        added to what is staged already (a row staged in and now out cancels out)."""
+        inserted, deleted = self.base_changes(deltas)
+        ins, dels = set(inserted), set(deleted)
+        staged_ins, staged_dels = set(self.inserted), set(self.deleted)
+        self.inserted = ([r for r in self.inserted if r not in dels]
+                         + [r for r in inserted if r not in staged_dels])
+        self.deleted = ([r for r in self.deleted if r not in ins]
+                        + [r for r in deleted if r not in staged_ins])
 
     def restage(self) -> None:
-        """Forget everything derived and stage every base row kept here as an insertion
-        (the partitions are rebuilt together when one of them lost its state)."""
-        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows]
+        """Forget everything derived and stage every base row kept here, with the batch's
+        staged changes, as an insertion (the partitions are rebuilt together when one of
+        them lost its state)."""
+        gone = set(self.deleted)
+        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows
+                if (rel, row) not in gone] + self.inserted
         for relation in self.fragments.values():
             relation.rows.clear()
             for idx in relation.indexes.values():

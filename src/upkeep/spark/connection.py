@@ -32,6 +32,7 @@ from ..errors import Error, UnsupportedError
 from ..pipeline.sinks.values import json_value
 from ..types import SqlType, coerce_row
 from .codec import decode_deltas
+from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, make_plan, query_error
 from .session import spark_session
@@ -73,6 +74,17 @@ class SparkViewHandle:
     def explain(self) -> str:
         return self._db.explain(self.name)
 
+    def counters(self) -> dict[str, int]:
+        """A partitioned recursive view's work: the fixpoint counters summed over its
+        partitions (last batch), and tuples / bytes shipped between partitions and
+        supersteps (all batches)."""
+        self._db._sync()
+        driver = next((d for d in self._db._fixpoints.values() if d.spec.view == self.name),
+                      None)
+        if driver is None:
+            raise UnsupportedError(f"view {self.name} does not run as a partitioned fixpoint")
+        return driver.report()
+
 
 class SparkConnection:
     """The views of one catalog, maintained by a Spark streaming query."""
@@ -92,6 +104,7 @@ class SparkConnection:
         self._subscribers: dict[str, list[Callable]] = {}
         self._query = None
         self._plan: QueryPlan | None = None
+        self._fixpoints: dict[str, FixpointDriver] = {}
         # An existing directory's change files are the durable log: a new connection replays
         # them into a fresh checkpoint, so its views start from all the data.
         self._generation = 1 + max((int(p.name.rsplit("-", 1)[1])
@@ -163,7 +176,10 @@ class SparkConnection:
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
-            self._plan = make_plan(self._catalog, self.shards)
+            self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True)
+            self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
+                                                      g.fixpoint)
+                               for g in plan.groups if g.fixpoint is not None}
         return self._plan
 
     # ------------------------------------------------------------ changes
@@ -286,7 +302,16 @@ class SparkConnection:
         """foreachBatch: fold a micro-batch's deltas into the driver's copy of each view."""
         if batch_id <= self._last_batch:
             return  # a replayed batch after a restart
-        changes, _ = decode_deltas(batch.collect(), self._catalog.schema_of, DEAD_LETTER_VIEW)
+        rows = batch.collect()
+        markers = [json.loads(text) for view, text, _ in rows if view == FIXPOINT_VIEW]
+        changes, _ = decode_deltas([r for r in rows if r[0] != FIXPOINT_VIEW],
+                                   self._catalog.schema_of, DEAD_LETTER_VIEW)
+        for name, driver in self._fixpoints.items():
+            mine = [m for m in markers if m["group"] == name]
+            if mine:
+                delta = driver.run(self.spark, mine)
+                if delta:
+                    changes[driver.spec.view] = delta
         with self._lock:
             for view, delta in changes.items():
                 contents = self._contents.setdefault(view, Counter())

@@ -30,6 +30,7 @@ from ..pipeline.apply import Applier, BadRecord
 from ..pipeline.formats import EXTENSIONS, READERS
 from ..pipeline.records import Position
 from .codec import encode_row
+from .fixpoint import FIXPOINT_VIEW
 from .routing import Group
 from .shards import ShardError, call
 
@@ -54,8 +55,9 @@ class QueryPlan:
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
 
-    def spec(self, name: str) -> tuple[dict, list[str]]:
-        return self.catalog, self.group(name).views
+    def spec(self, name: str) -> tuple[dict, list[str], object]:
+        group = self.group(name)
+        return self.catalog, group.views, group.fixpoint
 
     def readers(self) -> dict[str, list[Group]]:
         """Each table's groups (the groups whose views read it)."""
@@ -135,6 +137,10 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
                                                                    ([], [], []))
                         changes.append((change.table, row, weight))
                         positions.append(where)
+    for group in plan.groups:  # every partition of a fixpoint takes part in every batch
+        if group.fixpoint is not None:
+            for shard in range(group.shards):
+                buckets.setdefault((group.name, shard), ([], [], []))
     return [(g, s, name, pickle.dumps(v, protocol=5)) for (g, s), v in buckets.items()]
 
 
@@ -294,7 +300,8 @@ class ShardProcessor(StatefulProcessor):
         for i in range(0, len(out), CHUNK_ROWS):
             part = out[i:i + CHUNK_ROWS]
             yield pd.DataFrame({"view": [v for v, _, _ in part],
-                                "row": [encode_row(r) for _, r, _ in part],
+                                "row": [r if v == FIXPOINT_VIEW else encode_row(r)
+                                        for v, r, _ in part],
                                 "weight": [w for _, _, w in part]})
         if dead:
             yield pd.DataFrame({"view": DEAD_LETTER_VIEW, "row": dead, "weight": 1})

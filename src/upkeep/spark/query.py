@@ -36,11 +36,13 @@ BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, cont
 SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
-def make_plan(db: Connection, shards: int, on_error: str = "stop") -> QueryPlan:
+def make_plan(db: Connection, shards: int, on_error: str = "stop",
+              fixpoints: bool = False) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
-    ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter)."""
+    ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
+    ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`)."""
     catalog = db.catalog()
-    groups = plan_groups(db, shards)
+    groups = plan_groups(db, shards, fixpoints)
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups])).encode())
     digest = digest.hexdigest()
     return QueryPlan(digest[:16], catalog, groups, on_error)

@@ -22,6 +22,7 @@ from ..core import Core
 from ..errors import Error
 from ..hashing import stable_hash
 from ..plan import Block, analyse_joins, atom_of_slot, bind_query
+from .fixpoint import FixpointSpec, fixpoint_layout
 
 SINGLE = "single"
 
@@ -36,6 +37,7 @@ class Group:
     views: list[str] = field(default_factory=list)
     routes: dict[str, int] = field(default_factory=dict)
     tables: set[str] = field(default_factory=set)
+    fixpoint: FixpointSpec | None = None  # a recursive view's partitioned fixpoint
 
     def shards_of(self, table: str, row: tuple) -> range | tuple[int]:
         """The shards a row of ``table`` goes to."""
@@ -45,6 +47,9 @@ class Group:
         return (stable_hash(row[column]) % self.shards,)
 
     def describe(self) -> str:
+        if self.fixpoint is not None:
+            return (f"recursive fixpoint over {self.shards} partitions (Spark tasks), base "
+                    f"tables by first attribute: {', '.join(sorted(self.routes))}")
         if self.shards == 1:
             return "one shard"
         parts = [f"{t} by column {c}" for t, c in sorted(self.routes.items())]
@@ -101,8 +106,10 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
     return best
 
 
-def plan_groups(db: Connection, shards: int) -> list[Group]:
-    """Group the user views of ``db`` (its catalog) for ``shards`` shards."""
+def plan_groups(db: Connection, shards: int, fixpoints: bool = False) -> list[Group]:
+    """Group the user views of ``db`` (its catalog) for ``shards`` shards; with
+    ``fixpoints``, a recursive view that can run partitioned gets a fixpoint group of its
+    own (:mod:`upkeep.spark.fixpoint`)."""
     views = db.catalog()["views"]
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
@@ -119,6 +126,15 @@ def plan_groups(db: Connection, shards: int) -> list[Group]:
                     changed = True
     groups: dict[tuple, Group] = {}
     for name, (sql, _strategy) in views.items():
+        if fixpoints and name not in together and shards > 1:
+            layout = fixpoint_layout(db, name, shards)
+            if layout is not None:
+                (engine,) = db._view(name).engines.values()
+                base = sorted(engine.program.base)
+                groups[("fixpoint", name)] = Group(
+                    f"fx{len(groups)}", shards, [name], dict.fromkeys(base, 0), set(base),
+                    FixpointSpec(name, shards))
+                continue
         routes = None if name in together or shards == 1 else partition_columns(db, name, sql)
         key = tuple(sorted(routes.items())) if routes else (SINGLE,)
         group = groups.get(key)
@@ -128,6 +144,8 @@ def plan_groups(db: Connection, shards: int) -> list[Group]:
         group.views.append(name)
     tables = set(db.tables())
     for group in groups.values():
+        if group.fixpoint is not None:
+            continue
         closure = set(group.views)
         frontier = list(group.views)
         while frontier:

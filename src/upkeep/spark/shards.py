@@ -124,8 +124,12 @@ class ShardServer:
     def _dispatch(self, op: str, plan: str, key: tuple, args: tuple):
         cached = self.engines.get((plan, key))
         if op == "load":  # (spec, token, log chunks) -> a fresh engine at that token
-            (catalog, views), token, chunks = args
-            engine = ShardEngine(catalog, views, chunks)
+            (catalog, views, fixpoint), token, chunks = args
+            if fixpoint is None:
+                engine = ShardEngine(catalog, views, chunks)
+            else:
+                from .fixpoint import FixpointShard
+                engine = FixpointShard(catalog, fixpoint, key[1], chunks, token is not None)
             self.counts["loads"] += 1
             self._put(plan, key, token, engine)
             return engine.size()
@@ -137,9 +141,17 @@ class ShardServer:
             deltas, rejected = engine.apply(changes, where, tolerant)
             self.counts["applies"] += 1
             self._put(plan, key, token, engine)
+            if hasattr(engine, "marker"):
+                deltas = [engine.marker(key[0], key[1], token)]
             return deltas, engine.size(), rejected
         if cached is None or cached[0] != args[0]:
+            if op == "fixpoint":
+                raise ShardError(f"fixpoint partition {key[1]} of {key[0]} lost its state "
+                                 "between the shard processor and the supersteps")
             return None
+        if op == "fixpoint":  # (token, call id, operation, its arguments)
+            _, call_id, what, what_args = args
+            return cached[1].superstep(call_id, what, what_args)
         if op == "contents":
             return cached[1].contents()
         if op == "dump":
