@@ -150,12 +150,16 @@ class Harness:
             for t, rows in inserts.items():
                 if rows:
                     self.db.insert(t, rows)
-        for t, rows in deletes.items():
-            for r in rows:  # a hand delete removes the oldest copy
-                i = next(i for i, (_, c) in enumerate(self.copies[t]) if c == r)
-                del self.copies[t][i]
-        for t, rows in inserts.items():
-            self.copies[t].extend((self.clock.now, r) for r in rows)
+        # A batch is its net change per row (a row deleted and inserted again in one
+        # transaction keeps its copy and timer); a net delete removes the oldest copies.
+        for t in self.copies:
+            net = Counter(inserts.get(t, []))
+            net.subtract(deletes.get(t, []))
+            for r, w in net.items():
+                for _ in range(-w):
+                    i = next(i for i, (_, c) in enumerate(self.copies[t]) if c == r)
+                    del self.copies[t][i]
+                self.copies[t].extend([(self.clock.now, r)] * max(w, 0))
 
     def advance(self, seconds: float) -> None:
         self.clock.now += seconds
@@ -556,6 +560,23 @@ def test_hand_delete_takes_the_oldest_copy_timer() -> None:
     clock.now = 12
     assert db.execute("SELECT * FROM t").fetchall() == [(1,)]
     clock.now = 15
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_delete_and_insert_of_a_row_in_one_batch_keeps_its_timer() -> None:
+    """A batch is its net change: deleting a row and inserting it again in one transaction
+    changes nothing, so the copy keeps the timer of its first insertion."""
+    clock = Clock()
+    db = upkeep.connect(clock=clock)
+    db.execute("CREATE TABLE t(a INTEGER) WITH (ttl_seconds = 10)")
+    db.insert("t", [(1,)])
+    clock.now = 5
+    with db.transaction():
+        db.delete("t", [(1,)])
+        db.insert("t", [(1,)])
+    clock.now = 9
+    assert db.execute("SELECT * FROM t").fetchall() == [(1,)]
+    clock.now = 10
     assert db.execute("SELECT * FROM t").fetchall() == []
 
 
