@@ -55,6 +55,7 @@ class AbsorptionFixpoint(RuleEngine):
         self.queue: deque = deque()  # (relation, tuple, provenance, derivation depth)
         self.trace: list | None = None  # (depth, relation, tuple, provenance) when enabled
         self.changes: dict[tuple, int] = {}
+        self._spent = 0  # steps run so far in this batch (the convergence budget)
         self.stats = dict.fromkeys(
             ("derivations", "shipped", "absorbed", "buffered", "pruned", "removed",
              "restricted", "steps"), 0)
@@ -63,7 +64,14 @@ class AbsorptionFixpoint(RuleEngine):
     def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
         """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
         self.changes = {}
-        inserted, deleted = self.base_changes(deltas)
+        self._change_base(*self.base_changes(deltas))
+        return {t: w for t, w in self.changes.items() if w}
+
+    def _change_base(self, inserted: list[tuple[str, tuple]],
+                     deleted: list[tuple[str, tuple]]) -> None:
+        """A batch's base rows: deletions restricted first, then each insertion a fresh
+        variable entering the pipeline, run to the fixpoint."""
+        self._spent = 0
         if deleted:
             self._delete(deleted)
         for rel, row in inserted:
@@ -73,7 +81,6 @@ class AbsorptionFixpoint(RuleEngine):
         if self.edges is not None and any(r == self.edges for r, _ in inserted + deleted):
             self._reorder()
         self._run()
-        return {t: w for t, w in self.changes.items() if w}
 
     def _run(self) -> None:
         steps = 0
@@ -83,12 +90,14 @@ class AbsorptionFixpoint(RuleEngine):
             rel, t, pv, depth = queue.popleft()
             steps += 1
             if steps & 0xFFFF == 0:
-                converge_guard(steps, self.max_steps)
+                converge_guard(self._spent + steps, self.max_steps)
             if rel in base:
                 self._join(rel, t, pv, depth)
             else:
                 self._derived(rel, t, pv, depth)
         self.stats["steps"] += steps
+        self._spent += steps
+        converge_guard(self._spent, self.max_steps)
         self._support = (None, set())  # hold no BDD between batches
 
     # ------------------------------------------------------------ the pipeline
@@ -256,6 +265,7 @@ class AbsorptionFixpoint(RuleEngine):
         each tuple's provenance covers all its derivations; the rows do not change."""
         if not self.lazy:
             return
+        self._spent = 0
         while True:
             pending = [(rel, t, pv) for rel, buf in self.buffer.items()
                        for t, pv in buf.items() if self.sent[rel].get(t) != pv]
@@ -265,6 +275,10 @@ class AbsorptionFixpoint(RuleEngine):
                 self.sent[rel][t] = pv
                 self._pass(rel, t, pv)
             self._run()
+
+    @property
+    def selection_spec(self) -> SelectionSpec | None:
+        return self.selection.spec if self.selection is not None else None
 
     def provenance(self, t: tuple):
         return self.relations[self.program.target].rows.get(t)

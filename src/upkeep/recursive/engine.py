@@ -40,12 +40,16 @@ class RuleEngine:
             self.relations[name] = Relation(name, len(cols))
         self.plans: dict[str, list[BodyPlan]] = {}
         self.head_plans: dict[str, list[BodyPlan]] = {}
-        for rule in program.rules:
+        self._plan_rules(head_seeded)
+        self.counts: dict[str, dict[tuple, int]] = {b: {} for b in program.base}
+
+    def _plan_rules(self, head_seeded: bool) -> None:
+        """Plan every rule body seeded at each atom (and at the head, for DRed)."""
+        for rule in self.program.rules:
             for i, atom in enumerate(rule.atoms):
                 self._register(plan_body(rule, i), self.plans.setdefault(atom.relation, []))
             if head_seeded:
                 self._register(plan_body(rule, -1), self.head_plans.setdefault(rule.head, []))
-        self.counts: dict[str, dict[tuple, int]] = {b: {} for b in program.base}
 
     def _register(self, plan: BodyPlan, into: list[BodyPlan]) -> None:
         into.append(plan)

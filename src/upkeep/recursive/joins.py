@@ -49,6 +49,11 @@ class Relation:
                 if not bucket:
                     del idx[key]
 
+    def clear(self) -> None:
+        self.rows.clear()
+        for idx in self.indexes.values():
+            idx.clear()
+
     def __len__(self) -> int:
         return len(self.rows)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..hashing import stable_hash
 from .absorption import AbsorptionFixpoint
-from .aggsel import SelectionSpec
+from .aggsel import AggregateSelection, SelectionSpec
 from .engine import DEFAULT_MAX_STEPS, RecursionLimit
 from .joins import Relation, evaluate, plan_body, seeded
 from .program import Program
@@ -102,28 +102,30 @@ class PartitionFixpoint(AbsorptionFixpoint):
     def __init__(self, program: Program, layout: Layout, index: int, ordering: str = "sifting",
                  lazy: bool = True, selection: SelectionSpec | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS):
-        super().__init__(program, ordering, lazy, selection, max_steps)
         self.layout = layout
         self.index = index
-        self.plans = {}  # rules are evaluated per kept part (``probes``), not per relation
+        super().__init__(program, ordering, lazy, selection, max_steps)
+        self.outbox: Outbox = []
+        self.inserted: list[tuple[str, tuple]] = []
+        self.deleted: list[tuple[str, tuple]] = []
+
+    def _plan_rules(self, head_seeded: bool) -> None:
+        """Rules are evaluated per kept part (``probes``): a tuple arriving in ``rel``'s part
+        partitioned by ``col`` probes the other input's part at this partition."""
         self.fragments: dict[tuple[str, int], Relation] = {
             (rel, 0): relation for rel, relation in self.relations.items()}
-        for rel, cols in layout.copies.items():
+        for rel, cols in self.layout.copies.items():
             for col in cols:
                 self.fragments[(rel, col)] = Relation(rel, self.relations[rel].arity)
         self.probes: dict[tuple[str, int], list] = {}
-        for part, entries in layout.probes.items():
+        for part, entries in self.layout.probes.items():
             for rule_index, seed, other, other_col in entries:
-                plan = plan_body(program.rules[rule_index], seed)
+                plan = plan_body(self.program.rules[rule_index], seed)
                 lookups = {} if other is None else {other: self.fragments[(other, other_col)]}
                 for st in plan.steps:
                     if st.cols:
                         lookups[st.relation].index(st.cols)
                 self.probes.setdefault(part, []).append((plan, lookups))
-        self.outbox: Outbox = []
-        self.inserted: list[tuple[str, tuple]] = []
-        self.deleted: list[tuple[str, tuple]] = []
-        self._budget = max_steps
 
     # ------------------------------------------------------------ a batch
     def stage(self, deltas: dict[str, dict[tuple, int]]) -> None:
@@ -145,14 +147,12 @@ class PartitionFixpoint(AbsorptionFixpoint):
         rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows
                 if (rel, row) not in gone] + self.inserted
         for relation in self.fragments.values():
-            relation.rows.clear()
-            for idx in relation.indexes.values():
-                idx.clear()
+            relation.clear()
         for name in self.program.ctes:
             self.sent[name].clear()
             self.buffer[name].clear()
         if self.selection is not None:
-            self.selection = type(self.selection)(self.selection.spec, self.false)
+            self.selection = AggregateSelection(self.selection.spec, self.false)
         self.dependents.clear()
         self.pb.release_all()
         self.inserted, self.deleted = rows, []
@@ -168,56 +168,40 @@ class PartitionFixpoint(AbsorptionFixpoint):
         messages = [pickle.loads(m) for m in inbox]
         if first:
             self.changes = {}
-            self._budget = self.stats["steps"] + self.max_steps
             deleted = [(m[1], m[2]) for m in messages if m[0] == "delete"]
-            if deleted:
-                self._delete(deleted)
-            for rel, row in self.inserted:
-                var = self.pb.variable(rel, row)
-                self.relations[rel].add(row, var)
-                self.queue.append((rel, row, var, -1))
-            if self.edges is not None and self.inserted + deleted:
-                self._reorder()
+            self._change_base(self.inserted, deleted)
             self.inserted, self.deleted = [], []
-            self._run()
         for message in messages:
-            kind = message[0]
-            if kind == "frag":
-                _, rel, col, t, wire = message
-                self._fragment(rel, col, t, self.pb.from_wire(wire))
-            elif kind == "derive":
-                _, rel, t, wire = message
-                self._selected(rel, t, self.pb.from_wire(wire))
-            self._run()
+            if message[0] != "delete":
+                self._arrive((*message[:-1], self.pb.from_wire(message[-1])))
+                self._run()
         out, self.outbox = self.outbox, []
         return out
 
     def finish(self) -> dict[tuple, int]:
         """The target rows kept here that the batch added (+1) or removed (-1)."""
         changes, self.changes = self.changes, {}
-        self._budget = self.stats["steps"] + self.max_steps
         return {t: w for t, w in changes.items() if w}
-
-    def _run(self) -> None:
-        super()._run()
-        if self.stats["steps"] > self._budget:
-            raise RecursionLimit(
-                f"the recursion did not converge within {self.max_steps:,} steps on partition "
-                f"{self.index}; the query may derive unboundedly many rows")
 
     # ------------------------------------------------------------ placement
     def _send(self, dest: int, message: Message) -> None:
-        if dest == self.index:  # stays here: handled at once, nothing shipped
-            if message[0] == "frag":
-                _, rel, col, t, pv = message
-                self._fragment(rel, col, t, pv)
-            else:
-                _, rel, t, pv = message
-                self._selected(rel, t, pv)
+        """Ship ``message`` (its last element a BDD) to partition ``dest``; one that stays
+        here is handled at once and ships nothing."""
+        if dest == self.index:
+            self._arrive(message)
             return
-        kind, *rest = message
-        wire = self.pb.to_wire(rest[-1])
-        self.outbox.append((dest, pickle.dumps((kind, *rest[:-1], wire), protocol=5)))
+        wire = self.pb.to_wire(message[-1])
+        self.outbox.append((dest, pickle.dumps((*message[:-1], wire), protocol=5)))
+
+    def _arrive(self, message: Message) -> None:
+        """A copy's tuple reaches the part partitioned by its join column, or a derivation
+        reaches the partition of its first attribute (AggSel, then Algorithm 1)."""
+        if message[0] == "frag":
+            _, rel, col, t, pv = message
+            self._fragment(rel, col, t, pv)
+        else:
+            _, rel, t, pv = message
+            self._selected(rel, t, pv)
 
     def _pass(self, rel: str, t: tuple, pv, depth: int = 0) -> None:
         """MinShip let the derivation through: ship it to the partition of ``t[0]``."""
@@ -270,6 +254,9 @@ class PartitionFixpoint(AbsorptionFixpoint):
 
     def rows_here(self) -> dict[tuple, object]:
         return self.relations[self.program.target].rows
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(len(f) for (_, c), f in self.fragments.items() if c)
 
 
 class PartitionedFixpoint:
@@ -363,5 +350,4 @@ class PartitionedFixpoint:
         return out
 
     def state_size(self) -> int:
-        return sum(part.state_size() + sum(len(f) for (_, c), f in part.fragments.items() if c)
-                   for part in self.parts)
+        return sum(part.state_size() for part in self.parts)

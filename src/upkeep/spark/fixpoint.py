@@ -61,8 +61,7 @@ def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None
         return None
     if view.outer is not None and view.outer_block is None:
         return None
-    selection = engine.selection.spec if engine.selection is not None else None
-    layout = layout_for(engine.program, partitions, selection)
+    layout = layout_for(engine.program, partitions, engine.selection_spec)
     return layout if isinstance(layout, Layout) else None
 
 
@@ -78,12 +77,11 @@ class FixpointShard(ShardEngine):
         super().__init__(catalog, [], log)
         view = from_catalog(catalog, [spec.view])._view(spec.view)
         (engine,) = view.engines.values()
-        program = engine.program
-        selection = engine.selection.spec if engine.selection is not None else None
-        layout = layout_for(program, spec.partitions, selection)
+        selection = engine.selection_spec
+        layout = layout_for(engine.program, spec.partitions, selection)
         if not isinstance(layout, Layout):
             raise ShardError(f"view {spec.view} cannot be partitioned: {layout}")
-        self.fixpoint = PartitionFixpoint(program, layout, index, engine.pb.ordering,
+        self.fixpoint = PartitionFixpoint(engine.program, layout, index, engine.pb.ordering,
                                           engine.lazy, selection)
         self.rebuilt = restored
         self._last: tuple | None = None  # (call id, result): a retried task gets the same
@@ -124,10 +122,11 @@ class FixpointShard(ShardEngine):
         self._last = (call_id, result)
         return result
 
-    def marker(self, group: str, shard: int, token: str) -> tuple[str, str, int]:
-        """The output row telling the driver this partition's state token."""
-        return (FIXPOINT_VIEW, json.dumps({"group": group, "shard": shard, "token": token,
-                                           "rebuilt": self.rebuilt}), 0)
+    def report(self, deltas, key: tuple, token: str):
+        """No view deltas here: one output row telling the driver this partition's state
+        token (the driver runs the supersteps, :class:`FixpointDriver`)."""
+        return [(FIXPOINT_VIEW, json.dumps({"group": key[0], "shard": key[1], "token": token,
+                                            "rebuilt": self.rebuilt}), 0)]
 
 
 # ---------------------------------------------------------------- driver side
@@ -158,6 +157,10 @@ class FixpointDriver:
         if rebuilt:
             self._each(sc, key, "restage", ())
         outboxes = self._each(sc, key, "announce", ())
+        for source, box in enumerate(outboxes):  # deletion notices ship like any message
+            cross = [m for d, m in box if d != source]
+            self.shipping["shipped_tuples"] += len(cross)
+            self.shipping["shipped_bytes"] += sum(len(m) for m in cross)
         messages = sc.parallelize([m for box in outboxes for m in box], n)
         first = True
         step = 0

@@ -85,6 +85,10 @@ class ShardEngine:
         out, self._out = self._out, []
         return out, sorted(rejected)
 
+    def report(self, deltas: Deltas, key: tuple, token: str) -> Deltas:
+        """What the shard outputs for a batch: its views' deltas."""
+        return deltas
+
     def contents(self) -> Deltas:
         """Every view's rows, as insertions."""
         return [(name, row, w) for name in self.views
@@ -141,9 +145,7 @@ class ShardServer:
             deltas, rejected = engine.apply(changes, where, tolerant)
             self.counts["applies"] += 1
             self._put(plan, key, token, engine)
-            if hasattr(engine, "marker"):
-                deltas = [engine.marker(key[0], key[1], token)]
-            return deltas, engine.size(), rejected
+            return engine.report(deltas, key, token), engine.size(), rejected
         if cached is None or cached[0] != args[0]:
             if op == "fixpoint":
                 raise ShardError(f"fixpoint partition {key[1]} of {key[0]} lost its state "
