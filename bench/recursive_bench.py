@@ -13,7 +13,9 @@ time and memory limits:
   insert-only, then single-link deletes, with DuckDB recomputation as the peer;
 * ``aggsel``: cheapest path with aggregate selection, single and multi aggregate;
 * ``ordering``: BDD nodes under the depth-first order, arrival order and CUDD sifting
-  (absorption lazy).
+  (absorption lazy);
+* ``distributed``: ``maintenance`` over ``--partitions`` partitions (absorption eager and
+  lazy), with tuples and bytes shipped between partitions.
 
 Results go to ``bench/results/recursive.json``, the "Recursive views" section of
 ``docs/benchmarks.md`` (before the Spark section; the others are kept) and
@@ -47,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="recursive views on GT-ITM networks")
     p.add_argument("--nodes", type=int, nargs="+", default=[100])
     p.add_argument("--deletes", type=int, default=20)
+    p.add_argument("--partitions", type=int, default=4, help="for the distributed runs")
     p.add_argument("--timeout", type=float, default=300, help="seconds per configuration")
     p.add_argument("--memory-limit", type=float, default=8, help="GiB per configuration")
     p.add_argument("--out", type=Path, default=RESULTS)
@@ -64,7 +67,8 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     def execute(c: dict[str, Any], on_progress) -> dict[str, Any]:
         cmd = [sys.executable, str(BENCH_DIR / "recursive_runner.py"), "--kind", c["kind"],
                "--config", c["config"], "--nodes", str(c["nodes"]), "--density",
-               c["density"], "--deletes", str(args.deletes)]
+               c["density"], "--deletes", str(args.deletes), "--partitions",
+               str(args.partitions)]
         log = LOGS / f"{c['kind']}-{c['config']}-{c['nodes']}-{c['density']}.log"
         result = run_command(cmd, {"query": c["kind"], "system": c["config"]}, args.timeout,
                              log, on_progress, memory_limit_mb=args.memory_limit * 1024)
@@ -98,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     results = run_all(args)
     data = {"meta": run_meta("recursive_bench.py", argv, started, results,
-                             deletes=args.deletes, timeout_s=args.timeout,
+                             deletes=args.deletes, partitions=args.partitions,
+                             timeout_s=args.timeout,
                              memory_limit_gib=args.memory_limit, git=git_rev()),
             "results": results}
     publish(data, args.out, lambda d: None, lambda: write_docs(data), console)
@@ -118,6 +123,11 @@ def _failed(r: dict[str, Any], cells: int) -> str | None:
             + " |" * (cells - 4))
 
 
+def _rows(res: list[dict[str, Any]], kind: str, cells: int, row) -> list[str]:
+    """One table line per result of ``kind``: ``row(result)``, or the failure's status."""
+    return [_failed(r, cells) or row(r) for r in res if r["kind"] == kind]
+
+
 def report(data: dict[str, Any]) -> str:
     meta, res = data["meta"], data["results"]
     lines = [SECTION, "",
@@ -132,54 +142,70 @@ def report(data: dict[str, Any]) -> str:
              "| shipped on deletes vs lazy | DuckDB on the same deletes | BDD bytes per tuple "
              "| peak memory |",
              "|---:|---|---|---|---|---:|---|---:|---:|"]
-    for r in res:
-        if r["kind"] != "maintenance":
-            continue
-        failed = _failed(r, 9)
-        if failed:
-            lines.append(failed)
-            continue
+    def maintenance(r: dict[str, Any]) -> str:
         lazy = _find(res, kind="maintenance", nodes=r["nodes"], density=r["density"],
                      config="absorption")
         ratio = ratio_of(r["delete"]["shipped"], lazy["delete"]["shipped"] if lazy else None)
         per_tuple = ratio_of(r["insert"].get("provenance_bytes"),
                              r["insert"].get("derived_tuples"))
-        lines.append(
-            f"| {r['nodes']} | {r['density']} | {r['config']} | "
-            f"{fmt_number(r['insert']['shipped'])} / {r['insert_s']:.2f} s | "
-            f"{fmt_number(r['delete']['shipped'])} / {r['delete_s']:.2f} s | "
-            f"{fmt_times(ratio)} | {r['duckdb_delete_s']:.2f} s "
-            f"({'same rows' if r['matches_duckdb'] else 'ROWS DIFFER'}) | "
-            f"{fmt_number(per_tuple, 1)} | {fmt_number(r['peak_mb'])} MB |")
+        return (f"| {r['nodes']} | {r['density']} | {r['config']} | "
+                f"{fmt_number(r['insert']['shipped'])} / {r['insert_s']:.2f} s | "
+                f"{fmt_number(r['delete']['shipped'])} / {r['delete_s']:.2f} s | "
+                f"{fmt_times(ratio)} | {r['duckdb_delete_s']:.2f} s "
+                f"({'same rows' if r['matches_duckdb'] else 'ROWS DIFFER'}) | "
+                f"{fmt_number(per_tuple, 1)} | {fmt_number(r['peak_mb'])} MB |")
+
+    def aggsel(r: dict[str, Any]) -> str:
+        return (f"| {r['nodes']} | {r['density']} | {r['config']} | "
+                f"{fmt_number(r['insert']['shipped'])} | {fmt_number(r['insert']['pruned'])} | "
+                f"{r['insert_s']:.2f} s / {r['delete_s']:.2f} s |")
+
+    def ordering(r: dict[str, Any]) -> str:
+        arrival = _find(res, kind="ordering", nodes=r["nodes"], density=r["density"],
+                        config="arrival")
+        ratio = ratio_of(r["bdd_nodes"], arrival["bdd_nodes"] if arrival else None)
+        return (f"| {r['nodes']} | {r['density']} | {r['config']} | "
+                f"{fmt_number(r['bdd_nodes'])} | "
+                f"{'–' if ratio is None else f'{ratio:.2f}'} | {r['time_s']:.2f} s |")
+
+    lines += _rows(res, "maintenance", 9, maintenance)
     lines += ["", "Aggregate selection (absorption lazy; all links inserted, then the deletes):",
               "", "| nodes | density | aggregates | shipped (insert) | pruned | insert / deletes |",
               "|---:|---|---|---:|---:|---|"]
-    for r in res:
-        if r["kind"] != "aggsel":
-            continue
-        failed = _failed(r, 6)
-        lines.append(failed or (
-            f"| {r['nodes']} | {r['density']} | {r['config']} | "
-            f"{fmt_number(r['insert']['shipped'])} | {fmt_number(r['insert']['pruned'])} | "
-            f"{r['insert_s']:.2f} s / {r['delete_s']:.2f} s |"))
+    lines += _rows(res, "aggsel", 6, aggsel)
     lines += ["", "BDD variable order (`reachable`, absorption lazy, links in random order, "
               "one per batch; BDD nodes of all stored provenance at the end):", "",
               "| nodes | density | order | BDD nodes | vs arrival | time |",
               "|---:|---|---|---:|---:|---|"]
-    for r in res:
-        if r["kind"] != "ordering":
-            continue
-        failed = _failed(r, 6)
-        if failed:
-            lines.append(failed)
-            continue
-        arrival = _find(res, kind="ordering", nodes=r["nodes"], density=r["density"],
-                        config="arrival")
-        ratio = ratio_of(r["bdd_nodes"], arrival["bdd_nodes"] if arrival else None)
-        lines.append(f"| {r['nodes']} | {r['density']} | {r['config']} | "
-                     f"{fmt_number(r['bdd_nodes'])} | "
-                     f"{'–' if ratio is None else f'{ratio:.2f}'} | {r['time_s']:.2f} s |")
-    return "\n".join(lines + targets(res)) + "\n"
+    lines += _rows(res, "ordering", 6, ordering)
+    return "\n".join(lines + distributed(data) + targets(res)) + "\n"
+
+
+def distributed(data: dict[str, Any]) -> list[str]:
+    """``reachable`` with the fixpoint over partitions: what crosses between them."""
+    res = data["results"]
+    lines = ["", f"Over {data['meta'].get('partitions', 4)} partitions (relations split by "
+             "first attribute, in one process; the Spark engine runs the same partitions as "
+             "tasks). *Shipped* here counts messages from one partition to another "
+             "(derivations, copies re-partitioned by a join column, deletion notices) and "
+             "their bytes with the serialized BDD provenance:", "",
+             "| nodes | density | strategy | insert: tuples / bytes / time | deletes: tuples / "
+             "bytes / time | supersteps (insert / deletes) | vs one partition (insert / "
+             "deletes time) |",
+             "|---:|---|---|---|---|---|---|"]
+    def row(r: dict[str, Any]) -> str:
+        one = _find(res, kind="maintenance", nodes=r["nodes"], density=r["density"],
+                    config=r["config"])
+        slower = (f"{fmt_times(ratio_of(r['insert_s'], one['insert_s']))} / "
+                  f"{fmt_times(ratio_of(r['delete_s'], one['delete_s']))}" if one else "–")
+        cells = [f"{fmt_number(r[phase]['shipped_tuples'])} / "
+                 f"{fmt_number(r[phase]['shipped_bytes'] / 1e6, 2)} MB / "
+                 f"{r[phase + '_s']:.2f} s" for phase in ("insert", "delete")]
+        return (f"| {r['nodes']} | {r['density']} | {r['config']} | {cells[0]} | {cells[1]} | "
+                f"{r['insert']['supersteps']} / {r['delete']['supersteps']} | {slower} |")
+
+    lines += _rows(res, "distributed", 7, row)
+    return lines
 
 
 def targets(res: list[dict[str, Any]]) -> list[str]:
