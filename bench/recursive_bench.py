@@ -199,7 +199,7 @@ def distributed(data: dict[str, Any]) -> list[str]:
         slower = (f"{fmt_times(ratio_of(r['insert_s'], one['insert_s']))} / "
                   f"{fmt_times(ratio_of(r['delete_s'], one['delete_s']))}" if one else "–")
         cells = [f"{fmt_number(r[phase]['shipped_tuples'])} / "
-                 f"{fmt_number(r[phase]['shipped_bytes'] / 1e6, 2)} MB / "
+                 f"{fmt_number(r[phase]['shipped_bytes'] / 1e3)} kB / "
                  f"{r[phase + '_s']:.2f} s" for phase in ("insert", "delete")]
         return (f"| {r['nodes']} | {r['density']} | {r['config']} | {cells[0]} | {cells[1]} | "
                 f"{r['insert']['supersteps']} / {r['delete']['supersteps']} | {slower} |")
