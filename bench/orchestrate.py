@@ -129,12 +129,15 @@ def run_command(
     """Run one runner command and return its result record (never raises).
 
     ``identity`` (e.g. query and system) is copied into the record when the runner
-    reports nothing itself (timeout, memory limit, crash).
+    reports nothing itself (timeout, memory limit, crash), with the last progress it
+    reported (``progress``: done, total) so a run that did not finish still says how far
+    it got.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     result: dict[str, Any] | None = None
+    progress: tuple[int, int] | None = None
     with open(log_path, "w") as log:
         try:
             proc = subprocess.Popen(
@@ -160,7 +163,8 @@ def run_command(
                 if message is None:
                     continue
                 if message.get("type") == "progress":
-                    on_progress(int(message["done"]), int(message["total"]))
+                    progress = (int(message["done"]), int(message["total"]))
+                    on_progress(*progress)
                 elif message.get("type") == "result":
                     result = message
             proc.wait()
@@ -179,7 +183,7 @@ def run_command(
             status, detail = "timeout", f"exceeded {timeout_s:.0f}s"
         else:
             status, detail = "crashed", f"exit code {proc.returncode}"
-        result = {**identity, "status": status, "error": detail}
+        result = {**identity, "status": status, "error": detail, "progress": progress}
         result["stderr_tail"] = _tail(log_path)
     result.pop("type", None)
     result["process_wall_seconds"] = wall

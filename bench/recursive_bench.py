@@ -3,7 +3,8 @@
 
 Usage::
 
-    python bench/recursive_bench.py [--nodes 100 1000] [--deletes 20] [--timeout 300]
+    python bench/recursive_bench.py [--nodes 100 1000] [--kinds maintenance ...]
+        [--deletes 20] [--timeout 300] [--merge]
 
 For each topology (``gtitm.py``; dense and sparse) one runner process per configuration
 (``recursive_runner.py``, which documents what each measures), under ``run_command``'s
@@ -17,7 +18,9 @@ time and memory limits:
 * ``distributed``: ``maintenance`` over ``--partitions`` partitions (absorption eager and
   lazy), with tuples and bytes shipped between partitions.
 
-Results go to ``bench/results/recursive.json``, the "Recursive views" section of
+``--merge`` keeps the results of earlier runs in the JSON file for configurations this run
+does not repeat (e.g. all kinds at 100 nodes, then ``maintenance`` at 1k and 10k nodes),
+and the command of each run.  Results go to ``bench/results/recursive.json``, the "Recursive views" section of
 ``docs/benchmarks.md`` (before the Spark section; the others are kept) and
 ``docs/recursive_bench.png``; ``--report-only`` redraws both from the JSON file.
 """
@@ -25,6 +28,7 @@ Results go to ``bench/results/recursive.json``, the "Recursive views" section of
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -48,11 +52,14 @@ console = Console()
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="recursive views on GT-ITM networks")
     p.add_argument("--nodes", type=int, nargs="+", default=[100])
+    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     p.add_argument("--deletes", type=int, default=20)
     p.add_argument("--partitions", type=int, default=4, help="for the distributed runs")
     p.add_argument("--timeout", type=float, default=300, help="seconds per configuration")
     p.add_argument("--memory-limit", type=float, default=8, help="GiB per configuration")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--merge", action="store_true",
+                   help="keep --out's results of configurations this run does not repeat")
     p.add_argument("--report-only", action="store_true", help="rewrite the docs from --out")
     return p.parse_args(argv)
 
@@ -60,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def configs(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"kind": kind, "config": config, "nodes": nodes, "density": density}
             for nodes in args.nodes for density in ("dense", "sparse")
-            for kind, choices in KINDS.items() for config in choices]
+            for kind, choices in KINDS.items() if kind in args.kinds for config in choices]
 
 
 def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -95,18 +102,29 @@ def write_docs(data: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.report_only:
-        import json
-
         console.print(write_docs(json.loads(args.out.read_text())))
         return
     started = time.perf_counter()
     results = run_all(args)
-    data = {"meta": run_meta("recursive_bench.py", argv, started, results,
-                             deletes=args.deletes, partitions=args.partitions,
-                             timeout_s=args.timeout,
-                             memory_limit_gib=args.memory_limit, git=git_rev()),
-            "results": results}
+    meta = run_meta("recursive_bench.py", argv, started, results, deletes=args.deletes,
+                    partitions=args.partitions, timeout_s=args.timeout,
+                    memory_limit_gib=args.memory_limit, git=git_rev())
+    data = {"meta": meta, "results": results, "runs": [meta]}
+    if args.merge and args.out.exists():
+        data = merged(json.loads(args.out.read_text()), data)
     publish(data, args.out, lambda d: None, lambda: write_docs(data), console)
+
+
+def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new``'s results plus ``old``'s for configurations ``new`` did not run; every run's
+    metadata is kept under ``runs`` (``meta`` is the newest)."""
+    def key(r: dict[str, Any]) -> tuple:
+        return r["kind"], r["config"], r["nodes"], r["density"]
+
+    again = {key(r) for r in new["results"]}
+    kept = [r for r in old["results"] if key(r) not in again]
+    return {"meta": new["meta"], "runs": old.get("runs", [old["meta"]]) + new["runs"],
+            "results": kept + new["results"]}
 
 
 def _find(results: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
@@ -119,8 +137,10 @@ def _find(results: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
 def _failed(r: dict[str, Any], cells: int) -> str | None:
     if r.get("status") == "ok":
         return None
-    return (f"| {r['nodes']} | {r['density']} | {r['config']} | {r['status']} |"
-            + " |" * (cells - 4))
+    progress = r.get("progress")
+    reached = f" after {progress[0]}/{progress[1]} steps" if progress else ""
+    return (f"| {r['nodes']} | {r['density']} | {r['config']} | {r['status']} "
+            f"({r.get('error', '')}){reached} |" + " |" * (cells - 4))
 
 
 def _rows(res: list[dict[str, Any]], kind: str, cells: int, row) -> list[str]:
@@ -130,9 +150,10 @@ def _rows(res: list[dict[str, Any]], kind: str, cells: int, row) -> list[str]:
 
 def report(data: dict[str, Any]) -> str:
     meta, res = data["meta"], data["results"]
+    runs = "; then ".join(f"`{m['command']}` (git {m['git']}, {m['date']})"
+                          for m in data.get("runs", [meta]))
     lines = [SECTION, "",
-             f"Generated by `{meta['command']}` (git {meta['git']}, {meta['machine']}, "
-             f"{meta['date']}); topologies from `bench/gtitm.py` (seed 1), runners in "
+             f"Generated by {runs} on {meta['machine']}; topologies from `bench/gtitm.py` (seed 1), runners in "
              "`bench/recursive_runner.py`. Figure: `docs/recursive_bench.png`.", "",
              "Maintenance of `reachable`: all links inserted in 10 batches, then links deleted "
              "one at a time. *Shipped* counts derivations passed into a fixpoint relation plus "
