@@ -1,6 +1,8 @@
 """Recursive views on the Spark engine: partitioned absorption fixpoints (relations split by
 first attribute across Spark tasks) and DRed in one shard, against DuckDB after every
-micro-batch; a rejected batch leaves every view as it was and the next one rebuilds."""
+micro-batch of a random insert / delete / expiry stream (links expire 4 seconds after
+insertion, by a clock the test drives); a rejected batch leaves every view as it was and the
+next one rebuilds; expiry timers survive reopening the directory."""
 
 from __future__ import annotations
 
@@ -9,20 +11,22 @@ from collections import Counter
 
 import pytest
 from oracle import Subscription, assert_bag_equal
-from test_recursive import N_NODES, QUERIES, TABLES, duck_expected
+from test_recursive import N_NODES, QUERIES, TABLES, Clock, duck_expected
 
 import upkeep
 
 PARTITIONED = ("reachable", "reachable_nonlinear", "cheapest", "widest", "even_paths",
                "hop_bounded", "reach_counts")
 BATCHES = 6
+TTL = 4
 
 
 @pytest.fixture(scope="module")
 def remote(spark):
-    db = upkeep.connect(engine="spark", spark=spark, shards=3)
-    for ddl in TABLES.values():
-        db.execute(ddl)
+    clock = Clock()
+    db = upkeep.connect(engine="spark", spark=spark, shards=3, clock=clock)
+    for name, ddl in TABLES.items():
+        db.execute(ddl + (f" WITH (ttl_seconds = {TTL})" if name == "link" else ""))
     db.execute("CREATE TABLE hop(src INTEGER PRIMARY KEY, dst INTEGER)")
     subs = {}
     views = {}
@@ -39,7 +43,7 @@ def remote(spark):
     for name in views:
         subs[name] = Subscription([])
         db.view(name).subscribe(subs[name])
-    yield db, views, subs
+    yield db, views, subs, clock
     db.close()
 
 
@@ -53,13 +57,14 @@ def _check(db, views, subs, tables: dict[str, Counter], label: str) -> None:
 
 
 def test_recursive_views_on_spark_match_duckdb(remote) -> None:
-    db, views, subs = remote
+    db, views, subs, clock = remote
     for name in PARTITIONED:
         assert "recursive fixpoint over 3 partitions" in db.explain(name), name
     assert "recursive fixpoint" not in db.explain("reachable_dred")
     assert "recursive fixpoint" not in db.explain("same_generation")  # three-atom rule
     rnd = random.Random(6)
     tables = {t: Counter() for t in TABLES}
+    links: list[tuple[float, tuple]] = []  # the link copies and their insertion times
     first = {"sensor": [(i, i % 3, i // 3) for i in range(9)], "seed": [(1, 0), (2, 8)],
              "triggered": [(0,), (8,)]}
     with db.transaction():
@@ -68,8 +73,8 @@ def test_recursive_views_on_spark_match_duckdb(remote) -> None:
             tables[t].update(rows)
     _check(db, views, subs, tables, "after the sensors")
     for step in range(BATCHES):
-        links = sorted(tables["link"].elements())
-        gone = rnd.sample(links, min(len(links), rnd.randint(0, 2)))
+        present = sorted(tables["link"].elements())
+        gone = rnd.sample(present, min(len(present), rnd.randint(0, 2)))
         new = [(rnd.randrange(N_NODES), rnd.randrange(N_NODES), rnd.randint(1, 3),
                 rnd.randint(1, 3)) for _ in range(rnd.randint(1, 4))]
         triggered = sorted(tables["triggered"].elements())
@@ -82,11 +87,21 @@ def test_recursive_views_on_spark_match_duckdb(remote) -> None:
                 db.delete("triggered", untrigger)
             db.insert("link", new)
             db.insert("triggered", trigger)
-        tables["link"].subtract(gone)
-        tables["link"].update(new)
+        net = Counter(new)
+        net.subtract(gone)  # a batch is its net change; a net delete takes the oldest copy
+        for row, w in net.items():
+            for _ in range(-w):
+                links.remove(next(c for c in links if c[1] == row))
+            links += [(clock.now, row)] * max(w, 0)
+        tables["link"] = Counter(row for _, row in links)
         tables["triggered"].subtract(untrigger)
         tables["triggered"].update(trigger)
-        _check(db, views, subs, tables, f"after batch {step}: -{gone} +{new}")
+        label = f"after batch {step} at {clock.now}: -{gone} +{new}"
+        _check(db, views, subs, tables, label)
+        clock.now += rnd.choice([1, 2, 3])
+        links = [(at, row) for at, row in links if at + TTL > clock.now]
+        tables["link"] = Counter(row for _, row in links)
+        _check(db, views, subs, tables, f"{label}, then expiry at {clock.now}")
     counters = db.view("reachable").counters()
     assert counters["shipped_tuples"] > 0 and counters["shipped_bytes"] > 0
     assert counters["supersteps"] >= BATCHES
@@ -95,7 +110,7 @@ def test_recursive_views_on_spark_match_duckdb(remote) -> None:
 
 
 def test_rejected_batch_leaves_partitioned_views_and_the_next_rebuilds(remote) -> None:
-    db, _, subs = remote
+    db, _, subs, _ = remote
     db.insert("hop", [(1, 2), (2, 3)])
     before = sorted(db.view("hops").rows())
     assert before == [(1, 2), (1, 3), (2, 3)]
@@ -106,3 +121,36 @@ def test_rejected_batch_leaves_partitioned_views_and_the_next_rebuilds(remote) -
     expected = {(a, b) for a in (1, 2, 3) for b in (1, 2, 3)}
     assert set(db.view("hops").rows()) == expected
     assert Counter(subs["hops"].bag()) == Counter(expected)
+
+
+def test_expiry_timers_survive_reopening_the_directory(spark, tmp_path) -> None:
+    """Change files carry their commit times, so a new connection on the directory expires
+    the rows on time (a row inserted before the restart, one after)."""
+    clock = Clock()
+    ddl = ("CREATE TABLE t(a INTEGER) WITH (ttl_seconds = 10)",
+           "CREATE VIEW v AS SELECT a, COUNT(*) AS n FROM t GROUP BY a")
+
+    def opened():
+        db = upkeep.connect(engine="spark", spark=spark, shards=2, clock=clock,
+                            database=tmp_path / "db")
+        for sql in ddl:
+            db.execute(sql)
+        return db
+
+    db = opened()
+    with pytest.raises(upkeep.UnsupportedError, match="expire"):
+        db.load("t", spark.createDataFrame([(4,)], "a INT"))
+    db.insert("t", [(1,), (2,)])
+    clock.now = 5
+    db.insert("t", [(2,)])
+    db.delete("t", [(1,)])
+    assert sorted(db.view("v").rows()) == [(2, 2)]
+    db.close()
+    db = opened()
+    assert sorted(db.view("v").rows()) == [(2, 2)]
+    clock.now = 12
+    assert sorted(db.view("v").rows()) == [(2, 1)]
+    db.insert("t", [(3,)])
+    clock.now = 16
+    assert sorted(db.view("v").rows()) == [(3, 1)]
+    db.close()

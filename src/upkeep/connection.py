@@ -73,7 +73,8 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     if engine == "spark":
         from .spark import SparkConnection
         directory = None if database in (":memory:", "", None) else database
-        return SparkConnection(spark=spark, master=master, directory=directory, shards=shards)
+        return SparkConnection(spark=spark, master=master, directory=directory, shards=shards,
+                               clock=clock)
     if engine != "local":
         raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
@@ -242,6 +243,11 @@ class Connection(Catalog):
         strategy).  :func:`from_catalog` rebuilds it elsewhere, e.g. in each Spark shard."""
         return {"tables": [(t.name, t.columns, t.not_null, t.key) for t in self._tables.values()],
                 "views": dict(self._user_views)}
+
+    def ttl_of(self, table: str) -> float | None:
+        """The table's ``ttl_seconds``, or None if its rows do not expire."""
+        expiry = self._tables[table].expiry
+        return expiry.ttl if expiry is not None else None
 
     def views(self) -> list[str]:
         hidden = {h for hs in self._helpers.values() for h in hs}
@@ -647,6 +653,11 @@ class Connection(Catalog):
         for stmt in statements:
             cursor = self._run(stmt)
         return cursor
+
+    def execute_parsed(self, stmt: exp.Expression) -> Cursor:
+        """Run one statement sqlglot has parsed already (as the Spark engine's catalog does:
+        printing it back to SQL would drop properties such as ``ttl_seconds``)."""
+        return self._run(stmt)
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
         """Run a statement once per parameter tuple, all in one atomic batch."""

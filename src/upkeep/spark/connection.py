@@ -8,6 +8,11 @@ come back to the driver, which keeps each view's current rows for :meth:`SparkVi
 and calls subscribers.  A batch the engine rejects raises the local engine's error and leaves
 every view as it was: the micro-batch is never committed, its file and its uncommitted
 offsets are removed, and the query resumes from the checkpoint.
+
+Rows of tables declared ``WITH (ttl_seconds = N)`` expire as on the local engine
+(``expiry.py``): the driver keeps their timers and commits the due rows as a delete batch
+before every change and read.  Each change file is named with its commit time, so a
+connection opened on an existing directory gets the timers back from the files.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -29,6 +36,7 @@ from sqlglot import exp
 
 from ..connection import Connection, _parse
 from ..errors import Error, UnsupportedError
+from ..expiry import Expiry
 from ..pipeline.sinks.values import json_value
 from ..types import SqlType, coerce_row
 from .codec import decode_deltas
@@ -38,10 +46,19 @@ from .query import delta_stream, make_plan, query_error
 from .session import spark_session
 
 Delta = list[tuple[tuple, int]]
+CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t
 
 
 class _RolledBack(Exception):
     pass
+
+
+def _net(staged: list[tuple[str, tuple, int]]) -> dict[str, dict[tuple, int]]:
+    """A batch's net change per table and row (rows whose changes cancel left out)."""
+    net: dict[str, Counter] = {}
+    for table, row, weight in staged:
+        net.setdefault(table, Counter())[row] += weight
+    return {t: {r: w for r, w in c.items() if w} for t, c in net.items()}
 
 
 class SparkViewHandle:
@@ -52,10 +69,12 @@ class SparkViewHandle:
         self.name = name
 
     def rows(self) -> list[tuple]:
+        self._db.expire()
         self._db._sync()
         return list(self._db._contents[self.name].elements())
 
     def count(self, row: tuple) -> int:
+        self._db.expire()
         self._db._sync()
         return self._db._contents[self.name][tuple(row)]
 
@@ -90,7 +109,8 @@ class SparkConnection:
     """The views of one catalog, maintained by a Spark streaming query."""
 
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
-                 directory: str | os.PathLike | None = None, shards: int | None = None):
+                 directory: str | os.PathLike | None = None, shards: int | None = None,
+                 clock: Callable[[], float] | None = None):
         self.spark = spark or spark_session(master or "local[2]")
         self._own_dir = directory is None
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
@@ -105,6 +125,8 @@ class SparkConnection:
         self._query = None
         self._plan: QueryPlan | None = None
         self._fixpoints: dict[str, FixpointDriver] = {}
+        self._clock = clock or time.time
+        self._expiry: dict[str, Expiry] = {}  # per table with ttl_seconds
         # An existing directory's change files are the durable log: a new connection replays
         # them into a fresh checkpoint, so its views start from all the data.
         self._generation = 1 + max((int(p.name.rsplit("-", 1)[1])
@@ -120,8 +142,9 @@ class SparkConnection:
             if isinstance(stmt, exp.Insert):
                 self._insert_statement(stmt)
             elif isinstance(stmt, (exp.Create, exp.Drop)):
-                self._catalog.execute(stmt.sql(dialect="duckdb"))
+                self._catalog.execute_parsed(stmt)
                 self._catalog_changed()
+                self._keep_timers()
             else:
                 raise UnsupportedError(
                     f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
@@ -160,6 +183,9 @@ class SparkConnection:
             raise UnsupportedError("bulk loads must come before the first change")
         table = table.lower()
         self._catalog.schema_of(table)
+        if table in self._expiry:
+            raise UnsupportedError(f"bulk load of table {table}, whose rows expire: rows "
+                                   f"loaded in bulk have no commit time; insert them instead")
         if isinstance(data, (str, os.PathLike)):
             data = self.spark.read.parquet(str(data))
         names = [n for n, _ in self._catalog.schema_of(table)]
@@ -208,7 +234,7 @@ class SparkConnection:
         staged: dict = {}
         try:  # the local engine parses and checks the rows; the catalog keeps none of them
             with self._catalog.transaction():
-                self._catalog.execute(stmt.sql(dialect="duckdb"))
+                self._catalog.execute_parsed(stmt)
                 staged = self._catalog.staged()
                 raise _RolledBack
         except _RolledBack:
@@ -232,11 +258,71 @@ class SparkConnection:
             self._commit(staged)
 
     def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
+        self.expire()
+        now = self._clock()
+        self._commit_at(staged, now)
+        for table, delta in _net(staged).items():
+            if table in self._expiry:
+                self._expiry[table].committed(delta, now)
+
+    def _commit_at(self, staged: list[tuple[str, tuple, int]], now: float) -> None:
         lines = [json.dumps({"table": table, "op": "insert" if weight > 0 else "delete",
                              "row": [json_value(v) for v in row]}) + "\n"
                  for table, row, weight in staged]
-        path = self._write(f"changes-{next(self._sequence):08d}.jsonl", "".join(lines))
+        path = self._write(f"changes-{next(self._sequence):08d}-t{now!r}.jsonl", "".join(lines))
         self._run(path)
+
+    # ------------------------------------------------------------ expiry
+    def expire(self) -> int:
+        """Delete the rows whose time-to-live has passed, as one batch with all their
+        consequences; returns how many rows expired.  Runs on its own before every change
+        and read (as on the local engine)."""
+        if self._pending is not None:
+            return 0
+        now = self._clock()
+        staged: list[tuple[str, tuple, int]] = []
+        consumed: dict[str, int] = {}
+        for name, expiry in self._expiry.items():
+            due = expiry.next_due()
+            if due is None or due > now:
+                continue
+            delta, consumed[name] = expiry.due(now)
+            staged += [(name, row, -1) for row, w in delta.items() for _ in range(-w)]
+        if staged:
+            self._commit_at(staged, now)
+        for name, n in consumed.items():
+            self._expiry[name].expired(n)
+        return len(staged)
+
+    def _keep_timers(self) -> None:
+        """One :class:`Expiry` per table declared with ``ttl_seconds``; a table declared
+        over an existing directory gets its timers back from the change files."""
+        declared = {t: self._catalog.ttl_of(t) for t in self._catalog.tables()}
+        for name in list(self._expiry):
+            if declared.get(name) != self._expiry[name].ttl:
+                del self._expiry[name]
+        for name, ttl in declared.items():
+            if ttl is not None and name not in self._expiry:
+                self._expiry[name] = self._timers_from_files(name, ttl)
+
+    def _timers_from_files(self, table: str, ttl: float) -> Expiry:
+        """Replay the change files' net changes of ``table`` at their commit times (an
+        expiry's deletes replay as hand deletes, which skip the same timers)."""
+        expiry = Expiry(ttl)
+        schema = self._catalog.schema_of(table)
+        for path in sorted(self.changes.glob("changes-*.jsonl")):
+            named = CHANGE_FILE.fullmatch(path.name)
+            if named is None:
+                continue
+            staged = []
+            for line in path.read_text().splitlines():
+                record = json.loads(line)
+                if record["table"] == table:
+                    row = coerce_row(record["row"], schema, table, len(staged))
+                    staged.append((table, row, 1 if record["op"] == "insert" else -1))
+            if staged:
+                expiry.committed(_net(staged)[table], float(named["at"]))
+        return expiry
 
     def _write(self, name: str, text: str) -> Path:
         tmp = self.changes / f".{name}.tmp"
@@ -291,8 +377,8 @@ class SparkConnection:
         checkpoint = self._checkpoint()
         committed = {p.name for p in (checkpoint / "commits").glob("[0-9]*")}
         for log in [checkpoint / "offsets", *(checkpoint / "sources").glob("*")]:
-            for entry in log.glob("[0-9]*"):
-                if entry.name not in committed:
+            for entry in log.glob("[0-9]*"):  # "12", or "9.compact" (a compacted log)
+                if entry.name.split(".")[0] not in committed:
                     entry.unlink()
         for crc in checkpoint.rglob(".*.crc"):
             if not crc.with_name(crc.name[1:-4]).exists():
