@@ -234,12 +234,33 @@ def test_random_streams_match_duckdb(strategy: str, ordering: str, data) -> None
 @given(data=st.data())
 def test_partitioned_fixpoint_streams_match_duckdb(strategy: str, ordering: str, data) -> None:
     """The fixpoint over 3 partitions (relations split by first attribute, Figure 4) on
-    the same streams; the two-atom queries are really partitioned."""
+    the same streams, every query really partitioned (three-atom rules split into joins
+    of two, the sensor query's join without an equality by a replicated input)."""
     h = Harness(strategy, ordering, QUERIES, partitions=3)
-    for name in ("reachable", "reachable_nonlinear", "cheapest", "widest", "even_paths"):
+    for name in QUERIES:
         (engine,) = h.db._view(name).engines.values()
         assert isinstance(engine, PartitionedFixpoint), name
     run_stream(data, h, batches=6, expire=False)
+
+
+def test_rules_of_three_atoms_split_into_joins_of_two() -> None:
+    """Same generation's recursive rule becomes two joins through an intermediate relation
+    that keeps only the columns read later; the sensor query's distance join (no equality)
+    replicates ``sensor`` to every partition."""
+    db = upkeep.connect(fixpoint_partitions=3)
+    for ddl in TABLES.values():
+        db.execute(ddl)
+    db.create_view("sg", QUERIES["same_generation"][0])
+    db.create_view("regions", QUERIES["active_regions"][0])
+    (sg,) = db._view("sg").engines.values()
+    split = [r for r in sg.program.rules if len(r.atoms) == 2 and "#" in r.atoms[0].relation]
+    assert [(r.atoms[0].relation, r.atoms[1].relation) for r in split] == [
+        (split[0].atoms[0].relation, "link")]
+    (middle,) = [name for name in sg.program.ctes if "#" in name]
+    assert len(sg.program.ctes[middle]) == 2  # a.src and sg.y: a.dst and sg.x are not read
+    assert all(len(r.atoms) <= 2 for r in sg.program.rules)
+    assert "split into joins of two" in db.explain("sg")
+    assert "sensor replicated to every partition" in db.explain("regions")
 
 
 @pytest.mark.parametrize("strategy", ["absorption", "absorption-eager", "dred"])

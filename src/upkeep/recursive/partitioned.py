@@ -15,9 +15,10 @@ each partition restricts them, adds its inserted rows and runs until it has noth
 but send; the messages are delivered and the next superstep begins, until none are left.
 :class:`PartitionFixpoint` is one partition; :class:`PartitionedFixpoint` runs them all in
 one process (the local engine, tests and benchmarks); :mod:`upkeep.spark.fixpoint` runs them
-as Spark tasks.  Rules of three or more atoms, joins without an equality, and aggregate
-selection grouped without the first attribute are not partitioned (:func:`layout_for`
-says why; the view then runs on one partition).
+as Spark tasks.  Rules of three or more atoms are first split into chains of two-atom
+rules (``binary.py``); a join without an equality keeps its second input replicated to every
+partition.  Aggregate selection grouped without the first attribute is not partitioned
+(:func:`partition_plan` says why; the view then runs on one partition).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from ..hashing import stable_hash
 from .absorption import AbsorptionFixpoint
 from .aggsel import AggregateSelection, SelectionSpec
+from .binary import binary_program
 from .engine import DEFAULT_MAX_STEPS, RecursionLimit
 from .joins import Relation, evaluate, plan_body, seeded
 from .program import Program
@@ -35,6 +37,7 @@ from .provenance import PosBool
 
 Message = tuple  # ("delete", rel, row) | ("frag", rel, col, t, wire) | ("derive", rel, t, wire)
 Outbox = list[tuple[int, bytes]]  # (destination partition, pickled message)
+EVERYWHERE = -1  # the "column" of a copy replicated to every partition
 
 
 def home(value: object, partitions: int) -> int:
@@ -46,7 +49,8 @@ def home(value: object, partitions: int) -> int:
 class Layout:
     """Where each relation is kept and which rules each kept part feeds.
 
-    ``copies[rel]``: columns other than the first that ``rel`` is also partitioned by.
+    ``copies[rel]``: columns other than the first that ``rel`` is also partitioned by
+    (:data:`EVERYWHERE`: a copy on every partition, for a join without an equality).
     ``probes[(rel, col)]``: ``(rule index, seed atom, other relation, its column)`` for each
     rule evaluated when a tuple arrives in ``rel``'s part partitioned by ``col``
     (``other`` is None for a one-atom rule)."""
@@ -59,8 +63,32 @@ class Layout:
     def describe(self) -> str:
         parts = [f"{self.partitions} partitions by first attribute"]
         for rel, cols in sorted(self.copies.items()):
-            parts.append(f"{rel} also by column {', '.join(map(str, cols))}")
+            if EVERYWHERE in cols:
+                parts.append(f"{rel} replicated to every partition")
+            by = [str(c) for c in cols if c != EVERYWHERE]
+            if by:
+                parts.append(f"{rel} also by column {', '.join(by)}")
         return "; ".join(parts)
+
+    def destinations(self, rel: str, t: tuple) -> list[tuple[int, int]]:
+        """``(column, partition)`` of each copy of ``t`` besides the one by its first
+        attribute."""
+        out = []
+        for col in self.copies.get(rel, ()):
+            if col == EVERYWHERE:
+                out += [(col, p) for p in range(self.partitions)]
+            else:
+                out.append((col, home(t[col], self.partitions)))
+        return out
+
+
+def partition_plan(program: Program, partitions: int, selection: SelectionSpec | None
+                   ) -> tuple[Program, Layout] | str:
+    """The program the partitions evaluate (rules of two atoms at most) and its layout, or
+    the reason the view cannot be split."""
+    program = binary_program(program)
+    layout = layout_for(program, partitions, selection)
+    return layout if isinstance(layout, str) else (program, layout)
 
 
 def layout_for(program: Program, partitions: int, selection: SelectionSpec | None
@@ -75,15 +103,18 @@ def layout_for(program: Program, partitions: int, selection: SelectionSpec | Non
             layout.probes.setdefault((rule.atoms[0].relation, 0), []).append((i, 0, None, 0))
             continue
         if len(rule.atoms) > 2:
-            return f"a rule of {rule.head} joins {len(rule.atoms)} relations (at most 2 split)"
+            raise ValueError(f"rule of {rule.head}: {len(rule.atoms)} atoms (split it first)")
         a, b = rule.atoms
         pairs = []
         for x, y in rule.equalities:
             for s, t in ((x, y), (y, x)):
                 if s in a.slots and t in b.slots:
                     pairs.append((s - a.offset, t - b.offset))
-        if not pairs:
-            return f"a rule of {rule.head} joins without an equality"
+        if not pairs:  # every a meets every b where a is kept: b is replicated
+            copies.setdefault(b.relation, set()).add(EVERYWHERE)
+            layout.probes.setdefault((a.relation, 0), []).append((i, 0, b.relation, EVERYWHERE))
+            layout.probes.setdefault((b.relation, EVERYWHERE), []).append((i, 1, a.relation, 0))
+            continue
         ca, cb = min(pairs, key=lambda p: ((p[0] != 0) + (p[1] != 0), p))
         for atom, col in ((a, ca), (b, cb)):
             if col:
@@ -210,8 +241,8 @@ class PartitionFixpoint(AbsorptionFixpoint):
     def _join(self, rel: str, t: tuple, delta, depth: int = -1) -> None:
         """A tuple's provenance grew here, where its first attribute lives: update its
         copies partitioned by join columns, and probe the rules joining on the first."""
-        for col in self.layout.copies.get(rel, ()):
-            self._send(home(t[col], self.layout.partitions), ("frag", rel, col, t, delta))
+        for col, dest in self.layout.destinations(rel, t):
+            self._send(dest, ("frag", rel, col, t, delta))
         self._probe(rel, 0, t, delta, depth)
 
     def _fragment(self, rel: str, col: int, t: tuple, pv) -> None:

@@ -22,7 +22,7 @@ from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
 from .dred import DRedFixpoint
-from .partitioned import Layout, PartitionedFixpoint, layout_for
+from .partitioned import PartitionedFixpoint, partition_plan
 from .program import Program, bind_program, recursive_with
 
 STRATEGIES = ("absorption", "absorption-eager", "dred")
@@ -207,11 +207,11 @@ def _engine(program: Program, strategy: str, selection: SelectionSpec | None, ca
     lazy = strategy == "absorption"
     partitions = getattr(catalog, "fixpoint_partitions", 1)
     if partitions > 1:
-        layout = layout_for(program, partitions, selection)
-        if isinstance(layout, Layout):
-            return PartitionedFixpoint(program, layout, ordering, lazy, selection)
+        plan = partition_plan(program, partitions, selection)
+        if not isinstance(plan, str):
+            return PartitionedFixpoint(*plan, ordering, lazy, selection)
         engine = AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
-        engine.unpartitioned = layout
+        engine.unpartitioned = plan
         return engine
     return AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
 
@@ -228,6 +228,10 @@ def _describe(programs: dict[str, Program], engines: dict[str, object], strategy
         lines.append(f"recursive CTE {cte}: fixpoint by {kind}")
         if isinstance(engine, PartitionedFixpoint):
             lines.append(f"  partitioned: {engine.layout.describe()}")
+            for rule in engine.program.rules:
+                if rule not in program.rules:
+                    body = ", ".join(a.relation for a in rule.atoms)
+                    lines.append(f"  split into joins of two: {rule.head} <- {body}")
         elif getattr(engine, "unpartitioned", None):
             lines.append(f"  not partitioned: {engine.unpartitioned}")
         for rule in program.rules:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 
 from ..connection import Connection, from_catalog
-from ..recursive.partitioned import Layout, PartitionFixpoint, layout_for
+from ..recursive.partitioned import Layout, PartitionFixpoint, partition_plan
 from ..recursive.view import RecursiveView, internal_name
 from .shards import Changes, ShardEngine, ShardError, call
 
@@ -49,7 +49,7 @@ class FixpointSpec:
 def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None:
     """The layout of view ``name`` over ``partitions`` when it can run partitioned: an
     absorption-maintained recursive view of one CTE whose outer query reads only the CTE,
-    with rules the partitioned fixpoint splits (:func:`layout_for`)."""
+    with rules the partitioned fixpoint splits (:func:`partition_plan`)."""
     view = db._view(name)
     if not isinstance(view, RecursiveView) or view.strategy == "dred" or partitions < 2:
         return None
@@ -61,8 +61,8 @@ def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None
         return None
     if view.outer is not None and view.outer_block is None:
         return None
-    layout = layout_for(engine.program, partitions, engine.selection_spec)
-    return layout if isinstance(layout, Layout) else None
+    plan = partition_plan(engine.program, partitions, engine.selection_spec)
+    return None if isinstance(plan, str) else plan[1]
 
 
 # ---------------------------------------------------------------- executor side
@@ -78,11 +78,11 @@ class FixpointShard(ShardEngine):
         view = from_catalog(catalog, [spec.view])._view(spec.view)
         (engine,) = view.engines.values()
         selection = engine.selection_spec
-        layout = layout_for(engine.program, spec.partitions, selection)
-        if not isinstance(layout, Layout):
-            raise ShardError(f"view {spec.view} cannot be partitioned: {layout}")
-        self.fixpoint = PartitionFixpoint(engine.program, layout, index, engine.pb.ordering,
-                                          engine.lazy, selection)
+        plan = partition_plan(engine.program, spec.partitions, selection)
+        if isinstance(plan, str):
+            raise ShardError(f"view {spec.view} cannot be partitioned: {plan}")
+        self.fixpoint = PartitionFixpoint(*plan, index, engine.pb.ordering, engine.lazy,
+                                          selection)
         self.rebuilt = restored
         self._last: tuple | None = None  # (call id, result): a retried task gets the same
         self._stage(self.dump())
