@@ -114,7 +114,8 @@ def plan_groups(db: Connection, shards: int, fixpoints: bool = False) -> list[Gr
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
         query = _parse_one(sql)
-        reads[name] = {t.name.lower() for t in query.find_all(exp.Table)}
+        ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
+        reads[name] = {t.name.lower() for t in query.find_all(exp.Table)} - ctes
     together = {n for n, r in reads.items() if r & views.keys()}
     changed = True
     while changed:  # views over views, and what they read, are kept in one shard together
