@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from operator import itemgetter
 
 from .gjt import GJTPair, Node
@@ -227,12 +228,33 @@ class Representation:
 
     def _access(self, preds: tuple[int, ...], node: Node, bound: set[int]
                 ) -> tuple[RangeAccess | None, tuple[int, ...]]:
-        """One predicate served by a sorted run of ``node``, and the rest to check."""
+        """One predicate served by a sorted run of ``node`` (with the opposite bound on the
+        same side, if the edge has one: an interval), and the rest to check."""
         for k in preds:
             acc = range_access(self.thetas[k], set(node.vars), bound)
-            if acc is not None:
-                return acc, tuple(j for j in preds if j != k)
+            if acc is None:
+                continue
+            served = {k}
+            for j in preds:
+                other = None if j == k else range_access(self.thetas[j], set(node.vars), bound)
+                if other is not None and acc.closes(other):
+                    acc = replace(acc, other=(other.op, other.probe))
+                    served.add(j)
+                    break
+            return acc, tuple(j for j in preds if j not in served)
         return None, preds
+
+    def _range_scan(self, access: RangeAccess, ridx: RangeIndex, layout: list[int]
+                    ) -> tuple[Callable, Callable]:
+        """``scan(key, row)`` and ``total(key, row)`` of the run's entries within the
+        access's bound(s), the probes computed from ``row`` laid out as ``layout``."""
+        probe, op = self.compile(access.probe, layout), access.op
+        if access.other is None:
+            return (lambda k, row: ridx.scan(k, op, probe(row)),
+                    lambda k, row: ridx.total(k, op, probe(row)))
+        op2, probe2 = access.other[0], self.compile(access.other[1], layout)
+        return (lambda k, row: ridx.scan(k, op, probe(row), op2, probe2(row)),
+                lambda k, row: ridx.total(k, op, probe(row), op2, probe2(row)))
 
     # ---------------------------------------------------------------- update
     def _make_push(self, n: Node) -> Callable[[dict, dict], None]:
@@ -319,11 +341,10 @@ class Representation:
         check = self._check(rest, layout) if rest else None
         if access is not None:
             ridx = m_state.range_index(shared, access, self.compile)
-            probe = self.compile(access.probe, list(n.vars))
-            op = access.op
+            scan, total = self._range_scan(access, ridx, list(n.vars))
 
             def candidates(t: tuple):
-                return ridx.scan(key(t), op, probe(t))
+                return scan(key(t), t)
         else:
             buckets = m_state.index(shared).buckets
 
@@ -333,7 +354,7 @@ class Representation:
             if access is not None and check is None:
                 def push_range_totals(delta: dict, pd: dict) -> None:
                     for t, w in delta.items():
-                        tot = ridx.total(key(t), op, probe(t))
+                        tot = total(key(t), t)
                         if tot is not None:
                             _accumulate(pd, proj(t), w * tot)
                 return push_range_totals
@@ -347,8 +368,10 @@ class Representation:
                     if tot is not None:
                         _accumulate(pd, proj(t), w * tot)
             return push_checked_totals
-        if access is not None and check is None and set(p.vars) <= set(m.vars):
-            return self._make_sweep(n, m, key, ridx, probe, op)
+        if (access is not None and access.other is None and check is None
+                and set(p.vars) <= set(m.vars)):
+            return self._make_sweep(n, m, key, ridx, self.compile(access.probe, list(n.vars)),
+                                    access.op)
         combine = _combiner(n, m)
 
         def push_theta_join(delta: dict, pd: dict) -> None:
@@ -484,11 +507,10 @@ class Representation:
         if access is not None:
             ridx = self.states[n.id].range_index(key_vars, access, self.compile)
             getter = key_function(key_vars)
-            probe = self.compile(access.probe, list(range(self.width)))
-            op = access.op
+            scan, _ = self._range_scan(access, ridx, list(range(self.width)))
 
             def candidates(env):
-                return ridx.scan(getter(env), op, probe(env))
+                return scan(getter(env), env)
         else:
             candidates = matcher
         if check is None:

@@ -172,7 +172,7 @@ def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None,
             "free-connex" if free_connex else
             "not free-connex" + (f" ({stuck(set(out))} with the output kept)" if acyclic else ""),
             ("theta-joined (sorted indexes per edge; updates O(log n) per delta tuple with "
-             "one inequality per edge)") if thetas else
+             "one inequality or one interval such as BETWEEN per edge)") if thetas else
             "q-hierarchical" if qh else f"not q-hierarchical ({reason})",
         ])
     ]

@@ -6,7 +6,9 @@ inequality ``side_n OP side_t`` (one side over the indexed node's variables, the
 the probing tuple's), the hash bucket of ``rho_n`` for the equi-join key is kept sorted on
 ``side_n``: the matching tuples are a contiguous run, enumerated in order until the bound is
 crossed (constant delay with one inequality per edge), and their total weight is a range sum
-(the semijoin of UPDATE, Algorithm 1 line 21, in O(log n) per delta tuple).  Further
+(the semijoin of UPDATE, Algorithm 1 line 21, in O(log n) per delta tuple).  A lower and
+an upper bound on the same indexed side (``BETWEEN``, a band join ``s.ts BETWEEN t.ts AND
+t.ts + 60``) are one interval of the run, so band joins keep constant delay too.  Further
 predicates on the same edge, ``<>`` and arbitrary expressions are checked on each candidate
 (correct, but the delay is then bounded by the run, not constant).
 
@@ -88,6 +90,12 @@ class RangeAccess:
     indexed: exp.Expression  # side over the indexed node's variables
     probe: exp.Expression  # side over the probing (bound) variables
     op: str
+    other: tuple[str, exp.Expression] | None = None  # the opposite bound: (op, probe)
+
+    def closes(self, bound: RangeAccess) -> bool:
+        """``bound`` limits the same indexed side from the other direction."""
+        return (self.other is None and bound.indexed.sql() == self.indexed.sql()
+                and (self.op in ("<", "<=")) != (bound.op in ("<", "<=")))
 
 
 def range_access(pred: ThetaPredicate, node_vars: set[int], bound: set[int]
@@ -100,8 +108,30 @@ def range_access(pred: ThetaPredicate, node_vars: set[int], bound: set[int]
             (pred.left, pred.right, pred.left_vars, pred.right_vars, pred.op),
             (pred.right, pred.left, pred.right_vars, pred.left_vars, FLIP[pred.op])):
         if m_vars and m_vars <= node_vars and not m_vars <= bound and o_vars <= bound:
-            return RangeAccess(mine, other, op)
+            return RangeAccess(*_unshifted(mine, other), op)
     return None
+
+
+def _unshifted(mine: exp.Expression, other: exp.Expression
+               ) -> tuple[exp.Expression, exp.Expression]:
+    """``x + c OP p`` as ``x OP p - c`` (and ``x - c`` as ``x OP p + c``), so bounds that
+    differ by a constant offset index the same side: ``t.ts <= s.ts + 5`` and
+    ``t.ts >= s.ts`` are one interval of a run sorted on ``s.ts``."""
+    while True:
+        mine = mine.unnest()
+        if isinstance(mine, (exp.Add, exp.Sub)) and _is_number(mine.expression):
+            flip = exp.Sub if isinstance(mine, exp.Add) else exp.Add
+            mine, other = mine.this, flip(this=exp.Paren(this=other.copy()),
+                                          expression=mine.expression.copy())
+        elif isinstance(mine, exp.Add) and _is_number(mine.this):
+            mine, other = mine.expression, exp.Sub(this=exp.Paren(this=other.copy()),
+                                                   expression=mine.this.copy())
+        else:
+            return mine, other
+
+
+def _is_number(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and not node.is_string
 
 
 class SortedRun:
@@ -182,8 +212,17 @@ class SortedRun:
         vals = self.vals[b]
         return b, (bisect_right(vals, v) if after else bisect_left(vals, v))
 
-    def bounds(self, op: str, probe: object) -> tuple[tuple[int, int], tuple[int, int]]:
-        """Start and end positions of the entries with ``value OP probe``."""
+    def bounds(self, op: str, probe: object, op2: str | None = None, probe2: object = None
+               ) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Start and end positions of the entries with ``value OP probe`` (and ``value OP2
+        probe2``: an interval); start >= end when there are none."""
+        start, end = self._bounds(op, probe)
+        if op2 is not None:
+            start2, end2 = self._bounds(op2, probe2)
+            start, end = max(start, start2), min(end, end2)
+        return start, end
+
+    def _bounds(self, op: str, probe: object) -> tuple[tuple[int, int], tuple[int, int]]:
         if op == "<":
             return (0, 0), self._position(probe, after=False)
         if op == "<=":
@@ -193,9 +232,13 @@ class SortedRun:
             return self._position(probe, after=True), end
         return self._position(probe, after=False), end
 
-    def scan(self, op: str, probe: object) -> Iterator[tuple]:
-        """The tuples with ``value OP probe``, in value order, each in O(1)."""
-        (b, i), (eb, ei) = self.bounds(op, probe)
+    def scan(self, op: str, probe: object, op2: str | None = None, probe2: object = None
+             ) -> Iterator[tuple]:
+        """The tuples with ``value OP probe`` (and ``value OP2 probe2``), in value order,
+        each in O(1) after an O(log n) seek."""
+        (b, i), (eb, ei) = self.bounds(op, probe, op2, probe2)
+        if (b, i) >= (eb, ei):
+            return
         tups = self.tups
         while b < eb:
             yield from tups[b][i:]
@@ -203,9 +246,13 @@ class SortedRun:
         if b < len(tups) and i < ei:
             yield from tups[b][i:ei]
 
-    def total(self, op: str, probe: object) -> object | None:
-        """The summed weight of the entries with ``value OP probe`` (None when there are none)."""
-        (b, i), (eb, ei) = self.bounds(op, probe)
+    def total(self, op: str, probe: object, op2: str | None = None, probe2: object = None
+              ) -> object | None:
+        """The summed weight of the entries with ``value OP probe`` (and ``value OP2
+        probe2``); None when there are none."""
+        (b, i), (eb, ei) = self.bounds(op, probe, op2, probe2)
+        if (b, i) >= (eb, ei):
+            return None
         wts, sums = self.wts, self.sums
         if b == eb:
             return _total(wts[b][i:ei]) if b < len(wts) else None
@@ -268,14 +315,16 @@ class RangeIndex:
         if v is not None:
             self.buckets[self.key(t)].reweight(v, t, w)
 
-    def scan(self, k: tuple, op: str, probe: object) -> Iterator[tuple]:
+    def scan(self, k: tuple, op: str, probe: object, op2: str | None = None,
+             probe2: object = None) -> Iterator[tuple]:
         run = self.buckets.get(k)
-        if run is None or probe is None:
+        if run is None or probe is None or (op2 is not None and probe2 is None):
             return iter(())
-        return run.scan(op, probe)
+        return run.scan(op, probe, op2, probe2)
 
-    def total(self, k: tuple, op: str, probe: object) -> object | None:
+    def total(self, k: tuple, op: str, probe: object, op2: str | None = None,
+              probe2: object = None) -> object | None:
         run = self.buckets.get(k)
-        if run is None or probe is None:
+        if run is None or probe is None or (op2 is not None and probe2 is None):
             return None
-        return run.total(op, probe)
+        return run.total(op, probe, op2, probe2)
