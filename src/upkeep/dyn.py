@@ -28,7 +28,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 from .gjt import GJTPair, Node
-from .theta import RangeAccess, RangeIndex, ThetaPredicate, range_access
+from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 
 Compile = Callable[[object, list[int]], Callable[[tuple], object]]
 
@@ -124,14 +124,19 @@ class NodeState:
         return idx
 
     def range_index(self, key_vars: tuple[int, ...], access: RangeAccess,
-                    compile_: Compile) -> RangeIndex:
-        """The index of rho on ``key_vars`` with buckets sorted on ``access.indexed``."""
-        name = ("range", key_vars, access.indexed.sql())
+                    compile_: Compile) -> RangeIndex | BoxIndex:
+        """The index of rho on ``key_vars`` with buckets sorted on ``access.indexed`` (and a
+        max/min tree on ``access.cross.indexed``, if set)."""
+        layout = list(self.node.vars)
+        cross = access.cross
+        name = ("range", key_vars, access.indexed.sql()) if cross is None else (
+            "box", key_vars, access.indexed.sql(), cross.indexed.sql())
         idx = self.indexes.get(name)
         if idx is None:
-            positions = tuple(self.node.vars.index(v) for v in key_vars)
-            idx = self._register(name, RangeIndex(
-                key_function(positions), compile_(access.indexed, list(self.node.vars))))
+            key = key_function(tuple(self.node.vars.index(v) for v in key_vars))
+            first = compile_(access.indexed, layout)
+            idx = self._register(name, RangeIndex(key, first) if cross is None else
+                                 BoxIndex(key, first, compile_(cross.indexed, layout)))
         return idx
 
     def _register(self, name: tuple, idx):
@@ -229,26 +234,43 @@ class Representation:
     def _access(self, preds: tuple[int, ...], node: Node, bound: set[int]
                 ) -> tuple[RangeAccess | None, tuple[int, ...]]:
         """One predicate served by a sorted run of ``node`` (with the opposite bound on the
-        same side, if the edge has one: an interval), and the rest to check."""
-        for k in preds:
-            acc = range_access(self.thetas[k], set(node.vars), bound)
-            if acc is None:
-                continue
-            served = {k}
-            for j in preds:
-                other = None if j == k else range_access(self.thetas[j], set(node.vars), bound)
-                if other is not None and acc.closes(other):
-                    acc = replace(acc, other=(other.op, other.probe))
-                    served.add(j)
-                    break
-            return acc, tuple(j for j in preds if j not in served)
-        return None, preds
+        same side, if the edge has one: an interval; and a bound on a second side, if any:
+        a :class:`BoxIndex`), and the rest to check."""
+        accesses = {k: range_access(self.thetas[k], set(node.vars), bound) for k in preds}
+        ranged = [k for k in preds if accesses[k] is not None]
+        if not ranged:
+            return None, preds
+        k = ranged[0]
+        acc, served = accesses[k], {k}
+        for j in ranged[1:]:
+            if acc.closes(accesses[j]):
+                acc = replace(acc, other=(accesses[j].op, accesses[j].probe))
+                served.add(j)
+                break
+        for j in ranged[1:]:
+            if j not in served and accesses[j].indexed.sql() != acc.indexed.sql():
+                acc = replace(acc, cross=accesses[j])
+                served.add(j)
+                break
+        return acc, tuple(j for j in preds if j not in served)
 
     def _range_scan(self, access: RangeAccess, ridx: RangeIndex, layout: list[int]
                     ) -> tuple[Callable, Callable]:
         """``scan(key, row)`` and ``total(key, row)`` of the run's entries within the
-        access's bound(s), the probes computed from ``row`` laid out as ``layout``."""
+        access's bound(s), the probes computed from ``row`` laid out as ``layout`` (no
+        ``total`` for a :class:`BoxIndex`, which keeps no weights)."""
         probe, op = self.compile(access.probe, layout), access.op
+        if access.cross is not None:
+            op2, cross = access.cross.op, self.compile(access.cross.probe, layout)
+            other = None if access.other is None else (
+                access.other[0], self.compile(access.other[1], layout))
+
+            def box_scan(k: tuple, row) -> Iterator[tuple]:
+                bounds = [(op, probe(row))]
+                if other is not None:
+                    bounds.append((other[0], other[1](row)))
+                return ridx.scan(k, bounds, op2, cross(row))
+            return box_scan, None
         if access.other is None:
             return (lambda k, row: ridx.scan(k, op, probe(row)),
                     lambda k, row: ridx.total(k, op, probe(row)))
@@ -351,7 +373,7 @@ class Representation:
             def candidates(t: tuple):
                 return buckets.get(key(t), ())
         if proj is not None:
-            if access is not None and check is None:
+            if access is not None and check is None and total is not None:
                 def push_range_totals(delta: dict, pd: dict) -> None:
                     for t, w in delta.items():
                         tot = total(key(t), t)
@@ -368,8 +390,8 @@ class Representation:
                     if tot is not None:
                         _accumulate(pd, proj(t), w * tot)
             return push_checked_totals
-        if (access is not None and access.other is None and check is None
-                and set(p.vars) <= set(m.vars)):
+        if (access is not None and access.other is None and access.cross is None
+                and check is None and set(p.vars) <= set(m.vars)):
             return self._make_sweep(n, m, key, ridx, self.compile(access.probe, list(n.vars)),
                                     access.op)
         combine = _combiner(n, m)

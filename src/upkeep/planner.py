@@ -171,8 +171,9 @@ def classify(core: Core, out: tuple[int, ...], pair: GJTPair | None,
             "acyclic" if acyclic else f"cyclic ({stuck(set())})",
             "free-connex" if free_connex else
             "not free-connex" + (f" ({stuck(set(out))} with the output kept)" if acyclic else ""),
-            ("theta-joined (sorted indexes per edge; updates O(log n) per delta tuple with "
-             "one inequality or one interval such as BETWEEN per edge)") if thetas else
+            ("theta-joined (sorted indexes per edge: constant delay and O(log n) updates per "
+             "delta tuple with one inequality or one interval such as BETWEEN per edge, "
+             "O(log n) delay with inequalities on two sides of an edge)") if thetas else
             "q-hierarchical" if qh else f"not q-hierarchical ({reason})",
         ])
     ]

@@ -9,8 +9,13 @@ crossed (constant delay with one inequality per edge), and their total weight is
 (the semijoin of UPDATE, Algorithm 1 line 21, in O(log n) per delta tuple).  A lower and
 an upper bound on the same indexed side (``BETWEEN``, a band join ``s.ts BETWEEN t.ts AND
 t.ts + 60``) are one interval of the run, so band joins keep constant delay too.  Further
-predicates on the same edge, ``<>`` and arbitrary expressions are checked on each candidate
-(correct, but the delay is then bounded by the run, not constant).
+Two inequalities on different indexed sides of one edge (``s.a < t.x AND s.b > t.y``) use a
+:class:`BoxIndex`: each bucket sorted on the first side with a max/min tree over the second,
+so every next match is found in O(log n) (the logarithmic delay of Theorem 4.1 for edges
+with several inequalities; the bucket's tree is rebuilt after it changes, within the
+theorem's O(M^2 log M) update bound).  Further predicates on the same edge, ``<>`` and
+arbitrary expressions are checked on each candidate (correct, but the delay is then bounded
+by the run, not constant).
 
 Sorting needs a total order: NULL never satisfies a comparison, so tuples whose indexed side
 is NULL are simply left out of the sorted run; DOUBLE sides (NaN) are only checked, not indexed.
@@ -91,6 +96,7 @@ class RangeAccess:
     probe: exp.Expression  # side over the probing (bound) variables
     op: str
     other: tuple[str, exp.Expression] | None = None  # the opposite bound: (op, probe)
+    cross: RangeAccess | None = None  # a bound on a second indexed side (a BoxIndex)
 
     def closes(self, bound: RangeAccess) -> bool:
         """``bound`` limits the same indexed side from the other direction."""
@@ -328,3 +334,111 @@ class RangeIndex:
         if run is None or probe is None or (op2 is not None and probe2 is None):
             return None
         return run.total(op, probe, op2, probe2)
+
+
+class BoxIndex:
+    """Hash buckets on the equi-join key whose tuples are sorted on one indexed side, with a
+    max/min tree over a second: enumerates ``first OP bounds AND second OP2 probe2`` with
+    O(log n) delay (``dynamic-yannakakis-iedyn.txt`` Theorem 4.1, several inequalities on
+    one edge).  Keeps no weights; a changed bucket is rebuilt when next scanned."""
+
+    __slots__ = ("key", "first", "second", "buckets")
+    weighted = False
+
+    def __init__(self, key: Callable[[tuple], tuple], first: Callable[[tuple], object],
+                 second: Callable[[tuple], object]):
+        self.key = key
+        self.first = first
+        self.second = second
+        self.buckets: dict[tuple, _Box] = {}
+
+    def insert(self, t: tuple, w: object) -> None:
+        v, u = self.first(t), self.second(t)
+        if v is None or u is None:  # NULL satisfies no comparison
+            return
+        box = self.buckets.get(self.key(t))
+        if box is None:
+            box = self.buckets[self.key(t)] = _Box()
+        box.members[t] = (v, u)
+        box.tree = None
+
+    def remove(self, t: tuple, w: object) -> None:
+        if self.first(t) is None or self.second(t) is None:
+            return
+        k = self.key(t)
+        box = self.buckets[k]
+        del box.members[t]
+        box.tree = None
+        if not box.members:
+            del self.buckets[k]
+
+    def scan(self, k: tuple, bounds: list[tuple[str, object]], op2: str, probe2: object
+             ) -> Iterator[tuple]:
+        box = self.buckets.get(k)
+        if box is None or probe2 is None or any(p is None for _, p in bounds):
+            return iter(())
+        return box.scan(bounds, op2, probe2)
+
+
+class _Box:
+    """One bucket of a :class:`BoxIndex`: its members, and (once built) their first values
+    in order, the tuples in that order and a segment tree of (max, min) second values."""
+
+    __slots__ = ("members", "tree")
+
+    def __init__(self) -> None:
+        self.members: dict[tuple, tuple[object, object]] = {}
+        self.tree: tuple[list, list, list, list, int] | None = None
+
+    def _build(self) -> tuple[list, list, list, list, int]:
+        items = sorted(self.members.items(), key=lambda item: item[1][0])
+        size = 1 << max(0, (len(items) - 1).bit_length())
+        high: list = [None] * (2 * size)
+        low: list = [None] * (2 * size)
+        for i, (_, (_, u)) in enumerate(items):
+            high[size + i] = low[size + i] = u
+        for i in range(size - 1, 0, -1):
+            a, b = high[2 * i], high[2 * i + 1]
+            high[i] = a if b is None else b if a is None else max(a, b)
+            a, b = low[2 * i], low[2 * i + 1]
+            low[i] = a if b is None else b if a is None else min(a, b)
+        self.tree = ([v for _, (v, _) in items], [t for t, _ in items], high, low, size)
+        return self.tree
+
+    def scan(self, bounds: list[tuple[str, object]], op2: str, probe2: object
+             ) -> Iterator[tuple]:
+        vals, tups, high, low, size = self.tree or self._build()
+        start, end = 0, len(vals)
+        for op, probe in bounds:
+            if op == "<":
+                end = min(end, bisect_left(vals, probe))
+            elif op == "<=":
+                end = min(end, bisect_right(vals, probe))
+            elif op == ">":
+                start = max(start, bisect_right(vals, probe))
+            else:
+                start = max(start, bisect_left(vals, probe))
+        if start >= end:
+            return
+        # a subtree can hold a match only if its max (for > / >=) or min (for < / <=)
+        # second value passes: each next match costs one O(log n) descent
+        tree, passes = (high, _PASSES[op2]) if op2 in (">", ">=") else (low, _PASSES[op2])
+        stack = [(1, 0, size)]
+        while stack:
+            node, a, b = stack.pop()
+            if b <= start or a >= end:
+                continue
+            extreme = tree[node]
+            if extreme is None or not passes(extreme, probe2):
+                continue
+            if b - a == 1:
+                yield tups[a]
+                continue
+            mid = (a + b) // 2
+            stack.append((2 * node + 1, mid, b))
+            stack.append((2 * node, a, mid))
+
+
+_PASSES: dict[str, Callable[[object, object], bool]] = {
+    "<": lambda v, p: v < p, "<=": lambda v, p: v <= p,
+    ">": lambda v, p: v > p, ">=": lambda v, p: v >= p}
