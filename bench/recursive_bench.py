@@ -161,7 +161,8 @@ def report(data: dict[str, Any]) -> str:
              "Maintenance of `reachable`: all links inserted in 10 batches, then links deleted "
              "one at a time. *Shipped* counts derivations passed into a fixpoint relation plus "
              "removals (DRed: over-deletions, re-derivations and insertions); DuckDB "
-             "recomputes the view after each of the same deletes.", "",
+             "recomputes the view after each of the same deletes. A run that did not finish shows how "
+             "many of its steps (the 10 insert batches, then each delete) it completed.", "",
              "| nodes | density | strategy | insert: shipped / time | deletes: shipped / time "
              "| shipped on deletes vs lazy | DuckDB on the same deletes | BDD bytes per tuple "
              "| peak memory |",
