@@ -224,34 +224,30 @@ class AbsorptionFixpoint(RuleEngine):
         """Restrict one annotation that mentions a deleted row (``stage`` says where it is
         kept: the fixpoint relation, MinShip's buffer, or AggSel's)."""
         if stage == "fix":
-            relation = self.relations[rel]
-            pv = relation.rows.get(t)
-            if pv is None:
-                return
-            pv = restrict(pv)
-            if pv == self.false:
+            if self._restricted(self.relations[rel].rows, t, restrict) == self.false:
                 self._remove(rel, t)
                 revisit.append((rel, t))
-            else:
-                relation.rows[t] = pv
         elif stage == "ship":
             buf, sent = self.buffer[rel], self.sent[rel]
-            if t in buf:
-                pv = restrict(buf[t])
-                if pv == self.false:
-                    del buf[t]
-                else:
-                    buf[t] = pv
-            if t in sent:
-                pv = restrict(sent[t])
-                if pv == self.false:
-                    del sent[t]
-                    resend.append((rel, t))
-                else:
-                    sent[t] = pv
+            if self._restricted(buf, t, restrict) == self.false:
+                del buf[t]
+            if self._restricted(sent, t, restrict) == self.false:
+                del sent[t]
+                resend.append((rel, t))
         elif stage == "sel":
             _, promoted = self.selection.restrict(t, restrict)
             revisit.extend((rel, b) for b in promoted)
+
+    def _restricted(self, annotations: dict, t: tuple, restrict) -> object | None:
+        """``annotations[t]`` restricted, stored back unless it became false (the caller
+        then removes ``t`` its own way); None when ``t`` has no annotation there."""
+        pv = annotations.get(t)
+        if pv is None:
+            return None
+        pv = restrict(pv)
+        if pv != self.false:
+            annotations[t] = pv
+        return pv
 
     # ------------------------------------------------------------ ordering
     def _reorder(self) -> None:

@@ -274,14 +274,8 @@ class PartitionFixpoint(AbsorptionFixpoint):
             super()._restrict(stage, rel, t, restrict, resend, revisit)
             return
         part = self.fragments[rel]
-        pv = part.rows.get(t)
-        if pv is None:
-            return
-        pv = restrict(pv)
-        if pv == self.false:
+        if self._restricted(part.rows, t, restrict) == self.false:
             part.remove(t)
-        else:
-            part.rows[t] = pv
 
     def rows_here(self) -> dict[tuple, object]:
         return self.relations[self.program.target].rows
