@@ -97,10 +97,7 @@ def from_catalog(catalog: dict, views: Iterable[str] | None = None,
     db = Connection()
     for name, columns, not_null, key in catalog["tables"]:
         db._tables[name] = Table(name, columns, not_null, key)
-    net: dict[str, dict[tuple, int]] = {}
-    for table, row, weight in changes:
-        rows = net.setdefault(table, {})
-        rows[row] = rows.get(row, 0) + weight
+    net = zset.net_by_table(changes)
     if net:
         with db.transaction():
             for table, rows in net.items():

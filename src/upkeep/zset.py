@@ -23,6 +23,15 @@ def add_into(target: ZSet, row: tuple, w) -> None:
         target.pop(row, None)
 
 
+def net_by_table(changes) -> dict[str, ZSet]:
+    """The net change per table of ``(table, row, weight)`` triples (rows whose weights
+    cancel left out)."""
+    net: dict[str, ZSet] = {}
+    for table, row, weight in changes:
+        add_into(net.setdefault(table, {}), row, weight)
+    return net
+
+
 def clamp(counts: dict[tuple, int], delta: ZSet) -> dict[tuple, int]:
     """Add ``delta`` into the multiplicities ``counts`` and return the set-semantics change:
     +1 for a tuple whose count became positive, -1 for one whose count fell to zero or

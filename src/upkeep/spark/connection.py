@@ -39,6 +39,7 @@ from ..errors import Error, UnsupportedError
 from ..expiry import Expiry
 from ..pipeline.sinks.values import json_value
 from ..types import SqlType, coerce_row
+from ..zset import net_by_table
 from .codec import decode_deltas
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
@@ -51,14 +52,6 @@ CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time a
 
 class _RolledBack(Exception):
     pass
-
-
-def _net(staged: list[tuple[str, tuple, int]]) -> dict[str, dict[tuple, int]]:
-    """A batch's net change per table and row (rows whose changes cancel left out)."""
-    net: dict[str, Counter] = {}
-    for table, row, weight in staged:
-        net.setdefault(table, Counter())[row] += weight
-    return {t: {r: w for r, w in c.items() if w} for t, c in net.items()}
 
 
 class SparkViewHandle:
@@ -261,7 +254,7 @@ class SparkConnection:
         self.expire()
         now = self._clock()
         self._commit_at(staged, now)
-        for table, delta in _net(staged).items():
+        for table, delta in net_by_table(staged).items():
             if table in self._expiry:
                 self._expiry[table].committed(delta, now)
 
@@ -321,7 +314,7 @@ class SparkConnection:
                     row = coerce_row(record["row"], schema, table, len(staged))
                     staged.append((table, row, 1 if record["op"] == "insert" else -1))
             if staged:
-                expiry.committed(_net(staged)[table], float(named["at"]))
+                expiry.committed(net_by_table(staged)[table], float(named["at"]))
         return expiry
 
     def _write(self, name: str, text: str) -> Path:

@@ -33,6 +33,7 @@ from pyspark import StorageLevel
 from ..connection import Connection, from_catalog
 from ..recursive.partitioned import Layout, PartitionFixpoint, partition_plan
 from ..recursive.view import RecursiveView, internal_name
+from ..zset import net_by_table
 from .shards import Changes, ShardEngine, ShardError, call
 
 FIXPOINT_VIEW = "__fixpoint__"  # output rows that are a fixpoint partition's marker
@@ -94,11 +95,7 @@ class FixpointShard(ShardEngine):
         return deltas, rejected
 
     def _stage(self, changes: Changes) -> None:
-        net: dict[str, dict[tuple, int]] = {}
-        for table, row, weight in changes:
-            rows = net.setdefault(table, {})
-            rows[row] = rows.get(row, 0) + weight
-        self.fixpoint.stage(net)
+        self.fixpoint.stage(net_by_table(changes))
 
     def superstep(self, call_id: tuple, op: str, args: tuple):
         """``restage`` / ``announce`` / ``step`` / ``finish``; a repeated ``call_id`` (a
