@@ -23,6 +23,7 @@ is NULL are simply left out of the sorted run; DOUBLE sides (NaN) are only check
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -356,9 +357,10 @@ class BoxIndex:
         v, u = self.first(t), self.second(t)
         if v is None or u is None:  # NULL satisfies no comparison
             return
-        box = self.buckets.get(self.key(t))
+        k = self.key(t)
+        box = self.buckets.get(k)
         if box is None:
-            box = self.buckets[self.key(t)] = _Box()
+            box = self.buckets[k] = _Box()
         box.members[t] = (v, u)
         box.tree = None
 
@@ -422,7 +424,7 @@ class _Box:
             return
         # a subtree can hold a match only if its max (for > / >=) or min (for < / <=)
         # second value passes: each next match costs one O(log n) descent
-        tree, passes = (high, _PASSES[op2]) if op2 in (">", ">=") else (low, _PASSES[op2])
+        tree, passes = (high if op2 in (">", ">=") else low), _PASSES[op2]
         stack = [(1, 0, size)]
         while stack:
             node, a, b = stack.pop()
@@ -440,5 +442,4 @@ class _Box:
 
 
 _PASSES: dict[str, Callable[[object, object], bool]] = {
-    "<": lambda v, p: v < p, "<=": lambda v, p: v <= p,
-    ">": lambda v, p: v > p, ">=": lambda v, p: v >= p}
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}

@@ -92,7 +92,9 @@ def _chain(rule: Rule, prefix: str) -> list[tuple[Rule, list[int] | None]]:
         if last:
             out.append((Rule(head=rule.head, head_nodes=rule.head_nodes,
                              head_exprs=[_rewired(f, head_reads, new, rule.width)
-                                         for f in rule.head_exprs],
+                                         if slot is None else _column(new[slot])
+                                         for f, slot in zip(rule.head_exprs, rule.head_slots,
+                                                            strict=True)],
                              head_slots=[None if s is None else new[s]
                                          for s in rule.head_slots], **base), None))
             break
