@@ -995,6 +995,50 @@ EXTRAS = [
         tags="extra setop",
     ),
     Q(
+        "x_not_exists",
+        """SELECT c_custkey, c_name FROM customer
+           WHERE NOT EXISTS (SELECT 1 FROM orders
+                             WHERE o_custkey = c_custkey AND o_orderstatus <> 'P')""",
+        "customer orders",
+        tags="extra subquery antijoin",
+    ),
+    Q(
+        "x_in_subquery",
+        """SELECT o_orderkey, o_custkey FROM orders
+           WHERE o_custkey IN (SELECT c_custkey FROM customer WHERE c_mktsegment = 'BUILDING')""",
+        "orders customer",
+        tags="extra subquery",
+    ),
+    Q(
+        "x_not_exists_join_agg",
+        """SELECT n_name, COUNT(*) AS idle FROM customer JOIN nation ON c_nationkey = n_nationkey
+           WHERE NOT EXISTS (SELECT 1 FROM orders o
+                             WHERE o.o_custkey = customer.c_custkey AND o.o_orderstatus = 'F')
+           GROUP BY n_name""",
+        "customer nation orders",
+        tags="extra subquery antijoin agg",
+    ),
+    Q(
+        "x_not_exists_two_keys",
+        """SELECT src, dst FROM edges e
+           WHERE NOT EXISTS (SELECT 1 FROM edges r WHERE r.src = e.dst AND r.dst = e.src)""",
+        "edges",
+        tags="extra subquery antijoin",
+    ),
+    Q(
+        "x_exists_uncorrelated",
+        """SELECT c_custkey FROM customer
+           WHERE EXISTS (SELECT 1 FROM supplier WHERE s_acctbal > 500)""",
+        "customer supplier",
+        tags="extra subquery",
+    ),
+    Q(
+        "x_intersect_all",
+        "SELECT c_nationkey AS k FROM customer INTERSECT ALL SELECT s_nationkey FROM supplier",
+        "customer supplier",
+        tags="extra setop",
+    ),
+    Q(
         "x_theta_join",
         """SELECT c_custkey, o_orderkey FROM customer JOIN orders
              ON c_custkey < o_custkey AND c_mktsegment = 'BUILDING'""",

@@ -145,8 +145,10 @@ class Core:
 
 
 def needed_slots(block: Block, analysis: JoinAnalysis) -> set[int]:
-    """Wide-row slots read above the join: select, grouping, aggregates, residual predicates."""
+    """Wide-row slots read above the join: select, grouping, aggregates, residual predicates,
+    and the outer keys of EXISTS / IN subqueries."""
     nodes = [e for _, e in block.select] + list(block.group_by) + list(analysis.residual)
+    nodes += [c for sub in block.subqueries for c in sub.outer_keys]
     if block.having is not None:
         nodes.append(block.having)
     out = set()

@@ -9,9 +9,10 @@ This is the "general materializing strategy": it covers what Dynamic Yannakakis 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
+from .complement import ComplementScan, CountedKeys
 from .dyn import Representation, key_function
 from .zset import add_into, clamp, replace_row
 
@@ -184,6 +185,133 @@ class Union(Operator):
     def describe(self) -> list[str]:
         return ["union all"] + ["  " + x for c in self.children for x in c.describe()]
 
+
+
+class SemiJoin(Operator):
+    """``EXISTS`` / ``IN`` (semijoin) or, ``negated``, ``NOT EXISTS`` / ``EXCEPT`` (anti-join):
+    the left tuples whose key has at least one (anti: no) tuple on the right.
+
+    The right input's tuples are keys.  State: the left tuples indexed by key, the right
+    keys' counts, and two ordered key sets: the left keys and the left keys with a match
+    (a subset of them).  A left tuple's membership changes only when its key's right count
+    crosses zero, so each change costs the tuples under that key.  The current output is
+    never stored: :meth:`current` lists the matched keys, or for an anti-join their
+    complement within the left keys by counting (``lftj-incremental-maintenance.txt``
+    section 3.1.2), in ``O(|result| log n)``.  With ``nulls_match`` (set operations) NULL
+    equals NULL; otherwise a key with a NULL matches nothing, as for ``=``.
+    """
+
+    def __init__(self, left: Operator, right: Operator, key_positions: tuple[int, ...],
+                 negated: bool, nulls_match: bool, label: str):
+        self.left, self.right = left, right
+        self.key = key_function(key_positions)
+        self.negated = negated
+        self.nulls_match = nulls_match
+        self.label = label
+        self.rows = _IndexedState(key_positions)
+        self.right_counts: dict[tuple, int] = {}
+        self.left_keys = CountedKeys()
+        self.matched_keys = CountedKeys()
+        self.complement_queries = 0
+
+    def _matchable(self, key: tuple) -> bool:
+        return self.nulls_match or None not in key
+
+    def step(self, batch: Batch) -> Delta:
+        dl = self.left.step(batch)
+        dr = self.right.step(batch)
+        out: Delta = {}
+        buckets, counts = self.rows.buckets, self.right_counts
+        for k, w in dr.items():  # against the old left side
+            if not self._matchable(k):
+                continue
+            before = counts.get(k, 0)
+            after = before + w
+            if after:
+                counts[k] = after
+            else:
+                counts.pop(k, None)
+            if (before > 0) == (after > 0):
+                continue
+            bucket = buckets.get(k)
+            if bucket is None:
+                continue
+            (self.matched_keys.add if after > 0 else self.matched_keys.remove)(k)
+            sign = 1 if (after > 0) != self.negated else -1
+            for t, wt in bucket.items():
+                add_into(out, t, sign * wt)
+        key = self.key
+        for t, w in dl.items():  # against the new right side
+            k = key(t)
+            matched = self._matchable(k) and counts.get(k, 0) > 0
+            if matched != self.negated:
+                add_into(out, t, w)
+            existed = k in buckets
+            self.rows.apply({t: w})
+            if existed != (k in buckets):
+                for keys in (self.left_keys, *((self.matched_keys,) if matched else ())):
+                    (keys.remove if existed else keys.add)(k)
+        return out
+
+    def current(self) -> Iterator[tuple[tuple, int]]:
+        """The output now, without storing it: matched keys, or their complement."""
+        if self.negated:
+            scan = ComplementScan(self.left_keys, self.matched_keys)
+            keys: Iterable[tuple] = scan
+        else:
+            scan, keys = None, self.matched_keys
+        buckets = self.rows.buckets
+        for k in keys:
+            yield from buckets[k].items()
+        if scan is not None:
+            self.complement_queries += scan.count_queries
+
+    def describe(self) -> list[str]:
+        kind = "anti-join" if self.negated else "semijoin"
+        return ([f"{kind} {self.label}"] + ["  " + x for x in self.left.describe()]
+                + ["  " + x for x in self.right.describe()])
+
+    def state_size(self) -> int:
+        return self.rows.size + len(self.right_counts) + super().state_size()
+
+    def counters(self) -> dict[str, int]:
+        return {"complement_count_queries": self.complement_queries}
+
+
+class BagSetOperation(Operator):
+    """``EXCEPT ALL`` (multiplicity ``max(l - r, 0)``) or ``INTERSECT ALL`` (``min(l, r)``):
+    both inputs' multiplicities are kept; a tuple's output changes only with its own."""
+
+    def __init__(self, left: Operator, right: Operator, kind: str):
+        self.left, self.right = left, right
+        self.kind = kind
+        self.counts: dict[tuple, list[int]] = {}
+
+    def _out(self, pair: list[int]) -> int:
+        left, right = pair
+        return max(left - right, 0) if self.kind == "except" else max(min(left, right), 0)
+
+    def step(self, batch: Batch) -> Delta:
+        out: Delta = {}
+        counts = self.counts
+        for side, delta in ((0, self.left.step(batch)), (1, self.right.step(batch))):
+            for t, w in delta.items():
+                pair = counts.get(t) or [0, 0]
+                before = self._out(pair)
+                pair[side] += w
+                if pair == [0, 0]:
+                    counts.pop(t, None)
+                else:
+                    counts[t] = pair
+                add_into(out, t, self._out(pair) - before)
+        return out
+
+    def describe(self) -> list[str]:
+        return ([f"{self.kind} all"] + ["  " + x for x in self.left.describe()]
+                + ["  " + x for x in self.right.describe()])
+
+    def state_size(self) -> int:
+        return len(self.counts) + super().state_size()
 
 
 class Distinct(Operator):

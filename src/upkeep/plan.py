@@ -31,6 +31,22 @@ class Atom:
 
 
 @dataclass
+class SubqueryFilter:
+    """A conjunct ``[NOT] EXISTS (SELECT .. FROM r WHERE r.c = outer.x AND ..)`` or
+    ``outer.x IN (SELECT r.c FROM r WHERE ..)``: a semijoin (negated: an anti-join) of the
+    block's join with ``r`` on equality keys.  ``local`` is the filter on ``r`` alone."""
+
+    negated: bool
+    relation: str
+    columns: list[tuple[str, SqlType]]
+    inner_keys: list[int]  # positions of the key columns in a row of ``relation``
+    outer_keys: list[exp.Column]  # the block's columns they must equal
+    local: list[exp.Expression]
+    inner_scope: Scope = field(repr=False)
+    sql: str = ""
+
+
+@dataclass
 class Block:
     """One SELECT block over atoms."""
 
@@ -42,6 +58,7 @@ class Block:
     distinct: bool
     aggregates: list[exp.Expression]
     scope: Scope = field(repr=False)
+    subqueries: list[SubqueryFilter] = field(default_factory=list)
 
     @property
     def is_aggregate(self) -> bool:
@@ -50,11 +67,12 @@ class Block:
 
 @dataclass
 class SetOperation:
-    """UNION / UNION ALL of two sub-plans."""
+    """UNION, EXCEPT or INTERSECT (``kind``) of two sub-plans, DISTINCT or ALL."""
 
     distinct: bool
     left: Plan
     right: Plan
+    kind: str = "union"
 
 
 Plan = Block | SetOperation
@@ -66,18 +84,23 @@ def plan_columns(plan: Plan) -> list[str]:
     return [name for name, _ in plan.select]
 
 
+def has_subqueries(plan: Plan) -> bool:
+    if isinstance(plan, SetOperation):
+        return has_subqueries(plan.left) or has_subqueries(plan.right)
+    return bool(plan.subqueries)
+
+
 def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, SqlType]]]) -> Plan:
     """Bind a parsed query against the catalog; raise UnsupportedError for what no strategy keeps."""
-    if isinstance(node, exp.Union):
+    if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
+        kind = type(node).__name__.lower()
         if node.args.get("with") or node.args.get("with_"):
-            raise UnsupportedError("WITH RECURSIVE is not maintained incrementally yet")
+            raise UnsupportedError(f"WITH in a {kind.upper()} view")
         left = bind_query(node.this, schema_of)
         right = bind_query(node.expression, schema_of)
         if len(plan_columns(left)) != len(plan_columns(right)):
-            raise SchemaError("UNION sides have different numbers of columns")
-        return SetOperation(bool(node.args.get("distinct")), left, right)
-    if isinstance(node, (exp.Intersect, exp.Except)):
-        raise UnsupportedError(f"{type(node).__name__.upper()} is not maintained incrementally")
+            raise SchemaError(f"{kind.upper()} sides have different numbers of columns")
+        return SetOperation(bool(node.args.get("distinct")), left, right, kind)
     if isinstance(node, exp.Subquery):
         return bind_query(node.this, schema_of)
     if not isinstance(node, exp.Select):
@@ -139,9 +162,17 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         Column(a.alias, cname, ctype, a.offset + i)
         for a in atoms for i, (cname, ctype) in enumerate(a.columns)
     ])
+    subqueries: list[SubqueryFilter] = []
+    plain: list[exp.Expression] = []
     for cond in conditions:
+        sub = _subquery_filter(cond, scope, schema_of)
+        if sub is not None:
+            subqueries.append(sub)
+            continue
         _reject_subqueries(cond)
         scope_check(cond, scope)
+        plain.append(cond)
+    conditions = plain
 
     select: list[tuple[str, exp.Expression]] = []
     for proj in node.expressions:
@@ -185,7 +216,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         if any(True for _ in g.find_all(*AGGREGATE_TYPES)):
             raise UnsupportedError("aggregate inside GROUP BY")
     distinct = bool(node.args.get("distinct"))
-    block = Block(atoms, conditions, select, resolved_group, having, distinct, aggregates, scope)
+    block = Block(atoms, conditions, select, resolved_group, having, distinct, aggregates, scope,
+                  subqueries)
     if block.is_aggregate:
         _check_grouping(block)
     return block
@@ -209,6 +241,76 @@ def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
         seen.setdefault(name, 0)
         out.append((name, e))
     return out
+
+
+def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryFilter | None:
+    """Bind ``[NOT] EXISTS (..)`` or ``x IN (..)``; None if ``cond`` is no such conjunct."""
+    negated = isinstance(cond, exp.Not)
+    node = cond.this if negated else cond
+    if isinstance(node, exp.Exists):
+        query, probe = node.this, None
+    elif isinstance(node, exp.In) and node.args.get("query") is not None:
+        if negated:
+            raise UnsupportedError(f"NOT IN (subquery) (it is NULL-sensitive; write NOT EXISTS)"
+                                   f": {cond.sql()[:60]}")
+        query, probe = node.args["query"], node.this
+    else:
+        return None
+    query = query.this if isinstance(query, exp.Subquery) else query
+    what = f"subquery {query.sql()[:60]}"
+    if not isinstance(query, exp.Select) or query.args.get("joins") or any(
+            query.args.get(k) for k in ("with", "with_", "group", "having", "order", "limit",
+                                        "offset", "windows", "qualify")):
+        raise UnsupportedError(f"{what} (only SELECT .. FROM one relation WHERE ..)")
+    from_ = query.args.get("from_") or query.args.get("from")
+    table = from_.this if from_ is not None else None
+    if not isinstance(table, exp.Table) or table.args.get("db"):
+        raise UnsupportedError(f"{what} (only SELECT .. FROM one relation WHERE ..)")
+    relation = table.name.lower()
+    alias = (table.alias or relation).lower()
+    columns = schema_of(relation)
+    inner = Scope([Column(alias, n, t, i) for i, (n, t) in enumerate(columns)])
+
+    def side(col: exp.Column) -> str:
+        """Inner names shadow outer ones, as in SQL."""
+        try:
+            inner.resolve(col)
+            return "inner"
+        except SchemaError:
+            outer.resolve(col)
+            return "outer"
+
+    inner_keys: list[int] = []
+    outer_keys: list[exp.Column] = []
+    local: list[exp.Expression] = []
+    if probe is not None:
+        picked = query.expressions[0] if len(query.expressions) == 1 else None
+        picked = picked.this if isinstance(picked, exp.Alias) else picked
+        if not isinstance(picked, exp.Column) or not isinstance(probe, exp.Column) or (
+                side(picked) != "inner" or side(probe) != "outer"):
+            raise UnsupportedError(f"{cond.sql()[:60]} (only column IN (SELECT column ..))")
+        inner_keys.append(inner.resolve(picked).slot)
+        outer_keys.append(probe)
+    where = query.args.get("where")
+    for part in conjuncts(where.this if where else None):
+        _reject_subqueries(part)
+        sides = {side(c) for c in column_refs(part)}
+        if sides <= {"inner"}:
+            local.append(part)
+            continue
+        if isinstance(part, exp.EQ) and all(
+                isinstance(x, exp.Column) for x in (part.this, part.expression)) and sides == {
+                "inner", "outer"}:
+            a, b = part.this, part.expression
+            if side(a) == "outer":
+                a, b = b, a
+            inner_keys.append(inner.resolve(a).slot)
+            outer_keys.append(b)
+            continue
+        raise UnsupportedError(f"correlated condition {part.sql()[:60]} (only equalities "
+                               "between a column of the subquery and an outer column)")
+    return SubqueryFilter(negated, relation, columns, inner_keys, outer_keys, local, inner,
+                          cond.sql(dialect="duckdb"))
 
 
 def _reject_subqueries(node: exp.Expression) -> None:

@@ -41,8 +41,28 @@ from .gjt import (
     why_not,
 )
 from .lftj import LeapfrogCore, LeapfrogJoin
-from .operators import Aggregate, Distinct, DynCore, Filter, HashJoin, Map, Operator, Source, Union
-from .plan import Block, Plan, SetOperation, analyse_joins, atoms_of, bind_query
+from .operators import (
+    Aggregate,
+    BagSetOperation,
+    Distinct,
+    DynCore,
+    Filter,
+    HashJoin,
+    Map,
+    Operator,
+    SemiJoin,
+    Source,
+    Union,
+)
+from .plan import (
+    Block,
+    Plan,
+    SetOperation,
+    SubqueryFilter,
+    analyse_joins,
+    atoms_of,
+    bind_query,
+)
 from .recursive.program import recursive_with
 from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
 from .recursive.view import plan_recursive
@@ -51,6 +71,7 @@ from .types import SqlType, type_from_name
 from .views import (
     DynAggregateView,
     DynView,
+    EnumeratedView,
     OperatorView,
     RecomputeView,
     RingSource,
@@ -97,7 +118,8 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
                  strategy: str | None) -> ViewRuntime:
     plan = bind_query(query, catalog.schema_of)
     inputs = _inputs(plan)
-    if isinstance(plan, Block) and strategy in (None, "dyn") and not plan.distinct:
+    if isinstance(plan, Block) and strategy in (None, "dyn") and not (
+            plan.distinct or plan.subqueries):
         view = _dyn_view(name, plan, sql, inputs, strategy == "dyn")
         if view is not None:
             return view
@@ -105,6 +127,9 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
     root, columns, kinds = _dataflow(plan, strategy, lines)
     label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds else "general")
     view = OperatorView(name, columns, inputs, sql, root, label)
+    enumerated = _enumerable(root)
+    if enumerated is not None:
+        view = EnumeratedView(name, columns, inputs, sql, root, label, *enumerated)
     view.explanation = lines + ["dataflow:"] + ["  " + x for x in root.describe()]
     return view
 
@@ -112,7 +137,17 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
 def _inputs(plan: Plan) -> set[str]:
     if isinstance(plan, SetOperation):
         return _inputs(plan.left) | _inputs(plan.right)
-    return {a.relation for a in plan.atoms}
+    return {a.relation for a in plan.atoms} | {sub.relation for sub in plan.subqueries}
+
+
+def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
+    """A root that is a semijoin / anti-join, or a projection right above one, is read from
+    the semijoin's state instead of being stored a second time."""
+    if isinstance(root, SemiJoin):
+        return root, None
+    if isinstance(root, Map) and isinstance(root.child, SemiJoin):
+        return root.child, root.fn
+    return None
 
 
 def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
@@ -220,6 +255,7 @@ def _block_columns(block: Block, types: list[SqlType]) -> list[tuple[str, SqlTyp
 
 def _out_vars(core: Core, block: Block, analysis) -> tuple[int, ...]:
     nodes = [e for _, e in block.select] + list(block.group_by)
+    nodes += [c for sub in block.subqueries for c in sub.outer_keys]
     if block.having is not None:
         nodes.append(block.having)
     vs: set[int] = set()
@@ -367,15 +403,27 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
     if isinstance(plan, SetOperation):
         left, lcols, lkinds = _dataflow(plan.left, strategy, lines)
         right, _, rkinds = _dataflow(plan.right, strategy, lines)
-        op: Operator = Union([left, right])
-        if plan.distinct:
-            op = Distinct(op)
+        op: Operator
+        if plan.kind == "union":
+            op = Union([left, right])
+            if plan.distinct:
+                op = Distinct(op)
+        elif plan.distinct:
+            op = SemiJoin(Distinct(left), Distinct(right), tuple(range(len(lcols))),
+                          negated=plan.kind == "except", nulls_match=True, label="on all columns")
+            lines.append(f"{plan.kind}: {'anti-join' if plan.kind == 'except' else 'semijoin'} "
+                         "of the distinct left rows with the right rows on all columns")
+        else:
+            op = BagSetOperation(left, right, plan.kind)
+            lines.append(f"{plan.kind} all: multiplicities of both sides kept per row")
         return op, lcols, lkinds | rkinds
     block = plan
     analysis = analyse_joins(block)
     core = Core(block, analysis, needed_slots(block, analysis))
     out = _out_vars(core, block, analysis)
     child, kind = _core_operator(block, analysis, core, out, strategy, lines)
+    for sub in block.subqueries:
+        child = _subquery_operator(child, sub, block, core, out, lines)
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
     if block.is_aggregate:
@@ -394,6 +442,28 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
     if block.distinct:
         op = Distinct(op)
     return op, _block_columns(block, types), {kind}
+
+
+def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core: Core,
+                       out: tuple[int, ...], lines: list[str]) -> Operator:
+    """``[NOT] EXISTS`` / ``IN``: a semijoin or anti-join of the join's output (laid out as
+    ``out``) with the subquery's relation, filtered by its own conditions, on the keys."""
+    positions = tuple(out.index(core.var_of_slot[block.scope.resolve(c).slot])
+                      for c in sub.outer_keys)
+    compiler = ExpressionCompiler(sub.inner_scope)
+    filters = [compiler.compile(c).fn for c in sub.local]
+    project = key_function(tuple(sub.inner_keys))
+
+    def leaf(row: tuple) -> tuple | None:
+        return project(row) if all(f(row) is True for f in filters) else None
+
+    kind = "anti-join" if sub.negated else "semijoin"
+    lines.append(f"{kind}: {sub.sql} (keys " + ", ".join(c.sql() for c in sub.outer_keys)
+                 + "; the result is listed from the left rows by key"
+                 + (", the complement of the matched keys by counting" if sub.negated else "")
+                 + ")")
+    return SemiJoin(child, Source(sub.relation, leaf, sub.relation), positions,
+                    negated=sub.negated, nulls_match=False, label=sub.sql)
 
 
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],

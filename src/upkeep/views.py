@@ -273,6 +273,38 @@ class OperatorView(MaterializedView):
         return sum_counters(op.counters() for op in self.root.walk())
 
 
+class EnumeratedView(ViewRuntime):
+    """A dataflow whose root is a semijoin or anti-join (or a projection right above one):
+    its rows are listed from the semijoin's state on read (``SemiJoin.current``, counting-
+    based complement iteration for anti-joins) rather than stored a second time."""
+
+    def __init__(self, name, columns, inputs, sql, root: Operator, strategy: str,
+                 semijoin, project: Callable[[tuple], tuple] | None):
+        super().__init__(name, columns, inputs, sql)
+        self.root = root
+        self.strategy = strategy
+        self.semijoin = semijoin
+        self.project = project
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        return self.root.step(batch)
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        if self.project is None:
+            return iter(list(self.semijoin.current()))
+        out: Delta = {}
+        project = self.project
+        for t, w in self.semijoin.current():
+            add_into(out, project(t), w)
+        return iter(list(out.items()))
+
+    def state_size(self) -> int:
+        return self.root.state_size()
+
+    def counters(self) -> dict[str, int]:
+        return sum_counters(op.counters() for op in self.root.walk())
+
+
 class RecomputeView(MaterializedView):
     """DuckDB recomputes the view per batch; the delta is new result minus old."""
 

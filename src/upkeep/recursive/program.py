@@ -213,6 +213,9 @@ def _branches(node: exp.Expression, name: str) -> list[exp.Select]:
 def _bind_rule(head: str, branch: exp.Select, columns: list[tuple[str, SqlType]],
                schema) -> Rule:
     block = _bind_select(branch, schema)
+    if block.subqueries:
+        raise UnsupportedError(f"CTE {head}: EXISTS / IN subqueries inside the recursion "
+                               "(negation is not monotone)")
     if block.is_aggregate:
         raise UnsupportedError(f"CTE {head}: aggregates inside the recursion (aggregate the "
                                "recursive result in the outer query instead)")

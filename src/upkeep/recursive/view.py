@@ -17,7 +17,7 @@ from sqlglot import exp
 from ..errors import UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
 from ..operators import Batch, Delta, Operator
-from ..plan import Block, bind_query, rename_tables
+from ..plan import Block, bind_query, has_subqueries, rename_tables
 from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
@@ -176,6 +176,8 @@ def plan_recursive(name: str, query: exp.Expression, sql: str, catalog, strategy
         return catalog.schema_of(rel)
 
     plan = bind_query(renamed, schema_of)
+    if has_subqueries(plan):
+        raise UnsupportedError("EXISTS / IN subqueries in the outer query of a recursive view")
     engines = {}
     for c in read:
         engines[c] = _engine(programs[c], strategy, selection_for(plan, programs[c]), catalog)

@@ -99,6 +99,8 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
             key = keys.get(table)
             if key is not None and tuple(key) != (column,):
                 conflicts.add(table)
+        # A subquery (EXISTS, IN) must see all of its relation in every shard.
+        conflicts |= {sub.relation for sub in plan.subqueries}
         for table in conflicts:
             routes.pop(table, None)
         if routes and (best is None or len(routes) > len(best)):
