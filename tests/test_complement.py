@@ -92,3 +92,17 @@ def test_anti_join_view_is_read_by_complement_iteration_without_storing_its_rows
                            "(SELECT 1 FROM shipments s WHERE s.order_id = o.id)").fetchall()
     assert sorted(db.view("open_orders").rows()) == sorted(expected)
     assert seen, "the subscriber got no delta"
+
+
+def test_dense_complement_is_read_by_probing_every_key() -> None:
+    """Half the keys unmatched: counting would cost more than probing, so the read probes."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE a (k INTEGER)")
+    db.execute("CREATE TABLE b (k INTEGER)")
+    db.insert("a", [(i,) for i in range(1000)])
+    db.insert("b", [(i,) for i in range(0, 1000, 2)])
+    db.create_view("odd", "SELECT k FROM a EXCEPT SELECT k FROM b")
+    assert sorted(db.view("odd").rows()) == [(i,) for i in range(1, 1000, 2)]
+    counters = db._view("odd").counters()
+    assert counters["complement_probed_keys"] == 1000
+    assert counters["complement_count_queries"] == 0

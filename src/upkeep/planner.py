@@ -12,8 +12,10 @@ Per query block, in order of preference:
 3. ``lftj``: a cyclic join by leapfrog triejoin, maintained through sensitivity indices and
    a change oracle (``lftj-incremental-maintenance.txt``); operators on top for projections
    (support counts), aggregates and theta predicates.
-4. ``general``: hash joins with materialized inputs (the baseline; forced only).
-5. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
+4. ``operators``: one relation under DISTINCT, MIN / MAX, set operations or subqueries: its
+   filtered rows flow straight to the operators, which keep what they need (no join state).
+5. ``general``: hash joins with materialized inputs (the baseline; forced only).
+6. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
    subqueries, ORDER BY/LIMIT in a view, ...).
 
 A forced strategy that does not apply raises :class:`UnsupportedError` saying why.
@@ -125,7 +127,8 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
             return view
     lines: list[str] = []
     root, columns, kinds = _dataflow(plan, strategy, lines)
-    label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds else "general")
+    label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds
+             else "operators" if kinds == {"scan"} else "general")
     view = OperatorView(name, columns, inputs, sql, root, label)
     enumerated = _enumerable(root)
     if enumerated is not None:
@@ -468,9 +471,14 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
 
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
                    strategy: str | None, lines: list[str]) -> tuple[Operator, str]:
-    """The operator maintaining a block's join, and which kind it is (dyn, lftj, general)."""
+    """The operator maintaining a block's join, and which kind it is (dyn, lftj, general;
+    scan for one relation, which needs no join state)."""
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     thetas = thetas_of(core, analysis)
+    if strategy is None and len(sources) == 1:
+        lines.append("join: none (one relation; its filtered rows flow to the operators above, "
+                     "which keep what they need)")
+        return _project(sources[0], core.edges()[0], out, "project"), "scan"
     if strategy in (None, "dyn"):
         op = _dyn_core(core, out, thetas, sources, lines)
         if op is not None:
