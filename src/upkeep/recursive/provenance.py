@@ -171,7 +171,10 @@ class PosBool:
     def reorder(self, first: list[str]) -> None:
         """Put ``first`` at the top levels in this order, the other variables below them."""
         levels = self.bdd.var_levels
-        rest = sorted((n for n in levels if n not in set(first)), key=levels.get)
+        if all(levels[name] == i for i, name in enumerate(first)):
+            return  # already in place: skip CUDD's shuffle, the costly part
+        chosen = set(first)
+        rest = sorted((n for n in levels if n not in chosen), key=levels.get)
         self.bdd.reorder({name: i for i, name in enumerate([*first, *rest])})
 
     def products(self, u, limit: int = 1000) -> tuple[list[list[tuple[str, tuple]]], bool]:
