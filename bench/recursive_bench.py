@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--configs", nargs="+", help="only these configurations of the kinds")
     p.add_argument("--deletes", type=int, default=20)
     p.add_argument("--partitions", type=int, default=4, help="for the distributed runs")
+    p.add_argument("--bdd-ordering", choices=("sifting", "dfs", "arrival"), default="sifting",
+                   help="BDD variable order of the maintenance and distributed runs (the "
+                        "ordering kind compares them)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per configuration")
     p.add_argument("--memory-limit", type=float, default=8, help="GiB per configuration")
     p.add_argument("--out", type=Path, default=RESULTS)
@@ -78,11 +81,12 @@ def run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
         cmd = [sys.executable, str(BENCH_DIR / "recursive_runner.py"), "--kind", c["kind"],
                "--config", c["config"], "--nodes", str(c["nodes"]), "--density",
                c["density"], "--deletes", str(args.deletes), "--partitions",
-               str(args.partitions)]
+               str(args.partitions), "--bdd-ordering", args.bdd_ordering]
         log = LOGS / f"{c['kind']}-{c['config']}-{c['nodes']}-{c['density']}.log"
         result = run_command(cmd, {"query": c["kind"], "system": c["config"]}, args.timeout,
                              log, on_progress, memory_limit_mb=args.memory_limit * 1024)
-        return {**result, **c}
+        ordering = {} if c["kind"] == "ordering" else {"bdd_ordering": args.bdd_ordering}
+        return {**result, **c, **ordering}
 
     def describe(c: dict[str, Any]) -> str:
         return f"{c['kind']} {c['config']} {c['nodes']} {c['density']}"
@@ -130,6 +134,13 @@ def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             "results": kept + new["results"]}
 
 
+def _label(r: dict[str, Any]) -> str:
+    """The configuration, with its BDD order when that is not the default (sifting)."""
+    ordering = r.get("bdd_ordering", "sifting")
+    return r["config"] + ("" if ordering == "sifting" or r["config"] == "dred"
+                          else f" ({ordering} order)")
+
+
 def _find(results: list[dict[str, Any]], **match: Any) -> dict[str, Any] | None:
     for r in results:
         if r.get("status") == "ok" and all(r.get(k) == v for k, v in match.items()):
@@ -142,7 +153,7 @@ def _failed(r: dict[str, Any], cells: int) -> str | None:
         return None
     progress = r.get("progress")
     reached = f" after {progress[0]}/{progress[1]} steps" if progress else ""
-    return (f"| {r['nodes']} | {r['density']} | {r['config']} | {r['status']} "
+    return (f"| {r['nodes']} | {r['density']} | {_label(r)} | {r['status']} "
             f"({r.get('error', '')}){reached} |" + " |" * (cells - 4))
 
 
@@ -175,7 +186,7 @@ def report(data: dict[str, Any]) -> str:
         ratio = ratio_of(r["delete"]["shipped"], lazy["delete"]["shipped"] if lazy else None)
         per_tuple = ratio_of(r["insert"].get("provenance_bytes"),
                              r["insert"].get("derived_tuples"))
-        return (f"| {r['nodes']} | {r['density']} | {r['config']} | "
+        return (f"| {r['nodes']} | {r['density']} | {_label(r)} | "
                 f"{fmt_number(r['insert']['shipped'])} / {r['insert_s']:.2f} s | "
                 f"{fmt_number(r['delete']['shipped'])} / {r['delete_s']:.2f} s | "
                 f"{fmt_times(ratio)} | {r['duckdb_delete_s']:.2f} s "

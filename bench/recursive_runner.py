@@ -64,6 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--deletes", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--bdd-ordering", choices=("sifting", "dfs", "arrival"), default="sifting",
+                   help="BDD variable order of the maintenance and distributed kinds")
     args = p.parse_args(argv)
     if args.config not in KINDS[args.kind]:
         p.error(f"--config for {args.kind} is one of {KINDS[args.kind]}")
@@ -94,7 +96,7 @@ def maintenance(args: argparse.Namespace, links: list[tuple], emit: Emitter) -> 
     if on_spark:
         db = upkeep.connect(engine="spark", shards=partitions)
     else:
-        db = upkeep.connect(fixpoint_partitions=partitions)
+        db = upkeep.connect(fixpoint_partitions=partitions, bdd_ordering=args.bdd_ordering)
     db.execute(LINK_SQL)
     view = db.create_view("reach", REACH, strategy="absorption" if on_spark else args.config)
     started = time.perf_counter()
