@@ -4,9 +4,9 @@
 small when variables follow a depth-first traversal of the network, because paths that
 share a segment then share a sub-diagram (Figures 7 and 8).  Algorithm 2 keeps the
 order incrementally at O(|edges|) per inserted edge; here the order is recomputed once per
-batch that changes the edge relation, which is the same O(|edges|) bound per change and
-less per batch, and also covers deletions (the orphaned subtrees the paper sketches simply
-fall where the new traversal puts them).
+batch that inserts edges, which is the same O(|edges|) bound per change and less per batch,
+and also covers earlier deletions (the orphaned subtrees the paper sketches simply fall where
+the new traversal puts them).
 """
 
 from __future__ import annotations
