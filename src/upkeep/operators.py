@@ -192,15 +192,17 @@ class SemiJoin(Operator):
     """``EXISTS`` / ``IN`` (semijoin) or, ``negated``, ``NOT EXISTS`` / ``EXCEPT`` (anti-join):
     the left tuples whose key has at least one (anti: no) tuple on the right.
 
-    The right input's tuples are keys.  State: the left tuples indexed by key, the right
-    keys' counts, and two ordered key sets: the left keys and the left keys with a match
-    (a subset of them).  A left tuple's membership changes only when its key's right count
-    crosses zero, so each change costs the tuples under that key.  The current output is
-    never stored: :meth:`current` lists the matched keys, or for an anti-join their
-    complement within the left keys by counting (``lftj-incremental-maintenance.txt``
-    section 3.1.2), in ``O(|result| log n)``, when the complement is sparse enough for that
-    to beat probing every left key.  With ``nulls_match`` (set operations) NULL
-    equals NULL; otherwise a key with a NULL matches nothing, as for ``=``.
+    The right input's tuples are keys.  State: the left tuples indexed by key and the right
+    keys' counts.  A left tuple's membership changes only when its key's right count
+    crosses zero, so each change costs the tuples under that key.  When a view is read
+    through this operator (:meth:`serve_reads`), it also keeps ordered key sets with
+    interval counts: the matched keys, and for an anti-join the left keys (a superset).
+    :meth:`current` then lists the output without storing it: the matched keys' tuples, or
+    for an anti-join the complement within the left keys by counting
+    (``lftj-incremental-maintenance.txt`` section 3.1.2), in ``O(|result| log n)``, when the
+    complement is sparse enough for that to beat probing every left key.  With
+    ``nulls_match`` (set operations) NULL equals NULL; otherwise a key with a NULL matches
+    nothing, as for ``=``.
     """
 
     def __init__(self, left: Operator, right: Operator, key_positions: tuple[int, ...],
@@ -212,55 +214,68 @@ class SemiJoin(Operator):
         self.label = label
         self.rows = _IndexedState(key_positions)
         self.right_counts: dict[tuple, int] = {}
-        self.left_keys = CountedKeys()
-        self.matched_keys = CountedKeys()
+        self.left_keys: CountedKeys | None = None  # kept once serve_reads is called
+        self.matched_keys: CountedKeys | None = None
         self.complement_queries = 0
         self.probed_keys = 0
 
-    def _matchable(self, key: tuple) -> bool:
-        return self.nulls_match or None not in key
+    def _matched(self, key: tuple) -> bool:
+        return (self.nulls_match or None not in key) and self.right_counts.get(key, 0) > 0
+
+    def serve_reads(self) -> None:
+        """Keep the ordered key sets :meth:`current` reads (a view reads through here)."""
+        self.matched_keys = CountedKeys()
+        for k in self.rows.buckets:
+            if self._matched(k):
+                self.matched_keys.add(k)
+        if self.negated:
+            self.left_keys = CountedKeys()
+            for k in self.rows.buckets:
+                self.left_keys.add(k)
 
     def step(self, batch: Batch) -> Delta:
         dl = self.left.step(batch)
         dr = self.right.step(batch)
         out: Delta = {}
-        buckets, counts = self.rows.buckets, self.right_counts
-        for k, w in dr.items():  # against the old left side
-            if not self._matchable(k):
-                continue
-            before = counts.get(k, 0)
-            after = before + w
-            if after:
-                counts[k] = after
-            else:
-                counts.pop(k, None)
-            if (before > 0) == (after > 0):
-                continue
+        buckets, matched_keys = self.rows.buckets, self.matched_keys
+        if not self.nulls_match:
+            dr = {k: w for k, w in dr.items() if None not in k}
+        for k, change in clamp(self.right_counts, dr).items():  # against the old left side
             bucket = buckets.get(k)
             if bucket is None:
                 continue
-            (self.matched_keys.add if after > 0 else self.matched_keys.remove)(k)
-            sign = 1 if (after > 0) != self.negated else -1
+            if matched_keys is not None:
+                (matched_keys.add if change > 0 else matched_keys.remove)(k)
+            sign = -change if self.negated else change
             for t, wt in bucket.items():
                 add_into(out, t, sign * wt)
-        key = self.key
+        if not dl:
+            return out
+        key, matched = self.key, self._matched
+        touched: dict[tuple, bool] = {}  # key -> did it have left tuples before
         for t, w in dl.items():  # against the new right side
             k = key(t)
-            matched = self._matchable(k) and counts.get(k, 0) > 0
-            if matched != self.negated:
+            if k not in touched:
+                touched[k] = k in buckets
+            if matched(k) != self.negated:
                 add_into(out, t, w)
-            existed = k in buckets
-            self.rows.apply({t: w})
-            if existed != (k in buckets):
-                for keys in (self.left_keys, *((self.matched_keys,) if matched else ())):
-                    (keys.remove if existed else keys.add)(k)
+        self.rows.apply(dl)
+        if matched_keys is not None:
+            for k, existed in touched.items():
+                if existed == (k in buckets):
+                    continue
+                for keys in (self.left_keys, matched_keys if matched(k) else None):
+                    if keys is not None:
+                        (keys.remove if existed else keys.add)(k)
         return out
 
     def current(self) -> Iterator[tuple[tuple, int]]:
-        """The output now, without storing it: the matched keys' rows, or for an anti-join
+        """The output now, without storing it: the matched keys' tuples, or for an anti-join
         the complement's.  Complement iteration costs about ``2 log2 n`` count queries per
         key it lists, so it is used where it helps: when the complement holds fewer than
         ``n / (2 log2 n)`` of the ``n`` left keys; otherwise every left key is probed."""
+        if self.matched_keys is None:
+            raise RuntimeError("internal: SemiJoin.current without serve_reads")
         buckets = self.rows.buckets
         if not self.negated:
             for k in self.matched_keys:
@@ -273,10 +288,10 @@ class SemiJoin(Operator):
                 yield from buckets[k].items()
             self.complement_queries += scan.count_queries
             return
-        counts, matchable = self.right_counts, self._matchable
         self.probed_keys += n
+        matched = self._matched
         for k, bucket in buckets.items():
-            if not (matchable(k) and counts.get(k, 0) > 0):
+            if not matched(k):
                 yield from bucket.items()
 
     def describe(self) -> list[str]:

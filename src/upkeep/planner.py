@@ -129,10 +129,9 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
     root, columns, kinds = _dataflow(plan, strategy, lines)
     label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds
              else "operators" if kinds == {"scan"} else "general")
-    view = OperatorView(name, columns, inputs, sql, root, label)
     enumerated = _enumerable(root)
-    if enumerated is not None:
-        view = EnumeratedView(name, columns, inputs, sql, root, label, *enumerated)
+    view = (OperatorView(name, columns, inputs, sql, root, label) if enumerated is None
+            else EnumeratedView(name, columns, inputs, sql, root, label, *enumerated))
     view.explanation = lines + ["dataflow:"] + ["  " + x for x in root.describe()]
     return view
 
@@ -145,12 +144,16 @@ def _inputs(plan: Plan) -> set[str]:
 
 def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
     """A root that is a semijoin / anti-join, or a projection right above one, is read from
-    the semijoin's state instead of being stored a second time."""
+    the semijoin's state instead of being stored a second time (which then keeps the
+    ordered key sets that reading needs; a semijoin deeper in a dataflow does without)."""
     if isinstance(root, SemiJoin):
-        return root, None
-    if isinstance(root, Map) and isinstance(root.child, SemiJoin):
-        return root.child, root.fn
-    return None
+        semijoin, project = root, None
+    elif isinstance(root, Map) and isinstance(root.child, SemiJoin):
+        semijoin, project = root.child, root.fn
+    else:
+        return None
+    semijoin.serve_reads()
+    return semijoin, project
 
 
 def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
