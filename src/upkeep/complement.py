@@ -35,6 +35,14 @@ class CountedKeys:
     def __iter__(self) -> Iterator[tuple]:
         return iter(self._keys)
 
+    def __getitem__(self, position: int) -> tuple:
+        """The key at ``position`` in key order (O(log n))."""
+        return self._keys[position]
+
+    def between_positions(self, start: int, stop: int) -> Iterator[tuple]:
+        """The keys at positions ``start`` to ``stop - 1``, in key order."""
+        return self._keys.islice(start, stop)
+
     def add(self, key: tuple) -> None:
         self._keys.add(key)
 
@@ -57,7 +65,7 @@ class ComplementScan:
         self.count_queries = 0
 
     def __iter__(self) -> Iterator[tuple]:
-        keys = self.universe._keys
+        keys = self.universe
         if not self.subset:
             yield from keys
             return
@@ -69,7 +77,7 @@ class ComplementScan:
             if covered == hi - lo:
                 continue  # every key of the interval is in the subset
             if covered == 0 or hi - lo == 1:
-                yield from keys.islice(lo, hi)
+                yield from keys.between_positions(lo, hi)
                 continue
             mid = (lo + hi) // 2
             stack.append((mid, hi))
