@@ -38,7 +38,6 @@ class SubqueryFilter:
 
     negated: bool
     relation: str
-    columns: list[tuple[str, SqlType]]
     inner_keys: list[int]  # positions of the key columns in a row of ``relation``
     outer_keys: list[exp.Column]  # the block's columns they must equal
     local: list[exp.Expression]
@@ -257,19 +256,17 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
     else:
         return None
     query = query.this if isinstance(query, exp.Subquery) else query
-    what = f"subquery {query.sql()[:60]}"
-    if not isinstance(query, exp.Select) or query.args.get("joins") or any(
+    from_ = (query.args.get("from_") or query.args.get("from")
+             if isinstance(query, exp.Select) else None)
+    table = from_.this if from_ is not None else None
+    if not isinstance(table, exp.Table) or table.args.get("db") or query.args.get("joins") or any(
             query.args.get(k) for k in ("with", "with_", "group", "having", "order", "limit",
                                         "offset", "windows", "qualify")):
-        raise UnsupportedError(f"{what} (only SELECT .. FROM one relation WHERE ..)")
-    from_ = query.args.get("from_") or query.args.get("from")
-    table = from_.this if from_ is not None else None
-    if not isinstance(table, exp.Table) or table.args.get("db"):
-        raise UnsupportedError(f"{what} (only SELECT .. FROM one relation WHERE ..)")
+        raise UnsupportedError(f"subquery {query.sql()[:60]} (only SELECT .. FROM one relation "
+                               "WHERE ..)")
     relation = table.name.lower()
     alias = (table.alias or relation).lower()
-    columns = schema_of(relation)
-    inner = Scope([Column(alias, n, t, i) for i, (n, t) in enumerate(columns)])
+    inner = Scope([Column(alias, n, t, i) for i, (n, t) in enumerate(schema_of(relation))])
 
     def side(col: exp.Column) -> str:
         """Inner names shadow outer ones, as in SQL."""
@@ -309,7 +306,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             continue
         raise UnsupportedError(f"correlated condition {part.sql()[:60]} (only equalities "
                                "between a column of the subquery and an outer column)")
-    return SubqueryFilter(negated, relation, columns, inner_keys, outer_keys, local, inner,
+    return SubqueryFilter(negated, relation, inner_keys, outer_keys, local, inner,
                           cond.sql(dialect="duckdb"))
 
 
