@@ -141,6 +141,12 @@ def _is_number(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and not node.is_string
 
 
+# How ``value OP probe`` cuts a sorted run: (whether it bounds the start rather than the
+# end, whether the cut falls after the entries equal to ``probe``).
+_CUTS: dict[str, tuple[bool, bool]] = {
+    "<": (False, False), "<=": (False, True), ">": (True, True), ">=": (True, False)}
+
+
 class SortedRun:
     """A multiset of ``(value, tuple)`` sorted by value, with a weight per tuple and block
     sums for O(log n + n/B) range sums (a two-level scan tree, ``lftj`` paper 3.1)."""
@@ -230,14 +236,9 @@ class SortedRun:
         return start, end
 
     def _bounds(self, op: str, probe: object) -> tuple[tuple[int, int], tuple[int, int]]:
-        if op == "<":
-            return (0, 0), self._position(probe, after=False)
-        if op == "<=":
-            return (0, 0), self._position(probe, after=True)
-        end = (len(self.vals), 0)
-        if op == ">":
-            return self._position(probe, after=True), end
-        return self._position(probe, after=False), end
+        lower, after = _CUTS[op]
+        at = self._position(probe, after)
+        return (at, (len(self.vals), 0)) if lower else ((0, 0), at)
 
     def scan(self, op: str, probe: object, op2: str | None = None, probe2: object = None
              ) -> Iterator[tuple]:
@@ -412,14 +413,9 @@ class _Box:
         vals, tups, high, low, size = self.tree or self._build()
         start, end = 0, len(vals)
         for op, probe in bounds:
-            if op == "<":
-                end = min(end, bisect_left(vals, probe))
-            elif op == "<=":
-                end = min(end, bisect_right(vals, probe))
-            elif op == ">":
-                start = max(start, bisect_right(vals, probe))
-            else:
-                start = max(start, bisect_left(vals, probe))
+            lower, after = _CUTS[op]
+            at = (bisect_right if after else bisect_left)(vals, probe)
+            start, end = (max(start, at), end) if lower else (start, min(end, at))
         if start >= end:
             return
         # a subtree can hold a match only if its max (for > / >=) or min (for < / <=)
