@@ -29,40 +29,37 @@ def edge_relation(program: Program) -> str | None:
 
 
 def dfs_edge_order(edges: Iterable[tuple]) -> list[tuple]:
-    """Edges, top BDD level first, in a depth-first order that keeps every path's links in
-    path order: a link nearer a path's end sits above a link nearer its start.
+    """Edges, top BDD level first, in the order a depth-first traversal of the network
+    reaches them, the links reached last on top.
 
-    The traversal starts from the node with the most outgoing links (ties: first seen) and
-    lists each link when it is followed (preorder), cyclic ones too.  ``reach(x, y)`` is
-    built as ``link(x, z) AND reach(z, y)``; with ``link(x, z)`` below every variable of
-    ``reach(z, y)``, that BDD is one new node over ``reach(z, y)``'s, shared whole.  Links
-    that lead away from the root are therefore listed in reverse preorder (deeper ones on
-    top), then the links that lead back toward it (to a node found earlier on the way down)
-    in preorder.  On a tree every reachable pair then costs one BDD node.
+    The traversal follows outgoing links, starts from the node with the most of them (ties:
+    first seen; a node it cannot reach starts a later traversal) and numbers nodes in
+    preorder.  A link is reached when
+    both its ends are found, so ``link(a, b)`` and ``link(b, a)`` sit together, and a
+    meshed region the traversal enters (a stub domain) is finished before it leaves,
+    so the region's links form one block of levels.  A path's provenance conjoins its links
+    region by region, and paths that leave a region through the same links share the
+    diagram below its block.  On GT-ITM networks this takes dense networks from 0.73x to
+    0.51x the nodes of arrival order, and sparse ones from 0.39x to 0.37x, against listing
+    links by direction (away from the root, then back) as earlier versions did
+    (``bench/recursive_bench.py --kinds ordering``).
     """
-    out_edges: dict[object, list[tuple]] = {}
-    nodes: dict[object, None] = {}
+    edges = list(edges)
+    successors: dict[object, list] = {}
     for e in edges:
-        out_edges.setdefault(e[0], []).append(e)
-        nodes.setdefault(e[0])
-        nodes.setdefault(e[1])
-    roots = sorted(nodes, key=lambda n: -len(out_edges.get(n, ())))
-    depth: dict[object, int] = {}
-    order: list[tuple] = []
-    for root in roots:
-        if root in depth:
-            continue
-        depth[root] = 0
-        stack = [iter(out_edges.get(root, ()))]
+        successors.setdefault(e[0], []).append(e[1])
+        successors.setdefault(e[1], [])
+    found: dict[object, int] = {}  # node -> its place in depth-first preorder
+    for root in sorted(successors, key=lambda n: -len(successors[n])):
+        stack = [root]
         while stack:
-            e = next(stack[-1], None)
-            if e is None:
-                stack.pop()
-                continue
-            order.append(e)
-            if e[1] not in depth:
-                depth[e[1]] = depth[e[0]] + 1
-                stack.append(iter(out_edges.get(e[1], ())))
-    back = [e for e in order if depth[e[1]] < depth[e[0]]]
-    away = [e for e in order if depth[e[1]] >= depth[e[0]]]
-    return away[::-1] + back
+            node = stack.pop()
+            if node not in found:
+                found[node] = len(found)
+                stack.extend(reversed(successors[node]))
+
+    def reached(e: tuple) -> tuple[int, int, int]:
+        a, b = found[e[0]], found[e[1]]
+        return max(a, b), min(a, b), a
+
+    return sorted(edges, key=reached, reverse=True)
