@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal
 
 import upkeep
+from upkeep.recursive.ordering import dfs_edge_order
 from upkeep.recursive.partitioned import PartitionedFixpoint, home
 from upkeep.recursive.view import RecursiveView
 
@@ -490,6 +491,25 @@ def test_dfs_order_makes_figure7_bdd_smaller_than_breadth_first_arrival() -> Non
         db.insert("link", [FIGURE7[i] for i in BREADTH_FIRST])
         sizes[ordering] = db.why("r", ("A", "F")).bdd_nodes
     assert sizes["dfs"] <= 0.6 * sizes["arrival"], sizes
+
+
+@given(st.randoms(use_true_random=False))
+@settings(max_examples=25, deadline=None)
+def test_dfs_order_keeps_link_pairs_and_each_meshed_region_together(rnd) -> None:
+    """Section VI: two 4-node meshes joined by one bridge, links arriving in any order.  The
+    depth-first order puts both directions of a link side by side and each mesh's links in
+    one block of levels, which is what lets paths through a region share its sub-diagram."""
+    meshes = [range(0, 4), range(4, 8)]
+    undirected = [(a, b) for m in meshes for a in m for b in m if a < b] + [(3, 4)]
+    links = [(a, b) for a, b in undirected] + [(b, a) for a, b in undirected]
+    rnd.shuffle(links)
+    order = dfs_edge_order(links)
+    assert sorted(order) == sorted(links)
+    at = {e: i for i, e in enumerate(order)}
+    assert all(abs(at[(a, b)] - at[(b, a)]) == 1 for a, b in undirected)
+    for mesh in meshes:
+        places = sorted(at[e] for e in links if e[0] in mesh and e[1] in mesh)
+        assert places == list(range(places[0], places[0] + len(places)))
 
 
 def test_unbounded_recursion_is_a_clear_error_and_rejects_the_batch() -> None:
