@@ -57,9 +57,9 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
     ``bdd_ordering`` is the variable order of recursive views' provenance BDDs: "sifting"
     (CUDD's dynamic reordering), "dfs" (depth-first over the edge relation) or "arrival".
 
-    ``fixpoint_partitions`` > 1 runs recursive views' absorption fixpoints over that many
-    partitions in this process, relations split by their first attribute as in the paper's
-    distributed execution (counters then report tuples and bytes shipped between them);
+    ``fixpoint_partitions`` > 1 runs recursive views' fixpoints (absorption or DRed) over
+    that many partitions in this process, relations split by their first attribute as in the
+    paper's distributed execution (counters then report tuples and bytes shipped between them);
     on the spark engine the partitions are the ``shards`` and run as Spark tasks.
 
     ``clock`` (seconds, default ``time.time``) times the expiry of rows of tables declared

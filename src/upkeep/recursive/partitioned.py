@@ -125,20 +125,18 @@ def layout_for(program: Program, partitions: int, selection: SelectionSpec | Non
     return layout
 
 
-class PartitionFixpoint(AbsorptionFixpoint):
-    """One partition: Algorithm 1, MinShip and AggSel over this partition's part of every
-    relation (``relations``: the rows partitioned by their first attribute; ``fragments``:
-    those and the copies partitioned by a join column)."""
+class PartitionBase:
+    """What a partition of either strategy does alike: keep its part of every relation
+    (``relations``: the rows partitioned by their first attribute; ``fragments``: those and
+    the copies partitioned by a join column), plan the rules per kept part, and stage the
+    batch's base rows."""
 
-    def __init__(self, program: Program, layout: Layout, index: int, ordering: str = "sifting",
-                 lazy: bool = True, selection: SelectionSpec | None = None,
-                 max_steps: int = DEFAULT_MAX_STEPS):
-        self.layout = layout
-        self.index = index
-        super().__init__(program, ordering, lazy, selection, max_steps)
-        self.outbox: Outbox = []
-        self.inserted: list[tuple[str, tuple]] = []
-        self.deleted: list[tuple[str, tuple]] = []
+    layout: Layout
+    program: Program
+    relations: dict[str, Relation]
+    inserted: list[tuple[str, tuple]]
+    deleted: list[tuple[str, tuple]]
+    phases = 1  # rounds of supersteps per batch, each run until no message is left
 
     def _plan_rules(self, head_seeded: bool) -> None:
         """Rules are evaluated per kept part (``probes``): a tuple arriving in ``rel``'s part
@@ -158,7 +156,6 @@ class PartitionFixpoint(AbsorptionFixpoint):
                         lookups[st.relation].index(st.cols)
                 self.probes.setdefault(part, []).append((plan, lookups))
 
-    # ------------------------------------------------------------ a batch
     def stage(self, deltas: dict[str, dict[tuple, int]]) -> None:
         """This partition's base rows of the batch (those whose first attribute is here),
         added to what is staged already (a row staged in and now out cancels out)."""
@@ -169,6 +166,29 @@ class PartitionFixpoint(AbsorptionFixpoint):
                          + [r for r in inserted if r not in staged_dels])
         self.deleted = ([r for r in self.deleted if r not in ins]
                         + [r for r in deleted if r not in staged_ins])
+
+    def advance(self) -> Outbox:
+        """Start the batch's next round of supersteps (every partition's previous round has
+        run out of messages); what to send."""
+        return []
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(len(f) for (_, c), f in self.fragments.items() if c)
+
+
+class PartitionFixpoint(PartitionBase, AbsorptionFixpoint):
+    """One partition: Algorithm 1, MinShip and AggSel over this partition's part of every
+    relation."""
+
+    def __init__(self, program: Program, layout: Layout, index: int, ordering: str = "sifting",
+                 lazy: bool = True, selection: SelectionSpec | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS):
+        self.layout = layout
+        self.index = index
+        super().__init__(program, ordering, lazy, selection, max_steps)
+        self.outbox: Outbox = []
+        self.inserted: list[tuple[str, tuple]] = []
+        self.deleted: list[tuple[str, tuple]] = []
 
     def restage(self) -> None:
         """Forget everything derived and stage every base row kept here, with the batch's
@@ -280,26 +300,31 @@ class PartitionFixpoint(AbsorptionFixpoint):
     def rows_here(self) -> dict[tuple, object]:
         return self.relations[self.program.target].rows
 
-    def state_size(self) -> int:
-        return super().state_size() + sum(len(f) for (_, c), f in self.fragments.items() if c)
-
 
 class PartitionedFixpoint:
     """Every partition of a program in this process, with the supersteps between them;
     counts the tuples and bytes shipped from one partition to another."""
 
-    def __init__(self, program: Program, layout: Layout, ordering: str = "sifting",
-                 lazy: bool = True, selection: SelectionSpec | None = None,
-                 max_steps: int = DEFAULT_MAX_STEPS):
+    def __init__(self, program: Program, layout: Layout, parts: list, pb: PosBool | None = None,
+                 lazy: bool = False, max_steps: int = DEFAULT_MAX_STEPS):
+        """``parts``: one partition engine per partition (:class:`PartitionFixpoint`, or
+        ``dred_partition.DRedPartition``); ``pb`` gathers their provenance for ``why``."""
         self.program = program
         self.layout = layout
         self.lazy = lazy
-        self.parts = [PartitionFixpoint(program, layout, i, ordering, lazy, selection,
-                                        max_steps) for i in range(layout.partitions)]
-        self.pb = PosBool(ordering)  # provenance gathered from the partitions for ``why``
+        self.parts = parts
+        self.pb = pb
         self.max_steps = max_steps
-        self.selection = self.parts[0].selection
+        self.selection = getattr(parts[0], "selection", None)
         self.shipping = dict.fromkeys(("shipped_tuples", "shipped_bytes", "supersteps"), 0)
+
+    @classmethod
+    def absorption(cls, program: Program, layout: Layout, ordering: str = "sifting",
+                   lazy: bool = True, selection: SelectionSpec | None = None,
+                   max_steps: int = DEFAULT_MAX_STEPS) -> PartitionedFixpoint:
+        parts = [PartitionFixpoint(program, layout, i, ordering, lazy, selection, max_steps)
+                 for i in range(layout.partitions)]
+        return cls(program, layout, parts, PosBool(ordering), lazy, max_steps)
 
     def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
         """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
@@ -312,6 +337,9 @@ class PartitionedFixpoint:
             part.stage(own)
         inboxes = self._deliver([(i, part.announce()) for i, part in enumerate(self.parts)])
         self._supersteps(inboxes, first=True)
+        for _ in range(self.parts[0].phases - 1):
+            self._supersteps(self._deliver([(i, part.advance())
+                                            for i, part in enumerate(self.parts)]))
         changes: dict[tuple, int] = {}
         for part in self.parts:
             changes.update(part.finish())

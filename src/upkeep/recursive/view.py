@@ -22,6 +22,7 @@ from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
 from .dred import DRedFixpoint
+from .dred_partition import DRedPartition
 from .partitioned import PartitionedFixpoint, partition_plan
 from .program import Program, bind_program, recursive_with
 
@@ -203,15 +204,18 @@ def _is_star_of(outer: exp.Expression, read: list[str]) -> bool:
 
 
 def _engine(program: Program, strategy: str, selection: SelectionSpec | None, catalog):
+    partitions = getattr(catalog, "fixpoint_partitions", 1)
     if strategy == "dred":
-        return DRedFixpoint(program)
+        plan = partition_plan(program, partitions, None) if partitions > 1 else None
+        if plan is None or isinstance(plan, str):
+            return DRedFixpoint(program)
+        return PartitionedFixpoint(*plan, [DRedPartition(*plan, i) for i in range(partitions)])
     ordering = getattr(catalog, "bdd_ordering", "sifting")
     lazy = strategy == "absorption"
-    partitions = getattr(catalog, "fixpoint_partitions", 1)
     if partitions > 1:
         plan = partition_plan(program, partitions, selection)
         if not isinstance(plan, str):
-            return PartitionedFixpoint(*plan, ordering, lazy, selection)
+            return PartitionedFixpoint.absorption(*plan, ordering, lazy, selection)
         engine = AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
         engine.unpartitioned = plan
         return engine

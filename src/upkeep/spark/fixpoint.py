@@ -1,4 +1,5 @@
-"""Recursive views on Spark: the absorption fixpoint over the shards, as Spark tasks.
+"""Recursive views on Spark: the fixpoint (absorption or DRed) over the shards, as Spark
+tasks.
 
 ``recursive-views-absorption-provenance.txt`` sections II-III: relations are partitioned
 by their first attribute and the fixpoint exchanges tuples between partitions
@@ -12,7 +13,8 @@ group* (:func:`fixpoint_layout` decides which recursive views qualify):
   of its state;
 * the micro-batch's ``foreachBatch`` then runs the supersteps (:class:`FixpointDriver`):
   one Spark job per superstep, each task one partition, the messages between them moved
-  by a Spark shuffle (``partitionBy``), until none are left;
+  by a Spark shuffle (``partitionBy``), until none are left (DRed runs two such rounds:
+  over-deletion, then re-derivation and insertion);
 * the recursive CTE's changes meet the outer query (GROUP BY, MIN/MAX, ...) on the driver,
   which is the final aggregation of section VII.
 
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 
 from ..connection import Connection, from_catalog
-from ..recursive.partitioned import Layout, PartitionFixpoint, partition_plan
+from ..recursive.dred_partition import DRedPartition
+from ..recursive.partitioned import Layout, PartitionBase, PartitionFixpoint, partition_plan
 from ..recursive.view import RecursiveView, internal_name
 from ..zset import net_by_table
 from .shards import Changes, ShardEngine, ShardError, call
@@ -48,11 +51,11 @@ class FixpointSpec:
 
 
 def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None:
-    """The layout of view ``name`` over ``partitions`` when it can run partitioned: an
-    absorption-maintained recursive view of one CTE whose outer query reads only the CTE,
-    with rules the partitioned fixpoint splits (:func:`partition_plan`)."""
+    """The layout of view ``name`` over ``partitions`` when it can run partitioned: a
+    recursive view of one CTE whose outer query reads only the CTE, with rules the
+    partitioned fixpoint splits (:func:`partition_plan`)."""
     view = db._view(name)
-    if not isinstance(view, RecursiveView) or view.strategy == "dred" or partitions < 2:
+    if not isinstance(view, RecursiveView) or partitions < 2:
         return None
     if len(view.engines) != 1:
         return None
@@ -62,7 +65,7 @@ def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None
         return None
     if view.outer is not None and view.outer_block is None:
         return None
-    plan = partition_plan(engine.program, partitions, engine.selection_spec)
+    plan = partition_plan(engine.program, partitions, getattr(engine, "selection_spec", None))
     return None if isinstance(plan, str) else plan[1]
 
 
@@ -78,12 +81,16 @@ class FixpointShard(ShardEngine):
         super().__init__(catalog, [], log)
         view = from_catalog(catalog, [spec.view])._view(spec.view)
         (engine,) = view.engines.values()
-        selection = engine.selection_spec
+        selection = getattr(engine, "selection_spec", None)
         plan = partition_plan(engine.program, spec.partitions, selection)
         if isinstance(plan, str):
             raise ShardError(f"view {spec.view} cannot be partitioned: {plan}")
-        self.fixpoint = PartitionFixpoint(*plan, index, engine.pb.ordering, engine.lazy,
-                                          selection)
+        self.fixpoint: PartitionBase
+        if view.strategy == "dred":
+            self.fixpoint = DRedPartition(*plan, index)
+        else:
+            self.fixpoint = PartitionFixpoint(*plan, index, engine.pb.ordering, engine.lazy,
+                                              selection)
         self.rebuilt = restored
         self._last: tuple | None = None  # (call id, result): a retried task gets the same
         self._stage(self.dump())
@@ -98,8 +105,8 @@ class FixpointShard(ShardEngine):
         self.fixpoint.stage(net_by_table(changes))
 
     def superstep(self, call_id: tuple, op: str, args: tuple):
-        """``restage`` / ``announce`` / ``step`` / ``finish``; a repeated ``call_id`` (a
-        task Spark re-ran) returns the first result without running again."""
+        """``restage`` / ``announce`` / ``step`` / ``advance`` / ``finish``; a repeated
+        ``call_id`` (a task Spark re-ran) returns the first result without running again."""
         if self._last is not None and self._last[0] == call_id:
             return self._last[1]
         fx = self.fixpoint
@@ -112,6 +119,8 @@ class FixpointShard(ShardEngine):
         elif op == "step":
             inbox, first = args
             result = fx.step(inbox, first)
+        elif op == "advance":
+            result = fx.advance()
         elif op == "finish":
             result = (fx.finish(), fx.counters())
         else:
@@ -153,32 +162,10 @@ class FixpointDriver:
         rebuilt = any(m["rebuilt"] for m in markers)
         if rebuilt:
             self._each(sc, key, "restage", ())
-        outboxes = self._each(sc, key, "announce", ())
-        for source, box in enumerate(outboxes):  # deletion notices ship like any message
-            cross = [m for d, m in box if d != source]
-            self.shipping["shipped_tuples"] += len(cross)
-            self.shipping["shipped_bytes"] += sum(len(m) for m in cross)
-        messages = sc.parallelize([m for box in outboxes for m in box], n)
-        first = True
-        step = 0
-        kept = []
-        while True:
-            step += 1
-            out = (messages.partitionBy(n, lambda d: d)
-                   .mapPartitionsWithIndex(_step_task(key, step, first), True)
-                   .persist(StorageLevel.MEMORY_AND_DISK))
-            kept.append(out)
-            stats = out.filter(lambda m: m[0] < 0).map(lambda m: m[1]).collect()
-            sent = sum(s[0] for s in stats)
-            self.shipping["shipped_tuples"] += sum(s[1] for s in stats)
-            self.shipping["shipped_bytes"] += sum(s[2] for s in stats)
-            messages = out.filter(lambda m: m[0] >= 0)
-            first = False
-            if not sent:
-                break
-        for rdd in kept:
-            rdd.unpersist()
-        self.shipping["supersteps"] += step
+        step = self._supersteps(sc, key, self._each(sc, key, "announce", ()), 0, first=True)
+        phases = DRedPartition.phases if self.view.strategy == "dred" else 1
+        for _ in range(phases - 1):
+            step = self._supersteps(sc, key, self._each(sc, key, "advance", (), step), step)
         finished = self._each(sc, key, "finish", ())
         changes: dict[tuple, int] = {}
         counters: Counter = Counter()
@@ -196,6 +183,39 @@ class FixpointDriver:
             (self.contents.add if w > 0 else self.contents.discard)(t)
         return self._outer(delta)
 
+    def _supersteps(self, sc, key: tuple, outboxes: list, step: int, first: bool = False
+                    ) -> int:
+        """Deliver ``outboxes`` and run supersteps until no message is left (``first``: at
+        least one, which starts the batch); returns the last superstep's number."""
+        n = self.spec.partitions
+        for source, box in enumerate(outboxes):
+            cross = [m for d, m in box if d != source]
+            self.shipping["shipped_tuples"] += len(cross)
+            self.shipping["shipped_bytes"] += sum(len(m) for m in cross)
+        if not first and not any(outboxes):
+            return step
+        messages = sc.parallelize([m for box in outboxes for m in box], n)
+        started = step
+        kept = []
+        while True:
+            step += 1
+            out = (messages.partitionBy(n, lambda d: d)
+                   .mapPartitionsWithIndex(_step_task(key, step, first), True)
+                   .persist(StorageLevel.MEMORY_AND_DISK))
+            kept.append(out)
+            stats = out.filter(lambda m: m[0] < 0).map(lambda m: m[1]).collect()
+            sent = sum(s[0] for s in stats)
+            self.shipping["shipped_tuples"] += sum(s[1] for s in stats)
+            self.shipping["shipped_bytes"] += sum(s[2] for s in stats)
+            messages = out.filter(lambda m: m[0] >= 0)
+            first = False
+            if not sent:
+                break
+        for rdd in kept:
+            rdd.unpersist()
+        self.shipping["supersteps"] += step - started
+        return step
+
     def _outer(self, delta: dict[tuple, int]) -> list[tuple[tuple, int]]:
         view = self.view
         if view.outer is None:
@@ -206,11 +226,11 @@ class FixpointDriver:
         view.record(out)
         return [(row, w) for row, w in out.items() if w]
 
-    def _each(self, sc, key: tuple, op: str, args: tuple) -> list:
+    def _each(self, sc, key: tuple, op: str, args: tuple, step: int = 0) -> list:
         """``op`` on every partition, one Spark task each; their results in order."""
         n = self.spec.partitions
         return (sc.parallelize(range(n), n)
-                .map(lambda p: _call(key, p, op, args)).collect())
+                .map(lambda p: _call(key, p, op, args, step)).collect())
 
     def report(self) -> dict[str, int]:
         return {**self.counters, **self.shipping}
