@@ -17,9 +17,10 @@ Usage::
   that BDD variable order, links arriving one per batch in random order; four arrival
   orders (``ARRIVAL_SEEDS``), BDD nodes summed and listed per order.
 
-* ``distributed`` (``--config`` absorption | absorption-eager | spark): ``maintenance`` with
-  the fixpoint over ``--partitions`` partitions (relations split by first attribute, as in
-  the paper's execution model); reports tuples and bytes shipped between partitions.
+* ``distributed`` (``--config`` dred | absorption | absorption-eager | spark):
+  ``maintenance`` with the fixpoint over ``--partitions`` partitions (relations split by
+  first attribute, as in the paper's execution model); reports tuples and bytes shipped
+  between partitions.
   ``spark`` is absorption lazy on the Spark engine (``local[2]``, one Spark task per
   partition and superstep), timed end to end: change files, micro-batches and supersteps.
 
@@ -52,7 +53,7 @@ LINK_SQL = "CREATE TABLE link(src INTEGER, dst INTEGER, cost INTEGER)"
 ARRIVAL_SEEDS = (11, 12, 13, 14)  # the ordering kind's random arrival orders
 KINDS = {"maintenance": ("dred", "absorption-eager", "absorption"),
          "aggsel": ("single", "multi"), "ordering": ("dfs", "arrival", "sifting"),
-         "distributed": ("absorption", "absorption-eager", "spark")}
+         "distributed": ("dred", "absorption", "absorption-eager", "spark")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
