@@ -232,8 +232,9 @@ def distributed(data: dict[str, Any]) -> list[str]:
              "engine, `local[2]`, one task per partition and superstep, timed end to end "
              "from the change files to the view's rows; `spark-dred`: DRed there). *Shipped* "
              "here counts messages from one partition to another (derivations, copies "
-             "re-partitioned by a join column, deletion notices; for DRed also over-deletion marks and re-derivation asks) and "
-             "their bytes with the serialized BDD provenance:", "",
+             "re-partitioned by a join column, deletion notices; for DRed also over-deletion "
+             "marks and re-derivation asks) and their bytes with the serialized BDD "
+             "provenance:", "",
              "| nodes | density | strategy | insert: tuples / bytes / time | deletes: tuples / "
              "bytes / time | supersteps (insert / deletes) | vs one partition (insert / "
              "deletes time) |",
