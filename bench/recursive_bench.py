@@ -126,7 +126,7 @@ def merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new``'s results plus ``old``'s for configurations ``new`` did not run; every run's
     metadata is kept under ``runs`` (``meta`` is the newest)."""
     def key(r: dict[str, Any]) -> tuple:
-        return r["kind"], r["config"], r["nodes"], r["density"], r.get("bdd_ordering")
+        return r["kind"], r["config"], r["nodes"], r["density"], r.get("bdd_ordering", "sifting")
 
     again = {key(r) for r in new["results"]}
     kept = [r for r in old["results"] if key(r) not in again]
