@@ -4,7 +4,7 @@
 Usage::
 
     python bench/recursive_bench.py [--nodes 100 1000] [--kinds maintenance ...]
-        [--configs absorption ...] [--deletes 20] [--timeout 300] [--merge]
+        [--densities dense sparse] [--configs absorption ...] [--deletes 20] [--timeout 300] [--merge]
 
 For each topology (``gtitm.py``; dense and sparse) one runner process per configuration
 (``recursive_runner.py``, which documents what each measures), under ``run_command``'s
@@ -53,6 +53,8 @@ console = Console()
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="recursive views on GT-ITM networks")
     p.add_argument("--nodes", type=int, nargs="+", default=[100])
+    p.add_argument("--densities", nargs="+", choices=("dense", "sparse"),
+                   default=["dense", "sparse"])
     p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     p.add_argument("--configs", nargs="+", help="only these configurations of the kinds")
     p.add_argument("--deletes", type=int, default=20)
@@ -71,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def configs(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [{"kind": kind, "config": config, "nodes": nodes, "density": density}
-            for nodes in args.nodes for density in ("dense", "sparse")
+            for nodes in args.nodes for density in args.densities
             for kind, choices in KINDS.items() if kind in args.kinds for config in choices
             if args.configs is None or config in args.configs]
 
