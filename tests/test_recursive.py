@@ -573,6 +573,25 @@ def test_unbounded_recursion_is_a_clear_error_and_rejects_the_batch() -> None:
     assert db.view("walks").rows() == [(1, 2, 1)]
 
 
+@pytest.mark.parametrize("strategy", ["dred", "absorption"])
+def test_unbounded_recursion_over_partitions_is_a_clear_error_and_rejects_the_batch(
+        strategy: str) -> None:
+    db = upkeep.connect(fixpoint_partitions=3)
+    db.execute("CREATE TABLE link(src INTEGER, dst INTEGER)")
+    db.insert("link", [(1, 2)])
+    db.create_view("walks", "WITH RECURSIVE p(src, dst, hops) AS (SELECT src, dst, 1 FROM link "
+                   "UNION SELECT link.src, p.dst, p.hops + 1 FROM link, p WHERE link.dst = p.src) "
+                   "SELECT * FROM p", strategy=strategy)
+    engine = db._view("walks").engines["p"]
+    assert isinstance(engine, PartitionedFixpoint)
+    for part in engine.parts:
+        part.max_steps = 0x10000
+    with pytest.raises(upkeep.Error, match="did not converge"):
+        db.insert("link", [(2, 1)])
+    assert db.execute("SELECT * FROM link").fetchall() == [(1, 2)]
+    assert db.view("walks").rows() == [(1, 2, 1)]
+
+
 def test_explain_names_strategy_rules_and_selection() -> None:
     db = upkeep.connect(bdd_ordering="dfs")
     db.execute(LINK)

@@ -58,6 +58,7 @@ class DRedPartition(PartitionBase, RuleEngine):
         self.added: set[tuple] = set()  # target tuples added in this batch
         self.local: deque = deque()  # messages this partition sent itself
         self.phase = 0
+        self._spent = 0  # messages handled in this batch (the convergence budget)
 
     def _plan_rules(self, head_seeded: bool) -> None:
         """The probes (:class:`PartitionBase`), and each rule seeded at its head over the
@@ -104,6 +105,7 @@ class DRedPartition(PartitionBase, RuleEngine):
         base rows); returns what to send."""
         if first:
             self.phase = 1
+            self._spent = 0
             self.removed, self.added = set(), set()
             for rel, row in self.deleted:
                 self._overdelete(rel, 0, row)
@@ -157,7 +159,7 @@ class DRedPartition(PartitionBase, RuleEngine):
         while local:
             steps += 1
             if steps & 0xFFFF == 0:
-                converge_guard(steps, self.max_steps)
+                converge_guard(self._spent + steps, self.max_steps)
             message = local.popleft()
             kind = message[0]
             if kind == "odel":
@@ -188,6 +190,8 @@ class DRedPartition(PartitionBase, RuleEngine):
                     part.add(t, True)
                     self._probe(rel, col, t, "ins")
         self.stats["steps"] += steps
+        self._spent += steps
+        converge_guard(self._spent, self.max_steps)
         out, self.outbox = self.outbox, []
         return out
 
