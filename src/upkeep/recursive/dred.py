@@ -12,12 +12,8 @@ from __future__ import annotations
 from collections import deque
 
 from .engine import DEFAULT_MAX_STEPS, RuleEngine, converge_guard
-from .joins import evaluate, head_seeded
+from .joins import derives, keep
 from .program import Program
-
-
-def _keep(acc, ann):
-    return acc
 
 
 class DRedFixpoint(RuleEngine):
@@ -47,7 +43,7 @@ class DRedFixpoint(RuleEngine):
     def _derived_from(self, rel: str, t: tuple) -> list[tuple[str, tuple]]:
         """The heads of every rule derivation that uses ``t``, on the current state."""
         out: list[tuple[str, tuple]] = []
-        self.consequences(rel, t, True, _keep, lambda head, h, _: out.append((head, h)))
+        self.consequences(rel, t, True, keep, lambda head, h, _: out.append((head, h)))
         self.stats["derivations"] += len(out)
         return out
 
@@ -84,18 +80,9 @@ class DRedFixpoint(RuleEngine):
         self._propagate(deque(back))
 
     def _derivable(self, rel: str, t: tuple) -> bool:
-        found = False
-
-        def emit(h, _):
-            nonlocal found
-            if h == t:
-                found = True
-
-        for plan in self.head_plans.get(rel, ()):
-            evaluate(plan, self.relations, head_seeded(plan, t), True, _keep, emit)
-            if found:
-                self.stats["derivations"] += 1
-                return True
+        if any(derives(plan, self.relations, t) for plan in self.head_plans.get(rel, ())):
+            self.stats["derivations"] += 1
+            return True
         return False
 
     def _propagate(self, queue: deque) -> set[tuple]:

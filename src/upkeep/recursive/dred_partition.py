@@ -29,13 +29,9 @@ from collections import deque
 from dataclasses import replace
 
 from .engine import DEFAULT_MAX_STEPS, RuleEngine, converge_guard
-from .joins import evaluate, head_seeded, plan_body, seeded
+from .joins import derives, evaluate, keep, plan_body, seeded
 from .partitioned import Layout, Outbox, PartitionBase, home
 from .program import Program
-
-
-def _keep(acc, ann):
-    return acc
 
 
 class DRedPartition(PartitionBase, RuleEngine):
@@ -229,7 +225,7 @@ class DRedPartition(PartitionBase, RuleEngine):
         heads: list[tuple[str, tuple]] = []
         for plan, lookups in self.probes.get((rel, col), ()):
             head = plan.rule.head
-            evaluate(plan, lookups, seeded(plan, t), True, _keep,
+            evaluate(plan, lookups, seeded(plan, t), True, keep,
                      lambda h, _, head=head: heads.append((head, h)))
         self.stats["derivations"] += len(heads)
         for head, h in heads:
@@ -237,17 +233,9 @@ class DRedPartition(PartitionBase, RuleEngine):
 
     def _derivable(self, rel: str, t: tuple) -> bool:
         """Whether the parts kept here give ``t`` a derivation."""
-        found = False
-
-        def emit(h: tuple, _) -> None:
-            nonlocal found
-            found = found or h == t
-
-        for plan, parts in self.checks.get(rel, ()):
-            evaluate(plan, parts, head_seeded(plan, t), True, _keep, emit)
-            if found:
-                self.stats["derivations"] += 1
-                return True
+        if any(derives(plan, parts, t) for plan, parts in self.checks.get(rel, ())):
+            self.stats["derivations"] += 1
+            return True
         return False
 
     # ------------------------------------------------------------ reading

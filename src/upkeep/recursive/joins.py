@@ -142,6 +142,11 @@ def plan_body(rule: Rule, seed: int) -> BodyPlan:
 Combine = Callable[[object, object], object]  # (accumulated, tuple's annotation) -> new or None
 
 
+def keep(acc: object, annotation: object) -> object:
+    """The :data:`Combine` of set semantics (DRed): no annotation to carry."""
+    return acc
+
+
 def evaluate(plan: BodyPlan, relations: dict[str, Relation], wide: list, annotation: object,
              combine: Combine, emit: Callable[[tuple, object], None]) -> None:
     """Run ``plan`` with ``wide`` holding the seed's slots; ``emit(head tuple, annotation)``
@@ -203,3 +208,16 @@ def head_seeded(plan: BodyPlan, head: tuple) -> list:
         if slot is not None:
             wide[slot] = value
     return wide
+
+
+def derives(plan: BodyPlan, relations: dict[str, Relation], head: tuple) -> bool:
+    """Whether ``plan``, seeded at the head (DRed's re-derivation step), gives ``head`` a
+    derivation from ``relations``."""
+    found = False
+
+    def emit(h: tuple, _) -> None:
+        nonlocal found
+        found = found or h == head
+
+    evaluate(plan, relations, head_seeded(plan, head), True, keep, emit)
+    return found
