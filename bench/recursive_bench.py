@@ -268,8 +268,9 @@ def targets(res: list[dict[str, Any]]) -> list[str]:
             ratio = ratio_of(dred["delete"]["shipped"], lazy["delete"]["shipped"] or 1)
             faster = lazy["delete_s"] < dred["delete_s"]
             met = "met" if ratio is not None and ratio >= 10 and faster else "not met"
-            out.append(f"- {nodes} {density}: absorption lazy ships {fmt_times(ratio)} fewer "
-                       f"tuples than DRed on the deletes and converges in "
+            order = _label(lazy).removeprefix("absorption")  # " (dfs order)" or ""
+            out.append(f"- {nodes} {density}: absorption lazy{order} ships {fmt_times(ratio)} "
+                       f"fewer tuples than DRed on the deletes and converges in "
                        f"{lazy['delete_s']:.2f} s against {dred['delete_s']:.2f} s (target >= 10x "
                        f"fewer and faster: {met}); DuckDB recomputation of the same deletes "
                        f"takes {lazy['duckdb_delete_s']:.2f} s.")
