@@ -13,9 +13,10 @@ tuples as serialized BDDs, which is what "bytes shipped" counts.
 A batch runs in supersteps: deleted base rows are first announced to every partition, then
 each partition restricts them, adds its inserted rows and runs until it has nothing to do
 but send; the messages are delivered and the next superstep begins, until none are left.
-:class:`PartitionFixpoint` is one partition; :class:`PartitionedFixpoint` runs them all in
-one process (the local engine, tests and benchmarks); :mod:`upkeep.spark.fixpoint` runs them
-as Spark tasks.  Rules of three or more atoms are first split into chains of two-atom
+:class:`PartitionFixpoint` is one partition (``dred_partition.DRedPartition`` is DRed's,
+on the same :class:`PartitionBase`, in two rounds of supersteps); :class:`PartitionedFixpoint`
+runs them all in one process (the local engine, tests and benchmarks);
+:mod:`upkeep.spark.fixpoint` runs them as Spark tasks.  Rules of three or more atoms are first split into chains of two-atom
 rules (``binary.py``); a join without an equality keeps its second input replicated to every
 partition.  Aggregate selection grouped without the first attribute is not partitioned
 (:func:`partition_plan` says why; the view then runs on one partition).
