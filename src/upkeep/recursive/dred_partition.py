@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import replace
 
 from .engine import DEFAULT_MAX_STEPS, RuleEngine, converge_guard
-from .joins import derives, evaluate, keep, plan_body, seeded
+from .joins import derives, keep, plan_body
 from .partitioned import Layout, Outbox, PartitionBase, home
 from .program import Program
 
@@ -41,14 +41,9 @@ class DRedPartition(PartitionBase, RuleEngine):
 
     def __init__(self, program: Program, layout: Layout, index: int,
                  max_steps: int = DEFAULT_MAX_STEPS):
-        self.layout = layout
-        self.index = index
-        super().__init__(program, max_steps)
+        super().__init__(layout, index, program, max_steps)
         self.stats = dict.fromkeys(
             ("derivations", "shipped", "overdeleted", "rederived", "steps"), 0)
-        self.outbox: Outbox = []
-        self.inserted: list[tuple[str, tuple]] = []
-        self.deleted: list[tuple[str, tuple]] = []
         self.marked: dict[tuple[str, int], set[tuple]] = {}  # over-deleted, per kept part
         self.removed: set[tuple] = set()  # target tuples over-deleted in this batch
         self.added: set[tuple] = set()  # target tuples added in this batch
@@ -81,16 +76,8 @@ class DRedPartition(PartitionBase, RuleEngine):
             self.checks.setdefault(rule.head, []).append((plan, parts))
 
     # ------------------------------------------------------------ a batch
-    def restage(self) -> None:
-        """Forget everything derived and stage every base row kept here, with the batch's
-        staged changes, as an insertion (the partitions are rebuilt together)."""
-        gone = set(self.deleted)
-        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows
-                if (rel, row) not in gone] + self.inserted
-        for relation in self.fragments.values():
-            relation.clear()
+    def _forget(self) -> None:
         self.marked.clear()
-        self.inserted, self.deleted = rows, []
 
     def announce(self) -> Outbox:
         """Nothing to announce: a deleted base row is over-deleted where it is kept."""
@@ -223,10 +210,7 @@ class DRedPartition(PartitionBase, RuleEngine):
         head, h)`` to the partition of each head tuple."""
         n = self.layout.partitions
         heads: list[tuple[str, tuple]] = []
-        for plan, lookups in self.probes.get((rel, col), ()):
-            head = plan.rule.head
-            evaluate(plan, lookups, seeded(plan, t), True, keep,
-                     lambda h, _, head=head: heads.append((head, h)))
+        self.consequences_at(rel, col, t, True, keep, lambda head, h, _: heads.append((head, h)))
         self.stats["derivations"] += len(heads)
         for head, h in heads:
             self._send(home(h[0], n), (kind, head, h))

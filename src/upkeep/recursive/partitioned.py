@@ -25,6 +25,7 @@ partition.  Aggregate selection grouped without the first attribute is not parti
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..hashing import stable_hash
@@ -32,7 +33,7 @@ from .absorption import AbsorptionFixpoint
 from .aggsel import AggregateSelection, SelectionSpec
 from .binary import binary_program
 from .engine import DEFAULT_MAX_STEPS, RecursionLimit
-from .joins import Relation, evaluate, plan_body, seeded
+from .joins import Combine, Relation, evaluate, plan_body, seeded
 from .program import Program
 from .provenance import PosBool
 
@@ -132,12 +133,19 @@ class PartitionBase:
     the copies partitioned by a join column), plan the rules per kept part, and stage the
     batch's base rows."""
 
-    layout: Layout
     program: Program
     relations: dict[str, Relation]
-    inserted: list[tuple[str, tuple]]
-    deleted: list[tuple[str, tuple]]
     phases = 1  # rounds of supersteps per batch, each run until no message is left
+
+    def __init__(self, layout: Layout, index: int, *engine_args) -> None:
+        """``index`` of ``layout.partitions``; ``engine_args`` go to the strategy's engine
+        (which plans the rules, so the layout is set first)."""
+        self.layout = layout
+        self.index = index
+        super().__init__(*engine_args)
+        self.outbox: Outbox = []
+        self.inserted: list[tuple[str, tuple]] = []  # this batch's base rows kept here
+        self.deleted: list[tuple[str, tuple]] = []
 
     def _plan_rules(self, head_seeded: bool) -> None:
         """Rules are evaluated per kept part (``probes``): a tuple arriving in ``rel``'s part
@@ -168,10 +176,35 @@ class PartitionBase:
         self.deleted = ([r for r in self.deleted if r not in ins]
                         + [r for r in deleted if r not in staged_ins])
 
+    def restage(self) -> None:
+        """Forget everything derived and stage every base row kept here, with the batch's
+        staged changes, as an insertion (the partitions are rebuilt together when one of
+        them lost its state)."""
+        gone = set(self.deleted)
+        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows
+                if (rel, row) not in gone] + self.inserted
+        for relation in self.fragments.values():
+            relation.clear()
+        self._forget()
+        self.inserted, self.deleted = rows, []
+
+    def _forget(self) -> None:
+        """Drop the strategy's own state besides the kept parts (for :meth:`restage`)."""
+
     def advance(self) -> Outbox:
         """Start the batch's next round of supersteps (every partition's previous round has
         run out of messages); what to send."""
         return []
+
+    def consequences_at(self, rel: str, col: int, t: tuple, annotation: object,
+                        combine: Combine, emit: Callable[[str, tuple, object], None]) -> None:
+        """Every rule body that reads ``rel``'s part partitioned by ``col`` here, seeded with
+        ``t``: ``emit(head relation, head tuple, annotation)`` per derivation (the
+        partitioned form of ``RuleEngine.consequences``)."""
+        for plan, lookups in self.probes.get((rel, col), ()):
+            head = plan.rule.head
+            evaluate(plan, lookups, seeded(plan, t), annotation, combine,
+                     lambda h, acc, head=head: emit(head, h, acc))
 
     def state_size(self) -> int:
         return super().state_size() + sum(len(f) for (_, c), f in self.fragments.items() if c)
@@ -184,22 +217,9 @@ class PartitionFixpoint(PartitionBase, AbsorptionFixpoint):
     def __init__(self, program: Program, layout: Layout, index: int, ordering: str = "sifting",
                  lazy: bool = True, selection: SelectionSpec | None = None,
                  max_steps: int = DEFAULT_MAX_STEPS):
-        self.layout = layout
-        self.index = index
-        super().__init__(program, ordering, lazy, selection, max_steps)
-        self.outbox: Outbox = []
-        self.inserted: list[tuple[str, tuple]] = []
-        self.deleted: list[tuple[str, tuple]] = []
+        super().__init__(layout, index, program, ordering, lazy, selection, max_steps)
 
-    def restage(self) -> None:
-        """Forget everything derived and stage every base row kept here, with the batch's
-        staged changes, as an insertion (the partitions are rebuilt together when one of
-        them lost its state)."""
-        gone = set(self.deleted)
-        rows = [(rel, row) for rel in self.program.base for row in self.relations[rel].rows
-                if (rel, row) not in gone] + self.inserted
-        for relation in self.fragments.values():
-            relation.clear()
+    def _forget(self) -> None:
         for name in self.program.ctes:
             self.sent[name].clear()
             self.buffer[name].clear()
@@ -207,7 +227,6 @@ class PartitionFixpoint(PartitionBase, AbsorptionFixpoint):
             self.selection = AggregateSelection(self.selection.spec, self.false)
         self.dependents.clear()
         self.pb.release_all()
-        self.inserted, self.deleted = rows, []
 
     def announce(self) -> Outbox:
         """Superstep 0: every partition hears of every deleted base row."""
@@ -280,14 +299,12 @@ class PartitionFixpoint(PartitionBase, AbsorptionFixpoint):
     def _probe(self, rel: str, col: int, t: tuple, pv, depth: int = 0) -> None:
         queue = self.queue
         stats = self.stats
-        for plan, lookups in self.probes.get((rel, col), ()):
-            head = plan.rule.head
 
-            def emit(h: tuple, acc, head=head) -> None:
-                stats["derivations"] += 1
-                queue.append((head, h, acc, depth + 1))
+        def emit(head: str, h: tuple, acc) -> None:
+            stats["derivations"] += 1
+            queue.append((head, h, acc, depth + 1))
 
-            evaluate(plan, lookups, seeded(plan, t), pv, self._conjoin, emit)
+        self.consequences_at(rel, col, t, pv, self._conjoin, emit)
 
     def _restrict(self, stage: str, rel, t: tuple, restrict, resend: list, revisit: list
                   ) -> None:
