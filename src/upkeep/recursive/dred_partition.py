@@ -56,19 +56,12 @@ class DRedPartition(PartitionBase, RuleEngine):
         parts where its atoms meet: atom ``i`` is read from the part partitioned by the
         column it joins on, renamed so that a self-join reads two different parts."""
         super()._plan_rules(head_seeded)
-        cols: dict[int, dict[int, int]] = {}
-        for (_, col), entries in self.layout.probes.items():
-            for rule_index, seed, _, other_col in entries:
-                atoms = cols.setdefault(rule_index, {})
-                atoms[seed] = col
-                if len(self.program.rules[rule_index].atoms) == 2:
-                    atoms[1 - seed] = other_col
         self.checks: dict[str, list] = {}
-        for i, rule in enumerate(self.program.rules):
-            parts = {f"{a.relation}@{cols[i][k]}": self.fragments[(a.relation, cols[i][k])]
-                     for k, a in enumerate(rule.atoms)}
-            renamed = replace(rule, atoms=[replace(a, relation=f"{a.relation}@{cols[i][k]}")
-                                           for k, a in enumerate(rule.atoms)])
+        for rule, meets in zip(self.program.rules, self.layout.meets, strict=True):
+            parts = {f"{rel}@{col}": self.fragments[(rel, col)] for rel, col in meets}
+            renamed = replace(rule, atoms=[replace(a, relation=f"{rel}@{col}")
+                                           for a, (rel, col) in zip(rule.atoms, meets,
+                                                                    strict=True)])
             plan = plan_body(renamed, -1)
             for st in plan.steps:
                 if st.cols:

@@ -51,16 +51,30 @@ def home(value: object, partitions: int) -> int:
 class Layout:
     """Where each relation is kept and which rules each kept part feeds.
 
+    ``meets[i]``: for rule ``i``, each atom's ``(relation, column)``: its atoms meet at the
+    partition of that column's value (column 0 for a one-atom rule; :data:`EVERYWHERE` for
+    the second input of a join without an equality).  Derived from it:
     ``copies[rel]``: columns other than the first that ``rel`` is also partitioned by
-    (:data:`EVERYWHERE`: a copy on every partition, for a join without an equality).
+    (:data:`EVERYWHERE`: a copy on every partition).
     ``probes[(rel, col)]``: ``(rule index, seed atom, other relation, its column)`` for each
     rule evaluated when a tuple arrives in ``rel``'s part partitioned by ``col``
     (``other`` is None for a one-atom rule)."""
 
     partitions: int
-    copies: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    probes: dict[tuple[str, int], list[tuple[int, int, str | None, int]]] = field(
-        default_factory=dict)
+    meets: list[tuple[tuple[str, int], ...]]
+    copies: dict[str, tuple[int, ...]] = field(init=False)
+    probes: dict[tuple[str, int], list[tuple[int, int, str | None, int]]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        copies: dict[str, set[int]] = {}
+        self.probes = {}
+        for i, atoms in enumerate(self.meets):
+            for seed, (rel, col) in enumerate(atoms):
+                if col:
+                    copies.setdefault(rel, set()).add(col)
+                other, other_col = atoms[1 - seed] if len(atoms) == 2 else (None, 0)
+                self.probes.setdefault((rel, col), []).append((i, seed, other, other_col))
+        self.copies = {rel: tuple(sorted(cols)) for rel, cols in copies.items()}
 
     def describe(self) -> str:
         parts = [f"{self.partitions} partitions by first attribute"]
@@ -98,11 +112,10 @@ def layout_for(program: Program, partitions: int, selection: SelectionSpec | Non
     """The layout of ``program`` over ``partitions``, or the reason it cannot be split."""
     if selection is not None and 0 not in selection.keys:
         return "aggregate selection groups by columns other than the first"
-    layout = Layout(partitions)
-    copies: dict[str, set[int]] = {}
-    for i, rule in enumerate(program.rules):
+    meets: list[tuple[tuple[str, int], ...]] = []
+    for rule in program.rules:
         if len(rule.atoms) == 1:
-            layout.probes.setdefault((rule.atoms[0].relation, 0), []).append((i, 0, None, 0))
+            meets.append(((rule.atoms[0].relation, 0),))
             continue
         if len(rule.atoms) > 2:
             raise ValueError(f"rule of {rule.head}: {len(rule.atoms)} atoms (split it first)")
@@ -112,19 +125,12 @@ def layout_for(program: Program, partitions: int, selection: SelectionSpec | Non
             for s, t in ((x, y), (y, x)):
                 if s in a.slots and t in b.slots:
                     pairs.append((s - a.offset, t - b.offset))
-        if not pairs:  # every a meets every b where a is kept: b is replicated
-            copies.setdefault(b.relation, set()).add(EVERYWHERE)
-            layout.probes.setdefault((a.relation, 0), []).append((i, 0, b.relation, EVERYWHERE))
-            layout.probes.setdefault((b.relation, EVERYWHERE), []).append((i, 1, a.relation, 0))
-            continue
-        ca, cb = min(pairs, key=lambda p: ((p[0] != 0) + (p[1] != 0), p))
-        for atom, col in ((a, ca), (b, cb)):
-            if col:
-                copies.setdefault(atom.relation, set()).add(col)
-        layout.probes.setdefault((a.relation, ca), []).append((i, 0, b.relation, cb))
-        layout.probes.setdefault((b.relation, cb), []).append((i, 1, a.relation, ca))
-    layout.copies = {rel: tuple(sorted(cols)) for rel, cols in copies.items()}
-    return layout
+        # the join column pair needing fewest copies; none: every a meets every b where a
+        # is kept, so b is replicated
+        ca, cb = (min(pairs, key=lambda p: ((p[0] != 0) + (p[1] != 0), p)) if pairs
+                  else (0, EVERYWHERE))
+        meets.append(((a.relation, ca), (b.relation, cb)))
+    return Layout(partitions, meets)
 
 
 class PartitionBase:
