@@ -95,7 +95,7 @@ def maintenance(args: argparse.Namespace, links: list[tuple], emit: Emitter) -> 
     partitions = args.partitions if args.kind == "distributed" else 1
     on_spark = args.config.startswith("spark")
     if on_spark:
-        db = upkeep.connect(engine="spark", shards=partitions)
+        db = upkeep.connect(engine="spark", shards=partitions, bdd_ordering=args.bdd_ordering)
     else:
         db = upkeep.connect(fixpoint_partitions=partitions, bdd_ordering=args.bdd_ordering)
     db.execute(LINK_SQL)

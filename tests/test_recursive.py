@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal
 
 import upkeep
+from upkeep.connection import from_catalog
 from upkeep.recursive.ordering import dfs_edge_order
 from upkeep.recursive.partitioned import PartitionedFixpoint, home
 from upkeep.recursive.view import RecursiveView
@@ -590,6 +591,15 @@ def test_unbounded_recursion_over_partitions_is_a_clear_error_and_rejects_the_ba
         db.insert("link", [(2, 1)])
     assert db.execute("SELECT * FROM link").fetchall() == [(1, 2)]
     assert db.view("walks").rows() == [(1, 2, 1)]
+
+
+def test_catalog_carries_the_bdd_ordering_to_the_engines_rebuilt_from_it() -> None:
+    """A Spark shard rebuilds its views from the catalog: it must keep the chosen order."""
+    db = upkeep.connect(bdd_ordering="dfs")
+    db.execute(LINK)
+    db.create_view("r", REACH + "SELECT * FROM reach")
+    rebuilt = from_catalog(db.catalog())
+    assert "BDD variable order: dfs" in rebuilt.explain("r")
 
 
 def test_explain_names_strategy_rules_and_selection() -> None:

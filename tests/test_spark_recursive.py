@@ -153,3 +153,8 @@ def test_expiry_timers_survive_reopening_the_directory(spark, tmp_path) -> None:
     clock.now = 16
     assert sorted(db.view("v").rows()) == [(3, 1)]
     db.close()
+
+
+def test_the_bdd_ordering_reaches_the_spark_catalog(spark) -> None:
+    with upkeep.connect(engine="spark", spark=spark, bdd_ordering="dfs") as db:
+        assert db._catalog.catalog()["bdd_ordering"] == "dfs"

@@ -74,7 +74,7 @@ def connect(database: str | os.PathLike = ":memory:", *, fsync: bool = True,
         from .spark import SparkConnection
         directory = None if database in (":memory:", "", None) else database
         return SparkConnection(spark=spark, master=master, directory=directory, shards=shards,
-                               clock=clock)
+                               clock=clock, bdd_ordering=bdd_ordering)
     if engine != "local":
         raise UnsupportedError(f"unknown engine {engine!r} (local or spark)")
     if database in (":memory:", "", None):
@@ -94,7 +94,7 @@ def from_catalog(catalog: dict, views: Iterable[str] | None = None,
     first, as one checked batch of their net rows, so the views are then built from the
     contents in bulk instead of being pushed every change.
     """
-    db = Connection()
+    db = Connection(bdd_ordering=catalog.get("bdd_ordering", "sifting"))
     for name, columns, not_null, key in catalog["tables"]:
         db._tables[name] = Table(name, columns, not_null, key)
     net = zset.net_by_table(changes)
@@ -236,10 +236,11 @@ class Connection(Catalog):
         return list(self._tables)
 
     def catalog(self) -> dict:
-        """The schema without rows: tables (columns, NOT NULL, key) and user views (SQL,
-        strategy).  :func:`from_catalog` rebuilds it elsewhere, e.g. in each Spark shard."""
+        """The schema without rows: tables (columns, NOT NULL, key), user views (SQL,
+        strategy) and the BDD variable order of recursive views.  :func:`from_catalog`
+        rebuilds it elsewhere, e.g. in each Spark shard."""
         return {"tables": [(t.name, t.columns, t.not_null, t.key) for t in self._tables.values()],
-                "views": dict(self._user_views)}
+                "views": dict(self._user_views), "bdd_ordering": self.bdd_ordering}
 
     def ttl_of(self, table: str) -> float | None:
         """The table's ``ttl_seconds``, or None if its rows do not expire."""

@@ -103,14 +103,14 @@ class SparkConnection:
 
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
-                 clock: Callable[[], float] | None = None):
+                 clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting"):
         self.spark = spark or spark_session(master or "local[2]")
         self._own_dir = directory is None
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
         self.changes = self.directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
         self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
-        self._catalog = Connection()  # schema only: no rows are ever stored here
+        self._catalog = Connection(bdd_ordering=bdd_ordering)  # schema only: no rows stored
         self._snapshots: dict[str, DataFrame] = {}
         self._pending: list[tuple[str, tuple, int]] | None = None
         self._contents: dict[str, Counter] = {}
