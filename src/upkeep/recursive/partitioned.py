@@ -342,14 +342,6 @@ class PartitionedFixpoint:
         self.selection = getattr(parts[0], "selection", None)
         self.shipping = dict.fromkeys(("shipped_tuples", "shipped_bytes", "supersteps"), 0)
 
-    @classmethod
-    def absorption(cls, program: Program, layout: Layout, ordering: str = "sifting",
-                   lazy: bool = True, selection: SelectionSpec | None = None,
-                   max_steps: int = DEFAULT_MAX_STEPS) -> PartitionedFixpoint:
-        parts = [PartitionFixpoint(program, layout, i, ordering, lazy, selection, max_steps)
-                 for i in range(layout.partitions)]
-        return cls(program, layout, parts, PosBool(ordering), lazy, max_steps)
-
     def apply(self, deltas: dict[str, dict[tuple, int]]) -> dict[tuple, int]:
         """Apply base-row changes (Z-sets); returns the target's change as a Z-set."""
         n = self.layout.partitions

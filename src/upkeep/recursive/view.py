@@ -23,8 +23,15 @@ from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
 from .dred import DRedFixpoint
 from .dred_partition import DRedPartition
-from .partitioned import PartitionedFixpoint, partition_plan
+from .partitioned import (
+    Layout,
+    PartitionBase,
+    PartitionedFixpoint,
+    PartitionFixpoint,
+    partition_plan,
+)
 from .program import Program, bind_program, recursive_with
+from .provenance import PosBool
 
 STRATEGIES = ("absorption", "absorption-eager", "dred")
 DEFAULT_STRATEGY = "absorption"
@@ -205,21 +212,38 @@ def _is_star_of(outer: exp.Expression, read: list[str]) -> bool:
 
 def _engine(program: Program, strategy: str, selection: SelectionSpec | None, catalog):
     partitions = getattr(catalog, "fixpoint_partitions", 1)
-    if strategy == "dred":
-        plan = partition_plan(program, partitions, None) if partitions > 1 else None
-        if plan is None or isinstance(plan, str):
-            return DRedFixpoint(program)
-        return PartitionedFixpoint(*plan, [DRedPartition(*plan, i) for i in range(partitions)])
     ordering = getattr(catalog, "bdd_ordering", "sifting")
-    lazy = strategy == "absorption"
+    dred = strategy == "dred"
+    if dred:
+        selection = None  # DRed keeps no aggregate selection
+    unpartitioned = None
     if partitions > 1:
         plan = partition_plan(program, partitions, selection)
         if not isinstance(plan, str):
-            return PartitionedFixpoint.absorption(*plan, ordering, lazy, selection)
-        engine = AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
-        engine.unpartitioned = plan
-        return engine
-    return AbsorptionFixpoint(program, ordering=ordering, lazy=lazy, selection=selection)
+            parts = [new_partition(strategy, *plan, i, ordering, selection)
+                     for i in range(partitions)]
+            return PartitionedFixpoint(*plan, parts, None if dred else PosBool(ordering),
+                                       strategy == "absorption")
+        unpartitioned = plan
+    engine = DRedFixpoint(program) if dred else AbsorptionFixpoint(
+        program, ordering=ordering, lazy=strategy == "absorption", selection=selection)
+    engine.unpartitioned = unpartitioned
+    return engine
+
+
+def partition_class(strategy: str) -> type[PartitionBase]:
+    """The engine of one partition of a fixpoint maintained by ``strategy``."""
+    return DRedPartition if strategy == "dred" else PartitionFixpoint
+
+
+def new_partition(strategy: str, program: Program, layout: Layout, index: int, ordering: str,
+                  selection: SelectionSpec | None) -> PartitionBase:
+    """Partition ``index`` of a fixpoint under ``strategy`` (in this process or on a Spark
+    shard alike)."""
+    if strategy == "dred":
+        return DRedPartition(program, layout, index)
+    return PartitionFixpoint(program, layout, index, ordering, strategy == "absorption",
+                             selection)
 
 
 def _describe(programs: dict[str, Program], engines: dict[str, object], strategy: str

@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 
 from ..connection import Connection, from_catalog
-from ..recursive.dred_partition import DRedPartition
-from ..recursive.partitioned import Layout, PartitionBase, PartitionFixpoint, partition_plan
-from ..recursive.view import RecursiveView, internal_name
+from ..recursive.partitioned import Layout, partition_plan
+from ..recursive.view import RecursiveView, internal_name, new_partition, partition_class
 from ..zset import net_by_table
 from .shards import Changes, ShardEngine, ShardError, call
 
@@ -79,18 +78,14 @@ class FixpointShard(ShardEngine):
         """``restored``: the shard had state before (Spark state says so), so the other
         partitions' derived tuples may depend on what this one lost: all must restart."""
         super().__init__(catalog, [], log)
-        view = from_catalog(catalog, [spec.view])._view(spec.view)
+        db = from_catalog(catalog, [spec.view])
+        view = db._view(spec.view)
         (engine,) = view.engines.values()
         selection = getattr(engine, "selection_spec", None)
         plan = partition_plan(engine.program, spec.partitions, selection)
         if isinstance(plan, str):
             raise ShardError(f"view {spec.view} cannot be partitioned: {plan}")
-        self.fixpoint: PartitionBase
-        if view.strategy == "dred":
-            self.fixpoint = DRedPartition(*plan, index)
-        else:
-            self.fixpoint = PartitionFixpoint(*plan, index, engine.pb.ordering, engine.lazy,
-                                              selection)
+        self.fixpoint = new_partition(view.strategy, *plan, index, db.bdd_ordering, selection)
         self.rebuilt = restored
         self._last: tuple | None = None  # (call id, result): a retried task gets the same
         self._stage(self.dump())
@@ -163,8 +158,7 @@ class FixpointDriver:
         if rebuilt:
             self._each(sc, key, "restage", ())
         step = self._supersteps(sc, key, self._each(sc, key, "announce", ()), 0, first=True)
-        phases = DRedPartition.phases if self.view.strategy == "dred" else 1
-        for _ in range(phases - 1):
+        for _ in range(partition_class(self.view.strategy).phases - 1):
             step = self._supersteps(sc, key, self._each(sc, key, "advance", (), step), step)
         finished = self._each(sc, key, "finish", ())
         changes: dict[tuple, int] = {}
