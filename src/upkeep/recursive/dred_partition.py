@@ -96,16 +96,14 @@ class DRedPartition(PartitionBase, RuleEngine):
             self.phase = 0
             return []
         self.phase = 2
-        target = self.program.target
         for (rel, col), rows in self.marked.items():
             part = self.fragments[(rel, col)]
             for t in rows:
                 part.remove(t)
-            if col == 0 and rel == target:
-                self.removed |= rows
-        for (rel, col), rows in self.marked.items():
             if col == 0 and rel in self.program.ctes:
-                for t in rows:
+                if rel == self.program.target:
+                    self.removed |= rows
+                for t in rows:  # asks are queued, so they run once every mark is removed
                     for p in range(self.layout.partitions):
                         self._send(p, ("check", rel, t))
         self.marked = {}

@@ -34,15 +34,14 @@ def dfs_edge_order(edges: Iterable[tuple]) -> list[tuple]:
 
     The traversal follows outgoing links, starts from the node with the most of them (ties:
     first seen; a node it cannot reach starts a later traversal) and numbers nodes in
-    preorder.  A link is reached when
-    both its ends are found, so ``link(a, b)`` and ``link(b, a)`` sit together, and a
-    meshed region the traversal enters (a stub domain) is finished before it leaves,
-    so the region's links form one block of levels.  A path's provenance conjoins its links
-    region by region, and paths that leave a region through the same links share the
-    diagram below its block.  On GT-ITM networks this takes dense networks from 0.73x to
-    0.51x the nodes of arrival order, and sparse ones from 0.39x to 0.37x, against listing
-    links by direction (away from the root, then back) as earlier versions did
-    (``bench/recursive_bench.py --kinds ordering``).
+    preorder.  A link is reached when both its ends are found, so ``link(a, b)`` and
+    ``link(b, a)`` sit together, and a meshed region the traversal enters (a stub domain) is
+    finished before it leaves, so the region's links form one block of levels.  A path's
+    provenance conjoins its links region by region, and paths that leave a region through
+    the same links share the diagram below its block.  On GT-ITM networks this takes dense
+    networks from 0.73x to 0.50x the nodes of arrival order, and sparse ones from 0.39x to
+    0.37x, against listing links by direction (away from the root, then back) as earlier
+    versions did (``bench/recursive_bench.py --kinds ordering``).
     """
     edges = list(edges)
     successors: dict[object, list] = {}
