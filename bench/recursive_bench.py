@@ -4,7 +4,8 @@
 Usage::
 
     python bench/recursive_bench.py [--nodes 100 1000] [--kinds maintenance ...]
-        [--densities dense sparse] [--configs absorption ...] [--deletes 20] [--timeout 300] [--merge]
+        [--densities dense sparse] [--configs absorption ...] [--deletes 20]
+        [--timeout 300] [--merge]
 
 For each topology (``gtitm.py``; dense and sparse) one runner process per configuration
 (``recursive_runner.py``, which documents what each measures), under ``run_command``'s
