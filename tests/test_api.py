@@ -179,7 +179,7 @@ def test_membership_is_a_lookup_on_dynamic_yannakakis_views(db, monkeypatch):
     rows = db.view("f").rows()
     expected = duck("SELECT o.ok, o.ck, l.qty FROM orders o JOIN lineitem l ON o.ok = l.ok")
     assert sorted(rows) == sorted(expected)
-    runtime = db._views["f"]
+    runtime = db.runtime("f")
     assert runtime.strategy == "dyn"
     monkeypatch.setattr(runtime.rep, "enumerate", lambda: (_ for _ in ()).throw(
         AssertionError("membership must not enumerate")))

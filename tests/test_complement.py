@@ -70,7 +70,7 @@ def test_anti_join_view_is_read_by_complement_iteration_without_storing_its_rows
     db.insert("shipments", [(i, "post") for i in range(n) if i not in unshipped])
     db.create_view("open_orders", """SELECT id, customer FROM orders o WHERE NOT EXISTS
                                      (SELECT 1 FROM shipments s WHERE s.order_id = o.id)""")
-    view = db._view("open_orders")
+    view = db.runtime("open_orders")
     assert "complement of the matched keys by counting" in db.explain("open_orders")
     assert not hasattr(view, "output")  # rows live only in the anti-join's left index
     before = view.counters()["complement_count_queries"]
@@ -104,7 +104,7 @@ def test_dense_complement_is_read_by_probing_every_key() -> None:
     db.insert("b", [(i,) for i in range(0, 1000, 2)])
     db.create_view("odd", "SELECT k FROM a EXCEPT SELECT k FROM b")
     assert sorted(db.view("odd").rows()) == [(i,) for i in range(1, 1000, 2)]
-    counters = db._view("odd").counters()
+    counters = db.runtime("odd").counters()
     assert counters["complement_probed_keys"] == 1000
     assert counters["complement_count_queries"] == 0
 
@@ -120,7 +120,7 @@ def test_anti_join_inside_a_dataflow_keeps_no_ordered_key_sets() -> None:
     sql = ("SELECT g, COUNT(*) AS n FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k) "
            "GROUP BY g")
     db.create_view("idle", sql)
-    (semijoin,) = [op for op in db._view("idle").root.walk() if isinstance(op, SemiJoin)]
+    (semijoin,) = [op for op in db.runtime("idle").root.walk() if isinstance(op, SemiJoin)]
     assert semijoin.left_keys is None and semijoin.matched_keys is None
     db.delete("b", [(8,)])
     con = duckdb.connect()

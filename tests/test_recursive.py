@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal
 
 import upkeep
-from upkeep.connection import from_catalog
+from upkeep.local import from_catalog
 from upkeep.recursive.ordering import dfs_edge_order
 from upkeep.recursive.partitioned import PartitionedFixpoint, home
 from upkeep.recursive.view import RecursiveView
@@ -138,7 +138,7 @@ class Harness:
         self.log: list[str] = []
         for name, (sql, _, _) in queries.items():
             self.db.create_view(name, sql, strategy=strategy)
-            assert isinstance(self.db._view(name), RecursiveView)
+            assert isinstance(self.db.runtime(name), RecursiveView)
 
     def tables(self) -> dict[str, Counter]:
         return {t: Counter(r for _, r in c) for t, c in self.copies.items()}
@@ -243,7 +243,7 @@ def test_partitioned_fixpoint_streams_match_duckdb(strategy: str, ordering: str,
     queries = {n: q for n, q in QUERIES.items() if strategy != "dred" or not q[2]}
     h = Harness(strategy, ordering, queries, partitions=3)
     for name in queries:
-        (engine,) = h.db._view(name).engines.values()
+        (engine,) = h.db.runtime(name).engines.values()
         assert isinstance(engine, PartitionedFixpoint), name
     run_stream(data, h, batches=6, expire=False)
 
@@ -257,7 +257,7 @@ def test_rules_of_three_atoms_split_into_joins_of_two() -> None:
         db.execute(ddl)
     db.create_view("sg", QUERIES["same_generation"][0])
     db.create_view("regions", QUERIES["active_regions"][0])
-    (sg,) = db._view("sg").engines.values()
+    (sg,) = db.runtime("sg").engines.values()
     split = [r for r in sg.program.rules if len(r.atoms) == 2 and "#" in r.atoms[0].relation]
     assert [(r.atoms[0].relation, r.atoms[1].relation) for r in split] == [
         (split[0].atoms[0].relation, "link")]
@@ -307,7 +307,7 @@ def figure2(strategy: str):
     db.create_view("reachable", "WITH RECURSIVE reachable(src, dst) AS (SELECT src, dst "
                    "FROM link UNION SELECT link.src, reachable.dst FROM link, reachable "
                    "WHERE link.dst = reachable.src) SELECT * FROM reachable", strategy=strategy)
-    engine = db._view("reachable").engines["reachable"]
+    engine = db.runtime("reachable").engines["reachable"]
     return db, engine
 
 
@@ -386,7 +386,7 @@ def test_figure2_on_partitions_ships_like_the_paper() -> None:
                    "FROM link UNION SELECT link.src, reachable.dst FROM link, reachable "
                    "WHERE link.dst = reachable.src) SELECT * FROM reachable",
                    strategy="absorption-eager")
-    engine = db._view("reachable").engines["reachable"]
+    engine = db.runtime("reachable").engines["reachable"]
     assert isinstance(engine, PartitionedFixpoint)
     db.insert("link", PAPER_LINKS)
     before = engine.counters()
@@ -422,7 +422,7 @@ def test_figure5_dred_on_partitions_overdeletes_everything_across_them() -> None
     db = upkeep.connect(fixpoint_partitions=n)
     db.execute("CREATE TABLE link(src VARCHAR, dst VARCHAR)")
     db.create_view("reachable", REACH + "SELECT * FROM reach", strategy="dred")
-    engine = db._view("reachable").engines["reach"]
+    engine = db.runtime("reachable").engines["reach"]
     assert isinstance(engine, PartitionedFixpoint)
     assert "partitioned: " in db.explain("reachable")
     db.insert("link", PAPER_LINKS)
@@ -444,7 +444,7 @@ def test_partitions_restaged_from_their_base_rows_rebuild_the_view(strategy: str
     db = upkeep.connect(fixpoint_partitions=3)
     db.execute("CREATE TABLE link(src INTEGER, dst INTEGER)")
     db.create_view("r", REACH + "SELECT * FROM reach", strategy=strategy)
-    engine = db._view("r").engines["reach"]
+    engine = db.runtime("r").engines["reach"]
     links = [(1, 2), (2, 3), (3, 1), (4, 5), (5, 4), (3, 4)]
     db.insert("link", links)
     db.delete("link", [(3, 1)])
@@ -566,7 +566,7 @@ def test_unbounded_recursion_is_a_clear_error_and_rejects_the_batch() -> None:
     db.create_view("walks", "WITH RECURSIVE p(src, dst, hops) AS (SELECT src, dst, 1 FROM link "
                    "UNION SELECT link.src, p.dst, p.hops + 1 FROM link, p WHERE link.dst = p.src) "
                    "SELECT * FROM p")
-    engine = db._view("walks").engines["p"]
+    engine = db.runtime("walks").engines["p"]
     engine.max_steps = 0x10000
     with pytest.raises(upkeep.Error, match="did not converge"):
         db.insert("link", [(2, 1)])
@@ -583,7 +583,7 @@ def test_unbounded_recursion_over_partitions_is_a_clear_error_and_rejects_the_ba
     db.create_view("walks", "WITH RECURSIVE p(src, dst, hops) AS (SELECT src, dst, 1 FROM link "
                    "UNION SELECT link.src, p.dst, p.hops + 1 FROM link, p WHERE link.dst = p.src) "
                    "SELECT * FROM p", strategy=strategy)
-    engine = db._view("walks").engines["p"]
+    engine = db.runtime("walks").engines["p"]
     assert isinstance(engine, PartitionedFixpoint)
     for part in engine.parts:
         part.max_steps = 0x10000

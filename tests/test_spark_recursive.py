@@ -157,4 +157,4 @@ def test_expiry_timers_survive_reopening_the_directory(spark, tmp_path) -> None:
 
 def test_the_bdd_ordering_reaches_the_spark_catalog(spark) -> None:
     with upkeep.connect(engine="spark", spark=spark, bdd_ordering="dfs") as db:
-        assert db._catalog.catalog()["bdd_ordering"] == "dfs"
+        assert db._catalog.describe()["bdd_ordering"] == "dfs"

@@ -1,11 +1,13 @@
 """upkeep: SQL views kept fresh over changing data, without recomputation.
 
-``upkeep.connect()`` opens an embedded engine; see README.md for a tour.
+``upkeep.connect()`` opens an engine (the embedded one by default); see README.md for a
+tour and docs/design.md for the layers.
 """
 
-from .connection import Connection, ViewHandle, connect
 from .cursor import Cursor
+from .engine import Engine, ViewHandle, connect, register_engine
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
+from .local import Connection
 
 __version__ = "0.1.0"
 
@@ -13,10 +15,12 @@ __all__ = [
     "Connection",
     "ConstraintError",
     "Cursor",
+    "Engine",
     "Error",
     "ParseError",
     "SchemaError",
     "UnsupportedError",
     "ViewHandle",
     "connect",
+    "register_engine",
 ]

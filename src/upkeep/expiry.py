@@ -68,3 +68,20 @@ class Expiry:
         out.timers.extend(timers)
         out.skip.update(skip)
         return out
+
+
+def due_changes(expiries: dict[str, Expiry], now: float) -> tuple[dict[str, dict[tuple, int]],
+                                                                 dict[str, int]]:
+    """Every table's delete batch of copies due at ``now``, and how many timers each
+    consumes (pass them to :meth:`Expiry.expired` once the batch is committed).  Both
+    engines expire rows through this one function."""
+    deltas: dict[str, dict[tuple, int]] = {}
+    consumed: dict[str, int] = {}
+    for name, expiry in expiries.items():
+        due = expiry.next_due()
+        if due is None or due > now:
+            continue
+        delta, consumed[name] = expiry.due(now)
+        if delta:
+            deltas[name] = delta
+    return deltas, consumed

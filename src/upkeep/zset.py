@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 ZSet = dict[tuple, object]
+Delta = dict[tuple, int]  # one relation's change: row -> weight
+Changes = list[tuple[tuple, int]]  # a view's committed change, as subscribers get it
 
 
 def add_into(target: ZSet, row: tuple, w) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..connection import Connection
+from ..engine import Engine
 from ..errors import Error
 from ..types import SqlType, coerce_value
 from .records import ChangeRecord
@@ -86,7 +86,7 @@ class _Rollback(Exception):
 class Applier:
     """Applies change records to the tables of ``db``."""
 
-    def __init__(self, db: Connection):
+    def __init__(self, db: Engine):
         self.db = db
         self.schemas: dict[str, Schema] = {t: list(db.schema_of(t)) for t in db.tables()}
         self.converters = {t: [converter(typ) for _, typ in schema]

@@ -19,8 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
-from .. import connect
-from ..connection import Connection
+from ..engine import Engine, connect
 from ..errors import Error
 from .apply import Applier, BadRecord, Change
 from .batching import batches
@@ -42,7 +41,7 @@ def check_engine(config: PipelineConfig) -> None:
                             f"SparkPipelineRunner (upkeep run --engine spark does)")
 
 
-def open_database(config: PipelineConfig) -> Connection:
+def open_database(config: PipelineConfig) -> Engine:
     """The pipeline's database: durable in ``state_dir`` (or in memory for ``:memory:``)."""
     if config.state_dir == MEMORY:
         return connect()
@@ -61,7 +60,7 @@ class PipelineRunner:
     that ends the run cleanly after the current batch.
     """
 
-    def __init__(self, config: PipelineConfig, *, db: Connection | None = None,
+    def __init__(self, config: PipelineConfig, *, db: Engine | None = None,
                  console: Console | None = None, progress: str = "auto",
                  stop: threading.Event | None = None, progress_interval: float = 5.0):
         self.config = config
@@ -100,7 +99,7 @@ class PipelineRunner:
             if self._own_db:
                 self.db.close()
 
-    def _run(self, db: Connection) -> RunStats:
+    def _run(self, db: Engine) -> RunStats:
         ensure_schema(db, self.config)
         for sink in self.config.sinks:
             if sink.view not in db.views():

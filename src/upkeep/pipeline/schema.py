@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from ..connection import Connection
+from ..engine import Engine
 from ..errors import Error, ParseError
 from .config import PipelineConfig
 from .errors import PipelineError
@@ -79,7 +79,7 @@ def read_statements(file: Path, kind: str) -> list[Statement]:
     return out
 
 
-def ensure_schema(db: Connection, config: PipelineConfig) -> list[str]:
+def ensure_schema(db: Engine, config: PipelineConfig) -> list[str]:
     """Create the tables and views the database lacks; returns the names created."""
     statements = [s for f in config.tables for s in read_statements(f, "TABLE")]
     statements += [s for f in config.views for s in read_statements(f, "VIEW")]

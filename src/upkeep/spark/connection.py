@@ -27,18 +27,32 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import nullcontext
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
 
-from ..connection import Connection, _parse
-from ..errors import Error, UnsupportedError
-from ..expiry import Expiry
+from ..cursor import Cursor
+from ..engine import Engine, Subscriber, ViewHandle, deliver
+from ..errors import SchemaError, UnsupportedError
+from ..expiry import Expiry, due_changes
+from ..local.catalog import LocalCatalog
 from ..pipeline.sinks.values import json_value
+from ..recursive.provenance import ORDERINGS
+from ..rows import iter_rows
+from ..sql import (
+    bind_parameters,
+    insert_rows,
+    insert_target,
+    is_query,
+    parse,
+    parse_one,
+    simple_insert,
+)
 from ..types import SqlType, coerce_row
+from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
@@ -46,45 +60,54 @@ from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, make_plan, query_error
 from .session import spark_session
 
-Delta = list[tuple[tuple, int]]
 CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t
 
 
-class _RolledBack(Exception):
-    pass
+def open_spark(database: str | os.PathLike | None = ":memory:", *,
+               spark: SparkSession | None = None, master: str | None = None,
+               shards: int | None = None, bdd_ordering: str = "sifting",
+               clock: Callable[[], float] | None = None) -> SparkConnection:
+    """``upkeep.connect(engine="spark")``: see :func:`upkeep.engine.connect`."""
+    if bdd_ordering not in ORDERINGS:
+        raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
+    directory = None if database in (":memory:", "", None) else database
+    return SparkConnection(spark=spark, master=master, directory=directory, shards=shards,
+                           clock=clock, bdd_ordering=bdd_ordering)
 
 
-class SparkViewHandle:
-    """``db.view(name)`` on the Spark engine: rows, counts and subscriptions."""
+class SparkViewHandle(ViewHandle):
+    """``db.view(name)`` on the Spark engine: rows, counts and subscriptions, served from
+    the driver's copy of the view."""
 
     def __init__(self, db: SparkConnection, name: str):
+        super().__init__(name)
         self._db = db
-        self.name = name
 
     def rows(self) -> list[tuple]:
-        self._db.expire()
-        self._db._sync()
-        return list(self._db._contents[self.name].elements())
+        return list(self._db._current(self.name).elements())
 
     def count(self, row: tuple) -> int:
-        self._db.expire()
-        self._db._sync()
-        return self._db._contents[self.name][tuple(row)]
+        return self._db._current(self.name)[tuple(row)]
 
-    def __contains__(self, row: tuple) -> bool:
-        return self.count(row) > 0
-
-    def subscribe(self, fn: Callable[[Delta], object]) -> Callable[[], None]:
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(changes)`` after every micro-batch that changes the view."""
         subs = self._db._subscribers.setdefault(self.name, [])
         subs.append(fn)
         return lambda: subs.remove(fn) if fn in subs else None
 
+    @property
     def columns(self) -> list[str]:
-        return [n for n, _ in self._db._catalog.schema_of(self.name)]
+        return [n for n, _ in self._db.schema_of(self.name)]
+
+    @property
+    def schema(self) -> list[tuple[str, str]]:
+        return [(n, t.sql()) for n, t in self._db.schema_of(self.name)]
 
     def explain(self) -> str:
         return self._db.explain(self.name)
+
+    def why(self, row: tuple):
+        return self._db.why(self.name, row)
 
     def counters(self) -> dict[str, int]:
         """A partitioned recursive view's work: the fixpoint counters summed over its
@@ -94,12 +117,15 @@ class SparkViewHandle:
         driver = next((d for d in self._db._fixpoints.values() if d.spec.view == self.name),
                       None)
         if driver is None:
-            raise UnsupportedError(f"view {self.name} does not run as a partitioned fixpoint")
+            raise UnsupportedError(f"counters of view {self.name}: on the spark engine only "
+                                   f"views run as partitioned fixpoints report counters")
         return driver.report()
 
 
-class SparkConnection:
+class SparkConnection(Engine):
     """The views of one catalog, maintained by a Spark streaming query."""
+
+    name = "spark"
 
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
@@ -110,11 +136,11 @@ class SparkConnection:
         self.changes = self.directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
         self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
-        self._catalog = Connection(bdd_ordering=bdd_ordering)  # schema only: no rows stored
+        self._catalog = LocalCatalog(bdd_ordering)  # checks and plans the SQL; holds no rows
         self._snapshots: dict[str, DataFrame] = {}
-        self._pending: list[tuple[str, tuple, int]] | None = None
+        self._pending: list[tuple[str, tuple, int]] | None = None  # an open transaction
         self._contents: dict[str, Counter] = {}
-        self._subscribers: dict[str, list[Callable]] = {}
+        self._subscribers: dict[str, list[Subscriber]] = {}
         self._query = None
         self._plan: QueryPlan | None = None
         self._fixpoints: dict[str, FixpointDriver] = {}
@@ -128,40 +154,104 @@ class SparkConnection:
         self._sequence = itertools.count(len(list(self.changes.iterdir())) + 1)
         self._lock = threading.Lock()
 
-    # ------------------------------------------------------------ catalog
-    def execute(self, sql: str) -> None:
-        """CREATE TABLE / CREATE VIEW / DROP / INSERT ... VALUES statements."""
-        for stmt in _parse(sql):
-            if isinstance(stmt, exp.Insert):
-                self._insert_statement(stmt)
-            elif isinstance(stmt, (exp.Create, exp.Drop)):
-                self._catalog.execute_parsed(stmt)
-                self._catalog_changed()
-                self._keep_timers()
-            else:
-                raise UnsupportedError(
-                    f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
-                    f"table contents; use db.insert(table, rows) and db.delete(table, rows)")
+    # ------------------------------------------------------------ statements
+    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
+        """CREATE TABLE / CREATE VIEW / DROP, INSERT ... VALUES, and queries over views.
 
+        The driver holds no table contents: DELETE / UPDATE statements, INSERT ... SELECT
+        and queries that read tables raise :class:`UnsupportedError`."""
+        parsed = parse(sql)
+        if parameters is not None:
+            if len(parsed) != 1:
+                raise UnsupportedError("parameters with several statements")
+            parsed = [bind_parameters(parsed[0], list(parameters))]
+        cursor = Cursor()
+        for stmt in parsed:
+            cursor = self._run_statement(stmt)
+        return cursor
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
+        """Run a statement once per parameter tuple, all in one micro-batch."""
+        parsed = parse(sql)
+        if len(parsed) != 1:
+            raise UnsupportedError("executemany takes exactly one statement")
+        (stmt,) = parsed
+        fast = simple_insert(stmt)
+        if fast is not None:
+            return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))
+        total = 0
+        with nullcontext(self) if self.in_transaction() else self.transaction():
+            for params in seq_of_parameters:
+                result = self._run_statement(bind_parameters(stmt, list(params)))
+                total += max(result.rowcount, 0)
+        return Cursor(rowcount=total)
+
+    def _run_statement(self, stmt: exp.Expression) -> Cursor:
+        if isinstance(stmt, exp.Insert):
+            return self._insert_statement(stmt)
+        if isinstance(stmt, (exp.Create, exp.Drop)):
+            if self.in_transaction():
+                raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
+            self._catalog.execute_ddl(stmt)
+            self._catalog_changed()
+            self._keep_timers()
+            return Cursor()
+        if is_query(stmt):
+            return self._query_views(stmt)
+        raise UnsupportedError(
+            f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
+            f"table contents; use db.insert(table, rows) and db.delete(table, rows)")
+
+    def _query_views(self, stmt: exp.Expression) -> Cursor:
+        """A query over views only, evaluated by DuckDB over the driver's copies."""
+        relations = {t.name.lower() for t in stmt.find_all(exp.Table)}
+        relations -= {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        for name in relations:
+            self.schema_of(name)
+            if name in self._catalog.tables:
+                raise UnsupportedError(f"a query reading table {name} on the spark engine: the "
+                                       f"driver holds views' rows, not tables'")
+
+        def contents(name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
+            return self.schema_of(name), list(self._current(name).elements())
+
+        columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents)
+        return Cursor(columns, rows)
+
+    # ------------------------------------------------------------ catalog
     def create_view(self, name: str, sql: str, strategy: str | None = None) -> SparkViewHandle:
-        self._catalog.create_view(name, sql, strategy)
+        if self.in_transaction():
+            raise UnsupportedError("CREATE VIEW inside a transaction")
+        self._catalog.define_view(name.lower(), parse_one(sql), strategy)
         self._catalog_changed()
         return SparkViewHandle(self, name.lower())
 
     def view(self, name: str) -> SparkViewHandle:
         name = name.lower()
-        if name not in self._catalog.views():
-            raise Error(f"unknown view {name}")
+        if name not in self._catalog.view_names():
+            raise SchemaError(f"unknown view {name}")
         return SparkViewHandle(self, name)
 
     def tables(self) -> list[str]:
-        return self._catalog.tables()
+        return list(self._catalog.tables)
 
     def views(self) -> list[str]:
-        return self._catalog.views()
+        return self._catalog.view_names()
 
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
         return self._catalog.schema_of(name)
+
+    def why(self, view: str, row: tuple):
+        self._catalog.runtime(view)
+        raise UnsupportedError(f"why on the spark engine: view {view}'s provenance lives in "
+                               f"its shards; ask the local engine")
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Spark checkpoints every micro-batch as it commits."""
+
+    def metadata(self) -> dict:
+        """Always {}: the spark engine commits no batch metadata (see :meth:`transaction`)."""
+        return {}
 
     def explain(self, name: str) -> str:
         """The local engine's plan of the view, and how it is partitioned across shards."""
@@ -174,8 +264,7 @@ class SparkConnection:
         the first change: the shards' state is built from it by Spark, not row by row."""
         if self._query is not None or self._generation:
             raise UnsupportedError("bulk loads must come before the first change")
-        table = table.lower()
-        self._catalog.schema_of(table)
+        table = self._catalog.table(table).name
         if table in self._expiry:
             raise UnsupportedError(f"bulk load of table {table}, whose rows expire: rows "
                                    f"loaded in bulk have no commit time; insert them instead")
@@ -191,7 +280,7 @@ class SparkConnection:
             self._stop_query()
             self._generation += 1
         self._plan = None
-        self._contents = {v: Counter() for v in self._catalog.views()}
+        self._contents = {v: Counter() for v in self._catalog.view_names()}
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
@@ -202,51 +291,49 @@ class SparkConnection:
         return self._plan
 
     # ------------------------------------------------------------ changes
-    def insert(self, table: str, rows: Iterable) -> int:
+    def insert(self, table: str, rows) -> int:
+        """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table)."""
         return self._change(table, rows, 1)
 
-    def delete(self, table: str, rows: Iterable) -> int:
+    def delete(self, table: str, rows) -> int:
+        """Delete one occurrence of each row; a row not present rejects the micro-batch."""
         return self._change(table, rows, -1)
 
-    def _change(self, table: str, rows: Iterable, weight: int) -> int:
-        table = table.lower()
+    def _change(self, table: str, rows, weight: int) -> int:
+        table = self._catalog.table(table).name
         schema = self._catalog.schema_of(table)
-        if table not in self._catalog.tables():
-            raise Error(f"{table} is a view, not a table")
-        staged = [(table, coerce_row(r, schema, table, i), weight) for i, r in enumerate(rows)]
+        staged = [(table, coerce_row(r, schema, table, i), weight)
+                  for i, r in enumerate(iter_rows(rows, table, [n for n, _ in schema]))]
         if self._pending is not None:
             self._pending.extend(staged)
         elif staged:  # nothing to change: no change file, no micro-batch
             self._commit(staged)
         return len(staged)
 
-    def _insert_statement(self, stmt: exp.Insert) -> None:
+    def _insert_statement(self, stmt: exp.Insert) -> Cursor:
         if not isinstance(stmt.expression, exp.Values):
             raise UnsupportedError("INSERT ... SELECT on the spark engine (the driver does not "
                                    "hold table contents); use INSERT ... VALUES")
-        staged: dict = {}
-        try:  # the local engine parses and checks the rows; the catalog keeps none of them
-            with self._catalog.transaction():
-                self._catalog.execute_parsed(stmt)
-                staged = self._catalog.staged()
-                raise _RolledBack
-        except _RolledBack:
-            pass
-        for table, delta in staged.items():
-            self._change(table, [r for r, w in delta.items() for _ in range(w)], 1)
+        table = self._catalog.table(insert_target(stmt))
+        rows = insert_rows(stmt, [n for n, _ in table.columns], lambda query: [])
+        return Cursor(rowcount=self.insert(table.name, rows))
 
-    @contextmanager
-    def transaction(self):
-        """Changes inside commit as one micro-batch; an exception discards them."""
-        if self._pending is not None:
-            raise Error("transactions do not nest")
+    def in_transaction(self) -> bool:
+        return self._pending is not None
+
+    def _begin(self) -> None:
         self._pending = []
-        try:
-            yield self
-        except BaseException:
-            self._pending = None
-            raise
+
+    def _discard(self) -> None:
+        self._pending = None
+
+    def _finish(self, metadata: dict | None) -> None:
         staged, self._pending = self._pending, None
+        if metadata is not None:
+            raise UnsupportedError(
+                "transaction metadata on the spark engine: its change files are the log and "
+                "carry no metadata (`upkeep run --engine spark` keeps source offsets in "
+                "Spark's checkpoint)")
         if staged:
             self._commit(staged)
 
@@ -273,14 +360,9 @@ class SparkConnection:
         if self._pending is not None:
             return 0
         now = self._clock()
-        staged: list[tuple[str, tuple, int]] = []
-        consumed: dict[str, int] = {}
-        for name, expiry in self._expiry.items():
-            due = expiry.next_due()
-            if due is None or due > now:
-                continue
-            delta, consumed[name] = expiry.due(now)
-            staged += [(name, row, -1) for row, w in delta.items() for _ in range(-w)]
+        deltas, consumed = due_changes(self._expiry, now)
+        staged = [(name, row, -1) for name, delta in deltas.items()
+                  for row, w in delta.items() for _ in range(-w)]
         if staged:
             self._commit_at(staged, now)
         for name, n in consumed.items():
@@ -290,7 +372,7 @@ class SparkConnection:
     def _keep_timers(self) -> None:
         """One :class:`Expiry` per table declared with ``ttl_seconds``; a table declared
         over an existing directory gets its timers back from the change files."""
-        declared = {t: self._catalog.ttl_of(t) for t in self._catalog.tables()}
+        declared = {t: self._catalog.ttl_of(t) for t in self._catalog.tables}
         for name in list(self._expiry):
             if declared.get(name) != self._expiry[name].ttl:
                 del self._expiry[name]
@@ -348,6 +430,13 @@ class SparkConnection:
             finally:
                 self._query = None
 
+    def _current(self, view: str) -> Counter:
+        """The driver's copy of ``view``, after every committed change and expiry."""
+        self._catalog.runtime(view)
+        self.expire()
+        self._sync()
+        return self._contents[view.lower()]
+
     def _sync(self) -> None:
         if self._query is None:
             self._start()
@@ -399,9 +488,7 @@ class SparkConnection:
                     if contents[row] == 0:
                         del contents[row]
             self._last_batch = batch_id
-        for view, delta in changes.items():
-            for fn in list(self._subscribers.get(view, [])):
-                fn(delta)
+        deliver(self._subscribers, changes)
 
     def stop(self) -> None:
         """Stop the streaming query; the next change restarts it from its checkpoint."""
@@ -412,9 +499,3 @@ class SparkConnection:
         self._stop_query()
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
-
-    def __enter__(self) -> SparkConnection:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from pyspark import StorageLevel
 
-from ..connection import Connection, from_catalog
+from ..local import from_catalog
+from ..local.catalog import LocalCatalog
 from ..recursive.partitioned import Layout, partition_plan
 from ..recursive.view import RecursiveView, internal_name, new_partition, partition_class
 from ..zset import net_by_table
@@ -49,11 +50,11 @@ class FixpointSpec:
     partitions: int
 
 
-def fixpoint_layout(db: Connection, name: str, partitions: int) -> Layout | None:
+def fixpoint_layout(db: LocalCatalog, name: str, partitions: int) -> Layout | None:
     """The layout of view ``name`` over ``partitions`` when it can run partitioned: a
     recursive view of one CTE whose outer query reads only the CTE, with rules the
     partitioned fixpoint splits (:func:`partition_plan`)."""
-    view = db._view(name)
+    view = db.runtime(name)
     if not isinstance(view, RecursiveView) or partitions < 2:
         return None
     if len(view.engines) != 1:
@@ -79,7 +80,7 @@ class FixpointShard(ShardEngine):
         partitions' derived tuples may depend on what this one lost: all must restart."""
         super().__init__(catalog, [], log)
         db = from_catalog(catalog, [spec.view])
-        view = db._view(spec.view)
+        view = db.runtime(spec.view)
         (engine,) = view.engines.values()
         selection = getattr(engine, "selection_spec", None)
         plan = partition_plan(engine.program, spec.partitions, selection)
@@ -138,7 +139,7 @@ class FixpointDriver:
         self.plan_id = plan_id
         self.group = group
         self.spec = spec
-        self.view: RecursiveView = from_catalog(catalog, [spec.view])._view(spec.view)
+        self.view: RecursiveView = from_catalog(catalog, [spec.view]).runtime(spec.view)
         self.contents: set[tuple] = set()  # the CTE's rows
         self.batches = 0
         self.shipping = dict.fromkeys(("shipped_tuples", "shipped_bytes", "supersteps"), 0)

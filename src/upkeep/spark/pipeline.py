@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
-from ..connection import Connection
+from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig, SinkConfig
 from ..pipeline.errors import PipelineError
 from ..pipeline.schema import ensure_schema
@@ -80,7 +80,7 @@ class SparkPipelineRunner:
             directory.mkdir(parents=True, exist_ok=True)
             spark = self.spark or spark_session(self.config.spark_master,
                                                 config=self.config.spark_conf)
-            plan = make_plan(self.catalog, self.config.spark_shards or int(
+            plan = make_plan(self.catalog.local_catalog, self.config.spark_shards or int(
                 spark.conf.get("spark.sql.shuffle.partitions", "4")), on_error=self.config.on_error)
             committed = _committed(checkpoint)
             _check_plan(directory / "upkeep-plan.txt", plan.plan_id, committed)

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from ..connection import from_catalog
+from ..local import from_catalog
 from ..pipeline.apply import Applier, BadRecord
 from ..pipeline.formats import EXTENSIONS, READERS
 from ..pipeline.records import Position

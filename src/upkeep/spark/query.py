@@ -18,8 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 
-from ..connection import Connection
 from ..errors import ConstraintError, Error, SchemaError
+from ..local.catalog import LocalCatalog
 from .codec import OUTPUT_SCHEMA, spark_schema
 from .processor import (
     ROUTED_SCHEMA,
@@ -36,12 +36,12 @@ BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, cont
 SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
-def make_plan(db: Connection, shards: int, on_error: str = "stop",
+def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
               fixpoints: bool = False) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
     ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`)."""
-    catalog = db.catalog()
+    catalog = db.describe()
     groups = plan_groups(db, shards, fixpoints)
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups])).encode())
     digest = digest.hexdigest()
@@ -119,7 +119,7 @@ def plan_schema(plan: QueryPlan, table: str) -> list:
     raise SchemaError(f"unknown table {table}")
 
 
-def typed_deltas(deltas: DataFrame, db: Connection, view: str) -> DataFrame:
+def typed_deltas(deltas: DataFrame, db: LocalCatalog, view: str) -> DataFrame:
     """One view's deltas with its own column names and Spark types, plus ``weight``."""
     columns = db.schema_of(view)
     parsed = F.from_json("row", spark_schema(columns)).alias("r")

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..connection import Connection, _parse_one
 from ..core import Core
 from ..errors import Error
 from ..hashing import stable_hash
+from ..local.catalog import LocalCatalog
 from ..plan import Block, analyse_joins, atom_of_slot, bind_query
+from ..sql import parse_one
 from .fixpoint import FixpointSpec, fixpoint_layout
 
 SINGLE = "single"
@@ -58,11 +59,11 @@ class Group:
         return text + (f"; copied to every shard: {', '.join(copied)}" if copied else "")
 
 
-def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | None:
+def partition_columns(db: LocalCatalog, name: str, sql: str) -> dict[str, int] | None:
     """``{table: column index}`` to partition view ``name`` on, or None if it cannot be."""
     try:  # a single SELECT over base tables (WITH and derived tables do not bind here)
-        plan = bind_query(_parse_one(sql), db.schema_of)
-        if not isinstance(plan, Block) or any(a.relation not in db.tables() for a in plan.atoms):
+        plan = bind_query(parse_one(sql), db.schema_of)
+        if not isinstance(plan, Block) or any(a.relation not in db.tables for a in plan.atoms):
             return None
         # the join variables: classes of equi-joined columns (DYN section 2)
         core = Core(plan, analyse_joins(plan), {c.slot for c in plan.scope.columns})
@@ -76,7 +77,7 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
         anchor = {core.var_of_slot[plan.scope.resolve(k).slot]
                   for k in keys if isinstance(k, exp.Column)}
         classes = {v: slots for v, slots in classes.items() if v in anchor}
-    keys = {name: key for name, _columns, _not_null, key in db.catalog()["tables"] if key}
+    keys = {name: key for name, _columns, _not_null, key in db.describe()["tables"] if key}
     best: dict[str, int] | None = None
     for slots in classes.values():
         routes: dict[str, int] = {}
@@ -108,14 +109,14 @@ def partition_columns(db: Connection, name: str, sql: str) -> dict[str, int] | N
     return best
 
 
-def plan_groups(db: Connection, shards: int, fixpoints: bool = False) -> list[Group]:
+def plan_groups(db: LocalCatalog, shards: int, fixpoints: bool = False) -> list[Group]:
     """Group the user views of ``db`` (its catalog) for ``shards`` shards; with
     ``fixpoints``, a recursive view that can run partitioned gets a fixpoint group of its
     own (:mod:`upkeep.spark.fixpoint`)."""
-    views = db.catalog()["views"]
+    views = db.describe()["views"]
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
-        query = _parse_one(sql)
+        query = parse_one(sql)
         ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
         reads[name] = {t.name.lower() for t in query.find_all(exp.Table)} - ctes
     together = {n for n, r in reads.items() if r & views.keys()}
@@ -132,7 +133,7 @@ def plan_groups(db: Connection, shards: int, fixpoints: bool = False) -> list[Gr
         if fixpoints and name not in together and shards > 1:
             layout = fixpoint_layout(db, name, shards)
             if layout is not None:
-                (engine,) = db._view(name).engines.values()
+                (engine,) = db.runtime(name).engines.values()
                 base = sorted(engine.program.base)
                 groups[("fixpoint", name)] = Group(
                     f"fx{len(groups)}", shards, [name], dict.fromkeys(base, 0), set(base),
@@ -145,7 +146,7 @@ def plan_groups(db: Connection, shards: int, fixpoints: bool = False) -> list[Gr
             label = SINGLE if routes is None else f"g{len(groups)}"
             group = groups[key] = Group(label, shards if routes else 1, routes=routes or {})
         group.views.append(name)
-    tables = set(db.tables())
+    tables = set(db.tables)
     for group in groups.values():
         if group.fixpoint is not None:
             continue

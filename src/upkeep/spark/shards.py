@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 
-from ..connection import from_catalog
 from ..errors import Error
+from ..local import from_catalog
 from ..pipeline.apply import Applier, Change
 
 Changes = list[tuple[str, tuple, int]]  # (table, row, weight)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...connection import Connection
+from ...engine import Engine
 from ..config import SinkConfig
 from .base import Changes, Sink
 from .duckdb_table import DuckDBSink
@@ -20,7 +20,7 @@ SINKS: dict[str, type[Sink]] = {
 }
 
 
-def make_sink(config: SinkConfig, db: Connection) -> Sink:
+def make_sink(config: SinkConfig, db: Engine) -> Sink:
     """The sink ``config`` describes, for its view in ``db`` (not started yet)."""
     return SINKS[config.type](config, db.view(config.view), list(db.schema_of(config.view)))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ...connection import ViewHandle
+from ...engine import ViewHandle
 from ...types import SqlType
 from ..config import SinkConfig
 

@@ -1,0 +1,82 @@
+"""``CREATE TABLE`` statements turned into :class:`~upkeep.table.Table` definitions.
+
+Engine-neutral: both engines declare tables through :func:`table_from_create`, so columns,
+NOT NULL, PRIMARY KEY and ``WITH (ttl_seconds = N)`` mean the same on each.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .errors import SchemaError, UnsupportedError
+from .expiry import Expiry
+from .table import Table
+from .types import SqlType, type_from_sqlglot
+
+
+def created_name(stmt: exp.Create) -> str:
+    """The name a CREATE statement defines."""
+    target = stmt.this
+    return (target.this.name if isinstance(target, exp.Schema) else target.name).lower()
+
+
+def table_from_create(stmt: exp.Create) -> Table:
+    """The table a ``CREATE TABLE name (columns ...) [WITH (ttl_seconds = N)]`` declares."""
+    name = created_name(stmt)
+    if not isinstance(stmt.this, exp.Schema):
+        raise SchemaError(f"table {name} has no columns")
+    table = table_from_schema(name, stmt.this)
+    ttl = ttl_property(stmt, name)
+    table.expiry = Expiry(ttl) if ttl else None
+    return table
+
+
+def table_from_schema(name: str, schema: exp.Schema) -> Table:
+    """A table from a column list with NOT NULL and PRIMARY KEY constraints."""
+    columns: list[tuple[str, SqlType]] = []
+    not_null: set[int] = set()
+    key: tuple[int, ...] | None = None
+    pk_names: list[str] = []
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            cname = item.this.name.lower()
+            if any(cname == c for c, _ in columns):
+                raise SchemaError(f"column {cname} is defined twice in table {name}")
+            if item.args.get("kind") is None:
+                raise SchemaError(f"column {cname} of table {name} has no type")
+            columns.append((cname, type_from_sqlglot(item.args["kind"])))
+            for c in item.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+                    not_null.add(len(columns) - 1)
+                elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    pk_names = [cname]
+        elif isinstance(item, exp.PrimaryKey):
+            pk_names = [e.name.lower() for e in item.expressions]
+        else:
+            raise UnsupportedError(f"table element {item.sql()}")
+    if pk_names:
+        names = [c for c, _ in columns]
+        key = tuple(names.index(n) for n in pk_names)
+        not_null |= set(key)
+    return Table(name, columns, not_null, key)
+
+
+def ttl_property(stmt: exp.Create, table: str) -> float | None:
+    """``WITH (ttl_seconds = N)``: the table's rows expire N seconds after insertion."""
+    props = stmt.args.get("properties")
+    ttl = None
+    for prop in props.expressions if props is not None else []:
+        name = prop.name.lower() if isinstance(prop, exp.Property) else ""
+        if name != "ttl_seconds":
+            raise UnsupportedError(f"table property {prop.sql()} of table {table} "
+                                   "(only ttl_seconds is known)")
+        value = prop.args.get("value")
+        try:
+            ttl = float(value.this) if isinstance(value, exp.Literal) and not value.is_string else -1
+        except ValueError:
+            ttl = -1
+        if ttl <= 0:
+            raise SchemaError(f"ttl_seconds of table {table} must be a positive number, "
+                              f"not {value.sql() if value is not None else 'nothing'}")
+    return ttl

@@ -1,0 +1,240 @@
+"""The engine contract: one connection type and one view handle type over every engine.
+
+``upkeep.connect(engine=...)`` opens an implementation from :data:`ENGINES` (the local,
+in-process engine by default; Apache Spark with ``engine="spark"``).  Higher layers (the
+pipeline runner, the command line) speak only to :class:`Engine` and :class:`ViewHandle`.
+Every method exists on every engine with the same name, signature and return type; where
+an engine cannot do something, the method raises :class:`~upkeep.errors.UnsupportedError`
+saying so.  ``tests/test_conformance.py`` runs one suite against every engine.
+
+This module imports no engine: :data:`ENGINES` names each implementation by module path,
+imported when first asked for, so the local engine never imports Spark (docs/design.md,
+"Layers").
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from .cursor import Cursor
+from .errors import Error, UnsupportedError
+from .types import SqlType
+from .zset import Changes
+
+Subscriber = Callable[[Changes], object]
+
+
+class ViewHandle(ABC):
+    """``db.view(name)``: read a maintained view's rows and subscribe to its changes."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    @abstractmethod
+    def columns(self) -> list[str]:
+        """The view's column names, in order."""
+
+    @property
+    @abstractmethod
+    def schema(self) -> list[tuple[str, str]]:
+        """Column names with their SQL types."""
+
+    @abstractmethod
+    def rows(self) -> list[tuple]:
+        """The view's rows (a row appears as often as its multiplicity)."""
+
+    @abstractmethod
+    def count(self, row: tuple) -> int:
+        """The multiplicity of ``row`` in the view."""
+
+    def __contains__(self, row: tuple) -> bool:
+        return self.count(row) > 0
+
+    @abstractmethod
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Call ``fn(changes)`` after every committed batch that changes the view;
+        ``changes`` is a list of ``(row, weight)`` (positive: inserted, negative: deleted).
+        Returns a function that unsubscribes."""
+
+    @abstractmethod
+    def explain(self) -> str:
+        """The view's strategy, query class and plan, in words."""
+
+    @abstractmethod
+    def why(self, row: tuple):
+        """Why ``row`` is in the view (:class:`upkeep.recursive.view.Explanation`)."""
+
+    @abstractmethod
+    def counters(self) -> dict[str, int]:
+        """Cumulative work counters of the view's maintenance (empty if it keeps none)."""
+
+
+class Engine(ABC):
+    """A database of tables and maintained views: the DB-API style connection.
+
+    A change (a statement, :meth:`insert` / :meth:`delete`, or a :meth:`transaction`
+    block) commits as one atomic batch: checked whole, then applied to the tables and every
+    view, or not at all.  Subclasses implement the staging hooks; :meth:`transaction` is
+    the same on every engine.
+    """
+
+    name = ""
+
+    # ------------------------------------------------------------ statements and rows
+    @abstractmethod
+    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
+        """Run one or more SQL statements; a cursor over the last one's result."""
+
+    @abstractmethod
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
+        """Run one statement once per parameter tuple, all in one atomic batch."""
+
+    @abstractmethod
+    def insert(self, table: str, rows) -> int:
+        """Insert rows (iterable of tuples or dicts, pandas DataFrame or Arrow table)."""
+
+    @abstractmethod
+    def delete(self, table: str, rows) -> int:
+        """Delete one occurrence of each row; a row not present raises ConstraintError."""
+
+    # ------------------------------------------------------------ batches
+    @contextmanager
+    def transaction(self, metadata: dict | None = None) -> Iterator[Engine]:
+        """All changes inside commit as one atomic batch; an exception discards them all.
+
+        ``metadata`` (e.g. source offsets) is committed with the batch, atomically, even if
+        the batch is empty; :meth:`metadata` returns the latest committed one."""
+        if self.in_transaction():
+            raise Error("transactions do not nest")
+        self.expire()
+        self._begin()
+        try:
+            yield self
+        except BaseException:
+            self._discard()
+            raise
+        self._finish(metadata)
+
+    @abstractmethod
+    def in_transaction(self) -> bool:
+        """Whether a :meth:`transaction` block is open."""
+
+    @abstractmethod
+    def _begin(self) -> None:
+        """Open a transaction: changes are staged from now on."""
+
+    @abstractmethod
+    def _discard(self) -> None:
+        """Drop the open transaction's staged changes."""
+
+    @abstractmethod
+    def _finish(self, metadata: dict | None) -> None:
+        """Commit the open transaction's staged changes (and metadata) as one batch."""
+
+    @abstractmethod
+    def metadata(self) -> dict:
+        """The metadata committed with the latest batch that carried some ({} if none)."""
+
+    @abstractmethod
+    def expire(self) -> int:
+        """Delete rows whose time-to-live has passed, as one batch; how many expired."""
+
+    # ------------------------------------------------------------ catalog and views
+    @abstractmethod
+    def create_view(self, name: str, sql: str, strategy: str | None = None) -> ViewHandle:
+        """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy."""
+
+    @abstractmethod
+    def view(self, name: str) -> ViewHandle:
+        """The handle of a view (SchemaError if there is none)."""
+
+    @abstractmethod
+    def views(self) -> list[str]:
+        """The user views, in definition order."""
+
+    @abstractmethod
+    def tables(self) -> list[str]:
+        """The base tables, in definition order."""
+
+    @abstractmethod
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        """A table's or view's columns with their types."""
+
+    @abstractmethod
+    def explain(self, name: str) -> str:
+        """A view's strategy, query class and plan, in words."""
+
+    @abstractmethod
+    def why(self, view: str, row: tuple):
+        """Why ``row`` is in ``view``: its provenance over base rows."""
+
+    @abstractmethod
+    def checkpoint(self) -> None:
+        """Make recovery start from the current state (no-op where nothing is kept)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the database."""
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes]) -> None:
+    """Call each view's subscribers with its committed changes.  The batch is committed
+    already, so a subscriber that raises is reported as a warning, not undone, and the
+    other subscribers still get their changes (the same on every engine)."""
+    for name, changes in changed.items():
+        for fn in list(subscribers.get(name, ())):
+            try:
+                fn(changes)
+            except Exception as exc:
+                warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=3)
+
+
+#: engine name -> "module:factory"; the factory takes connect()'s arguments.
+ENGINES: dict[str, str] = {
+    "local": "upkeep.local.connection:open_local",
+    "spark": "upkeep.spark.connection:open_spark",
+}
+
+
+def register_engine(name: str, factory: str) -> None:
+    """Make ``connect(engine=name)`` open ``factory`` ("package.module:function")."""
+    ENGINES[name] = factory
+
+
+def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
+            **options) -> Engine:
+    """Open an engine: in memory (the default), or durable in the directory ``database``.
+
+    Options for every engine: ``bdd_ordering`` ("sifting", "dfs" or "arrival": the
+    variable order of recursive views' provenance BDDs), ``clock`` (seconds, default
+    ``time.time``; times the expiry of tables declared ``WITH (ttl_seconds = N)``).
+
+    Local engine: ``fsync`` (default True: every committed batch is fsynced before the
+    commit returns), ``snapshot_bytes`` (snapshot the tables when the log passes this),
+    ``fixpoint_partitions`` (> 1 runs recursive views' fixpoints over that many
+    partitions in this process, counting tuples and bytes shipped between them).
+
+    Spark engine (docs/spark.md): ``spark`` (a SparkSession) or ``master`` (default
+    ``local[2]``), ``shards`` (partitions per view); ``database`` is the working directory
+    of change files and checkpoints.
+    """
+    target = ENGINES.get(engine)
+    if target is None:
+        raise UnsupportedError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    module, _, factory = target.partition(":")
+    opened = getattr(importlib.import_module(module), factory)(database, **options)
+    if not isinstance(opened, Engine):
+        raise Error(f"engine {engine} did not open an upkeep Engine")
+    return opened

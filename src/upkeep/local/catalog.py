@@ -1,0 +1,380 @@
+"""The local engine's catalog: base tables, maintained views and their definitions.
+
+A view is planned (:func:`upkeep.planner.plan_view`) and built from its inputs' contents
+when it is created; derived tables and non-recursive CTEs become hidden helper views, so
+each part gets its own strategy.  The catalog also orders views for a batch (those that
+depend on the changed relations, in definition order) and knows whose deltas someone
+needs (subscribers, or views reading them).  It holds no transaction state: reads of a
+table inside a transaction see its staged rows through ``overlay``.
+
+The Spark engine keeps one of these, without rows, to check and plan the same SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from sqlglot import exp
+
+from .. import zset
+from ..ddl import created_name, table_from_create
+from ..engine import Subscriber
+from ..errors import ConstraintError, SchemaError, UnsupportedError
+from ..plan import rename_tables
+from ..planner import Catalog, plan_view
+from ..recursive.view import Explanation, RecursiveView
+from ..sql import parse_one
+from ..table import Table
+from ..types import SqlType, coerce_row
+from ..views import ViewRuntime
+from ..zset import Delta
+
+Overlay = Callable[[str], Delta | None]
+
+
+class LocalCatalog(Catalog):
+    """Tables and views of one database, with the planner's view of them."""
+
+    def __init__(self, bdd_ordering: str = "sifting", fixpoint_partitions: int = 1,
+                 overlay: Overlay | None = None) -> None:
+        self.bdd_ordering = bdd_ordering  # read by the recursive planner
+        self.fixpoint_partitions = fixpoint_partitions
+        self.tables: dict[str, Table] = {}
+        self.views: dict[str, ViewRuntime] = {}
+        self.subscribers: dict[str, list[Subscriber]] = {}
+        self.user_views: dict[str, tuple[str, str | None]] = {}  # name -> (sql, strategy)
+        self._definitions: dict[str, tuple[exp.Expression, str | None]] = {}
+        self._helpers: dict[str, list[str]] = {}  # view -> hidden views of its subqueries
+        self._overlay = overlay or (lambda name: None)
+        self._listening: set[str] | None = None
+        self._affected: dict[frozenset[str], list[str]] = {}
+
+    @classmethod
+    def from_description(cls, description: dict, **options) -> LocalCatalog:
+        """The tables of :meth:`describe`'s output, without rows and without views."""
+        catalog = cls(description.get("bdd_ordering", "sifting"), **options)
+        for name, columns, not_null, key in description["tables"]:
+            catalog.tables[name] = Table(name, columns, not_null, key)
+        return catalog
+
+    def describe(self) -> dict:
+        """The schema without rows: tables (columns, NOT NULL, key), user views (SQL,
+        strategy) and the BDD variable order of recursive views."""
+        return {"tables": [(t.name, t.columns, t.not_null, t.key) for t in self.tables.values()],
+                "views": dict(self.user_views), "bdd_ordering": self.bdd_ordering}
+
+    # ------------------------------------------------------------ lookups
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        name = name.lower()
+        if name in self.tables:
+            return self.tables[name].columns
+        if name in self.views:
+            return self.views[name].columns
+        raise SchemaError(f"unknown table or view {name}")
+
+    def table(self, name: str) -> Table:
+        """The base table ``name`` (a view or an unknown name is an error)."""
+        table = self.tables.get(name.lower())
+        if table is None:
+            if name.lower() in self.views:
+                raise UnsupportedError(f"{name} is a view; views cannot be changed directly")
+            raise SchemaError(f"unknown table {name}")
+        return table
+
+    def runtime(self, name: str) -> ViewRuntime:
+        """The maintained view ``name`` (its strategy's runtime object)."""
+        view = self.views.get(name.lower())
+        if view is None:
+            raise SchemaError(f"unknown view {name}")
+        return view
+
+    def view_names(self) -> list[str]:
+        """User-visible views (not the hidden helpers of subqueries)."""
+        hidden = {h for hs in self._helpers.values() for h in hs}
+        return [v for v in self.views if v not in hidden]
+
+    def ttl_of(self, table: str) -> float | None:
+        """The table's ``ttl_seconds``, or None if its rows do not expire."""
+        expiry = self.tables[table].expiry
+        return expiry.ttl if expiry is not None else None
+
+    def staged_rows(self, table: Table) -> dict[tuple, int]:
+        """A table's rows with the open transaction's staged changes applied."""
+        pending = self._overlay(table.name)
+        return zset.plus(table.rows, pending) if pending else table.rows
+
+    def weighted_rows(self, name: str) -> Iterator[tuple[tuple, int]]:
+        """A table's (as staged) or view's distinct rows with their multiplicities."""
+        name = name.lower()
+        if name in self.tables:
+            return iter(self.staged_rows(self.tables[name]).items())
+        if name in self.views:
+            return self.views[name].weighted_rows()
+        raise SchemaError(f"unknown table or view {name}")
+
+    def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
+        rows = []
+        for row, w in self.weighted_rows(name):
+            rows.extend([row] * w)
+        return self.schema_of(name), rows
+
+    def explain(self, name: str) -> str:
+        """The view's strategy, query class and join tree, in words (with its helper views)."""
+        parts = [self.runtime(name).explain()]
+        for hidden in self._helpers.get(name.lower(), []):
+            parts.append("helper " + self.explain(hidden))
+        return "\n\n".join(parts)
+
+    def why(self, view: str, row) -> Explanation:
+        """Why ``row`` is in ``view`` (recursive views kept with absorption provenance)."""
+        runtime = self.runtime(view)
+        if not isinstance(runtime, RecursiveView):
+            raise UnsupportedError(
+                f"why is answered for recursive views kept with absorption provenance; view "
+                f"{view} uses strategy {runtime.strategy}")
+        return runtime.why(coerce_row(row, runtime.columns, view, 0))
+
+    def dependents(self, name: str) -> list[str]:
+        """Views that read ``name`` directly."""
+        return [v for v, rt in self.views.items() if name in rt.inputs]
+
+    # ------------------------------------------------------------ DDL
+    def execute_ddl(self, stmt: exp.Create | exp.Drop) -> list[tuple]:
+        """Run a CREATE TABLE / CREATE VIEW / DROP statement (not ``CREATE TABLE AS``);
+        the log records of what it changed (none if ``IF [NOT] EXISTS`` made it a no-op)."""
+        if isinstance(stmt, exp.Drop):
+            return self._drop(stmt)
+        kind = (stmt.args.get("kind") or "").upper()
+        name = created_name(stmt)
+        if kind == "TABLE":
+            if name in self.tables or name in self.views:
+                if stmt.args.get("exists"):
+                    return []
+                raise SchemaError(f"a table or view named {name} already exists")
+            if stmt.expression is not None:
+                raise UnsupportedError(f"CREATE TABLE {name} AS SELECT on this engine")
+            table = table_from_create(stmt)
+            self.add_table(table)
+            return [table_record(table)]
+        if kind == "VIEW":
+            if name in self.views and stmt.args.get("exists"):
+                return []
+            strategy = None
+            sql = self.define_view(name, stmt.expression, strategy,
+                                   replace=bool(stmt.args.get("replace")))
+            return [("view", name, sql, strategy)]
+        raise UnsupportedError(f"CREATE {kind}")
+
+    def _drop(self, stmt: exp.Drop) -> list[tuple]:
+        kind = (stmt.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise UnsupportedError(f"DROP {kind}")
+        records = []
+        for t in stmt.args.get("tables") or [stmt.this]:
+            name = t.name.lower()
+            if name not in (self.tables if kind == "TABLE" else self.views):
+                if stmt.args.get("exists"):
+                    continue
+                raise SchemaError(f"unknown {kind.lower()} {name}")
+            if kind == "VIEW":
+                self.drop_view(name)
+            else:
+                self.drop_table(name)
+            records.append(("drop", kind.lower(), name))
+        return records
+
+    # ------------------------------------------------------------ changes to the catalog
+    def add_table(self, table: Table) -> None:
+        if table.name in self.tables or table.name in self.views:
+            raise SchemaError(f"a table or view named {table.name} already exists")
+        self.tables[table.name] = table
+        self.changed()
+
+    def drop_table(self, name: str) -> None:
+        self._check_unread(name, "drop")
+        del self.tables[name]
+        self.changed()
+
+    def define_view(self, name: str, query: exp.Expression, strategy: str | None,
+                    replace: bool = False) -> str:
+        """Create a user-visible view (replacing one of that name if ``replace``) and
+        return its SQL as the log records it.  A view that fails to plan or build changes
+        nothing, and the view it would replace stays."""
+        if name in self.tables or (name in self.views and not replace):
+            raise SchemaError(f"a table or view named {name} already exists")
+        old = None
+        if replace and name in self.views:
+            self._check_unread(name, "replace view")
+            old = self._detach(name)
+        try:
+            self.create_view(name, query, strategy)
+        except BaseException:
+            if old is not None:
+                self._reattach(name, old)
+            raise
+        sql = query.sql(dialect="duckdb")
+        self.user_views.pop(name, None)
+        self.user_views[name] = (sql, strategy)
+        return sql
+
+    def drop_view(self, name: str) -> None:
+        self._check_unread(name, "drop")
+        self._drop_view(name)
+        self.user_views.pop(name, None)
+
+    def create_view(self, name: str, query: exp.Expression, strategy: str | None) -> None:
+        """Plan and build a view (and its hidden helpers) from its inputs' contents."""
+        if name in self.tables or name in self.views:
+            raise SchemaError(f"a table or view named {name} already exists")
+        created: list[str] = []
+        try:
+            query = self._hoist_subqueries(name, query, strategy, created)
+            view = plan_view(name, query, self, strategy)
+            view.build(self.contents(view.inputs))
+        except BaseException:
+            for hidden in reversed(created):
+                self._drop_view(hidden)
+            raise
+        self.views[name] = view
+        self._definitions[name] = (query, strategy)
+        self._helpers[name] = created
+        self.changed()
+
+    def restore_views(self, views: dict[str, tuple[str, str | None]]) -> None:
+        """Re-create user views from their logged SQL, in order (recovery, shards)."""
+        for name, (sql, strategy) in views.items():
+            self.create_view(name, parse_one(sql), strategy)
+            self.user_views[name] = (sql, strategy)
+
+    def _check_unread(self, name: str, what: str) -> None:
+        dependents = self.dependents(name)
+        if dependents:
+            raise ConstraintError(f"cannot {what} {name}: views {dependents} depend on it")
+
+    def _detach(self, name: str) -> tuple:
+        """Take a view and its helpers out of the catalog, keeping them to put back."""
+        names = [name, *self._helpers.get(name, [])]
+        kept = ({n: self.views.pop(n) for n in names},
+                {n: self._definitions.pop(n) for n in names if n in self._definitions},
+                {n: self._helpers.pop(n) for n in names if n in self._helpers},
+                self.subscribers.pop(name, None))
+        self.changed()
+        return kept
+
+    def _reattach(self, name: str, kept: tuple) -> None:
+        views, definitions, helpers, subscribers = kept
+        self.views.update(views)
+        self._definitions.update(definitions)
+        self._helpers.update(helpers)
+        if subscribers is not None:
+            self.subscribers[name] = subscribers
+        self.changed()
+
+    def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
+                          created: list[str]) -> exp.Expression:
+        """Maintain each derived table and non-recursive CTE as a hidden helper view, so the
+        outer block sees it as an ordinary relation (and each part gets its own strategy)."""
+        query = query.copy()
+        with_key = "with_" if "with_" in query.args else "with"
+        with_ = query.args.get(with_key)
+        if with_ is not None and not with_.args.get("recursive"):
+            mapping: dict[str, str] = {}
+            for cte in with_.expressions:
+                hidden = f"{name}__{cte.alias_or_name.lower()}"
+                body = rename_tables(cte.this, mapping)
+                self.create_view(hidden, body, strategy)
+                created.append(hidden)
+                mapping[cte.alias_or_name.lower()] = hidden
+            query.set(with_key, None)
+            query = rename_tables(query, mapping)
+
+        def hoist(node: exp.Expression) -> None:
+            if isinstance(node, exp.Union):
+                hoist(node.this)
+                hoist(node.expression)
+                return
+            if not isinstance(node, exp.Select):
+                return
+            from_ = node.args.get("from_") or node.args.get("from")
+            items = ([from_] if from_ is not None else []) + list(node.args.get("joins") or [])
+            for holder in items:
+                sub = holder.this
+                if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
+                    hidden = f"{name}__sub{len(created) + 1}"
+                    self.create_view(hidden, sub.this, strategy)
+                    created.append(hidden)
+                    alias = sub.alias or hidden
+                    holder.set("this", exp.Table(this=exp.to_identifier(hidden),
+                                                 alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+        hoist(query)
+        return query
+
+    def _drop_view(self, name: str) -> None:
+        self.changed()
+        del self.views[name]
+        self._definitions.pop(name, None)
+        self.subscribers.pop(name, None)
+        for hidden in reversed(self._helpers.pop(name, [])):
+            self._drop_view(hidden)
+
+    # ------------------------------------------------------------ batches
+    def subscribe(self, view: str, fn: Subscriber) -> Callable[[], None]:
+        subs = self.subscribers.setdefault(view, [])
+        subs.append(fn)
+        self.changed()
+
+        def unsubscribe() -> None:
+            if fn in subs:
+                subs.remove(fn)
+                self.changed()
+
+        return unsubscribe
+
+    def listening(self) -> set[str]:
+        """Views whose deltas someone needs: subscribers or views reading them (cached)."""
+        if self._listening is None:
+            out = {n for n, subs in self.subscribers.items() if subs}
+            for view in self.views.values():
+                out |= view.inputs & self.views.keys()
+            self._listening = out
+        return self._listening
+
+    def affected(self, tables: frozenset[str]) -> list[str]:
+        """Views that depend, directly or through other views, on these tables, in order."""
+        hit = self._affected.get(tables)
+        if hit is None:
+            reached = set(tables)
+            hit = []
+            for name, view in self.views.items():
+                if not view.inputs.isdisjoint(reached):
+                    hit.append(name)
+                    reached.add(name)
+            self._affected[tables] = hit
+        return hit
+
+    def changed(self) -> None:
+        """Forget what was cached about the catalog's shape."""
+        self._listening = None
+        self._affected = {}
+
+    def rebuild_views(self) -> None:
+        """Plan and build every view anew from the tables (after a failed batch)."""
+        self.changed()
+        old, self.views = self.views, {}
+        for name in old:
+            query, strategy = self._definitions[name]
+            view = plan_view(name, query, self, strategy)
+            view.build(self.contents(view.inputs))
+            self.views[name] = view
+
+    def contents(self, names: set[str]) -> dict[str, Delta]:
+        """The committed contents of tables and views, as one batch from empty."""
+        return {n: self.tables[n].rows if n in self.tables else dict(self.views[n].weighted_rows())
+                for n in names}
+
+
+def table_record(table: Table) -> tuple:
+    """The log record that declares ``table``."""
+    return ("table", table.name, table.columns, table.not_null, table.key,
+            table.expiry.ttl if table.expiry else None)

@@ -1,0 +1,331 @@
+"""The local engine: a DB-API style connection over an in-process catalog (docs/design.md,
+"Layers").
+
+:class:`Connection` is a thin front that implements :class:`upkeep.engine.Engine` by
+delegating each job to its module: :mod:`.statements` (what SQL statements do),
+:mod:`.catalog` (tables, views, planning), :mod:`.staging` (a transaction's checked
+changes), :mod:`.commit` (applying a batch to tables, views and subscribers) and
+:mod:`.durability` (log, snapshots, recovery).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
+
+from sqlglot import exp
+
+from ..cursor import Cursor
+from ..engine import Engine, Subscriber
+from ..engine import ViewHandle as ViewHandleContract
+from ..errors import UnsupportedError
+from ..expiry import due_changes
+from ..recursive.provenance import ORDERINGS
+from ..recursive.view import Explanation
+from ..rows import iter_rows
+from ..sql import bind_parameters, parse, parse_one, simple_insert
+from ..storage import Storage
+from ..table import Table
+from ..types import SqlType
+from ..views import ViewRuntime
+from ..zset import Delta, net_by_table
+from . import statements
+from .catalog import LocalCatalog
+from .commit import Committer
+from .durability import Durability
+from .staging import Staging
+
+
+def open_local(database: str | os.PathLike | None = ":memory:", *, fsync: bool = True,
+               snapshot_bytes: int = 64 << 20, bdd_ordering: str = "sifting",
+               clock: Callable[[], float] | None = None,
+               fixpoint_partitions: int = 1) -> Connection:
+    """``upkeep.connect(engine="local")``: see :func:`upkeep.engine.connect`."""
+    if bdd_ordering not in ORDERINGS:
+        raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
+    if not isinstance(fixpoint_partitions, int) or fixpoint_partitions < 1:
+        raise UnsupportedError(f"fixpoint_partitions must be a positive integer, not "
+                               f"{fixpoint_partitions!r}")
+    storage = (None if database in (":memory:", "", None)
+               else Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes))
+    return Connection(storage, bdd_ordering=bdd_ordering, clock=clock,
+                      fixpoint_partitions=fixpoint_partitions)
+
+
+def from_catalog(catalog: dict, views: Iterable[str] | None = None,
+                 changes: Iterable[tuple[str, tuple, int]] = ()) -> Connection:
+    """An in-memory database with the tables of ``catalog`` (from :meth:`Connection.catalog`)
+    and the given user views (all if None), in definition order.
+
+    ``changes`` (``(table, row, weight)``, e.g. a log of committed batches) fill the tables
+    first, as one checked batch of their net rows, so the views are then built from the
+    contents in bulk instead of being pushed every change.
+    """
+    db = Connection(bdd_ordering=catalog.get("bdd_ordering", "sifting"), tables=catalog)
+    net = net_by_table(changes)
+    if net:
+        with db.transaction():
+            for table, rows in net.items():
+                db.insert(table, [r for r, n in rows.items() for _ in range(n)])
+    wanted = None if views is None else set(views)
+    db._catalog.restore_views({name: definition for name, definition in catalog["views"].items()
+                               if wanted is None or name in wanted})
+    return db
+
+
+class ViewHandle(ViewHandleContract):
+    """``db.view(name)`` on the local engine."""
+
+    def __init__(self, db: Connection, name: str):
+        super().__init__(name)
+        self._db = db
+
+    def _runtime(self) -> ViewRuntime:
+        return self._db._catalog.runtime(self.name)
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        self._runtime()
+        return self._db._catalog.subscribe(self.name, fn)
+
+    def rows(self) -> list[tuple]:
+        self._db.expire()
+        return self._runtime().rows()
+
+    def count(self, row: tuple) -> int:
+        """Multiplicity of ``row`` in the view; O(1) for Dynamic Yannakakis views over columns."""
+        self._db.expire()
+        return self._runtime().multiplicity(tuple(row))
+
+    def explain(self) -> str:
+        return self._db.explain(self.name)
+
+    def why(self, row) -> Explanation:
+        """See :meth:`Connection.why`."""
+        return self._db.why(self.name, row)
+
+    def counters(self) -> dict[str, int]:
+        """For leapfrog triejoin cores the iterator operations (opens, seeks, nexts),
+        change-oracle regions and tree surgeries; for recursive views the rule derivations,
+        tuples shipped into fixpoint relations, removals and (absorption provenance) BDD
+        nodes; empty for strategies that keep none."""
+        return self._runtime().counters()
+
+    @property
+    def columns(self) -> list[str]:
+        return [n for n, _ in self._runtime().columns]
+
+    @property
+    def schema(self) -> list[tuple[str, str]]:
+        return [(n, t.sql()) for n, t in self._runtime().columns]
+
+
+class Connection(Engine):
+    """An upkeep database in this process: in memory, or durable in a directory."""
+
+    name = "local"
+
+    def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting",
+                 clock: Callable[[], float] | None = None, fixpoint_partitions: int = 1,
+                 tables: dict | None = None) -> None:
+        """``tables``: a :meth:`catalog` description whose tables (not views) to start with."""
+        self.bdd_ordering = bdd_ordering
+        self.fixpoint_partitions = fixpoint_partitions
+        self._clock = clock or time.time
+        self._staging: Staging | None = None
+        self._closed = False
+        self._catalog = (LocalCatalog(bdd_ordering, fixpoint_partitions, self._staged_of)
+                         if tables is None else
+                         LocalCatalog.from_description(tables, overlay=self._staged_of))
+        self._durability = Durability(storage)
+        self._committer = Committer(self._catalog, self._durability, self._clock)
+        self._committer.batches, self._committer.metadata = self._durability.recover(self._catalog)
+
+    def _staged_of(self, table: str) -> Delta | None:
+        return self._staging.of(table) if self._staging is not None else None
+
+    # ------------------------------------------------------------ catalog
+    def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        return self._catalog.schema_of(name)
+
+    def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
+        """A table's (as staged) or view's columns and rows."""
+        return self._catalog.contents_of(name)
+
+    def weighted_rows(self, name: str) -> Iterator[tuple[tuple, int]]:
+        """A table's or view's distinct rows with their multiplicities."""
+        return self._catalog.weighted_rows(name)
+
+    def distinct_rows(self, table: str) -> int:
+        """How many distinct rows a table holds (O(1))."""
+        return len(self._catalog.table(table).rows)
+
+    def tables(self) -> list[str]:
+        return list(self._catalog.tables)
+
+    def views(self) -> list[str]:
+        return self._catalog.view_names()
+
+    def catalog(self) -> dict:
+        """The schema without rows: tables (columns, NOT NULL, key), user views (SQL,
+        strategy) and the BDD variable order of recursive views.  :func:`from_catalog`
+        rebuilds it elsewhere, e.g. in each Spark shard."""
+        return self._catalog.describe()
+
+    @property
+    def local_catalog(self) -> LocalCatalog:
+        """The catalog itself (tables, views, their plans), for planners that partition it,
+        such as the Spark engine's."""
+        return self._catalog
+
+    def ttl_of(self, table: str) -> float | None:
+        """The table's ``ttl_seconds``, or None if its rows do not expire."""
+        return self._catalog.ttl_of(table)
+
+    def view(self, name: str) -> ViewHandle:
+        self._catalog.runtime(name)
+        return ViewHandle(self, name.lower())
+
+    def runtime(self, name: str) -> ViewRuntime:
+        """The view's maintenance object (strategy internals, for inspection and tests)."""
+        return self._catalog.runtime(name)
+
+    def why(self, view: str, row) -> Explanation:
+        """Why ``row`` is in ``view``: its provenance as a minimal sum of products of base
+        rows, and the size of its BDD (recursive views kept with absorption provenance)."""
+        return self._catalog.why(view, row)
+
+    def explain(self, name: str) -> str:
+        """The view's strategy, query class and join tree, in words (with its helper views)."""
+        return self._catalog.explain(name)
+
+    def create_view(self, name: str, sql: str, strategy: str | None = None) -> ViewHandle:
+        """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
+        ("dyn", "lftj", "general", "recompute" or a recursive one)."""
+        statements.define_view(self, name.lower(), parse_one(sql), strategy)
+        return ViewHandle(self, name.lower())
+
+    # ------------------------------------------------------------ statements
+    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
+        """Run one or more SQL statements; returns a cursor over the last one's result."""
+        parsed = parse(sql)
+        if parameters is not None:
+            if len(parsed) != 1:
+                raise UnsupportedError("parameters with several statements")
+            parsed = [bind_parameters(parsed[0], list(parameters))]
+        cursor = Cursor()
+        for stmt in parsed:
+            cursor = statements.run_statement(self, stmt)
+        return cursor
+
+    def execute_parsed(self, stmt: exp.Expression) -> Cursor:
+        """Run one statement sqlglot has parsed already."""
+        return statements.run_statement(self, stmt)
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
+        """Run a statement once per parameter tuple, all in one atomic batch."""
+        parsed = parse(sql)
+        if len(parsed) != 1:
+            raise UnsupportedError("executemany takes exactly one statement")
+        (stmt,) = parsed
+        fast = simple_insert(stmt)
+        if fast is not None:
+            return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))
+        total = 0
+        with self._batch():
+            for params in seq_of_parameters:
+                stmt_n = statements.run_statement(self, bind_parameters(stmt, list(params)))
+                total += max(stmt_n.rowcount, 0)
+        return Cursor(rowcount=total)
+
+    def _batch(self):
+        """The open transaction, or a new one around the block."""
+        if self._staging is not None:
+            return nullcontext(self)
+        return self.transaction()
+
+    # ------------------------------------------------------------ rows
+    def insert(self, table: str, rows) -> int:
+        """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count."""
+        return self._change(table, rows, 1)
+
+    def delete(self, table: str, rows) -> int:
+        """Delete one occurrence of each given row; a row not present raises ConstraintError."""
+        return self._change(table, rows, -1)
+
+    def _change(self, table: str, rows, weight: int) -> int:
+        t = self._catalog.table(table)
+        delta: Delta = {}
+        n = 0
+        coerce = t.coerce
+        for i, row in enumerate(iter_rows(rows, t.name, [c for c, _ in t.columns])):
+            r = coerce(row, i)
+            delta[r] = delta.get(r, 0) + weight
+            n += 1
+        self._stage(t, delta)
+        return n
+
+    def _stage(self, table: Table, delta: Delta) -> None:
+        """Check a statement's change against the staged state, then commit or stage it."""
+        delta = {r: w for r, w in delta.items() if w}
+        if not delta:
+            return
+        if self._staging is None:
+            self.expire()
+            table.check_constraints(delta)
+            self._committer.commit({table.name: delta}, checked=True)
+            return
+        self._staging.stage(table, delta)
+
+    # ------------------------------------------------------------ batches
+    def in_transaction(self) -> bool:
+        return self._staging is not None
+
+    def _begin(self) -> None:
+        self._staging = Staging()
+
+    def _discard(self) -> None:
+        self._staging = None
+
+    def _finish(self, metadata: dict | None) -> None:
+        staging, self._staging = self._staging, None
+        self._committer.commit(staging.deltas, metadata=metadata)
+
+    def staged(self) -> dict[str, Delta]:
+        """The changes staged so far in the open transaction (table -> row -> weight)."""
+        deltas = self._staging.deltas if self._staging is not None else {}
+        return {name: dict(delta) for name, delta in deltas.items() if delta}
+
+    @property
+    def batches(self) -> int:
+        """How many batches have committed."""
+        return self._committer.batches
+
+    def metadata(self) -> dict:
+        return dict(self._committer.metadata)
+
+    def expire(self) -> int:
+        """Delete the rows whose time-to-live has passed, as one batch (with all their
+        consequences in every view); returns how many rows expired.  Runs on its own
+        before every commit and read, so calling it is only needed to push deltas out."""
+        if self._staging is not None or self._closed:
+            return 0
+        expiries = {n: t.expiry for n, t in self._catalog.tables.items() if t.expiry is not None}
+        deltas, consumed = due_changes(expiries, self._clock())
+        if deltas:
+            self._committer.commit(deltas, checked=True, expiring=True)
+        for name, n in consumed.items():
+            expiries[name].expired(n)
+        return -sum(w for d in deltas.values() for w in d.values())
+
+    def checkpoint(self) -> None:
+        """Snapshot the tables now, so that recovery replays only what follows."""
+        if self._staging is not None:
+            raise UnsupportedError("checkpoint inside a transaction")
+        self._committer.snapshot()
+
+    def close(self) -> None:
+        """Release the database (a durable one: its directory lock and log file)."""
+        self._closed = True
+        self._durability.close()

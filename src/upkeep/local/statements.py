@@ -1,0 +1,165 @@
+"""The local engine's SQL statements: what each statement kind does to the database.
+
+``execute`` parses (:mod:`upkeep.sql`) and hands each statement here: DDL changes the
+catalog and is logged; INSERT / DELETE / UPDATE turn into a Z-set for one table and are
+staged (or committed at once outside a transaction); queries are served from a relation
+directly (``SELECT * FROM r``) or evaluated by DuckDB over the current contents.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from ..cursor import Cursor
+from ..ddl import created_name
+from ..errors import ParseError, SchemaError, UnsupportedError
+from ..expressions import Column, ExpressionCompiler, Scope
+from ..sql import insert_rows, insert_target, is_query, simple_scan
+from ..table import Table
+from ..types import coerce_value, format_row
+from ..views import query_duckdb
+from ..zset import Delta
+from .catalog import table_record
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+
+def run_statement(db: Connection, stmt: exp.Expression) -> Cursor:
+    """Run one parsed statement against ``db``."""
+    if is_query(stmt):
+        return select(db, stmt)
+    if isinstance(stmt, exp.Create):
+        return create(db, stmt)
+    if isinstance(stmt, exp.Drop):
+        return drop(db, stmt)
+    if isinstance(stmt, exp.Insert):
+        return insert(db, stmt)
+    if isinstance(stmt, exp.Delete):
+        return delete(db, stmt)
+    if isinstance(stmt, exp.Update):
+        return update(db, stmt)
+    if isinstance(stmt, (exp.Alias, exp.Column, exp.Identifier, exp.Literal)):
+        raise ParseError(f"not a statement: {stmt.sql()[:60]}", 1, 1)
+    raise UnsupportedError(f"statement {type(stmt).__name__.upper()} is not supported")
+
+
+def create(db: Connection, stmt: exp.Create) -> Cursor:
+    if db.in_transaction():
+        kind = (stmt.args.get("kind") or "").upper()
+        raise UnsupportedError(f"CREATE {kind} inside a transaction")
+    if (stmt.args.get("kind") or "").upper() == "TABLE" and stmt.expression is not None:
+        return create_table_as(db, stmt)
+    for record in db._catalog.execute_ddl(stmt):
+        db._durability.log(record)
+    return Cursor()
+
+
+def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
+    """``CREATE TABLE name AS SELECT ...``: a new table filled with the query's rows."""
+    name = created_name(stmt)
+    if name in db._catalog.tables or name in db._catalog.views:
+        if stmt.args.get("exists"):
+            return Cursor()
+        raise SchemaError(f"a table or view named {name} already exists")
+    cur = select(db, stmt.expression)
+    table = Table(name, [(n.lower(), t) for n, t in cur._columns])
+    db._catalog.add_table(table)
+    db._durability.log(table_record(table))
+    db.insert(name, cur.fetchall())
+    return Cursor()
+
+
+def define_view(db: Connection, name: str, query: exp.Expression, strategy: str | None) -> None:
+    """Create a user view and record its definition in the log."""
+    if db.in_transaction():
+        raise UnsupportedError("CREATE VIEW inside a transaction")
+    sql = db._catalog.define_view(name, query, strategy)
+    db._durability.log(("view", name, sql, strategy))
+
+
+def drop(db: Connection, stmt: exp.Drop) -> Cursor:
+    if db.in_transaction():
+        raise UnsupportedError("DROP inside a transaction")
+    for record in db._catalog.execute_ddl(stmt):
+        db._durability.log(record)
+    return Cursor()
+
+
+def insert(db: Connection, stmt: exp.Insert) -> Cursor:
+    table = db._catalog.table(insert_target(stmt))
+    rows = insert_rows(stmt, [n for n, _ in table.columns],
+                       lambda query: select(db, query).fetchall())
+    return Cursor(rowcount=db.insert(table.name, rows))
+
+
+def table_scope(table: Table) -> Scope:
+    return Scope([Column(table.name, n, t, i) for i, (n, t) in enumerate(table.columns)])
+
+
+def matching(db: Connection, table: Table, where: exp.Expression | None
+             ) -> list[tuple[tuple, int]]:
+    """The table's rows (as staged) that satisfy ``where``, with multiplicities."""
+    rows = list(db._catalog.staged_rows(table).items())
+    if where is None:
+        return rows
+    pred = ExpressionCompiler(table_scope(table)).compile(where.this).fn
+    return [(r, w) for r, w in rows if pred(r) is True]
+
+
+def delete(db: Connection, stmt: exp.Delete) -> Cursor:
+    table = db._catalog.table(stmt.this.name)
+    hits = matching(db, table, stmt.args.get("where"))
+    db._stage(table, {r: -w for r, w in hits})
+    return Cursor(rowcount=sum(w for _, w in hits))
+
+
+def update(db: Connection, stmt: exp.Update) -> Cursor:
+    table = db._catalog.table(stmt.this.name)
+    compiler = ExpressionCompiler(table_scope(table))
+    sets = []
+    for assignment in stmt.expressions:
+        col = table.column_index(assignment.this.name.lower())
+        sets.append((col, compiler.compile(assignment.expression).fn))
+    hits = matching(db, table, stmt.args.get("where"))
+    delta: Delta = {}
+    for i, (row, w) in enumerate(hits):
+        new = list(row)
+        for col, fn in sets:
+            try:
+                new[col] = coerce_value(fn(row), table.columns[col][1])
+            except ValueError as exc:
+                raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: {exc}",
+                                  row, i) from None
+        delta[row] = delta.get(row, 0) - w
+        new_row = tuple(new)
+        delta[new_row] = delta.get(new_row, 0) + w
+    db._stage(table, delta)
+    return Cursor(rowcount=sum(w for _, w in hits))
+
+
+def select(db: Connection, stmt: exp.Expression) -> Cursor:
+    """A query's result: ``SELECT * FROM r [LIMIT n]`` enumerates ``r``; anything else is
+    evaluated by DuckDB over the current contents of the relations it reads."""
+    db.expire()
+    catalog = db._catalog
+    simple = simple_scan(stmt)
+    if simple is not None:
+        name, limit = simple
+        columns = catalog.schema_of(name)
+        rows = []
+        for row, w in catalog.weighted_rows(name):
+            rows.extend([row] * w)
+            if limit is not None and len(rows) >= limit:
+                rows = rows[:limit]
+                break
+        return Cursor(columns, rows)
+    relations = {t.name.lower() for t in stmt.find_all(exp.Table)}
+    ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+    for r in relations - ctes:
+        catalog.schema_of(r)
+    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations - ctes,
+                                 catalog.contents_of)
+    return Cursor(columns, rows)

@@ -1,0 +1,35 @@
+"""Rows handed to ``db.insert`` / ``db.delete``: iterables of tuples or dicts, pandas
+DataFrames or Arrow tables, turned into plain tuples in the table's column order.
+
+Engine-neutral: both engines read user rows through :func:`iter_rows`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .errors import SchemaError
+
+
+def iter_rows(rows, table: str, column_names: list[str]) -> Iterator:
+    """The rows of ``rows`` for ``table`` (whose columns are ``column_names``); each is
+    then checked and coerced by the table's own rules."""
+    module = type(rows).__module__
+    if module.startswith("pandas"):
+        import pandas as pd
+
+        frame = rows.astype(object).where(pd.notna(rows), None)
+        for r in frame.itertuples(index=False, name=None):
+            yield tuple(v.date() if isinstance(v, pd.Timestamp) else v for v in r)
+        return
+    if module.startswith("pyarrow"):
+        data = rows.to_pydict()
+        lowered = {k.lower(): v for k, v in data.items()}
+        missing = [n for n in column_names if n not in lowered]
+        if missing:
+            raise SchemaError(f"Arrow data for table {table} lacks columns {missing}")
+        yield from zip(*(lowered[n] for n in column_names), strict=True)
+        return
+    if isinstance(rows, (str, bytes)):
+        raise SchemaError(f"rows for table {table} must be an iterable of rows")
+    yield from rows

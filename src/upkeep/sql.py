@@ -1,0 +1,189 @@
+"""SQL text in, sqlglot statements out: parsing, parameters and constant rows.
+
+Engine-neutral: both engines parse with these functions, so the same SQL is accepted and
+rejected with the same :class:`ParseError` (line and column) on each.  DuckDB's own parser
+checks the syntax first (sqlglot alone is lenient); sqlglot then gives the tree every
+other layer reads (docs/design.md, "Layers").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from decimal import Decimal
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from .errors import ParseError, SchemaError
+from .expressions import ExpressionCompiler, Scope
+
+_MATERIALIZED = re.compile(r"\bMATERIALIZED\s+VIEW\b", re.IGNORECASE)
+
+
+def check_syntax(sql: str) -> None:
+    """Reject what DuckDB's own parser rejects, with a position."""
+    try:
+        duckdb.extract_statements(_MATERIALIZED.sub("VIEW", sql))
+    except duckdb.ParserException as exc:
+        text = str(exc)
+        first = text.split("\n", 1)[0].replace("Parser Error: ", "")
+        line = col = None
+        m = re.search(r"LINE (\d+): (.*)\n(\s*)\^", text)
+        if m:
+            line = int(m.group(1))
+            col = len(m.group(3)) - len(f"LINE {m.group(1)}: ") + 1
+        raise ParseError(f"cannot parse SQL: {first}", line, col) from None
+
+
+def parse(sql: str) -> list[exp.Expression]:
+    """The statements of ``sql`` (at least one), or a :class:`ParseError`."""
+    if not isinstance(sql, str):
+        raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
+    check_syntax(sql)
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except sqlglot.errors.ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        raise ParseError(f"cannot parse SQL: {err.get('description', exc)}",
+                         err.get("line"), err.get("col")) from None
+    except sqlglot.errors.TokenError as exc:
+        raise ParseError(f"cannot tokenize SQL: {exc}") from None
+    if not statements:
+        raise ParseError("empty SQL statement")
+    return statements
+
+
+def parse_one(sql: str) -> exp.Expression:
+    """The one statement of ``sql``."""
+    statements = parse(sql)
+    if len(statements) != 1:
+        raise ParseError("expected exactly one query")
+    return statements[0]
+
+
+def is_query(stmt: exp.Expression) -> bool:
+    """A statement that returns rows (SELECT and set operations)."""
+    return isinstance(stmt, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery))
+
+
+def constant(node: exp.Expression) -> object:
+    """The value of a constant expression in VALUES (fast paths, else compiled and run)."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        text = node.this
+        if text.isdigit():
+            return int(text)
+        return Decimal(text) if "e" not in text.lower() else float(text)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        return -constant(node.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if any(True for _ in node.find_all(exp.Column)):
+        raise SchemaError(f"VALUES may not reference columns: {node.sql()}")
+    return ExpressionCompiler(Scope([])).compile(node).fn(())
+
+
+def literal(value: object) -> exp.Expression:
+    """A bound parameter's value as a SQL literal."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, (int, float, Decimal)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return exp.cast(exp.Literal.string(str(value)), "DOUBLE")
+        lit = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
+        return exp.Neg(this=exp.Literal.number(str(-value))) if value < 0 else lit
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise SchemaError(f"unsupported parameter value {value!r}")
+
+
+def bind_parameters(stmt: exp.Expression, params: list) -> exp.Expression:
+    """``stmt`` with its ``?`` placeholders replaced by ``params``, in order."""
+    placeholders = list(stmt.find_all(exp.Placeholder))
+    if len(placeholders) != len(params):
+        raise SchemaError(f"statement has {len(placeholders)} parameters, got {len(params)}")
+    stmt = stmt.copy()
+    values = iter(params)
+    return stmt.transform(lambda n: literal(next(values)) if isinstance(n, exp.Placeholder) else n)
+
+
+def simple_insert(stmt: exp.Expression) -> str | None:
+    """``INSERT INTO t VALUES (?, ?, ...)``: the table name, for the executemany fast path."""
+    if not isinstance(stmt, exp.Insert) or isinstance(stmt.this, exp.Schema):
+        return None
+    values = stmt.expression
+    if not isinstance(values, exp.Values) or len(values.expressions) != 1:
+        return None
+    tup = values.expressions[0]
+    if all(isinstance(e, exp.Placeholder) for e in tup.expressions):
+        return stmt.this.name.lower()
+    return None
+
+
+def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
+    """``SELECT * FROM rel [LIMIT n]``: served directly from the relation (enumeration)."""
+    if not isinstance(stmt, exp.Select):
+        return None
+    if len(stmt.expressions) != 1 or not isinstance(stmt.expressions[0], exp.Star):
+        return None
+    from_ = stmt.args.get("from_") or stmt.args.get("from")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    for key, value in stmt.args.items():
+        if key in ("expressions", "from_", "from", "limit") or not value:
+            continue
+        return None
+    limit = stmt.args.get("limit")
+    n = None
+    if limit is not None:
+        lit = limit.expression
+        if not (isinstance(lit, exp.Literal) and lit.this.isdigit()):
+            return None
+        n = int(lit.this)
+    return from_.this.name.lower(), n
+
+
+def insert_target(stmt: exp.Insert) -> str:
+    """The table an INSERT writes."""
+    target = stmt.this
+    return (target.this.name if isinstance(target, exp.Schema) else target.name).lower()
+
+
+def insert_rows(stmt: exp.Insert, column_names: list[str],
+                select: Callable[[exp.Expression], list[tuple]]) -> list[tuple]:
+    """The full rows an INSERT adds: its VALUES, or ``select`` of its query, placed into
+    the table's ``column_names`` (columns it does not name are NULL)."""
+    source = stmt.expression
+    if isinstance(source, exp.Values):
+        rows = [tuple(constant(v) for v in tup.expressions) if isinstance(tup, exp.Tuple)
+                else (constant(tup),) for tup in source.expressions]
+    else:
+        rows = select(source)
+    target = stmt.this
+    if not (isinstance(target, exp.Schema) and target.expressions):
+        return rows
+    positions = []
+    for ident in target.expressions:
+        name = ident.name.lower()
+        if name not in column_names:
+            raise SchemaError(f"table {insert_target(stmt)} has no column {name}")
+        positions.append(column_names.index(name))
+    full = []
+    for i, r in enumerate(rows):
+        if len(r) != len(positions):
+            raise SchemaError(f"row {i} has {len(r)} values for {len(positions)} columns", r, i)
+        out: list[object] = [None] * len(column_names)
+        for p, v in zip(positions, r, strict=True):
+            out[p] = v
+        full.append(tuple(out))
+    return full
