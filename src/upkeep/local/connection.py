@@ -214,7 +214,6 @@ class Connection(Engine):
             if len(parsed) != 1:
                 raise UnsupportedError("parameters with several statements")
             parsed = [bind_parameters(parsed[0], list(parameters))]
-        cursor = Cursor()
         for stmt in parsed:
             cursor = statements.run_statement(self, stmt)
         return cursor
@@ -248,14 +247,13 @@ class Connection(Engine):
     # ------------------------------------------------------------ rows
     def insert(self, table: str, rows) -> int:
         """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count."""
-        return self._change(table, rows, 1)
+        return self._change(self._catalog.table(table), rows, 1)
 
     def delete(self, table: str, rows) -> int:
         """Delete one occurrence of each given row; a row not present raises ConstraintError."""
-        return self._change(table, rows, -1)
+        return self._change(self._catalog.table(table), rows, -1)
 
-    def _change(self, table: str, rows, weight: int) -> int:
-        t = self._catalog.table(table)
+    def _change(self, t: Table, rows, weight: int) -> int:
         delta: Delta = {}
         n = 0
         coerce = t.coerce

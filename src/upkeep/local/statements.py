@@ -92,7 +92,7 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
     table = db._catalog.table(insert_target(stmt))
     rows = insert_rows(stmt, [n for n, _ in table.columns],
                        lambda query: select(db, query).fetchall())
-    return Cursor(rowcount=db.insert(table.name, rows))
+    return Cursor(rowcount=db._change(table, rows, 1))
 
 
 def table_scope(table: Table) -> Scope:
