@@ -81,7 +81,8 @@ def surface_problems(implementation: type, contract: type) -> list[str]:
 
 def implementations(kind: str) -> tuple[type, type]:
     if kind == "local":
-        from upkeep.local import Connection, ViewHandle as LocalHandle
+        from upkeep.local import Connection
+        from upkeep.local import ViewHandle as LocalHandle
 
         return Connection, LocalHandle
     from upkeep.spark.connection import SparkConnection, SparkViewHandle
