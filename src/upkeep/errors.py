@@ -1,4 +1,4 @@
-"""One exception family for everything a user can get wrong (DESIGN.md, "Errors").
+"""One exception family for everything a user can get wrong (docs/design.md, "Errors").
 
 Every error says where: the SQL position (line/column) for statements, the table and
 row (and its index in the batch) for data.  A statement or batch that raises leaves

@@ -1,4 +1,5 @@
-"""General incremental operators over Z-sets (DESIGN.md, "One algebra underneath").
+"""General incremental operators over Z-sets (docs/design.md, "One algebra, annotation as a
+parameter").
 
 Each operator turns the deltas of one committed batch into its output delta.  Selection
 and projection are linear; join is bilinear and keeps both inputs materialized and

@@ -1,4 +1,4 @@
-"""Choose a maintenance strategy for each view and build it (DESIGN.md, "Data flow").
+"""Choose a maintenance strategy for each view and build it (docs/design.md, "Layers").
 
 Per query block, in order of preference:
 

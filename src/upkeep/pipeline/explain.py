@@ -6,7 +6,7 @@ explaining never touches (or waits for) the state directory of a running pipelin
 
 from __future__ import annotations
 
-from .. import connect
+from ..engine import connect
 from .config import PipelineConfig
 from .errors import PipelineError
 from .schema import ensure_schema, pipeline_views
@@ -27,7 +27,7 @@ def explain_pipeline(config: PipelineConfig, view: str | None = None) -> str:
         if config.engine == "spark":  # how each view's shards are laid out (docs/spark.md)
             from ..spark.routing import plan_groups
 
-            for group in plan_groups(db, config.spark_shards or 4):
+            for group in plan_groups(db.local_catalog, config.spark_shards or 4):
                 for name in group.views:
                     layout[name] = f"spark: {group.describe()}"
         parts = []
