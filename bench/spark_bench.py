@@ -241,7 +241,7 @@ class SparkUpkeep:
     def engine_stats(self) -> dict:
         """Cold engine loads vs warm applies in the shard servers (local mode only)."""
         try:
-            from upkeep.spark.shards import server_stats
+            from upkeep.spark.shard_client import server_stats
 
             return server_stats(self.db.spark)
         except Exception as exc:  # informative only (and only in newer upkeep versions)

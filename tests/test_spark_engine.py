@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import upkeep
-from upkeep.spark.shards import server_stats
+from upkeep.spark.shard_client import server_stats
 
 TABLES = """
 CREATE TABLE customers (ck INTEGER, segment VARCHAR, nation INTEGER);

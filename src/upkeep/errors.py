@@ -3,17 +3,42 @@
 Every error says where: the SQL position (line/column) for statements, the table and
 row (and its index in the batch) for data.  A statement or batch that raises leaves
 every table and view exactly as it was before.
+
+Errors cross process boundaries (a Spark executor to the driver) as structured records:
+:meth:`Error.to_record` gives a JSON-safe dict of the class, the message and every field,
+and :func:`error_from_record` rebuilds the same class with the same fields.  Row values
+keep their Python types through a tagged encoding (Decimal, date, datetime, NaN, bytes).
 """
 
 from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import math
+import re
+from decimal import Decimal
 
 
 class Error(Exception):
     """Base class of every error upkeep raises on purpose."""
 
+    #: the attributes that locate the fault, carried by :meth:`to_record`
+    fields: tuple[str, ...] = ()
+
+    def to_record(self, **extra) -> dict:
+        """The error as a JSON-safe dict: class, message, fields (and ``extra``)."""
+        record = {"class": type(self).__name__, "message": str(self)}
+        for name in self.fields:
+            record[name] = encode_value(getattr(self, name, None))
+        record.update(extra)
+        return record
+
 
 class ParseError(Error):
     """The SQL text could not be parsed; carries ``line`` and ``column``."""
+
+    fields = ("line", "column")
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None):
         where = f" (line {line}, column {column})" if line is not None else ""
@@ -29,6 +54,8 @@ class UnsupportedError(Error):
 class SchemaError(Error):
     """Unknown table/column, or a row of the wrong shape or type; names the row at fault."""
 
+    fields = ("row", "index")
+
     def __init__(self, message: str, row: object = None, index: int | None = None):
         super().__init__(message)
         self.row = row
@@ -38,7 +65,94 @@ class SchemaError(Error):
 class ConstraintError(Error):
     """A change that cannot be applied, e.g. deleting a row that is not present."""
 
+    fields = ("row", "index")
+
     def __init__(self, message: str, row: object = None, index: int | None = None):
         super().__init__(message)
         self.row = row
         self.index = index
+
+
+def _family() -> dict[str, type[Error]]:
+    out: dict[str, type[Error]] = {}
+    todo: list[type[Error]] = [Error]
+    while todo:
+        cls = todo.pop()
+        out.setdefault(cls.__name__, cls)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
+def error_from_record(record: dict) -> Error:
+    """The exception :meth:`Error.to_record` described: the same class (``Error`` for a
+    class this process does not know) with the same message and fields."""
+    cls = _family().get(str(record.get("class")), Error)
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, str(record.get("message", "")))
+    for name in cls.fields:
+        setattr(exc, name, decode_value(record.get(name)))
+    return exc
+
+
+# ---------------------------------------------------------------- values of fields
+def encode_value(value: object) -> object:
+    """A field value as JSON, tagged where JSON alone would lose its type."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 2**53 else {"int": str(value)}
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, dt.datetime):
+        return {"datetime": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"date": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {"time": value.isoformat()}
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, (tuple, list)):
+        return {"tuple" if isinstance(value, tuple) else "list":
+                [encode_value(v) for v in value]}
+    return {"repr": repr(value)}
+
+
+_DECODERS = {
+    "int": int,
+    "float": float,
+    "decimal": Decimal,
+    "datetime": dt.datetime.fromisoformat,
+    "date": dt.date.fromisoformat,
+    "time": dt.time.fromisoformat,
+    "bytes": base64.b64decode,
+    "tuple": lambda items: tuple(decode_value(v) for v in items),
+    "list": lambda items: [decode_value(v) for v in items],
+    "repr": str,
+}
+
+
+def decode_value(value: object) -> object:
+    """The inverse of :func:`encode_value`."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((tag, inner),) = value.items()
+        return _DECODERS[tag](inner)
+    return value
+
+
+# ---------------------------------------------------------------- errors inside text
+_MARK = re.compile(r"\[upkeep-error:([A-Za-z0-9+/=]+)\]")
+
+
+def error_marker(record: dict) -> str:
+    """``record`` as one marker that survives any text channel (base64 JSON: nothing in
+    a message can close it early or forge another)."""
+    payload = base64.b64encode(json.dumps(record, sort_keys=True).encode()).decode()
+    return f"[upkeep-error:{payload}]"
+
+
+def record_in_text(text: str) -> dict | None:
+    """The record of the last marker in ``text`` (None if there is none)."""
+    found = _MARK.findall(text)
+    return json.loads(base64.b64decode(found[-1])) if found else None

@@ -178,15 +178,15 @@ class Applier:
                     self.db.insert(change.table, [row])
             raise
 
-    def find_bad(self, changes: list[Change]) -> list[tuple[Change, str]]:
+    def find_bad(self, changes: list[Change]) -> list[tuple[Change, Error]]:
         """The records the engine rejects, each given the good records before it, with the
-        reason; nothing is applied (every trial is rolled back).
+        engine's error; nothing is applied (every trial is rolled back).
 
         The first failing prefix is found by bisection (a few bad records in a big batch
         cost a few dozen trials); past :data:`BISECT_LIMIT` bad records the rest is replayed
         one record at a time.
         """
-        bad: list[tuple[Change, str]] = []
+        bad: list[tuple[Change, Error]] = []
         good: list[Change] = []
         i, n = 0, len(changes)
         while i < n:
@@ -209,7 +209,7 @@ class Applier:
             i += hi
         return bad
 
-    def _try(self, changes: list[Change]) -> str | None:
+    def _try(self, changes: list[Change]) -> Error | None:
         """Why staging ``changes`` fails (None if it does not); always rolled back."""
         try:
             with self.db.transaction():
@@ -218,10 +218,11 @@ class Applier:
         except _Rollback:
             return None
         except Error as exc:
-            return str(exc)
+            return exc
 
-    def _one_by_one(self, good: list[Change], rest: list[Change]) -> list[tuple[Change, str]]:
-        bad: list[tuple[Change, str]] = []
+    def _one_by_one(self, good: list[Change], rest: list[Change]
+                    ) -> list[tuple[Change, Error]]:
+        bad: list[tuple[Change, Error]] = []
         try:
             with self.db.transaction():
                 self.apply(good)
@@ -229,7 +230,7 @@ class Applier:
                     try:
                         self.apply_one(change)
                     except Error as exc:
-                        bad.append((change, str(exc)))
+                        bad.append((change, exc))
                 raise _Rollback
         except _Rollback:
             pass

@@ -178,11 +178,11 @@ class PipelineRunner:
         found = self.applier.find_bad(changes)
         if stop:
             if found:
-                self._refuse([(c.record, why) for c, why in found], records)
+                self._refuse([(c.record, str(why)) for c, why in found], records)
             raise PipelineError(
                 f"the batch of records {records[0].position} to {last} failed: {failure}; "
                 f"nothing of it was applied (--on-error stop)")
-        self._reject([(c.record, why) for c, why in found])
+        self._reject([(c.record, str(why)) for c, why in found])
         rejected = {id(c) for c, _ in found}
         good = [c for c in changes if id(c) not in rejected]
         try:

@@ -55,9 +55,10 @@ from ..types import SqlType, coerce_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
+from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
-from .query import delta_stream, make_plan, query_error
+from .query import delta_stream, make_plan
 from .session import spark_session
 
 CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t

@@ -37,7 +37,9 @@ from ..local.catalog import LocalCatalog
 from ..recursive.partitioned import Layout, partition_plan
 from ..recursive.view import RecursiveView, internal_name, new_partition, partition_class
 from ..zset import net_by_table
-from .shards import Changes, ShardEngine, ShardError, call
+from .errors import BatchRejected, ShardError
+from .shard_client import call
+from .shard_engine import Changes, ShardEngine
 
 FIXPOINT_VIEW = "__fixpoint__"  # output rows that are a fixpoint partition's marker
 
@@ -234,14 +236,12 @@ class FixpointDriver:
 def _call(key: tuple, shard: int, op: str, args: tuple, step: int = 0):
     """Run a fixpoint operation on the partition's shard server (inside a Spark task);
     a rejected batch surfaces as the processor's marked error."""
-    from .processor import UpkeepError  # the processor imports this module
-
     plan_id, group, tokens, batch = key
     try:
         return call(shard, ("fixpoint", plan_id, (group, shard), tokens[shard],
                             (batch, op, step), op, args))
     except ShardError as exc:
-        raise UpkeepError(str(exc)) from None
+        raise BatchRejected(exc.record) from None
 
 
 def _step_task(key: tuple, step: int, first: bool):

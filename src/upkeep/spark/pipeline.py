@@ -35,8 +35,9 @@ from ..pipeline.schema import ensure_schema
 from ..pipeline.sinks.jsonl import delta_lines
 from ..types import SqlType
 from .codec import decode_deltas
+from .errors import query_error
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
-from .query import RateSource, delta_stream, make_plan, query_error
+from .query import RateSource, delta_stream, make_plan
 from .session import spark_session
 
 SPARK_SINKS = ("parquet", "jsonl", "terminal")
@@ -116,7 +117,9 @@ class SparkPipelineRunner:
                     query.stop()
                 query.awaitTermination()
             except StreamingQueryException as exc:
-                raise PipelineError(str(query_error(exc))) from None
+                error = query_error(exc)
+                where = getattr(error, "position", None)
+                raise PipelineError(f"{where}: {error}" if where else str(error)) from None
             for sink in sinks:
                 sink.close()
             self.console.print(f"upkeep: {self.batches} micro-batch(es), {self.changes} view "

@@ -25,14 +25,16 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+from ..errors import SchemaError
 from ..local import from_catalog
 from ..pipeline.apply import Applier, BadRecord
 from ..pipeline.formats import EXTENSIONS, READERS
 from ..pipeline.records import Position
 from .codec import encode_row
+from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
 from .routing import Group
-from .shards import ShardError, call
+from .shard_client import call
 
 ROUTED_SCHEMA = "grp string, shard int, file string, payload binary"
 DEAD = "__dead__"  # the key that carries records rejected while decoding
@@ -73,13 +75,6 @@ class QueryPlan:
         them rejects it alike, so exactly one of them speaks."""
         first = next(g for g in self.groups if table in g.tables)
         return first.name == group and (table in first.routes or shard == 0)
-
-
-class UpkeepError(Exception):
-    """Raised inside Spark for a rejected batch; the driver turns it into an upkeep Error."""
-
-    def __init__(self, message: str, kind: str = "ConstraintError"):
-        super().__init__(f"[upkeep] {kind}: {message} [/upkeep]")
 
 
 # ---------------------------------------------------------------- decode and route
@@ -124,7 +119,8 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
                 change = applier.prepare(record)
             except BadRecord as exc:
                 if plan.on_error == "stop":
-                    raise UpkeepError(f"{record.position}: {exc}", "SchemaError") from None
+                    raise BatchRejected(SchemaError(str(exc)).to_record(
+                        position=str(record.position))) from None
                 buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
                     dead_letter(record.images() if record.table else {"_raw": record.raw},
                                 str(exc), record.position))
@@ -186,8 +182,8 @@ def _route_arrow(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
                 row = tuple([None if v is None else f(v)
                              for f, v in zip(converters, values, strict=True)])
             except ValueError as exc:
-                raise UpkeepError(f"a row for table {table}: {exc}: {values}",
-                                  "SchemaError") from None
+                raise BatchRejected(SchemaError(f"a row for table {table}: {exc}",
+                                                tuple(values)).to_record()) from None
             for group in groups:
                 for shard in group.shards_of(table, row):
                     buckets.setdefault((group.name, shard), []).append((table, row, 1))
@@ -234,7 +230,7 @@ class ShardProcessor(StatefulProcessor):
                               chunks))
                 result = call(key[1], full)
         except ShardError as exc:
-            raise UpkeepError(str(exc)) from None
+            raise BatchRejected(exc.record) from None
         return result
 
     def _apply(self, key: tuple, changes: list, where: list) -> tuple[list, list[str]]:

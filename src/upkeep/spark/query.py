@@ -10,15 +10,13 @@ Its output is one delta stream ``(view, row, weight)`` for all views;
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.utils import StreamingQueryException
 
-from ..errors import ConstraintError, Error, SchemaError
+from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
 from .codec import OUTPUT_SCHEMA, spark_schema
 from .processor import (
@@ -125,16 +123,3 @@ def typed_deltas(deltas: DataFrame, db: LocalCatalog, view: str) -> DataFrame:
     parsed = F.from_json("row", spark_schema(columns)).alias("r")
     return deltas.where(F.col("view") == view).select(parsed, "weight").select(
         *[F.col(f"r.c{i}").alias(name) for i, (name, _) in enumerate(columns)], "weight")
-
-
-_MARK = re.compile(r"\[upkeep\] (.*?) \[/upkeep\]", re.S)
-
-
-def query_error(exc: StreamingQueryException) -> Error:
-    """The upkeep error a failed micro-batch reports (or a generic one naming Spark's)."""
-    text = str(exc)
-    found = _MARK.findall(text)
-    if found:
-        kind, _, message = found[-1].partition(": ")
-        return (SchemaError if kind == "SchemaError" else ConstraintError)(message)
-    return Error(f"the Spark streaming query failed: {text.splitlines()[0][:2000]}")
