@@ -51,6 +51,16 @@ class UnsupportedError(Error):
     """The SQL is valid but uses a construct upkeep cannot maintain or evaluate."""
 
 
+class StrategyError(UnsupportedError):
+    """A forced strategy that cannot maintain a view; ``strategy`` names it."""
+
+    fields = ("strategy",)
+
+    def __init__(self, message: str, strategy: str | None = None):
+        super().__init__(message)
+        self.strategy = strategy
+
+
 class SchemaError(Error):
     """Unknown table/column, or a row of the wrong shape or type; names the row at fault."""
 

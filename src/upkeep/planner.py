@@ -18,13 +18,17 @@ Per query block, in order of preference:
 6. ``recompute``: DuckDB per batch, for SQL the binder cannot maintain (outer joins,
    subqueries, ORDER BY/LIMIT in a view, ...).
 
-A forced strategy that does not apply raises :class:`UnsupportedError` saying why.
+A forced strategy that does not apply raises :class:`StrategyError` saying why; under the
+automatic choice any :class:`UnsupportedError` falls back to recomputation.  Each builder
+returns its operators with the notes EXPLAIN shows about them, and the view carries the
+choice made (:class:`upkeep.views.PlanChoice`: strategy, reasons, explanation).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import combinations
+from typing import NamedTuple
 
 import duckdb
 from sqlglot import exp
@@ -32,7 +36,7 @@ from sqlglot import exp
 from .aggregates import Finalizer, compile_aggregate
 from .core import Core, needed_slots
 from .dyn import Representation, key_function
-from .errors import SchemaError, UnsupportedError
+from .errors import SchemaError, StrategyError, UnsupportedError
 from .expressions import ExpressionCompiler, column_refs
 from .gjt import (
     GJTPair,
@@ -75,6 +79,7 @@ from .views import (
     DynView,
     EnumeratedView,
     OperatorView,
+    PlanChoice,
     RecomputeView,
     RingSource,
     ViewRuntime,
@@ -96,24 +101,39 @@ class Catalog:
 
 def plan_view(name: str, query: exp.Expression, catalog: Catalog,
               strategy: str | None = None) -> ViewRuntime:
+    """The maintained view of ``query``, with the choice of strategy it records."""
     if strategy not in (None, *STRATEGIES):
-        raise UnsupportedError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        raise StrategyError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}",
+                            strategy)
+    view = _plan(name, query, catalog, strategy)
+    reasons = view.choice.reasons if view.choice is not None else ()
+    if strategy is not None and not reasons:
+        reasons = (f"strategy {strategy} was requested",)
+    elif not reasons:
+        reasons = ("the first strategy that applies, in the order dyn-aggregate, dyn, "
+                   "lftj, operators",)
+    view.choice = PlanChoice(view.strategy, tuple(reasons), tuple(view.explanation))
+    return view
+
+
+def _plan(name: str, query: exp.Expression, catalog: Catalog,
+          strategy: str | None) -> ViewRuntime:
     sql = query.sql(dialect="duckdb")
     if strategy == "recompute":
         return _recompute(name, query, sql, catalog, "recompute was requested")
     try:
         if recursive_with(query) is not None:
-            return plan_recursive(name, query, sql, catalog, strategy,
-                                  lambda plan, lines: _dataflow(plan, None, lines)[:2])
+            return plan_recursive(name, query, sql, catalog, strategy, _outer_dataflow)
         if strategy in RECURSIVE_STRATEGIES:
-            raise UnsupportedError(f"strategy {strategy} is for WITH RECURSIVE views")
+            raise StrategyError(f"strategy {strategy} is for WITH RECURSIVE views", strategy)
         return _incremental(name, query, sql, catalog, strategy)
+    except StrategyError:
+        raise
     except UnsupportedError as exc:
         if strategy is None:
             return _recompute(name, query, sql, catalog, f"not incremental: {exc}")
-        if str(exc).startswith("strategy "):
-            raise
-        raise UnsupportedError(f"strategy {strategy} cannot maintain view {name}: {exc}") from exc
+        raise StrategyError(f"strategy {strategy} cannot maintain view {name}: {exc}",
+                            strategy) from exc
 
 
 def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
@@ -125,14 +145,13 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
         view = _dyn_view(name, plan, sql, inputs, strategy == "dyn")
         if view is not None:
             return view
-    lines: list[str] = []
-    root, columns, kinds = _dataflow(plan, strategy, lines)
+    root, columns, kinds, notes = _dataflow(plan, strategy)
     label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds
              else "operators" if kinds == {"scan"} else "general")
     enumerated = _enumerable(root)
     view = (OperatorView(name, columns, inputs, sql, root, label) if enumerated is None
             else EnumeratedView(name, columns, inputs, sql, root, label, *enumerated))
-    view.explanation = lines + ["dataflow:"] + ["  " + x for x in root.describe()]
+    view.explanation = notes + ["dataflow:"] + ["  " + x for x in root.describe()]
     return view
 
 
@@ -174,6 +193,7 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
     columns = [(row[0], type_from_name(row[1])) for row in described]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
+    view.choice = PlanChoice("recompute", (reason,), tuple(view.explanation))
     return view
 
 
@@ -403,12 +423,28 @@ def _tuple_fn(fns: list[Callable]) -> Callable[[tuple], tuple]:
 # ------------------------------------------------------------------ general dataflow
 
 
-def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
-              ) -> tuple[Operator, list[tuple[str, SqlType]], set[str]]:
-    """The operators of a plan, its columns, and the kinds of join cores it uses."""
+class Dataflow(NamedTuple):
+    """A plan's operators: the root, its columns, the kinds of join cores it uses, and
+    what EXPLAIN says about the choices made."""
+
+    root: Operator
+    columns: list[tuple[str, SqlType]]
+    kinds: set[str]
+    notes: list[str]
+
+
+def _outer_dataflow(plan: Plan) -> tuple[Operator, list[tuple[str, SqlType]], list[str]]:
+    """The operators of a recursive view's outer query (its strategy is the planner's)."""
+    flow = _dataflow(plan, None)
+    return flow.root, flow.columns, flow.notes
+
+
+def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
+    """The operators of a plan, its columns, the kinds of join cores it uses, and notes."""
     if isinstance(plan, SetOperation):
-        left, lcols, lkinds = _dataflow(plan.left, strategy, lines)
-        right, _, rkinds = _dataflow(plan.right, strategy, lines)
+        left, lcols, lkinds, lnotes = _dataflow(plan.left, strategy)
+        right, _, rkinds, rnotes = _dataflow(plan.right, strategy)
+        notes = lnotes + rnotes
         op: Operator
         if plan.kind == "union":
             op = Union([left, right])
@@ -417,19 +453,20 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
         elif plan.distinct:
             op = SemiJoin(Distinct(left), Distinct(right), tuple(range(len(lcols))),
                           negated=plan.kind == "except", nulls_match=True, label="on all columns")
-            lines.append(f"{plan.kind}: {'anti-join' if plan.kind == 'except' else 'semijoin'} "
+            notes.append(f"{plan.kind}: {'anti-join' if plan.kind == 'except' else 'semijoin'} "
                          "of the distinct left rows with the right rows on all columns")
         else:
             op = BagSetOperation(left, right, plan.kind)
-            lines.append(f"{plan.kind} all: multiplicities of both sides kept per row")
-        return op, lcols, lkinds | rkinds
+            notes.append(f"{plan.kind} all: multiplicities of both sides kept per row")
+        return Dataflow(op, lcols, lkinds | rkinds, notes)
     block = plan
     analysis = analyse_joins(block)
     core = Core(block, analysis, needed_slots(block, analysis))
     out = _out_vars(core, block, analysis)
-    child, kind = _core_operator(block, analysis, core, out, strategy, lines)
+    child, kind, notes = _core_operator(block, analysis, core, out, strategy)
     for sub in block.subqueries:
-        child = _subquery_operator(child, sub, block, core, out, lines)
+        child, note = _subquery_operator(child, sub, block, core, out)
+        notes.append(note)
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
     if block.is_aggregate:
@@ -447,13 +484,14 @@ def _dataflow(plan: Plan, strategy: str | None, lines: list[str]
         types = [c.type for c in selects]
     if block.distinct:
         op = Distinct(op)
-    return op, _block_columns(block, types), {kind}
+    return Dataflow(op, _block_columns(block, types), {kind}, notes)
 
 
 def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core: Core,
-                       out: tuple[int, ...], lines: list[str]) -> Operator:
+                       out: tuple[int, ...]) -> tuple[Operator, str]:
     """``[NOT] EXISTS`` / ``IN``: a semijoin or anti-join of the join's output (laid out as
-    ``out``) with the subquery's relation, filtered by its own conditions, on the keys."""
+    ``out``) with the subquery's relation, filtered by its own conditions, on the keys;
+    and EXPLAIN's note on it."""
     positions = tuple(out.index(core.var_of_slot[block.scope.resolve(c).slot])
                       for c in sub.outer_keys)
     compiler = ExpressionCompiler(sub.inner_scope)
@@ -464,37 +502,37 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
         return project(row) if all(f(row) is True for f in filters) else None
 
     kind = "anti-join" if sub.negated else "semijoin"
-    lines.append(f"{kind}: {sub.sql} (keys " + ", ".join(c.sql() for c in sub.outer_keys)
-                 + "; the result is listed from the left rows by key"
-                 + (", the complement of the matched keys by counting" if sub.negated else "")
-                 + ")")
+    note = (f"{kind}: {sub.sql} (keys " + ", ".join(c.sql() for c in sub.outer_keys)
+            + "; the result is listed from the left rows by key"
+            + (", the complement of the matched keys by counting" if sub.negated else "")
+            + ")")
     return SemiJoin(child, Source(sub.relation, leaf, sub.relation), positions,
-                    negated=sub.negated, nulls_match=False, label=sub.sql)
+                    negated=sub.negated, nulls_match=False, label=sub.sql), note
 
 
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
-                   strategy: str | None, lines: list[str]) -> tuple[Operator, str]:
-    """The operator maintaining a block's join, and which kind it is (dyn, lftj, general;
-    scan for one relation, which needs no join state)."""
+                   strategy: str | None) -> tuple[Operator, str, list[str]]:
+    """The operator maintaining a block's join, which kind it is (dyn, lftj, general;
+    scan for one relation, which needs no join state), and EXPLAIN's notes on it."""
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     thetas = thetas_of(core, analysis)
     if strategy is None and len(sources) == 1:
-        lines.append("join: none (one relation; its filtered rows flow to the operators above, "
-                     "which keep what they need)")
-        return _project(sources[0], core.edges()[0], out, "project"), "scan"
+        return (_project(sources[0], core.edges()[0], out, "project"), "scan",
+                ["join: none (one relation; its filtered rows flow to the operators above, "
+                 "which keep what they need)"])
     if strategy in (None, "dyn"):
-        op = _dyn_core(core, out, thetas, sources, lines)
-        if op is not None:
-            return op, "dyn"
+        built = _dyn_core(core, out, thetas, sources)
+        if built is not None:
+            return built[0], "dyn", built[1]
     if strategy == "dyn":
         why = ("the join with its theta predicates is cyclic" if analysis.residual
                else "the join is cyclic")
-        raise UnsupportedError(f"strategy dyn cannot maintain this query: {why}")
+        raise StrategyError(f"strategy dyn cannot maintain this query: {why}", "dyn")
     if strategy in (None, "lftj"):
-        return _lftj_core(block, analysis, core, out, thetas, sources, lines), "lftj"
-    lines.extend(classify(core, out, None))
-    lines.append("join: general materializing hash joins")
-    return _general_join(block, analysis, core, out, sources), "general"
+        op, notes = _lftj_core(block, analysis, core, out, thetas, sources)
+        return op, "lftj", notes
+    notes = classify(core, out, None) + ["join: general materializing hash joins"]
+    return _general_join(block, analysis, core, out, sources), "general", notes
 
 
 def _project(op: Operator, layout: Sequence[int], out: tuple[int, ...], label: str) -> Operator:
@@ -513,9 +551,10 @@ def _relaxations(thetas: list[ThetaPredicate]):
 
 
 def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
-              sources: list[Source], lines: list[str]) -> Operator | None:
+              sources: list[Source]) -> tuple[Operator, list[str]] | None:
     """Dynamic Yannakakis in push mode, on the free-connex approximation if needed; theta
-    predicates that would make the join tree cyclic are checked on its output instead."""
+    predicates that would make the join tree cyclic are checked on its output instead.
+    With EXPLAIN's notes; None if the join is cyclic."""
     if not is_acyclic(core.edges()):
         return None  # no subset of the predicates helps a cyclic join
     for dropped in _relaxations(thetas):
@@ -529,16 +568,16 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
             pair = build_gjt_pair(core.edges(), approx, preds) if approx is not None else None
         if pair is None:
             continue
-        lines.extend(classify(core, out, pair, kept))
+        notes = classify(core, out, pair, kept)
         if approx != out:
-            lines.append("free-connex approximation: output extended with "
+            notes.append("free-connex approximation: output extended with "
                          + ", ".join(core.var_label(v) for v in approx if v not in out))
         op: Operator = DynCore(Representation(pair, kept, compiler_over(core)), sources)
         for k in dropped:
-            lines.append(f"theta predicate {thetas[k].sql} checked on the join's output "
+            notes.append(f"theta predicate {thetas[k].sql} checked on the join's output "
                          "(in the join tree it would close a cycle)")
             op = Filter(op, compiler_over(core)(thetas[k].node, list(approx)), thetas[k].sql)
-        return _project(op, approx, out, "project approximation")
+        return _project(op, approx, out, "project approximation"), notes
     return None
 
 
@@ -556,24 +595,25 @@ def _trie_signature(block: Block, analysis, core: Core, i: int) -> tuple:
 
 
 def _lftj_core(block: Block, analysis, core: Core, out: tuple[int, ...],
-               thetas: list[ThetaPredicate], sources: list[Source], lines: list[str]
-               ) -> Operator:
-    """Leapfrog triejoin with sensitivity indices; theta predicates filter its output."""
+               thetas: list[ThetaPredicate], sources: list[Source]
+               ) -> tuple[Operator, list[str]]:
+    """Leapfrog triejoin with sensitivity indices; theta predicates filter its output.
+    With EXPLAIN's notes."""
     need = tuple(sorted(set(out).union(*(th.vars for th in thetas))))
     edges = core.edges()
     labels = [f"{a.relation} {a.alias}" for a in block.atoms]
     signatures = [_trie_signature(block, analysis, core, i) for i in range(len(block.atoms))]
     join = LeapfrogJoin(edges, labels, need, signatures)
     order = [core.var_label(v) for v in join.order]
-    lines.extend(classify(core, out, None))
-    lines.append("join: leapfrog triejoin maintained by sensitivity indices and a change "
-                 "oracle (trace edit distance)")
-    lines.append("variable order: " + ", ".join(order) + " (rule: the join variable in the "
-                 "most atoms first, then the one sharing an atom with the most chosen ones)")
+    notes = classify(core, out, None) + [
+        "join: leapfrog triejoin maintained by sensitivity indices and a change "
+        "oracle (trace edit distance)",
+        "variable order: " + ", ".join(order) + " (rule: the join variable in the "
+        "most atoms first, then the one sharing an atom with the most chosen ones)"]
     op: Operator = LeapfrogCore(join, sources, order)
     for th in thetas:
         op = Filter(op, compiler_over(core)(th.node, list(need)), th.sql)
-    return _project(op, need, out, "project output (support counts)")
+    return _project(op, need, out, "project output (support counts)"), notes
 
 
 def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],

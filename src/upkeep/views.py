@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 
 import duckdb
@@ -31,6 +32,16 @@ from .zset import add_into, replace_row
 Columns = list[tuple[str, SqlType]]
 
 
+@dataclass(frozen=True)
+class PlanChoice:
+    """What the planner decided for a view: the strategy, why (a forced strategy, the
+    automatic order, or what made it fall back to recomputation), and the plan in words."""
+
+    strategy: str
+    reasons: tuple[str, ...]
+    explanation: tuple[str, ...]
+
+
 class ViewRuntime:
     """Common interface of maintained views."""
 
@@ -42,6 +53,7 @@ class ViewRuntime:
         self.inputs = inputs
         self.sql = sql
         self.explanation: list[str] = []
+        self.choice: PlanChoice | None = None  # set by the planner
 
     def build(self, contents: Batch) -> None:
         """Initialise from the full contents of the inputs (UPDATE from the empty database)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ..errors import UnsupportedError
+from ..errors import StrategyError, UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
 from ..operators import Batch, Delta, Operator
 from ..plan import Block, bind_query, has_subqueries, rename_tables
@@ -152,11 +152,12 @@ class RecursiveView(MaterializedView):
 
 def plan_recursive(name: str, query: exp.Expression, sql: str, catalog, strategy: str | None,
                    dataflow) -> RecursiveView:
-    """Build the view; ``dataflow(plan)`` plans the outer query's operators."""
+    """Build the view; ``dataflow(plan)`` plans the outer query's operators (returning
+    its root, columns and notes for EXPLAIN)."""
     strategy = strategy or DEFAULT_STRATEGY
     if strategy not in STRATEGIES:
-        raise UnsupportedError(f"strategy {strategy} does not maintain recursive views; "
-                               f"choose one of {STRATEGIES}")
+        raise StrategyError(f"strategy {strategy} does not maintain recursive views; "
+                            f"choose one of {STRATEGIES}", strategy)
     with_ = recursive_with(query)
     outer = query.copy()
     outer.set("with_" if "with_" in outer.args else "with", None)
@@ -189,11 +190,10 @@ def plan_recursive(name: str, query: exp.Expression, sql: str, catalog, strategy
     engines = {}
     for c in read:
         engines[c] = _engine(programs[c], strategy, selection_for(plan, programs[c]), catalog)
-    lines: list[str] = []
-    root, columns = dataflow(plan, lines)
+    root, columns, notes = dataflow(plan)
     view = RecursiveView(name, columns, inputs, sql, engines, root,
                          plan if isinstance(plan, Block) else None, strategy)
-    view.explanation = (_describe(programs, engines, strategy) + lines
+    view.explanation = (_describe(programs, engines, strategy) + notes
                         + ["outer query:"] + ["  " + x for x in root.describe()])
     return view
 
