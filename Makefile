@@ -23,4 +23,4 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/pip install --quiet -e '.[bench]'
-	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python -m bench.tpch.run

@@ -1,16 +1,12 @@
-"""Tests for the GT-ITM-style transit-stub topology generator (bench/gtitm.py)."""
+"""Tests for the GT-ITM-style transit-stub topology generator (bench/recursive/gtitm.py)."""
 
 from __future__ import annotations
 
-import sys
 from collections import deque
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from gtitm import Topology, transit_stub  # noqa: E402
+from bench.recursive.gtitm import Topology, transit_stub
 
 CASES = [(100, "dense"), (1000, "dense"), (100, "sparse"), (1000, "sparse")]
 

@@ -191,6 +191,10 @@ class Connection(Engine):
         """The view's maintenance object (strategy internals, for inspection and tests)."""
         return self._catalog.runtime(name)
 
+    def state_size(self) -> int:
+        """Tuples kept by the maintenance state of every view, hidden helpers included."""
+        return sum(view.state_size() for view in self._catalog.views.values())
+
     def why(self, view: str, row) -> Explanation:
         """Why ``row`` is in ``view``: its provenance as a minimal sum of products of base
         rows, and the size of its BDD (recursive views kept with absorption provenance)."""

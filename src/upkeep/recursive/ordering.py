@@ -41,7 +41,7 @@ def dfs_edge_order(edges: Iterable[tuple]) -> list[tuple]:
     the same links share the diagram below its block.  On GT-ITM networks this takes dense
     networks from 0.73x to 0.50x the nodes of arrival order, and sparse ones from 0.39x to
     0.37x, against listing links by direction (away from the root, then back) as earlier
-    versions did (``bench/recursive_bench.py --kinds ordering``).
+    versions did (``bench/recursive/bench.py --kinds ordering``).
     """
     edges = list(edges)
     successors: dict[object, list] = {}

@@ -1,0 +1,1 @@
+"""The antijoin benchmark workload (see bench/README.md)."""

@@ -1,0 +1,1 @@
+"""The common benchmark workload (see bench/README.md)."""

@@ -1,0 +1,1 @@
+"""The recursive benchmark workload (see bench/README.md)."""

@@ -1,0 +1,1 @@
+"""The spark benchmark workload (see bench/README.md)."""

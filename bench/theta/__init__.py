@@ -1,0 +1,1 @@
+"""The theta benchmark workload (see bench/README.md)."""

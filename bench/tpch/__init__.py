@@ -1,0 +1,1 @@
+"""The tpch benchmark workload (see bench/README.md)."""

@@ -1,0 +1,1 @@
+"""The triangles benchmark workload (see bench/README.md)."""
