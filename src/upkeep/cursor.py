@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from .codecs.arrow_values import to_arrow
 from .types import SqlType
 
 
@@ -51,9 +52,7 @@ class Cursor:
 
     def arrow(self) -> pa.Table:
         """The remaining rows as a pyarrow Table with the result's column types."""
-        from .views import arrow_table
-
-        return arrow_table(self._columns, self.fetchall())
+        return to_arrow(self._columns, self.fetchall())
 
     fetch_arrow_table = arrow
 

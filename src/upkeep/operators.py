@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterator
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
 from .dyn import Representation, key_function
-from .zset import add_into, clamp, replace_row
+from .zset import Delta, add_into, clamp, replace_row
 
-Delta = dict[tuple, int]
 Batch = dict[str, Delta]
 
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 
 import duckdb
-import pyarrow as pa
 
 from . import zset
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
+from .codecs.arrow_values import to_arrow
 from .dyn import Representation
 from .errors import Error
 from .operators import Batch, Delta, Operator, Source
@@ -342,17 +341,6 @@ def sum_counters(parts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-def arrow_table(columns: Columns, rows: list[tuple]) -> pa.Table:
-    """Rows of a relation as an Arrow table with the columns' types."""
-    arrays = []
-    for k, (_, typ) in enumerate(columns):
-        values = [r[k] for r in rows]
-        if typ.kind == "HUGEINT":
-            values = [None if v is None else Decimal(v) for v in values]
-        arrays.append(pa.array(values, type=typ.arrow()))
-    return pa.Table.from_arrays(arrays, names=[n for n, _ in columns])
-
-
 def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]
                  ) -> tuple[Columns, list[tuple]]:
     """Evaluate ``sql`` in DuckDB over the current contents of ``relations``."""
@@ -360,7 +348,7 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
     try:
         for name in relations:
             columns, rows = contents_of(name)
-            con.register(name, arrow_table(columns, rows))
+            con.register(name, to_arrow(columns, rows))
         result = con.execute(sql)
         names = [d[0] for d in result.description]
         rows = [tuple(r) for r in result.fetchall()]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 ZSet = dict[tuple, object]
 Delta = dict[tuple, int]  # one relation's change: row -> weight
 Changes = list[tuple[tuple, int]]  # a view's committed change, as subscribers get it
+TableChanges = list[tuple[str, tuple, int]]  # (table or view, row, weight) of several relations
 
 
 def add_into(target: ZSet, row: tuple, w) -> None:

@@ -34,12 +34,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
 
+from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, ViewHandle, deliver
 from ..errors import SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..local.catalog import LocalCatalog
-from ..pipeline.sinks.values import json_value
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
@@ -347,8 +347,8 @@ class SparkConnection(Engine):
                 self._expiry[table].committed(delta, now)
 
     def _commit_at(self, staged: list[tuple[str, tuple, int]], now: float) -> None:
-        lines = [json.dumps({"table": table, "op": "insert" if weight > 0 else "delete",
-                             "row": [json_value(v) for v in row]}) + "\n"
+        lines = [dumps({"table": table, "op": "insert" if weight > 0 else "delete",
+                        "row": [to_json(v) for v in row]}) + "\n"
                  for table, row, weight in staged]
         path = self._write(f"changes-{next(self._sequence):08d}-t{now!r}.jsonl", "".join(lines))
         self._run(path)

@@ -36,10 +36,10 @@ from ..local import from_catalog
 from ..local.catalog import LocalCatalog
 from ..recursive.partitioned import Layout, partition_plan
 from ..recursive.view import RecursiveView, internal_name, new_partition, partition_class
-from ..zset import net_by_table
+from ..zset import TableChanges, net_by_table
 from .errors import BatchRejected, ShardError
 from .shard_client import call
-from .shard_engine import Changes, ShardEngine
+from .shard_engine import ShardEngine
 
 FIXPOINT_VIEW = "__fixpoint__"  # output rows that are a fixpoint partition's marker
 
@@ -93,13 +93,13 @@ class FixpointShard(ShardEngine):
         self._last: tuple | None = None  # (call id, result): a retried task gets the same
         self._stage(self.dump())
 
-    def apply(self, changes: Changes, where=None, tolerant=False):
+    def apply(self, changes: TableChanges, where=None, tolerant=False):
         deltas, rejected = super().apply(changes, where, tolerant)
         bad = {i for i, _ in rejected}
         self._stage([c for i, c in enumerate(changes) if i not in bad])
         return deltas, rejected
 
-    def _stage(self, changes: Changes) -> None:
+    def _stage(self, changes: TableChanges) -> None:
         self.fixpoint.stage(net_by_table(changes))
 
     def superstep(self, call_id: tuple, op: str, args: tuple):

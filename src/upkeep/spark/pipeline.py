@@ -6,8 +6,9 @@ kept in shards (:mod:`upkeep.spark.processor`); the checkpoint in ``<state_dir>/
 makes a stopped or killed run resume exactly where the last committed micro-batch ended.
 Sinks receive each micro-batch's view deltas exactly once:
 
-* ``parquet``: typed delta rows (the view's columns and ``weight``) in
-  ``<path>/batch=<id>/``, each batch's directory overwritten whole if a batch is replayed;
+* ``parquet``: as on the local engine, a snapshot of the view's rows rewritten atomically
+  after batches that change it; the file records the last micro-batch it includes, so a
+  replayed batch is not applied twice and a resumed run continues from the file;
 * ``jsonl``: the local sink's lines ``{"batch", "weight", "row"}``; lines of batches the
   checkpoint has not committed are cut at start, so a replayed batch is not written twice;
 * ``terminal``: each batch's deltas printed (at least once; display only).
@@ -21,13 +22,17 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
+from ..codecs.arrow_values import from_arrow, to_arrow
+from ..errors import SchemaError
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig, SinkConfig
 from ..pipeline.errors import PipelineError
@@ -210,25 +215,55 @@ class _Sink:
         pass
 
 
-class _ParquetDeltas(_Sink):
-    def deliver(self, batch, changes) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+class _ParquetSnapshot(_Sink):
+    """The local ``parquet`` sink's meaning: a snapshot of the view's rows, written to a
+    temporary file and renamed over the old one after every ``every`` batches that change
+    the view.  The file's metadata names the last micro-batch it includes, so a batch Spark
+    replays after a restart is not applied twice, and a resumed run starts from the file."""
 
-        path: Path = self.config.options["path"]
-        names = [n for n, _ in self.columns]
-        data = {n: [r[i] for r, _ in changes] for i, n in enumerate(names)}
-        data["weight"] = [w for _, w in changes]
-        schema = pa.schema([(n, t.arrow() or pa.string()) for n, t in self.columns]
-                           + [("weight", pa.int64())])
-        table = pa.Table.from_pydict(data, schema=schema)
-        final = path / f"batch={batch}"
-        tmp = path / f".batch={batch}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        pq.write_table(table, tmp / "part-0.parquet")
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+    def __init__(self, config: SinkConfig, columns):
+        super().__init__(config, columns)
+        self.path: Path = config.options["path"]
+        self.every = int(config.options.get("every") or 1)
+        self.rows: Counter[tuple] = Counter()
+        self.included = -1
+        self._since = 0
+        if self.path.exists():
+            # The file may include a batch the checkpoint has not committed (written, then
+            # killed before Spark's commit): Spark replays that batch from the same offsets
+            # and state, with the same deltas, which deliver() then skips.
+            table = pq.read_table(self.path)
+            self.included = int((table.schema.metadata or {}).get(b"upkeep.batch", b"-1"))
+            self.rows.update(from_arrow(table, columns))
+        else:
+            self._write()
+
+    def deliver(self, batch, changes) -> None:
+        if batch <= self.included:
+            return  # a replayed batch the file already includes
+        for row, weight in changes:
+            self.rows[row] += weight
+        self.rows = +self.rows
+        self.included = batch
+        self._since += 1
+        if changes and self._since >= self.every:
+            self._write()
+
+    def _write(self) -> None:
+        try:
+            table = to_arrow(self.columns, list(self.rows.elements()))
+        except SchemaError as exc:
+            raise PipelineError(f"parquet sink {self.path} (view {self.view}): {exc}") from None
+        table = table.replace_schema_metadata({"upkeep.batch": str(self.included)})
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.path)
+        self._since = 0
+
+    def close(self) -> None:
+        if self._since:
+            self._write()
 
 
 class _JsonlDeltas(_Sink):
@@ -268,7 +303,7 @@ class _Terminal(_Sink):
 def _open_sink(config: SinkConfig, catalog: Connection, committed: int) -> _Sink:
     columns = catalog.schema_of(config.view)
     if config.type == "parquet":
-        return _ParquetDeltas(config, columns)
+        return _ParquetSnapshot(config, columns)
     if config.type == "jsonl":
         return _JsonlDeltas(config, columns, committed)
     return _Terminal(config, columns, Console())

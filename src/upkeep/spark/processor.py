@@ -25,12 +25,12 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+from ..codecs.spark_rows import encode_row
 from ..errors import SchemaError
 from ..local import from_catalog
 from ..pipeline.apply import Applier, BadRecord
 from ..pipeline.formats import EXTENSIONS, READERS
 from ..pipeline.records import Position
-from .codec import encode_row
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
 from .routing import Group

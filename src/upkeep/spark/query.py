@@ -16,9 +16,10 @@ from functools import partial
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..codecs.spark_rows import spark_schema
 from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
-from .codec import OUTPUT_SCHEMA, spark_schema
+from .codec import OUTPUT_SCHEMA
 from .processor import (
     ROUTED_SCHEMA,
     QueryPlan,

@@ -9,27 +9,25 @@ from collections.abc import Iterable
 from ..errors import Error
 from ..local import from_catalog
 from ..pipeline.apply import Applier, Change
+from ..zset import TableChanges
 from .errors import ShardError
-
-Changes = list[tuple[str, tuple, int]]  # (table, row, weight)
-Deltas = list[tuple[str, tuple, int]]  # (view, row, weight)
 
 
 class ShardEngine:
     """The local engine over one shard: the group's tables and views, in memory."""
 
-    def __init__(self, catalog: dict, views: list[str], log: Iterable[Changes] = ()):
+    def __init__(self, catalog: dict, views: list[str], log: Iterable[TableChanges] = ()):
         """The shard's engine from its log (chunks of committed changes), built in bulk."""
         self.db = from_catalog(catalog, views, (c for chunk in log for c in chunk))
         self.views = views
         self.applier = Applier(self.db)
-        self._out: Deltas = []
+        self._out: TableChanges = []
         for name in views:
             self.db.view(name).subscribe(
                 lambda changes, name=name: self._out.extend((name, r, w) for r, w in changes))
 
-    def apply(self, changes: Changes, where: list | None = None,
-              tolerant: bool = False) -> tuple[Deltas, list[tuple[int, str]]]:
+    def apply(self, changes: TableChanges, where: list | None = None,
+              tolerant: bool = False) -> tuple[TableChanges, list[tuple[int, str]]]:
         """Apply one batch atomically (net change per table, as the local pipeline does).
 
         ``where`` names each change's record.  A rejected batch raises :class:`ShardError`
@@ -60,16 +58,16 @@ class ShardEngine:
         out, self._out = self._out, []
         return out, sorted(rejected)
 
-    def report(self, deltas: Deltas, key: tuple, token: str) -> Deltas:
+    def report(self, deltas: TableChanges, key: tuple, token: str) -> TableChanges:
         """What the shard outputs for a batch: its views' deltas."""
         return deltas
 
-    def contents(self) -> Deltas:
+    def contents(self) -> TableChanges:
         """Every view's rows, as insertions."""
         return [(name, row, w) for name in self.views
                 for row, w in self.db.weighted_rows(name)]
 
-    def dump(self) -> Changes:
+    def dump(self) -> TableChanges:
         """Every table's rows, as insertions (a compacted log)."""
         return [(t, row, w) for t in self.db.tables() for row, w in self.db.weighted_rows(t)]
 

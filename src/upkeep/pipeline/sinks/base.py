@@ -13,9 +13,8 @@ from typing import Any
 
 from ...engine import ViewHandle
 from ...types import SqlType
+from ...zset import Changes
 from ..config import SinkConfig
-
-Changes = list[tuple[tuple, int]]
 
 
 class Sink(ABC):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from ...codecs.arrow_values import to_arrow
+from ...errors import SchemaError
 from ..errors import PipelineError
 from .base import Changes, Sink
-from .values import arrow_table
 
 _DELTA = "__upkeep_delta"
 
@@ -50,8 +51,11 @@ class DuckDBSink(Sink):
             raise PipelineError(f"duckdb sink {self.path}: {exc}") from None
 
     def _arrow(self, rows: list[tuple], extra: dict[str, list[int]] | None = None) -> pa.Table:
-        return arrow_table(self.columns, rows, f"duckdb sink {self.path} (view {self.view.name})",
-                           extra)
+        try:
+            return to_arrow(self.columns, rows, extra)
+        except SchemaError as exc:
+            raise PipelineError(f"duckdb sink {self.path} (view {self.view.name}): {exc} "
+                                f"as the engine reports it") from None
 
     def _transaction(self, statements: list[str], inserts: list[tuple],
                      deletes: list[tuple[tuple, int]]) -> None:

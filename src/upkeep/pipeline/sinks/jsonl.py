@@ -15,14 +15,14 @@ import json
 from collections import Counter
 from typing import IO
 
+from ...codecs.json_values import dumps, row_object
 from ..errors import PipelineError
 from .base import Changes, Sink
-from .values import json_value
 
 
 def encode_row(names: list[str], row: tuple) -> str:
     """A view row as the JSON object of a sink line (column -> JSON value)."""
-    return json.dumps(dict(zip(names, map(json_value, row), strict=True)))
+    return dumps(row_object(names, row))
 
 
 def delta_lines(names: list[str], changes: Changes, batch: int) -> list[str]:
@@ -75,7 +75,7 @@ class JsonlSink(Sink):
                 if entry.get("reset"):
                     state.clear()
                 else:
-                    state[json.dumps(entry["row"])] += int(entry["weight"])
+                    state[dumps(entry["row"])] += int(entry["weight"])
             except (ValueError, KeyError, TypeError, AttributeError):
                 return Counter({"<unreadable>": 1})  # forces a reset
         if any(n < 0 for n in state.values()):

@@ -12,9 +12,10 @@ import os
 
 import pyarrow.parquet as pq
 
+from ...codecs.arrow_values import to_arrow
+from ...errors import SchemaError
 from ..errors import PipelineError
 from .base import Changes, Sink
-from .values import arrow_table
 
 
 class ParquetSink(Sink):
@@ -35,8 +36,11 @@ class ParquetSink(Sink):
 
     def write(self) -> None:
         """Write the view's current rows atomically (temporary file, then rename)."""
-        table = arrow_table(self.columns, self.view.rows(),
-                            f"parquet sink {self.path} (view {self.view.name})")
+        try:
+            table = to_arrow(self.columns, self.view.rows())
+        except SchemaError as exc:
+            raise PipelineError(f"parquet sink {self.path} (view {self.view.name}): {exc} "
+                                f"as the engine reports it") from None
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 
+from ...codecs.sqlite_values import sqlite_type, to_sqlite
 from ..errors import PipelineError
 from .base import Changes, Sink
 from .duckdb_table import quote
-from .values import sqlite_type, sqlite_value
 
 
 class SQLiteSink(Sink):
@@ -62,14 +62,14 @@ class SQLiteSink(Sink):
             for sql in statements:
                 con.execute(sql)
             for row, n in deletes:
-                cur = con.execute(self._delete_sql, [*map(sqlite_value, row), n])
+                cur = con.execute(self._delete_sql, [*map(to_sqlite, row), n])
                 if cur.rowcount != n:
                     raise PipelineError(
                         f"sqlite sink {self.path}: table {self.options['table']} is out of step "
                         f"with view {self.view.name} (row {row!r} not found); was it changed by "
                         f"someone else? Restart the pipeline to rebuild it")
             if inserts:
-                con.executemany(self._insert_sql, [list(map(sqlite_value, r)) for r in inserts])
+                con.executemany(self._insert_sql, [list(map(to_sqlite, r)) for r in inserts])
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
