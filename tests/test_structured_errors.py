@@ -9,7 +9,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import upkeep
@@ -41,6 +41,7 @@ def same(exc: Error, other: Error) -> bool:
             and all(getattr(exc, f) == getattr(other, f) for f in type(exc).fields))
 
 
+@settings(deadline=None)
 @given(row=rows, index=st.none() | st.integers(0, 10**6), message=st.text())
 def test_data_errors_round_trip(row, index, message) -> None:
     for cls in (SchemaError, ConstraintError):
