@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 
 import pyarrow as pa
 from sqlglot import exp
@@ -25,6 +25,9 @@ _INT_RANGES = {
     "BIGINT": 2**63,
     "HUGEINT": 2**127,
 }
+
+
+_WIDE = Context(prec=80)  # room for any DECIMAL(38, s) while quantizing
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def coerce_value(value: object, typ: SqlType) -> object:
         try:
             dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
             quantum = Decimal(1).scaleb(-typ.scale)
-            dec = dec.quantize(quantum)
+            dec = dec.quantize(quantum, context=_WIDE)  # DECIMAL(38, s) has > 28 digits
         except InvalidOperation as exc:
             raise ValueError(f"expected {typ.sql()}, got {value!r}") from exc
         if len(dec.as_tuple().digits) > typ.precision and dec != 0:
