@@ -127,6 +127,16 @@ def test_spark_is_not_reached_from_below(start: str) -> None:
     assert not {m for m in reachable(start) if m.startswith("upkeep.spark")}
 
 
+def test_spark_reads_records_and_sinks_from_the_io_layer() -> None:
+    """Only the Spark pipeline runner (which runs a pipeline file) imports the pipeline
+    package; everything else on Spark reads records, formats and sinks from upkeep.io."""
+    offenders = {m: sorted(i for i in GRAPH[m] if i.startswith("upkeep.pipeline"))
+                 for m in GRAPH if m.startswith("upkeep.spark") and m != "upkeep.spark.pipeline"}
+    assert {m: i for m, i in offenders.items() if i} == {}
+    assert not {m for m in reachable("upkeep.io") if m.startswith(("upkeep.pipeline",
+                                                                   "upkeep.spark"))}
+
+
 def _private_names_of_local_engine() -> set[str]:
     names: set[str] = set()
     for module, path in MODULES.items():

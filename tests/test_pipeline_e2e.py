@@ -20,8 +20,8 @@ from test_pipeline_support import (
 )
 
 import upkeep
+from upkeep.io.sinks import TerminalSink
 from upkeep.pipeline import PipelineRunner, load_config
-from upkeep.pipeline.sinks import TerminalSink
 
 
 def run(path, **options):

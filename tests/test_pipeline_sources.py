@@ -120,7 +120,7 @@ def test_batches_close_on_size_on_caught_up_and_on_time(tmp_path):
 
 
 def _records(values):
-    from upkeep.pipeline.records import ChangeRecord, Position
+    from upkeep.io.records import ChangeRecord, Position
 
     return [ChangeRecord(Position("f", i + 1), table="t", op="insert", row=[v])
             for i, v in enumerate(values)]

@@ -32,8 +32,8 @@ from test_pipeline_support import (
 )
 
 from upkeep.cli import main
+from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
-from upkeep.pipeline.errors import PipelineError
 from upkeep.spark.pipeline import SparkPipelineRunner
 
 SPARK = '''engine = "spark"

@@ -17,7 +17,7 @@ from upkeep.codecs.arrow_values import from_arrow, to_arrow
 from upkeep.codecs.json_values import dumps, from_json, row_object, to_json
 from upkeep.codecs.spark_rows import decode_row, encode_row
 from upkeep.codecs.sqlite_values import to_sqlite
-from upkeep.pipeline.sinks.jsonl import encode_row as jsonl_row
+from upkeep.io.sinks.jsonl import encode_row as jsonl_row
 from upkeep.types import SqlType, coerce_value, type_from_name
 
 TYPES = {

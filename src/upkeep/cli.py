@@ -68,8 +68,8 @@ def _why(config, view: str, row_text: str) -> str:
     """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
     import json
 
+    from .io.errors import PipelineError
     from .pipeline.config import MEMORY
-    from .pipeline.errors import PipelineError
     from .pipeline.runner import open_database
 
     if config.state_dir == MEMORY:

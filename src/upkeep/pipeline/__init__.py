@@ -5,8 +5,8 @@ wrappers around :func:`load_config`, :class:`PipelineRunner` and :func:`explain_
 docs/pipelines.md is the reference.
 """
 
+from ..io.errors import ConfigError, PipelineError, RecordError
 from .config import PipelineConfig, load_config
-from .errors import ConfigError, PipelineError, RecordError
 from .explain import explain_pipeline
 from .runner import PipelineRunner, run_pipeline
 from .stats import RunStats

@@ -11,8 +11,8 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 
+from ..io.records import ChangeRecord
 from .config import BatchConfig
-from .records import ChangeRecord
 from .source import CAUGHT_UP
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..io.errors import ConfigError
+from ..io.sinks.base import SinkConfig
 
 ON_ERROR = ("stop", "skip", "dead-letter")
 ENGINES = ("local", "spark")
@@ -47,20 +48,6 @@ class BatchConfig:
 
     rows_per_batch: int | None = 1000
     commit_interval: float | None = None
-
-
-@dataclass(frozen=True)
-class SinkConfig:
-    """One ``[[sinks]]`` entry: a view delivered somewhere."""
-
-    view: str
-    type: str
-    label: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def path(self) -> Path | None:
-        return self.options.get("path")
 
 
 @dataclass(frozen=True)

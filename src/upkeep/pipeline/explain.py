@@ -7,8 +7,8 @@ explaining never touches (or waits for) the state directory of a running pipelin
 from __future__ import annotations
 
 from ..engine import connect
+from ..io.errors import PipelineError
 from .config import PipelineConfig
-from .errors import PipelineError
 from .schema import ensure_schema, pipeline_views
 
 

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .sinks import Sink
+from ..io.sinks import Sink
 from .stats import RunStats
 
 MODES = ("auto", "live", "plain", "none")

@@ -21,15 +21,15 @@ from rich.console import Console
 
 from ..engine import Engine, connect
 from ..errors import Error
-from .apply import Applier, BadRecord, Change
+from ..io.apply import Applier, BadRecord, Change
+from ..io.deadletter import DeadLetter
+from ..io.errors import PipelineError, RecordError
+from ..io.records import ChangeRecord, Position
+from ..io.sinks import Sink, make_sink
 from .batching import batches
 from .config import MEMORY, PipelineConfig
-from .deadletter import DeadLetter
-from .errors import PipelineError, RecordError
 from .progress import Progress
-from .records import ChangeRecord, Position
 from .schema import ensure_schema
-from .sinks import Sink, make_sink
 from .source import FileSource
 from .stats import RunStats, ViewStats
 

@@ -16,8 +16,8 @@ from sqlglot.tokens import TokenType
 
 from ..engine import Engine
 from ..errors import Error, ParseError
+from ..io.errors import PipelineError
 from .config import PipelineConfig
-from .errors import PipelineError
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..io.errors import PipelineError
+from ..io.formats import READERS, Reader, format_of
+from ..io.records import ChangeRecord
 from .config import SourceConfig
-from .errors import PipelineError
-from .formats import READERS, Reader, format_of
-from .records import ChangeRecord
 
 
 class _CaughtUp:

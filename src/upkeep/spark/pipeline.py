@@ -33,11 +33,12 @@ from rich.console import Console
 
 from ..codecs.arrow_values import from_arrow, to_arrow
 from ..errors import SchemaError
+from ..io.errors import PipelineError
+from ..io.sinks.base import SinkConfig
+from ..io.sinks.jsonl import delta_lines
 from ..local import Connection
-from ..pipeline.config import MEMORY, PipelineConfig, SinkConfig
-from ..pipeline.errors import PipelineError
+from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
-from ..pipeline.sinks.jsonl import delta_lines
 from ..types import SqlType
 from .codec import decode_deltas
 from .errors import query_error

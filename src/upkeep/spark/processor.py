@@ -27,10 +27,10 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..codecs.spark_rows import encode_row
 from ..errors import SchemaError
+from ..io.apply import Applier, BadRecord
+from ..io.formats import EXTENSIONS, READERS
+from ..io.records import Position
 from ..local import from_catalog
-from ..pipeline.apply import Applier, BadRecord
-from ..pipeline.formats import EXTENSIONS, READERS
-from ..pipeline.records import Position
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
 from .routing import Group

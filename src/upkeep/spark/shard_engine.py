@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import Error
+from ..io.apply import Applier, Change
 from ..local import from_catalog
-from ..pipeline.apply import Applier, Change
 from ..zset import TableChanges
 from .errors import ShardError
 

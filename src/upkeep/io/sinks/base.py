@@ -9,12 +9,27 @@ batch, with the view as the durable database recovered it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ...engine import ViewHandle
 from ...types import SqlType
 from ...zset import Changes
-from ..config import SinkConfig
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """One ``[[sinks]]`` entry: a view delivered somewhere."""
+
+    view: str
+    type: str
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path | None:
+        return self.options.get("path")
 
 
 class Sink(ABC):

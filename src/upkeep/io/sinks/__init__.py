@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ...engine import Engine
-from ..config import SinkConfig
-from .base import Changes, Sink
+from .base import Changes, Sink, SinkConfig
 from .duckdb_table import DuckDBSink
 from .jsonl import JsonlSink
 from .parquet import ParquetSink
