@@ -60,3 +60,16 @@ def test_a_forced_strategy_that_cannot_apply_says_which(db, sql, strategy, says)
 def test_a_forced_strategy_is_the_reason(db) -> None:
     db.create_view("v", TRIANGLE, strategy="general")
     assert db.runtime("v").choice.reasons == ("strategy general was requested",)
+
+
+def test_a_failing_replace_keeps_the_view(db) -> None:
+    """CREATE OR REPLACE that cannot plan its new definition leaves the old view in place,
+    still maintained and still subscribed."""
+    db.create_view("v", "SELECT a, COUNT(*) AS n FROM r GROUP BY a")
+    seen = []
+    db.view("v").subscribe(seen.extend)
+    with pytest.raises(upkeep.Error):
+        db.execute("CREATE OR REPLACE MATERIALIZED VIEW v AS SELECT nope FROM r")
+    db.insert("r", [(1, 2)])
+    assert db.view("v").rows() == [(1, 1)] and seen == [((1, 1), 1)]
+    assert "v" in db.views()
