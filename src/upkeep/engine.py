@@ -19,10 +19,13 @@ import os
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+
+from sqlglot import exp
 
 from .cursor import Cursor
 from .errors import Error, UnsupportedError
+from .sql import bind_parameters, parse, simple_insert
 from .types import SqlType
 from .zset import Changes
 
@@ -87,13 +90,35 @@ class Engine(ABC):
     name = ""
 
     # ------------------------------------------------------------ statements and rows
-    @abstractmethod
     def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
         """Run one or more SQL statements; a cursor over the last one's result."""
+        parsed = parse(sql)
+        if parameters is not None:
+            if len(parsed) != 1:
+                raise UnsupportedError("parameters with several statements")
+            parsed = [bind_parameters(parsed[0], list(parameters))]
+        for stmt in parsed:
+            cursor = self.execute_parsed(stmt)
+        return cursor
 
-    @abstractmethod
     def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
         """Run one statement once per parameter tuple, all in one atomic batch."""
+        parsed = parse(sql)
+        if len(parsed) != 1:
+            raise UnsupportedError("executemany takes exactly one statement")
+        (stmt,) = parsed
+        table = simple_insert(stmt)
+        if table is not None:  # INSERT INTO t VALUES (?, ...): the rows in one call
+            return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
+        total = 0
+        with nullcontext(self) if self.in_transaction() else self.transaction():
+            for params in seq_of_parameters:
+                total += max(self.execute_parsed(bind_parameters(stmt, list(params))).rowcount, 0)
+        return Cursor(rowcount=total)
+
+    @abstractmethod
+    def execute_parsed(self, stmt: exp.Expression) -> Cursor:
+        """Run one statement sqlglot has parsed already."""
 
     @abstractmethod
     def insert(self, table: str, rows) -> int:

@@ -39,6 +39,17 @@ class Table:
 
     def check_constraints(self, delta: dict[tuple, int]) -> None:
         """Reject a delta that would break NOT NULL, PRIMARY KEY or delete absent rows."""
+        self.check_rows(delta)
+        if self.key is not None:
+            changed: dict[tuple, int] = {}
+            for row, w in delta.items():
+                k = tuple(row[i] for i in self.key)
+                changed[k] = changed.get(k, 0) + w
+            self.check_keys(changed)
+
+    def check_rows(self, delta: dict[tuple, int]) -> None:
+        """Reject inserted rows with NULL in a NOT NULL column, and deletes of rows the
+        table does not hold that many times (``delta``: row -> net weight)."""
         for row, w in delta.items():
             if w > 0:
                 for i in self.not_null:
@@ -50,15 +61,14 @@ class Table:
                 raise ConstraintError(
                     f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
-        if self.key is not None:
-            changed: dict[tuple, int] = {}
-            for row, w in delta.items():
-                k = tuple(row[i] for i in self.key)
-                changed[k] = changed.get(k, 0) + w
-            for k, w in changed.items():
-                if self.keys.get(k, 0) + w > 1:
-                    raise ConstraintError(
-                        f"duplicate primary key {format_row(k)} in table {self.name}", k)
+
+    def check_keys(self, changed: dict[tuple, int]) -> None:
+        """Reject a change of key counts (key -> net count added) that would hold a primary
+        key more than once."""
+        for k, w in changed.items():
+            if self.keys.get(k, 0) + w > 1:
+                raise ConstraintError(
+                    f"duplicate primary key {format_row(k)} in table {self.name}", k)
 
     def apply(self, delta: dict[tuple, int]) -> None:
         rows = self.rows

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 
 from sqlglot import exp
 
@@ -25,7 +24,7 @@ from ..expiry import due_changes
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
 from ..rows import iter_rows
-from ..sql import bind_parameters, parse, parse_one, simple_insert
+from ..sql import parse_one
 from ..storage import Storage
 from ..table import Table
 from ..types import SqlType
@@ -211,42 +210,9 @@ class Connection(Engine):
         return ViewHandle(self, name.lower())
 
     # ------------------------------------------------------------ statements
-    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
-        """Run one or more SQL statements; returns a cursor over the last one's result."""
-        parsed = parse(sql)
-        if parameters is not None:
-            if len(parsed) != 1:
-                raise UnsupportedError("parameters with several statements")
-            parsed = [bind_parameters(parsed[0], list(parameters))]
-        for stmt in parsed:
-            cursor = statements.run_statement(self, stmt)
-        return cursor
-
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
         """Run one statement sqlglot has parsed already."""
         return statements.run_statement(self, stmt)
-
-    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
-        """Run a statement once per parameter tuple, all in one atomic batch."""
-        parsed = parse(sql)
-        if len(parsed) != 1:
-            raise UnsupportedError("executemany takes exactly one statement")
-        (stmt,) = parsed
-        fast = simple_insert(stmt)
-        if fast is not None:
-            return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))
-        total = 0
-        with self._batch():
-            for params in seq_of_parameters:
-                stmt_n = statements.run_statement(self, bind_parameters(stmt, list(params)))
-                total += max(stmt_n.rowcount, 0)
-        return Cursor(rowcount=total)
-
-    def _batch(self):
-        """The open transaction, or a new one around the block."""
-        if self._staging is not None:
-            return nullcontext(self)
-        return self.transaction()
 
     # ------------------------------------------------------------ rows
     def insert(self, table: str, rows) -> int:

@@ -9,9 +9,7 @@ A change that fails its check stages nothing.
 
 from __future__ import annotations
 
-from ..errors import ConstraintError
 from ..table import Table
-from ..types import format_row
 from ..zset import Delta
 
 
@@ -33,17 +31,7 @@ class Staging:
         for row, w in delta.items():
             merged[row] = pending.get(row, 0) + w
         self.rows_examined += len(delta)
-        for row, w in merged.items():
-            if w > 0:
-                for i in table.not_null:
-                    if row[i] is None:
-                        raise ConstraintError(
-                            f"NULL in NOT NULL column {table.columns[i][0]} of table "
-                            f"{table.name}: {format_row(row)}", row)
-            elif table.rows.get(row, 0) + w < 0:
-                raise ConstraintError(
-                    f"cannot delete row {format_row(row)} from table {table.name}: it is not "
-                    f"present (present {table.rows.get(row, 0)} time(s), deleting {-w})", row)
+        table.check_rows(merged)
         keys = None
         if table.key is not None:
             keys = self._keys.setdefault(table.name, {})
@@ -51,10 +39,7 @@ class Staging:
             for row, w in delta.items():
                 k = tuple(row[i] for i in table.key)
                 touched[k] = touched.get(k, keys.get(k, 0)) + w
-            for k, w in touched.items():
-                if table.keys.get(k, 0) + w > 1:
-                    raise ConstraintError(
-                        f"duplicate primary key {format_row(k)} in table {table.name}", k)
+            table.check_keys(touched)
             keys.update(touched)
         for row, w in merged.items():
             if w:

@@ -26,8 +26,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
-from contextlib import nullcontext
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -43,13 +42,10 @@ from ..local.catalog import LocalCatalog
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
-    bind_parameters,
     insert_rows,
     insert_target,
     is_query,
-    parse,
     parse_one,
-    simple_insert,
 )
 from ..types import SqlType, coerce_row
 from ..views import query_duckdb
@@ -156,38 +152,11 @@ class SparkConnection(Engine):
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ statements
-    def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
+    def execute_parsed(self, stmt: exp.Expression) -> Cursor:
         """CREATE TABLE / CREATE VIEW / DROP, INSERT ... VALUES, and queries over views.
 
         The driver holds no table contents: DELETE / UPDATE statements, INSERT ... SELECT
         and queries that read tables raise :class:`UnsupportedError`."""
-        parsed = parse(sql)
-        if parameters is not None:
-            if len(parsed) != 1:
-                raise UnsupportedError("parameters with several statements")
-            parsed = [bind_parameters(parsed[0], list(parameters))]
-        cursor = Cursor()
-        for stmt in parsed:
-            cursor = self._run_statement(stmt)
-        return cursor
-
-    def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
-        """Run a statement once per parameter tuple, all in one micro-batch."""
-        parsed = parse(sql)
-        if len(parsed) != 1:
-            raise UnsupportedError("executemany takes exactly one statement")
-        (stmt,) = parsed
-        fast = simple_insert(stmt)
-        if fast is not None:
-            return Cursor(rowcount=self.insert(fast, [tuple(p) for p in seq_of_parameters]))
-        total = 0
-        with nullcontext(self) if self.in_transaction() else self.transaction():
-            for params in seq_of_parameters:
-                result = self._run_statement(bind_parameters(stmt, list(params)))
-                total += max(result.rowcount, 0)
-        return Cursor(rowcount=total)
-
-    def _run_statement(self, stmt: exp.Expression) -> Cursor:
         if isinstance(stmt, exp.Insert):
             return self._insert_statement(stmt)
         if isinstance(stmt, (exp.Create, exp.Drop)):
