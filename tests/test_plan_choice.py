@@ -73,3 +73,11 @@ def test_a_failing_replace_keeps_the_view(db) -> None:
     db.insert("r", [(1, 2)])
     assert db.view("v").rows() == [(1, 1)] and seen == [((1, 1), 1)]
     assert "v" in db.views()
+
+
+def test_a_recursive_view_names_its_default(db) -> None:
+    db.create_view("reach", "WITH RECURSIVE p(a, b) AS (SELECT a, b FROM r UNION "
+                            "SELECT p.a, r.b FROM p JOIN r ON p.b = r.a) SELECT * FROM p")
+    choice = db.runtime("reach").choice
+    assert choice.strategy == "absorption"
+    assert choice.reasons == ("WITH RECURSIVE: the default strategy absorption",)

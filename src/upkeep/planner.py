@@ -71,7 +71,7 @@ from .plan import (
 )
 from .recursive.program import recursive_with
 from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
-from .recursive.view import plan_recursive
+from .recursive.view import RecursiveView, plan_recursive
 from .theta import ThetaPredicate, analyse_predicate
 from .types import SqlType, type_from_name
 from .views import (
@@ -79,7 +79,6 @@ from .views import (
     DynView,
     EnumeratedView,
     OperatorView,
-    PlanChoice,
     RecomputeView,
     RingSource,
     ViewRuntime,
@@ -106,13 +105,15 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
         raise StrategyError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}",
                             strategy)
     view = _plan(name, query, catalog, strategy)
-    reasons = view.choice.reasons if view.choice is not None else ()
-    if strategy is not None and not reasons:
-        reasons = (f"strategy {strategy} was requested",)
-    elif not reasons:
-        reasons = ("the first strategy that applies, in the order dyn-aggregate, dyn, "
-                   "lftj, operators",)
-    view.choice = PlanChoice(view.strategy, tuple(reasons), tuple(view.explanation))
+    if view.reasons:  # a fallback to recomputation says why
+        return view
+    if strategy is not None:
+        view.reasons = (f"strategy {strategy} was requested",)
+    elif isinstance(view, RecursiveView):
+        view.reasons = (f"WITH RECURSIVE: the default strategy {view.strategy}",)
+    else:
+        view.reasons = ("the first strategy that applies, in the order dyn-aggregate, dyn, "
+                        "lftj, operators",)
     return view
 
 
@@ -193,7 +194,7 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
     columns = [(row[0], type_from_name(row[1])) for row in described]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
-    view.choice = PlanChoice("recompute", (reason,), tuple(view.explanation))
+    view.reasons = (reason,)
     return view
 
 

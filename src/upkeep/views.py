@@ -52,7 +52,12 @@ class ViewRuntime:
         self.inputs = inputs
         self.sql = sql
         self.explanation: list[str] = []
-        self.choice: PlanChoice | None = None  # set by the planner
+        self.reasons: tuple[str, ...] = ()  # why the planner chose this strategy
+
+    @property
+    def choice(self) -> PlanChoice:
+        """The planner's decision: strategy, reasons and the plan in words."""
+        return PlanChoice(self.strategy, self.reasons, tuple(self.explanation))
 
     def build(self, contents: Batch) -> None:
         """Initialise from the full contents of the inputs (UPDATE from the empty database)."""
