@@ -159,10 +159,9 @@ class LocalCatalog(Catalog):
         if kind == "VIEW":
             if name in self.views and stmt.args.get("exists"):
                 return []
-            strategy = None
-            sql = self.define_view(name, stmt.expression, strategy,
+            sql = self.define_view(name, stmt.expression, None,
                                    replace=bool(stmt.args.get("replace")))
-            return [("view", name, sql, strategy)]
+            return [("view", name, sql, None)]
         raise UnsupportedError(f"CREATE {kind}")
 
     def _drop(self, stmt: exp.Drop) -> list[tuple]:

@@ -79,7 +79,9 @@ class Committer:
                     expiry.committed(d, now)
         if self.durability.wants_snapshot():
             self.snapshot()
-        deliver(catalog.subscribers, {name: list(d.items()) for name, d in changed.items()})
+        subscribers = catalog.subscribers
+        deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
+                              if subscribers.get(name)})
 
     def snapshot(self) -> None:
         self.durability.snapshot(self.catalog, self.batches, self.metadata)

@@ -62,7 +62,7 @@ def from_catalog(catalog: dict, views: Iterable[str] | None = None,
     first, as one checked batch of their net rows, so the views are then built from the
     contents in bulk instead of being pushed every change.
     """
-    db = Connection(bdd_ordering=catalog.get("bdd_ordering", "sifting"), tables=catalog)
+    db = Connection(bdd_ordering=catalog.get("bdd_ordering", "sifting"), description=catalog)
     net = net_by_table(changes)
     if net:
         with db.transaction():
@@ -127,16 +127,16 @@ class Connection(Engine):
 
     def __init__(self, storage: Storage | None = None, bdd_ordering: str = "sifting",
                  clock: Callable[[], float] | None = None, fixpoint_partitions: int = 1,
-                 tables: dict | None = None) -> None:
-        """``tables``: a :meth:`catalog` description whose tables (not views) to start with."""
+                 description: dict | None = None) -> None:
+        """``description``: a :meth:`catalog` whose tables (not its views) to start with."""
         self.bdd_ordering = bdd_ordering
         self.fixpoint_partitions = fixpoint_partitions
         self._clock = clock or time.time
         self._staging: Staging | None = None
         self._closed = False
         self._catalog = (LocalCatalog(bdd_ordering, fixpoint_partitions, self._staged_of)
-                         if tables is None else
-                         LocalCatalog.from_description(tables, overlay=self._staged_of))
+                         if description is None else
+                         LocalCatalog.from_description(description, overlay=self._staged_of))
         self._durability = Durability(storage)
         self._committer = Committer(self._catalog, self._durability, self._clock)
         self._committer.batches, self._committer.metadata = self._durability.recover(self._catalog)
