@@ -1,0 +1,212 @@
+"""The case users live in: TPC-H loaded first, a subscriber attached, then changes.
+
+One process per (scale, query, system) measures, in this order:
+
+1. bulk load of the query's tables (one transaction per table) and the view's build;
+2. ``--changes`` single-row changes, each its own transaction: updates of random existing
+   fact rows, each written as the delete of the old row and the insert of a new version
+   (so two changes), with a subscriber attached that counts the rows it is sent;
+3. ``--batch`` changes of the same kind in one transaction (the batch path);
+4. the process's resident memory after the load and at the end.
+
+``--system duckdb`` is the recomputation peer: the same tables in DuckDB, the same changes as
+single-row ``DELETE`` (by the line item's key) / ``INSERT`` statements, and the view recomputed (``CREATE OR REPLACE TABLE
+... AS query``) after every 1,000 changes.
+
+Usage::
+
+    python -m bench.tpch.loaded --scale 0.1 --query QH --system dyn
+    python -m bench.tpch.loaded --scale 0.1 --all --out bench/results/loaded.json
+
+With ``--all`` every (query, system) pair runs in its own subprocess and the results go to
+one JSON file; :mod:`bench.tpch.loaded_report` turns it into docs/benchmarks.md's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.common.environment import git_rev, machine, now
+from bench.common.measure import current_rss_mb, peak_rss_mb
+from bench.tpch.data import generate, load_table
+from bench.tpch.queries import QUERIES
+from bench.tpch.schema import column_names, create_table_sql
+
+VIEW = "bench_view"
+RECOMPUTE_EVERY = 1_000
+SYSTEMS = ("dyn", "general", "duckdb")
+LOADED_QUERIES = ("QH", "FQ1", "Q3")
+FACT = "lineitem"
+PRICE = "l_extendedprice"
+FACT_KEY = ("l_orderkey", "l_linenumber")  # how a user deletes one line item
+
+
+def updates(rows: list[tuple], count: int, price: int, seed: int) -> list[tuple[int, tuple]]:
+    """``count`` changes: (weight, row) pairs deleting a random existing row and inserting
+    it back with a new price, each row chosen at most once."""
+    rng = random.Random(seed)
+    changes = []
+    for old in rng.sample(rows, count // 2):
+        new = old[:price] + (round(old[price] + 1.0, 2),) + old[price + 1:]
+        changes += [(-1, old), (1, new)]
+    return changes
+
+
+def run_upkeep(args: argparse.Namespace) -> dict:
+    """Load, build, subscribe, then time single-row transactions and one big batch."""
+    import upkeep
+
+    query = QUERIES[args.query]
+    tables = {t: load_table(args.scale, t) for t in query.tables}
+    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
+    base_mb = current_rss_mb()
+    db = upkeep.connect()
+    t0 = time.perf_counter()
+    for name, arrow in tables.items():
+        db.execute(create_table_sql(name))
+        with db.transaction():
+            db.insert(name, arrow)
+    load_s = time.perf_counter() - t0
+    del tables
+    t0 = time.perf_counter()
+    db.create_view(VIEW, query.sql, strategy=args.system)
+    build_s = time.perf_counter() - t0
+    loaded_mb = current_rss_mb()
+    received = [0]
+    db.view(VIEW).subscribe(lambda changes: received.__setitem__(0, received[0] + len(changes)))
+
+    price = column_names(FACT).index(PRICE)
+    singles = updates(fact_rows, args.changes, price, args.seed)
+    touched = {row for _, row in singles}
+    pool = [r for r in fact_rows if r not in touched]
+    batch = updates(pool, args.batch, price, args.seed + 1)
+    del fact_rows, pool
+    insert, delete = db.insert, db.delete
+    t0 = time.perf_counter()
+    for w, row in singles:
+        (insert if w > 0 else delete)(FACT, [row])
+    single_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with db.transaction():
+        delete(FACT, [row for w, row in batch if w < 0])
+        insert(FACT, [row for w, row in batch if w > 0])
+    batch_s = time.perf_counter() - t0
+    return {
+        "load_seconds": round(load_s, 2),
+        "build_seconds": round(build_s, 2),
+        "single_per_s": round(len(singles) / single_s),
+        "single_us": round(single_s / len(singles) * 1e6, 1),
+        "batch_per_s": round(len(batch) / batch_s),
+        "batch_us": round(batch_s / len(batch) * 1e6, 1),
+        "rows_sent": received[0],
+        "view_rows": len(db.view(VIEW).rows()),
+        "loaded_mb": round(loaded_mb - base_mb, 1),
+        "end_mb": round(current_rss_mb() - base_mb, 1),
+        "peak_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def run_duckdb(args: argparse.Namespace) -> dict:
+    """The same changes as single-row statements, the view recomputed every 1,000."""
+    import duckdb
+
+    query = QUERIES[args.query]
+    tables = {t: load_table(args.scale, t) for t in query.tables}
+    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
+    base_mb = current_rss_mb()
+    con = duckdb.connect()
+    t0 = time.perf_counter()
+    for name, arrow in tables.items():
+        con.execute(create_table_sql(name))
+        con.register("arrow_input", arrow)
+        con.execute(f"INSERT INTO {name} SELECT * FROM arrow_input")
+        con.unregister("arrow_input")
+    del tables
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    con.execute(f"CREATE TABLE {VIEW} AS {query.sql}")
+    build_s = time.perf_counter() - t0
+    loaded_mb = current_rss_mb()
+    columns = column_names(FACT)
+    price = columns.index(PRICE)
+    singles = updates(fact_rows, args.changes, price, args.seed)
+    del fact_rows
+    key = [columns.index(c) for c in FACT_KEY]
+    where = " AND ".join(f"{c} = ?" for c in FACT_KEY)
+    marks = ", ".join("?" for _ in columns)
+    t0 = time.perf_counter()
+    for i, (w, row) in enumerate(singles, 1):
+        if w > 0:
+            con.execute(f"INSERT INTO {FACT} VALUES ({marks})", row)
+        else:
+            con.execute(f"DELETE FROM {FACT} WHERE {where}", [row[i] for i in key])
+        if i % RECOMPUTE_EVERY == 0:
+            con.execute(f"CREATE OR REPLACE TABLE {VIEW} AS {query.sql}")
+    single_s = time.perf_counter() - t0
+    return {
+        "load_seconds": round(load_s, 2),
+        "build_seconds": round(build_s, 2),
+        "single_per_s": round(len(singles) / single_s),
+        "single_us": round(single_s / len(singles) * 1e6, 1),
+        "view_rows": con.execute(f"SELECT count(*) FROM {VIEW}").fetchone()[0],
+        "loaded_mb": round(loaded_mb - base_mb, 1),
+        "end_mb": round(current_rss_mb() - base_mb, 1),
+        "peak_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def run_all(args: argparse.Namespace) -> None:
+    """Every (query, system) pair in its own process; results appended to ``--out``."""
+    results = []
+    for query in args.queries:
+        for system in args.systems:
+            cmd = [sys.executable, "-m", "bench.tpch.loaded", "--scale", str(args.scale),
+                   "--query", query, "--system", system, "--changes", str(args.changes),
+                   "--batch", str(args.batch), "--seed", str(args.seed)]
+            print("running", " ".join(cmd[2:]), flush=True)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            if done.returncode != 0:
+                result = {"status": "failed", "error": done.stderr.strip()[-500:]}
+            else:
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+            result.update(scale=args.scale, query=query, system=system)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    out = Path(args.out)
+    previous = json.loads(out.read_text())["results"] if out.exists() else []
+    keep = [r for r in previous if r.get("scale") != args.scale]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"command": " ".join(sys.argv), "date": now(), "git": git_rev(),
+                               "machine": machine(), "results": keep + results}, indent=1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--query", choices=sorted(QUERIES), default="QH")
+    parser.add_argument("--system", choices=SYSTEMS, default="dyn")
+    parser.add_argument("--changes", type=int, default=2_000)
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--all", action="store_true", help="every query and system")
+    parser.add_argument("--queries", nargs="+", default=list(LOADED_QUERIES))
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    parser.add_argument("--timeout", type=float, default=1_800)
+    parser.add_argument("--out", default="bench/results/loaded.json")
+    args = parser.parse_args()
+    generate(args.scale)
+    if args.all:
+        run_all(args)
+        return
+    run = run_duckdb if args.system == "duckdb" else run_upkeep
+    print(json.dumps({"status": "ok", **run(args)}))
+
+
+if __name__ == "__main__":
+    main()
