@@ -187,3 +187,27 @@ def test_parent_indexes_are_maintained_from_the_start():
             if 0 < len(shared) < len(n.vars):
                 assert shared in rep.states[n.id].indexes, n
     assert dict(rep.enumerate()) == {(1, 2, 3, 4): 1}
+
+
+@pytest.mark.parametrize("size", [1_000, 10_000])
+def test_push_mode_enumerates_each_changed_output_row_once(size):
+    """A single-row change that alters k output rows enumerates exactly k output tuples in
+    push mode (the counter ``push_outputs``), whatever the view's size: an insert, a
+    multiplicity change and a delete of an a-tuple each alter the k rows it joins with."""
+    k = 7
+    pair = build_gjt_pair([(X, Y), (Y, Z)], (X, Y, Z))
+    rep = Representation(pair)
+    a = {(x, x % 10): 1 for x in range(size)}
+    b = {(y, z): 1 for y in range(10) for z in range(k if y == 3 else 50)}
+    rep.update({0: a, 1: b}, want_delta=False)
+    before = dict(rep.enumerate())
+    for change in ({(size, 3): 1}, {(size, 3): 1}, {(size, 3): -2}):
+        outputs = rep.counters()["push_outputs"]
+        changes = rep.update({0: change}, want_delta=True)
+        assert rep.counters()["push_outputs"] - outputs == k
+        after = dict(rep.enumerate())
+        assert len(changes) == k
+        for key in set(before) | set(after):
+            got = changes.get(key, (before.get(key), before.get(key)))
+            assert got == (before.get(key), after.get(key)), key
+        before = after

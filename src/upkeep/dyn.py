@@ -174,6 +174,23 @@ def _combiner(n: Node, m: Node) -> Callable[[tuple, tuple], tuple]:
         "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
 
 
+class _Unit:
+    """The ring's one, for any weight ring: ``_ONE * w == w * _ONE == w`` (for
+    :class:`DualWeight` through its ``c == 1`` and no-channels shortcut)."""
+
+    __slots__ = ()
+    c = 1
+    v = ()
+
+    def __mul__(self, other: object) -> object:
+        return other
+
+    __rmul__ = __mul__
+
+
+_ONE = _Unit()
+
+
 def _accumulate(target: dict, k: tuple, w: object) -> None:
     """Sum into a delta; zero sums stay (they are skipped when applied)."""
     old = target.get(k)
@@ -208,6 +225,11 @@ class Representation:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
         self._plans: dict[int | None, dict[int, Callable]] = {}
+        self._unit_at: int | None = None  # the frontier node whose weight enumeration omits
+        self._loops_fn: Callable | None = None
+        self._loops_namespace: dict[str, object] = {}
+        self.push_anchors = 0
+        self.push_outputs = 0
         # predicates on edges between nodes of N: what membership checks beyond the frontier
         self._n_checks = [self._env_check(n.preds) for n in pair.nodes
                           if n.preds and n.id in pair.n_set]
@@ -468,14 +490,18 @@ class Representation:
             for st in self.upper:
                 self._process(st, deltas)
             return None
-        anchors = [(st.node, list(deltas.get(st.node.id, ()))) for st in self.upper
-                   if st.frontier and deltas.get(st.node.id)]
-        root_state = self.states[self.pair.root.id]
-        was_empty = not root_state.rho
-        old = {} if was_empty else self._anchored(anchors)
+        touched = [st for st in self.upper if st.frontier and deltas.get(st.node.id)]
+        if not self.states[self.pair.root.id].rho:
+            for st in self.upper:
+                self._process(st, deltas)
+            return {k: (None, w) for k, w in self.enumerate()}
+        if len(touched) == 1:
+            return self._delta_of_one_frontier(touched[0], deltas)
+        anchors = [(st.node, list(deltas[st.node.id])) for st in touched]
+        old = self._anchored(anchors)
         for st in self.upper:
             self._process(st, deltas)
-        new = dict(self.enumerate()) if was_empty else self._anchored(anchors)
+        new = self._anchored(anchors)
         changes = {}
         for k, w in old.items():
             nw = new.pop(k, None)
@@ -483,6 +509,41 @@ class Representation:
                 changes[k] = (w, nw)
         for k, w in new.items():
             changes[k] = (None, w)
+        return changes
+
+    def _delta_of_one_frontier(self, st: NodeState, deltas: dict[int, dict]
+                               ) -> dict[tuple, tuple[object, object]]:
+        """Push mode when one frontier node f changes (every single-table batch): an output
+        tuple extends exactly one tuple s of f, and its weight is ``rho_f(s)`` times the
+        weights of the other frontier nodes, which this batch leaves alone.  So each changed s
+        is enumerated once, anchored, with its own factor left out (``_ONE``), in a state
+        where s is present: before the update if the batch removes s, after it otherwise.
+        The work is the number of output tuples that change (section 5, delta enumeration),
+        not twice that as when enumerating the old and the new output around the change."""
+        anchor = st.node
+        rho = st.rho
+        delta = deltas[anchor.id]
+        old = {s: rho.get(s) for s, w in delta.items() if w}
+        changes: dict[tuple, tuple[object, object]] = {}
+        self._unit_at = anchor.id
+        try:
+            for s, w in old.items():
+                if w is not None and not (w + delta[s]):  # removed by this batch
+                    for k, others in self._run(anchor, s):
+                        changes[k] = (others * w, None)
+                        self.push_outputs += 1
+            for node_state in self.upper:
+                self._process(node_state, deltas)
+            for s, w in old.items():
+                new = rho.get(s)
+                if new is None:
+                    continue
+                for k, others in self._run(anchor, s):
+                    changes[k] = (None if w is None else others * w, others * new)
+                    self.push_outputs += 1
+        finally:
+            self._unit_at = None
+        self.push_anchors += len(old)
         return changes
 
     # ---------------------------------------------------------------- enumeration
@@ -601,49 +662,61 @@ class Representation:
             return buckets.get(getter(env), ())
         return probe
 
-    def _enum(self, n: Node, t: tuple, plan: dict, env: list) -> Iterator[object]:
-        st = self.states[n.id]
-        if st.frontier:
-            yield st.rho[t]
-            return
-        children = n.children
-        c1 = children[0]
-        v1 = c1.vars
-        if len(children) == 1:
-            for s in plan[c1.id](env):
-                for v, x in zip(v1, s, strict=True):
-                    env[v] = x
-                yield from self._enum(c1, s, plan, env)
-            return
-        c2 = children[1]
-        v2 = c2.vars
-        m1, m2 = plan[c1.id], plan[c2.id]
-        for s1 in m1(env):
-            for v, x in zip(v1, s1, strict=True):
-                env[v] = x
-            for w1 in self._enum(c1, s1, plan, env):
-                for s2 in m2(env):
-                    for v, x in zip(v2, s2, strict=True):
-                        env[v] = x
-                    for w2 in self._enum(c2, s2, plan, env):
-                        yield w1 * w2
+    def _loops(self) -> Callable:
+        """ENUM's nested loops as one generated function ``run(env, plan, unit)``.
+
+        The N nodes are visited in pre-order, each as a loop over its matcher's tuples that
+        binds its variables in ``env``; the innermost body yields the output key and the
+        product of the frontier weights.  This is the recursion of Algorithm 1's ENUM
+        unrolled over this tree: one Python frame instead of one generator per tree level
+        per output tuple.  ``unit`` replaces the weight of the frontier node
+        ``self._unit_at`` (see :meth:`_delta_of_one_frontier`) when not None."""
+        if self._loops_fn is not None:
+            return self._loops_fn
+        lines = ["def run(env, plan, unit):"]
+        namespace: dict[str, object] = {"out_key": self.out_key}
+        order, stack = [], [self.pair.root]
+        while stack:
+            n = stack.pop()
+            order.append(n)
+            if not self.states[n.id].frontier:
+                stack.extend(reversed(n.children))
+        lines += [f"    m{n.id} = plan[{n.id}]" for n in order]
+        weights = []
+        depth = 1
+        for n in order:
+            pad = "    " * depth
+            lines.append(f"{pad}for s{n.id} in m{n.id}(env):")
+            pad += "    "
+            lines += [f"{pad}env[{v}] = s{n.id}[{i}]" for i, v in enumerate(n.vars)]
+            if self.states[n.id].frontier:
+                namespace[f"rho{n.id}"] = self.states[n.id].rho
+                lines.append(f"{pad}w{n.id} = rho{n.id}[s{n.id}] if unit is None or "
+                             f"{n.id} != unit_at else unit")
+                weights.append(f"w{n.id}")
+            depth += 1
+        lines.append("    " * depth + f"yield out_key(env), {' * '.join(weights)}")
+        namespace["unit_at"] = None
+        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the tree's shape only
+        self._loops_namespace = namespace
+        self._loops_fn = namespace["run"]
+        return self._loops_fn
 
     def _run(self, anchor: Node | None, anchor_tuple: tuple | None
              ) -> Iterator[tuple[tuple, object]]:
         plan = self._plan(anchor)
+        loops = self._loops()
+        unit = None
+        if self._unit_at is not None:
+            self._loops_namespace["unit_at"] = self._unit_at
+            unit = _ONE
         width = self.width
-        root = self.pair.root
-        out_key = self.out_key
         bindings = [{}] if anchor is None else self._path_bindings(anchor, anchor_tuple)
         for binding in bindings:
             env: list = [None] * width
             for v, x in binding.items():
                 env[v] = x
-            for t in plan[root.id](env):
-                for v, x in zip(root.vars, t, strict=True):
-                    env[v] = x
-                for w in self._enum(root, t, plan, env):
-                    yield out_key(env), w
+            yield from loops(env, plan, unit)
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
@@ -652,10 +725,16 @@ class Representation:
     def _anchored(self, anchors: list[tuple[Node, list[tuple]]]) -> dict[tuple, object]:
         out: dict[tuple, object] = {}
         for node, tuples in anchors:
+            self.push_anchors += len(tuples)
             for s in tuples:
                 for k, w in self._run(node, s):
                     out[k] = w
+                    self.push_outputs += 1
         return out
+
+    def counters(self) -> dict[str, int]:
+        """Push-mode work: frontier tuples anchored on and output tuples enumerated there."""
+        return {"push_anchors": self.push_anchors, "push_outputs": self.push_outputs}
 
     def weight(self, out_tuple: tuple) -> object | None:
         """Membership in O(|N|): the product of the frontier weights, or None if absent."""

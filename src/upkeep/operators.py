@@ -444,3 +444,6 @@ class DynCore(Operator):
 
     def state_size(self) -> int:
         return self.rep.size()
+
+    def counters(self) -> dict[str, int]:
+        return self.rep.counters()

@@ -135,6 +135,9 @@ class DynView(ViewRuntime):
     def state_size(self) -> int:
         return self.rep.size()
 
+    def counters(self) -> dict[str, int]:
+        return self.rep.counters()
+
     def multiplicity(self, row: tuple) -> int:
         """O(|N|) membership (property P2) when the select list names each output variable."""
         if self.invert is None:
@@ -244,6 +247,9 @@ class DynAggregateView(ViewRuntime):
 
     def state_size(self) -> int:
         return self.rep.size()
+
+    def counters(self) -> dict[str, int]:
+        return self.rep.counters()
 
 
 class MaterializedView(ViewRuntime):
