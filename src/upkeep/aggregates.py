@@ -124,13 +124,13 @@ class Finalizer:
         self.select = [compiler.compile(e) for e in select]
         self.types = [c.type for c in self.select]
         self.having = compiler.compile(having) if having is not None else None
-        fns = [c.fn for c in self.select]
+        row_of = compiler.compile_tuple(select)
         having_fn = self.having.fn if self.having else None
 
         def finish(values: tuple) -> tuple | None:
             if having_fn is not None and having_fn(values) is not True:
                 return None
-            return tuple(f(values) for f in fns)
+            return row_of(values)
 
         self.finish: Callable[[tuple], tuple | None] = finish
 

@@ -304,7 +304,7 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
     selects = [compiler.compile(e) for _, e in block.select]
-    select = _tuple_fn([c.fn for c in selects])
+    select = compiler.compile_tuple([e for _, e in block.select])
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     view = DynView(name, _block_columns(block, [c.type for c in selects]), inputs, sql,
                    Representation(pair, thetas, compiler_over(core)), sources, select)
@@ -414,13 +414,6 @@ def _inverse_of_select(block: Block, core: Core, out: tuple[int, ...]
     return invert
 
 
-def _tuple_fn(fns: list[Callable]) -> Callable[[tuple], tuple]:
-    if len(fns) == 1:
-        (f,) = fns
-        return lambda t: (f(t),)
-    return lambda t: tuple(f(t) for f in fns)
-
-
 # ------------------------------------------------------------------ general dataflow
 
 
@@ -475,12 +468,12 @@ def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
         specs = [compile_aggregate(a, compiler) for a in block.aggregates]
         finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                               [k.type for k in keys], specs, scope)
-        op = Aggregate(child, _tuple_fn([k.fn for k in keys]) if keys else (lambda t: ()),
+        op = Aggregate(child, compiler.compile_tuple(block.group_by),
                        specs, finalizer, global_group=not keys)
         types = finalizer.types
     else:
         selects = [compiler.compile(e) for _, e in block.select]
-        op = Map(child, _tuple_fn([c.fn for c in selects]),
+        op = Map(child, compiler.compile_tuple([e for _, e in block.select]),
                  "project " + ", ".join(n for n, _ in block.select))
         types = [c.type for c in selects]
     if block.distinct:
