@@ -1,9 +1,11 @@
-"""Base tables: a schema and a Z-set of rows (row tuple -> multiplicity)."""
+"""Base tables: a schema and a bag of rows (row tuple -> multiplicity, kept compactly by
+:class:`upkeep.row_store.RowStore`)."""
 
 from __future__ import annotations
 
 from .errors import ConstraintError
 from .expiry import Expiry
+from .row_store import RowStore
 from .types import SqlType, coerce_row, fast_row_check, format_row
 
 
@@ -14,7 +16,8 @@ class Table:
                  not_null: set[int] | None = None, key: tuple[int, ...] | None = None):
         self.name = name
         self.columns = columns
-        self.rows: dict[tuple, int] = {}
+        self.column_names = [n for n, _ in columns]
+        self.rows = RowStore(columns)
         self.not_null = not_null or set()
         self.key = key
         self.keys: dict[tuple, int] = {}
@@ -71,13 +74,9 @@ class Table:
                     f"duplicate primary key {format_row(k)} in table {self.name}", k)
 
     def apply(self, delta: dict[tuple, int]) -> None:
-        rows = self.rows
+        add = self.rows.add
         for row, w in delta.items():
-            n = rows.get(row, 0) + w
-            if n:
-                rows[row] = n
-            else:
-                rows.pop(row, None)
+            add(row, w)
             if self.key is not None:
                 k = tuple(row[i] for i in self.key)
                 m = self.keys.get(k, 0) + w

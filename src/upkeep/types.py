@@ -27,7 +27,7 @@ _INT_RANGES = {
 }
 
 
-_WIDE = Context(prec=80)  # room for any DECIMAL(38, s) while quantizing
+WIDE_CONTEXT = Context(prec=80)  # room for any DECIMAL(38, s) while quantizing
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def coerce_value(value: object, typ: SqlType) -> object:
         try:
             dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
             quantum = Decimal(1).scaleb(-typ.scale)
-            dec = dec.quantize(quantum, context=_WIDE)  # DECIMAL(38, s) has > 28 digits
+            dec = dec.quantize(quantum, context=WIDE_CONTEXT)  # DECIMAL(38, s) has > 28 digits
         except InvalidOperation as exc:
             raise ValueError(f"expected {typ.sql()}, got {value!r}") from exc
         if len(dec.as_tuple().digits) > typ.precision and dec != 0:

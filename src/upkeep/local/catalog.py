@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterator
 from sqlglot import exp
 
 from .. import zset
+from ..bulk_progress import bulk_progress
 from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
 from ..errors import ConstraintError, SchemaError, UnsupportedError
+from ..expiry import Expiry
 from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
@@ -48,6 +50,7 @@ class LocalCatalog(Catalog):
         self._overlay = overlay or (lambda name: None)
         self._listening: set[str] | None = None
         self._affected: dict[frozenset[str], list[str]] = {}
+        self._expiring: dict[str, Expiry] | None = None
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -101,7 +104,7 @@ class LocalCatalog(Catalog):
     def staged_rows(self, table: Table) -> dict[tuple, int]:
         """A table's rows with the open transaction's staged changes applied."""
         pending = self._overlay(table.name)
-        return zset.plus(table.rows, pending) if pending else table.rows
+        return zset.plus(table.rows.items(), pending) if pending else table.rows.as_dict()
 
     def weighted_rows(self, name: str) -> Iterator[tuple[tuple, int]]:
         """A table's (as staged) or view's distinct rows with their multiplicities."""
@@ -229,7 +232,10 @@ class LocalCatalog(Catalog):
         try:
             query = self._hoist_subqueries(name, query, strategy, created)
             view = plan_view(name, query, self, strategy)
-            view.build(self.contents(view.inputs))
+            contents = self.contents(view.inputs)
+            rows = sum(len(d) for d in contents.values())
+            with bulk_progress(f"building view {name}", rows, counted=False):
+                view.build(contents)
         except BaseException:
             for hidden in reversed(created):
                 self._drop_view(hidden)
@@ -356,6 +362,15 @@ class LocalCatalog(Catalog):
         """Forget what was cached about the catalog's shape."""
         self._listening = None
         self._affected = {}
+        self._expiring = None
+
+    @property
+    def expiring(self) -> dict[str, Expiry]:
+        """The tables whose rows expire, by name (cached until the catalog changes)."""
+        if self._expiring is None:
+            self._expiring = {n: t.expiry for n, t in self.tables.items()
+                              if t.expiry is not None}
+        return self._expiring
 
     def rebuild_views(self) -> None:
         """Plan and build every view anew from the tables (after a failed batch)."""
@@ -368,8 +383,10 @@ class LocalCatalog(Catalog):
             self.views[name] = view
 
     def contents(self, names: set[str]) -> dict[str, Delta]:
-        """The committed contents of tables and views, as one batch from empty."""
-        return {n: self.tables[n].rows if n in self.tables else dict(self.views[n].weighted_rows())
+        """The committed contents of tables and views, as one batch from empty (a table's
+        :class:`RowStore` as is: its rows are decoded as the build reads them)."""
+        return {n: self.tables[n].rows if n in self.tables
+                else dict(self.views[n].weighted_rows())
                 for n in names}
 
 

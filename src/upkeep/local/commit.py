@@ -72,16 +72,17 @@ class Committer:
         self.batches += 1
         if metadata is not None:
             self.metadata = dict(metadata)
-        if not expiring:
+        if not expiring and catalog.expiring:
             for name, d in deltas.items():
                 expiry = tables[name].expiry
                 if expiry is not None:
                     expiry.committed(d, now)
         if self.durability.wants_snapshot():
             self.snapshot()
-        subscribers = catalog.subscribers
-        deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
-                              if subscribers.get(name)})
+        if changed:
+            subscribers = catalog.subscribers
+            deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
+                                  if subscribers.get(name)})
 
     def snapshot(self) -> None:
         self.durability.snapshot(self.catalog, self.batches, self.metadata)

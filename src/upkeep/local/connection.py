@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from sqlglot import exp
 
+from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber
 from ..engine import ViewHandle as ViewHandleContract
@@ -224,23 +225,32 @@ class Connection(Engine):
         return self._change(self._catalog.table(table), rows, -1)
 
     def _change(self, t: Table, rows, weight: int) -> int:
+        size = len(rows) if hasattr(rows, "__len__") else None
+        if type(rows) is list and size == 1:  # one row: the common single-row change
+            self._stage(t, {t.coerce(rows[0], 0): weight})
+            return 1
         delta: Delta = {}
         n = 0
         coerce = t.coerce
-        for i, row in enumerate(iter_rows(rows, t.name, [c for c, _ in t.columns])):
-            r = coerce(row, i)
-            delta[r] = delta.get(r, 0) + weight
-            n += 1
-        self._stage(t, delta)
+        verb = "loading rows into" if weight > 0 else "deleting rows from"
+        with bulk_progress(f"{verb} {t.name}", size) as advance:
+            for i, row in enumerate(iter_rows(rows, t.name, t.column_names)):
+                r = coerce(row, i)
+                delta[r] = delta.get(r, 0) + weight
+                n += 1
+                if not n % STEP:
+                    advance(STEP)
+        self._stage(t, {r: w for r, w in delta.items() if w})
         return n
 
     def _stage(self, table: Table, delta: Delta) -> None:
-        """Check a statement's change against the staged state, then commit or stage it."""
-        delta = {r: w for r, w in delta.items() if w}
+        """Check a statement's change (no zero weights) against the staged state, then
+        commit or stage it."""
         if not delta:
             return
         if self._staging is None:
-            self.expire()
+            if self._catalog.expiring:
+                self.expire()
             table.check_constraints(delta)
             self._committer.commit({table.name: delta}, checked=True)
             return
@@ -279,7 +289,7 @@ class Connection(Engine):
         before every commit and read, so calling it is only needed to push deltas out."""
         if self._staging is not None or self._closed:
             return 0
-        expiries = {n: t.expiry for n, t in self._catalog.tables.items() if t.expiry is not None}
+        expiries = self._catalog.expiring
         deltas, consumed = due_changes(expiries, self._clock())
         if deltas:
             self._committer.commit(deltas, checked=True, expiring=True)

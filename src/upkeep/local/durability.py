@@ -39,7 +39,7 @@ class Durability:
         if self.storage is None:
             return
         self.storage.snapshot({
-            "tables": [(t.name, t.columns, t.not_null, t.key, dict(t.rows),
+            "tables": [(t.name, t.columns, t.not_null, t.key, t.rows.as_dict(),
                         t.expiry.state() if t.expiry else None)
                        for t in catalog.tables.values()],
             "views": list(catalog.user_views.items()),

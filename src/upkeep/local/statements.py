@@ -136,7 +136,7 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
         delta[row] = delta.get(row, 0) - w
         new_row = tuple(new)
         delta[new_row] = delta.get(new_row, 0) + w
-    db._stage(table, delta)
+    db._stage(table, {r: w for r, w in delta.items() if w})
     return Cursor(rowcount=sum(w for _, w in hits))
 
 
