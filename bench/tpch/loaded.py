@@ -109,6 +109,7 @@ def run_upkeep(args: argparse.Namespace) -> dict:
         "loaded_mb": round(loaded_mb - base_mb, 1),
         "end_mb": round(current_rss_mb() - base_mb, 1),
         "peak_mb": round(peak_rss_mb(), 1),
+        "base_mb": round(base_mb, 1),
     }
 
 
@@ -158,6 +159,7 @@ def run_duckdb(args: argparse.Namespace) -> dict:
         "loaded_mb": round(loaded_mb - base_mb, 1),
         "end_mb": round(current_rss_mb() - base_mb, 1),
         "peak_mb": round(peak_rss_mb(), 1),
+        "base_mb": round(base_mb, 1),
     }
 
 

@@ -1,0 +1,111 @@
+"""Bytes per row of each structure upkeep keeps, measured with tracemalloc on TPC-H data.
+
+For each TPC-H table: the table's row store (:class:`upkeep.row_store.RowStore`) against
+the dict of tuples it replaced.  For the views QH, FQ1 and Q3 (strategy dyn): the view's
+maintenance state (node reducts and indexes) per base row it reads.
+
+Usage::
+
+    python -m bench.tpch.bytes_per_row --scale 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import tracemalloc
+
+from bench.tpch.data import generate, load_table
+from bench.tpch.queries import QUERIES
+from bench.tpch.schema import create_table_sql
+
+TABLES = ("orders", "lineitem", "customer", "part", "partsupp")
+
+
+def _allocated(build) -> tuple[object, int]:
+    """What ``build()`` returns and the bytes it left allocated."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = build()
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return kept, after - before
+
+
+def table_bytes(scale: float) -> list[tuple[str, int, float, float]]:
+    """(table, rows, bytes/row as dict of tuples, bytes/row in the row store)."""
+    import upkeep
+    from upkeep.rows import iter_rows
+
+    out = []
+    for name in TABLES:
+        arrow = load_table(scale, name)
+        db = upkeep.connect()
+        db.execute(create_table_sql(name))
+        table = db.local_catalog.table(name)
+        rows = [table.coerce(r, i) for i, r in enumerate(iter_rows(arrow, name, arrow.column_names))]
+        del arrow
+
+        def as_tuples(rows=rows):
+            return {tuple(map(_copy, r)): 1 for r in rows}
+
+        def as_store(rows=rows, table=table):
+            for r in rows:
+                table.rows.add(r, 1)
+            return table.rows
+
+        tuples, tuple_bytes = _allocated(as_tuples)
+        del tuples
+        _, store_bytes = _allocated(as_store)
+        out.append((name, len(rows), tuple_bytes / len(rows), store_bytes / len(rows)))
+    return out
+
+
+def _copy(value: object) -> object:
+    """A fresh object equal to ``value``, as a row read from a file would hold."""
+    if isinstance(value, str):
+        return "".join(list(value))
+    if isinstance(value, float):
+        return float(repr(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(str(value))
+    return value
+
+
+def view_bytes(scale: float, query: str) -> tuple[int, float]:
+    """(base rows read, bytes of the dyn view's state per base row)."""
+    import upkeep
+
+    q = QUERIES[query]
+    db = upkeep.connect()
+    base = 0
+    for name in q.tables:
+        arrow = load_table(scale, name)
+        db.execute(create_table_sql(name))
+        db.insert(name, arrow)
+        base += arrow.num_rows
+    _, state = _allocated(lambda: db.create_view("v", q.sql, strategy="dyn"))
+    return base, state / base
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.1)
+    args = parser.parse_args()
+    generate(args.scale)
+    print("| table | rows | dict of tuples, B/row | row store, B/row | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for name, n, tuples, store in table_bytes(args.scale):
+        print(f"| {name} | {n:,} | {tuples:,.0f} | {store:,.0f} | {tuples / store:.1f}x |")
+    print()
+    print("| view (dyn) | base rows read | view state, B per base row |")
+    print("|---|---:|---:|")
+    for query in ("QH", "FQ1", "Q3"):
+        base, per_row = view_bytes(args.scale, query)
+        print(f"| {query} | {base:,} | {per_row:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
