@@ -177,15 +177,16 @@ def run_all(args: argparse.Namespace) -> None:
                 result = {"status": "failed", "error": done.stderr.strip()[-500:]}
             else:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
-            result.update(scale=args.scale, query=query, system=system)
+            result.update(scale=args.scale, query=query, system=system, date=now(),
+                          git=git_rev(), command="python -m bench.tpch.loaded " +
+                          " ".join(sys.argv[1:]))
             print(json.dumps(result), flush=True)
             results.append(result)
     out = Path(args.out)
     previous = json.loads(out.read_text())["results"] if out.exists() else []
     keep = [r for r in previous if r.get("scale") != args.scale]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": " ".join(sys.argv), "date": now(), "git": git_rev(),
-                               "machine": machine(), "results": keep + results}, indent=1))
+    out.write_text(json.dumps({"machine": machine(), "results": keep + results}, indent=1))
 
 
 def main() -> None:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from .errors import SchemaError
 
+ARROW_SLICE = 65_536  # rows converted from Arrow to Python objects at a time
+
 
 def iter_rows(rows, table: str, column_names: list[str]) -> Iterator:
     """The rows of ``rows`` for ``table`` (whose columns are ``column_names``); each is
@@ -23,12 +25,15 @@ def iter_rows(rows, table: str, column_names: list[str]) -> Iterator:
             yield tuple(v.date() if isinstance(v, pd.Timestamp) else v for v in r)
         return
     if module.startswith("pyarrow"):
-        data = rows.to_pydict()
-        lowered = {k.lower(): v for k, v in data.items()}
+        lowered = {k.lower(): i for i, k in enumerate(rows.column_names)}
         missing = [n for n in column_names if n not in lowered]
         if missing:
             raise SchemaError(f"Arrow data for table {table} lacks columns {missing}")
-        yield from zip(*(lowered[n] for n in column_names), strict=True)
+        picked = rows.select([lowered[n] for n in column_names])
+        # a slice at a time: Python objects for a few thousand rows, never a whole table's
+        for start in range(0, picked.num_rows, ARROW_SLICE):
+            part = picked.slice(start, ARROW_SLICE)
+            yield from zip(*(column.to_pylist() for column in part.columns), strict=True)
         return
     if isinstance(rows, (str, bytes)):
         raise SchemaError(f"rows for table {table} must be an iterable of rows")

@@ -268,7 +268,8 @@ class Connection(Engine):
 
     def _finish(self, metadata: dict | None) -> None:
         staging, self._staging = self._staging, None
-        self._committer.commit(staging.deltas, metadata=metadata)
+        # staging checked every change against the table as staged (staging.py)
+        self._committer.commit(staging.deltas, checked=True, metadata=metadata)
 
     def staged(self) -> dict[str, Delta]:
         """The changes staged so far in the open transaction (table -> row -> weight)."""

@@ -1,0 +1,107 @@
+"""docs/benchmarks.md's "Loaded tables" section and its plots, from ``bench.tpch.loaded`` results.
+
+Usage::
+
+    python -m bench.tpch.loaded_report [--results bench/results/loaded.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bench.common.doc_format import fmt_number, replace_section, save_figure
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+HEADING = "## Loaded tables, a subscriber attached"
+SYSTEMS = {"dyn": "upkeep dyn", "general": "upkeep general", "duckdb": "DuckDB recompute/1000"}
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "–" if not a or not b else f"{a / b:.2f}"
+
+
+def table(results: list[dict]) -> str:
+    """One row per (scale, query, system), with the ratios the issue's targets name."""
+    lines = ["| SF | query | system | single-row changes/s | 10,000-change batch, changes/s "
+             "| batch / single per change | loaded MB | loaded MB / DuckDB | "
+             "speed / DuckDB recompute |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    by_key = {(r["scale"], r["query"], r["system"]): r for r in results}
+    for r in sorted(results, key=lambda r: (r["scale"], r["query"], list(SYSTEMS).index(r["system"]))):
+        if r.get("status") != "ok":
+            lines.append(f"| {r['scale']:g} | {r['query']} | {SYSTEMS[r['system']]} | failed: "
+                         f"{r.get('error', '')[-80:]} | | | | | |")
+            continue
+        duck = by_key.get((r["scale"], r["query"], "duckdb"), {})
+        single, batch = r.get("single_per_s"), r.get("batch_per_s")
+        lines.append(
+            f"| {r['scale']:g} | {r['query']} | {SYSTEMS[r['system']]} | {fmt_number(single)} | "
+            f"{fmt_number(batch)} | {_ratio(batch, single)} | {fmt_number(r['loaded_mb'])} | "
+            f"{_ratio(r['loaded_mb'], duck.get('loaded_mb'))} | "
+            f"{_ratio(single, duck.get('single_per_s')) if r['system'] != 'duckdb' else '–'} |")
+    return "\n".join(lines)
+
+
+def plots(results: list[dict]) -> list[str]:
+    """Changes/s and memory against scale factor, one line per (query, system)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    for field, label, name in (("single_per_s", "single-row changes/s", "loaded_speed.png"),
+                               ("loaded_mb", "MB after load and view build", "loaded_memory.png")):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for query in sorted({r["query"] for r in results}):
+            for system in SYSTEMS:
+                points = sorted((r["scale"], r[field]) for r in results
+                                if r["query"] == query and r["system"] == system
+                                and r.get("status") == "ok" and r.get(field))
+                if points:
+                    ax.plot(*zip(*points, strict=True), marker="o",
+                            label=f"{query} {SYSTEMS[system]}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("TPC-H scale factor")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        save_figure(fig, DOCS / "img" / name)
+        names.append(name)
+    return names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default="bench/results/loaded.json")
+    args = parser.parse_args()
+    data = json.loads(Path(args.results).read_text())
+    results = data["results"]
+    images = plots(results)
+    commands = ", ".join(f"`{c}`" for c in dict.fromkeys(r["command"] for r in results))
+    runs = ", ".join(dict.fromkeys(f"{r['date']} (git {r['git']})" for r in results))
+    text = f"""{HEADING}
+
+The case users live in: the query's tables bulk-loaded first (one transaction per table), the
+view built, a subscriber attached, then 2,000 single-row changes, each its own transaction
+(updates of random line items, each a delete and an insert), and then 10,000 changes of the
+same kind in one transaction. DuckDB is the recomputation peer: the same single-row changes
+as `DELETE` (by key) / `INSERT` statements, the view recomputed every 1,000 changes. Memory
+is the process's resident set after the load and the view's build, minus what it held before
+(the input data). Each (query, system) runs in its own process.
+
+- **Commands:** {commands}, then `python -m bench.tpch.loaded_report`
+- **Runs:** {runs}; **machine:** {data['machine']}
+
+{table(results)}
+
+![changes/s against scale factor](img/{images[0]}) ![memory against scale factor](img/{images[1]})
+"""
+    replace_section(DOCS / "benchmarks.md", HEADING, text, before="## Targets")
+
+
+if __name__ == "__main__":
+    main()
