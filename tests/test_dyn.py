@@ -211,3 +211,28 @@ def test_push_mode_enumerates_each_changed_output_row_once(size):
             got = changes.get(key, (before.get(key), before.get(key)))
             assert got == (before.get(key), after.get(key)), key
         before = after
+
+
+def test_push_mode_of_a_root_only_n_reads_the_root():
+    """Grouped by the join key (q-hierarchical, N = the root alone), an output tuple is a root
+    tuple: push mode reports each changed root tuple's old and new weight, equal to brute
+    force, one output per changed key."""
+    edges, out = [(X, Y), (X, Z)], (X,)
+    pair = build_gjt_pair(edges, out)
+    rep = Representation(pair)
+    assert rep._root_out is not None
+    rnd = random.Random(3)
+    db = [{}, {}]
+    rep.update({0: {}, 1: {}}, want_delta=False)
+    for _ in range(200):
+        i = rnd.randrange(2)
+        row = (rnd.randrange(5), rnd.randrange(4))
+        w = -1 if db[i].get(row) and rnd.random() < 0.4 else 1
+        before = brute_force(edges, out, db)
+        db[i] = zset.plus(db[i], {row: w})
+        changes = rep.update({i: {row: w}}, want_delta=True)
+        after = brute_force(edges, out, db)
+        for key in set(before) | set(after):
+            if before.get(key) != after.get(key):
+                assert changes[key] == (before.get(key), after.get(key))
+        assert len(changes) <= 1

@@ -233,6 +233,12 @@ class Representation:
         # predicates on edges between nodes of N: what membership checks beyond the frontier
         self._n_checks = [self._env_check(n.preds) for n in pair.nodes
                           if n.preds and n.id in pair.n_set]
+        root = pair.root
+        # when N is the root alone (q-hierarchical queries grouped by the join key), an
+        # output tuple is a projection of a root tuple: push mode needs no enumeration
+        self._root_out = (key_function(tuple(root.vars.index(v) for v in pair.out))
+                          if pair.n_set == {root.id} and set(pair.out) <= set(root.vars)
+                          and not self._n_checks else None)
         # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
         # built now and maintained by UPDATE, so ENUM never pays for building them
         self._plan(None)
@@ -525,6 +531,15 @@ class Representation:
         delta = deltas[anchor.id]
         old = {s: rho.get(s) for s, w in delta.items() if w}
         changes: dict[tuple, tuple[object, object]] = {}
+        if self._root_out is not None:  # N is the root alone: an output tuple is s itself
+            for node_state in self.upper:
+                self._process(node_state, deltas)
+            out, get = self._root_out, rho.get
+            for s, w in old.items():
+                changes[out(s)] = (w, get(s))
+            self.push_anchors += len(old)
+            self.push_outputs += len(old)
+            return changes
         self._unit_at = anchor.id
         try:
             for s, w in old.items():
