@@ -184,7 +184,8 @@ def run_all(args: argparse.Namespace) -> None:
             results.append(result)
     out = Path(args.out)
     previous = json.loads(out.read_text())["results"] if out.exists() else []
-    keep = [r for r in previous if r.get("scale") != args.scale]
+    ran = {(r["scale"], r["query"], r["system"]) for r in results}
+    keep = [r for r in previous if (r["scale"], r["query"], r["system"]) not in ran]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine(), "results": keep + results}, indent=1))
 
