@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 from bench.common.doc_format import fmt_number, replace_section, save_figure
@@ -81,7 +82,8 @@ def main() -> None:
     data = json.loads(Path(args.results).read_text())
     results = data["results"]
     images = plots(results)
-    commands = ", ".join(f"`{c}`" for c in dict.fromkeys(r["command"] for r in results))
+    commands = ", ".join(f"`{c}`" for c in dict.fromkeys(
+        re.sub(r" --out \S+", "", r["command"]) for r in results))
     runs = ", ".join(dict.fromkeys(f"{r['date']} (git {r['git']})" for r in results))
     text = f"""{HEADING}
 
@@ -100,7 +102,8 @@ is the process's resident set after the load and the view's build, minus what it
 
 ![changes/s against scale factor](img/{images[0]}) ![memory against scale factor](img/{images[1]})
 """
-    replace_section(DOCS / "benchmarks.md", HEADING, text, before="## Targets")
+    replace_section(DOCS / "benchmarks.md", HEADING, text,
+                    before="## Streaming into empty tables, no subscriber")
 
 
 if __name__ == "__main__":
