@@ -72,7 +72,7 @@ def test_equal_values_share_an_entry():
 def test_unencoded_types_keep_tuples():
     columns = [("t", type_from_name("TIMESTAMP")), ("k", type_from_name("INTEGER"))]
     store = RowStore(columns)
-    row = (dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc), 1)
+    row = (dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC), 1)
     store.add(row, 2)
     assert store.as_dict() == {row: 2}
 
