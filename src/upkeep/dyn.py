@@ -225,9 +225,6 @@ class Representation:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
         self._plans: dict[int | None, dict[int, Callable]] = {}
-        self._unit_at: int | None = None  # the frontier node whose weight enumeration omits
-        self._loops_fn: Callable | None = None
-        self._loops_namespace: dict[str, object] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         # predicates on edges between nodes of N: what membership checks beyond the frontier
@@ -242,6 +239,7 @@ class Representation:
         # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
         # built now and maintained by UPDATE, so ENUM never pays for building them
         self._plan(None)
+        self._loops = self._generate_loops()
 
     # ---------------------------------------------------------------- predicates
     def _check(self, preds: tuple[int, ...], layout: list[int]) -> Callable[[tuple], bool]:
@@ -522,7 +520,7 @@ class Representation:
         """Push mode when one frontier node f changes (every single-table batch): an output
         tuple extends exactly one tuple s of f, and its weight is ``rho_f(s)`` times the
         weights of the other frontier nodes, which this batch leaves alone.  So each changed s
-        is enumerated once, anchored, with its own factor left out (``_ONE``), in a state
+        is enumerated once, anchored, with its own factor left out (the ring's one), in a state
         where s is present: before the update if the batch removes s, after it otherwise.
         The work is the number of output tuples that change (section 5, delta enumeration),
         not twice that as when enumerating the old and the new output around the change."""
@@ -540,24 +538,20 @@ class Representation:
             self.push_anchors += len(old)
             self.push_outputs += len(old)
             return changes
-        self._unit_at = anchor.id
-        try:
-            for s, w in old.items():
-                if w is not None and not (w + delta[s]):  # removed by this batch
-                    for k, others in self._run(anchor, s):
-                        changes[k] = (others * w, None)
-                        self.push_outputs += 1
-            for node_state in self.upper:
-                self._process(node_state, deltas)
-            for s, w in old.items():
-                new = rho.get(s)
-                if new is None:
-                    continue
-                for k, others in self._run(anchor, s):
-                    changes[k] = (None if w is None else others * w, others * new)
+        for s, w in old.items():
+            if w is not None and not (w + delta[s]):  # removed by this batch
+                for k, others in self._run(anchor, s, omit_anchor_weight=True):
+                    changes[k] = (others * w, None)
                     self.push_outputs += 1
-        finally:
-            self._unit_at = None
+        for node_state in self.upper:
+            self._process(node_state, deltas)
+        for s, w in old.items():
+            new = rho.get(s)
+            if new is None:
+                continue
+            for k, others in self._run(anchor, s, omit_anchor_weight=True):
+                changes[k] = (None if w is None else others * w, others * new)
+                self.push_outputs += 1
         self.push_anchors += len(old)
         return changes
 
@@ -677,19 +671,17 @@ class Representation:
             return buckets.get(getter(env), ())
         return probe
 
-    def _loops(self) -> Callable:
-        """ENUM's nested loops as one generated function ``run(env, plan, unit)``.
+    def _generate_loops(self) -> Callable:
+        """ENUM's nested loops as one generated function ``run(env, plan, unit_at)``.
 
         The N nodes are visited in pre-order, each as a loop over its matcher's tuples that
         binds its variables in ``env``; the innermost body yields the output key and the
         product of the frontier weights.  This is the recursion of Algorithm 1's ENUM
         unrolled over this tree: one Python frame instead of one generator per tree level
-        per output tuple.  ``unit`` replaces the weight of the frontier node
-        ``self._unit_at`` (see :meth:`_delta_of_one_frontier`) when not None."""
-        if self._loops_fn is not None:
-            return self._loops_fn
-        lines = ["def run(env, plan, unit):"]
-        namespace: dict[str, object] = {"out_key": self.out_key}
+        per output tuple.  The frontier node with id ``unit_at`` contributes the ring's one
+        instead of its weight (see :meth:`_delta_of_one_frontier`)."""
+        lines = ["def run(env, plan, unit_at):"]
+        namespace: dict[str, object] = {"out_key": self.out_key, "ONE": _ONE}
         order, stack = [], [self.pair.root]
         while stack:
             n = stack.pop()
@@ -706,32 +698,27 @@ class Representation:
             lines += [f"{pad}env[{v}] = s{n.id}[{i}]" for i, v in enumerate(n.vars)]
             if self.states[n.id].frontier:
                 namespace[f"rho{n.id}"] = self.states[n.id].rho
-                lines.append(f"{pad}w{n.id} = rho{n.id}[s{n.id}] if unit is None or "
-                             f"{n.id} != unit_at else unit")
+                lines.append(f"{pad}w{n.id} = ONE if unit_at == {n.id} else rho{n.id}[s{n.id}]")
                 weights.append(f"w{n.id}")
             depth += 1
         lines.append("    " * depth + f"yield out_key(env), {' * '.join(weights)}")
-        namespace["unit_at"] = None
         exec("\n".join(lines), namespace)  # noqa: S102 - generated from the tree's shape only
-        self._loops_namespace = namespace
-        self._loops_fn = namespace["run"]
-        return self._loops_fn
+        return namespace["run"]
 
-    def _run(self, anchor: Node | None, anchor_tuple: tuple | None
-             ) -> Iterator[tuple[tuple, object]]:
+    def _run(self, anchor: Node | None, anchor_tuple: tuple | None,
+             omit_anchor_weight: bool = False) -> Iterator[tuple[tuple, object]]:
+        """Output tuples (with weights) extending ``anchor_tuple``, or all of them; with
+        ``omit_anchor_weight`` the anchor's own factor is left out of each weight."""
         plan = self._plan(anchor)
-        loops = self._loops()
-        unit = None
-        if self._unit_at is not None:
-            self._loops_namespace["unit_at"] = self._unit_at
-            unit = _ONE
+        loops = self._loops
+        unit_at = anchor.id if omit_anchor_weight else None
         width = self.width
         bindings = [{}] if anchor is None else self._path_bindings(anchor, anchor_tuple)
         for binding in bindings:
             env: list = [None] * width
             for v, x in binding.items():
                 env[v] = x
-            yield from loops(env, plan, unit)
+            yield from loops(env, plan, unit_at)
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
