@@ -80,9 +80,6 @@ class RowStore:
     def __len__(self) -> int:
         return len(self._counts)
 
-    def __contains__(self, row: tuple) -> bool:
-        return self._encode(row) in self._counts
-
     def get(self, row: tuple, default: int = 0) -> int:
         """How many times the table holds ``row``."""
         return self._counts.get(self._encode(row), default)
@@ -110,6 +107,3 @@ class RowStore:
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
         return dict(self.items())
-
-    def clear(self) -> None:
-        self._counts.clear()

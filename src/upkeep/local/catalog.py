@@ -25,6 +25,7 @@ from ..expiry import Expiry
 from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
+from ..row_store import RowStore
 from ..sql import parse_one
 from ..table import Table
 from ..types import SqlType, coerce_row
@@ -382,7 +383,7 @@ class LocalCatalog(Catalog):
             view.build(self.contents(view.inputs))
             self.views[name] = view
 
-    def contents(self, names: set[str]) -> dict[str, Delta]:
+    def contents(self, names: set[str]) -> dict[str, Delta | RowStore]:
         """The committed contents of tables and views, as one batch from empty (a table's
         :class:`RowStore` as is: its rows are decoded as the build reads them)."""
         return {n: self.tables[n].rows if n in self.tables

@@ -240,7 +240,7 @@ class Connection(Engine):
                 n += 1
                 if not n % STEP:
                     advance(STEP)
-        self._stage(t, {r: w for r, w in delta.items() if w})
+        self._stage(t, delta)  # every weight has the sign of ``weight``: none is zero
         return n
 
     def _stage(self, table: Table, delta: Delta) -> None:
