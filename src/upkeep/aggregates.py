@@ -121,8 +121,7 @@ class Finalizer:
             return None
 
         compiler = ExpressionCompiler(base_scope, slots)
-        self.select = [compiler.compile(e) for e in select]
-        self.types = [c.type for c in self.select]
+        self.types = [compiler.type_of(e) for e in select]
         self.having = compiler.compile(having) if having is not None else None
         row_of = compiler.compile_tuple(select)
         having_fn = self.having.fn if self.having else None

@@ -303,10 +303,10 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
         return None  # approximation or general: handled by the dataflow
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
-    selects = [compiler.compile(e) for _, e in block.select]
     select = compiler.compile_tuple([e for _, e in block.select])
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
-    view = DynView(name, _block_columns(block, [c.type for c in selects]), inputs, sql,
+    types = [compiler.type_of(e) for _, e in block.select]
+    view = DynView(name, _block_columns(block, types), inputs, sql,
                    Representation(pair, thetas, compiler_over(core)), sources, select)
     view.invert = _inverse_of_select(block, core, out)
     view.explanation = classify(core, out, pair, thetas) + [
@@ -472,10 +472,9 @@ def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
                        specs, finalizer, global_group=not keys)
         types = finalizer.types
     else:
-        selects = [compiler.compile(e) for _, e in block.select]
         op = Map(child, compiler.compile_tuple([e for _, e in block.select]),
                  "project " + ", ".join(n for n, _ in block.select))
-        types = [c.type for c in selects]
+        types = [compiler.type_of(e) for _, e in block.select]
     if block.distinct:
         op = Distinct(op)
     return Dataflow(op, _block_columns(block, types), {kind}, notes)
