@@ -35,7 +35,7 @@ from pathlib import Path
 from bench.common.environment import git_rev, machine, now
 from bench.common.measure import current_rss_mb, peak_rss_mb
 from bench.tpch.data import generate, load_table
-from bench.tpch.queries import QUERIES
+from bench.tpch.queries import QUERIES, Query
 from bench.tpch.schema import column_names, create_table_sql
 
 VIEW = "bench_view"
@@ -58,14 +58,36 @@ def updates(rows: list[tuple], count: int, price: int, seed: int) -> list[tuple[
     return changes
 
 
+def _inputs(args: argparse.Namespace) -> tuple[Query, dict, list[tuple], float]:
+    """The query, its tables as Arrow, the fact table's rows, and the resident memory held
+    once they are loaded (what each system's memory is measured from)."""
+    query = QUERIES[args.query]
+    tables = {t: load_table(args.scale, t) for t in query.tables}
+    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
+    return query, tables, fact_rows, current_rss_mb()
+
+
+def _result(load_s: float, build_s: float, single_s: float, singles: int, view_rows: int,
+            base_mb: float, loaded_mb: float) -> dict:
+    """The fields every system reports."""
+    return {
+        "load_seconds": round(load_s, 2),
+        "build_seconds": round(build_s, 2),
+        "single_per_s": round(singles / single_s),
+        "single_us": round(single_s / singles * 1e6, 1),
+        "view_rows": view_rows,
+        "loaded_mb": round(loaded_mb - base_mb, 1),
+        "end_mb": round(current_rss_mb() - base_mb, 1),
+        "peak_mb": round(peak_rss_mb(), 1),
+        "base_mb": round(base_mb, 1),
+    }
+
+
 def run_upkeep(args: argparse.Namespace) -> dict:
     """Load, build, subscribe, then time single-row transactions and one big batch."""
     import upkeep
 
-    query = QUERIES[args.query]
-    tables = {t: load_table(args.scale, t) for t in query.tables}
-    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
-    base_mb = current_rss_mb()
+    query, tables, fact_rows, base_mb = _inputs(args)
     db = upkeep.connect()
     t0 = time.perf_counter()
     for name, arrow in tables.items():
@@ -98,18 +120,11 @@ def run_upkeep(args: argparse.Namespace) -> dict:
         insert(FACT, [row for w, row in batch if w > 0])
     batch_s = time.perf_counter() - t0
     return {
-        "load_seconds": round(load_s, 2),
-        "build_seconds": round(build_s, 2),
-        "single_per_s": round(len(singles) / single_s),
-        "single_us": round(single_s / len(singles) * 1e6, 1),
+        **_result(load_s, build_s, single_s, len(singles), len(db.view(VIEW).rows()),
+                  base_mb, loaded_mb),
         "batch_per_s": round(len(batch) / batch_s),
         "batch_us": round(batch_s / len(batch) * 1e6, 1),
         "rows_sent": received[0],
-        "view_rows": len(db.view(VIEW).rows()),
-        "loaded_mb": round(loaded_mb - base_mb, 1),
-        "end_mb": round(current_rss_mb() - base_mb, 1),
-        "peak_mb": round(peak_rss_mb(), 1),
-        "base_mb": round(base_mb, 1),
     }
 
 
@@ -117,10 +132,7 @@ def run_duckdb(args: argparse.Namespace) -> dict:
     """The same changes as single-row statements, the view recomputed every 1,000."""
     import duckdb
 
-    query = QUERIES[args.query]
-    tables = {t: load_table(args.scale, t) for t in query.tables}
-    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
-    base_mb = current_rss_mb()
+    query, tables, fact_rows, base_mb = _inputs(args)
     con = duckdb.connect()
     t0 = time.perf_counter()
     for name, arrow in tables.items():
@@ -146,21 +158,12 @@ def run_duckdb(args: argparse.Namespace) -> dict:
         if w > 0:
             con.execute(f"INSERT INTO {FACT} VALUES ({marks})", row)
         else:
-            con.execute(f"DELETE FROM {FACT} WHERE {where}", [row[i] for i in key])
+            con.execute(f"DELETE FROM {FACT} WHERE {where}", [row[k] for k in key])
         if i % RECOMPUTE_EVERY == 0:
             con.execute(f"CREATE OR REPLACE TABLE {VIEW} AS {query.sql}")
     single_s = time.perf_counter() - t0
-    return {
-        "load_seconds": round(load_s, 2),
-        "build_seconds": round(build_s, 2),
-        "single_per_s": round(len(singles) / single_s),
-        "single_us": round(single_s / len(singles) * 1e6, 1),
-        "view_rows": con.execute(f"SELECT count(*) FROM {VIEW}").fetchone()[0],
-        "loaded_mb": round(loaded_mb - base_mb, 1),
-        "end_mb": round(current_rss_mb() - base_mb, 1),
-        "peak_mb": round(peak_rss_mb(), 1),
-        "base_mb": round(base_mb, 1),
-    }
+    view_rows = con.execute(f"SELECT count(*) FROM {VIEW}").fetchone()[0]
+    return _result(load_s, build_s, single_s, len(singles), view_rows, base_mb, loaded_mb)
 
 
 def run_all(args: argparse.Namespace) -> None:
