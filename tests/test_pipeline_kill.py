@@ -32,6 +32,11 @@ def committed_tables(state) -> tuple[int, dict[str, Counter]]:
     return applied, tables
 
 
+def sink_bytes(out) -> int:
+    """How much the jsonl sinks hold: grows with every delivered batch."""
+    return sum(p.stat().st_size for p in out.glob("*.jsonl")) if out.exists() else 0
+
+
 def test_kill_nine_at_random_points_then_resume_to_the_end(tmp_path):
     stream = Stream(seed=11).generate(3000)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
@@ -40,10 +45,16 @@ def test_kill_nine_at_random_points_then_resume_to_the_end(tmp_path):
     rng = random.Random(3)
     command = [sys.executable, "-m", "upkeep.cli", "run", str(path)]
     kills = 0
+    out = tmp_path / "out"
     for _ in range(40):
+        before = sink_bytes(out)
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if kills < 8:
-            time.sleep(rng.uniform(0.5, 2.0))
+        if kills < 8:  # kill once a random amount of output was delivered: mid-run however
+            until = before + rng.randint(1, 6_000)  # fast or slow the machine is
+            deadline = time.monotonic() + 120
+            while (proc.poll() is None and sink_bytes(out) < until
+                   and time.monotonic() < deadline):
+                time.sleep(rng.uniform(0.0, 0.02))
         if proc.poll() is None and kills < 8:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
