@@ -8,6 +8,7 @@ from .cursor import Cursor
 from .engine import Engine, ViewHandle, connect, register_engine
 from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
 from .local import Connection
+from .storage import DamagedStorageError, StorageError, StorageWarning
 
 __version__ = "0.1.0"
 
@@ -15,10 +16,13 @@ __all__ = [
     "Connection",
     "ConstraintError",
     "Cursor",
+    "DamagedStorageError",
     "Engine",
     "Error",
     "ParseError",
     "SchemaError",
+    "StorageError",
+    "StorageWarning",
     "UnsupportedError",
     "ViewHandle",
     "connect",

@@ -1,4 +1,5 @@
-"""The ``upkeep`` command: ``upkeep run``, ``upkeep explain`` and ``upkeep why`` on a pipeline file.
+"""The ``upkeep`` command: ``upkeep run``, ``upkeep explain`` and ``upkeep why`` on a pipeline
+file, and ``upkeep repair`` on a damaged database directory.
 
 Errors a user can fix (a bad pipeline file, a rejected change record under
 ``--on-error stop``) are printed as one message and exit with status 1, never a traceback.
@@ -61,7 +62,34 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
     why.add_argument("view", help="the view")
     why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
+
+    repair = commands.add_parser(
+        "repair", help="keep every intact record of a damaged database directory",
+        description="Rewrite each damaged log of the directory with its intact records only "
+                    "and report what was dropped (the batches in the dropped records are "
+                    "lost). A damaged snapshot cannot be repaired: restore it from a backup.")
+    repair.add_argument("target", type=Path,
+                        help="the database directory, or a pipeline file (its state_dir)")
     return parser
+
+
+def _repair(target: Path) -> str:
+    """``upkeep repair``: what was kept and dropped."""
+    from .storage import repair
+
+    if target.is_file():
+        target = Path(load_config(target).state_dir)
+    if not target.is_dir():
+        raise Error(f"{target} is not a database directory")
+    report = repair(target)
+    lines = [f"kept {report.kept} intact record(s) in {target}"]
+    lines += [f"dropped {size} damaged byte(s) of {name} at byte {offset}"
+              for name, offset, size in report.dropped]
+    if report.torn:
+        lines.append(f"cut a torn tail of {report.torn} byte(s)")
+    if not report.dropped and not report.torn:
+        lines.append("nothing was damaged")
+    return "\n".join(lines)
 
 
 def _why(config, view: str, row_text: str) -> str:
@@ -119,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     errors = Console(stderr=True)
     try:
+        if args.command == "repair":
+            console.print(_repair(args.target), highlight=False, markup=False)
+            return 0
         config = load_config(args.pipeline)
         if args.command == "why":
             console.print(_why(config, args.view, args.row), highlight=False, soft_wrap=True,

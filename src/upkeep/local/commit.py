@@ -78,7 +78,8 @@ class Committer:
                 if expiry is not None:
                     expiry.committed(d, now)
         if self.durability.wants_snapshot():
-            self.snapshot()
+            self.durability.snapshot(self.catalog, self.batches, self.metadata,
+                                     after_commit=True)
         if changed:
             subscribers = catalog.subscribers
             deliver(subscribers, {name: list(d.items()) for name, d in changed.items()

@@ -9,11 +9,15 @@ state, never stored).
 
 from __future__ import annotations
 
-from ..errors import Error
+import warnings
+from collections.abc import Iterator
+
 from ..expiry import Expiry
-from ..storage import Storage
+from ..storage import Storage, StorageError, StorageWarning
 from ..table import Table
 from .catalog import LocalCatalog
+
+_CHUNK_ROWS = 65_536  # rows per snapshot frame: memory stays bounded on big tables
 
 
 class Durability:
@@ -23,29 +27,42 @@ class Durability:
         self.storage = storage
 
     def log(self, record: tuple) -> None:
-        """Append one record; it is on disk (fsynced) when this returns."""
-        if self.storage is None:
-            return
-        try:
+        """Append one record; it is on disk (fsynced) when this returns, and when this
+        raises (:class:`~upkeep.storage.StorageError`) the log is as it was."""
+        if self.storage is not None:
             self.storage.append(record)
-        except OSError as exc:
-            raise Error(f"could not write the log of {self.storage.path}: {exc}") from exc
 
     def wants_snapshot(self) -> bool:
         return self.storage is not None and self.storage.wants_snapshot()
 
-    def snapshot(self, catalog: LocalCatalog, batches: int, metadata: dict) -> None:
-        """Write the tables and catalog, so that recovery replays only what follows."""
+    def snapshot(self, catalog: LocalCatalog, batches: int, metadata: dict,
+                 after_commit: bool = False) -> bool:
+        """Write the tables and catalog, so that recovery replays only what follows.
+
+        ``after_commit``: taken because the log grew, after a commit was acknowledged, so
+        it must not raise: a snapshot that cannot be written (a full disk) becomes a
+        warning, the log keeps every record, and a later commit tries again.  Otherwise
+        (``db.checkpoint()``) the :class:`~upkeep.storage.StorageError` is raised; nothing
+        changed either way.  Returns whether the snapshot was written."""
         if self.storage is None:
-            return
-        self.storage.snapshot({
-            "tables": [(t.name, t.columns, t.not_null, t.key, t.rows.as_dict(),
-                        t.expiry.state() if t.expiry else None)
-                       for t in catalog.tables.values()],
-            "views": list(catalog.user_views.items()),
+            return False
+        tables = list(catalog.tables.values())
+        manifest = {
+            "tables": [(t.name, t.columns, t.not_null, t.key,
+                        t.expiry.state() if t.expiry else None) for t in tables],
+            "views": [(name, sql, strategy)
+                      for name, (sql, strategy) in catalog.user_views.items()],
             "batches": batches,
             "metadata": metadata,
-        })
+        }
+        try:
+            self.storage.snapshot(manifest, _row_chunks(tables))
+        except StorageError as exc:
+            if not after_commit:
+                raise
+            warnings.warn(str(exc), StorageWarning, stacklevel=2)
+            return False
+        return True
 
     def recover(self, catalog: LocalCatalog) -> tuple[int, dict]:
         """Fill ``catalog`` from the snapshot and the log; the last batch id and metadata."""
@@ -56,13 +73,17 @@ class Durability:
         views: dict[str, tuple[str, str | None]] = {}
         batches, metadata = 0, {}
         if snapshot is not None:
-            for name, columns, not_null, key, rows, expiry in snapshot["tables"]:
-                table = tables[name] = Table(name, columns, not_null, key)
-                table.apply(rows)
+            manifest, chunks = snapshot
+            order = []
+            for name, columns, not_null, key, expiry in manifest["tables"]:
+                table = tables[name] = Table(name, list(columns), not_null, key)
                 table.expiry = Expiry.restore(expiry) if expiry else None
-            views.update(snapshot["views"])
-            batches = snapshot["batches"]
-            metadata = snapshot["metadata"]
+                order.append(table)
+            for index, rows in chunks:
+                order[index].apply(rows)
+            views.update((name, (sql, strategy)) for name, sql, strategy in manifest["views"])
+            batches = manifest["batches"]
+            metadata = manifest["metadata"]
         for record in records:
             kind = record[0]
             if kind == "table":
@@ -94,3 +115,16 @@ class Durability:
             self.storage.close()
             self.storage = None
 
+
+
+def _row_chunks(tables: list[Table]) -> Iterator[tuple[int, dict[tuple, int]]]:
+    """Every table's rows as (table index, {row: copies}) chunks for a snapshot."""
+    for index, table in enumerate(tables):
+        chunk: dict[tuple, int] = {}
+        for row, weight in table.rows.items():
+            chunk[row] = weight
+            if len(chunk) == _CHUNK_ROWS:
+                yield index, chunk
+                chunk = {}
+        if chunk:
+            yield index, chunk

@@ -64,8 +64,10 @@ def _spawn(index: int, address: str, keyfile: Path) -> None:
         except (OSError, EOFError):
             pass
         Path(address).unlink(missing_ok=True)
-        keyfile.write_bytes(secrets.token_bytes(32))
-        keyfile.chmod(0o600)
+        keyfile.unlink(missing_ok=True)  # created owner-only: never readable by others
+        fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
         subprocess.Popen(
             [sys.executable, "-c", "from upkeep.spark.shards import main; main()", address,
              str(keyfile), str(_executor_pid())],

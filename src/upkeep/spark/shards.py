@@ -18,7 +18,8 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from multiprocessing.connection import Connection, Listener
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
 from pathlib import Path
 
 from ..errors import Error
@@ -95,17 +96,28 @@ class ShardServer:
                 self.locks.pop(old, None)
 
     def serve(self, address: str, authkey: bytes, owner: int) -> None:
-        listener = Listener(address, "AF_UNIX", authkey=authkey)
+        """Accept clients until the owner is gone; each is authenticated in its own thread,
+        so a client with a wrong key, or one that never speaks, cannot stop the server."""
+        old_mask = os.umask(0o077)  # the socket is owner-only from its creation
+        try:
+            listener = Listener(address, "AF_UNIX")
+        finally:
+            os.umask(old_mask)
         threading.Thread(target=_watch_owner, args=(owner, address), daemon=True).start()
         while True:
-            conn = listener.accept()
-            threading.Thread(target=self._serve_one, args=(conn,), daemon=True).start()
+            try:
+                conn = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve_one, args=(conn, authkey), daemon=True).start()
 
-    def _serve_one(self, conn: Connection) -> None:
+    def _serve_one(self, conn: Connection, authkey: bytes) -> None:
         try:
+            deliver_challenge(conn, authkey)
+            answer_challenge(conn, authkey)
             while True:
                 conn.send(self.handle(conn.recv()))
-        except (EOFError, OSError):
+        except (EOFError, OSError, AuthenticationError):
             conn.close()
 
 

@@ -1,0 +1,93 @@
+"""The value format of durable state: log records and snapshot chunks as msgpack.
+
+Reading a database directory must not run code (issue 18: pickle would run whatever a
+changed file asks for), so records are msgpack (a well-kept C codec) with extension types
+for what it lacks: tuples (rows, table keys), sets, big integers (HUGEINT), decimals, dates,
+times, timestamps and column types.  Lists stay lists, so a record reads back as the same
+Python value.  A value of any other type cannot be written: :func:`encode` raises
+:class:`EncodingError` before anything reaches the disk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import msgpack
+
+from .errors import Error
+from .types import SqlType
+
+_TUPLE, _SET, _BIGINT, _DECIMAL, _DATE, _DATETIME, _TIME, _SQLTYPE = range(1, 9)
+
+
+class EncodingError(Error):
+    """A value that durable state cannot hold (e.g. an object in transaction metadata)."""
+
+
+def _default(value: object) -> msgpack.ExtType:
+    if isinstance(value, tuple):
+        return msgpack.ExtType(_TUPLE, _pack(list(value)))
+    if isinstance(value, (set, frozenset)):
+        return msgpack.ExtType(_SET, _pack(list(value)))
+    if type(value) is int:  # beyond 64 bits (msgpack's own ints end there)
+        return msgpack.ExtType(_BIGINT, str(value).encode())
+    if isinstance(value, Decimal):
+        return msgpack.ExtType(_DECIMAL, str(value).encode())
+    if isinstance(value, dt.datetime):
+        return msgpack.ExtType(_DATETIME, value.isoformat().encode())
+    if isinstance(value, dt.date):
+        return msgpack.ExtType(_DATE, value.toordinal().to_bytes(4, "big"))
+    if isinstance(value, dt.time):
+        return msgpack.ExtType(_TIME, value.isoformat().encode())
+    if isinstance(value, SqlType):
+        return msgpack.ExtType(_SQLTYPE, _pack([value.kind, value.precision, value.scale]))
+    raise EncodingError(f"a value of type {type(value).__name__} cannot be stored "
+                        f"durably: {value!r:.80}")
+
+
+def _pack(value: object) -> bytes:
+    return msgpack.packb(value, default=_default, strict_types=True, use_bin_type=True)
+
+
+def _ext(code: int, data: bytes) -> object:
+    if code == _TUPLE:
+        return tuple(_unpack(data))
+    if code == _SET:
+        return set(_unpack(data))
+    if code == _BIGINT:
+        return int(data)
+    if code == _DECIMAL:
+        return Decimal(data.decode())
+    if code == _DATE:
+        return dt.date.fromordinal(int.from_bytes(data, "big"))
+    if code == _DATETIME:
+        return dt.datetime.fromisoformat(data.decode())
+    if code == _TIME:
+        return dt.time.fromisoformat(data.decode())
+    if code == _SQLTYPE:
+        return SqlType(*_unpack(data))
+    raise ValueError(f"unknown extension type {code}")
+
+
+def _unpack(data: bytes) -> object:
+    return msgpack.unpackb(data, ext_hook=_ext, strict_map_key=False, raw=False)
+
+
+def encode(value: object) -> bytes:
+    """``value`` as bytes; :class:`EncodingError` for what cannot be stored."""
+    try:
+        return _pack(value)
+    except EncodingError:
+        raise
+    except (TypeError, ValueError, OverflowError) as exc:  # e.g. a lone surrogate in a str
+        raise EncodingError(f"a value cannot be stored durably: {exc}") from None
+
+
+def decode(data: bytes) -> object:
+    """The value :func:`encode` wrote; ``ValueError`` for bytes it did not write."""
+    try:
+        return _unpack(data)
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError,
+            msgpack.UnpackException) as exc:
+        raise ValueError(f"not a record: {exc}") from None
