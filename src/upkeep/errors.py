@@ -72,6 +72,12 @@ class SchemaError(Error):
         self.index = index
 
 
+class EvaluationError(Error):
+    """A value a view cannot compute for some row, where DuckDB raises too: division by zero
+    in ``//`` or ``%``, integer overflow, a failed cast.  The batch that produced the row is
+    rejected whole, subscribed or not."""
+
+
 class ConstraintError(Error):
     """A change that cannot be applied, e.g. deleting a row that is not present."""
 

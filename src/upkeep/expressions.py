@@ -19,12 +19,13 @@ from decimal import Decimal
 import duckdb
 from sqlglot import exp
 
-from .errors import Error, SchemaError, UnsupportedError
+from .errors import Error, EvaluationError, SchemaError, UnsupportedError
 from .types import (
     BIGINT,
     BOOLEAN,
     DATE,
     DOUBLE,
+    INT_RANGES,
     INTEGER,
     NULLTYPE,
     VARCHAR,
@@ -107,7 +108,7 @@ def _intdiv(a, b):
     if a is None or b is None:
         return None
     if b == 0:
-        raise Error("division by zero in integer division")
+        raise EvaluationError(f"division by zero in ({a} // {b})")
     if isinstance(a, float) or isinstance(b, float):
         return float(math.trunc(a / b))
     q = abs(a) // abs(b)
@@ -118,7 +119,7 @@ def _mod(a, b):
     if a is None or b is None:
         return None
     if b == 0:
-        raise Error("division by zero in modulo")
+        raise EvaluationError(f"division by zero in ({a} % {b})")
     if isinstance(a, float) or isinstance(b, float):
         return math.fmod(a, b)
     r = abs(a) % abs(b)
@@ -172,14 +173,33 @@ def _like(pattern: str, case_insensitive: bool = False) -> Callable[[object], ob
 
 
 def _substring(s, start, length=None):
+    """DuckDB's substring: 1-based ``start`` (negative counts from the end, 0 is before the
+    first character), the window ``[start, start + length)`` (a negative length reaches
+    back), clipped to the string."""
     if s is None or start is None:
         return None
-    begin = start - 1 if start > 0 else max(len(s) + start, 0) if start < 0 else 0
+    n = len(s)
+    at = start if start > 0 else n + start + 1 if start < 0 else 0
     if length is None:
-        return s[begin:]
-    if start == 0:
-        length -= 1
-    return s[begin:begin + max(length, 0)]
+        lo, hi = at, n + 1
+    else:
+        lo, hi = (at, at + length) if length >= 0 else (at + length, at)
+    lo, hi = max(lo, 1), min(hi, n + 1)
+    return s[lo - 1:hi - 1] if hi > lo else ""
+
+
+def _overflow(op: str, a, b, typ: SqlType):
+    raise EvaluationError(f"overflow in {op} of {typ.sql()} ({a} {_SYMBOL[op]} {b})")
+
+
+_SYMBOL = {"addition": "+", "subtraction": "-", "multiplication": "*", "negation": "-"}
+
+
+def _in_range(value: int, typ: SqlType) -> int:
+    bound = INT_RANGES[typ.kind]
+    if not -bound <= value < bound:
+        raise EvaluationError(f"{value} is out of range for {typ.sql()}")
+    return value
 
 
 def _round(x, digits=0):
@@ -207,12 +227,18 @@ def _cast(value, typ: SqlType):
         return None
     kind = typ.kind
     try:
-        if typ.is_integer:
+        if typ.is_integer:  # DuckDB rounds: half to even from DOUBLE, half away otherwise
             if isinstance(value, str):
-                return int(value.strip())
-            if isinstance(value, (float, Decimal)):
-                return int(_round(value, 0))
-            return int(value)
+                text = value.strip()
+                number = int(text) if text.lstrip("+-").isdigit() else int(
+                    _round(Decimal(text), 0))
+            elif isinstance(value, float):
+                number = round(value)
+            elif isinstance(value, Decimal):
+                number = int(_round(value, 0))
+            else:
+                number = int(value)
+            return _in_range(number, typ)
         if kind == "DOUBLE":
             return float(value)
         if kind == "DECIMAL":
@@ -229,8 +255,11 @@ def _cast(value, typ: SqlType):
             if isinstance(value, str):
                 return {"true": True, "false": False, "t": True, "f": False}[value.lower()]
             return bool(value)
+    except EvaluationError:
+        raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range"
+                              ) from None
     except (ValueError, KeyError, ArithmeticError) as exc:
-        raise Error(f"could not cast {value!r} to {typ.sql()}") from exc
+        raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
     raise UnsupportedError(f"cast to {typ.sql()}")
 
 
@@ -251,6 +280,7 @@ _HELPERS: dict[str, object] = {
     "_or": _or,
     "_in": _in,
     "_substring": _substring,
+    "_overflow": _overflow,
     "_round": _round,
     "_extract": _extract,
     "_cast": _cast,
@@ -335,7 +365,7 @@ class ExpressionCompiler:
                 digits = text.replace(".", "").lstrip("0") or "0"
                 scale = len(text.split(".")[1])
                 return self._const(Decimal(text)), SqlType("DECIMAL", max(len(digits), scale + 1), scale)
-            return repr(float(text)), DOUBLE
+            return self._const(float(text)), DOUBLE  # 1e400 is inf, as in DuckDB
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
             isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
         ):
@@ -385,7 +415,12 @@ class ExpressionCompiler:
             return f"_mod({a}, {b})", common_numeric(ta, tb)
         if isinstance(node, exp.Neg):
             a, ta = self._gen(node.this)
-            return f"(None if (_v := {a}) is None else -_v)".replace("_v", self._tmp()), ta
+            v = self._tmp()
+            if ta.is_integer:  # -(-2**31) does not fit an INTEGER
+                return (f"(None if ({v} := {a}) is None else -{v} if {v} != "
+                        f"{-INT_RANGES[ta.kind]} else _overflow('negation', 0, {v}, "
+                        f"{self._const(ta)}))"), ta
+            return f"(None if ({v} := {a}) is None else -{v})", ta
         for cls, op in _COMPARE.items():
             if type(node) is cls:
                 return self._compare(node.this, node.expression, op)
@@ -439,18 +474,18 @@ class ExpressionCompiler:
             parts = [self._gen(x)[0] for x in node.expressions]
             return f"_concat_ws({', '.join(parts)})", VARCHAR
         if isinstance(node, exp.Upper):
-            return f"_upper({self._gen(node.this)[0]})", VARCHAR
+            return f"_upper({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Lower):
-            return f"_lower({self._gen(node.this)[0]})", VARCHAR
+            return f"_lower({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Length):
-            return f"_length({self._gen(node.this)[0]})", BIGINT
+            return f"_length({self._string(node.this, node)})", BIGINT
         if isinstance(node, exp.Trim):
-            return f"_trim({self._gen(node.this)[0]})", VARCHAR
+            return f"_trim({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Abs):
             a, ta = self._gen(node.this)
             return f"_abs({a})", ta
         if isinstance(node, exp.Substring):
-            args = [self._gen(node.this)[0], self._gen(node.args["start"])[0]]
+            args = [self._string(node.this, node), self._gen(node.args["start"])[0]]
             if node.args.get("length") is not None:
                 args.append(self._gen(node.args["length"])[0])
             return f"_substring({', '.join(args)})", VARCHAR
@@ -495,6 +530,15 @@ class ExpressionCompiler:
         raise UnsupportedError(
             f"expression {node.sql()} ({type(node).__name__}) is not supported{_where(node)}")
 
+    def _string(self, arg: exp.Expression, call: exp.Expression) -> str:
+        """The code of a string function's argument, which must be a VARCHAR (DuckDB's
+        binder refuses ``trim(1)`` the same way)."""
+        src, typ = self._gen(arg)
+        if typ.kind not in ("VARCHAR", "NULL"):
+            raise SchemaError(f"{type(call).__name__.lower()}() needs a VARCHAR, not "
+                              f"{typ.sql()}: {call.sql()}{_where(call)}")
+        return src
+
     def _tmp(self) -> str:
         self._counter += 1
         return f"_t{self._counter}"
@@ -512,7 +556,13 @@ class ExpressionCompiler:
             typ = SqlType("DECIMAL", 38, scale)
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
         x, y = self._tmp(), self._tmp()
-        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {x} {op} {y})", typ
+        value = f"{x} {op} {y}"
+        if typ.is_integer:  # DuckDB raises on overflow of the result type
+            bound, z = INT_RANGES[typ.kind], self._tmp()
+            name = {"+": "addition", "-": "subtraction", "*": "multiplication"}[op]
+            value = (f"({z} if {-bound} <= ({z} := {value}) < {bound} else "
+                     f"_overflow({name!r}, {x}, {y}, {self._const(typ)}))")
+        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
 
     def _as(self, src: str, have: SqlType, want: SqlType) -> str:
         """Convert a value to the representation of the wanted numeric type."""

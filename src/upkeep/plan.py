@@ -122,6 +122,46 @@ def _rewrite_filter(node: exp.Expression) -> exp.Expression:
     return agg
 
 
+def _shared_columns(atoms: list[Atom], columns: list[Column],
+                    shared: list[tuple[int, list[str] | None]]
+                    ) -> tuple[dict[str, Column], set[tuple[str, str]], list[exp.Expression]]:
+    """``JOIN ... USING (c)`` and ``NATURAL JOIN`` as DuckDB binds them: an equality per
+    shared column, the column visible once (unqualified ``c`` is the left one, ``*`` lists it
+    once), NATURAL sharing every column name both sides have.  Returns the merged names,
+    the right-side copies ``*`` leaves out, and the equalities."""
+    merged: dict[str, Column] = {}
+    hidden: set[tuple[str, str]] = set()
+    equalities: list[exp.Expression] = []
+    by_atom: dict[str, dict[str, Column]] = {}
+    for c in columns:
+        by_atom.setdefault(c.qualifier, {})[c.name] = c
+    for index, names in shared:
+        right = atoms[index]
+        left: dict[str, list[Column]] = {}
+        for a in atoms[:index]:
+            for name, c in by_atom[a.alias].items():
+                if (a.alias, name) not in hidden:
+                    left.setdefault(name, []).append(c)
+        right_names = [n for n, _ in right.columns]
+        if names is None:
+            names = [n for n in right_names if n in left]
+            if not names:  # as DuckDB's binder: a cross product must be asked for
+                raise SchemaError(f"NATURAL JOIN with {right.alias}: no columns to join on "
+                                  "(use CROSS JOIN for a cross product)")
+        for name in names:
+            if name not in right_names or name not in left:
+                raise SchemaError(f"column {name} of JOIN ... USING is not on both sides "
+                                  f"of the join with {right.alias}")
+            if name not in merged and len(left[name]) > 1:
+                raise SchemaError(f"column {name} in the join with {right.alias} is ambiguous")
+            on_left = merged.get(name, left[name][0])
+            equalities.append(exp.EQ(this=exp.column(name, on_left.qualifier),
+                                     expression=exp.column(name, right.alias)))
+            merged[name] = on_left
+            hidden.add((right.alias, name))
+    return merged, hidden, equalities
+
+
 def _bind_select(node: exp.Select, schema_of) -> Block:
     node = node.transform(_rewrite_filter)
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
@@ -134,14 +174,17 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         raise UnsupportedError("SELECT without FROM")
     items = [from_.this]
     conditions: list[exp.Expression] = []
+    shared: list[tuple[int, list[str] | None]] = []  # USING columns (None: NATURAL), per item
     for join in node.args.get("joins") or []:
         kind = (join.args.get("kind") or "").upper()
         side = (join.args.get("side") or "").upper()
         if side or kind not in ("", "INNER", "CROSS"):
             raise UnsupportedError(f"{(side + ' ' + kind).strip()} JOIN")
-        if join.args.get("using"):
-            raise UnsupportedError("JOIN ... USING")
         items.append(join.this)
+        if (join.args.get("method") or "").upper() == "NATURAL":
+            shared.append((len(items) - 1, None))
+        elif join.args.get("using"):
+            shared.append((len(items) - 1, [u.name.lower() for u in join.args["using"]]))
         conditions.extend(conjuncts(join.args.get("on")))
     conditions.extend(conjuncts(node.args.get("where").this if node.args.get("where") else None))
 
@@ -157,10 +200,19 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         columns = schema_of(name)
         atoms.append(Atom(alias, name, columns, offset))
         offset += len(columns)
-    scope = Scope([
-        Column(a.alias, cname, ctype, a.offset + i)
-        for a in atoms for i, (cname, ctype) in enumerate(a.columns)
-    ])
+    scope_columns = [Column(a.alias, cname, ctype, a.offset + i)
+                     for a in atoms for i, (cname, ctype) in enumerate(a.columns)]
+    merged, hidden, equalities = _shared_columns(atoms, scope_columns, shared)
+    if merged:  # an unqualified shared column is the left side's
+        def qualify(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column) and not n.table and n.name.lower() in merged:
+                return exp.column(n.name.lower(), merged[n.name.lower()].qualifier)
+            return n
+
+        conditions = [c.transform(qualify) for c in conditions]
+        node = node.transform(qualify)
+    conditions.extend(equalities)
+    scope = Scope(scope_columns)
     subqueries: list[SubqueryFilter] = []
     plain: list[exp.Expression] = []
     for cond in conditions:
@@ -175,8 +227,9 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
 
     select: list[tuple[str, exp.Expression]] = []
     for proj in node.expressions:
-        if isinstance(proj, exp.Star):
-            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in scope.columns)
+        if isinstance(proj, exp.Star):  # USING / NATURAL columns once, from the left
+            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in scope.columns
+                          if (c.qualifier, c.name) not in hidden)
             continue
         if isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star):
             q = proj.table.lower()

@@ -309,7 +309,10 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     view = DynView(name, _block_columns(block, types), inputs, sql,
                    Representation(pair, thetas, compiler_over(core)), sources, select)
     view.invert = _inverse_of_select(block, core, out)
+    view.eager = any(not isinstance(e, exp.Column) for _, e in block.select)
     view.explanation = classify(core, out, pair, thetas) + [
+        "mode: push (delta enumeration) on every batch: the select list computes values, "
+        "so a row it cannot compute rejects its batch" if view.eager else
         "mode: pull (enumerated on read, never materialized); push (delta enumeration) "
         "when subscribed or read by another view"]
     return view

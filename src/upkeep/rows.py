@@ -6,7 +6,7 @@ Engine-neutral: both engines read user rows through :func:`iter_rows`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .errors import SchemaError
 
@@ -35,6 +35,7 @@ def iter_rows(rows, table: str, column_names: list[str]) -> Iterator:
             part = picked.slice(start, ARROW_SLICE)
             yield from zip(*(column.to_pylist() for column in part.columns), strict=True)
         return
-    if isinstance(rows, (str, bytes)):
-        raise SchemaError(f"rows for table {table} must be an iterable of rows")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+        raise SchemaError(f"rows for table {table} must be an iterable of rows, not "
+                          f"{type(rows).__name__}")
     yield from rows

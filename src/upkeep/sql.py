@@ -36,6 +36,8 @@ def check_syntax(sql: str) -> None:
             line = int(m.group(1))
             col = len(m.group(3)) - len(f"LINE {m.group(1)}: ") + 1
         raise ParseError(f"cannot parse SQL: {first}", line, col) from None
+    except duckdb.Error as exc:  # e.g. a column defined twice, caught while parsing
+        raise SchemaError(str(exc).split("\n", 1)[0]) from None
 
 
 def parse(sql: str) -> list[exp.Expression]:

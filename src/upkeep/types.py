@@ -18,7 +18,7 @@ from sqlglot import exp
 from .errors import SchemaError, UnsupportedError
 
 INTEGER_KINDS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT")
-_INT_RANGES = {
+INT_RANGES = {
     "TINYINT": 2**7,
     "SMALLINT": 2**15,
     "INTEGER": 2**31,
@@ -133,7 +133,7 @@ def coerce_value(value: object, typ: SqlType) -> object:
                 value = int(value)  # numpy integers
             else:
                 raise ValueError(f"expected {kind}, got {value!r}")
-        bound = _INT_RANGES[kind]
+        bound = INT_RANGES[kind]
         if not -bound <= value < bound:
             raise ValueError(f"{value!r} is out of range for {kind}")
         return value
@@ -142,12 +142,17 @@ def coerce_value(value: object, typ: SqlType) -> object:
             if hasattr(value, "__float__") and not isinstance(value, str):
                 return float(value)
             raise ValueError(f"expected DOUBLE, got {value!r}")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"{value!r} is out of range for DOUBLE") from None
     if kind == "DECIMAL":
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
             raise ValueError(f"expected {typ.sql()}, got {value!r}")
         try:
             dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
+            if not dec.is_finite():  # NaN and Infinity have no DECIMAL value
+                raise ValueError(f"expected {typ.sql()}, got {value!r}")
             quantum = Decimal(1).scaleb(-typ.scale)
             dec = dec.quantize(quantum, context=WIDE_CONTEXT)  # DECIMAL(38, s) has > 28 digits
         except InvalidOperation as exc:
@@ -158,6 +163,9 @@ def coerce_value(value: object, typ: SqlType) -> object:
     if kind == "VARCHAR":
         if not isinstance(value, str):
             raise ValueError(f"expected VARCHAR, got {value!r}")
+        if not _is_unicode(value):
+            raise ValueError(f"VARCHAR must be valid Unicode, got {value!r} (a lone "
+                             "surrogate)")
         return value
     if kind in ("DATE", "TIMESTAMP"):
         return _coerce_temporal(value, kind)
@@ -210,16 +218,29 @@ def fast_row_check(columns: list[tuple[str, SqlType]]):
     for k, (_, typ) in enumerate(columns):
         v = f"r[{k}]"
         if typ.is_integer:
-            bound = _INT_RANGES[typ.kind]
+            bound = INT_RANGES[typ.kind]
             parts.append(f"({v} is None or (type({v}) is int and {-bound} <= {v} < {bound}))")
-        elif typ.kind in ("DOUBLE", "VARCHAR", "BOOLEAN", "DATE"):
-            py = {"DOUBLE": "float", "VARCHAR": "str", "BOOLEAN": "bool", "DATE": "date"}[typ.kind]
+        elif typ.kind == "VARCHAR":  # ASCII is valid Unicode; the rest is checked
+            parts.append(f"({v} is None or (type({v}) is str and ({v}.isascii() or "
+                         f"_unicode({v}))))")
+        elif typ.kind in ("DOUBLE", "BOOLEAN", "DATE"):
+            py = {"DOUBLE": "float", "BOOLEAN": "bool", "DATE": "date"}[typ.kind]
             parts.append(f"({v} is None or type({v}) is {py})")
         else:  # DECIMAL: already a Decimal with the column's scale and precision
             parts.append(f"({v} is None or (type({v}) is Decimal and "
                          f"_fits({v}, {typ.precision}, {typ.scale})))")
     return eval("lambda r: " + " and ".join(parts),  # noqa: S307
-                {"date": dt.date, "Decimal": Decimal, "_fits": _decimal_fits})
+                {"date": dt.date, "Decimal": Decimal, "_fits": _decimal_fits,
+                 "_unicode": _is_unicode})
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` has no lone surrogate (what UTF-8, and so DuckDB, cannot hold)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _decimal_fits(v: Decimal, precision: int, scale: int) -> bool:

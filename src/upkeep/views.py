@@ -114,9 +114,13 @@ class DynView(ViewRuntime):
         self.select = select
         # row -> output tuple, when the select list is a permutation-with-repeats of variables
         self.invert: Callable[[tuple], tuple | None] | None = None
+        # a select list that computes values (which may fail: a cast, ``//``, an overflow)
+        # runs in push mode always, so a row it cannot compute rejects its batch
+        self.eager = False
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = update_representation(self.rep, self.sources, batch, want_delta)
+        changes = update_representation(self.rep, self.sources, batch,
+                                        want_delta or self.eager)
         if changes is None:
             return None
         out: Delta = {}

@@ -35,6 +35,10 @@ from ..zset import Delta
 Overlay = Callable[[str], Delta | None]
 
 
+
+def _no_log(record: tuple) -> None:
+    """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
+
 class LocalCatalog(Catalog):
     """Tables and views of one database, with the planner's view of them."""
 
@@ -143,11 +147,14 @@ class LocalCatalog(Catalog):
         return [v for v, rt in self.views.items() if name in rt.inputs]
 
     # ------------------------------------------------------------ DDL
-    def execute_ddl(self, stmt: exp.Create | exp.Drop) -> list[tuple]:
+    def execute_ddl(self, stmt: exp.Create | exp.Drop,
+                    log: Callable[[tuple], None] = _no_log) -> list[tuple]:
         """Run a CREATE TABLE / CREATE VIEW / DROP statement (not ``CREATE TABLE AS``);
-        the log records of what it changed (none if ``IF [NOT] EXISTS`` made it a no-op)."""
+        the log records of what it changed (none if ``IF [NOT] EXISTS`` made it a no-op).
+        ``log`` writes each record once every check passed and before the change becomes
+        visible; if it raises (a full disk), the catalog is as before."""
         if isinstance(stmt, exp.Drop):
-            return self._drop(stmt)
+            return self._drop(stmt, log)
         kind = (stmt.args.get("kind") or "").upper()
         name = created_name(stmt)
         if kind == "TABLE":
@@ -158,17 +165,18 @@ class LocalCatalog(Catalog):
             if stmt.expression is not None:
                 raise UnsupportedError(f"CREATE TABLE {name} AS SELECT on this engine")
             table = table_from_create(stmt)
+            log(table_record(table))
             self.add_table(table)
             return [table_record(table)]
         if kind == "VIEW":
             if name in self.views and stmt.args.get("exists"):
                 return []
             sql = self.define_view(name, stmt.expression, None,
-                                   replace=bool(stmt.args.get("replace")))
+                                   replace=bool(stmt.args.get("replace")), log=log)
             return [("view", name, sql, None)]
         raise UnsupportedError(f"CREATE {kind}")
 
-    def _drop(self, stmt: exp.Drop) -> list[tuple]:
+    def _drop(self, stmt: exp.Drop, log: Callable[[tuple], None]) -> list[tuple]:
         kind = (stmt.args.get("kind") or "").upper()
         if kind not in ("TABLE", "VIEW"):
             raise UnsupportedError(f"DROP {kind}")
@@ -179,6 +187,8 @@ class LocalCatalog(Catalog):
                 if stmt.args.get("exists"):
                     continue
                 raise SchemaError(f"unknown {kind.lower()} {name}")
+            self._check_unread(name, "drop")
+            log(("drop", kind.lower(), name))
             if kind == "VIEW":
                 self.drop_view(name)
             else:
@@ -199,23 +209,29 @@ class LocalCatalog(Catalog):
         self.changed()
 
     def define_view(self, name: str, query: exp.Expression, strategy: str | None,
-                    replace: bool = False) -> str:
+                    replace: bool = False, log: Callable[[tuple], None] = _no_log) -> str:
         """Create a user-visible view (replacing one of that name if ``replace``) and
-        return its SQL as the log records it.  A view that fails to plan or build changes
-        nothing, and the view it would replace stays."""
+        return its SQL as the log records it.  A view that fails to plan or build, or
+        whose record ``log`` cannot write, changes nothing: the view it would replace
+        stays."""
         if name in self.tables or (name in self.views and not replace):
             raise SchemaError(f"a table or view named {name} already exists")
         old = None
         if replace and name in self.views:
             self._check_unread(name, "replace view")
             old = self._detach(name)
+        sql = query.sql(dialect="duckdb")
         try:
             self.create_view(name, query, strategy)
+            try:
+                log(("view", name, sql, strategy))
+            except BaseException:
+                self._drop_view(name)
+                raise
         except BaseException:
             if old is not None:
                 self._reattach(name, old)
             raise
-        sql = query.sql(dialect="duckdb")
         self.user_views.pop(name, None)
         self.user_views[name] = (sql, strategy)
         return sql

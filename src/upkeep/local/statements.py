@@ -52,8 +52,7 @@ def create(db: Connection, stmt: exp.Create) -> Cursor:
         raise UnsupportedError(f"CREATE {kind} inside a transaction")
     if (stmt.args.get("kind") or "").upper() == "TABLE" and stmt.expression is not None:
         return create_table_as(db, stmt)
-    for record in db._catalog.execute_ddl(stmt):
-        db._durability.log(record)
+    db._catalog.execute_ddl(stmt, log=db._durability.log)
     return Cursor()
 
 
@@ -66,8 +65,8 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
         raise SchemaError(f"a table or view named {name} already exists")
     cur = select(db, stmt.expression)
     table = Table(name, [(n.lower(), t) for n, t in cur._columns])
-    db._catalog.add_table(table)
     db._durability.log(table_record(table))
+    db._catalog.add_table(table)
     db.insert(name, cur.fetchall())
     return Cursor()
 
@@ -76,15 +75,13 @@ def define_view(db: Connection, name: str, query: exp.Expression, strategy: str 
     """Create a user view and record its definition in the log."""
     if db.in_transaction():
         raise UnsupportedError("CREATE VIEW inside a transaction")
-    sql = db._catalog.define_view(name, query, strategy)
-    db._durability.log(("view", name, sql, strategy))
+    db._catalog.define_view(name, query, strategy, log=db._durability.log)
 
 
 def drop(db: Connection, stmt: exp.Drop) -> Cursor:
     if db.in_transaction():
         raise UnsupportedError("DROP inside a transaction")
-    for record in db._catalog.execute_ddl(stmt):
-        db._durability.log(record)
+    db._catalog.execute_ddl(stmt, log=db._durability.log)
     return Cursor()
 
 

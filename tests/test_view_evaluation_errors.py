@@ -1,0 +1,211 @@
+"""One rule for views (issue 18, cases 5-8): a batch whose rows make any view fail to
+evaluate is rejected whole, subscribed or not; arithmetic and casts raise where DuckDB
+raises (overflow included); views are type-checked at definition; a failing CREATE OR
+REPLACE keeps the old view; NATURAL JOIN / USING and substring agree with DuckDB; bad
+input raises ``upkeep.Error`` subclasses only."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+import numpy as np
+import pytest
+
+import upkeep
+
+SHAPES = {
+    "projection": "SELECT {e} AS e FROM p",
+    "filter": "SELECT a FROM p WHERE {e} > 0",
+    "join": "SELECT {e} AS e, q.c FROM p JOIN q ON p.b = q.c",
+    "sum": "SELECT a, SUM({e}) AS e FROM p GROUP BY a",
+    "max": "SELECT a, MAX({e}) AS e FROM p GROUP BY a",
+    "distinct": "SELECT DISTINCT {e} AS e FROM p",
+}
+FAILING = {  # expression, the row that makes DuckDB raise on it
+    "cast": ("CAST(s AS INTEGER)", (1, 1, "c", 1)),
+    "intdiv": ("p.a // p.b", (1, 0, "1", 1)),
+    "mod": ("p.a % p.b", (1, 0, "1", 1)),
+    "int overflow": ("p.a * p.b", (2**30, 4, "1", 1)),
+    "bigint overflow": ("x + x", (1, 1, "1", 2**62)),
+    "narrowing cast": ("CAST(x AS INTEGER)", (1, 1, "1", 2**40)),
+    "negation": ("-p.a", (-2**31, 1, "1", 1)),
+}
+GOOD_ROW = (1, 1, "1", 1)
+
+
+def duckdb_raises(expression: str, row: tuple) -> bool:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE p (a INTEGER, b INTEGER, s VARCHAR, x BIGINT)")
+    con.execute("INSERT INTO p VALUES (?, ?, ?, ?)", list(row))
+    try:
+        con.execute(f"SELECT {expression} FROM p").fetchall()
+    except duckdb.Error:
+        return True
+    return False
+
+
+def database(subscribed: bool, sql: str) -> tuple[upkeep.Connection, list]:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, b INTEGER, s VARCHAR, x BIGINT)")
+    db.execute("CREATE TABLE q (c INTEGER)")
+    db.insert("q", [(0,), (1,), (4,)])
+    db.execute("CREATE VIEW v AS " + sql)
+    seen: list = []
+    if subscribed:
+        db.view("v").subscribe(lambda changes: seen.extend(changes))
+    db.insert("p", [GOOD_ROW])
+    return db, seen
+
+
+@pytest.mark.parametrize("subscribed", [False, True], ids=["unsubscribed", "subscribed"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("case", list(FAILING))
+def test_a_row_a_view_cannot_compute_rejects_its_batch(case, shape, subscribed) -> None:
+    expression, row = FAILING[case]
+    assert duckdb_raises(expression, row), "the oracle must raise on this row"
+    db, seen = database(subscribed, SHAPES[shape].format(e=expression))
+    before = Counter(db.view("v").rows())
+    with pytest.raises(upkeep.Error):
+        with db.transaction():
+            db.insert("p", [(5, 1, "5", 5)])
+            db.insert("p", [row])
+    assert Counter(db.execute("SELECT * FROM p").fetchall()) == Counter([GOOD_ROW])
+    assert Counter(db.view("v").rows()) == before  # readable, as before
+    db.insert("p", [(7, 1, "7", 7)])  # and the database goes on
+    assert (7, 1, "7", 7) in db.execute("SELECT * FROM p").fetchall()
+
+
+@pytest.mark.parametrize("case", list(FAILING))
+def test_a_view_over_rows_it_cannot_compute_is_refused_at_definition(case) -> None:
+    expression, row = FAILING[case]
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, b INTEGER, s VARCHAR, x BIGINT)")
+    db.insert("p", [row])
+    with pytest.raises(upkeep.Error):
+        db.execute(f"CREATE VIEW v AS SELECT {expression} AS e FROM p")
+    assert db.views() == []
+
+
+def test_a_failing_create_or_replace_keeps_the_old_view(tmp_path) -> None:
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE p (a INTEGER, s VARCHAR)")
+    db.insert("p", [(1, "c")])
+    db.execute("CREATE VIEW v AS SELECT a FROM p")
+    seen: list = []
+    db.view("v").subscribe(lambda changes: seen.extend(changes))
+    for sql in ["SELECT CAST(s AS INTEGER) AS i FROM p", "SELECT nope FROM p",
+                "SELECT a FROM nope", "SELECT trim(a) FROM p"]:
+        with pytest.raises(upkeep.Error):
+            db.execute(f"CREATE OR REPLACE VIEW v AS {sql}")
+        assert db.views() == ["v"] and db.view("v").rows() == [(1,)], sql
+    db.insert("p", [(2, "d")])
+    assert sorted(db.view("v").rows()) == [(1,), (2,)] and seen == [((2,), 1)]
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    assert sorted(db.view("v").rows()) == [(1,), (2,)]
+    db.close()
+
+
+def test_string_functions_need_strings_at_definition() -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (i INTEGER, s VARCHAR)")
+    for fn in ("trim(i)", "upper(i)", "lower(i)", "length(i)", "substring(i, 1, 2)"):
+        with pytest.raises(upkeep.SchemaError, match="VARCHAR"):
+            db.execute(f"CREATE VIEW v AS SELECT {fn} AS t FROM r")
+        with pytest.raises(duckdb.Error):
+            duckdb.connect().execute(f"SELECT {fn} FROM (SELECT 1 AS i)").fetchall()
+    assert db.views() == []
+
+
+def test_substring_agrees_with_duckdb_on_every_start_and_length() -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE w (s VARCHAR, st INTEGER, ln INTEGER)")
+    rows = [(s, st, ln) for s in ("", "abc", "abcdef") for st in range(-8, 9)
+            for ln in range(-4, 9)]
+    db.insert("w", rows)
+    db.execute("CREATE VIEW sub AS SELECT s, st, ln, substring(s, st, ln) AS part, "
+               "substring(s, st) AS rest FROM w")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE w (s VARCHAR, st INTEGER, ln INTEGER)")
+    con.executemany("INSERT INTO w VALUES (?, ?, ?)", rows)
+    expected = con.execute("SELECT s, st, ln, substring(s, st, ln), substring(s, st) "
+                           "FROM w").fetchall()
+    assert Counter(db.view("sub").rows()) == Counter(expected)
+
+
+JOIN_QUERIES = [
+    "SELECT * FROM p NATURAL JOIN q",
+    "SELECT * FROM p JOIN q USING (a)",
+    "SELECT a, b, c FROM p JOIN q USING (a)",
+    "SELECT p.a, q.a AS qa, c FROM p JOIN q USING (a)",
+    "SELECT * FROM p NATURAL JOIN q NATURAL JOIN r",
+    "SELECT * FROM p JOIN q USING (a) JOIN r USING (a)",
+    "SELECT a, COUNT(*) AS n FROM p NATURAL JOIN r GROUP BY a",
+]
+
+
+def test_a_natural_join_with_nothing_shared_is_refused_as_in_duckdb() -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    db.execute("CREATE TABLE s (z INTEGER)")
+    with pytest.raises(upkeep.SchemaError, match="CROSS JOIN"):
+        db.execute("CREATE VIEW v AS SELECT * FROM p NATURAL JOIN s")
+    con = duckdb.connect()
+    con.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    con.execute("CREATE TABLE s (z INTEGER)")
+    with pytest.raises(duckdb.BinderException):
+        con.execute("SELECT * FROM p NATURAL JOIN s")
+
+
+@pytest.mark.parametrize("sql", JOIN_QUERIES)
+def test_natural_join_and_using_agree_with_duckdb(sql) -> None:
+    ddl = ["CREATE TABLE p (a INTEGER, b INTEGER)", "CREATE TABLE q (a INTEGER, c INTEGER)",
+           "CREATE TABLE r (a INTEGER, b INTEGER, d INTEGER)"]
+    data = {"p": [(1, 2), (2, 3), (2, 4)], "q": [(1, 5), (2, 6), (3, 7)],
+            "r": [(1, 2, 8), (2, 3, 9), (2, 9, 9)]}
+    db = upkeep.connect()
+    con = duckdb.connect()
+    for statement in ddl:
+        db.execute(statement)
+        con.execute(statement)
+    db.execute(f"CREATE VIEW v AS {sql}")
+    con.execute(f"CREATE VIEW v AS {sql}")  # names as DuckDB's view has them (b, b_1)
+    for table, rows in data.items():
+        db.insert(table, rows)
+        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        result = con.execute("SELECT * FROM v")
+        assert [c[0] for c in result.description] == db.view("v").columns, sql
+        assert Counter(db.view("v").rows()) == Counter(result.fetchall()), (sql, table)
+    db.delete("p", [(2, 3)])
+    con.execute("DELETE FROM p WHERE a = 2 AND b = 3")
+    assert Counter(db.view("v").rows()) == Counter(con.execute("SELECT * FROM v").fetchall())
+
+
+@pytest.mark.parametrize("statement, rows", [
+    ("CREATE TABLE d (a INTEGER, a INTEGER)", None),
+    (None, None),  # db.insert(t, None)
+    (None, [(np.datetime64("2020-01-01"), 1.0, "x", "1")]),
+    (None, [(None, 1.0, "x", "NaN")]),
+    (None, [(None, 1.0, "x", float("inf"))]),
+    (None, [(None, 10**401, "x", "1")]),
+    (None, [(None, 1.0, "\udc80", "1")]),
+    ("CREATE VIEW big AS SELECT d FROM t WHERE y < 1e400", None),
+], ids=["duplicate column", "rows None", "datetime64", "decimal NaN", "decimal inf",
+        "huge double", "lone surrogate", "1e400"])
+def test_bad_input_raises_upkeep_errors_and_changes_nothing(statement, rows) -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (d DATE, y DOUBLE, s VARCHAR, m DECIMAL(10, 2))")
+    db.insert("t", [(None, 0.5, "ok", "1.50")])
+    try:
+        if statement is not None:
+            db.execute(statement)
+        else:
+            db.insert("t", rows)
+    except upkeep.Error:
+        pass  # the only family allowed
+    assert db.execute("SELECT * FROM t").fetchall() == [(None, 0.5, "ok",
+                                                         __import__("decimal").Decimal("1.50"))]
+    if statement and statement.startswith("CREATE VIEW"):
+        db.insert("t", [(None, 2.0, "b", "2")])  # 1e400 is inf (DuckDB): every row passes
+        assert len(db.view("big").rows()) == 2
