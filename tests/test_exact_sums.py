@@ -39,3 +39,49 @@ def test_million_plus_minus_pairs_leave_the_exact_sum(strategy):
     assert total == float(exact)  # correctly rounded exact sum, not merely close
     assert total == math.fsum(kept)
     assert mean == pytest.approx(float(exact / len(kept)), rel=1e-15)
+
+
+@pytest.mark.parametrize("strategy", ["dyn", "general"])
+def test_sums_with_infinities_and_nan_follow_duckdb_as_they_come_and_go(strategy):
+    """A NaN or an infinity in a group makes SUM / AVG non-finite as DuckDB does, and
+    deleting it again restores the exact finite sum; a finite sum beyond the double range
+    is an infinity."""
+    import duckdb
+
+    rng = random.Random(7)
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (g INTEGER, x DOUBLE)")
+    db.execute("CREATE TABLE k (g INTEGER)")
+    db.insert("k", [(0,), (1,), (2,)])
+    sql = ("SELECT k.g, SUM(t.x) AS total, AVG(t.x) AS mean, COUNT(*) AS n "
+           "FROM t JOIN k ON t.g = k.g GROUP BY k.g")
+    db.create_view("s", sql, strategy=strategy)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (g INTEGER, x DOUBLE)")
+    con.execute("CREATE TABLE k (g INTEGER)")
+    con.execute("INSERT INTO k VALUES (0), (1), (2)")
+    values = [math.nan, math.inf, -math.inf, 1e308, 1.5, -2.25, 0.5]  # float sums exact
+    present: list[tuple] = []
+    for step in range(60):
+        gone = rng.sample(present, min(len(present), rng.randint(0, 2)))
+        new = [(rng.randrange(3), rng.choice(values)) for _ in range(rng.randint(0, 3))]
+        with db.transaction():
+            if gone:
+                db.delete("t", gone)
+            if new:
+                db.insert("t", new)
+        for row in gone:
+            present.remove(row)
+            con.execute("DELETE FROM t WHERE rowid = (SELECT MIN(rowid) FROM t WHERE g = ? "
+                        "AND (x = ? OR (isnan(x) AND isnan(?))))", [row[0], row[1], row[1]])
+        present += new
+        con.executemany("INSERT INTO t VALUES (?, ?)", new) if new else None
+        want = {r[0]: r[1:] for r in con.execute(sql).fetchall()}
+        got = {r[0]: r[1:] for r in db.view("s").rows()}
+        assert got.keys() == want.keys(), step
+        for g, (total, mean, n) in want.items():
+            t, m, c = got[g]
+            assert c == n, step
+            for a, b in ((t, total), (m, mean)):
+                assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12), (
+                    step, g, got[g], want[g])

@@ -267,3 +267,74 @@ def test_a_record_that_fails_only_when_the_views_are_updated(tmp_path, on_error)
     assert runner.db.metadata()["source"]["position"] == 4
     lines = jsonl_lines(tmp_path / "v.jsonl")
     assert sorted(tuple(e["row"].values()) for e in lines) == [(1, 5), (3, 7), (4, 8)]
+
+
+POISON_TABLES = "CREATE TABLE t (k INTEGER, a INTEGER, b INTEGER, d DOUBLE, m DECIMAL(10,2), " \
+                "s VARCHAR);\n"
+POISON_VIEWS = """
+CREATE MATERIALIZED VIEW prod AS SELECT k, a * b AS p FROM t;
+CREATE MATERIALIZED VIEW sums AS SELECT SUM(d) AS sd, AVG(d) AS ad, SUM(m) AS sm, COUNT(*) AS n
+FROM t;
+CREATE MATERIALIZED VIEW strs AS SELECT k, s, d FROM t;
+"""
+
+
+def poison_lines() -> tuple[list[str], list[int], list[str]]:
+    """Good records, poison records (issue 18, case 4) and rows that look odd but are valid
+    DOUBLEs (NaN, infinities, sums beyond the double range); the poison lines' numbers."""
+    def rec(k, a=1, b=1, d=1.5, m="1.00", s="x"):
+        return json.dumps({"table": "t", "op": "insert", "row": [k, a, b, d, m, s]})
+
+    def raw(k, d="1.0", m='"1.00"', s='"x"'):
+        return f'{{"table":"t","op":"insert","row":[{k},1,1,{d},{m},{s}]}}'
+
+    lines = [rec(k) for k in range(10)]
+    poison = {
+        "nested": '{"table":"t","op":"insert","row":' + "[" * 100_000 + "]" * 100_000 + "}",
+        "401 digits into DOUBLE": raw(100, d="9" * 401),
+        "NaN into DECIMAL": rec(101, m="NaN"),
+        "lone surrogate": raw(102, s='"\\udc80"'),
+        "INTEGER overflow in a view": rec(103, a=2**30, b=4),
+        "Infinity into DECIMAL": rec(104, m="Infinity"),
+    }
+    valid = [raw(110, d="NaN"), raw(111, d="Infinity"), raw(112, d="1e400"),
+             raw(113, d="1e308"), raw(114, d="1e308"), raw(115, s='"\\ud800\\udc00"')]
+    numbers = []
+    for i, line in enumerate(poison.values()):
+        lines.append(line)
+        numbers.append(len(lines))
+        lines.append(valid[i])
+    lines += [rec(k) for k in range(20, 30)]
+    return lines, numbers, list(poison)
+
+
+def test_poison_records_go_to_the_dead_letter_file_and_never_block_a_restart(tmp_path):
+    lines, numbers, names = poison_lines()
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "c-001.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "tables.sql").write_text(POISON_TABLES)
+    (tmp_path / "views.sql").write_text(POISON_VIEWS)
+    sinks = [("prod", "duckdb", "out/views.duckdb"), ("sums", "duckdb", "out/views.duckdb"),
+             ("strs", "duckdb", "out/views.duckdb"), ("strs", "parquet", "out/strs.parquet"),
+             ("sums", "parquet", "out/sums.parquet"), ("strs", "sqlite", "out/views.sqlite"),
+             ("strs", "jsonl", "out/strs.jsonl")]
+    (tmp_path / "pipeline.toml").write_text(
+        'state_dir = "state"\ntables = ["tables.sql"]\nviews = ["views.sql"]\n'
+        'on_error = "dead-letter"\n[source]\npath = "changes"\n[batch]\nrows_per_batch = 5\n'
+        + "".join(f'[[sinks]]\nview = "{v}"\ntype = "{k}"\npath = "{p}"\n' for v, k, p in sinks))
+    for attempt in range(2):  # the restart finds everything done, and nothing blocks it
+        assert main(["run", str(tmp_path / "pipeline.toml"), "--progress", "none"]) == 0
+        entries = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+        assert [e["_source"]["line"] for e in entries] == numbers, (attempt, names)
+    good = [json.loads(line)["row"] for i, line in enumerate(lines, 1) if i not in numbers]
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(POISON_TABLES)
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", good)
+    sink = duckdb.connect(str(tmp_path / "out" / "views.duckdb"), read_only=True)
+    for view, sql in {"prod": "SELECT k, a * b FROM t", "strs": "SELECT k, s, d FROM t",
+                      "sums": "SELECT SUM(d), AVG(d), SUM(m), COUNT(*) FROM t"}.items():
+        want = sorted(map(repr, con.execute(sql).fetchall()))
+        got = sorted(map(repr, sink.execute(f"SELECT * FROM {view}").fetchall()))
+        assert got == want, view

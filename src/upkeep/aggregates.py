@@ -29,7 +29,7 @@ from sortedcontainers import SortedDict
 from sqlglot import exp
 
 from .errors import UnsupportedError
-from .exact import exact_to_float, float_to_exact
+from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType
 
@@ -196,7 +196,7 @@ class GroupState:
 def average_of(total: object, count: int, arg_type: SqlType) -> float:
     """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py)."""
     if arg_type.kind == "DOUBLE":
-        return total / (count << 1074)
+        return exact_mean(total, count)
     if isinstance(total, Decimal):
         return float(total / count)
     return total / count

@@ -105,7 +105,7 @@ def _why(config, view: str, row_text: str) -> str:
                             "is nothing to explain; run it with a state directory first")
     try:
         row = json.loads(row_text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise PipelineError(f"the row must be a JSON array: {exc}") from None
     if not isinstance(row, list):
         raise PipelineError(f"the row must be a JSON array, not {row_text}")

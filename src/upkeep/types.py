@@ -197,6 +197,8 @@ def format_value(v: object) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, str):
+        if not _is_unicode(v):  # a lone surrogate would break any terminal or file
+            v = v.encode("utf-8", "backslashreplace").decode("utf-8")
         return "'" + v.replace("'", "''") + "'"
     if isinstance(v, (dt.date, Decimal)):
         return str(v)

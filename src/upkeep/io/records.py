@@ -108,6 +108,9 @@ def decode_json_line(text: str, position: Position) -> ChangeRecord:
         data = json.loads(text)
     except ValueError as exc:
         return ChangeRecord(position, error=f"invalid JSON: {exc}", raw=text.rstrip("\r\n"))
+    except RecursionError:
+        return ChangeRecord(position, error="invalid JSON: nested too deeply",
+                            raw=text.rstrip("\r\n"))
     record = decode_mapping(data, position)
     if record.raw is not None:
         record.raw = text.rstrip("\r\n")
@@ -126,6 +129,8 @@ def json_cell(value: Any, column: str) -> Any:
         return json.loads(value)
     except ValueError as exc:
         raise ValueError(f"column {column!r} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"column {column!r} is not valid JSON: nested too deeply") from None
 
 
 def _short(value: Any, limit: int = 80) -> str:
