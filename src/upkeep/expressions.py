@@ -415,6 +415,8 @@ class ExpressionCompiler:
             return f"_mod({a}, {b})", common_numeric(ta, tb)
         if isinstance(node, exp.Neg):
             a, ta = self._gen(node.this)
+            if not (ta.is_numeric or ta.kind == "NULL"):
+                raise SchemaError(f"cannot negate a {ta.sql()}: {node.sql()}{_where(node)}")
             v = self._tmp()
             if ta.is_integer:  # -(-2**31) does not fit an INTEGER
                 return (f"(None if ({v} := {a}) is None else -{v} if {v} != "
@@ -425,19 +427,19 @@ class ExpressionCompiler:
             if type(node) is cls:
                 return self._compare(node.this, node.expression, op)
         if isinstance(node, exp.And):
-            parts = [self._gen(x)[0] for x in _flatten(node, exp.And)]
+            parts = [self._truth(x) for x in _flatten(node, exp.And)]
             return f"_and({', '.join(parts)})", BOOLEAN
         if isinstance(node, exp.Or):
-            parts = [self._gen(x)[0] for x in _flatten(node, exp.Or)]
+            parts = [self._truth(x) for x in _flatten(node, exp.Or)]
             return f"_or({', '.join(parts)})", BOOLEAN
         if isinstance(node, exp.Not):
-            a, _ = self._gen(node.this)
+            a = self._truth(node.this)
             v = self._tmp()
             return f"(None if ({v} := {a}) is None else not {v})", BOOLEAN
         if isinstance(node, exp.Is):
             a, _ = self._gen(node.this)
             if isinstance(node.expression, exp.Null):
-                return f"({a} is None)", BOOLEAN
+                return f"(({self._tmp()} := {a}) is None)", BOOLEAN
             raise UnsupportedError(f"IS {node.expression.sql()}")
         if isinstance(node, exp.Between):
             lo = exp.GTE(this=node.this, expression=node.args["low"])
@@ -485,9 +487,14 @@ class ExpressionCompiler:
             a, ta = self._gen(node.this)
             return f"_abs({a})", ta
         if isinstance(node, exp.Substring):
-            args = [self._string(node.this, node), self._gen(node.args["start"])[0]]
-            if node.args.get("length") is not None:
-                args.append(self._gen(node.args["length"])[0])
+            args = [self._string(node.this, node)]
+            for key in ("start", "length"):
+                if node.args.get(key) is not None:
+                    src, typ = self._gen(node.args[key])
+                    if not (typ.is_integer or typ.kind == "NULL"):
+                        raise SchemaError(f"substring's {key} must be an integer, not "
+                                          f"{typ.sql()}: {node.sql()}{_where(node)}")
+                    args.append(src)
             return f"_substring({', '.join(args)})", VARCHAR
         if isinstance(node, exp.Round):
             a, ta = self._gen(node.this)
@@ -529,6 +536,18 @@ class ExpressionCompiler:
             return f"{self._const(_null_skip(fn))}({srcs})", typ
         raise UnsupportedError(
             f"expression {node.sql()} ({type(node).__name__}) is not supported{_where(node)}")
+
+    def _truth(self, node: exp.Expression) -> str:
+        """The code of a condition (WHEN, AND, OR, NOT): a number is true when it is not
+        zero, as DuckDB casts it; a string, date or other value is refused."""
+        src, typ = self._gen(node)
+        if typ.kind in ("BOOLEAN", "NULL"):
+            return src
+        if typ.is_numeric:
+            v = self._tmp()
+            return f"(None if ({v} := {src}) is None else {v} != 0)"
+        raise SchemaError(f"a condition must be a BOOLEAN, not {typ.sql()}: "
+                          f"{node.sql()}{_where(node)}")
 
     def _string(self, arg: exp.Expression, call: exp.Expression) -> str:
         """The code of a string function's argument, which must be a VARCHAR (DuckDB's
@@ -601,7 +620,7 @@ class ExpressionCompiler:
             when = cond.this
             if subject is not None:
                 when = exp.EQ(this=subject, expression=when)
-            branches.append((self._gen(when)[0], self._gen(cond.args["true"])))
+            branches.append((self._truth(when), self._gen(cond.args["true"])))
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
         typ = _common_type([t for _, (_, t) in branches] + [dflt[1]])

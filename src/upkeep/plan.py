@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from .errors import SchemaError, UnsupportedError
-from .expressions import AGGREGATE_TYPES, Column, Scope, column_refs, conjuncts
+from .expressions import (
+    AGGREGATE_TYPES,
+    Column,
+    ExpressionCompiler,
+    Scope,
+    column_refs,
+    conjuncts,
+)
 from .theta import split_between
 from .types import SqlType
 
@@ -162,6 +169,17 @@ def _shared_columns(atoms: list[Atom], columns: list[Column],
     return merged, hidden, equalities
 
 
+def _as_condition(cond: exp.Expression, scope: Scope) -> exp.Expression:
+    """A WHERE / ON condition as a BOOLEAN: a number is true when it is not zero (DuckDB
+    casts it so); a string, date or anything else is refused at definition."""
+    typ = ExpressionCompiler(scope).type_of(cond)
+    if typ.kind in ("BOOLEAN", "NULL"):
+        return cond
+    if typ.is_numeric:
+        return exp.NEQ(this=exp.Paren(this=cond), expression=exp.Literal.number(0))
+    raise SchemaError(f"a condition must be a BOOLEAN, not {typ.sql()}: {cond.sql()}")
+
+
 def _bind_select(node: exp.Select, schema_of) -> Block:
     node = node.transform(_rewrite_filter)
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
@@ -222,7 +240,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
             continue
         _reject_subqueries(cond)
         scope_check(cond, scope)
-        plain.append(cond)
+        plain.append(_as_condition(cond, scope))
     conditions = plain
 
     select: list[tuple[str, exp.Expression]] = []
