@@ -229,7 +229,10 @@ def test_fuzzed_change_records_of_every_format(tmp_path_factory, records, fmt) -
         "GROUP BY s;\n")
     (directory / "pipeline.toml").write_text(
         'state_dir = ":memory:"\ntables = ["tables.sql"]\nviews = ["views.sql"]\n'
-        'on_error = "dead-letter"\n[source]\npath = "changes"\n[batch]\nrows_per_batch = 3\n')
+        'on_error = "dead-letter"\n[source]\npath = "changes"\n[batch]\nrows_per_batch = 3\n'
+        + "".join(f'[[sinks]]\nview = "{view}"\ntype = "{kind}"\npath = "out/{view}.{kind}"\n'
+                  for view in ("big", "per_s") for kind in ("duckdb", "sqlite", "parquet",
+                                                             "jsonl")))  # every sink writes
     db = upkeep.connect()
     runner = PipelineRunner(load_config(directory / "pipeline.toml"), db=db, progress="none",
                             console=Console(file=io.StringIO()))

@@ -209,3 +209,23 @@ def test_bad_input_raises_upkeep_errors_and_changes_nothing(statement, rows) -> 
     if statement and statement.startswith("CREATE VIEW"):
         db.insert("t", [(None, 2.0, "b", "2")])  # 1e400 is inf (DuckDB): every row passes
         assert len(db.view("big").rows()) == 2
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a, CAST(SUM(b) AS TINYINT) AS t FROM p GROUP BY a",
+    "SELECT a, SUM(b) AS t FROM p GROUP BY a HAVING CAST(SUM(b) AS TINYINT) > 0",
+    "SELECT a, CAST(SUM(b) AS TINYINT) AS t FROM p JOIN q ON p.a = q.c GROUP BY a",
+    "SELECT a, CAST(MAX(b) + MAX(b) AS TINYINT) AS t FROM p GROUP BY a",
+])
+def test_a_group_a_view_cannot_compute_rejects_its_batch(sql) -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    db.execute("CREATE TABLE q (c INTEGER)")
+    db.insert("q", [(1,)])
+    db.execute(f"CREATE VIEW v AS {sql}")
+    db.insert("p", [(1, 50)])
+    before = db.view("v").rows()
+    with pytest.raises(upkeep.EvaluationError, match="TINYINT"):
+        db.insert("p", [(1, 100)])  # 150 (or 200) does not fit a TINYINT
+    assert db.view("v").rows() == before
+    assert db.execute("SELECT * FROM p").fetchall() == [(1, 50)]

@@ -6,7 +6,14 @@ tour and docs/design.md for the layers.
 
 from .cursor import Cursor
 from .engine import Engine, ViewHandle, connect, register_engine
-from .errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
+from .errors import (
+    ConstraintError,
+    Error,
+    EvaluationError,
+    ParseError,
+    SchemaError,
+    UnsupportedError,
+)
 from .local import Connection
 from .storage import DamagedStorageError, StorageError, StorageWarning
 
@@ -19,6 +26,7 @@ __all__ = [
     "DamagedStorageError",
     "Engine",
     "Error",
+    "EvaluationError",
     "ParseError",
     "SchemaError",
     "StorageError",

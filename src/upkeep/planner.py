@@ -37,7 +37,7 @@ from .aggregates import Finalizer, compile_aggregate
 from .core import Core, needed_slots
 from .dyn import Representation, key_function
 from .errors import SchemaError, StrategyError, UnsupportedError
-from .expressions import ExpressionCompiler, column_refs
+from .expressions import AGGREGATE_TYPES, ExpressionCompiler, column_refs
 from .gjt import (
     GJTPair,
     build_gjt_pair,
@@ -384,9 +384,14 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql,
                             Representation(pair, thetas, compiler_over(core)), sources, specs,
                             finalizer, global_group=not block.group_by)
+    # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail
+    view.eager = block.having is not None or any(
+        not isinstance(e, (exp.Column, *AGGREGATE_TYPES)) for _, e in block.select)
     view.explanation = classify(core, out_t, pair, thetas) + [
         "aggregates: " + ", ".join(s.node.sql() for s in specs)
         + " carried in the weight ring (count and exact sums per tuple)",
+        "mode: push on every batch: the select list computes over the groups, so a group "
+        "it cannot compute rejects its batch" if view.eager else
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
     return view
 

@@ -205,6 +205,7 @@ class DynAggregateView(ViewRuntime):
         channels = sum(1 for a in aggs if a.channel)
         # with no sum channels the weights are plain integer counts (faster)
         self.zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
+        self.eager = False  # as DynView.eager, for a select list over the groups
 
     def _row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
         if w is None:
@@ -229,7 +230,8 @@ class DynAggregateView(ViewRuntime):
         return self.finalizer.finish((*key, *vals))
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = update_representation(self.rep, self.sources, batch, want_delta)
+        changes = update_representation(self.rep, self.sources, batch,
+                                        want_delta or self.eager)
         if changes is None:
             return None
         out: Delta = {}
