@@ -172,15 +172,18 @@ def _like(pattern: str, case_insensitive: bool = False) -> Callable[[object], ob
     return match
 
 
-def _substring(s, start, length=None):
+_TO_END = object()  # substring without a length (a NULL length gives NULL)
+
+
+def _substring(s, start, length=_TO_END):
     """DuckDB's substring: 1-based ``start`` (negative counts from the end, 0 is before the
     first character), the window ``[start, start + length)`` (a negative length reaches
     back), clipped to the string."""
-    if s is None or start is None:
+    if s is None or start is None or length is None:
         return None
     n = len(s)
     at = start if start > 0 else n + start + 1 if start < 0 else 0
-    if length is None:
+    if length is _TO_END:
         lo, hi = at, n + 1
     else:
         lo, hi = (at, at + length) if length >= 0 else (at + length, at)
@@ -400,23 +403,18 @@ class ExpressionCompiler:
             if type(node) is cls:
                 return self._arith(node, op)
         if isinstance(node, exp.Div):
-            a, ta = self._gen(node.this)
-            b, tb = self._gen(node.expression)
+            (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             if node.args.get("typed") and ta.is_integer and tb.is_integer:
                 return f"_intdiv({a}, {b})", common_numeric(ta, tb)
             return f"_div({a}, {b})", DOUBLE
         if isinstance(node, exp.IntDiv):
-            a, ta = self._gen(node.this)
-            b, tb = self._gen(node.expression)
+            (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             return f"_intdiv({a}, {b})", common_numeric(ta, tb)
         if isinstance(node, exp.Mod):
-            a, ta = self._gen(node.this)
-            b, tb = self._gen(node.expression)
+            (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             return f"_mod({a}, {b})", common_numeric(ta, tb)
         if isinstance(node, exp.Neg):
-            a, ta = self._gen(node.this)
-            if not (ta.is_numeric or ta.kind == "NULL"):
-                raise SchemaError(f"cannot negate a {ta.sql()}: {node.sql()}{_where(node)}")
+            ((a, ta),) = self._numbers(node, node.this)
             v = self._tmp()
             if ta.is_integer:  # -(-2**31) does not fit an INTEGER
                 return (f"(None if ({v} := {a}) is None else -{v} if {v} != "
@@ -465,8 +463,13 @@ class ExpressionCompiler:
                             default=node.args.get("false"))
             return self._case(case)
         if isinstance(node, (exp.Cast, exp.TryCast)):
-            a, _ = self._gen(node.this)
+            a, have = self._gen(node.this)
             typ = type_from_sqlglot(node.to)
+            temporal = ("DATE", "TIMESTAMP")
+            if (have.kind in temporal and (typ.is_numeric or typ.kind == "BOOLEAN")) or (
+                    typ.kind in temporal and (have.is_numeric or have.kind == "BOOLEAN")):
+                raise SchemaError(f"no cast from {have.sql()} to {typ.sql()} (as in DuckDB): "
+                                  f"{node.sql()}{_where(node)}")
             return f"_cast({a}, {self._const(typ)})", typ
         if isinstance(node, exp.DPipe):
             a, _ = self._gen(node.this)
@@ -484,7 +487,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.Trim):
             return f"_trim({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Abs):
-            a, ta = self._gen(node.this)
+            ((a, ta),) = self._numbers(node, node.this)
             return f"_abs({a})", ta
         if isinstance(node, exp.Substring):
             args = [self._string(node.this, node)]
@@ -497,7 +500,7 @@ class ExpressionCompiler:
                     args.append(src)
             return f"_substring({', '.join(args)})", VARCHAR
         if isinstance(node, exp.Round):
-            a, ta = self._gen(node.this)
+            ((a, ta),) = self._numbers(node, node.this)
             digits = node.args.get("decimals")
             d = self._gen(digits)[0] if digits is not None else "0"
             if ta.kind == "DECIMAL":
@@ -536,6 +539,16 @@ class ExpressionCompiler:
             return f"{self._const(_null_skip(fn))}({srcs})", typ
         raise UnsupportedError(
             f"expression {node.sql()} ({type(node).__name__}) is not supported{_where(node)}")
+
+    def _numbers(self, call: exp.Expression, *args: exp.Expression
+                 ) -> list[tuple[str, SqlType]]:
+        """The code and type of an arithmetic operator's operands, which must be numbers
+        (DuckDB's binder refuses ``'x' / 2`` and ``abs(s)`` the same way)."""
+        out = [self._gen(arg) for arg in args]
+        for _, typ in out:
+            if not (typ.is_numeric or typ.kind == "NULL"):
+                raise SchemaError(f"{call.sql()} needs numbers, not {typ.sql()}{_where(call)}")
+        return out
 
     def _truth(self, node: exp.Expression) -> str:
         """The code of a condition (WHEN, AND, OR, NOT): a number is true when it is not
