@@ -40,6 +40,39 @@ def check_syntax(sql: str) -> None:
         raise SchemaError(str(exc).split("\n", 1)[0]) from None
 
 
+# DuckDB binder errors that mean a type mismatch (not a construct DuckDB lacks, such as the
+# mutual recursion upkeep maintains)
+_TYPE_ERRORS = ("No function matches", "Cannot compare values", "Cannot mix values",
+                "Could not choose a best candidate")
+
+
+def check_types(query: exp.Expression, schema_of) -> None:
+    """Bind a view's query as DuckDB would, over empty tables shaped like the relations it
+    reads, and refuse the type mismatches DuckDB's binder refuses (``round('x')``,
+    ``trim(1)``): every such view is rejected at definition, with DuckDB's words."""
+    names = {t.name.lower() for t in query.find_all(exp.Table)}
+    names -= {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    con = duckdb.connect()
+    try:
+        for name in sorted(names):
+            try:
+                columns = schema_of(name)
+            except SchemaError:
+                return  # an unknown relation: the planner names it
+            spec = ", ".join(f'"{c}" {"INTEGER" if t.kind == "NULL" else t.sql()}'
+                             for c, t in columns)
+            con.execute(f'CREATE TABLE "{name}" ({spec})')
+        con.execute("DESCRIBE " + query.sql(dialect="duckdb"))
+    except duckdb.Error as exc:
+        text = str(exc)
+        if isinstance(exc, duckdb.BinderException) and any(e in text for e in _TYPE_ERRORS):
+            first = text.split("\n", 1)[0].replace("Binder Error: ", "")
+            raise SchemaError(f"{first} (as DuckDB binds {query.sql(dialect='duckdb')[:80]})"
+                              ) from None
+    finally:
+        con.close()
+
+
 def parse(sql: str) -> list[exp.Expression]:
     """The statements of ``sql`` (at least one), or a :class:`ParseError`."""
     if not isinstance(sql, str):

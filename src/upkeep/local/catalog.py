@@ -26,7 +26,7 @@ from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
-from ..sql import parse_one
+from ..sql import check_types, parse_one
 from ..table import Table
 from ..types import SqlType, coerce_row
 from ..views import ViewRuntime
@@ -216,6 +216,7 @@ class LocalCatalog(Catalog):
         stays."""
         if name in self.tables or (name in self.views and not replace):
             raise SchemaError(f"a table or view named {name} already exists")
+        check_types(query, self.schema_of)
         old = None
         if replace and name in self.views:
             self._check_unread(name, "replace view")
