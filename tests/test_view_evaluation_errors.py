@@ -249,3 +249,34 @@ def test_views_are_type_checked_at_definition_as_duckdb_binds_them(sql) -> None:
     with pytest.raises(upkeep.SchemaError):
         db.execute(f"CREATE VIEW v AS {sql}")
     assert db.views() == []
+
+
+@pytest.mark.parametrize("op", ["/", "//", "%", "+", "-", "*"])
+@pytest.mark.parametrize("left, right", [("i", "j"), ("i", "d"), ("d", "e"), ("m", "n"),
+                                         ("m", "i"), ("d", "m")])
+def test_arithmetic_agrees_with_duckdb_row_by_row(op, left, right) -> None:
+    """Each operator on each pair of column types, zero divisors included: the value DuckDB
+    computes, or an EvaluationError where DuckDB raises."""
+    ddl = "CREATE TABLE t (i INTEGER, j INTEGER, d DOUBLE, e DOUBLE, m DECIMAL(6,2), " \
+          "n DECIMAL(6,2))"
+    values = [(7, 2, 7.5, 2.0, "7.50", "2.00"), (-7, 2, -7.5, -2.5, "-7.50", "-2.50"),
+              (7, 0, 7.5, 0.0, "7.50", "0.00"), (0, -3, 0.0, 1.5, "0.00", "1.50")]
+    con = duckdb.connect()
+    con.execute(ddl)
+    sql = f"SELECT {left} {op} {right} AS x FROM t"
+    for row in values:
+        db = upkeep.connect()
+        db.execute(ddl)
+        db.execute(f"CREATE VIEW v AS {sql}")
+        con.execute("DELETE FROM t")
+        con.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", list(row))
+        try:
+            want = con.execute(sql).fetchall()
+        except duckdb.Error:
+            with pytest.raises(upkeep.EvaluationError):
+                db.insert("t", [row])
+            continue
+        db.insert("t", [row])
+        got = db.view("v").rows()
+        assert [repr(float(v)) if v is not None else None for (v,) in got] == \
+               [repr(float(v)) if v is not None else None for (v,) in want], (sql, row)

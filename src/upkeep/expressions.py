@@ -109,8 +109,8 @@ def _intdiv(a, b):
         return None
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} // {b})")
-    if isinstance(a, float) or isinstance(b, float):
-        return float(math.trunc(a / b))
+    if not (type(a) is int and type(b) is int):  # DuckDB: // of non-integers is /
+        return float(a) / float(b)
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
@@ -118,10 +118,10 @@ def _intdiv(a, b):
 def _mod(a, b):
     if a is None or b is None:
         return None
+    if isinstance(a, float) or isinstance(b, float):
+        return math.fmod(a, b) if b != 0 else math.nan  # DuckDB: a DOUBLE % 0 is NaN
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} % {b})")
-    if isinstance(a, float) or isinstance(b, float):
-        return math.fmod(a, b)
     r = abs(a) % abs(b)
     return r if a >= 0 else -r
 
@@ -409,7 +409,8 @@ class ExpressionCompiler:
             return f"_div({a}, {b})", DOUBLE
         if isinstance(node, exp.IntDiv):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
-            return f"_intdiv({a}, {b})", common_numeric(ta, tb)
+            typ = common_numeric(ta, tb)
+            return f"_intdiv({a}, {b})", typ if typ.is_integer or typ.kind == "NULL" else DOUBLE
         if isinstance(node, exp.Mod):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             return f"_mod({a}, {b})", common_numeric(ta, tb)
