@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -52,25 +53,40 @@ def check_types(query: exp.Expression, schema_of) -> None:
     ``trim(1)``): every such view is rejected at definition, with DuckDB's words."""
     names = {t.name.lower() for t in query.find_all(exp.Table)}
     names -= {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
-    con = duckdb.connect()
-    try:
-        for name in sorted(names):
-            try:
-                columns = schema_of(name)
-            except SchemaError:
-                return  # an unknown relation: the planner names it
-            spec = ", ".join(f'"{c}" {"INTEGER" if t.kind == "NULL" else t.sql()}'
-                             for c, t in columns)
-            con.execute(f'CREATE TABLE "{name}" ({spec})')
-        con.execute("DESCRIBE " + query.sql(dialect="duckdb"))
-    except duckdb.Error as exc:
-        text = str(exc)
-        if isinstance(exc, duckdb.BinderException) and any(e in text for e in _TYPE_ERRORS):
-            first = text.split("\n", 1)[0].replace("Binder Error: ", "")
-            raise SchemaError(f"{first} (as DuckDB binds {query.sql(dialect='duckdb')[:80]})"
-                              ) from None
-    finally:
-        con.close()
+    specs = []
+    for name in sorted(names):
+        try:
+            columns = schema_of(name)
+        except SchemaError:
+            return  # an unknown relation: the planner names it
+        specs.append((name, ", ".join(f'"{c}" {"INTEGER" if t.kind == "NULL" else t.sql()}'
+                                      for c, t in columns)))
+    with _BINDER_LOCK:  # one connection, each check a transaction rolled back (< 1 ms)
+        con = _binder()
+        con.execute("BEGIN")
+        try:
+            for name, spec in specs:
+                con.execute(f'CREATE TABLE "{name}" ({spec})')
+            con.execute("DESCRIBE " + query.sql(dialect="duckdb"))
+        except duckdb.Error as exc:
+            text = str(exc)
+            if isinstance(exc, duckdb.BinderException) and any(e in text for e in _TYPE_ERRORS):
+                first = text.split("\n", 1)[0].replace("Binder Error: ", "")
+                raise SchemaError(f"{first} (as DuckDB binds "
+                                  f"{query.sql(dialect='duckdb')[:80]})") from None
+        finally:
+            con.execute("ROLLBACK")
+
+
+_BINDER_LOCK = threading.Lock()
+_BINDER: list[duckdb.DuckDBPyConnection] = []
+
+
+def _binder() -> duckdb.DuckDBPyConnection:
+    """The in-memory DuckDB connection views are bound in (opened on first use)."""
+    if not _BINDER:
+        _BINDER.append(duckdb.connect())
+    return _BINDER[0]
 
 
 def parse(sql: str) -> list[exp.Expression]:

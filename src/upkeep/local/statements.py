@@ -67,7 +67,12 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     table = Table(name, [(n.lower(), t) for n, t in cur._columns])
     db._durability.log(table_record(table))
     db._catalog.add_table(table)
-    db.insert(name, cur.fetchall())
+    try:
+        db.insert(name, cur.fetchall())
+    except BaseException:  # nothing half-applied: the new table goes again
+        db._catalog.drop_table(name)
+        db._durability.log(("drop", "table", name))
+        raise
     return Cursor()
 
 
