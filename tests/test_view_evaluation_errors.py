@@ -280,3 +280,23 @@ def test_arithmetic_agrees_with_duckdb_row_by_row(op, left, right) -> None:
         got = db.view("v").rows()
         assert [repr(float(v)) if v is not None else None for (v,) in got] == \
                [repr(float(v)) if v is not None else None for (v,) in want], (sql, row)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a FROM p WHERE b",
+    "SELECT a FROM p WHERE b AND a",
+    "SELECT a FROM p WHERE NOT b",
+    "SELECT a, CASE WHEN b THEN 1 ELSE 0 END AS c FROM p",
+    "SELECT a, COUNT(*) AS n FROM p GROUP BY a HAVING COUNT(*) - 2",
+    "SELECT a, SUM(b) AS s FROM p GROUP BY a HAVING SUM(b)",
+])
+def test_numbers_as_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
+    rows = [(1, 0), (1, 0), (2, 5), (3, None), (0, -1)]
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    db.insert("p", rows)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    con.executemany("INSERT INTO p VALUES (?, ?)", rows)
+    assert Counter(db.view("v").rows()) == Counter(con.execute(sql).fetchall())

@@ -122,7 +122,7 @@ class Finalizer:
 
         compiler = ExpressionCompiler(base_scope, slots)
         self.types = [compiler.type_of(e) for e in select]
-        self.having = compiler.compile(having) if having is not None else None
+        self.having = compiler.compile_condition(having) if having is not None else None
         row_of = compiler.compile_tuple(select)
         having_fn = self.having.fn if self.having else None
 

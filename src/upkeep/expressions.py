@@ -320,6 +320,13 @@ class ExpressionCompiler:
         fn = eval(f"lambda r: {src}", namespace)  # noqa: S307 - generated from a typed AST
         return Compiled(fn, typ, src)
 
+    def compile_condition(self, node: exp.Expression) -> Compiled:
+        """A condition (HAVING): a number is true when it is not zero, as in DuckDB."""
+        src = self._truth(node)
+        namespace = dict(_HELPERS)
+        namespace.update(self._consts)
+        return Compiled(eval(f"lambda r: {src}", namespace), BOOLEAN, src)  # noqa: S307
+
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
         """``row -> (value of each node, ...)`` as one generated function: a select list or
         grouping key costs one call per row instead of one per column."""
