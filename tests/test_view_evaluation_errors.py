@@ -300,3 +300,26 @@ def test_numbers_as_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
     con.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
     con.executemany("INSERT INTO p VALUES (?, ?)", rows)
     assert Counter(db.view("v").rows()) == Counter(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT CASE WHEN a THEN a ELSE -(m) END AS e FROM p",
+    "SELECT coalesce(b, m) AS e FROM p",
+    "SELECT coalesce(b, d) AS e FROM p",
+    "SELECT greatest(a, m) AS e FROM p",
+    "SELECT round(d / 0) AS e FROM p",
+    "SELECT (a + d / 0) % 2 AS e FROM p",
+])
+def test_values_have_the_type_duckdb_gives_them(sql) -> None:
+    """Branches of CASE, COALESCE and GREATEST take the merged type's values (1 in a
+    DECIMAL(6,2) column is 1.00), and non-finite doubles pass round and % as in DuckDB."""
+    rows = [(1, None, "2.5", None), (2, 3, None, 1.5), (0, None, None, -2.0)]
+    ddl = "CREATE TABLE p (a INTEGER, b INTEGER, m DECIMAL(6,2), d DOUBLE)"
+    db = upkeep.connect()
+    db.execute(ddl)
+    db.execute(f"CREATE VIEW v AS {sql}")
+    db.insert("p", rows)
+    con = duckdb.connect()
+    con.execute(ddl)
+    con.executemany("INSERT INTO p VALUES (?, ?, ?, ?)", rows)
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))

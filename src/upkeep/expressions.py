@@ -29,6 +29,7 @@ from .types import (
     INTEGER,
     NULLTYPE,
     VARCHAR,
+    WIDE_CONTEXT,
     SqlType,
     common_numeric,
     type_from_name,
@@ -119,7 +120,10 @@ def _mod(a, b):
     if a is None or b is None:
         return None
     if isinstance(a, float) or isinstance(b, float):
-        return math.fmod(a, b) if b != 0 else math.nan  # DuckDB: a DOUBLE % 0 is NaN
+        try:  # DuckDB: a DOUBLE % 0, and inf % x, are NaN
+            return math.fmod(a, b) if b != 0 else math.nan
+        except ValueError:
+            return math.nan
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} % {b})")
     r = abs(a) % abs(b)
@@ -212,6 +216,8 @@ def _round(x, digits=0):
         from decimal import ROUND_HALF_UP
         return x.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     if isinstance(x, float):
+        if not math.isfinite(x):
+            return x
         factor = 10.0 ** digits
         v = abs(x) * factor
         r = math.floor(v + 0.5)
@@ -266,6 +272,11 @@ def _cast(value, typ: SqlType):
     raise UnsupportedError(f"cast to {typ.sql()}")
 
 
+def _decimal(value, scale: int) -> Decimal:
+    """A number as a DECIMAL value of ``scale`` digits after the point."""
+    return Decimal(value).quantize(Decimal(1).scaleb(-scale), context=WIDE_CONTEXT)
+
+
 def _null_or(fn):
     def wrapped(*args):
         if any(a is None for a in args):
@@ -284,6 +295,7 @@ _HELPERS: dict[str, object] = {
     "_in": _in,
     "_substring": _substring,
     "_overflow": _overflow,
+    "_decimal": _decimal,
     "_round": _round,
     "_extract": _extract,
     "_cast": _cast,
@@ -518,7 +530,7 @@ class ExpressionCompiler:
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
             typ = _common_type([t for _, t in gens])
-            srcs = [self._as(s, t, typ) for s, t in gens]
+            srcs = [self._as(s, t, typ, value=True) for s, t in gens]
             src = srcs[-1]
             for s in reversed(srcs[:-1]):
                 v = self._tmp()
@@ -543,7 +555,7 @@ class ExpressionCompiler:
             gens = [self._gen(x) for x in items]
             typ = _common_type([t for _, t in gens])
             fn = "max" if isinstance(node, exp.Greatest) else "min"
-            srcs = ", ".join(self._as(s, t, typ) for s, t in gens)
+            srcs = ", ".join(self._as(s, t, typ, value=True) for s, t in gens)
             return f"{self._const(_null_skip(fn))}({srcs})", typ
         raise UnsupportedError(
             f"expression {node.sql()} ({type(node).__name__}) is not supported{_where(node)}")
@@ -604,13 +616,17 @@ class ExpressionCompiler:
                      f"_overflow({name!r}, {x}, {y}, {self._const(typ)}))")
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
 
-    def _as(self, src: str, have: SqlType, want: SqlType) -> str:
-        """Convert a value to the representation of the wanted numeric type."""
-        if want.kind == "DOUBLE" and have.kind == "DECIMAL":
-            v = self._tmp()
+    def _as(self, src: str, have: SqlType, want: SqlType, value: bool = False) -> str:
+        """Convert a value to the representation of the wanted numeric type.  As an
+        operand an integer may stay an int (Decimal op int is exact in Python); as a
+        ``value`` (a CASE branch, COALESCE, GREATEST) it becomes the type's own value, as
+        DuckDB returns it: 1 in a DECIMAL(6,2) column is Decimal('1.00'), in a DOUBLE 1.0."""
+        v = self._tmp()
+        if want.kind == "DOUBLE" and (have.kind == "DECIMAL" or (value and have.is_integer)):
             return f"(None if ({v} := {src}) is None else float({v}))"
-        if want.kind == "DECIMAL" and have.is_integer:
-            return src  # Decimal op int is exact in Python
+        if value and want.kind == "DECIMAL" and (have.is_integer or have.kind == "DECIMAL") \
+                and have != want:
+            return f"(None if ({v} := {src}) is None else _decimal({v}, {want.scale}))"
         return src
 
     def _coerce_literal(self, node: exp.Expression, target: SqlType) -> tuple[str, SqlType]:
@@ -645,9 +661,9 @@ class ExpressionCompiler:
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
         typ = _common_type([t for _, (_, t) in branches] + [dflt[1]])
-        src = self._as(dflt[0], dflt[1], typ)
+        src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
-            src = f"({self._as(then, t, typ)} if ({when}) is True else {src})"
+            src = f"({self._as(then, t, typ, value=True)} if ({when}) is True else {src})"
         return src, typ
 
 
