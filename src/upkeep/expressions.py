@@ -29,7 +29,6 @@ from .types import (
     INTEGER,
     NULLTYPE,
     VARCHAR,
-    WIDE_CONTEXT,
     SqlType,
     common_numeric,
     type_from_name,
@@ -202,13 +201,6 @@ def _overflow(op: str, a, b, typ: SqlType):
 _SYMBOL = {"addition": "+", "subtraction": "-", "multiplication": "*", "negation": "-"}
 
 
-def _in_range(value: int, typ: SqlType) -> int:
-    bound = INT_RANGES[typ.kind]
-    if not -bound <= value < bound:
-        raise EvaluationError(f"{value} is out of range for {typ.sql()}")
-    return value
-
-
 def _round(x, digits=0):
     if x is None:
         return None
@@ -247,7 +239,10 @@ def _cast(value, typ: SqlType):
                 number = int(_round(value, 0))
             else:
                 number = int(value)
-            return _in_range(number, typ)
+            bound = INT_RANGES[kind]
+            if not -bound <= number < bound:
+                raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range")
+            return number
         if kind == "DOUBLE":
             return float(value)
         if kind == "DECIMAL":
@@ -264,17 +259,9 @@ def _cast(value, typ: SqlType):
             if isinstance(value, str):
                 return {"true": True, "false": False, "t": True, "f": False}[value.lower()]
             return bool(value)
-    except EvaluationError:
-        raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range"
-                              ) from None
     except (ValueError, KeyError, ArithmeticError) as exc:
         raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
     raise UnsupportedError(f"cast to {typ.sql()}")
-
-
-def _decimal(value, scale: int) -> Decimal:
-    """A number as a DECIMAL value of ``scale`` digits after the point."""
-    return Decimal(value).quantize(Decimal(1).scaleb(-scale), context=WIDE_CONTEXT)
 
 
 def _null_or(fn):
@@ -295,7 +282,6 @@ _HELPERS: dict[str, object] = {
     "_in": _in,
     "_substring": _substring,
     "_overflow": _overflow,
-    "_decimal": _decimal,
     "_round": _round,
     "_extract": _extract,
     "_cast": _cast,
@@ -327,26 +313,24 @@ class ExpressionCompiler:
     # -- public ---------------------------------------------------------------
     def compile(self, node: exp.Expression) -> Compiled:
         src, typ = self._gen(node)
-        namespace = dict(_HELPERS)
-        namespace.update(self._consts)
-        fn = eval(f"lambda r: {src}", namespace)  # noqa: S307 - generated from a typed AST
-        return Compiled(fn, typ, src)
+        return Compiled(self._function(src), typ, src)
 
     def compile_condition(self, node: exp.Expression) -> Compiled:
-        """A condition (HAVING): a number is true when it is not zero, as in DuckDB."""
+        """A condition (HAVING), by :func:`as_condition`'s rule."""
         src = self._truth(node)
-        namespace = dict(_HELPERS)
-        namespace.update(self._consts)
-        return Compiled(eval(f"lambda r: {src}", namespace), BOOLEAN, src)  # noqa: S307
+        return Compiled(self._function(src), BOOLEAN, src)
 
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
         """``row -> (value of each node, ...)`` as one generated function: a select list or
         grouping key costs one call per row instead of one per column."""
         parts = [self._gen(node)[0] for node in nodes]
+        return self._function("(" + "".join(f"{src}, " for src in parts) + ")")
+
+    def _function(self, src: str) -> Callable[[tuple], object]:
+        """``lambda r: src`` with the runtime helpers and this compiler's constants."""
         namespace = dict(_HELPERS)
         namespace.update(self._consts)
-        return eval("lambda r: (" + "".join(f"{src}, " for src in parts) + ")",  # noqa: S307
-                    namespace)
+        return eval(f"lambda r: {src}", namespace)  # noqa: S307 - generated from a typed AST
 
     def type_of(self, node: exp.Expression) -> SqlType:
         return self._gen(node)[1]
@@ -571,16 +555,10 @@ class ExpressionCompiler:
         return out
 
     def _truth(self, node: exp.Expression) -> str:
-        """The code of a condition (WHEN, AND, OR, NOT): a number is true when it is not
-        zero, as DuckDB casts it; a string, date or other value is refused."""
+        """The code of a condition (WHEN, AND, OR, NOT, HAVING; see :func:`as_condition`)."""
         src, typ = self._gen(node)
-        if typ.kind in ("BOOLEAN", "NULL"):
-            return src
-        if typ.is_numeric:
-            v = self._tmp()
-            return f"(None if ({v} := {src}) is None else {v} != 0)"
-        raise SchemaError(f"a condition must be a BOOLEAN, not {typ.sql()}: "
-                          f"{node.sql()}{_where(node)}")
+        condition = as_condition(node, typ)
+        return src if condition is node else self._gen(condition)[0]
 
     def _string(self, arg: exp.Expression, call: exp.Expression) -> str:
         """The code of a string function's argument, which must be a VARCHAR (DuckDB's
@@ -621,12 +599,11 @@ class ExpressionCompiler:
         operand an integer may stay an int (Decimal op int is exact in Python); as a
         ``value`` (a CASE branch, COALESCE, GREATEST) it becomes the type's own value, as
         DuckDB returns it: 1 in a DECIMAL(6,2) column is Decimal('1.00'), in a DOUBLE 1.0."""
-        v = self._tmp()
-        if want.kind == "DOUBLE" and (have.kind == "DECIMAL" or (value and have.is_integer)):
+        if want.kind == "DOUBLE" and have.kind == "DECIMAL":
+            v = self._tmp()
             return f"(None if ({v} := {src}) is None else float({v}))"
-        if value and want.kind == "DECIMAL" and (have.is_integer or have.kind == "DECIMAL") \
-                and have != want:
-            return f"(None if ({v} := {src}) is None else _decimal({v}, {want.scale}))"
+        if value and want.is_numeric and have.is_numeric and have != want:
+            return f"_cast({src}, {self._const(want)})"
         return src
 
     def _coerce_literal(self, node: exp.Expression, target: SqlType) -> tuple[str, SqlType]:
@@ -665,6 +642,18 @@ class ExpressionCompiler:
         for when, (then, t) in reversed(branches):
             src = f"({self._as(then, t, typ, value=True)} if ({when}) is True else {src})"
         return src, typ
+
+
+def as_condition(node: exp.Expression, typ: SqlType) -> exp.Expression:
+    """``node`` (of type ``typ``) as a BOOLEAN condition, as DuckDB casts it: a number is
+    true when it is not zero; a string, date or any other value is refused.  The one rule
+    for WHERE / ON (the binder rewrites them) and WHEN, AND, OR, NOT, HAVING (compiled)."""
+    if typ.kind in ("BOOLEAN", "NULL"):
+        return node
+    if typ.is_numeric:
+        return exp.NEQ(this=exp.Paren(this=node), expression=exp.Literal.number(0))
+    raise SchemaError(f"a condition must be a BOOLEAN, not {typ.sql()}: "
+                      f"{node.sql()}{_where(node)}")
 
 
 def _null_skip(fn_name: str) -> Callable[..., object]:

@@ -20,6 +20,7 @@ from .expressions import (
     Column,
     ExpressionCompiler,
     Scope,
+    as_condition,
     column_refs,
     conjuncts,
 )
@@ -169,17 +170,6 @@ def _shared_columns(atoms: list[Atom], columns: list[Column],
     return merged, hidden, equalities
 
 
-def _as_condition(cond: exp.Expression, scope: Scope) -> exp.Expression:
-    """A WHERE / ON condition as a BOOLEAN: a number is true when it is not zero (DuckDB
-    casts it so); a string, date or anything else is refused at definition."""
-    typ = ExpressionCompiler(scope).type_of(cond)
-    if typ.kind in ("BOOLEAN", "NULL"):
-        return cond
-    if typ.is_numeric:
-        return exp.NEQ(this=exp.Paren(this=cond), expression=exp.Literal.number(0))
-    raise SchemaError(f"a condition must be a BOOLEAN, not {typ.sql()}: {cond.sql()}")
-
-
 def _bind_select(node: exp.Select, schema_of) -> Block:
     node = node.transform(_rewrite_filter)
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
@@ -240,7 +230,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
             continue
         _reject_subqueries(cond)
         scope_check(cond, scope)
-        plain.append(_as_condition(cond, scope))
+        plain.append(as_condition(cond, ExpressionCompiler(scope).type_of(cond)))
     conditions = plain
 
     select: list[tuple[str, exp.Expression]] = []

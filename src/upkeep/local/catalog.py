@@ -35,9 +35,9 @@ from ..zset import Delta
 Overlay = Callable[[str], Delta | None]
 
 
-
 def _no_log(record: tuple) -> None:
     """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
+
 
 class LocalCatalog(Catalog):
     """Tables and views of one database, with the planner's view of them."""
@@ -148,39 +148,38 @@ class LocalCatalog(Catalog):
 
     # ------------------------------------------------------------ DDL
     def execute_ddl(self, stmt: exp.Create | exp.Drop,
-                    log: Callable[[tuple], None] = _no_log) -> list[tuple]:
-        """Run a CREATE TABLE / CREATE VIEW / DROP statement (not ``CREATE TABLE AS``);
-        the log records of what it changed (none if ``IF [NOT] EXISTS`` made it a no-op).
-        ``log`` writes each record once every check passed and before the change becomes
-        visible; if it raises (a full disk), the catalog is as before."""
+                    log: Callable[[tuple], None] = _no_log) -> None:
+        """Run a CREATE TABLE / CREATE VIEW / DROP statement (not ``CREATE TABLE AS``;
+        ``IF [NOT] EXISTS`` may make it a no-op).  ``log`` writes each change's record once
+        every check passed and before the change becomes visible; if it raises (a full
+        disk), the catalog is as before."""
         if isinstance(stmt, exp.Drop):
-            return self._drop(stmt, log)
+            self._drop(stmt, log)
+            return
         kind = (stmt.args.get("kind") or "").upper()
         name = created_name(stmt)
         if kind == "TABLE":
             if name in self.tables or name in self.views:
                 if stmt.args.get("exists"):
-                    return []
+                    return
                 raise SchemaError(f"a table or view named {name} already exists")
             if stmt.expression is not None:
                 raise UnsupportedError(f"CREATE TABLE {name} AS SELECT on this engine")
             table = table_from_create(stmt)
             log(table_record(table))
             self.add_table(table)
-            return [table_record(table)]
-        if kind == "VIEW":
+        elif kind == "VIEW":
             if name in self.views and stmt.args.get("exists"):
-                return []
-            sql = self.define_view(name, stmt.expression, None,
-                                   replace=bool(stmt.args.get("replace")), log=log)
-            return [("view", name, sql, None)]
-        raise UnsupportedError(f"CREATE {kind}")
+                return
+            self.define_view(name, stmt.expression, None,
+                             replace=bool(stmt.args.get("replace")), log=log)
+        else:
+            raise UnsupportedError(f"CREATE {kind}")
 
-    def _drop(self, stmt: exp.Drop, log: Callable[[tuple], None]) -> list[tuple]:
+    def _drop(self, stmt: exp.Drop, log: Callable[[tuple], None]) -> None:
         kind = (stmt.args.get("kind") or "").upper()
         if kind not in ("TABLE", "VIEW"):
             raise UnsupportedError(f"DROP {kind}")
-        records = []
         for t in stmt.args.get("tables") or [stmt.this]:
             name = t.name.lower()
             if name not in (self.tables if kind == "TABLE" else self.views):
@@ -193,8 +192,6 @@ class LocalCatalog(Catalog):
                 self.drop_view(name)
             else:
                 self.drop_table(name)
-            records.append(("drop", kind.lower(), name))
-        return records
 
     # ------------------------------------------------------------ changes to the catalog
     def add_table(self, table: Table) -> None:
@@ -209,11 +206,10 @@ class LocalCatalog(Catalog):
         self.changed()
 
     def define_view(self, name: str, query: exp.Expression, strategy: str | None,
-                    replace: bool = False, log: Callable[[tuple], None] = _no_log) -> str:
-        """Create a user-visible view (replacing one of that name if ``replace``) and
-        return its SQL as the log records it.  A view that fails to plan or build, or
-        whose record ``log`` cannot write, changes nothing: the view it would replace
-        stays."""
+                    replace: bool = False, log: Callable[[tuple], None] = _no_log) -> None:
+        """Create a user-visible view (replacing one of that name if ``replace``) and log
+        its SQL.  A view that fails to plan or build, or whose record ``log`` cannot write,
+        changes nothing: the view it would replace stays."""
         if name in self.tables or (name in self.views and not replace):
             raise SchemaError(f"a table or view named {name} already exists")
         check_types(query, self.schema_of)
@@ -235,7 +231,6 @@ class LocalCatalog(Catalog):
             raise
         self.user_views.pop(name, None)
         self.user_views[name] = (sql, strategy)
-        return sql
 
     def drop_view(self, name: str) -> None:
         self._check_unread(name, "drop")
