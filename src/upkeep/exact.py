@@ -34,34 +34,29 @@ def float_to_exact(x: float) -> int:
     return num * (_SCALE // den)
 
 
-def _split(n: int) -> tuple[int, int, int, int]:
-    """The finite part and the counts of +inf, -inf and NaN in an exact sum."""
-    parts = []
-    for _ in range(3):
+def _finite_and_special(n: int) -> tuple[int, float | None]:
+    """An exact sum's finite part, and its value if a non-finite term decides it (else
+    None).  Sums without one (the common case) take one range check."""
+    if -_HALF <= n < _HALF:
+        return n, None
+    digits = []
+    for _ in range(3):  # the finite part, then the counts of +inf and -inf; NaN is the rest
         digit = n % _BASE
         if digit >= _HALF:
             digit -= _BASE
-        parts.append(digit)
+        digits.append(digit)
         n = (n - digit) // _BASE
-    return parts[0], parts[1], parts[2], n
-
-
-def _non_finite(n: int) -> float | None:
-    """The sum's value if it holds a non-finite term, else None."""
-    if -_HALF <= n < _HALF:
-        return None
-    _, pos, neg, nan = _split(n)
-    if nan or (pos and neg):
-        return math.nan
-    return math.inf if pos else -math.inf if neg else None
+    finite, pos, neg = digits
+    if n or (pos and neg):
+        return finite, math.nan
+    return finite, math.inf if pos else -math.inf if neg else None
 
 
 def exact_to_float(n: int) -> float:
     """Inverse of :func:`float_to_exact` for a sum, correctly rounded."""
-    special = _non_finite(n)
+    finite, special = _finite_and_special(n)
     if special is not None:
         return special
-    finite = _split(n)[0] if not -_HALF <= n < _HALF else n
     try:
         return finite / _SCALE
     except OverflowError:  # beyond the largest double, as DuckDB's SUM gives
@@ -70,8 +65,5 @@ def exact_to_float(n: int) -> float:
 
 def exact_mean(n: int, count: int) -> float:
     """An exact sum divided by ``count``, correctly rounded."""
-    special = _non_finite(n)
-    if special is not None:
-        return special
-    finite = _split(n)[0] if not -_HALF <= n < _HALF else n
-    return finite / (count << _SHIFT)
+    finite, special = _finite_and_special(n)
+    return special if special is not None else finite / (count << _SHIFT)

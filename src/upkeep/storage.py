@@ -16,9 +16,10 @@ Guarantees (issue 18):
   every further write until the database is reopened.
 * Recovery cuts a *torn tail*: a last frame that is cut short, or whose checksum fails
   where its bytes end in zeros (what a write lost in a power failure leaves); only a write
-  that never returned can leave one.  Damage anywhere before the tail (a bad checksum followed by more
-  data) is never cut silently: opening raises :class:`DamagedStorageError` naming the file
-  and byte offset, and :func:`repair` keeps every intact record and reports what it drops.
+  that never returned can leave one.  Damage anywhere before the tail (a bad checksum
+  followed by more data) is never cut silently: opening raises
+  :class:`DamagedStorageError` naming the file and byte offset, and :func:`repair` keeps
+  every intact record and reports what it drops.
 * A snapshot is written to a temporary file, fsynced, and renamed; it ends with an end
   frame, so a cut or changed snapshot is detected.  Generations must be contiguous: a log
   whose snapshot is missing is an error, not an empty database.
@@ -77,6 +78,13 @@ def frame(payload: bytes) -> bytes:
     return head + struct.pack(">I", zlib.crc32(head)) + payload
 
 
+def _header(data: bytes | memoryview, pos: int = 0) -> tuple[int, int] | None:
+    """The payload length and CRC of the frame header at ``pos`` (None if its own CRC
+    fails)."""
+    length, crc, head_crc = _HEADER.unpack_from(data, pos)
+    return (length, crc) if zlib.crc32(data[pos:pos + 8]) == head_crc else None
+
+
 @dataclass
 class LogScan:
     """What a pass over a log's bytes found: intact records with their offsets, where the
@@ -93,9 +101,10 @@ def _frame_at(data: bytes | memoryview, pos: int) -> tuple[str, int]:
     left = len(data) - pos
     if left < _HEADER.size:
         return "torn", left
-    length, crc, head_crc = _HEADER.unpack_from(data, pos)
-    if zlib.crc32(bytes(data[pos:pos + 8])) != head_crc:
+    header = _header(data, pos)
+    if header is None:
         return ("torn", left) if not any(data[pos:]) else ("bad", 0)
+    length, crc = header
     start = pos + _HEADER.size
     if start + length > len(data):
         return "torn", left
@@ -147,7 +156,8 @@ class Storage:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             self._lock.close()
-            raise Error(f"database {self.path} is open in another process") from exc
+            raise StorageError(f"database {self.path} is open in another process",
+                               path=str(self.path)) from exc
         self.generation = 0
         self._fd: int | None = None
         self._size = 0
@@ -220,10 +230,8 @@ class Storage:
 
     def _read_log(self, path: Path, last: bool) -> list[object]:
         data = path.read_bytes()
-        if len(data) < len(LOG_MAGIC):
-            if LOG_MAGIC.startswith(data):  # cut while its header was written
-                return []
-            raise DamagedStorageError(f"{path}: not an upkeep log", path=str(path), offset=0)
+        if len(data) < len(LOG_MAGIC) and LOG_MAGIC.startswith(data):
+            return []  # cut while its header was written
         if not data.startswith(LOG_MAGIC):
             raise DamagedStorageError(f"{path}: not an upkeep log", path=str(path), offset=0)
         scan = scan_log(data)
@@ -409,12 +417,9 @@ def _read_frame(f: BinaryIO, path: Path) -> object:
     if len(head) < _HEADER.size:
         raise DamagedStorageError(f"{path} is cut short at byte {offset}", path=str(path),
                                   offset=offset)
-    length, crc, head_crc = _HEADER.unpack(head)
-    if zlib.crc32(head[:8]) != head_crc:
-        raise DamagedStorageError(f"{path} is damaged at byte {offset}", path=str(path),
-                                  offset=offset)
-    payload = f.read(length)
-    if len(payload) < length or zlib.crc32(payload) != crc:
+    header = _header(head)
+    payload = f.read(header[0]) if header is not None else b""
+    if header is None or len(payload) < header[0] or zlib.crc32(payload) != header[1]:
         raise DamagedStorageError(f"{path} is damaged at byte {offset}", path=str(path),
                                   offset=offset)
     try:
@@ -456,8 +461,8 @@ def repair(path: str | os.PathLike) -> RepairReport:
     report = RepairReport()
     try:
         snapshots, wals = storage._generations()
-        if snapshots:
-            manifest, chunks = storage._read_snapshot(storage._snapshot_path(max(snapshots)))
+        if snapshots:  # a damaged snapshot raises here: only a backup restores it
+            _, chunks = storage._read_snapshot(storage._snapshot_path(max(snapshots)))
             for _ in chunks:
                 pass
         for gen in sorted(wals):

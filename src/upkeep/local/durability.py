@@ -116,7 +116,6 @@ class Durability:
             self.storage = None
 
 
-
 def _row_chunks(tables: list[Table]) -> Iterator[tuple[int, dict[tuple, int]]]:
     """Every table's rows as (table index, {row: copies}) chunks for a snapshot."""
     for index, table in enumerate(tables):
