@@ -7,6 +7,7 @@ input raises ``upkeep.Error`` subclasses only."""
 from __future__ import annotations
 
 from collections import Counter
+from decimal import Decimal
 
 import duckdb
 import numpy as np
@@ -32,6 +33,21 @@ FAILING = {  # expression, the row that makes DuckDB raise on it
     "negation": ("-p.a", (-2**31, 1, "1", 1)),
 }
 GOOD_ROW = (1, 1, "1", 1)
+
+
+def twins(*ddl: str) -> tuple[upkeep.Connection, duckdb.DuckDBPyConnection]:
+    """An upkeep database and a DuckDB connection (the oracle) with the same tables."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in ddl:
+        db.execute(statement)
+        con.execute(statement)
+    return db, con
+
+
+def insert_both(db: upkeep.Connection, con: duckdb.DuckDBPyConnection, table: str,
+                rows: list[tuple]) -> None:
+    db.insert(table, rows)
+    con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
 
 
 def duckdb_raises(expression: str, row: tuple) -> bool:
@@ -119,16 +135,11 @@ def test_string_functions_need_strings_at_definition() -> None:
 
 
 def test_substring_agrees_with_duckdb_on_every_start_and_length() -> None:
-    db = upkeep.connect()
-    db.execute("CREATE TABLE w (s VARCHAR, st INTEGER, ln INTEGER)")
-    rows = [(s, st, ln) for s in ("", "abc", "abcdef") for st in range(-8, 9)
-            for ln in range(-4, 9)]
-    db.insert("w", rows)
+    db, con = twins("CREATE TABLE w (s VARCHAR, st INTEGER, ln INTEGER)")
+    insert_both(db, con, "w", [(s, st, ln) for s in ("", "abc", "abcdef")
+                               for st in range(-8, 9) for ln in range(-4, 9)])
     db.execute("CREATE VIEW sub AS SELECT s, st, ln, substring(s, st, ln) AS part, "
                "substring(s, st) AS rest FROM w")
-    con = duckdb.connect()
-    con.execute("CREATE TABLE w (s VARCHAR, st INTEGER, ln INTEGER)")
-    con.executemany("INSERT INTO w VALUES (?, ?, ?)", rows)
     expected = con.execute("SELECT s, st, ln, substring(s, st, ln), substring(s, st) "
                            "FROM w").fetchall()
     assert Counter(db.view("sub").rows()) == Counter(expected)
@@ -146,34 +157,24 @@ JOIN_QUERIES = [
 
 
 def test_a_natural_join_with_nothing_shared_is_refused_as_in_duckdb() -> None:
-    db = upkeep.connect()
-    db.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
-    db.execute("CREATE TABLE s (z INTEGER)")
+    db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER)", "CREATE TABLE s (z INTEGER)")
     with pytest.raises(upkeep.SchemaError, match="CROSS JOIN"):
         db.execute("CREATE VIEW v AS SELECT * FROM p NATURAL JOIN s")
-    con = duckdb.connect()
-    con.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
-    con.execute("CREATE TABLE s (z INTEGER)")
     with pytest.raises(duckdb.BinderException):
         con.execute("SELECT * FROM p NATURAL JOIN s")
 
 
 @pytest.mark.parametrize("sql", JOIN_QUERIES)
 def test_natural_join_and_using_agree_with_duckdb(sql) -> None:
-    ddl = ["CREATE TABLE p (a INTEGER, b INTEGER)", "CREATE TABLE q (a INTEGER, c INTEGER)",
-           "CREATE TABLE r (a INTEGER, b INTEGER, d INTEGER)"]
+    db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER)",
+                    "CREATE TABLE q (a INTEGER, c INTEGER)",
+                    "CREATE TABLE r (a INTEGER, b INTEGER, d INTEGER)")
     data = {"p": [(1, 2), (2, 3), (2, 4)], "q": [(1, 5), (2, 6), (3, 7)],
             "r": [(1, 2, 8), (2, 3, 9), (2, 9, 9)]}
-    db = upkeep.connect()
-    con = duckdb.connect()
-    for statement in ddl:
-        db.execute(statement)
-        con.execute(statement)
     db.execute(f"CREATE VIEW v AS {sql}")
     con.execute(f"CREATE VIEW v AS {sql}")  # names as DuckDB's view has them (b, b_1)
     for table, rows in data.items():
-        db.insert(table, rows)
-        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        insert_both(db, con, table, rows)
         result = con.execute("SELECT * FROM v")
         assert [c[0] for c in result.description] == db.view("v").columns, sql
         assert Counter(db.view("v").rows()) == Counter(result.fetchall()), (sql, table)
@@ -205,7 +206,7 @@ def test_bad_input_raises_upkeep_errors_and_changes_nothing(statement, rows) -> 
     except upkeep.Error:
         pass  # the only family allowed
     assert db.execute("SELECT * FROM t").fetchall() == [(None, 0.5, "ok",
-                                                         __import__("decimal").Decimal("1.50"))]
+                                                         Decimal("1.50"))]
     if statement and statement.startswith("CREATE VIEW"):
         db.insert("t", [(None, 2.0, "b", "2")])  # 1e400 is inf (DuckDB): every row passes
         assert len(db.view("big").rows()) == 2
@@ -238,12 +239,7 @@ def test_a_group_a_view_cannot_compute_rejects_its_batch(sql) -> None:
     "SELECT r.i FROM r JOIN r2 ON r.i = r2.i WHERE r.s + 1 > 0",
 ])
 def test_views_are_type_checked_at_definition_as_duckdb_binds_them(sql) -> None:
-    ddl = ["CREATE TABLE r (i INTEGER, s VARCHAR)", "CREATE TABLE r2 (i INTEGER)"]
-    con = duckdb.connect()
-    db = upkeep.connect()
-    for statement in ddl:
-        con.execute(statement)
-        db.execute(statement)
+    db, con = twins("CREATE TABLE r (i INTEGER, s VARCHAR)", "CREATE TABLE r2 (i INTEGER)")
     with pytest.raises(duckdb.BinderException):
         con.execute(sql)
     with pytest.raises(upkeep.SchemaError):
@@ -291,14 +287,9 @@ def test_arithmetic_agrees_with_duckdb_row_by_row(op, left, right) -> None:
     "SELECT a, SUM(b) AS s FROM p GROUP BY a HAVING SUM(b)",
 ])
 def test_numbers_as_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
-    rows = [(1, 0), (1, 0), (2, 5), (3, None), (0, -1)]
-    db = upkeep.connect()
-    db.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
+    db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER)")
     db.execute(f"CREATE VIEW v AS {sql}")
-    db.insert("p", rows)
-    con = duckdb.connect()
-    con.execute("CREATE TABLE p (a INTEGER, b INTEGER)")
-    con.executemany("INSERT INTO p VALUES (?, ?)", rows)
+    insert_both(db, con, "p", [(1, 0), (1, 0), (2, 5), (3, None), (0, -1)])
     assert Counter(db.view("v").rows()) == Counter(con.execute(sql).fetchall())
 
 
@@ -313,13 +304,7 @@ def test_numbers_as_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
 def test_values_have_the_type_duckdb_gives_them(sql) -> None:
     """Branches of CASE, COALESCE and GREATEST take the merged type's values (1 in a
     DECIMAL(6,2) column is 1.00), and non-finite doubles pass round and % as in DuckDB."""
-    rows = [(1, None, "2.5", None), (2, 3, None, 1.5), (0, None, None, -2.0)]
-    ddl = "CREATE TABLE p (a INTEGER, b INTEGER, m DECIMAL(6,2), d DOUBLE)"
-    db = upkeep.connect()
-    db.execute(ddl)
+    db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER, m DECIMAL(6,2), d DOUBLE)")
     db.execute(f"CREATE VIEW v AS {sql}")
-    db.insert("p", rows)
-    con = duckdb.connect()
-    con.execute(ddl)
-    con.executemany("INSERT INTO p VALUES (?, ?, ?, ?)", rows)
+    insert_both(db, con, "p", [(1, None, "2.5", None), (2, 3, None, 1.5), (0, None, None, -2.0)])
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
