@@ -36,6 +36,18 @@ def pathway_python(explicit: str | None) -> str | None:
     return None
 
 
+def flink_python() -> str | None:
+    """Interpreter with PyFlink: ``bench/.venv-flink`` (apache-flink 2.3.0 pins py4j,
+    protobuf and pyarrow versions that conflict with upkeep's, see bench/README.md), else
+    this interpreter if it can import pyflink, else None."""
+    local = BENCH_DIR / ".venv-flink" / "bin" / "python"
+    if local.exists():
+        return str(local)
+    if importlib.util.find_spec("pyflink") is not None:
+        return sys.executable
+    return None
+
+
 def git_rev() -> str:
     """Short HEAD revision, marked when ``src/`` has uncommitted changes."""
     try:

@@ -11,7 +11,9 @@ One process per (scale, query, system) measures, in this order:
 
 ``--system duckdb`` is the recomputation peer: the same tables in DuckDB, the same changes as
 single-row ``DELETE`` (by the line item's key) / ``INSERT`` statements, and the view recomputed (``CREATE OR REPLACE TABLE
-... AS query``) after every 1,000 changes.
+... AS query``) after every 1,000 changes.  ``flink`` is the incremental peer on the JVM:
+Apache Flink SQL in streaming mode over a change stream of the same kind, run by
+:mod:`bench.tpch.flink_peer` in its own interpreter (``bench/.venv-flink``).
 
 Usage::
 
@@ -32,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common.environment import git_rev, machine, now
+from bench.common.environment import flink_python, git_rev, machine, now
 from bench.common.measure import current_rss_mb, peak_rss_mb
 from bench.tpch.data import generate, load_table
 from bench.tpch.queries import QUERIES, Query
@@ -40,7 +42,7 @@ from bench.tpch.schema import column_names, create_table_sql
 
 VIEW = "bench_view"
 RECOMPUTE_EVERY = 1_000
-SYSTEMS = ("dyn", "general", "duckdb")
+SYSTEMS = ("dyn", "general", "duckdb", "flink")
 LOADED_QUERIES = ("QH", "FQ1", "Q3")
 FACT = "lineitem"
 PRICE = "l_extendedprice"
@@ -166,14 +168,25 @@ def run_duckdb(args: argparse.Namespace) -> dict:
     return _result(load_s, build_s, single_s, len(singles), view_rows, base_mb, loaded_mb)
 
 
+def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | None:
+    """The command measuring one (query, system), or None if its system is not installed."""
+    common = ["--scale", str(args.scale), "--query", query, "--seed", str(args.seed)]
+    if system == "flink":
+        python = flink_python()
+        return None if python is None else [python, "-m", "bench.tpch.flink_peer", *common]
+    return [sys.executable, "-m", "bench.tpch.loaded", *common, "--system", system,
+            "--changes", str(args.changes), "--batch", str(args.batch)]
+
+
 def run_all(args: argparse.Namespace) -> None:
     """Every (query, system) pair in its own process; results appended to ``--out``."""
     results = []
     for query in args.queries:
         for system in args.systems:
-            cmd = [sys.executable, "-m", "bench.tpch.loaded", "--scale", str(args.scale),
-                   "--query", query, "--system", system, "--changes", str(args.changes),
-                   "--batch", str(args.batch), "--seed", str(args.seed)]
+            cmd = _command(args, query, system)
+            if cmd is None:
+                print(f"skipping {system}: not installed (see bench/README.md)", flush=True)
+                continue
             print("running", " ".join(cmd[2:]), flush=True)
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             if done.returncode != 0:
@@ -203,7 +216,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--all", action="store_true", help="every query and system")
     parser.add_argument("--queries", nargs="+", default=list(LOADED_QUERIES))
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--timeout", type=float, default=1_800)
     parser.add_argument("--out", default="bench/results/loaded.json")
     args = parser.parse_args()
@@ -211,6 +224,8 @@ def main() -> None:
     if args.all:
         run_all(args)
         return
+    if args.system == "flink":
+        parser.error("flink runs in its own interpreter: use --all, or bench.tpch.flink_peer")
     run = run_duckdb if args.system == "duckdb" else run_upkeep
     print(json.dumps({"status": "ok", **run(args)}))
 

@@ -16,7 +16,8 @@ from bench.common.doc_format import fmt_number, replace_section, save_figure
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HEADING = "## Loaded tables, a subscriber attached"
-SYSTEMS = {"dyn": "upkeep dyn", "general": "upkeep general", "duckdb": "DuckDB recompute/1000"}
+SYSTEMS = {"dyn": "upkeep dyn", "general": "upkeep general", "duckdb": "DuckDB recompute/1000",
+           "flink": "Flink SQL streaming"}
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -25,7 +26,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 def table(results: list[dict]) -> str:
     """One row per (scale, query, system), with the ratios the issue's targets name."""
-    lines = ["| SF | query | system | single-row changes/s | 10,000-change batch, changes/s "
+    lines = ["| SF | query | system | single-row changes/s | batched changes/s "
              "| batch / single per change | loaded MB | loaded MB / DuckDB | "
              "speed / DuckDB recompute |",
              "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -36,12 +37,36 @@ def table(results: list[dict]) -> str:
                          f"{r.get('error', '')[-80:]} | | | | | |")
             continue
         duck = by_key.get((r["scale"], r["query"], "duckdb"), {})
-        single, batch = r.get("single_per_s"), r.get("batch_per_s")
+        single, batch = r.get("single_per_s"), r.get("batch_per_s") or r.get("stream_per_s")
         lines.append(
             f"| {r['scale']:g} | {r['query']} | {SYSTEMS[r['system']]} | {fmt_number(single)} | "
             f"{fmt_number(batch)} | {_ratio(batch, single)} | {fmt_number(r['loaded_mb'])} | "
             f"{_ratio(r['loaded_mb'], duck.get('loaded_mb'))} | "
-            f"{_ratio(single, duck.get('single_per_s')) if r['system'] != 'duckdb' else '–'} |")
+            f"{_ratio(single, duck.get('single_per_s')) if single and r['system'] != 'duckdb' else '–'} |")
+    return "\n".join(lines)
+
+
+def against_flink(results: list[dict]) -> str:
+    """upkeep dyn beside Flink SQL per (scale, query): changes/s and memory, as ratios."""
+    by_key = {(r["scale"], r["query"], r["system"]): r for r in results if r.get("status") == "ok"}
+    lines = ["| SF | query | upkeep dyn single-row changes/s | upkeep dyn batched changes/s | "
+             "Flink streamed changes/s | upkeep batched / Flink | upkeep MB | Flink MB | "
+             "Flink MB / upkeep MB | view rows equal DuckDB's |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for scale, query, system in sorted(by_key):
+        dyn = by_key[(scale, query, system)]
+        flink = by_key.get((scale, query, "flink"))
+        if system != "dyn" or flink is None:
+            continue
+        duck_rows = by_key.get((scale, query, "duckdb"), {}).get("view_rows")
+        rows_ok = "–" if duck_rows is None else "yes" if flink["view_rows"] == duck_rows else (
+            f"no: {flink['view_rows']:,} vs {duck_rows:,}")
+        lines.append(
+            f"| {scale:g} | {query} | {fmt_number(dyn['single_per_s'])} | "
+            f"{fmt_number(dyn['batch_per_s'])} | {fmt_number(flink['stream_per_s'])} | "
+            f"{_ratio(dyn['batch_per_s'], flink['stream_per_s'])} | {fmt_number(dyn['loaded_mb'])} | "
+            f"{fmt_number(flink['loaded_mb'])} | {_ratio(flink['loaded_mb'], dyn['loaded_mb'])} | "
+            f"{rows_ok} |")
     return "\n".join(lines)
 
 
@@ -53,14 +78,16 @@ def plots(results: list[dict]) -> list[str]:
     import matplotlib.pyplot as plt
 
     names = []
-    for field, label, name in (("single_per_s", "single-row changes/s", "loaded_speed.png"),
+    for field, label, name in (("single_per_s", "changes/s (single-row; Flink: streamed)",
+                                "loaded_speed.png"),
                                ("loaded_mb", "MB after load and view build", "loaded_memory.png")):
         fig, ax = plt.subplots(figsize=(6, 4))
         for query in sorted({r["query"] for r in results}):
             for system in SYSTEMS:
-                points = sorted((r["scale"], r[field]) for r in results
+                key = "stream_per_s" if system == "flink" and field == "single_per_s" else field
+                points = sorted((r["scale"], r[key]) for r in results
                                 if r["query"] == query and r["system"] == system
-                                and r.get("status") == "ok" and r.get(field))
+                                and r.get("status") == "ok" and r.get(key))
                 if points:
                     ax.plot(*zip(*points, strict=True), marker="o",
                             label=f"{query} {SYSTEMS[system]}")
@@ -95,10 +122,26 @@ as `DELETE` (by key) / `INSERT` statements, the view recomputed every 1,000 chan
 is the process's resident set after the load and the view's build, minus what it held before
 (the input data). Each (query, system) runs in its own process.
 
+Apache Flink SQL (PyFlink 2.3.0, streaming mode, local mini-cluster with default settings:
+heap state, parallelism 2, no mini-batching) is the incremental peer on the JVM: the same view
+as a continuous query over Debezium-JSON change logs of the same tables, the fact table's log
+holding the loaded rows and then 1,000,000 changes of the same kind (500,000 updates), the
+view's changelog (retractions included) going to a `blackhole` sink. Flink has no
+transactions, so its changes/s is the stream's: 1,000,000 / (T(load + changes) - T(load)),
+medians of three runs each after a warm-up run; it is listed under "batched". Its memory is
+the JVM's peak resident set during the load job minus before it. Nobody consumes Flink's
+output, where upkeep hands every change to a Python subscriber; Flink uses both cores,
+upkeep one. The price updates leave every view's row count unchanged, so Flink's final row
+count (a last, untimed job) must equal DuckDB's. `bench/tpch/flink_peer.py` has the details.
+
 - **Commands:** {commands}, then `python -m bench.tpch.loaded_report`
 - **Runs:** {runs}; **machine:** {data['machine']}
 
 {table(results)}
+
+Against Flink SQL (upkeep dyn; "batched" is the 10,000-change transaction):
+
+{against_flink(results)}
 
 ![changes/s against scale factor](img/{images[0]}) ![memory against scale factor](img/{images[1]})
 """
