@@ -5,9 +5,11 @@ import random
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import upkeep
-from upkeep.exact import exact_to_float, float_to_exact
+from upkeep.exact import exact_mean, exact_to_float, float_to_exact
 
 
 def test_exact_roundtrip_of_extreme_doubles():
@@ -85,3 +87,57 @@ def test_sums_with_infinities_and_nan_follow_duckdb_as_they_come_and_go(strategy
             for a, b in ((t, total), (m, mean)):
                 assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12), (
                     step, g, got[g], want[g])
+
+
+_DOUBLES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1e-300, max_value=1e-300),  # the fine scale
+    st.sampled_from([5e-324, -5e-324, 2.0**-64, 2.0**-65, 0.1, -0.0, 1e308]),
+    st.sampled_from([math.inf, -math.inf, math.nan]),
+)
+
+
+def _value(terms: list[float]) -> float:
+    """What SUM over ``terms`` is (IEEE / DuckDB), from exact fractions."""
+    if any(math.isnan(x) for x in terms) or {math.inf, -math.inf} <= set(terms):
+        return math.nan
+    if math.inf in terms or -math.inf in terms:
+        return math.inf if math.inf in terms else -math.inf
+    exact = sum(Fraction(x) for x in terms)
+    try:
+        return float(exact)
+    except OverflowError:  # a finite sum beyond the double range
+        return math.inf if exact > 0 else -math.inf
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_DOUBLES, max_size=12), st.lists(_DOUBLES, max_size=12), st.randoms())
+def test_exact_sums_are_exact_and_have_one_representation(kept, removed, rng):
+    """Terms at both scales added, then some of them removed again in another order: the
+    value is the exact sum's, and equal sums are equal (and hash equal) however they were
+    reached, so a group whose tiny values are gone is back on the small coarse scale."""
+    total = 0
+    for x in kept + removed:
+        total = total + float_to_exact(x)
+    shuffled = removed[:]
+    rng.shuffle(shuffled)
+    for x in shuffled:
+        total = total - float_to_exact(x)
+    direct = 0
+    for x in reversed(kept):
+        direct = float_to_exact(x) + direct
+    assert total == direct and hash(total) == hash(direct)
+    got, want = exact_to_float(total), _value(kept)
+    assert (math.isnan(got) and math.isnan(want)) or got == want
+    if all(x == 0 or abs(x) >= 2.0**-12 for x in kept if math.isfinite(x)):
+        assert type(total) is int  # all terms coarse: a plain, small integer
+    if kept and all(math.isfinite(x) for x in kept):  # AVG: exact mean, correctly rounded
+        assert exact_mean(total * 3, 3 * len(kept)) == float(
+            sum(Fraction(x) for x in kept) / len(kept))
+
+
+def test_a_price_sum_is_a_small_integer():
+    """The coarse scale is what keeps per-group sums small in a view's state."""
+    total = sum(float_to_exact(p) for p in (901.0, 1234.56, 99999.99) * 1000)
+    assert type(total) is int and total.bit_length() < 100
+    assert exact_to_float(total) == float(sum(Fraction(p) for p in (901.0, 1234.56, 99999.99)) * 1000)

@@ -2,68 +2,158 @@
 
 A maintained ``SUM`` over doubles sees ``+x`` and later ``-x`` for the same value; adding
 them to a float accumulator drifts.  Every finite double is ``m * 2**e`` with
-``e >= -1074``, so scaling by ``2**1074`` maps doubles to integers exactly and integer
+``e >= -1074``, so scaling by a power of two maps doubles to integers exactly and integer
 addition never rounds.  Converting back divides two Python ints, which is correctly
 rounded.  (The LFTJ paper, section 2.3.4, asks for the same property: exact floating sums.)
 
-Non-finite values are counted in digits of base ``2**2200`` above the finite part (which
-stays below half a digit for any sum of fewer than ``2**100`` doubles): ``+inf`` is one
-unit of the first digit, ``-inf`` of the second, NaN of the third.  The encoding is still
-plain integer addition (and scaling by join multiplicities), so a NaN that is deleted again
-leaves no trace; the value follows IEEE / DuckDB: any NaN, or both infinities, is NaN;
-otherwise an infinity wins; a finite sum beyond the double range is an infinity.
+Two scales keep the integers small, since a maintained view stores one per group and
+channel:
+
+* a sum of doubles that are all multiples of ``2**-64`` (every double of magnitude at least
+  ``2**-12``, and many smaller ones) is a plain ``int`` counting ``2**-64`` units: a price
+  sum takes three 30-bit digits instead of the 37 a scale of ``2**1074`` needs;
+* any other sum is a :class:`FineSum`, an int counting ``2**-1074`` units.  Arithmetic
+  mixing the two scales moves to the fine one, and a result the coarse scale can hold goes
+  back to it, so every value has one representation (equal sums compare and hash equal).
+
+Non-finite values are counted in digits above the finite part (base ``2**2200`` at the
+coarse scale, ``2**3300`` at the fine one: the finite part stays below half a digit for any
+sum of fewer than ``2**100`` doubles): ``+inf`` is one unit of the first digit, ``-inf`` of
+the second, NaN of the third.  The encoding is still plain integer addition (and scaling by
+join multiplicities), so a NaN that is deleted again leaves no trace; the value follows
+IEEE / DuckDB: any NaN, or both infinities, is NaN; otherwise an infinity wins; a finite sum
+beyond the double range is an infinity.
 """
 
 from __future__ import annotations
 
 import math
 
-_SHIFT = 1074
-_SCALE = 1 << _SHIFT
-_BASE = 1 << 2200
-_HALF = _BASE >> 1
-_POS_INF, _NEG_INF, _NAN = _BASE, _BASE**2, _BASE**3
+_COARSE_SHIFT = 64
+_FINE_SHIFT = 1074
+_MOVE = _FINE_SHIFT - _COARSE_SHIFT
+_COARSE_BASE = 1 << 2200
+_FINE_BASE = 1 << 3300
+_LOW_FINE_BITS = (1 << _MOVE) - 1
+_POS_INF, _NEG_INF, _NAN = _COARSE_BASE, _COARSE_BASE**2, _COARSE_BASE**3
 
 
-def float_to_exact(x: float) -> int:
-    """The double ``x`` as an integer count of ``2**-1074`` units (exact)."""
+def _split(n: int, base: int) -> tuple[int, int, int, int]:
+    """An encoded sum's finite part and its counts of +inf, -inf and NaN."""
+    half = base >> 1
+    if -half <= n < half:
+        return n, 0, 0, 0
+    digits = []
+    for _ in range(3):
+        digit = n % base
+        if digit >= half:
+            digit -= base
+        digits.append(digit)
+        n = (n - digit) // base
+    return digits[0], digits[1], digits[2], n
+
+
+def _join(finite: int, pos: int, neg: int, nan: int, base: int) -> int:
+    return finite + base * (pos + base * (neg + base * nan))
+
+
+def _to_fine(n: int) -> int:
+    """A coarse encoded sum at the fine scale."""
+    finite, pos, neg, nan = _split(n, _COARSE_BASE)
+    return _join(finite << _MOVE, pos, neg, nan, _FINE_BASE)
+
+
+def _normal(n: int) -> int | FineSum:
+    """A fine encoded sum as a coarse int when the coarse scale holds it exactly."""
+    finite, pos, neg, nan = _split(n, _FINE_BASE)
+    if finite & _LOW_FINE_BITS:
+        return FineSum(n)
+    return _join(finite >> _MOVE, pos, neg, nan, _COARSE_BASE)
+
+
+def _fine(x: int | FineSum) -> int:
+    return x.n if type(x) is FineSum else _to_fine(x)
+
+
+class FineSum:
+    """An exact sum at the fine scale (a count of ``2**-1074`` units); never zero, and
+    never a value the coarse scale holds (those are plain ints)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __add__(self, other: int | FineSum) -> int | FineSum:
+        return _normal(self.n + _fine(other))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: int | FineSum) -> int | FineSum:
+        return _normal(self.n - _fine(other))
+
+    def __rsub__(self, other: int) -> int | FineSum:
+        return _normal(_fine(other) - self.n)
+
+    def __neg__(self) -> FineSum:
+        return FineSum(-self.n)
+
+    def __mul__(self, k: int) -> int | FineSum:
+        return FineSum(self.n * k) if k else 0
+
+    __rmul__ = __mul__
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FineSum and other.n == self.n
+
+    def __hash__(self) -> int:
+        return hash(("FineSum", self.n))
+
+    def __repr__(self) -> str:
+        return f"FineSum({self.n})"
+
+
+def float_to_exact(x: float) -> int | FineSum:
+    """The double ``x`` as an exact sum of one term."""
     try:
         num, den = x.as_integer_ratio()
     except (OverflowError, ValueError):  # inf or NaN: counted in their own digit
         return _NAN if math.isnan(x) else _POS_INF if x > 0 else _NEG_INF
-    return num * (_SCALE // den)
+    shift = den.bit_length() - 1  # den is a power of two
+    if shift <= _COARSE_SHIFT:
+        return num << (_COARSE_SHIFT - shift)
+    return FineSum(num << (_FINE_SHIFT - shift))
 
 
-def _finite_and_special(n: int) -> tuple[int, float | None]:
-    """An exact sum's finite part, and its value if a non-finite term decides it (else
-    None).  Sums without one (the common case) take one range check."""
-    if -_HALF <= n < _HALF:
-        return n, None
-    digits = []
-    for _ in range(3):  # the finite part, then the counts of +inf and -inf; NaN is the rest
-        digit = n % _BASE
-        if digit >= _HALF:
-            digit -= _BASE
-        digits.append(digit)
-        n = (n - digit) // _BASE
-    finite, pos, neg = digits
-    if n or (pos and neg):
-        return finite, math.nan
-    return finite, math.inf if pos else -math.inf if neg else None
+def _finite_and_special(total: int | FineSum) -> tuple[int, int, float | None]:
+    """An exact sum's finite part, its scale (bits), and its value if a non-finite term
+    decides it (else None)."""
+    if type(total) is FineSum:
+        finite, pos, neg, nan = _split(total.n, _FINE_BASE)
+        shift = _FINE_SHIFT
+    else:
+        finite, pos, neg, nan = _split(total, _COARSE_BASE)
+        shift = _COARSE_SHIFT
+    if nan or (pos and neg):
+        return finite, shift, math.nan
+    return finite, shift, math.inf if pos else -math.inf if neg else None
 
 
-def exact_to_float(n: int) -> float:
+def exact_to_float(total: int | FineSum) -> float:
     """Inverse of :func:`float_to_exact` for a sum, correctly rounded."""
-    finite, special = _finite_and_special(n)
+    finite, shift, special = _finite_and_special(total)
     if special is not None:
         return special
     try:
-        return finite / _SCALE
+        return finite / (1 << shift)
     except OverflowError:  # beyond the largest double, as DuckDB's SUM gives
-        return math.copysign(math.inf, finite)
+        return math.inf if finite > 0 else -math.inf
 
 
-def exact_mean(n: int, count: int) -> float:
+def exact_mean(total: int | FineSum, count: int) -> float:
     """An exact sum divided by ``count``, correctly rounded."""
-    finite, special = _finite_and_special(n)
-    return special if special is not None else finite / (count << _SHIFT)
+    finite, shift, special = _finite_and_special(total)
+    return special if special is not None else finite / (count << shift)
