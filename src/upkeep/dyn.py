@@ -33,14 +33,25 @@ from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_acce
 Compile = Callable[[object, list[int]], Callable[[tuple], object]]
 
 
-def key_function(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
-    """A function extracting ``positions`` of a tuple as a tuple (also for 0 or 1 position)."""
+def key_function(positions: tuple[int, ...], width: int | None = None
+                 ) -> Callable[[tuple], tuple]:
+    """A function extracting ``positions`` of a tuple as a tuple (also for 0 or 1 position).
+
+    When the positions are all of a ``width``-tuple in order, the tuple itself is the key:
+    the node above keeps the same tuple object instead of an equal copy (the reducts of a
+    q-hierarchical tree hold one key per group in every node)."""
+    if width is not None and positions == tuple(range(width)):
+        return _identity
     if not positions:
         return lambda t: ()
     if len(positions) == 1:
         (p,) = positions
         return lambda t: (t[p],)
     return itemgetter(*positions)
+
+
+def _identity(t: tuple) -> tuple:
+    return t
 
 
 class Index:
@@ -53,8 +64,8 @@ class Index:
 
     __slots__ = ("key", "buckets", "totals")
 
-    def __init__(self, positions: tuple[int, ...], with_totals: bool):
-        self.key = key_function(positions)
+    def __init__(self, positions: tuple[int, ...], with_totals: bool, width: int | None = None):
+        self.key = key_function(positions, width)
         self.buckets: dict[tuple, tuple | dict[tuple, None]] = {}
         self.totals: dict[tuple, object] | None = {} if with_totals else None
 
@@ -120,7 +131,7 @@ class NodeState:
         idx = self.indexes.get(key_vars)
         if idx is None or (with_totals and idx.totals is None):
             positions = tuple(self.node.vars.index(v) for v in key_vars)
-            idx = self._register(key_vars, Index(positions, with_totals))
+            idx = self._register(key_vars, Index(positions, with_totals, len(self.node.vars)))
         return idx
 
     def range_index(self, key_vars: tuple[int, ...], access: RangeAccess,
@@ -233,7 +244,8 @@ class Representation:
         root = pair.root
         # when N is the root alone (q-hierarchical queries grouped by the join key), an
         # output tuple is a projection of a root tuple: push mode needs no enumeration
-        self._root_out = (key_function(tuple(root.vars.index(v) for v in pair.out))
+        self._root_out = (key_function(tuple(root.vars.index(v) for v in pair.out),
+                                       len(root.vars))
                           if pair.n_set == {root.id} and set(pair.out) <= set(root.vars)
                           and not self._n_checks else None)
         # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
@@ -309,8 +321,9 @@ class Representation:
         """The code of Algorithm 1, lines 20-23, specialised for this node."""
         p = n.parent
         siblings = [c for c in p.children if c is not n]
-        proj = key_function(tuple(n.vars.index(v) for v in p.vars)) if set(p.vars) <= set(
-            n.vars) else None
+        width = len(n.vars)
+        proj = key_function(tuple(n.vars.index(v) for v in p.vars), width) if set(
+            p.vars) <= set(n.vars) else None
         preds = tuple(k for c in p.children for k in c.preds)
         if preds:
             return self._make_theta_push(n, siblings[0] if siblings else None, proj, preds)
@@ -324,7 +337,7 @@ class Representation:
         m_state = self.states[m.id]
         if len(shared) == len(m.vars):
             # the sibling's whole tuple is fixed by the delta tuple: look it up, no index
-            key = key_function(tuple(n.vars.index(v) for v in shared))
+            key = key_function(tuple(n.vars.index(v) for v in shared), width)
             rho_m = m_state.rho  # var(m) within var(n), so var(p) is too: proj is set
 
             def push_lookup(delta: dict, pd: dict) -> None:
@@ -435,7 +448,7 @@ class Representation:
         sibling tuple s gains ``rho_m(s) * sum of w(t)`` over the delta tuples t it satisfies
         the inequality with.  Sorting the batch's probes and sweeping the sibling's run once
         costs O(|run part| log |batch|), not O(|batch| * |run part|)."""
-        proj_m = key_function(tuple(m.vars.index(v) for v in n.parent.vars))
+        proj_m = key_function(tuple(m.vars.index(v) for v in n.parent.vars), len(m.vars))
         rho_m = self.states[m.id].rho
         upward = op in (">", ">=")  # sibling values above the probes satisfy
 

@@ -160,6 +160,10 @@ class RingSource:
         self.relation = source.relation
         # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
         self.channels = channels
+        # an atom carrying no sum channel lifts a row of weight w to the same (immutable)
+        # DualWeight(w, zeros) every time: one shared object, not one per stored tuple
+        self.plain = None if any(fn for fn, _ in channels) else {}
+        self.zeros = (0, 0) * len(channels)
 
     def step(self, batch: Batch) -> dict[tuple, DualWeight]:
         delta = batch.get(self.relation)
@@ -168,9 +172,17 @@ class RingSource:
             return out
         leaf = self.source.leaf
         channels = self.channels
+        plain = self.plain
         for row, w in delta.items():
             t = leaf(row)
             if t is None:
+                continue
+            if plain is not None:
+                dw = plain.get(w)
+                if dw is None:
+                    dw = plain[w] = DualWeight(w, self.zeros)
+                old = out.get(t)
+                out[t] = dw if old is None else old + dw
                 continue
             vals = []
             for fn, exact in channels:
