@@ -19,33 +19,28 @@ BENCH_DIR = Path(__file__).resolve().parent.parent  # bench/
 REPO = BENCH_DIR.parent
 
 
-def pathway_python(explicit: str | None) -> str | None:
-    """Interpreter to run a Pathway runner with, or None if Pathway is unavailable.
-
-    ``explicit`` wins; then ``bench/.venv-pathway`` (pathway 0.33.0 pins
-    ``pyarrow<26``, which conflicts with upkeep's, see bench/README.md); then this
-    interpreter if it can import pathway.
-    """
-    if explicit:
-        return explicit
-    local = BENCH_DIR / ".venv-pathway" / "bin" / "python"
+def peer_python(module: str, venv: str) -> str | None:
+    """Interpreter that can import a peer's ``module``: ``bench/<venv>`` (peers whose
+    pins conflict with upkeep's live there, see bench/README.md), else this interpreter if
+    it can import the module, else None."""
+    local = BENCH_DIR / venv / "bin" / "python"
     if local.exists():
         return str(local)
-    if importlib.util.find_spec("pathway") is not None:
+    if importlib.util.find_spec(module) is not None:
         return sys.executable
     return None
+
+
+def pathway_python(explicit: str | None) -> str | None:
+    """Interpreter to run a Pathway runner with: ``explicit``, else
+    ``bench/.venv-pathway`` (pathway 0.33.0 pins ``pyarrow<26``), else this one."""
+    return explicit or peer_python("pathway", ".venv-pathway")
 
 
 def flink_python() -> str | None:
     """Interpreter with PyFlink: ``bench/.venv-flink`` (apache-flink 2.3.0 pins py4j,
-    protobuf and pyarrow versions that conflict with upkeep's, see bench/README.md), else
-    this interpreter if it can import pyflink, else None."""
-    local = BENCH_DIR / ".venv-flink" / "bin" / "python"
-    if local.exists():
-        return str(local)
-    if importlib.util.find_spec("pyflink") is not None:
-        return sys.executable
-    return None
+    protobuf and pyarrow), else this one."""
+    return peer_python("pyflink", ".venv-flink")
 
 
 def git_rev() -> str:

@@ -95,7 +95,7 @@ class FlinkRunner:
         self.sql = sql
         self.jobs = 0
 
-    def _register(self, files: dict[str, Path]) -> str:
+    def _register(self, files: dict[str, Path]) -> None:
         """Tables named after their TPC-H names, in a fresh catalog database per job."""
         self.jobs += 1
         database = f"run{self.jobs}"
@@ -103,7 +103,6 @@ class FlinkRunner:
         self.env.use_database(database)
         for table, path in files.items():
             self.env.execute_sql(_ddl(table, path))
-        return database
 
     def time_view(self, files: dict[str, Path]) -> tuple[float, float]:
         """Seconds from submitting the view's job to its end (every output change made), and
