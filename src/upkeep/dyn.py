@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from operator import itemgetter
 
+from .dyn_loops import generate
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 
@@ -235,9 +236,12 @@ class Representation:
         for n in pair.nodes:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
-        self._plans: dict[int | None, dict[int, Callable]] = {}
+        self._plan_of_n: dict[int, Callable] | None = None
+        self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
+        self._anchored_runs: dict[int, Callable] = {}
         self.push_anchors = 0
         self.push_outputs = 0
+        self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
         # predicates on edges between nodes of N: what membership checks beyond the frontier
         self._n_checks = [self._env_check(n.preds) for n in pair.nodes
                           if n.preds and n.id in pair.n_set]
@@ -250,8 +254,8 @@ class Representation:
                           and not self._n_checks else None)
         # the parent indexes P_n of N's nodes are part of the representation (section 3.2):
         # built now and maintained by UPDATE, so ENUM never pays for building them
-        self._plan(None)
-        self._loops = self._generate_loops()
+        self._plan()
+        self._loops = generate(self, None)
 
     # ---------------------------------------------------------------- predicates
     def _check(self, preds: tuple[int, ...], layout: list[int]) -> Callable[[tuple], bool]:
@@ -493,6 +497,24 @@ class Representation:
                 pd = deltas[pid] = {}
             st.push(delta, pd)
 
+    def _schedule(self, leaves: frozenset[int]) -> tuple[list[NodeState], list[NodeState]]:
+        """The nodes a batch changing ``leaves`` can reach: their ancestors, children before
+        parents, outside N and in N.  Every other node's delta is empty (Algorithm 1 only
+        propagates upwards), so UPDATE visits the paths from the changed leaves to the root."""
+        got = self._schedules.get(leaves)
+        if got is None:
+            reach: set[int] = set()
+            for st in self.states.values():
+                if st.node.id in leaves:
+                    n = st.node
+                    while n is not None and n.id not in reach:
+                        reach.add(n.id)
+                        n = n.parent
+            got = ([st for st in self.lower if st.node.id in reach],
+                   [st for st in self.upper if st.node.id in reach])
+            self._schedules[leaves] = got
+        return got
+
     def update(self, leaf_deltas: dict[int, dict[tuple, object]], want_delta: bool
                ) -> dict[tuple, tuple[object, object]] | None:
         """Apply per-atom deltas (UPDATE of Algorithm 1).
@@ -501,22 +523,23 @@ class Representation:
         output tuple whose weight may have changed (None weights mean absent).
         """
         deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
-        for st in self.lower:
+        lower, upper = self._schedule(frozenset(deltas))
+        for st in lower:
             self._process(st, deltas)
         if not want_delta:
-            for st in self.upper:
+            for st in upper:
                 self._process(st, deltas)
             return None
-        touched = [st for st in self.upper if st.frontier and deltas.get(st.node.id)]
+        touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
         if not self.states[self.pair.root.id].rho:
-            for st in self.upper:
+            for st in upper:
                 self._process(st, deltas)
             return {k: (None, w) for k, w in self.enumerate()}
         if len(touched) == 1:
-            return self._delta_of_one_frontier(touched[0], deltas)
-        anchors = [(st.node, list(deltas[st.node.id])) for st in touched]
+            return self._delta_of_one_frontier(touched[0], upper, deltas)
+        anchors = [(st, list(deltas[st.node.id])) for st in touched]
         old = self._anchored(anchors)
-        for st in self.upper:
+        for st in upper:
             self._process(st, deltas)
         new = self._anchored(anchors)
         changes = {}
@@ -528,8 +551,8 @@ class Representation:
             changes[k] = (None, w)
         return changes
 
-    def _delta_of_one_frontier(self, st: NodeState, deltas: dict[int, dict]
-                               ) -> dict[tuple, tuple[object, object]]:
+    def _delta_of_one_frontier(self, st: NodeState, upper: list[NodeState],
+                               deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:
         """Push mode when one frontier node f changes (every single-table batch): an output
         tuple extends exactly one tuple s of f, and its weight is ``rho_f(s)`` times the
         weights of the other frontier nodes, which this batch leaves alone.  So each changed s
@@ -542,72 +565,69 @@ class Representation:
         delta = deltas[anchor.id]
         old = {s: rho.get(s) for s, w in delta.items() if w}
         changes: dict[tuple, tuple[object, object]] = {}
+        self.push_anchors += len(old)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
-            for node_state in self.upper:
+            for node_state in upper:
                 self._process(node_state, deltas)
             out, get = self._root_out, rho.get
             for s, w in old.items():
                 changes[out(s)] = (w, get(s))
-            self.push_anchors += len(old)
             self.push_outputs += len(old)
             return changes
+        run = self._anchored_run(anchor)
+        outputs = 0
         for s, w in old.items():
             if w is not None and not (w + delta[s]):  # removed by this batch
-                for k, others in self._run(anchor, s, omit_anchor_weight=True):
+                found = run(s, _ONE)
+                outputs += len(found)
+                for k, others in found:
                     changes[k] = (others * w, None)
-                    self.push_outputs += 1
-        for node_state in self.upper:
+        for node_state in upper:
             self._process(node_state, deltas)
         for s, w in old.items():
             new = rho.get(s)
             if new is None:
                 continue
-            for k, others in self._run(anchor, s, omit_anchor_weight=True):
-                changes[k] = (None if w is None else others * w, others * new)
-                self.push_outputs += 1
-        self.push_anchors += len(old)
+            found = run(s, _ONE)
+            outputs += len(found)
+            if w is None:
+                for k, others in found:
+                    changes[k] = (None, others * new)
+            else:
+                for k, others in found:
+                    changes[k] = (others * w, others * new)
+        self.push_outputs += outputs
         return changes
 
     # ---------------------------------------------------------------- enumeration
-    def _plan(self, anchor: Node | None) -> dict[int, Callable]:
-        """Match functions per N node: the tuples of rho_c compatible with the bound variables.
-
-        Without an anchor a node is probed on the variables it shares with its parent (the
-        parent index P_n).  With an anchor, the anchor and its ancestors are already bound
-        (see :meth:`_path_bindings`), so they are mere membership tests.
-        """
-        key = anchor.id if anchor is not None else None
-        plan = self._plans.get(key)
+    def _plan(self) -> dict[int, Callable]:
+        """Match functions per N node: the tuples of rho_n compatible with the variables it
+        shares with its parent (the parent index P_n), filtered by the predicates on its
+        edge.  The generated loops (:mod:`upkeep.dyn_loops`) inline the plain ones and call
+        these for nodes whose edge carries theta predicates."""
+        plan = self._plan_of_n
         if plan is not None:
             return plan
-        on_path = set()
-        n = anchor
-        while n is not None:
-            on_path.add(n.id)
-            n = n.parent
         plan = {}
         for n in self.pair.nodes:
             if n.id not in self.pair.n_set:
                 continue
             bound = set(n.parent.vars) if n.parent is not None else set()
-            if n.id in on_path:
-                key_vars = n.vars
-            else:
-                key_vars = tuple(v for v in n.vars if v in bound)
+            key_vars = tuple(v for v in n.vars if v in bound)
             matcher = self._matcher(self.states[n.id], key_vars)
             if n.preds:
-                matcher = self._theta_matcher(n, matcher, key_vars, bound, n.id in on_path)
+                matcher = self._theta_matcher(n, matcher, key_vars, bound)
             plan[n.id] = matcher
-        self._plans[key] = plan
+        self._plan_of_n = plan
         return plan
 
     def _theta_matcher(self, n: Node, matcher: Callable, key_vars: tuple[int, ...],
-                       bound: set[int], on_path: bool) -> Callable:
+                       bound: set[int]) -> Callable:
         """The tuples of rho_n compatible with the bound variables that satisfy the edge's
         predicates: a sorted run when one predicate allows it (constant delay), and the
         remaining predicates checked on each candidate.  The candidate is written into the
         environment before the check (the caller binds it there anyway)."""
-        access, rest = (None, n.preds) if on_path else self._access(n.preds, n, bound)
+        access, rest = self._access(n.preds, n, bound)
         check = self._env_check(rest) if rest else None
         if access is not None:
             ridx = self.states[n.id].range_index(key_vars, access, self.compile)
@@ -630,44 +650,6 @@ class Representation:
                     yield s
         return checked
 
-    def _path_bindings(self, anchor: Node, s: tuple) -> list[dict[int, object]]:
-        """Bindings of the anchor's ancestors compatible with anchor tuple ``s``, found bottom-up
-        through indexes on the variables each ancestor shares with its child on the path, so
-        the cost follows the number of compatible tuples, not the size of the root."""
-        if s not in self.states[anchor.id].rho:
-            return []
-        bindings = [dict(zip(anchor.vars, s, strict=True))]
-        child, a = anchor, anchor.parent
-        while a is not None and bindings:
-            st = self.states[a.id]
-            key_vars = tuple(v for v in a.vars if v in child.vars)
-            extended = []
-            if len(key_vars) == len(a.vars):
-                for b in bindings:
-                    if tuple(b[v] for v in key_vars) in st.rho:
-                        extended.append(b)
-            else:
-                buckets = st.index(key_vars).buckets if key_vars else None
-                for b in bindings:
-                    matches = (buckets.get(tuple(b[v] for v in key_vars), ())
-                               if buckets is not None else st.rho)
-                    for t in matches:
-                        nb = dict(b)
-                        nb.update(zip(a.vars, t, strict=True))
-                        extended.append(nb)
-            if child.preds:
-                check = self._env_check(child.preds)
-                extended = [b for b in extended if check(self._env_of(b))]
-            bindings = extended
-            child, a = a, a.parent
-        return bindings
-
-    def _env_of(self, binding: dict[int, object]) -> list:
-        env: list = [None] * self.width
-        for v, x in binding.items():
-            env[v] = x
-        return env
-
     def _matcher(self, st: NodeState, key_vars: tuple[int, ...]) -> Callable:
         rho = st.rho
         if not key_vars:
@@ -684,72 +666,35 @@ class Representation:
             return buckets.get(getter(env), ())
         return probe
 
-    def _generate_loops(self) -> Callable:
-        """ENUM's nested loops as one generated function ``run(env, plan, unit_at)``.
-
-        The N nodes are visited in pre-order, each as a loop over its matcher's tuples that
-        binds its variables in ``env``; the innermost body yields the output key and the
-        product of the frontier weights.  This is the recursion of Algorithm 1's ENUM
-        unrolled over this tree: one Python frame instead of one generator per tree level
-        per output tuple.  The frontier node with id ``unit_at`` contributes the ring's one
-        instead of its weight (see :meth:`_delta_of_one_frontier`)."""
-        lines = ["def run(env, plan, unit_at):"]
-        namespace: dict[str, object] = {"out_key": self.out_key, "ONE": _ONE}
-        order, stack = [], [self.pair.root]
-        while stack:
-            n = stack.pop()
-            order.append(n)
-            if not self.states[n.id].frontier:
-                stack.extend(reversed(n.children))
-        lines += [f"    m{n.id} = plan[{n.id}]" for n in order]
-        weights = []
-        depth = 1
-        for n in order:
-            pad = "    " * depth
-            lines.append(f"{pad}for s{n.id} in m{n.id}(env):")
-            pad += "    "
-            lines += [f"{pad}env[{v}] = s{n.id}[{i}]" for i, v in enumerate(n.vars)]
-            if self.states[n.id].frontier:
-                namespace[f"rho{n.id}"] = self.states[n.id].rho
-                lines.append(f"{pad}w{n.id} = ONE if unit_at == {n.id} else rho{n.id}[s{n.id}]")
-                weights.append(f"w{n.id}")
-            depth += 1
-        lines.append("    " * depth + f"yield out_key(env), {' * '.join(weights)}")
-        exec("\n".join(lines), namespace)  # noqa: S102 - generated from the tree's shape only
-        return namespace["run"]
-
-    def _run(self, anchor: Node | None, anchor_tuple: tuple | None,
-             omit_anchor_weight: bool = False) -> Iterator[tuple[tuple, object]]:
-        """Output tuples (with weights) extending ``anchor_tuple``, or all of them; with
-        ``omit_anchor_weight`` the anchor's own factor is left out of each weight."""
-        plan = self._plan(anchor)
-        loops = self._loops
-        unit_at = anchor.id if omit_anchor_weight else None
-        width = self.width
-        bindings = [{}] if anchor is None else self._path_bindings(anchor, anchor_tuple)
-        for binding in bindings:
-            env: list = [None] * width
-            for v, x in binding.items():
-                env[v] = x
-            yield from loops(env, plan, unit_at)
+    def _anchored_run(self, anchor: Node) -> Callable[[tuple, object], list]:
+        """The generated delta enumeration anchored at ``anchor`` (made on first use, with
+        the indexes its path up to the root probes)."""
+        run = self._anchored_runs.get(anchor.id)
+        if run is None:
+            run = self._anchored_runs[anchor.id] = generate(self, anchor)
+        return run
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
-        return self._run(None, None)
+        return self._loops()
 
-    def _anchored(self, anchors: list[tuple[Node, list[tuple]]]) -> dict[tuple, object]:
+    def _anchored(self, anchors: list[tuple[NodeState, list[tuple]]]) -> dict[tuple, object]:
+        """The output tuples extending any of the anchors' tuples, with their weights."""
         out: dict[tuple, object] = {}
-        for node, tuples in anchors:
+        for st, tuples in anchors:
             self.push_anchors += len(tuples)
+            run, rho = self._anchored_run(st.node), st.rho
             for s in tuples:
-                for k, w in self._run(node, s):
-                    out[k] = w
-                    self.push_outputs += 1
+                found = run(s, rho.get(s))
+                self.push_outputs += len(found)
+                out.update(found)
         return out
 
     def counters(self) -> dict[str, int]:
-        """Push-mode work: frontier tuples anchored on and output tuples enumerated there."""
-        return {"push_anchors": self.push_anchors, "push_outputs": self.push_outputs}
+        """Push-mode work (frontier tuples anchored on, output tuples enumerated there) and
+        the tuples every enumeration, pushed or pulled, visited (``enum_work``)."""
+        return {"push_anchors": self.push_anchors, "push_outputs": self.push_outputs,
+                "enum_work": self.enum_work[0]}
 
     def weight(self, out_tuple: tuple) -> object | None:
         """Membership in O(|N|): the product of the frontier weights, or None if absent."""
