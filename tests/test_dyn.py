@@ -207,3 +207,30 @@ def test_push_mode_of_a_root_only_n_reads_the_root():
             if before.get(key) != after.get(key):
                 assert changes[key] == (before.get(key), after.get(key))
         assert len(changes) <= 1
+
+
+def test_a_batch_enumerates_each_anchor_keys_context_once():
+    """Delta enumeration of a batch groups the changed frontier tuples by the variables they
+    share with their parent: m new a-tuples joining the same b-tuples enumerate that context
+    once (``enum_work`` as for one tuple), and the delta equals brute force."""
+    edges, out = [(X, Y), (Y, Z)], (X, Y, Z)
+    pair = build_gjt_pair(edges, out)
+    db = [{(x, x % 10): 1 for x in range(100)}, {(y, z): 1 for y in range(10) for z in range(5)}]
+    singles, batched = Representation(pair), Representation(pair)
+    for rep in (singles, batched):
+        rep.update({0: dict(db[0]), 1: dict(db[1])}, want_delta=False)
+    work = singles.counters()["enum_work"]
+    singles.update({0: {(1000, 3): 1}}, want_delta=True)
+    one = singles.counters()["enum_work"] - work
+    batch = {(1000 + i, 3): 1 for i in range(50)} | {(3, 3): -1}
+    before = brute_force(edges, out, db)
+    work = batched.counters()["enum_work"]
+    changes = batched.update({0: batch}, want_delta=True)
+    assert batched.counters()["enum_work"] - work == one
+    db[0] = zset.plus(db[0], batch)
+    expected = zset.minus(brute_force(edges, out, db), before)
+    got = {}
+    for t, (old, new) in changes.items():
+        zset.add_into(got, t, (new or 0) - (old or 0))
+    assert got == expected
+    assert len(expected) == 51 * 5

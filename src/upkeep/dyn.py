@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from operator import itemgetter
 
-from .dyn_loops import generate
+from .dyn_loops import anchor_key_vars, combiner, generate
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 
@@ -186,21 +186,6 @@ def _combiner(n: Node, m: Node) -> Callable[[tuple, tuple], tuple]:
         "lambda t, s: (" + "".join(f"{src}[{i}], " for src, i in sources) + ")")
 
 
-class _Unit:
-    """The ring's one, for any weight ring: ``_ONE * w == w * _ONE == w`` (for
-    :class:`DualWeight` through its ``c == 1`` and no-channels shortcut)."""
-
-    __slots__ = ()
-    c = 1
-    v = ()
-
-    def __mul__(self, other: object) -> object:
-        return other
-
-    __rmul__ = __mul__
-
-
-_ONE = _Unit()
 
 
 def _accumulate(target: dict, k: tuple, w: object) -> None:
@@ -238,7 +223,7 @@ class Representation:
                 self.states[n.id].push = self._make_push(n)
         self._plan_of_n: dict[int, Callable] | None = None
         self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
-        self._anchored_runs: dict[int, Callable] = {}
+        self._anchored: dict[int, tuple[Callable, Callable, Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
@@ -538,10 +523,10 @@ class Representation:
         if len(touched) == 1:
             return self._delta_of_one_frontier(touched[0], upper, deltas)
         anchors = [(st, list(deltas[st.node.id])) for st in touched]
-        old = self._anchored(anchors)
+        old = self._enumerate_anchored(anchors)
         for st in upper:
             self._process(st, deltas)
-        new = self._anchored(anchors)
+        new = self._enumerate_anchored(anchors)
         changes = {}
         for k, w in old.items():
             nw = new.pop(k, None)
@@ -574,30 +559,55 @@ class Representation:
                 changes[out(s)] = (w, get(s))
             self.push_outputs += len(old)
             return changes
-        run = self._anchored_run(anchor)
+        groups = self._grouped(anchor, old)
+        key, context, combine = self._anchored_context(anchor)
+        # an anchor key's context is the same before and after the batch while the key has
+        # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
+        # present as long as something below them joins): computed once, before the batch
+        # for keys present then, after it for keys the batch brings
+        contexts = {k: context(k) for k, group in groups.items()
+                    if any(old[s] is not None for s in group)}
         outputs = 0
-        for s, w in old.items():
-            if w is not None and not (w + delta[s]):  # removed by this batch
-                found = run(s, _ONE)
-                outputs += len(found)
-                for k, others in found:
-                    changes[k] = (others * w, None)
+        for k, found in contexts.items():
+            for s in groups[k]:
+                w = old[s]
+                if w is not None and not (w + delta[s]):  # removed by this batch
+                    outputs += len(found)
+                    for c, others in found:
+                        changes[combine(s, c)] = (others * w, None)
         for node_state in upper:
             self._process(node_state, deltas)
-        for s, w in old.items():
-            new = rho.get(s)
-            if new is None:
-                continue
-            found = run(s, _ONE)
-            outputs += len(found)
-            if w is None:
-                for k, others in found:
-                    changes[k] = (None, others * new)
-            else:
-                for k, others in found:
-                    changes[k] = (others * w, others * new)
+        for k, group in groups.items():
+            found = contexts.get(k)
+            if found is None:
+                found = context(k)
+            for s in group:
+                new = rho.get(s)
+                if new is None:
+                    continue
+                w = old[s]
+                outputs += len(found)
+                if w is None:
+                    for c, others in found:
+                        changes[combine(s, c)] = (None, others * new)
+                else:
+                    for c, others in found:
+                        changes[combine(s, c)] = (others * w, others * new)
         self.push_outputs += outputs
         return changes
+
+    def _grouped(self, anchor: Node, tuples) -> dict[tuple, list[tuple]]:
+        """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
+        key = self._anchored_context(anchor)[0]
+        groups: dict[tuple, list[tuple]] = {}
+        for s in tuples:
+            k = key(s)
+            group = groups.get(k)
+            if group is None:
+                groups[k] = [s]
+            else:
+                group.append(s)
+        return groups
 
     # ---------------------------------------------------------------- enumeration
     def _plan(self) -> dict[int, Callable]:
@@ -666,28 +676,37 @@ class Representation:
             return buckets.get(getter(env), ())
         return probe
 
-    def _anchored_run(self, anchor: Node) -> Callable[[tuple, object], list]:
-        """The generated delta enumeration anchored at ``anchor`` (made on first use, with
-        the indexes its path up to the root probes)."""
-        run = self._anchored_runs.get(anchor.id)
-        if run is None:
-            run = self._anchored_runs[anchor.id] = generate(self, anchor)
-        return run
+    def _anchored_context(self, anchor: Node) -> tuple[Callable, Callable, Callable]:
+        """For delta enumeration anchored at ``anchor`` (generated on first use, with the
+        indexes its path up to the root probes): the anchor key of a tuple, the context of
+        a key, and the combiner of an anchor tuple with a context (:mod:`upkeep.dyn_loops`)."""
+        got = self._anchored.get(anchor.id)
+        if got is None:
+            positions = tuple(anchor.vars.index(v) for v in anchor_key_vars(self, anchor))
+            got = self._anchored[anchor.id] = (
+                key_function(positions, len(anchor.vars)), generate(self, anchor),
+                combiner(self, anchor))
+        return got
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
         return self._loops()
 
-    def _anchored(self, anchors: list[tuple[NodeState, list[tuple]]]) -> dict[tuple, object]:
+    def _enumerate_anchored(self, anchors: list[tuple[NodeState, list[tuple]]]
+                            ) -> dict[tuple, object]:
         """The output tuples extending any of the anchors' tuples, with their weights."""
         out: dict[tuple, object] = {}
         for st, tuples in anchors:
             self.push_anchors += len(tuples)
-            run, rho = self._anchored_run(st.node), st.rho
-            for s in tuples:
-                found = run(s, rho.get(s))
-                self.push_outputs += len(found)
-                out.update(found)
+            rho = st.rho
+            _, context, combine = self._anchored_context(st.node)
+            for k, group in self._grouped(st.node, [s for s in tuples if s in rho]).items():
+                found = context(k)
+                for s in group:
+                    w = rho[s]
+                    self.push_outputs += len(found)
+                    for c, others in found:
+                        out[combine(s, c)] = others * w
         return out
 
     def counters(self) -> dict[str, int]:

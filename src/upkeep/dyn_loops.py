@@ -10,7 +10,11 @@ then the rest of N is walked top-down as in ENUM.
 This module writes that walk, for one anchor (or none: the whole output), as straight-line
 Python: one nested loop or membership test per node, variables held in local names,
 buckets and reducts bound as constants.  Each node costs a dictionary probe and a tuple
-unpack, not a call through a matcher per node per output tuple.  Nodes whose edge carries
+unpack, not a call through a matcher per node per output tuple.  A reduct is the join of
+its children projected (``rho_p = pi(rho_c1 |x| rho_c2)``, section 3.2) over a positive
+database, so a tuple present in a node has a match in each child: a child whose variables
+its parent binds all is not tested for membership (a frontier one is only read for its
+weight), nor is an ancestor on the anchor's path whose one child is the path's.  Nodes whose edge carries
 theta predicates (section 4) keep their matcher functions over an environment list, which
 the generated code then keeps up to date as well.
 
@@ -43,28 +47,49 @@ class _Writer:
         self.depth += 1
 
 
+class _Unit:
+    """The ring's one, for any weight ring: ``_ONE * w == w * _ONE == w`` (for
+    :class:`DualWeight` through its ``c == 1`` and no-channels shortcut)."""
+
+    __slots__ = ()
+    c = 1
+    v = ()
+
+    def __mul__(self, other: object) -> object:
+        return other
+
+    __rmul__ = __mul__
+
+
+ONE = _Unit()
+
+
 def _tuple(names: list[str]) -> str:
     return "(" + "".join(f"{n}, " for n in names) + ")"
 
 
 def generate(rep: Representation, anchor: Node | None) -> Callable:
-    """The enumeration of ``rep``'s output tuples extending a tuple of ``anchor`` (all of
-    them when ``anchor`` is None), as ``(output tuple, weight)`` pairs.
+    """The enumeration of ``rep``'s output tuples, as generated code.
 
-    With an anchor the function is ``run(s, anchor_weight)``: it returns a list, and the
-    weight is the product of the other frontier nodes' weights times ``anchor_weight``
-    (pass the ring's one to leave the anchor's own factor out).  Without an anchor it is
-    ``run()``, a generator (constant delay, section 3.3)."""
+    Without an anchor: ``run()``, a generator of ``(output tuple, weight)`` pairs over the
+    whole output (ENUM, constant delay, section 3.3).
+
+    With an anchor: ``context(key)``, the list of ``(values, weight)`` of everything an
+    output tuple extending an anchor tuple with ``key`` takes from outside the anchor:
+    ``values`` holds the output variables the anchor does not bind (put together with an
+    anchor tuple by :func:`combiner`), ``weight`` the product of the other frontier nodes'
+    weights.  The key is the anchor tuple's projection on :func:`anchor_key_vars`: by the
+    running intersection property of the GJT nothing else of the anchor tuple reaches the
+    rest of N, so anchor tuples sharing a key share one context."""
     pair = rep.pair
-    n_set = pair.n_set
     plan = rep._plan()
     states = rep.states
-    needs_env = any(n.preds for n in pair.nodes if n.id in n_set)
+    needs_env = _has_predicates(rep)
     ns: dict[str, object] = {"counter": rep.enum_work}
     if anchor is None:
         w = _Writer("def run():")
     else:
-        w = _Writer("def run(s, anchor_weight):")
+        w = _Writer("def context(key):")
         w.emit("out = []")
         w.emit("append = out.append")
         w.emit("work = 0")
@@ -75,23 +100,20 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
     def visit() -> None:
         w.emit("counter[0] += 1" if anchor is None else "work += 1")
 
-    def bind(node: Node, tuple_name: str) -> None:
-        names = [f"x{v}" for v in node.vars]
+    def bind(variables: tuple[int, ...], tuple_name: str) -> None:
+        names = [f"x{v}" for v in variables]
         if names:
             w.emit(f"{_tuple(names)} = {tuple_name}")
         if needs_env:
-            for v in node.vars:
+            for v in variables:
                 w.emit(f"env[{v}] = x{v}")
-        bound.update(node.vars)
+        bound.update(variables)
 
     weights: list[str] = []
     path: list[Node] = []
     if anchor is not None:
-        # the anchor and its ancestors, bottom-up (section 5: anchored at a frontier tuple)
-        ns[f"rho{anchor.id}"] = states[anchor.id].rho
-        w.open(f"if s in rho{anchor.id}:")
-        bind(anchor, "s")
-        weights.append("anchor_weight")
+        # the anchor's ancestors, bottom-up (section 5: anchored at a frontier tuple)
+        bind(anchor_key_vars(rep, anchor), "key")
         child, a = anchor, anchor.parent
         path.append(anchor)
         while a is not None:
@@ -100,14 +122,15 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
             key_vars = tuple(v for v in a.vars if v in child.vars)
             key = _tuple([f"x{v}" for v in key_vars])
             if len(key_vars) == len(a.vars):
-                ns[f"rho{a.id}"] = st.rho
-                w.open(f"if {key} in rho{a.id}:")
+                if len(a.children) > 1:  # else present as its one child is
+                    ns[f"rho{a.id}"] = st.rho
+                    w.open(f"if {key} in rho{a.id}:")
             else:
                 ns[f"b{a.id}"] = st.index(key_vars).buckets if key_vars else None
                 source = f"b{a.id}.get({key}, ())" if key_vars else f"rho{a.id}"
                 ns[f"rho{a.id}"] = st.rho
                 w.open(f"for t{a.id} in {source}:")
-                bind(a, f"t{a.id}")
+                bind(a.vars, f"t{a.id}")
             visit()
             if child.preds:
                 ns[f"check{child.id}"] = rep._env_check(child.preds)
@@ -132,34 +155,60 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
         if n.preds:
             ns[f"m{n.id}"] = plan[n.id]
             w.open(f"for t{n.id} in m{n.id}(env):")
-            bind(n, f"t{n.id}")
+            bind(n.vars, f"t{n.id}")
             if frontier:
                 w.emit(f"w{n.id} = rho{n.id}[t{n.id}]")
         elif len(key_vars) == len(n.vars):
-            if frontier:
-                w.emit(f"w{n.id} = rho{n.id}.get({key})")
-                w.open(f"if w{n.id} is not None:")
-            else:
+            if n.parent is None:  # the root of a global aggregate: () or nothing
                 w.open(f"if {key} in rho{n.id}:")
+            if frontier:
+                w.emit(f"w{n.id} = rho{n.id}[{key}]")
         else:
             source = f"rho{n.id}"
             if key_vars:
                 ns[f"b{n.id}"] = st.index(key_vars).buckets
                 source = f"b{n.id}.get({key}, ())"
             w.open(f"for t{n.id} in {source}:")
-            bind(n, f"t{n.id}")
+            bind(n.vars, f"t{n.id}")
             if frontier:
                 w.emit(f"w{n.id} = rho{n.id}[t{n.id}]")
         visit()
         if frontier:
             weights.append(f"w{n.id}")
-    out = _tuple([f"x{v}" for v in pair.out])
-    assert weights, "N has a frontier node"
-    weight = " * ".join(weights)
-    w.emit(f"yield {out}, {weight}" if anchor is None else f"append(({out}, {weight}))")
-    if anchor is not None:
+    if anchor is None:
+        w.emit(f"yield {_tuple([f'x{v}' for v in pair.out])}, {' * '.join(weights)}")
+    else:
+        values = _tuple([f"x{v}" for v in _context_vars(rep, anchor)])
+        w.emit(f"append(({values}, {' * '.join(weights) or 'ONE'}))")
+        ns["ONE"] = ONE
         w.depth = 1
         w.emit("counter[0] += work")
         w.emit("return out")
     exec("\n".join(w.lines), ns)  # noqa: S102 - generated from the tree's shape only
-    return ns["run"]
+    return ns["run" if anchor is None else "context"]
+
+
+def _has_predicates(rep: Representation) -> bool:
+    """Whether an edge within N carries theta predicates (then an environment list is kept
+    for the matchers and checks that read it)."""
+    return any(n.preds for n in rep.pair.nodes if n.id in rep.pair.n_set)
+
+
+def anchor_key_vars(rep: Representation, anchor: Node) -> tuple[int, ...]:
+    """The anchor's variables its context depends on: those it shares with its parent, or
+    all of them when predicates on N's edges may read more."""
+    if anchor.parent is None or _has_predicates(rep):
+        return anchor.vars
+    return tuple(v for v in anchor.vars if v in anchor.parent.vars)
+
+
+def _context_vars(rep: Representation, anchor: Node) -> tuple[int, ...]:
+    return tuple(v for v in rep.pair.out if v not in anchor.vars)
+
+
+def combiner(rep: Representation, anchor: Node) -> Callable[[tuple, tuple], tuple]:
+    """``(anchor tuple, context values) -> output tuple``."""
+    context = _context_vars(rep, anchor)
+    parts = [f"s[{anchor.vars.index(v)}]" if v in anchor.vars else f"c[{context.index(v)}]"
+             for v in rep.pair.out]
+    return eval("lambda s, c: " + _tuple(parts))  # noqa: S307 - positions only
