@@ -508,6 +508,8 @@ class Representation:
         output tuple whose weight may have changed (None weights mean absent).
         """
         deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
+        if not deltas:  # every changed row was filtered out below the leaves
+            return {} if want_delta else None
         lower, upper = self._schedule(frozenset(deltas))
         for st in lower:
             self._process(st, deltas)
