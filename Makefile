@@ -1,26 +1,36 @@
 # Set-up and entry points.  `make demo` runs the demo pipeline, `make test` the whole suite;
-# both create the virtual environment in .venv from pyproject.toml on first use.
+# both create the virtual environment in .venv from pyproject.toml on first use, and compile
+# the modules setup.py lists again when a source has changed since (`make build`).
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+BUILT := $(VENV)/.compiled
+SOURCES := $(wildcard src/upkeep/*.py src/upkeep/*/*.py)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(BUILT)
 
-.PHONY: demo test lint bench
-demo: $(STAMP)
+# Cython recompiles only the listed modules whose source is newer than their build.
+$(BUILT): $(STAMP) $(SOURCES)
+	$(VENV)/bin/python setup.py --quiet build_ext --inplace
+	touch $(BUILT)
+
+.PHONY: build demo test lint bench
+build: $(BUILT)
+
+demo: $(BUILT)
 	$(VENV)/bin/python examples/tpch/run_demo.py
 
-test: $(STAMP)
+test: $(BUILT)
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/python -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples
 
-bench: $(STAMP)
+bench: $(BUILT)
 	$(VENV)/bin/pip install --quiet -e '.[bench]'
 	$(VENV)/bin/python -m bench.tpch.run

@@ -4,6 +4,10 @@
 tour and docs/design.md for the layers.
 """
 
+from .compiled import check_compiled
+
+check_compiled()
+
 from .cursor import Cursor
 from .engine import Engine, ViewHandle, connect, register_engine
 from .errors import (

@@ -1,0 +1,33 @@
+"""Builds upkeep with the modules on the per-change path compiled by Cython.
+
+The compiled modules are the plain Python sources in ``src/upkeep`` (one implementation:
+Cython compiles the same file CPython would run, annotations not enforced as C types), so
+every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
+change on the loaded-tables benchmark (docs/benchmarks.md).  Code generated at run time (the
+ENUM loops of ``dyn_loops``, select lists) stays interpreted.  Everything else is in
+pyproject.toml.
+"""
+
+from Cython.Build import cythonize
+from setuptools import setup
+
+#: the modules every committed change passes through (profiled: bench/tpch/loaded.py)
+COMPILED = [
+    "src/upkeep/aggregates.py",
+    "src/upkeep/dyn.py",
+    "src/upkeep/engine.py",
+    "src/upkeep/exact.py",
+    "src/upkeep/local/commit.py",
+    "src/upkeep/local/connection.py",
+    "src/upkeep/local/staging.py",
+    "src/upkeep/operators.py",
+    "src/upkeep/row_store.py",
+    "src/upkeep/table.py",
+    "src/upkeep/types.py",
+    "src/upkeep/views.py",
+    "src/upkeep/zset.py",
+]
+
+setup(ext_modules=cythonize(
+    COMPILED, quiet=True,
+    compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False}))

@@ -1,0 +1,35 @@
+"""Refuses compiled modules older than their sources, in a source checkout.
+
+setup.py compiles the modules on the per-change path with Cython, and an extension module
+is imported in preference to the ``.py`` beside it.  In a checkout (``setup.py`` two levels
+above the package) an edit to such a source would otherwise run the old compiled code
+silently; ``make build`` (or any ``make`` target) compiles again.  An installed wheel has
+no ``setup.py`` there and is not checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def stale_modules(package: Path = PACKAGE) -> list[str]:
+    """The compiled modules under ``package`` whose source is newer than they are."""
+    if not (package.parent.parent / "setup.py").exists():
+        return []
+    stale = []
+    for built in package.rglob("*.so"):
+        source = built.with_name(built.name.split(".", 1)[0] + ".py")
+        if source.exists() and source.stat().st_mtime > built.stat().st_mtime:
+            stale.append(str(source.relative_to(package.parent)))
+    return sorted(stale)
+
+
+def check_compiled() -> None:
+    """Raise ImportError naming the stale modules, if any."""
+    stale = stale_modules()
+    if stale:
+        raise ImportError(
+            "upkeep's compiled modules are older than their sources ("
+            + ", ".join(stale) + "): run `make build` to compile them again")
