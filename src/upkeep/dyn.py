@@ -223,7 +223,7 @@ class Representation:
                 self.states[n.id].push = self._make_push(n)
         self._plan_of_n: dict[int, Callable] | None = None
         self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
-        self._anchored: dict[int, tuple[Callable, Callable, Callable]] = {}
+        self._anchored_by_id: dict[int, tuple[Callable, Callable, Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
@@ -561,30 +561,39 @@ class Representation:
                 changes[out(s)] = (w, get(s))
             self.push_outputs += len(old)
             return changes
-        groups = self._grouped(anchor, old)
-        key, context, combine = self._anchored_context(anchor)
+        key, context, combine = self._anchored(anchor)
         # an anchor key's context is the same before and after the batch while the key has
         # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
         # present as long as something below them joins): computed once, before the batch
         # for keys present then, after it for keys the batch brings
-        contexts = {k: context(k) for k, group in groups.items()
-                    if any(old[s] is not None for s in group)}
+        groups: dict[tuple, list[tuple]] = {}
+        contexts: dict[tuple, list] = {}
         outputs = 0
-        for k, found in contexts.items():
-            for s in groups[k]:
-                w = old[s]
-                if w is not None and not (w + delta[s]):  # removed by this batch
-                    outputs += len(found)
-                    for c, others in found:
-                        changes[combine(s, c)] = (others * w, None)
+        for s, w in old.items():
+            k = key(s)
+            group = groups.get(k)
+            if group is None:
+                groups[k] = [s]
+            else:
+                group.append(s)
+            if w is None:
+                continue
+            found = contexts.get(k)
+            if found is None:
+                found = contexts[k] = context(k)
+            if not (w + delta[s]):  # removed by this batch
+                outputs += len(found)
+                for c, others in found:
+                    changes[combine(s, c)] = (others * w, None)
         for node_state in upper:
             self._process(node_state, deltas)
+        get = rho.get
         for k, group in groups.items():
             found = contexts.get(k)
             if found is None:
                 found = context(k)
             for s in group:
-                new = rho.get(s)
+                new = get(s)
                 if new is None:
                     continue
                 w = old[s]
@@ -600,7 +609,7 @@ class Representation:
 
     def _grouped(self, anchor: Node, tuples) -> dict[tuple, list[tuple]]:
         """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
-        key = self._anchored_context(anchor)[0]
+        key = self._anchored(anchor)[0]
         groups: dict[tuple, list[tuple]] = {}
         for s in tuples:
             k = key(s)
@@ -678,14 +687,14 @@ class Representation:
             return buckets.get(getter(env), ())
         return probe
 
-    def _anchored_context(self, anchor: Node) -> tuple[Callable, Callable, Callable]:
+    def _anchored(self, anchor: Node) -> tuple[Callable, Callable, Callable]:
         """For delta enumeration anchored at ``anchor`` (generated on first use, with the
         indexes its path up to the root probes): the anchor key of a tuple, the context of
         a key, and the combiner of an anchor tuple with a context (:mod:`upkeep.dyn_loops`)."""
-        got = self._anchored.get(anchor.id)
+        got = self._anchored_by_id.get(anchor.id)
         if got is None:
             positions = tuple(anchor.vars.index(v) for v in anchor_key_vars(self, anchor))
-            got = self._anchored[anchor.id] = (
+            got = self._anchored_by_id[anchor.id] = (
                 key_function(positions, len(anchor.vars)), generate(self, anchor),
                 combiner(self, anchor))
         return got
@@ -701,7 +710,7 @@ class Representation:
         for st, tuples in anchors:
             self.push_anchors += len(tuples)
             rho = st.rho
-            _, context, combine = self._anchored_context(st.node)
+            _, context, combine = self._anchored(st.node)
             for k, group in self._grouped(st.node, [s for s in tuples if s in rho]).items():
                 found = context(k)
                 for s in group:
