@@ -194,6 +194,19 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
     target[k] = w if old is None else old + w
 
 
+def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list[tuple]]:
+    """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
+    groups: dict[tuple, list[tuple]] = {}
+    for s in tuples:
+        k = key(s)
+        group = groups.get(k)
+        if group is None:
+            groups[k] = [s]
+        else:
+            group.append(s)
+    return groups
+
+
 class Representation:
     """A maintained (T, N)-rep: ``update`` (push or pull mode), ``enumerate``, ``weight``."""
 
@@ -489,12 +502,11 @@ class Representation:
         got = self._schedules.get(leaves)
         if got is None:
             reach: set[int] = set()
-            for st in self.states.values():
-                if st.node.id in leaves:
-                    n = st.node
-                    while n is not None and n.id not in reach:
-                        reach.add(n.id)
-                        n = n.parent
+            for leaf in leaves:
+                n = self.states[leaf].node
+                while n is not None and n.id not in reach:
+                    reach.add(n.id)
+                    n = n.parent
             got = ([st for st in self.lower if st.node.id in reach],
                    [st for st in self.upper if st.node.id in reach])
             self._schedules[leaves] = got
@@ -542,11 +554,12 @@ class Representation:
                                deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:
         """Push mode when one frontier node f changes (every single-table batch): an output
         tuple extends exactly one tuple s of f, and its weight is ``rho_f(s)`` times the
-        weights of the other frontier nodes, which this batch leaves alone.  So each changed s
-        is enumerated once, anchored, with its own factor left out (the ring's one), in a state
-        where s is present: before the update if the batch removes s, after it otherwise.
-        The work is the number of output tuples that change (section 5, delta enumeration),
-        not twice that as when enumerating the old and the new output around the change."""
+        weights of the other frontier nodes, which this batch leaves alone.  Those come from
+        s's *context*, which depends on s only through its anchor key: the changed tuples are
+        grouped by key and each key's context is enumerated once (docs/design.md, "Dynamic
+        Yannakakis").  The work is the number of output tuples that change plus one context
+        per key (section 5, delta enumeration), not twice the outputs as when enumerating the
+        old and the new output around the change."""
         anchor = st.node
         rho = st.rho
         delta = deltas[anchor.id]
@@ -566,25 +579,21 @@ class Representation:
         # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
         # present as long as something below them joins): computed once, before the batch
         # for keys present then, after it for keys the batch brings
-        groups: dict[tuple, list[tuple]] = {}
+        groups = _grouped(key, old)
         contexts: dict[tuple, list] = {}
         outputs = 0
-        for s, w in old.items():
-            k = key(s)
-            group = groups.get(k)
-            if group is None:
-                groups[k] = [s]
-            else:
-                group.append(s)
-            if w is None:
-                continue
-            found = contexts.get(k)
-            if found is None:
-                found = contexts[k] = context(k)
-            if not (w + delta[s]):  # removed by this batch
-                outputs += len(found)
-                for c, others in found:
-                    changes[combine(s, c)] = (others * w, None)
+        for k, group in groups.items():
+            for s in group:
+                w = old[s]
+                if w is None:
+                    continue
+                found = contexts.get(k)
+                if found is None:
+                    found = contexts[k] = context(k)
+                if not (w + delta[s]):  # removed by this batch
+                    outputs += len(found)
+                    for c, others in found:
+                        changes[combine(s, c)] = (others * w, None)
         for node_state in upper:
             self._process(node_state, deltas)
         get = rho.get
@@ -606,19 +615,6 @@ class Representation:
                         changes[combine(s, c)] = (others * w, others * new)
         self.push_outputs += outputs
         return changes
-
-    def _grouped(self, anchor: Node, tuples) -> dict[tuple, list[tuple]]:
-        """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
-        key = self._anchored(anchor)[0]
-        groups: dict[tuple, list[tuple]] = {}
-        for s in tuples:
-            k = key(s)
-            group = groups.get(k)
-            if group is None:
-                groups[k] = [s]
-            else:
-                group.append(s)
-        return groups
 
     # ---------------------------------------------------------------- enumeration
     def _plan(self) -> dict[int, Callable]:
@@ -710,8 +706,8 @@ class Representation:
         for st, tuples in anchors:
             self.push_anchors += len(tuples)
             rho = st.rho
-            _, context, combine = self._anchored(st.node)
-            for k, group in self._grouped(st.node, [s for s in tuples if s in rho]).items():
+            key, context, combine = self._anchored(st.node)
+            for k, group in _grouped(key, [s for s in tuples if s in rho]).items():
                 found = context(k)
                 for s in group:
                     w = rho[s]
