@@ -22,6 +22,7 @@ from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
 from ..errors import ConstraintError, SchemaError, UnsupportedError
 from ..expiry import Expiry
+from ..gc_pause import gc_paused
 from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
@@ -247,7 +248,7 @@ class LocalCatalog(Catalog):
             view = plan_view(name, query, self, strategy)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
-            with bulk_progress(f"building view {name}", rows, counted=False):
+            with gc_paused(), bulk_progress(f"building view {name}", rows, counted=False):
                 view.build(contents)
         except BaseException:
             for hidden in reversed(created):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..engine import deliver
+from ..gc_pause import gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
 from .durability import Durability
@@ -35,6 +36,16 @@ class Committer:
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
         deletes expired rows (their timers are consumed by the caller, not re-recorded)."""
+        with gc_paused():
+            changed = self._commit(deltas, checked, metadata, expiring)
+        if changed:  # subscribers run with the collector as the caller keeps it
+            subscribers = self.catalog.subscribers
+            deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
+                                  if subscribers.get(name)})
+
+    def _commit(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
+                expiring: bool) -> dict[str, Delta]:
+        """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
         now = self.clock()
@@ -43,7 +54,7 @@ class Committer:
                 self.durability.log(("batch", self.batches + 1, {}, metadata, now))
                 self.batches += 1
                 self.metadata = dict(metadata)
-            return
+            return {}
         tables = catalog.tables
         if not checked:
             for name, d in deltas.items():
@@ -80,10 +91,7 @@ class Committer:
         if self.durability.wants_snapshot():
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
-        if changed:
-            subscribers = catalog.subscribers
-            deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
-                                  if subscribers.get(name)})
+        return changed
 
     def snapshot(self) -> None:
         self.durability.snapshot(self.catalog, self.batches, self.metadata)

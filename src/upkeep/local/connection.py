@@ -22,6 +22,7 @@ from ..engine import Engine, Subscriber
 from ..engine import ViewHandle as ViewHandleContract
 from ..errors import UnsupportedError
 from ..expiry import due_changes
+from ..gc_pause import gc_paused
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
 from ..rows import iter_rows
@@ -233,7 +234,7 @@ class Connection(Engine):
         n = 0
         coerce = t.coerce
         verb = "loading rows into" if weight > 0 else "deleting rows from"
-        with bulk_progress(f"{verb} {t.name}", size) as advance:
+        with gc_paused(), bulk_progress(f"{verb} {t.name}", size) as advance:
             for i, row in enumerate(iter_rows(rows, t.name, t.column_names)):
                 r = coerce(row, i)
                 delta[r] = delta.get(r, 0) + weight
@@ -251,10 +252,12 @@ class Connection(Engine):
         if self._staging is None:
             if self._catalog.expiring:
                 self.expire()
-            table.check_constraints(delta)
+            with gc_paused():
+                table.check_constraints(delta)
             self._committer.commit({table.name: delta}, checked=True)
             return
-        self._staging.stage(table, delta)
+        with gc_paused():
+            self._staging.stage(table, delta)
 
     # ------------------------------------------------------------ batches
     def in_transaction(self) -> bool:

@@ -1,0 +1,104 @@
+"""Bulk work runs with CPython's cyclic collector paused (``gc_pause.py``): a many-row batch
+triggers no collection that would walk the tables' and views' state, subscribers run with
+the collector as the caller keeps it, and a failed batch leaves it as it was."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import upkeep
+from upkeep.errors import Error
+from upkeep.gc_pause import gc_paused
+
+ROWS = 5_000
+
+
+@pytest.fixture
+def db():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE o (ok BIGINT PRIMARY KEY, cust BIGINT)")
+    db.execute("CREATE TABLE l (ok BIGINT, n INTEGER, price DOUBLE)")
+    db.insert("o", [(k, k % 7) for k in range(100)])
+    db.create_view("v", "SELECT o.cust, l.n, l.price FROM o JOIN l ON o.ok = l.ok")
+    return db
+
+
+@pytest.fixture
+def collections():
+    """The generations of the collections run while the fixture is in use."""
+    seen: list[int] = []
+
+    def record(phase: str, info: dict) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(record)
+    yield seen
+    gc.callbacks.remove(record)
+
+
+def _rows(start: int, count: int = ROWS) -> list[tuple]:
+    return [(k % 100, k, float(k)) for k in range(start, start + count)]
+
+
+def _collections_during(work, collections: list[int]) -> int:
+    collections.clear()
+    work()
+    return len(collections)
+
+
+def test_collections_during_a_statement_do_not_grow_with_its_rows(db, collections):
+    """Paused, the collector runs once when each bulk step ends (over what the step left
+    young), not every 700 allocations during it."""
+    small, big = _rows(0, 500), _rows(500, 20 * ROWS)
+    ran_small = _collections_during(lambda: db.insert("l", small), collections)
+    ran_big = _collections_during(lambda: db.insert("l", big), collections)
+    assert ran_big <= ran_small + 1
+    assert gc.isenabled()
+    assert len(db.view("v").rows()) == 500 + 20 * ROWS
+
+
+def test_collections_during_a_transaction_do_not_grow_with_its_rows(db, collections):
+    def transaction(first: list[tuple], second: list[tuple]):
+        def run() -> None:
+            with db.transaction():
+                db.insert("l", first)
+                db.insert("l", second)
+        return run
+
+    small = transaction(_rows(0, 250), _rows(250, 250))
+    big = transaction(_rows(500, 10 * ROWS), _rows(500 + 10 * ROWS, 10 * ROWS))
+    ran_small = _collections_during(small, collections)
+    ran_big = _collections_during(big, collections)
+    assert ran_big <= ran_small + 1
+    assert len(db.view("v").rows()) == 500 + 20 * ROWS
+
+
+def test_subscribers_run_with_the_collector_on(db):
+    states: list[bool] = []
+    db.view("v").subscribe(lambda changes: states.append(gc.isenabled()))
+    db.insert("l", _rows(0))
+    assert states == [True]
+
+
+def test_a_caller_who_disabled_the_collector_keeps_it_disabled(db):
+    gc.disable()
+    try:
+        db.insert("l", _rows(0))
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_failed_batch_leaves_the_collector_on(db):
+    before = db.view("v").rows()
+    with pytest.raises(Error):
+        db.insert("l", _rows(0) + [(1, "not a number", 1.0)])
+    with pytest.raises(Error):
+        db.insert("o", [(k, 0) for k in range(1000, 1000 + ROWS)] + [(1, 1)])  # duplicate key
+    assert gc.isenabled()
+    assert db.view("v").rows() == before
