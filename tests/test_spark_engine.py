@@ -117,3 +117,34 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
         remote.execute("CREATE VIEW broken AS SELEC 1")
     assert "spark: 2 shards" in remote.explain("joined")
     remote.close()
+
+
+def test_reopening_keeps_bulk_loaded_rows(spark, tmp_path) -> None:
+    """Rows loaded with ``db.load`` are part of the database: a connection opened again on
+    the directory sees them with every change made after them (issue: it saw only the
+    changes)."""
+    rnd = random.Random(5)
+    cust, ords = customers(30), orders(rnd, 0, 1000, 30)
+    local, remote = both(spark, tmp_path)
+    remote.load("orders", spark.createDataFrame(
+        ords, "ok long, ck int, day date, price decimal(12,2)"))
+    remote.load("customers", spark.createDataFrame(cust, "ck int, segment string, nation int"))
+    extra = orders(rnd, 5000, 1, 30)
+    local.insert("orders", ords + extra)
+    local.insert("customers", cust)
+    remote.insert("orders", extra)
+    assert_same(local, remote)
+    remote.stop()
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "spark")
+    again.execute(TABLES)
+    for name, sql in VIEWS.items():
+        again.create_view(name, sql)
+    assert_same(local, again)
+    more = orders(rnd, 6000, 20, 30)
+    for db in (local, again):
+        db.insert("orders", more)
+    assert_same(local, again)
+    with pytest.raises(upkeep.UnsupportedError, match="before the first change"):
+        again.load("orders", spark.createDataFrame(more, "ok long, ck int, day date, "
+                                                         "price decimal(12,2)"))
+    again.close()

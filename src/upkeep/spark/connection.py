@@ -17,6 +17,7 @@ connection opened on an existing directory gets the timers back from the files.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -25,6 +26,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -132,9 +134,9 @@ class SparkConnection(Engine):
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
         self.changes = self.directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
+        self.loads = self.directory / "loads"  # <table>/<n>: the rows of each db.load
         self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
         self._catalog = LocalCatalog(bdd_ordering)  # checks and plans the SQL; holds no rows
-        self._snapshots: dict[str, DataFrame] = {}
         self._pending: list[tuple[str, tuple, int]] | None = None  # an open transaction
         self._contents: dict[str, Counter] = {}
         self._subscribers: dict[str, list[Subscriber]] = {}
@@ -163,6 +165,8 @@ class SparkConnection(Engine):
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
             self._catalog.execute_ddl(stmt)
+            if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
+                shutil.rmtree(self.loads / stmt.this.name.lower(), ignore_errors=True)
             self._catalog_changed()
             self._keep_timers()
             return Cursor()
@@ -230,8 +234,13 @@ class SparkConnection(Engine):
         return f"{self._catalog.explain(name)}\nspark: {group.describe()}"
 
     def load(self, table: str, data: DataFrame | str) -> None:
-        """Bulk-load a table's initial contents (a Spark DataFrame, or a Parquet path) before
-        the first change: the shards' state is built from it by Spark, not row by row."""
+        """Bulk-load rows into a table (a Spark DataFrame, or a Parquet path) before the
+        first change: the shards' state is built from them by Spark, not row by row.
+
+        The executors copy the rows into ``<directory>/loads/<table>/`` (Parquet, renamed
+        into place when whole), so they are part of the database: a connection opened
+        again on the directory starts from them and the change files after them.  Loading
+        a table twice adds both loads' rows."""
         if self._query is not None or self._generation:
             raise UnsupportedError("bulk loads must come before the first change")
         table = self._catalog.table(table).name
@@ -241,7 +250,25 @@ class SparkConnection(Engine):
         if isinstance(data, (str, os.PathLike)):
             data = self.spark.read.parquet(str(data))
         names = [n for n, _ in self._catalog.schema_of(table)]
-        self._snapshots[table] = data.select(*names)
+        target = self.loads / table
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = target / f".{uuid.uuid4().hex}.tmp"
+        data.select(*names).write.parquet(str(tmp))
+        tmp.rename(target / f"{len(self._load_parts(table)):08d}")
+
+    def _load_parts(self, table: str) -> list[Path]:
+        return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
+
+    def _snapshots(self) -> dict[str, DataFrame]:
+        """Each declared table's bulk-loaded rows, all its loads in order."""
+        snapshots = {}
+        for table in self._catalog.tables:
+            names = [n for n, _ in self._catalog.schema_of(table)]
+            parts = [self.spark.read.parquet(str(p)).select(*names)
+                     for p in self._load_parts(table)]
+            if parts:
+                snapshots[table] = functools.reduce(DataFrame.unionByName, parts)
+        return snapshots
 
     def _catalog_changed(self) -> None:
         """A new catalog needs a new plan: the query restarts and replays every change file
@@ -386,7 +413,7 @@ class SparkConnection(Engine):
             # a fresh query: every shard reports its views' initial contents in batch 0
             # (not empty: Spark's file source skips empty files)
             self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "start\n")
-        deltas = delta_stream(self.spark, plan, str(self.changes), self._snapshots)
+        deltas = delta_stream(self.spark, plan, str(self.changes), self._snapshots())
         self._last_batch = -1
         self._query = (deltas.writeStream.foreachBatch(self._receive)
                        .option("checkpointLocation", str(self._checkpoint()))
