@@ -59,19 +59,23 @@ from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, make_plan
 from .session import spark_session
 
+STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
 CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t
 
 
 def open_spark(database: str | os.PathLike | None = ":memory:", *,
                spark: SparkSession | None = None, master: str | None = None,
                shards: int | None = None, bdd_ordering: str = "sifting",
-               clock: Callable[[], float] | None = None) -> SparkConnection:
+               clock: Callable[[], float] | None = None,
+               state: str = "shards") -> SparkConnection:
     """``upkeep.connect(engine="spark")``: see :func:`upkeep.engine.connect`."""
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
+    if state not in STATES:
+        raise UnsupportedError(f"unknown state {state!r}; choose one of {STATES}")
     directory = None if database in (":memory:", "", None) else database
     return SparkConnection(spark=spark, master=master, directory=directory, shards=shards,
-                           clock=clock, bdd_ordering=bdd_ordering)
+                           clock=clock, bdd_ordering=bdd_ordering, state=state)
 
 
 class SparkViewHandle(ViewHandle):
@@ -128,8 +132,10 @@ class SparkConnection(Engine):
 
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
-                 clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting"):
+                 clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting",
+                 state: str = "shards"):
         self.spark = spark or spark_session(master or "local[2]")
+        self.state = state
         self._own_dir = directory is None
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
         self.changes = self.directory / "changes"
@@ -230,8 +236,13 @@ class SparkConnection(Engine):
     def explain(self, name: str) -> str:
         """The local engine's plan of the view, and how it is partitioned across shards."""
         plan = self._plan_now()
-        group = next(g for g in plan.groups if name.lower() in g.views)
-        return f"{self._catalog.explain(name)}\nspark: {group.describe()}"
+        name = name.lower()
+        if plan.keyed is not None and name in plan.keyed.views:
+            return f"{self._catalog.explain(name)}\n{plan.keyed.describe(name, plan.catalog)}"
+        group = next(g for g in plan.groups if name in g.views)
+        why = plan.unkeyed.get(name)
+        return (f"{self._catalog.explain(name)}\nspark: {group.describe()}"
+                + (f" (not in keyed state: {why})" if why else ""))
 
     def load(self, table: str, data: DataFrame | str) -> None:
         """Bulk-load rows into a table (a Spark DataFrame, or a Parquet path) before the
@@ -255,6 +266,7 @@ class SparkConnection(Engine):
         tmp = target / f".{uuid.uuid4().hex}.tmp"
         data.select(*names).write.parquet(str(tmp))
         tmp.rename(target / f"{len(self._load_parts(table)):08d}")
+        self._plan = None  # keyed state leaves views over loaded tables to the shards
 
     def _load_parts(self, table: str) -> list[Path]:
         return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
@@ -281,7 +293,9 @@ class SparkConnection(Engine):
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
-            self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True)
+            loaded = frozenset(t for t in self._catalog.tables if self._load_parts(t))
+            self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
+                                          keyed=self.state == "keyed", loaded=loaded)
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)
                                for g in plan.groups if g.fixpoint is not None}

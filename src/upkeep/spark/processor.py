@@ -18,7 +18,7 @@ import pickle
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +33,7 @@ from ..io.records import Position
 from ..local import from_catalog
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
+from .keyed import KeyedLayout
 from .routing import Group
 from .shard_client import call
 
@@ -53,6 +54,8 @@ class QueryPlan:
     catalog: dict
     groups: list[Group]
     on_error: str = "stop"
+    keyed: KeyedLayout | None = None  # views kept in Spark's keyed state (:mod:`.keyed`)
+    unkeyed: dict[str, str] = field(default_factory=dict)  # with keyed state: why not
 
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
@@ -103,6 +106,27 @@ def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.
                 continue
             out += _route_file(plan, applier, readers, name, content)
         yield pd.DataFrame(out, columns=["grp", "shard", "file", "payload"])
+
+
+def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, tuple, int]]:
+    """A change file's changes ``(table, row, weight)``, each record checked like the local
+    pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
+    fmt = EXTENSIONS.get(Path(name).suffix.lower())
+    if fmt is None:
+        return []
+    applier = _applier(plan)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / name
+        local.write_bytes(content)
+        for record in READERS[fmt](local, name).read(final=True):
+            try:
+                change = applier.prepare(record)
+            except BadRecord as exc:
+                raise BatchRejected(SchemaError(str(exc)).to_record(
+                    position=str(record.position))) from None
+            out += [(change.table, row, weight) for row, weight in change.rows]
+    return out
 
 
 def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group]], name: str,

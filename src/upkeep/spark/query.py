@@ -15,11 +15,14 @@ from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from sqlglot import exp
 
 from ..codecs.spark_rows import spark_schema
 from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
+from ..sql import parse_one
 from .codec import OUTPUT_SCHEMA
+from .keyed import KEYED_SCHEMA, keyed_stream, plan_keyed, route_keyed_files
 from .processor import (
     ROUTED_SCHEMA,
     QueryPlan,
@@ -28,7 +31,7 @@ from .processor import (
     route_generated,
     route_rows,
 )
-from .routing import plan_groups
+from .routing import plan_groups, views_over_views
 from .session import configure
 
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
@@ -36,15 +39,36 @@ SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
 def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
-              fixpoints: bool = False) -> QueryPlan:
+              fixpoints: bool = False, keyed: bool = False,
+              loaded: frozenset[str] = frozenset()) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
-    ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`)."""
+    ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`);
+    ``keyed``: keep the views that fit it in Spark's keyed state (:mod:`.keyed`), the
+    others in shards (tables in ``loaded`` were bulk-loaded, which keyed state does not
+    take yet)."""
     catalog = db.describe()
-    groups = plan_groups(db, shards, fixpoints)
-    digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups])).encode())
+    layout, unkeyed = None, {}
+    if keyed:
+        together = views_over_views(db)
+        candidates = {}
+        for name, (sql, _) in catalog["views"].items():
+            reads = {t.name.lower() for t in parse_one(sql).find_all(exp.Table)}
+            if name in together:
+                unkeyed[name] = "it reads another view or another view reads it"
+            elif reads & loaded:
+                unkeyed[name] = "it reads a bulk-loaded table"
+            else:
+                candidates[name] = sql
+        layout, refused = plan_keyed(catalog, candidates)
+        unkeyed.update(refused)
+        layout = layout if layout.views else None
+    groups = plan_groups(db, shards, fixpoints,
+                         frozenset(layout.views) if layout else frozenset())
+    digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups],
+                                        layout and layout.__dict__)).encode())
     digest = digest.hexdigest()
-    return QueryPlan(digest[:16], catalog, groups, on_error)
+    return QueryPlan(digest[:16], catalog, groups, on_error, layout, unkeyed)
 
 
 @dataclass(frozen=True)
@@ -98,6 +122,14 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
                      .selectExpr(*[f"{rate.columns[n]} AS `{n}`" for n in names]))
         routed = routed.unionByName(
             generated.mapInArrow(partial(route_generated, plan, rate.table), ROUTED_SCHEMA))
+    keyed = None
+    if plan.keyed is not None:
+        records = files.mapInPandas(partial(route_keyed_files, plan), KEYED_SCHEMA)
+        keyed = keyed_stream(records, plan.keyed, plan.catalog)
+        snapshots = {t: df for t, df in (snapshots or {}).items()
+                     if any(t in g.tables for g in plan.groups)}
+        if not plan.groups:
+            return keyed
     initial = None
     if snapshots:
         parts = [df.mapInArrow(partial(route_rows, plan, table), SNAPSHOT_SCHEMA)
@@ -106,8 +138,9 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
         for part in parts[1:]:
             union = union.unionByName(part)
         initial = union.groupBy("grp", "shard")
-    return routed.groupBy("grp", "shard").transformWithStateInPandas(
+    shards = routed.groupBy("grp", "shard").transformWithStateInPandas(
         ShardProcessor(plan), OUTPUT_SCHEMA, "Append", "None", initialState=initial)
+    return shards if keyed is None else shards.unionByName(keyed)
 
 
 def plan_schema(plan: QueryPlan, table: str) -> list:

@@ -109,11 +109,12 @@ def partition_columns(db: LocalCatalog, name: str, sql: str) -> dict[str, int] |
     return best
 
 
-def plan_groups(db: LocalCatalog, shards: int, fixpoints: bool = False) -> list[Group]:
-    """Group the user views of ``db`` (its catalog) for ``shards`` shards; with
-    ``fixpoints``, a recursive view that can run partitioned gets a fixpoint group of its
-    own (:mod:`upkeep.spark.fixpoint`)."""
-    views = db.describe()["views"]
+def views_over_views(db: LocalCatalog) -> set[str]:
+    """The views that read another view, and every view they read (kept together)."""
+    return _together(db.describe()["views"])[0]
+
+
+def _together(views: dict) -> tuple[set[str], dict[str, set[str]]]:
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
         query = parse_one(sql)
@@ -128,8 +129,20 @@ def plan_groups(db: LocalCatalog, shards: int, fixpoints: bool = False) -> list[
                 if dep not in together:
                     together.add(dep)
                     changed = True
+    return together, reads
+
+
+def plan_groups(db: LocalCatalog, shards: int, fixpoints: bool = False,
+                skip: frozenset[str] = frozenset()) -> list[Group]:
+    """Group the user views of ``db`` (its catalog) for ``shards`` shards; with
+    ``fixpoints``, a recursive view that can run partitioned gets a fixpoint group of its
+    own (:mod:`upkeep.spark.fixpoint`).  Views in ``skip`` are kept elsewhere."""
+    views = db.describe()["views"]
+    together, reads = _together(views)
     groups: dict[tuple, Group] = {}
     for name, (sql, _strategy) in views.items():
+        if name in skip:
+            continue
         if fixpoints and name not in together and shards > 1:
             layout = fixpoint_layout(db, name, shards)
             if layout is not None:

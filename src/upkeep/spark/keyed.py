@@ -1,0 +1,546 @@
+"""Views kept in Spark's own keyed state: a view compiles to a chain of keyed steps.
+
+Instead of a whole local engine per shard, a view that is one SELECT block over base tables,
+its tables joined by equalities (a connected join graph), becomes a left-deep chain of
+stateful steps, each a group of Spark's ``transformWithStateInPandas`` keyed by a join
+value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2):
+
+* a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
+  Spark-managed state holds the table's rows there, so deleting a row that is not present
+  and a duplicate key reject the micro-batch, as on the local engine;
+* a **join step** per further atom, keyed by the equality values between the atoms joined
+  so far and the next one; it keeps both sides' rows of its key as Z-set weights in
+  ``MapState`` and emits ``dL x (R + dR) + L x dR`` (deletes included);
+* an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
+  ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
+  row with weight -1 and the new one with +1; or a **distinct step** keyed by the row.
+
+Steps run in levels (table steps at level 0, a view's ``j``-th join step at level ``j``);
+every view's steps of one level share one stateful operator keyed by ``(step, key)``, and
+Spark repartitions by that key between levels, so a micro-batch reads and writes only the
+state of the keys its changes touch.  Rows that go to a later level, and view deltas,
+pass through the levels in between unchanged.  Compiled expressions are rebuilt on each
+executor from the view's SQL (:func:`compile_views`), the same code the local engine runs.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+
+from ..aggregates import Finalizer, GroupState, compile_aggregate
+from ..codecs.spark_rows import encode_row
+from ..errors import ConstraintError, Error
+from ..expressions import ExpressionCompiler
+from ..hashing import stable_hash
+from ..plan import Block, analyse_joins, atom_of_slot, bind_query
+from ..sql import parse_one
+from .errors import BatchRejected
+
+KEYED_SCHEMA = "step int, key long, side int, row binary, weight long"
+OUTPUT_STEP = -1  # a view delta on its way out: row = pickle((view, encoded row))
+LEFT, RIGHT = 0, 1
+MASK = 0x7FFFFFFFFFFFFFFF
+
+
+def key_hash(values: tuple) -> int:
+    """One long for a tuple of values, equal in every process for values SQL calls equal."""
+    h = 17
+    for v in values:
+        h = (h * 1_000_003 ^ stable_hash(v)) & MASK
+    return h
+
+
+@dataclass(frozen=True)
+class KeyedLayout:
+    """What the driver decides and ships: which views are keyed, and their steps' ids."""
+
+    tables: tuple[str, ...]  # table step i keeps tables[i]
+    views: tuple[str, ...]
+    levels: int  # table steps are level 0; the last view step is level ``levels - 1``
+
+    def describe(self, view: str, catalog: dict) -> str:
+        compiled = compile_views(self, _freeze(catalog))[self.views.index(view)]
+        parts = [f"{compiled.block.atoms[compiled.order[0]].relation} "
+                 f"(table step, level 0)"]
+        for j in range(1, len(compiled.order)):
+            atom = compiled.block.atoms[compiled.order[j]]
+            parts.append(f"join {atom.relation} by ({', '.join(compiled.key_names[j])}) "
+                         f"(level {j})")
+        if compiled.kind != "project":
+            parts.append(f"{compiled.kind} by group key (level {len(compiled.order)})")
+        return ("spark: Spark keyed state, partitioned by key across all partitions: "
+                + " -> ".join(parts))
+
+
+def keyable(block: object, tables: set[str]) -> str | None:
+    """Why a bound view cannot run as keyed steps, or None if it can."""
+    if not isinstance(block, Block):
+        return "a set operation"
+    if block.subqueries:
+        return "a subquery"
+    if any(a.relation not in tables for a in block.atoms):
+        return "it reads another view"
+    if block.distinct and block.is_aggregate:
+        return "DISTINCT over an aggregate"
+    if _join_order(block) is None:
+        return "its tables are not all joined by equalities"
+    return None
+
+
+def _join_order(block: Block) -> list[int] | None:
+    """A left-deep order of the atoms in which each atom is equi-joined to an earlier one."""
+    analysis = analyse_joins(block)
+    edges = {(atom_of_slot(block, a), atom_of_slot(block, b)) for a, b in analysis.equalities}
+    order = [0]
+    while len(order) < len(block.atoms):
+        nxt = next((j for j in range(len(block.atoms)) if j not in order
+                    and any((i, j) in edges or (j, i) in edges for i in order)), None)
+        if nxt is None:
+            return None
+        order.append(nxt)
+    return order
+
+
+def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[str, str]]:
+    """The keyed layout of the views that fit it, and for the others why not."""
+    schema = _schema_of(_freeze(catalog))
+    tables = [name for name, *_ in catalog["tables"]]
+    keyed: list[str] = []
+    refused: dict[str, str] = {}
+    levels = 1
+    for name, sql in views.items():
+        try:
+            block = bind_query(parse_one(sql), schema)
+        except Error as exc:
+            refused[name] = str(exc)
+            continue
+        why = keyable(block, set(tables))
+        if why is not None:
+            refused[name] = why
+            continue
+        keyed.append(name)
+        levels = max(levels, len(block.atoms) + (1 if block.is_aggregate or block.distinct
+                                                 else 0))
+    return KeyedLayout(tuple(tables), tuple(keyed), levels), refused
+
+
+# ---------------------------------------------------------------- compiled on executors
+def _freeze(catalog: dict) -> str:
+    return pickle.dumps(catalog, protocol=5).hex()
+
+
+def _schema_of(frozen: str):
+    catalog = pickle.loads(bytes.fromhex(frozen))
+    columns = {name: cols for name, cols, *_ in catalog["tables"]}
+
+    def schema_of(name: str):
+        return columns[name.lower()]
+    return schema_of
+
+
+@dataclass
+class CompiledView:
+    """One keyed view's step functions over the block's wide row (``plan.Block``)."""
+
+    name: str
+    block: Block
+    order: list[int]
+    first_step: int  # the id of its join step 1 (join step j is first_step + j - 1)
+    final_step: int  # its aggregate / distinct step (unused for "project")
+    kind: str  # "project", "aggregate" or "distinct"
+    local: list  # per atom: conditions on it alone
+    left_keys: list  # per join step j (1-based): wide row -> key values on the prefix side
+    right_keys: list  # ... on atom order[j]'s side
+    key_names: list
+    residual: list
+    project: object = None
+    group_key: object = None
+    aggs: list | None = None
+    finalizer: Finalizer | None = None
+
+    def width(self) -> int:
+        return len(self.block.scope.columns)
+
+    def atom_row(self, atom: int, row: tuple) -> tuple:
+        a = self.block.atoms[atom]
+        wide = [None] * self.width()
+        wide[a.offset:a.offset + len(a.columns)] = row
+        return tuple(wide)
+
+    def merge(self, left: tuple, right: tuple, atom: int) -> tuple:
+        a = self.block.atoms[atom]
+        lo, hi = a.offset, a.offset + len(a.columns)
+        return left[:lo] + right[lo:hi] + left[hi:]
+
+
+@lru_cache(maxsize=8)
+def compile_views(layout: KeyedLayout, frozen: str) -> list[CompiledView]:
+    """The keyed views of ``layout`` compiled against the catalog (cached per process)."""
+    catalog = pickle.loads(bytes.fromhex(frozen))
+    schema = _schema_of(frozen)
+    sqls = dict(catalog["views"].items())
+    step = len(layout.tables)
+    out = []
+    for name in layout.views:
+        block = bind_query(parse_one(sqls[name][0]), schema)
+        order = _join_order(block)
+        analysis = analyse_joins(block)
+        compiler = ExpressionCompiler(block.scope)
+        local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
+        left_keys, right_keys, key_names = [None], [None], [[]]
+        for j in range(1, len(order)):
+            prefix = set(order[:j])
+            pairs = []
+            for a, b in analysis.equalities:
+                ia, ib = atom_of_slot(block, a), atom_of_slot(block, b)
+                if ia in prefix and ib == order[j]:
+                    pairs.append((a, b))
+                elif ib in prefix and ia == order[j]:
+                    pairs.append((b, a))
+            lslots = tuple(p for p, _ in pairs)
+            rslots = tuple(q for _, q in pairs)
+            left_keys.append(_getter(lslots))
+            right_keys.append(_getter(rslots))
+            names = {c.slot: f"{c.qualifier}.{c.name}" for c in block.scope.columns}
+            key_names.append([names[q] for q in rslots])
+        residual = [compiler.compile_condition(c).fn for c in analysis.residual]
+        kind = "aggregate" if block.is_aggregate else "distinct" if block.distinct else "project"
+        view = CompiledView(name, block, order, step, step + len(order) - 1, kind, local,
+                            left_keys, right_keys, key_names, residual)
+        step += len(order)
+        if kind == "aggregate":
+            keys = [compiler.compile(g) for g in block.group_by]
+            view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
+            view.finalizer = Finalizer([e for _, e in block.select], block.having,
+                                       block.group_by, [k.type for k in keys], view.aggs,
+                                       block.scope)
+            view.group_key = compiler.compile_tuple(block.group_by)
+        else:
+            view.project = compiler.compile_tuple([e for _, e in block.select])
+        out.append(view)
+    return out
+
+
+def _getter(slots: tuple[int, ...]):
+    return lambda row: tuple(row[s] for s in slots)
+
+
+# ---------------------------------------------------------------- routing
+def table_key(catalog: dict, table_index: int, row: tuple) -> int:
+    _name, _cols, _not_null, key = catalog["tables"][table_index]
+    return key_hash(tuple(row[i] for i in key) if key else row)
+
+
+def route_changes(layout: KeyedLayout, catalog: dict,
+                  changes: list[tuple[str, tuple, int]]) -> list[tuple]:
+    """A decoded batch's changes as table-step records (level 0)."""
+    index = {t: i for i, t in enumerate(layout.tables)}
+    out = []
+    for table, row, weight in changes:
+        i = index[table]
+        out.append((i, table_key(catalog, i, row), LEFT, pickle.dumps(row, protocol=5), weight))
+    return out
+
+
+def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
+    """The fresh query's first records: a global aggregate's row exists before any input
+    (COUNT(*) = 0), so its aggregate step is woken once with no rows."""
+    return [(v.final_step, key_hash(()), LEFT, b"", 0)
+            for v in compile_views(layout, frozen)
+            if v.kind == "aggregate" and not v.block.group_by]
+
+
+# ---------------------------------------------------------------- the processor
+class KeyedStep(StatefulProcessor):
+    """The steps of one level, keyed by ``(step, key)``; see the module docstring."""
+
+    def __init__(self, layout: KeyedLayout, catalog: dict, level: int):
+        self.layout = layout
+        self.frozen = _freeze(catalog)
+        self.catalog = catalog
+        self.level = level
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.left = handle.getMapState("left", "row binary", "weight long")
+        self.right = handle.getMapState("right", "row binary", "weight long")
+        self.groups = handle.getValueState("groups", "state binary")
+        views = compile_views(self.layout, self.frozen)
+        self.views = views
+        self.by_step: dict[int, tuple[CompiledView, int]] = {}
+        for v in views:
+            for j in range(1, len(v.order)):
+                self.by_step[v.first_step + j - 1] = (v, j)
+            if v.kind != "project":
+                self.by_step[v.final_step] = (v, len(v.order))
+        self.readers: dict[str, list[tuple[CompiledView, int]]] = {}
+        for v in views:
+            for i, atom in enumerate(v.block.atoms):
+                self.readers.setdefault(atom.relation, []).append((v, i))
+
+    def level_of(self, step: int) -> int:
+        if step == OUTPUT_STEP:
+            return self.layout.levels
+        if step < len(self.layout.tables):
+            return 0
+        return self.by_step[step][1]
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+        step, hashed = int(key[0]), int(key[1])
+        frame = pd.concat(list(rows), ignore_index=True)
+        if self.level_of(step) != self.level:
+            yield frame[["step", "key", "side", "row", "weight"]]
+            return
+        try:
+            out = self._step(step, hashed, frame)
+        except Error as exc:
+            raise BatchRejected(exc.to_record()) from None
+        if out:
+            yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
+
+    def _step(self, step: int, hashed: int, frame: pd.DataFrame) -> list[tuple]:
+        if step < len(self.layout.tables):
+            return self._table(step, frame)
+        view, j = self.by_step[step]
+        delta = Counter()
+        sides = [Counter(), Counter()]
+        for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
+                                     strict=True):
+            if row:
+                sides[int(side)][bytes(row)] += int(weight)
+        if j < len(view.order):
+            return self._join(view, j, sides[LEFT], sides[RIGHT])
+        for row, w in sides[LEFT].items():
+            delta[row] += w
+        if view.kind == "aggregate":
+            return self._aggregate(view, {r: w for r, w in delta.items() if w})
+        return self._distinct(view, {r: w for r, w in delta.items() if w})
+
+    # -- table step: the table's rows, checked like the local engine's
+    def _table(self, step: int, frame: pd.DataFrame) -> list[tuple]:
+        table = self.layout.tables[step]
+        net = Counter()
+        for row, weight in zip(frame["row"], frame["weight"], strict=True):
+            net[bytes(row)] += int(weight)
+        changes = {r: w for r, w in net.items() if w}
+        live: dict[bytes, int] = {}
+        for r in changes:
+            held = self.left.getValue((r,))
+            live[r] = int(held[0]) if held else 0
+        for r, w in changes.items():
+            if live[r] + w < 0:
+                raise ConstraintError(f"cannot delete a row not present in table {table}",
+                                      pickle.loads(r))
+        key = self.catalog["tables"][step][3]
+        if key:  # at most one row per PRIMARY KEY value (rows of this hash, compared)
+            held = _read(self.left)
+            per_key: Counter = Counter()
+            for r in held.keys() | changes.keys():
+                n = held.get(r, 0) + changes.get(r, 0)
+                if n > 0:
+                    row = pickle.loads(r)
+                    pk = tuple(row[i] for i in key)
+                    per_key[pk] += n
+                    if per_key[pk] > 1:
+                        raise ConstraintError(f"duplicate key {pk} in table {table}", row)
+        out = []
+        for r, w in changes.items():
+            n = live[r] + w
+            if n:
+                self.left.updateValue((r,), (n,))
+            else:
+                self.left.removeKey((r,))
+            row = pickle.loads(r)
+            for view, atom in self.readers.get(table, ()):
+                wide = view.atom_row(atom, row)
+                if all(f(wide) is True for f in view.local[atom]):
+                    out.extend(self._enter(view, atom, wide, w))
+        return out
+
+    def _enter(self, view: CompiledView, atom: int, wide: tuple, w: int) -> list[tuple]:
+        """Where a filtered base row goes: its view's join step, or straight on."""
+        j = view.order.index(atom)
+        if j == 0:
+            if len(view.order) == 1:
+                return self._joined(view, wide, w)
+            return [(view.first_step, key_hash(view.left_keys[1](wide)), LEFT,
+                     pickle.dumps(wide, protocol=5), w)]
+        return [(view.first_step + j - 1, key_hash(view.right_keys[j](wide)), RIGHT,
+                 pickle.dumps(wide, protocol=5), w)]
+
+    def _joined(self, view: CompiledView, wide: tuple, w: int) -> list[tuple]:
+        """A row of the whole join: residual conditions, then the view's last step."""
+        if not all(f(wide) is True for f in view.residual):
+            return []
+        if view.kind == "aggregate":
+            return [(view.final_step, key_hash(view.group_key(wide)), LEFT,
+                     pickle.dumps(wide, protocol=5), w)]
+        row = view.project(wide)
+        if view.kind == "distinct":
+            return [(view.final_step, key_hash(row), LEFT, pickle.dumps(row, protocol=5), w)]
+        return [_output(view.name, row, w)]
+
+    # -- join step j: dL x (R + dR) + L x dR
+    def _join(self, view: CompiledView, j: int, d_left: Counter, d_right: Counter
+              ) -> list[tuple]:
+        d_left = {r: w for r, w in d_left.items() if w}
+        d_right = {r: w for r, w in d_right.items() if w}
+        old_left = _read(self.left) if d_right else {}
+        old_right = _read(self.right) if d_left else {}
+        lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
+        new_right = Counter(old_right)
+        for r, w in d_right.items():
+            new_right[r] += w
+        out: list[tuple] = []
+
+        def emit(left: dict, right: dict) -> None:
+            rows = {r: pickle.loads(r) for r in right}
+            keys = {r: rkey(t) for r, t in rows.items()}
+            for lb, lw in left.items():
+                lt = pickle.loads(lb)
+                k = lkey(lt)
+                if any(v is None for v in k):
+                    continue
+                for rb, rw in right.items():
+                    if rw and keys[rb] == k:
+                        merged = view.merge(lt, rows[rb], atom)
+                        out.extend(self._next(view, j, merged, lw * rw))
+
+        emit(d_left, new_right)
+        emit(old_left, d_right)
+        _write(self.left, old_left if d_right else None, d_left)
+        _write(self.right, old_right if d_left else None, d_right)
+        return out
+
+    def _next(self, view: CompiledView, j: int, merged: tuple, w: int) -> list[tuple]:
+        if j + 1 < len(view.order):
+            return [(view.first_step + j, key_hash(view.left_keys[j + 1](merged)), LEFT,
+                     pickle.dumps(merged, protocol=5), w)]
+        return self._joined(view, merged, w)
+
+    # -- aggregate step: per group key, GroupState and the output row
+    def _aggregate(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
+        fresh = not self.groups.exists()
+        groups: dict[tuple, list] = {} if fresh else pickle.loads(self.groups.get()[0])
+        global_group = not view.block.group_by
+        if fresh and global_group:
+            groups[()] = [GroupState(view.aggs), None]
+        touched = set()
+        for rb, w in delta.items():
+            wide = pickle.loads(rb)
+            g = view.group_key(wide)
+            entry = groups.get(g)
+            if entry is None:
+                entry = groups[g] = [GroupState(view.aggs), None]
+            entry[0].add(view.aggs, wide, w)
+            touched.add(g)
+        if fresh and global_group:
+            touched.add(())
+        out = []
+        for g in touched:
+            state, old = groups[g]
+            if state.rows == 0 and not global_group:
+                del groups[g]
+                new = None
+            else:
+                new = view.finalizer.finish((*g, *state.result(view.aggs)))
+                groups[g][1] = new
+            if old != new:
+                if old is not None:
+                    out.append(_output(view.name, old, -1))
+                if new is not None:
+                    out.append(_output(view.name, new, 1))
+        if groups:
+            self.groups.update((pickle.dumps(groups, protocol=5),))
+        else:
+            self.groups.clear()
+        return out
+
+    # -- distinct step: a row's count crossing zero
+    def _distinct(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
+        out = []
+        for rb, w in delta.items():
+            held = self.left.getValue((rb,))
+            old = int(held[0]) if held else 0
+            new = old + w
+            if new:
+                self.left.updateValue((rb,), (new,))
+            else:
+                self.left.removeKey((rb,))
+            if (old > 0) != (new > 0):
+                out.append(_output(view.name, pickle.loads(rb), 1 if new > 0 else -1))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def _read(state) -> dict[bytes, int]:
+    if not state.exists():
+        return {}
+    return {bytes(k[0]): int(v[0]) for k, v in state.iterator()}
+
+
+def _write(state, old: dict[bytes, int] | None, delta: dict[bytes, int]) -> None:
+    for r, w in delta.items():
+        if old is None:
+            held = state.getValue((r,))
+            before = int(held[0]) if held else 0
+        else:
+            before = old.get(r, 0)
+        n = before + w
+        if n:
+            state.updateValue((r,), (n,))
+        else:
+            state.removeKey((r,))
+
+
+def _output(view: str, row: tuple, weight: int) -> tuple:
+    return (OUTPUT_STEP, key_hash(row), LEFT, pickle.dumps((view, encode_row(row)),
+                                                           protocol=5), weight)
+
+
+def unwrap_outputs(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` after the last level: view deltas as ``(view, row, weight)``."""
+    for frame in frames:
+        pairs = [pickle.loads(r) for r in frame["row"]]
+        yield pd.DataFrame({"view": [v for v, _ in pairs], "row": [t for _, t in pairs],
+                            "weight": frame["weight"].astype("int64")})
+
+
+def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict) -> DataFrame:
+    """The levels of keyed steps over ``routed`` (:data:`KEYED_SCHEMA` records at level 0),
+    ending in view deltas ``(view, row, weight)``."""
+    from .codec import OUTPUT_SCHEMA
+
+    stream = routed
+    for level in range(layout.levels):
+        stream = stream.groupBy("step", "key").transformWithStateInPandas(
+            KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None")
+    return stream.mapInPandas(unwrap_outputs, OUTPUT_SCHEMA)
+
+
+def route_keyed_files(plan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
+    checked like the local pipeline's, as table-step records (level 0)."""
+    from .processor import TICK_SUFFIX, decode_file
+
+    layout, frozen = plan.keyed, _freeze(plan.catalog)
+    wanted = {a.relation for v in compile_views(layout, frozen) for a in v.block.atoms}
+    for frame in frames:
+        out: list[tuple] = []
+        for path, content in zip(frame["path"], frame["content"], strict=True):
+            name = path.rsplit("/", 1)[-1]
+            if name.endswith(TICK_SUFFIX):
+                out += start_records(layout, frozen)
+                continue
+            changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
+            out += route_changes(layout, plan.catalog, changes)
+        yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
