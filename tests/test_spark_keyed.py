@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from decimal import Decimal
 
 import duckdb
 import pytest
@@ -109,3 +110,59 @@ def test_rejected_batches_change_nothing(keyed) -> None:
     with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
         keyed.insert("nation", [(1, "AFRICA")])
     assert {name: Counter(keyed.view(name).rows()) for name in VIEWS} == before
+
+
+def test_bulk_load_builds_keyed_state(spark, tmp_path) -> None:
+    """``db.load`` fills keyed state by Spark jobs running the steps' own code; the views
+    then follow changes, and a reopened directory starts from the loaded rows too."""
+    rnd = random.Random(11)
+    nations = [(k, ["EU", "ASIA", None][k % 3]) for k in range(5)]
+    customers = [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(40)]
+    orders = [(k, rnd.randrange(45), Decimal(rnd.randrange(1, 9000)) / 100,
+               rnd.choice([None, 1, 2, 5]))
+              for k in range(600)]
+    schemas = {"nation": "nk int, region string", "customer": "ck int, nk int, segment string",
+               "orders": "ok int, ck int, price decimal(10,2), qty int"}
+    data = {"nation": nations, "customer": customers, "orders": orders}
+
+    def opened():
+        db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                            database=tmp_path / "db")
+        db.execute(TABLES)
+        for name, sql in VIEWS.items():
+            db.create_view(name, sql)
+        return db
+
+    db = opened()
+    for table, rows in data.items():
+        db.load(table, spark.createDataFrame(rows, schemas[table]))
+    tables = {t: Counter(rows) for t, rows in data.items()}
+    seen: list = []
+    db.view("per_segment").subscribe(seen.extend)
+    for name, sql in VIEWS.items():
+        assert normal(db.view(name).rows()) == normal(oracle(tables, sql).elements()), name
+    assert Counter(r for r, w in seen for _ in range(w)) == Counter(db.view("per_segment").rows())
+    gone, new = orders[:7], [(1000 + k, k, 12.5, 2) for k in range(5)]
+    with db.transaction():
+        db.delete("orders", gone)
+        db.insert("orders", new)
+    tables["orders"].subtract(gone)
+    tables["orders"].update(new)
+    for name, sql in VIEWS.items():
+        assert normal(db.view(name).rows()) == normal(oracle(tables, sql).elements()), name
+    db.stop()
+    again = opened()
+    for name, sql in VIEWS.items():
+        assert normal(again.view(name).rows()) == normal(oracle(tables, sql).elements()), name
+    again.close()
+
+
+def test_bulk_load_with_a_duplicate_key_is_rejected(spark, tmp_path) -> None:
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    db.create_view("regions", VIEWS["segments"])
+    db.load("nation", spark.createDataFrame([(1, "EU"), (1, "ASIA")], "nk int, region string"))
+    with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
+        db.view("regions").rows()
+    db.close()

@@ -1,5 +1,6 @@
 """The oracle query set on the Spark engine: every view, in one streaming query, after every
-micro-batch equals DuckDB over the current tables and exactly the local engine's rows."""
+micro-batch equals DuckDB over the current tables and exactly the local engine's rows; once
+with every view in shards, once with the views that fit it in Spark's keyed state."""
 
 from __future__ import annotations
 
@@ -40,11 +41,12 @@ def _random_batch(rnd: random.Random, orc: Oracle, step: int) -> list[tuple[str,
     return ops
 
 
-@pytest.fixture(scope="module")
-def engines(spark):
+@pytest.fixture(scope="module", params=["shards", "keyed"])
+def engines(spark, request):
+    """The views' state in shard servers, or in Spark's keyed state where a view fits it."""
     local = upkeep.connect()
     orc = Oracle(local, list(SCHEMA))
-    remote = upkeep.connect(engine="spark", spark=spark, shards=3)
+    remote = upkeep.connect(engine="spark", spark=spark, shards=3, state=request.param)
     for t in SCHEMA:
         remote.execute(ddl(t))
     queries = [q for q in QUERIES if _supported(q)]

@@ -18,6 +18,7 @@ connection opened on an existing directory gets the timers back from the files.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import os
@@ -38,7 +39,7 @@ from sqlglot import exp
 from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, ViewHandle, deliver
-from ..errors import SchemaError, UnsupportedError
+from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..local.catalog import LocalCatalog
 from ..recursive.provenance import ORDERINGS
@@ -55,6 +56,7 @@ from ..zset import net_by_table
 from .codec import decode_deltas
 from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
+from .keyed import bulk_build
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, make_plan
 from .session import spark_session
@@ -266,7 +268,6 @@ class SparkConnection(Engine):
         tmp = target / f".{uuid.uuid4().hex}.tmp"
         data.select(*names).write.parquet(str(tmp))
         tmp.rename(target / f"{len(self._load_parts(table)):08d}")
-        self._plan = None  # keyed state leaves views over loaded tables to the shards
 
     def _load_parts(self, table: str) -> list[Path]:
         return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
@@ -293,9 +294,8 @@ class SparkConnection(Engine):
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
-            loaded = frozenset(t for t in self._catalog.tables if self._load_parts(t))
             self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
-                                          keyed=self.state == "keyed", loaded=loaded)
+                                          keyed=self.state == "keyed")
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)
                                for g in plan.groups if g.fixpoint is not None}
@@ -423,16 +423,41 @@ class SparkConnection(Engine):
 
     def _start(self) -> None:
         plan = self._plan_now()
+        snapshots = self._snapshots()
+        keyed_state = None
         if not (self._checkpoint() / "commits").exists():
             # a fresh query: every shard reports its views' initial contents in batch 0
             # (not empty: Spark's file source skips empty files)
             self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "start\n")
-        deltas = delta_stream(self.spark, plan, str(self.changes), self._snapshots())
+            if plan.keyed is not None and snapshots:
+                keyed_state, initial = self._bulk_build(plan, snapshots)
+                self._fold(initial)
+        deltas = delta_stream(self.spark, plan, str(self.changes), snapshots,
+                              keyed_state=keyed_state)
         self._last_batch = -1
+        # one active query per name in a session: connections over other directories
+        # with the same catalog must not collide
+        place = hashlib.sha256(str(self.directory.resolve()).encode()).hexdigest()[:8]
         self._query = (deltas.writeStream.foreachBatch(self._receive)
                        .option("checkpointLocation", str(self._checkpoint()))
-                       .queryName(f"upkeep_{plan.plan_id}_{self._generation}")
+                       .queryName(f"upkeep_{plan.plan_id}_{self._generation}_{place}")
                        .start())
+
+    def _bulk_build(self, plan: QueryPlan, snapshots: dict[str, DataFrame]):
+        """Keyed state built from the loaded tables by Spark jobs; a bad loaded row (a
+        duplicate key, a value of the wrong type) raises the local engine's error."""
+        try:
+            return bulk_build(plan, snapshots)
+        except Exception as exc:  # Spark reports a failed job as its own exception
+            error = query_error(exc)
+            if type(error) is Error:
+                raise
+            raise error from None
+
+    def _fold(self, rows: list[tuple[str, str, int]]) -> None:
+        """The views' initial deltas (from the bulk build) into the driver's copies."""
+        changes, _ = decode_deltas(rows, self._catalog.schema_of, DEAD_LETTER_VIEW)
+        self._apply_changes(changes)
 
     def _stop_query(self) -> None:
         if self._query is not None:
@@ -491,6 +516,11 @@ class SparkConnection(Engine):
                 delta = driver.run(self.spark, mine)
                 if delta:
                     changes[driver.spec.view] = delta
+        self._apply_changes(changes, batch_id)
+
+    def _apply_changes(self, changes: dict[str, list[tuple[tuple, int]]],
+                       batch_id: int | None = None) -> None:
+        """Fold views' deltas into the driver's copies, then call subscribers."""
         with self._lock:
             for view, delta in changes.items():
                 contents = self._contents.setdefault(view, Counter())
@@ -498,7 +528,8 @@ class SparkConnection(Engine):
                     contents[row] += w
                     if contents[row] == 0:
                         del contents[row]
-            self._last_batch = batch_id
+            if batch_id is not None:
+                self._last_batch = batch_id
         deliver(self._subscribers, changes)
 
     def stop(self) -> None:

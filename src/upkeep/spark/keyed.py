@@ -269,9 +269,13 @@ class KeyedStep(StatefulProcessor):
         self.level = level
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.left = handle.getMapState("left", "row binary", "weight long")
-        self.right = handle.getMapState("right", "row binary", "weight long")
-        self.groups = handle.getValueState("groups", "state binary")
+        self.setup(handle.getMapState("left", "row binary", "weight long"),
+                   handle.getMapState("right", "row binary", "weight long"),
+                   handle.getValueState("groups", "state binary"))
+
+    def setup(self, left, right, groups) -> None:
+        """The state of the current key: Spark's, or :class:`MapInMemory` in a bulk build."""
+        self.left, self.right, self.groups = left, right, groups
         views = compile_views(self.layout, self.frozen)
         self.views = views
         self.by_step: dict[int, tuple[CompiledView, int]] = {}
@@ -478,8 +482,141 @@ class KeyedStep(StatefulProcessor):
                 out.append(_output(view.name, pickle.loads(rb), 1 if new > 0 else -1))
         return out
 
+    def handleInitialState(self, key, initialState: pd.DataFrame, timerValues) -> None:
+        """The bulk build's state of this key (:func:`bulk_build`)."""
+        for kind, row, weight in zip(initialState["kind"], initialState["row"],
+                                     initialState["weight"], strict=True):
+            if kind == GROUPS:
+                self.groups.update((bytes(row),))
+            else:
+                (self.left if kind == LEFT_STATE else self.right).updateValue(
+                    (bytes(row),), (int(weight),))
+
     def close(self) -> None:
         pass
+
+
+# ---------------------------------------------------------------- bulk build
+RECORD, LEFT_STATE, RIGHT_STATE, GROUPS = 0, 1, 2, 3
+BUILD_SCHEMA = "kind int, step int, key long, side int, row binary, weight long"
+
+
+class MapInMemory:
+    """The MapState calls the steps make, over a dict: a bulk build runs the very same
+    step code on all the loaded rows of a key at once, then hands Spark the state."""
+
+    def __init__(self):
+        self.data: dict[bytes, int] = {}
+
+    def exists(self) -> bool:
+        return bool(self.data)
+
+    def getValue(self, key: tuple) -> tuple | None:  # noqa: N802 - Spark's MapState API
+        value = self.data.get(key[0])
+        return None if value is None else (value,)
+
+    def updateValue(self, key: tuple, value: tuple) -> None:  # noqa: N802
+        self.data[key[0]] = value[0]
+
+    def removeKey(self, key: tuple) -> None:  # noqa: N802
+        self.data.pop(key[0], None)
+
+    def iterator(self) -> Iterator[tuple[tuple, tuple]]:
+        return (((k,), (v,)) for k, v in list(self.data.items()))
+
+
+class ValueInMemory:
+    """The ValueState calls of the aggregate step, over one attribute."""
+
+    def __init__(self):
+        self.value: tuple | None = None
+
+    def exists(self) -> bool:
+        return self.value is not None
+
+    def get(self) -> tuple | None:
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+    def clear(self) -> None:
+        self.value = None
+
+
+_builders: dict[tuple, KeyedStep] = {}
+
+
+def build_key(layout: KeyedLayout, catalog: dict, level: int, key: tuple,
+              frame: pd.DataFrame) -> pd.DataFrame:
+    """``applyInPandas`` of one level of the bulk build: the key's records through its
+    step over empty state; returns the records for later levels and the key's state."""
+    step = _builders.get((layout, level))
+    if step is None:
+        step = _builders[(layout, level)] = KeyedStep(layout, catalog, level)
+        step.setup(MapInMemory(), MapInMemory(), ValueInMemory())
+    left, right, groups = MapInMemory(), MapInMemory(), ValueInMemory()
+    step.left, step.right, step.groups = left, right, groups
+    records = list(step.handleInputRows(key, iter([frame]), None))
+    out = [pd.DataFrame({"kind": RECORD, **{c: r[c] for c in
+                                            ("step", "key", "side", "row", "weight")}})
+           for r in records]
+    k0, k1 = int(key[0]), int(key[1])
+    for kind, state in ((LEFT_STATE, left), (RIGHT_STATE, right)):
+        if state.data:
+            out.append(pd.DataFrame({"kind": kind, "step": k0, "key": k1, "side": 0,
+                                     "row": list(state.data), "weight": list(state.data.values())}))
+    if groups.value is not None:
+        out.append(pd.DataFrame({"kind": [GROUPS], "step": [k0], "key": [k1], "side": [0],
+                                 "row": [groups.value[0]], "weight": [0]}))
+    if not out:
+        return pd.DataFrame({c: [] for c in ("kind", "step", "key", "side", "row", "weight")})
+    return pd.concat(out, ignore_index=True)
+
+
+def snapshot_records(plan, table: str, batches: Iterator) -> Iterator:
+    """``mapInArrow`` over a loaded table: its rows as table-step records (level 0)."""
+    import pyarrow as pa
+
+    from .processor import coerce_arrow
+
+    schema = pa.schema([("step", pa.int32()), ("key", pa.int64()), ("side", pa.int32()),
+                        ("row", pa.binary()), ("weight", pa.int64())])
+    for batch in batches:
+        records = route_changes(plan.keyed, plan.catalog,
+                                [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
+        yield pa.RecordBatch.from_pydict(
+            {name: [r[i] for r in records] for i, name in enumerate(schema.names)},
+            schema=schema)
+
+
+def bulk_build(plan, snapshots: dict[str, DataFrame]
+               ) -> tuple[list[DataFrame | None], list[tuple[str, str, int]]]:
+    """The keyed state of the loaded tables, built level by level by Spark jobs running the
+    steps' own code (so state and checks are exactly those of a batch of inserts): each
+    level's state (for ``initialState``), and the views' initial deltas."""
+    from functools import partial
+
+    layout = plan.keyed
+    wanted = {a.relation for v in compile_views(layout, _freeze(plan.catalog))
+              for a in v.block.atoms}
+    parts = [df.mapInArrow(partial(snapshot_records, plan, t), KEYED_SCHEMA)
+             for t, df in snapshots.items() if t in wanted]
+    if not parts:
+        return [None] * layout.levels, []
+    records = parts[0]
+    for part in parts[1:]:
+        records = records.unionByName(part)
+    states: list[DataFrame | None] = []
+    for level in range(layout.levels):
+        built = records.groupBy("step", "key").applyInPandas(
+            partial(build_key, layout, plan.catalog, level), BUILD_SCHEMA
+        ).localCheckpoint(eager=True)
+        states.append(built.where(f"kind != {RECORD}"))
+        records = built.where(f"kind = {RECORD}").drop("kind")
+    outputs = [pickle.loads(r["row"]) + (int(r["weight"]),)
+               for r in records.where(f"step = {OUTPUT_STEP}").collect()]
+    return states, outputs
 
 
 def _read(state) -> dict[bytes, int]:
@@ -515,15 +652,19 @@ def unwrap_outputs(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
                             "weight": frame["weight"].astype("int64")})
 
 
-def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict) -> DataFrame:
+def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict,
+                 initial: list[DataFrame | None] | None = None) -> DataFrame:
     """The levels of keyed steps over ``routed`` (:data:`KEYED_SCHEMA` records at level 0),
-    ending in view deltas ``(view, row, weight)``."""
+    ending in view deltas ``(view, row, weight)``; ``initial``: each level's state from
+    :func:`bulk_build`."""
     from .codec import OUTPUT_SCHEMA
 
     stream = routed
     for level in range(layout.levels):
+        state = initial[level] if initial else None
         stream = stream.groupBy("step", "key").transformWithStateInPandas(
-            KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None")
+            KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None",
+            initialState=None if state is None else state.groupBy("step", "key"))
     return stream.mapInPandas(unwrap_outputs, OUTPUT_SCHEMA)
 
 

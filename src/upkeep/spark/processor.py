@@ -196,22 +196,28 @@ def route_generated(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatc
 
 def _route_arrow(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
                  ) -> Iterator[list[tuple[str, int, list]]]:
-    converters = _applier(plan).converters[table]
     groups = plan.readers().get(table, [])
     for batch in batches:
         buckets: dict[tuple[str, int], list] = {}
-        columns = [column.to_pylist() for column in batch.columns]
-        for values in zip(*columns, strict=True):
-            try:
-                row = tuple([None if v is None else f(v)
-                             for f, v in zip(converters, values, strict=True)])
-            except ValueError as exc:
-                raise BatchRejected(SchemaError(f"a row for table {table}: {exc}",
-                                                tuple(values)).to_record()) from None
+        for row in coerce_arrow(plan, table, batch):
             for group in groups:
                 for shard in group.shards_of(table, row):
                     buckets.setdefault((group.name, shard), []).append((table, row, 1))
         yield [(g, s, c) for (g, s), c in buckets.items()]
+
+
+def coerce_arrow(plan: QueryPlan, table: str, batch: pa.RecordBatch) -> list[tuple]:
+    """A snapshot's Arrow rows coerced to ``table``'s types (a bad value rejects the load)."""
+    converters = _applier(plan).converters[table]
+    rows = []
+    for values in zip(*[column.to_pylist() for column in batch.columns], strict=True):
+        try:
+            rows.append(tuple([None if v is None else f(v)
+                               for f, v in zip(converters, values, strict=True)]))
+        except ValueError as exc:
+            raise BatchRejected(SchemaError(f"a row for table {table}: {exc}",
+                                            tuple(values)).to_record()) from None
+    return rows
 
 
 def dead_letter(images: dict, error: str, position: Position | str) -> str:

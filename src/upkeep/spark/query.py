@@ -15,12 +15,10 @@ from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from sqlglot import exp
 
 from ..codecs.spark_rows import spark_schema
 from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
-from ..sql import parse_one
 from .codec import OUTPUT_SCHEMA
 from .keyed import KEYED_SCHEMA, keyed_stream, plan_keyed, route_keyed_files
 from .processor import (
@@ -39,25 +37,20 @@ SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
 def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
-              fixpoints: bool = False, keyed: bool = False,
-              loaded: frozenset[str] = frozenset()) -> QueryPlan:
+              fixpoints: bool = False, keyed: bool = False) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
     ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`);
     ``keyed``: keep the views that fit it in Spark's keyed state (:mod:`.keyed`), the
-    others in shards (tables in ``loaded`` were bulk-loaded, which keyed state does not
-    take yet)."""
+    others in shards."""
     catalog = db.describe()
     layout, unkeyed = None, {}
     if keyed:
         together = views_over_views(db)
         candidates = {}
         for name, (sql, _) in catalog["views"].items():
-            reads = {t.name.lower() for t in parse_one(sql).find_all(exp.Table)}
             if name in together:
                 unkeyed[name] = "it reads another view or another view reads it"
-            elif reads & loaded:
-                unkeyed[name] = "it reads a bulk-loaded table"
             else:
                 candidates[name] = sql
         layout, refused = plan_keyed(catalog, candidates)
@@ -97,12 +90,15 @@ def _canonical(value: object) -> str:
 def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
                  snapshots: dict[str, DataFrame] | None = None,
                  max_files_per_trigger: int | None = None,
-                 rates: list[RateSource] | None = None) -> DataFrame:
+                 rates: list[RateSource] | None = None,
+                 keyed_state: list[DataFrame | None] | None = None) -> DataFrame:
     """The streaming DataFrame of view deltas for change files arriving in ``changes``.
 
     ``snapshots`` (table -> DataFrame) bulk-load the tables' initial contents into the
     shards' state (Spark's ``initialState``), built by DataFrame operations, not row by row.
-    ``rates`` add generated insertions (:class:`RateSource`).
+    ``rates`` add generated insertions (:class:`RateSource`).  Views in keyed state
+    take their loaded tables from ``keyed_state``, each level's state from
+    :func:`upkeep.spark.keyed.bulk_build`.
     """
     configure(spark)
     reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
@@ -125,7 +121,7 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
     keyed = None
     if plan.keyed is not None:
         records = files.mapInPandas(partial(route_keyed_files, plan), KEYED_SCHEMA)
-        keyed = keyed_stream(records, plan.keyed, plan.catalog)
+        keyed = keyed_stream(records, plan.keyed, plan.catalog, keyed_state)
         snapshots = {t: df for t, df in (snapshots or {}).items()
                      if any(t in g.tables for g in plan.groups)}
         if not plan.groups:
