@@ -431,6 +431,7 @@ class SparkConnection(Engine):
             self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "start\n")
             if plan.keyed is not None and snapshots:
                 keyed_state, initial = self._bulk_build(plan, snapshots)
+                self._contents = {v: Counter() for v in self._catalog.view_names()}
                 self._fold(initial)
         deltas = delta_stream(self.spark, plan, str(self.changes), snapshots,
                               keyed_state=keyed_state)
@@ -494,6 +495,9 @@ class SparkConnection(Engine):
         batch was never committed: state and sink are as before it)."""
         checkpoint = self._checkpoint()
         committed = {p.name for p in (checkpoint / "commits").glob("[0-9]*")}
+        if not committed:  # the first batch failed: start afresh (its state too)
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            return
         for log in [checkpoint / "offsets", *(checkpoint / "sources").glob("*")]:
             for entry in log.glob("[0-9]*"):  # "12", or "9.compact" (a compacted log)
                 if entry.name.split(".")[0] not in committed:

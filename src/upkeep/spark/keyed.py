@@ -123,6 +123,11 @@ def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[
             refused[name] = str(exc)
             continue
         why = keyable(block, set(tables))
+        if why is None:
+            try:  # the steps' expressions and aggregates, as executors will compile them
+                _compile_view(name, sql, schema, 0)
+            except Error as exc:
+                why = str(exc)
         if why is not None:
             refused[name] = why
             continue
@@ -186,47 +191,52 @@ def compile_views(layout: KeyedLayout, frozen: str) -> list[CompiledView]:
     """The keyed views of ``layout`` compiled against the catalog (cached per process)."""
     catalog = pickle.loads(bytes.fromhex(frozen))
     schema = _schema_of(frozen)
-    sqls = dict(catalog["views"].items())
     step = len(layout.tables)
     out = []
     for name in layout.views:
-        block = bind_query(parse_one(sqls[name][0]), schema)
-        order = _join_order(block)
-        analysis = analyse_joins(block)
-        compiler = ExpressionCompiler(block.scope)
-        local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
-        left_keys, right_keys, key_names = [None], [None], [[]]
-        for j in range(1, len(order)):
-            prefix = set(order[:j])
-            pairs = []
-            for a, b in analysis.equalities:
-                ia, ib = atom_of_slot(block, a), atom_of_slot(block, b)
-                if ia in prefix and ib == order[j]:
-                    pairs.append((a, b))
-                elif ib in prefix and ia == order[j]:
-                    pairs.append((b, a))
-            lslots = tuple(p for p, _ in pairs)
-            rslots = tuple(q for _, q in pairs)
-            left_keys.append(_getter(lslots))
-            right_keys.append(_getter(rslots))
-            names = {c.slot: f"{c.qualifier}.{c.name}" for c in block.scope.columns}
-            key_names.append([names[q] for q in rslots])
-        residual = [compiler.compile_condition(c).fn for c in analysis.residual]
-        kind = "aggregate" if block.is_aggregate else "distinct" if block.distinct else "project"
-        view = CompiledView(name, block, order, step, step + len(order) - 1, kind, local,
-                            left_keys, right_keys, key_names, residual)
-        step += len(order)
-        if kind == "aggregate":
-            keys = [compiler.compile(g) for g in block.group_by]
-            view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
-            view.finalizer = Finalizer([e for _, e in block.select], block.having,
-                                       block.group_by, [k.type for k in keys], view.aggs,
-                                       block.scope)
-            view.group_key = compiler.compile_tuple(block.group_by)
-        else:
-            view.project = compiler.compile_tuple([e for _, e in block.select])
+        view = _compile_view(name, catalog["views"][name][0], schema, step)
+        step += len(view.order)
         out.append(view)
     return out
+
+
+def _compile_view(name: str, sql: str, schema, step: int) -> CompiledView:
+    """One view's steps, numbered from ``step``."""
+    block = bind_query(parse_one(sql), schema)
+    order = _join_order(block)
+    analysis = analyse_joins(block)
+    compiler = ExpressionCompiler(block.scope)
+    local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
+    left_keys, right_keys, key_names = [None], [None], [[]]
+    for j in range(1, len(order)):
+        prefix = set(order[:j])
+        pairs = []
+        for a, b in analysis.equalities:
+            ia, ib = atom_of_slot(block, a), atom_of_slot(block, b)
+            if ia in prefix and ib == order[j]:
+                pairs.append((a, b))
+            elif ib in prefix and ia == order[j]:
+                pairs.append((b, a))
+        lslots = tuple(p for p, _ in pairs)
+        rslots = tuple(q for _, q in pairs)
+        left_keys.append(_getter(lslots))
+        right_keys.append(_getter(rslots))
+        names = {c.slot: f"{c.qualifier}.{c.name}" for c in block.scope.columns}
+        key_names.append([names[q] for q in rslots])
+    residual = [compiler.compile_condition(c).fn for c in analysis.residual]
+    kind = "aggregate" if block.is_aggregate else "distinct" if block.distinct else "project"
+    view = CompiledView(name, block, order, step, step + len(order) - 1, kind, local,
+                        left_keys, right_keys, key_names, residual)
+    if kind == "aggregate":
+        keys = [compiler.compile(g) for g in block.group_by]
+        view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
+        view.finalizer = Finalizer([e for _, e in block.select], block.having,
+                                   block.group_by, [k.type for k in keys], view.aggs,
+                                   block.scope)
+        view.group_key = compiler.compile_tuple(block.group_by)
+    else:
+        view.project = compiler.compile_tuple([e for _, e in block.select])
+    return view
 
 
 def _getter(slots: tuple[int, ...]):
