@@ -166,3 +166,26 @@ def test_bulk_load_with_a_duplicate_key_is_rejected(spark, tmp_path) -> None:
     with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
         db.view("regions").rows()
     db.close()
+
+
+def _state_read_by_one_row(spark, tmp_path, orders: int) -> dict[str, int]:
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / f"db{orders}")
+    db.execute(TABLES)
+    db.create_view("per_segment", VIEWS["per_segment"])
+    db.insert("customer", [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(50)])
+    db.insert("orders", [(k, k % 50, Decimal("1.50"), 1) for k in range(orders)])
+    db.insert("orders", [(orders, 7, Decimal("2.50"), 2)])
+    metrics = db.last_batch_metrics()
+    db.close()
+    return metrics
+
+
+def test_one_row_batch_reads_what_its_keys_hold(spark, tmp_path) -> None:
+    """A 1-row micro-batch reads the state of the keys it touches (Spark's own RocksDB
+    metrics), not the state a view holds: the same bytes at 10x the rows."""
+    small = _state_read_by_one_row(spark, tmp_path, 500)
+    large = _state_read_by_one_row(spark, tmp_path, 5_000)
+    assert large["state_rows"] > 5 * small["state_rows"]
+    assert large["bytes_read"] <= small["bytes_read"] + 200, (small, large)
+    assert large["gets"] <= small["gets"] + 2, (small, large)

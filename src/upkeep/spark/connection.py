@@ -246,6 +246,24 @@ class SparkConnection(Engine):
         return (f"{self._catalog.explain(name)}\nspark: {group.describe()}"
                 + (f" (not in keyed state: {why})" if why else ""))
 
+    def last_batch_metrics(self) -> dict[str, int]:
+        """Spark's measurements of the last micro-batch, summed over its stateful
+        operators: state rows held, RocksDB bytes read (by gets and iterators) and written,
+        gets and puts, and the batch's wall time in ms (``{}`` before the first batch)."""
+        progress = self._query.lastProgress if self._query is not None else None
+        if not progress:
+            return {}
+        operators = progress.get("stateOperators", [])
+
+        def total(name: str) -> int:
+            return sum(int(op.get("customMetrics", {}).get(name, 0)) for op in operators)
+        return {"state_rows": sum(int(op["numRowsTotal"]) for op in operators),
+                "bytes_read": total("rocksdbTotalBytesRead")
+                + total("rocksdbTotalBytesReadThroughIterator"),
+                "bytes_written": total("rocksdbTotalBytesWritten"),
+                "gets": total("rocksdbGetCount"), "puts": total("rocksdbPutCount"),
+                "batch_ms": int(progress["durationMs"].get("triggerExecution", 0))}
+
     def load(self, table: str, data: DataFrame | str) -> None:
         """Bulk-load rows into a table (a Spark DataFrame, or a Parquet path) before the
         first change: the shards' state is built from them by Spark, not row by row.
