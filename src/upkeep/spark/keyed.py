@@ -2,7 +2,7 @@
 
 Instead of a whole local engine per shard, a view that is one SELECT block over base tables,
 its tables joined by equalities (a connected join graph), becomes a left-deep chain of
-stateful steps, each a group of Spark's ``transformWithStateInPandas`` keyed by a join
+stateful steps, each a group of Spark's ``transformWithState`` (the Row API) keyed by a join
 value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2):
 
 * a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
@@ -244,9 +244,17 @@ def _getter(slots: tuple[int, ...]):
 
 
 # ---------------------------------------------------------------- routing
+TABLE_BUCKETS = 4096  # keys of a table without PRIMARY KEY: rows are found by value in them
+
+
 def table_key(catalog: dict, table_index: int, row: tuple) -> int:
+    """A row's key in its table step: its PRIMARY KEY's values (every row with that key
+    is checked against it), else a bucket of whole-row hashes (a delete looks its row up
+    by value, so a bucket's size costs nothing; fewer keys cost Spark less per key)."""
     _name, _cols, _not_null, key = catalog["tables"][table_index]
-    return key_hash(tuple(row[i] for i in key) if key else row)
+    if key:
+        return key_hash(tuple(row[i] for i in key))
+    return key_hash(row) % TABLE_BUCKETS
 
 
 def route_changes(layout: KeyedLayout, catalog: dict,
@@ -306,20 +314,27 @@ class KeyedStep(StatefulProcessor):
             return 0
         return self.by_step[step][1]
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
+        """Spark's Row API (``transformWithState``): one call per key costs far less than
+        a pandas frame per key, and most keys hold a few rows."""
         step, hashed = int(key[0]), int(key[1])
-        frame = pd.concat(list(rows), ignore_index=True)
         if self.level_of(step) != self.level:
-            yield frame[["step", "key", "side", "row", "weight"]]
+            yield from rows
             return
+        columns: dict[str, list] = {"side": [], "row": [], "weight": []}
+        for r in rows:
+            columns["side"].append(r.side)
+            columns["row"].append(r.row)
+            columns["weight"].append(r.weight)
         try:
-            out = self._step(step, hashed, frame)
+            out = self._step(step, hashed, columns)
         except Error as exc:
             raise BatchRejected(exc.to_record()) from None
-        if out:
-            yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
+        for record in out:
+            yield Row(step=record[0], key=record[1], side=record[2], row=record[3],
+                      weight=record[4])
 
-    def _step(self, step: int, hashed: int, frame: pd.DataFrame) -> list[tuple]:
+    def _step(self, step: int, hashed: int, frame: dict[str, list]) -> list[tuple]:
         if step < len(self.layout.tables):
             return self._table(step, frame)
         view, j = self.by_step[step]
@@ -338,7 +353,7 @@ class KeyedStep(StatefulProcessor):
         return self._distinct(view, {r: w for r, w in delta.items() if w})
 
     # -- table step: the table's rows, checked like the local engine's
-    def _table(self, step: int, frame: pd.DataFrame) -> list[tuple]:
+    def _table(self, step: int, frame: dict[str, list]) -> list[tuple]:
         table = self.layout.tables[step]
         net = Counter()
         for row, weight in zip(frame["row"], frame["weight"], strict=True):
@@ -492,15 +507,14 @@ class KeyedStep(StatefulProcessor):
                 out.append(_output(view.name, pickle.loads(rb), 1 if new > 0 else -1))
         return out
 
-    def handleInitialState(self, key, initialState: pd.DataFrame, timerValues) -> None:
-        """The bulk build's state of this key (:func:`bulk_build`)."""
-        for kind, row, weight in zip(initialState["kind"], initialState["row"],
-                                     initialState["weight"], strict=True):
-            if kind == GROUPS:
-                self.groups.update((bytes(row),))
-            else:
-                (self.left if kind == LEFT_STATE else self.right).updateValue(
-                    (bytes(row),), (int(weight),))
+    def handleInitialState(self, key, initialState: Row, timerValues) -> None:
+        """One state entry of this key from the bulk build (:func:`bulk_build`)."""
+        kind, row = initialState.kind, bytes(initialState.row)
+        if kind == GROUPS:
+            self.groups.update((row,))
+        else:
+            (self.left if kind == LEFT_STATE else self.right).updateValue(
+                (row,), (int(initialState.weight),))
 
     def close(self) -> None:
         pass
@@ -557,31 +571,58 @@ class ValueInMemory:
 _builders: dict[tuple, KeyedStep] = {}
 
 
-def build_key(layout: KeyedLayout, catalog: dict, level: int, key: tuple,
-              frame: pd.DataFrame) -> pd.DataFrame:
-    """``applyInPandas`` of one level of the bulk build: the key's records through its
-    step over empty state; returns the records for later levels and the key's state."""
+def build_partition(layout: KeyedLayout, catalog: dict, level: int,
+                    frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` of one level of the bulk build over a partition hashed by
+    ``(step, key)``: each key's records through its step over empty state; yields the
+    records for later levels and the keys' state.  (One Python call per partition, not
+    per key as ``applyInPandas`` would make.)"""
     step = _builders.get((layout, level))
     if step is None:
         step = _builders[(layout, level)] = KeyedStep(layout, catalog, level)
         step.setup(MapInMemory(), MapInMemory(), ValueInMemory())
+    keys: dict[tuple[int, int], dict[str, list]] = {}
+    for frame in frames:
+        for s, k, side, row, w in zip(frame["step"], frame["key"], frame["side"],
+                                      frame["row"], frame["weight"], strict=True):
+            rows = keys.get((s, k))
+            if rows is None:
+                rows = keys[(s, k)] = {"side": [], "row": [], "weight": []}
+            rows["side"].append(side)
+            rows["row"].append(row)
+            rows["weight"].append(w)
+    out: list[tuple] = []
+    for (s, k), rows in keys.items():
+        out += build_key(step, int(s), int(k), rows)
+        if len(out) >= 50_000:
+            yield _build_frame(out)
+            out = []
+    if out:
+        yield _build_frame(out)
+
+
+def _build_frame(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["kind", "step", "key", "side", "row", "weight"])
+
+
+def build_key(step: KeyedStep, s: int, k: int, rows: dict[str, list]) -> list[tuple]:
+    """One key's records through its step over empty state: the records for later
+    levels (kind RECORD) and the key's state entries."""
+    if step.level_of(s) != step.level:
+        return [(RECORD, s, k, side, row, w)
+                for side, row, w in zip(rows["side"], rows["row"], rows["weight"],
+                                        strict=True)]
     left, right, groups = MapInMemory(), MapInMemory(), ValueInMemory()
     step.left, step.right, step.groups = left, right, groups
-    records = list(step.handleInputRows(key, iter([frame]), None))
-    out = [pd.DataFrame({"kind": RECORD, **{c: r[c] for c in
-                                            ("step", "key", "side", "row", "weight")}})
-           for r in records]
-    k0, k1 = int(key[0]), int(key[1])
-    for kind, state in ((LEFT_STATE, left), (RIGHT_STATE, right)):
-        if state.data:
-            out.append(pd.DataFrame({"kind": kind, "step": k0, "key": k1, "side": 0,
-                                     "row": list(state.data), "weight": list(state.data.values())}))
+    try:
+        out = [(RECORD, *r) for r in step._step(s, k, rows)]
+    except Error as exc:
+        raise BatchRejected(exc.to_record()) from None
+    out += [(LEFT_STATE, s, k, 0, r, w) for r, w in left.data.items()]
+    out += [(RIGHT_STATE, s, k, 0, r, w) for r, w in right.data.items()]
     if groups.value is not None:
-        out.append(pd.DataFrame({"kind": [GROUPS], "step": [k0], "key": [k1], "side": [0],
-                                 "row": [groups.value[0]], "weight": [0]}))
-    if not out:
-        return pd.DataFrame({c: [] for c in ("kind", "step", "key", "side", "row", "weight")})
-    return pd.concat(out, ignore_index=True)
+        out.append((GROUPS, s, k, 0, groups.value[0], 0))
+    return out
 
 
 def snapshot_records(plan, table: str, batches: Iterator) -> Iterator:
@@ -618,9 +659,10 @@ def bulk_build(plan, snapshots: dict[str, DataFrame]
     for part in parts[1:]:
         records = records.unionByName(part)
     states: list[DataFrame | None] = []
+    partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions", "4"))
     for level in range(layout.levels):
-        built = records.groupBy("step", "key").applyInPandas(
-            partial(build_key, layout, plan.catalog, level), BUILD_SCHEMA
+        built = records.repartition(partitions, "step", "key").mapInPandas(
+            partial(build_partition, layout, plan.catalog, level), BUILD_SCHEMA
         ).localCheckpoint(eager=True)
         states.append(built.where(f"kind != {RECORD}"))
         records = built.where(f"kind = {RECORD}").drop("kind")
@@ -672,7 +714,7 @@ def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict,
     stream = routed
     for level in range(layout.levels):
         state = initial[level] if initial else None
-        stream = stream.groupBy("step", "key").transformWithStateInPandas(
+        stream = stream.groupBy("step", "key").transformWithState(
             KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None",
             initialState=None if state is None else state.groupBy("step", "key"))
     return stream.mapInPandas(unwrap_outputs, OUTPUT_SCHEMA)

@@ -1,0 +1,185 @@
+"""Views in Spark's keyed state against the shard servers and Spark recomputation.
+
+TPC-H ``customer``, ``orders`` and ``nation`` at two scale factors (the state grows 10x),
+bulk-loaded, then micro-batches of order inserts: 1-row batches and 10,000-row batches.
+Three views, each run alone (one streaming query per run):
+
+* ``join_agg``: revenue per customer (``customer JOIN orders``, GROUP BY the customer);
+* ``by_dimension``: revenue per nation name (``orders``, ``customer``, ``nation``), a
+  three-way join grouped by a dimension attribute;
+* ``distinct``: the distinct (nation, order priority) pairs.
+
+For each (scale, view) and each of ``state="keyed"`` / ``state="shards"``: bulk-load
+seconds, the median latency of the 1-row batches and of the 10k batches, and Spark's own
+RocksDB bytes read and gets in the 1-row batches (``db.last_batch_metrics()``).  Spark
+recomputation appends the same batch as a Parquet file and evaluates the view's SQL.  Every
+run checks the view's rows against DuckDB over the final tables.
+
+Usage::
+
+    .venv/bin/python -m bench.spark.keyed_bench --scales 0.1
+    .venv/bin/python -m bench.spark.keyed_bench --scales 0.01 --big 1000 \\
+        --out bench/results/spark_keyed_small.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.tpch.data import generate, load_table
+from bench.tpch.schema import create_table_sql
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results" / "spark_keyed.json"
+TABLES = ("customer", "orders", "nation")
+VIEWS = {
+    "join_agg": "SELECT c_custkey, COUNT(*) AS n, SUM(o_totalprice) AS revenue "
+                "FROM customer JOIN orders ON c_custkey = o_custkey GROUP BY c_custkey",
+    "by_dimension": "SELECT n_name, COUNT(*) AS n, SUM(o_totalprice) AS revenue "
+                    "FROM orders, customer, nation WHERE o_custkey = c_custkey "
+                    "AND c_nationkey = n_nationkey GROUP BY n_name",
+    "distinct": "SELECT DISTINCT n_name, o_orderpriority FROM orders, customer, nation "
+                "WHERE o_custkey = c_custkey AND c_nationkey = n_nationkey",
+}
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    return list(zip(*[c.to_pylist() for c in table.columns], strict=True))
+
+
+def _normal(rows) -> Counter:
+    return Counter(tuple(round(float(v), 2) if isinstance(v, float) or hasattr(v, "as_tuple")
+                         else v for v in r) for r in rows)
+
+
+def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: int) -> dict:
+    """One (scale, view, system) in this process."""
+    from upkeep.spark import spark_session
+
+    spark = spark_session("local[2]", config={"spark.sql.shuffle.partitions": "4",
+                                              "spark.driver.memory": "6g"})
+    data = {t: load_table(scale, t) for t in TABLES}
+    held = singles + big * bigs
+    orders = data["orders"]
+    initial, rest = orders.slice(0, orders.num_rows - held), orders.slice(orders.num_rows - held)
+    work = Path(tempfile.mkdtemp(prefix="keyed-bench-"))
+    for t in TABLES:
+        (work / t).mkdir()
+        pq.write_table(initial if t == "orders" else data[t], work / t / "part-0.parquet")
+    out: dict = {"scale": scale, "view": view, "system": system,
+                 "state_rows": sum(data[t].num_rows for t in TABLES) - held}
+    sql = VIEWS[view]
+    batches = [_rows(rest.slice(i, 1)) for i in range(singles)]
+    batches += [_rows(rest.slice(singles + i * big, big)) for i in range(bigs)]
+    if system == "spark-recompute":
+        times = []
+        for i, rows in enumerate(batches):
+            t0 = time.perf_counter()
+            pq.write_table(pa.Table.from_pylist(
+                [dict(zip(orders.column_names, r, strict=True)) for r in rows],
+                schema=orders.schema), work / "orders" / f"part-{i + 1}.parquet")
+            for t in TABLES:
+                spark.read.parquet(str(work / t)).createOrReplaceTempView(t)
+            result = spark.sql(sql).toArrow()
+            times.append(time.perf_counter() - t0)
+        out["single_s"] = statistics.median(times[:singles])
+        out["big_s"] = statistics.median(times[singles:])
+        got = _rows(result)
+    else:
+        import upkeep
+
+        db = upkeep.connect(engine="spark", spark=spark, shards=4, state=system,
+                            database=work / "db")
+        for t in TABLES:
+            db.execute(create_table_sql(t))
+        db.create_view(view, sql)
+        out["explain"] = db.explain(view).splitlines()[-1]
+        t0 = time.perf_counter()
+        for t in TABLES:
+            db.load(t, str(work / t))
+        db.view(view).rows()
+        out["load_s"] = round(time.perf_counter() - t0, 2)
+        times, metrics = [], []
+        for rows in batches:
+            t0 = time.perf_counter()
+            db.insert("orders", rows)
+            times.append(time.perf_counter() - t0)
+            metrics.append(db.last_batch_metrics())
+        out["single_s"] = statistics.median(times[:singles])
+        out["big_s"] = statistics.median(times[singles:])
+        out["single_bytes_read"] = statistics.median(m.get("bytes_read", 0)
+                                                     for m in metrics[:singles])
+        out["single_gets"] = statistics.median(m.get("gets", 0) for m in metrics[:singles])
+        out["state_store_rows"] = metrics[-1].get("state_rows")
+        got = db.view(view).rows()
+        db.close()
+    con = duckdb.connect()
+    for t in TABLES:
+        con.register(t, data[t])
+    out["equal_duckdb"] = _normal(got) == _normal(con.execute(sql).fetchall())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scales", default="0.01,0.1")
+    parser.add_argument("--views", default=",".join(VIEWS))
+    parser.add_argument("--systems", default="keyed,shards,spark-recompute")
+    parser.add_argument("--singles", type=int, default=5)
+    parser.add_argument("--big", type=int, default=10_000)
+    parser.add_argument("--bigs", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        scale, view, system = args.child
+        print(json.dumps(run_one(float(scale), view, system, args.singles, args.big,
+                                 args.bigs)))
+        sys.stdout.flush()
+        import os
+
+        os._exit(0)
+    command = "python -m bench.spark.keyed_bench " + " ".join(sys.argv[1:])
+    results = []
+    for scale in [float(s) for s in args.scales.split(",")]:
+        generate(scale)
+        for view in args.views.split(","):
+            for system in args.systems.split(","):
+                cmd = [sys.executable, "-m", "bench.spark.keyed_bench", "--singles",
+                       str(args.singles), "--big", str(args.big), "--bigs", str(args.bigs),
+                       "--child", str(scale), view, system]
+                try:
+                    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                                          timeout=args.timeout)
+                    lines = done.stdout.strip().splitlines()
+                    result = json.loads(lines[-1]) if lines else {
+                        "scale": scale, "view": view, "system": system,
+                        "error": done.stderr.strip().splitlines()[-1:]}
+                except subprocess.TimeoutExpired:
+                    result = {"scale": scale, "view": view, "system": system,
+                              "error": "timeout"}
+                print(json.dumps(result), flush=True)
+                results.append(result)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"command": command, "date": dt.datetime.now(dt.UTC)
+                                   .strftime("%Y-%m-%d %H:%M UTC"), "results": results},
+                                  indent=1))
+
+
+if __name__ == "__main__":
+    main()
