@@ -189,3 +189,51 @@ def test_one_row_batch_reads_what_its_keys_hold(spark, tmp_path) -> None:
     assert large["state_rows"] > 5 * small["state_rows"]
     assert large["bytes_read"] <= small["bytes_read"] + 200, (small, large)
     assert large["gets"] <= small["gets"] + 2, (small, large)
+
+
+def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
+    """``DELETE ... WHERE`` / ``UPDATE ... WHERE`` find their rows by a Spark job over the
+    tables' keyed state, also inside a transaction over rows staged before them; views and
+    the tables (seen through a view of each) equal DuckDB running the same statements."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    con = duckdb.connect()
+    con.execute(TABLES.replace("PRIMARY KEY", ""))
+    db.execute(TABLES)
+    views = {**VIEWS, "all_orders": "SELECT * FROM orders", "all_nations": "SELECT * FROM nation"}
+    for name, sql in views.items():
+        db.create_view(name, sql)
+    statements = [
+        "INSERT INTO nation VALUES (1, 'EU'), (2, 'ASIA'), (3, NULL)",
+        "INSERT INTO customer VALUES (1, 1, 'AUTO'), (2, 2, 'HOUSE'), (3, 3, 'AUTO')",
+        "INSERT INTO orders VALUES (1, 1, 10.00, 2), (2, 1, 60.00, 3), (3, 2, 70.00, 4), "
+        "(4, 3, 5.00, NULL), (5, 2, 80.00, 2)",
+        "DELETE FROM orders WHERE price > 65 AND qty >= 3",
+        "UPDATE orders SET price = price * 2, qty = 7 WHERE ck = 1",
+        "UPDATE nation SET region = 'AFRICA' WHERE region IS NULL",
+        "DELETE FROM orders WHERE qty IS NULL",
+    ]
+    for sql in statements:
+        db.execute(sql)
+        con.execute(sql)
+    with db.transaction():
+        db.execute("INSERT INTO orders VALUES (9, 3, 99.00, 9)")
+        assert db.execute("DELETE FROM orders WHERE qty = 9 OR ok = 5").rowcount == 2
+    con.execute("DELETE FROM orders WHERE ok = 5")
+    for name, sql in views.items():
+        assert normal(db.view(name).rows()) == normal(con.execute(sql).fetchall()), name
+    with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
+        db.execute("UPDATE nation SET nk = 1")
+    assert normal(db.view("all_nations").rows()) == normal(
+        con.execute("SELECT * FROM nation").fetchall())
+    with pytest.raises(upkeep.SchemaError):
+        db.execute("DELETE FROM orders WHERE nope = 1")
+    db.close()
+
+
+def test_statement_dml_needs_keyed_state(spark, tmp_path) -> None:
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute(TABLES)
+    with pytest.raises(upkeep.UnsupportedError, match="state='keyed'"):
+        db.execute("DELETE FROM orders WHERE ok = 1")
+    db.close()

@@ -41,6 +41,7 @@ from ..cursor import Cursor
 from ..engine import Engine, Subscriber, ViewHandle, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
+from ..expressions import ExpressionCompiler
 from ..local.catalog import LocalCatalog
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
@@ -50,10 +51,11 @@ from ..sql import (
     is_query,
     parse_one,
 )
-from ..types import SqlType, coerce_row
+from ..types import SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
+from .dml import committed_matches, predicate, table_scope, where_sql
 from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .keyed import bulk_build
@@ -165,10 +167,13 @@ class SparkConnection(Engine):
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
         """CREATE TABLE / CREATE VIEW / DROP, INSERT ... VALUES, and queries over views.
 
-        The driver holds no table contents: DELETE / UPDATE statements, INSERT ... SELECT
-        and queries that read tables raise :class:`UnsupportedError`."""
+        DELETE / UPDATE ... WHERE find their rows in the tables' keyed state (with
+        ``state="keyed"``, :mod:`.dml`).  The driver holds no table contents: INSERT ...
+        SELECT and queries that read tables raise :class:`UnsupportedError`."""
         if isinstance(stmt, exp.Insert):
             return self._insert_statement(stmt)
+        if isinstance(stmt, (exp.Delete, exp.Update)):
+            return self._modify(stmt)
         if isinstance(stmt, (exp.Create, exp.Drop)):
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
@@ -183,6 +188,54 @@ class SparkConnection(Engine):
         raise UnsupportedError(
             f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
             f"table contents; use db.insert(table, rows) and db.delete(table, rows)")
+
+    def _modify(self, stmt: exp.Delete | exp.Update) -> Cursor:
+        """DELETE / UPDATE ... WHERE: the matching rows found by a Spark job over the
+        table's keyed state (plus rows staged earlier in the transaction), staged as one
+        change of this statement."""
+        verb = "DELETE" if isinstance(stmt, exp.Delete) else "UPDATE"
+        if self.state != "keyed":
+            raise UnsupportedError(
+                f"{verb} ... WHERE on the spark engine needs the tables' rows in Spark's "
+                f"keyed state: connect(engine='spark', state='keyed'); or use "
+                f"db.delete(table, rows) and db.insert(table, rows)")
+        table = self._catalog.table(stmt.this.name)
+        columns = self._catalog.schema_of(table.name)
+        condition = where_sql(stmt)
+        test = predicate(table.name, columns, condition)  # errors before any Spark job
+        compiler = ExpressionCompiler(table_scope(table.name, columns))
+        sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn)
+                for a in (stmt.expressions if verb == "UPDATE" else [])]
+        self.expire()
+        self._sync()
+        checkpoint = self._checkpoint()
+        hits: Counter = Counter()
+        if any((checkpoint / "commits").glob("[0-9]*")):
+            step = self._plan_now().keyed.tables.index(table.name)
+            hits = committed_matches(self.spark, str(checkpoint), step, table.name, columns,
+                                     condition)
+        for name, row, weight in self._pending or []:
+            if name == table.name and test(row) is True:
+                hits[row] += weight
+        delta: Counter = Counter()
+        for i, (row, w) in enumerate((r, w) for r, w in hits.items() if w > 0):
+            delta[row] -= w
+            if sets:
+                new = list(row)
+                for col, fn in sets:
+                    try:
+                        new[col] = coerce_value(fn(row), columns[col][1])
+                    except ValueError as exc:
+                        raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
+                                          f"{exc}", row, i) from None
+                delta[tuple(new)] += w
+        staged = [(table.name, row, 1 if w > 0 else -1)
+                  for row, w in delta.items() for _ in range(abs(w))]
+        if self._pending is not None:
+            self._pending.extend(staged)
+        elif staged:
+            self._commit(staged)
+        return Cursor(rowcount=sum(w for w in hits.values() if w > 0))
 
     def _query_views(self, stmt: exp.Expression) -> Cursor:
         """A query over views only, evaluated by DuckDB over the driver's copies."""

@@ -5,8 +5,9 @@ its tables joined by equalities (a connected join graph), becomes a left-deep ch
 stateful steps, each a group of Spark's ``transformWithState`` (the Row API) keyed by a join
 value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2):
 
-* a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
-  Spark-managed state holds the table's rows there, so deleting a row that is not present
+* a **table step** per base table, keyed by the row's PRIMARY KEY (or a bucket of row
+  hashes): Spark-managed state holds every table's rows there (the tables' state of record:
+  ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting a row that is not present
   and a duplicate key reject the micro-batch, as on the local engine;
 * a **join step** per further atom, keyed by the equality values between the atoms joined
   so far and the next one; it keeps both sides' rows of its key as Z-set weights in
@@ -649,10 +650,8 @@ def bulk_build(plan, snapshots: dict[str, DataFrame]
     from functools import partial
 
     layout = plan.keyed
-    wanted = {a.relation for v in compile_views(layout, _freeze(plan.catalog))
-              for a in v.block.atoms}
     parts = [df.mapInArrow(partial(snapshot_records, plan, t), KEYED_SCHEMA)
-             for t, df in snapshots.items() if t in wanted]
+             for t, df in snapshots.items() if t in layout.tables]
     if not parts:
         return [None] * layout.levels, []
     records = parts[0]
@@ -726,7 +725,7 @@ def route_keyed_files(plan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataF
     from .processor import TICK_SUFFIX, decode_file
 
     layout, frozen = plan.keyed, _freeze(plan.catalog)
-    wanted = {a.relation for v in compile_views(layout, frozen) for a in v.block.atoms}
+    wanted = set(layout.tables)
     for frame in frames:
         out: list[tuple] = []
         for path, content in zip(frame["path"], frame["content"], strict=True):

@@ -55,7 +55,7 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
                 candidates[name] = sql
         layout, refused = plan_keyed(catalog, candidates)
         unkeyed.update(refused)
-        layout = layout if layout.views else None
+        layout = layout if layout.tables else None
     groups = plan_groups(db, shards, fixpoints,
                          frozenset(layout.views) if layout else frozenset())
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups],

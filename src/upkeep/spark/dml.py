@@ -1,0 +1,71 @@
+"""``DELETE ... WHERE`` and ``UPDATE ... SET ... WHERE`` on the Spark engine.
+
+With keyed state (:mod:`.keyed`) the tables' rows live in their table steps' state, so a
+statement finds its rows by a Spark job over that state (Spark's ``statestore`` data source
+reads the last committed micro-batch's state; executors evaluate the WHERE with the local
+engine's expression compiler) and stages them as deletes (and, for UPDATE, the new rows as
+inserts) in the connection's batch: the statement commits as one micro-batch, or with its
+transaction.  Rows staged earlier in the same transaction are matched on the driver.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+from collections.abc import Iterator
+from functools import partial
+
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from ..expressions import Column, ExpressionCompiler, Scope
+from ..sql import parse_one
+from ..types import SqlType
+
+MATCH_SCHEMA = "row binary, weight long"
+
+
+def table_scope(name: str, columns: list[tuple[str, SqlType]]) -> Scope:
+    return Scope([Column(name, n, t, i) for i, (n, t) in enumerate(columns)])
+
+
+def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | None):
+    """``row -> True/False/None`` for ``WHERE where_sql`` over ``name``'s rows."""
+    if where_sql is None:
+        return lambda row: True
+    where = parse_one(f"SELECT * FROM {name} WHERE {where_sql}").args["where"].this
+    return ExpressionCompiler(table_scope(name, columns)).compile(where).fn
+
+
+def _matches(name: str, columns: list, where_sql: str | None,
+             frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    test = predicate(name, columns, where_sql)
+    for frame in frames:
+        keep = [(r, w) for r, w in zip(frame["row"], frame["weight"], strict=True)
+                if test(pickle.loads(r)) is True]
+        yield pd.DataFrame(keep, columns=["row", "weight"])
+
+
+def committed_matches(spark: SparkSession, checkpoint: str, step: int, name: str,
+                      columns: list[tuple[str, SqlType]], where_sql: str | None
+                      ) -> Counter:
+    """The committed rows of table step ``step`` that satisfy the WHERE, with counts."""
+    metadata = spark.read.format("state-metadata").load(checkpoint).collect()
+    found: Counter = Counter()
+    for operator in metadata:
+        state = (spark.read.format("statestore").option("operatorId", operator.operatorId)
+                 .option("stateVarName", "left").load(checkpoint)
+                 .where(F.col("key.step") == step)
+                 .select(F.col("user_map_key.row").alias("row"),
+                         F.col("user_map_value.weight").alias("weight")))
+        hits = state.mapInPandas(partial(_matches, name, columns, where_sql), MATCH_SCHEMA)
+        for r in hits.collect():
+            found[pickle.loads(r.row)] += int(r.weight)
+    return found
+
+
+def where_sql(stmt: exp.Delete | exp.Update) -> str | None:
+    where = stmt.args.get("where")
+    return None if where is None else where.this.sql(dialect="duckdb")
