@@ -16,8 +16,11 @@ value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
   row with weight -1 and the new one with +1; or a **distinct step** keyed by the row.
 
-Steps run in levels (table steps at level 0, a view's ``j``-th join step at level ``j``);
-every view's steps of one level share one stateful operator keyed by ``(step, key)``, and
+Steps run in levels: a change goes at once to its table step and (past its table's
+filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
+``j - 1`` and its aggregate / distinct step the level after its last join.  A table step
+that rejects a row fails the whole micro-batch, so nothing the row reached is committed.
+Every view's steps of one level share one stateful operator keyed by ``(step, key)``, and
 Spark repartitions by that key between levels, so a micro-batch reads and writes only the
 state of the keys its changes touch.  Rows that go to a later level, and view deltas,
 pass through the levels in between unchanged.  Compiled expressions are rebuilt on each
@@ -65,18 +68,17 @@ class KeyedLayout:
 
     tables: tuple[str, ...]  # table step i keeps tables[i]
     views: tuple[str, ...]
-    levels: int  # table steps are level 0; the last view step is level ``levels - 1``
+    levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
 
     def describe(self, view: str, catalog: dict) -> str:
         compiled = compile_views(self, _freeze(catalog))[self.views.index(view)]
-        parts = [f"{compiled.block.atoms[compiled.order[0]].relation} "
-                 f"(table step, level 0)"]
+        parts = [compiled.block.atoms[compiled.order[0]].relation]
         for j in range(1, len(compiled.order)):
             atom = compiled.block.atoms[compiled.order[j]]
             parts.append(f"join {atom.relation} by ({', '.join(compiled.key_names[j])}) "
-                         f"(level {j})")
+                         f"(level {j - 1})")
         if compiled.kind != "project":
-            parts.append(f"{compiled.kind} by group key (level {len(compiled.order)})")
+            parts.append(f"{compiled.kind} by group key (level {len(compiled.order) - 1})")
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
                 + " -> ".join(parts))
 
@@ -133,8 +135,8 @@ def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[
             refused[name] = why
             continue
         keyed.append(name)
-        levels = max(levels, len(block.atoms) + (1 if block.is_aggregate or block.distinct
-                                                 else 0))
+        levels = max(levels, len(block.atoms) - 1 + (1 if block.is_aggregate or block.distinct
+                                                     else 0))
     return KeyedLayout(tuple(tables), tuple(keyed), levels), refused
 
 
@@ -258,15 +260,54 @@ def table_key(catalog: dict, table_index: int, row: tuple) -> int:
     return key_hash(row) % TABLE_BUCKETS
 
 
-def route_changes(layout: KeyedLayout, catalog: dict,
+def route_changes(layout: KeyedLayout, catalog: dict, views: list[CompiledView],
                   changes: list[tuple[str, tuple, int]]) -> list[tuple]:
-    """A decoded batch's changes as table-step records (level 0)."""
+    """A decoded batch's changes as level-0 records: each row to its table step, and, past
+    its atom's filters, into every view that reads it.  Both go at once: a row the table
+    step rejects fails the whole micro-batch, so nothing it reached is committed."""
     index = {t: i for i, t in enumerate(layout.tables)}
+    readers: dict[str, list[tuple[CompiledView, int]]] = {}
+    for v in views:
+        for i, atom in enumerate(v.block.atoms):
+            readers.setdefault(atom.relation, []).append((v, i))
     out = []
-    for table, row, weight in changes:
-        i = index[table]
-        out.append((i, table_key(catalog, i, row), LEFT, pickle.dumps(row, protocol=5), weight))
+    try:
+        for table, row, weight in changes:
+            i = index[table]
+            out.append((i, table_key(catalog, i, row), LEFT, pickle.dumps(row, protocol=5),
+                        weight))
+            for view, atom in readers.get(table, ()):
+                wide = view.atom_row(atom, row)
+                if all(f(wide) is True for f in view.local[atom]):
+                    out += enter(view, atom, wide, weight)
+    except Error as exc:
+        raise BatchRejected(exc.to_record()) from None
     return out
+
+
+def enter(view: CompiledView, atom: int, wide: tuple, w: int) -> list[tuple]:
+    """Where a filtered base row goes: its view's join step, or straight on."""
+    j = view.order.index(atom)
+    if j == 0:
+        if len(view.order) == 1:
+            return joined(view, wide, w)
+        return [(view.first_step, key_hash(view.left_keys[1](wide)), LEFT,
+                 pickle.dumps(wide, protocol=5), w)]
+    return [(view.first_step + j - 1, key_hash(view.right_keys[j](wide)), RIGHT,
+             pickle.dumps(wide, protocol=5), w)]
+
+
+def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
+    """A row of the whole join: residual conditions, then the view's last step."""
+    if not all(f(wide) is True for f in view.residual):
+        return []
+    if view.kind == "aggregate":
+        return [(view.final_step, key_hash(view.group_key(wide)), LEFT,
+                 pickle.dumps(wide, protocol=5), w)]
+    row = view.project(wide)
+    if view.kind == "distinct":
+        return [(view.final_step, key_hash(row), LEFT, pickle.dumps(row, protocol=5), w)]
+    return [_output(view.name, row, w)]
 
 
 def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
@@ -303,17 +344,15 @@ class KeyedStep(StatefulProcessor):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
                 self.by_step[v.final_step] = (v, len(v.order))
-        self.readers: dict[str, list[tuple[CompiledView, int]]] = {}
-        for v in views:
-            for i, atom in enumerate(v.block.atoms):
-                self.readers.setdefault(atom.relation, []).append((v, i))
 
     def level_of(self, step: int) -> int:
+        """Table steps and first join steps are level 0; a view's ``j``-th join step (and
+        its last step, ``j`` = its tables) is level ``j - 1``."""
         if step == OUTPUT_STEP:
             return self.layout.levels
         if step < len(self.layout.tables):
             return 0
-        return self.by_step[step][1]
+        return self.by_step[step][1] - 1
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per key costs far less than
@@ -380,42 +419,13 @@ class KeyedStep(StatefulProcessor):
                     per_key[pk] += n
                     if per_key[pk] > 1:
                         raise ConstraintError(f"duplicate key {pk} in table {table}", row)
-        out = []
         for r, w in changes.items():
             n = live[r] + w
             if n:
                 self.left.updateValue((r,), (n,))
             else:
                 self.left.removeKey((r,))
-            row = pickle.loads(r)
-            for view, atom in self.readers.get(table, ()):
-                wide = view.atom_row(atom, row)
-                if all(f(wide) is True for f in view.local[atom]):
-                    out.extend(self._enter(view, atom, wide, w))
-        return out
-
-    def _enter(self, view: CompiledView, atom: int, wide: tuple, w: int) -> list[tuple]:
-        """Where a filtered base row goes: its view's join step, or straight on."""
-        j = view.order.index(atom)
-        if j == 0:
-            if len(view.order) == 1:
-                return self._joined(view, wide, w)
-            return [(view.first_step, key_hash(view.left_keys[1](wide)), LEFT,
-                     pickle.dumps(wide, protocol=5), w)]
-        return [(view.first_step + j - 1, key_hash(view.right_keys[j](wide)), RIGHT,
-                 pickle.dumps(wide, protocol=5), w)]
-
-    def _joined(self, view: CompiledView, wide: tuple, w: int) -> list[tuple]:
-        """A row of the whole join: residual conditions, then the view's last step."""
-        if not all(f(wide) is True for f in view.residual):
-            return []
-        if view.kind == "aggregate":
-            return [(view.final_step, key_hash(view.group_key(wide)), LEFT,
-                     pickle.dumps(wide, protocol=5), w)]
-        row = view.project(wide)
-        if view.kind == "distinct":
-            return [(view.final_step, key_hash(row), LEFT, pickle.dumps(row, protocol=5), w)]
-        return [_output(view.name, row, w)]
+        return []
 
     # -- join step j: dL x (R + dR) + L x dR
     def _join(self, view: CompiledView, j: int, d_left: Counter, d_right: Counter
@@ -453,7 +463,7 @@ class KeyedStep(StatefulProcessor):
         if j + 1 < len(view.order):
             return [(view.first_step + j, key_hash(view.left_keys[j + 1](merged)), LEFT,
                      pickle.dumps(merged, protocol=5), w)]
-        return self._joined(view, merged, w)
+        return joined(view, merged, w)
 
     # -- aggregate step: per group key, GroupState and the output row
     def _aggregate(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
@@ -634,8 +644,9 @@ def snapshot_records(plan, table: str, batches: Iterator) -> Iterator:
 
     schema = pa.schema([("step", pa.int32()), ("key", pa.int64()), ("side", pa.int32()),
                         ("row", pa.binary()), ("weight", pa.int64())])
+    views = compile_views(plan.keyed, _freeze(plan.catalog))
     for batch in batches:
-        records = route_changes(plan.keyed, plan.catalog,
+        records = route_changes(plan.keyed, plan.catalog, views,
                                 [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
         yield pa.RecordBatch.from_pydict(
             {name: [r[i] for r in records] for i, name in enumerate(schema.names)},
@@ -725,6 +736,7 @@ def route_keyed_files(plan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataF
     from .processor import TICK_SUFFIX, decode_file
 
     layout, frozen = plan.keyed, _freeze(plan.catalog)
+    views = compile_views(layout, frozen)
     wanted = set(layout.tables)
     for frame in frames:
         out: list[tuple] = []
@@ -734,5 +746,5 @@ def route_keyed_files(plan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataF
                 out += start_records(layout, frozen)
                 continue
             changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
-            out += route_changes(layout, plan.catalog, changes)
+            out += route_changes(layout, plan.catalog, views, changes)
         yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
