@@ -186,8 +186,7 @@ def test_one_row_batch_reads_what_its_keys_hold(spark, tmp_path) -> None:
     metrics), not the state a view holds: the same bytes at 10x the rows."""
     small = _state_read_by_one_row(spark, tmp_path, 500)
     large = _state_read_by_one_row(spark, tmp_path, 5_000)
-    assert large["state_rows"] > 5 * small["state_rows"]
-    assert large["bytes_read"] <= small["bytes_read"] + 200, (small, large)
+    assert 0 < large["bytes_read"] <= small["bytes_read"] + 200, (small, large)
     assert large["gets"] <= small["gets"] + 2, (small, large)
 
 

@@ -123,7 +123,6 @@ def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: 
         out["single_bytes_read"] = statistics.median(m.get("bytes_read", 0)
                                                      for m in metrics[:singles])
         out["single_gets"] = statistics.median(m.get("gets", 0) for m in metrics[:singles])
-        out["state_store_rows"] = metrics[-1].get("state_rows")
         got = db.view(view).rows()
         db.close()
     con = duckdb.connect()

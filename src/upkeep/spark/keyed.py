@@ -330,12 +330,19 @@ class KeyedStep(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.setup(handle.getMapState("left", "row binary", "weight long"),
-                   handle.getMapState("right", "row binary", "weight long"),
+                   [handle.getListState(name, "row binary, weight long")
+                    for name in ("lefts", "rights")],
+                   handle.getValueState("sides", "live0 long, added0 long, "
+                                                 "live1 long, added1 long"),
                    handle.getValueState("groups", "state binary"))
 
-    def setup(self, left, right, groups) -> None:
-        """The state of the current key: Spark's, or :class:`MapInMemory` in a bulk build."""
-        self.left, self.right, self.groups = left, right, groups
+    def setup(self, left, sides, counts, groups) -> None:
+        """The state of the current key: Spark's, or the in-memory stand-ins of a bulk
+        build.  ``left``: a table step's rows (or a distinct step's counts) by value;
+        ``sides``: a join step's two sides as logs of ``(row, weight)`` (appended to in one
+        call per batch, compacted when half of a log is cancelled entries); ``counts``:
+        the logs' live and appended entries; ``groups``: an aggregate step's groups."""
+        self.left, self.sides, self.counts, self.groups = left, sides, counts, groups
         views = compile_views(self.layout, self.frozen)
         self.views = views
         self.by_step: dict[int, tuple[CompiledView, int]] = {}
@@ -432,8 +439,8 @@ class KeyedStep(StatefulProcessor):
               ) -> list[tuple]:
         d_left = {r: w for r, w in d_left.items() if w}
         d_right = {r: w for r, w in d_right.items() if w}
-        old_left = _read(self.left) if d_right else {}
-        old_right = _read(self.right) if d_left else {}
+        old_left = self._side(LEFT) if d_right else {}
+        old_right = self._side(RIGHT) if d_left else {}
         lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
         new_right = Counter(old_right)
         for r, w in d_right.items():
@@ -455,9 +462,41 @@ class KeyedStep(StatefulProcessor):
 
         emit(d_left, new_right)
         emit(old_left, d_right)
-        _write(self.left, old_left if d_right else None, d_left)
-        _write(self.right, old_right if d_left else None, d_right)
+        counts = list(self.counts.get() or (0, 0, 0, 0))
+        self._append(LEFT, d_left, old_left if d_right else None, counts)
+        self._append(RIGHT, d_right, old_right if d_left else None, counts)
+        self.counts.update(tuple(counts))
         return out
+
+    def _side(self, side: int) -> dict[bytes, int]:
+        """A join side's rows and weights (its log consolidated)."""
+        log = self.sides[side]
+        rows: Counter = Counter()
+        for row, weight in log.get():  # one call: no exists() round trip first
+            rows[bytes(row)] += int(weight)
+        return {r: w for r, w in rows.items() if w}
+
+    def _append(self, side: int, delta: dict[bytes, int], old: dict[bytes, int] | None,
+                counts: list[int]) -> None:
+        """Append a batch's rows to a side's log; compact the log once more of it was
+        appended than was live at the last compaction (amortised O(1) per change)."""
+        if not delta:
+            return
+        log = self.sides[side]
+        live, added = counts[2 * side], counts[2 * side + 1] + len(delta)
+        if added <= live + 16:
+            log.appendList([(r, w) for r, w in delta.items()])
+            counts[2 * side + 1] = added
+            return
+        rows = Counter(old if old is not None else self._side(side))
+        for r, w in delta.items():
+            rows[r] += w
+        kept = [(r, w) for r, w in rows.items() if w]
+        if kept:
+            log.put(kept)
+        else:
+            log.clear()
+        counts[2 * side], counts[2 * side + 1] = len(kept), 0
 
     def _next(self, view: CompiledView, j: int, merged: tuple, w: int) -> list[tuple]:
         if j + 1 < len(view.order):
@@ -467,8 +506,9 @@ class KeyedStep(StatefulProcessor):
 
     # -- aggregate step: per group key, GroupState and the output row
     def _aggregate(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
-        fresh = not self.groups.exists()
-        groups: dict[tuple, list] = {} if fresh else pickle.loads(self.groups.get()[0])
+        held = self.groups.get()  # None for a new key: no exists() round trip first
+        fresh = held is None
+        groups: dict[tuple, list] = {} if fresh else pickle.loads(held[0])
         global_group = not view.block.group_by
         if fresh and global_group:
             groups[()] = [GroupState(view.aggs), None]
@@ -523,16 +563,21 @@ class KeyedStep(StatefulProcessor):
         kind, row = initialState.kind, bytes(initialState.row)
         if kind == GROUPS:
             self.groups.update((row,))
-        else:
-            (self.left if kind == LEFT_STATE else self.right).updateValue(
-                (row,), (int(initialState.weight),))
+        elif kind == TABLE_STATE:
+            self.left.updateValue((row,), (int(initialState.weight),))
+        else:  # a join side's log, whole, as one pickled list
+            entries = pickle.loads(row)
+            self.sides[kind - LEFT_STATE].put(entries)
+            counts = list(self.counts.get() or (0, 0, 0, 0))
+            counts[2 * (kind - LEFT_STATE)] = len(entries)
+            self.counts.update(tuple(counts))
 
     def close(self) -> None:
         pass
 
 
 # ---------------------------------------------------------------- bulk build
-RECORD, LEFT_STATE, RIGHT_STATE, GROUPS = 0, 1, 2, 3
+RECORD, LEFT_STATE, RIGHT_STATE, GROUPS, TABLE_STATE = 0, 1, 2, 3, 4
 BUILD_SCHEMA = "kind int, step int, key long, side int, row binary, weight long"
 
 
@@ -558,6 +603,28 @@ class MapInMemory:
 
     def iterator(self) -> Iterator[tuple[tuple, tuple]]:
         return (((k,), (v,)) for k, v in list(self.data.items()))
+
+
+class ListInMemory:
+    """The ListState calls of a join step's side, over a list."""
+
+    def __init__(self):
+        self.entries: list[tuple[bytes, int]] = []
+
+    def exists(self) -> bool:
+        return bool(self.entries)
+
+    def get(self) -> Iterator[tuple[bytes, int]]:
+        return iter(list(self.entries))
+
+    def appendList(self, entries: list[tuple[bytes, int]]) -> None:  # noqa: N802
+        self.entries.extend(entries)
+
+    def put(self, entries: list[tuple[bytes, int]]) -> None:
+        self.entries = list(entries)
+
+    def clear(self) -> None:
+        self.entries = []
 
 
 class ValueInMemory:
@@ -591,7 +658,8 @@ def build_partition(layout: KeyedLayout, catalog: dict, level: int,
     step = _builders.get((layout, level))
     if step is None:
         step = _builders[(layout, level)] = KeyedStep(layout, catalog, level)
-        step.setup(MapInMemory(), MapInMemory(), ValueInMemory())
+        step.setup(MapInMemory(), [ListInMemory(), ListInMemory()], ValueInMemory(),
+                   ValueInMemory())
     keys: dict[tuple[int, int], dict[str, list]] = {}
     for frame in frames:
         for s, k, side, row, w in zip(frame["step"], frame["key"], frame["side"],
@@ -623,14 +691,20 @@ def build_key(step: KeyedStep, s: int, k: int, rows: dict[str, list]) -> list[tu
         return [(RECORD, s, k, side, row, w)
                 for side, row, w in zip(rows["side"], rows["row"], rows["weight"],
                                         strict=True)]
-    left, right, groups = MapInMemory(), MapInMemory(), ValueInMemory()
-    step.left, step.right, step.groups = left, right, groups
+    left, sides, groups = MapInMemory(), [ListInMemory(), ListInMemory()], ValueInMemory()
+    step.setup(left, sides, ValueInMemory(), groups)
     try:
         out = [(RECORD, *r) for r in step._step(s, k, rows)]
     except Error as exc:
         raise BatchRejected(exc.to_record()) from None
-    out += [(LEFT_STATE, s, k, 0, r, w) for r, w in left.data.items()]
-    out += [(RIGHT_STATE, s, k, 0, r, w) for r, w in right.data.items()]
+    out += [(TABLE_STATE, s, k, 0, r, w) for r, w in left.data.items()]
+    for kind, log in ((LEFT_STATE, sides[LEFT]), (RIGHT_STATE, sides[RIGHT])):
+        if log.entries:
+            rows: Counter = Counter()
+            for r, w in log.entries:
+                rows[r] += w
+            kept = [(r, w) for r, w in rows.items() if w]
+            out.append((kind, s, k, 0, pickle.dumps(kept, protocol=5), len(kept)))
     if groups.value is not None:
         out.append((GROUPS, s, k, 0, groups.value[0], 0))
     return out
@@ -682,23 +756,7 @@ def bulk_build(plan, snapshots: dict[str, DataFrame]
 
 
 def _read(state) -> dict[bytes, int]:
-    if not state.exists():
-        return {}
     return {bytes(k[0]): int(v[0]) for k, v in state.iterator()}
-
-
-def _write(state, old: dict[bytes, int] | None, delta: dict[bytes, int]) -> None:
-    for r, w in delta.items():
-        if old is None:
-            held = state.getValue((r,))
-            before = int(held[0]) if held else 0
-        else:
-            before = old.get(r, 0)
-        n = before + w
-        if n:
-            state.updateValue((r,), (n,))
-        else:
-            state.removeKey((r,))
 
 
 def _output(view: str, row: tuple, weight: int) -> tuple:
