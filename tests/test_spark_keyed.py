@@ -32,6 +32,7 @@ VIEWS = {
                 "ON c.nk = n.nk",
     "pairs": "SELECT a.ok, b.ok AS other FROM orders a JOIN orders b "
              "ON a.ck = b.ck AND a.qty = b.qty WHERE a.ok < b.ok",
+    "theta": "SELECT n.region, o.ok FROM nation n, orders o WHERE o.qty > n.nk",
 }
 
 
@@ -67,6 +68,7 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
         assert "Spark keyed state" in text, (name, text)
     assert "join customer by (c.ck)" in keyed.explain("per_region")
     assert "aggregate by group key (level 2)" in keyed.explain("per_region")
+    assert "cross product with orders, one key" in keyed.explain("theta")
 
 
 def test_random_changes_match_duckdb(keyed) -> None:

@@ -60,7 +60,7 @@ from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .keyed import bulk_build
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
-from .query import delta_stream, make_plan
+from .query import delta_stream, keyed_load_records, make_plan
 from .session import spark_session
 
 STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
@@ -519,7 +519,7 @@ class SparkConnection(Engine):
         """Keyed state built from the loaded tables by Spark jobs; a bad loaded row (a
         duplicate key, a value of the wrong type) raises the local engine's error."""
         try:
-            return bulk_build(plan, snapshots)
+            return bulk_build(plan, keyed_load_records(plan, snapshots))
         except Exception as exc:  # Spark reports a failed job as its own exception
             error = query_error(exc)
             if type(error) is Error:

@@ -71,12 +71,13 @@ class KeyedLayout:
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
 
     def describe(self, view: str, catalog: dict) -> str:
-        compiled = compile_views(self, _freeze(catalog))[self.views.index(view)]
+        compiled = compile_views(self, freeze(catalog))[self.views.index(view)]
         parts = [compiled.block.atoms[compiled.order[0]].relation]
         for j in range(1, len(compiled.order)):
             atom = compiled.block.atoms[compiled.order[j]]
-            parts.append(f"join {atom.relation} by ({', '.join(compiled.key_names[j])}) "
-                         f"(level {j - 1})")
+            key = ", ".join(compiled.key_names[j])
+            parts.append(f"join {atom.relation} by ({key}) (level {j - 1})" if key else
+                         f"cross product with {atom.relation}, one key (level {j - 1})")
         if compiled.kind != "project":
             parts.append(f"{compiled.kind} by group key (level {len(compiled.order) - 1})")
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
@@ -93,28 +94,26 @@ def keyable(block: object, tables: set[str]) -> str | None:
         return "it reads another view"
     if block.distinct and block.is_aggregate:
         return "DISTINCT over an aggregate"
-    if _join_order(block) is None:
-        return "its tables are not all joined by equalities"
     return None
 
 
-def _join_order(block: Block) -> list[int] | None:
-    """A left-deep order of the atoms in which each atom is equi-joined to an earlier one."""
+def _join_order(block: Block) -> list[int]:
+    """A left-deep order of the atoms, each equi-joined to an earlier one where the join
+    graph allows; an atom joined to none of them (a cross product) comes next with an empty
+    join key: its join step holds all its rows under one key (correct, not parallel)."""
     analysis = analyse_joins(block)
     edges = {(atom_of_slot(block, a), atom_of_slot(block, b)) for a, b in analysis.equalities}
     order = [0]
     while len(order) < len(block.atoms):
-        nxt = next((j for j in range(len(block.atoms)) if j not in order
-                    and any((i, j) in edges or (j, i) in edges for i in order)), None)
-        if nxt is None:
-            return None
-        order.append(nxt)
+        rest = [j for j in range(len(block.atoms)) if j not in order]
+        order.append(next((j for j in rest
+                           if any((i, j) in edges or (j, i) in edges for i in order)), rest[0]))
     return order
 
 
 def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[str, str]]:
     """The keyed layout of the views that fit it, and for the others why not."""
-    schema = _schema_of(_freeze(catalog))
+    schema = _schema_of(freeze(catalog))
     tables = [name for name, *_ in catalog["tables"]]
     keyed: list[str] = []
     refused: dict[str, str] = {}
@@ -141,7 +140,8 @@ def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[
 
 
 # ---------------------------------------------------------------- compiled on executors
-def _freeze(catalog: dict) -> str:
+def freeze(catalog: dict) -> str:
+    """The catalog as a hashable text (compiled views are cached by it per process)."""
     return pickle.dumps(catalog, protocol=5).hex()
 
 
@@ -324,7 +324,7 @@ class KeyedStep(StatefulProcessor):
 
     def __init__(self, layout: KeyedLayout, catalog: dict, level: int):
         self.layout = layout
-        self.frozen = _freeze(catalog)
+        self.frozen = freeze(catalog)
         self.catalog = catalog
         self.level = level
 
@@ -710,38 +710,17 @@ def build_key(step: KeyedStep, s: int, k: int, rows: dict[str, list]) -> list[tu
     return out
 
 
-def snapshot_records(plan, table: str, batches: Iterator) -> Iterator:
-    """``mapInArrow`` over a loaded table: its rows as table-step records (level 0)."""
-    import pyarrow as pa
-
-    from .processor import coerce_arrow
-
-    schema = pa.schema([("step", pa.int32()), ("key", pa.int64()), ("side", pa.int32()),
-                        ("row", pa.binary()), ("weight", pa.int64())])
-    views = compile_views(plan.keyed, _freeze(plan.catalog))
-    for batch in batches:
-        records = route_changes(plan.keyed, plan.catalog, views,
-                                [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
-        yield pa.RecordBatch.from_pydict(
-            {name: [r[i] for r in records] for i, name in enumerate(schema.names)},
-            schema=schema)
-
-
-def bulk_build(plan, snapshots: dict[str, DataFrame]
+def bulk_build(plan, records: DataFrame | None
                ) -> tuple[list[DataFrame | None], list[tuple[str, str, int]]]:
-    """The keyed state of the loaded tables, built level by level by Spark jobs running the
-    steps' own code (so state and checks are exactly those of a batch of inserts): each
-    level's state (for ``initialState``), and the views' initial deltas."""
+    """The keyed state of the loaded tables (``records``: their rows as level-0 records),
+    built level by level by Spark jobs running the steps' own code (so state and checks
+    are exactly those of a batch of inserts): each level's state (for ``initialState``),
+    and the views' initial deltas."""
     from functools import partial
 
     layout = plan.keyed
-    parts = [df.mapInArrow(partial(snapshot_records, plan, t), KEYED_SCHEMA)
-             for t, df in snapshots.items() if t in layout.tables]
-    if not parts:
+    if records is None:
         return [None] * layout.levels, []
-    records = parts[0]
-    for part in parts[1:]:
-        records = records.unionByName(part)
     states: list[DataFrame | None] = []
     partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions", "4"))
     for level in range(layout.levels):
@@ -786,23 +765,3 @@ def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict,
             KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None",
             initialState=None if state is None else state.groupBy("step", "key"))
     return stream.mapInPandas(unwrap_outputs, OUTPUT_SCHEMA)
-
-
-def route_keyed_files(plan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
-    checked like the local pipeline's, as table-step records (level 0)."""
-    from .processor import TICK_SUFFIX, decode_file
-
-    layout, frozen = plan.keyed, _freeze(plan.catalog)
-    views = compile_views(layout, frozen)
-    wanted = set(layout.tables)
-    for frame in frames:
-        out: list[tuple] = []
-        for path, content in zip(frame["path"], frame["content"], strict=True):
-            name = path.rsplit("/", 1)[-1]
-            if name.endswith(TICK_SUFFIX):
-                out += start_records(layout, frozen)
-                continue
-            changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
-            out += route_changes(layout, plan.catalog, views, changes)
-        yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])

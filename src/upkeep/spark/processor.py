@@ -33,7 +33,7 @@ from ..io.records import Position
 from ..local import from_catalog
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
-from .keyed import KeyedLayout
+from .keyed import KeyedLayout, compile_views, freeze, route_changes, start_records
 from .routing import Group
 from .shard_client import call
 
@@ -335,3 +335,37 @@ class ShardProcessor(StatefulProcessor):
     def close(self) -> None:
         pass
 
+
+# ---------------------------------------------------------------- keyed state's input
+def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
+                      ) -> Iterator[pd.DataFrame]:
+    """``mapInPandas`` over ``binaryFile`` rows: each change file's records, decoded and
+    checked like the local pipeline's, as level-0 records of the keyed steps
+    (:func:`upkeep.spark.keyed.route_changes`)."""
+    layout, frozen = plan.keyed, freeze(plan.catalog)
+    views = compile_views(layout, frozen)
+    wanted = set(layout.tables)
+    for frame in frames:
+        out: list[tuple] = []
+        for path, content in zip(frame["path"], frame["content"], strict=True):
+            name = path.rsplit("/", 1)[-1]
+            if name.endswith(TICK_SUFFIX):
+                out += start_records(layout, frozen)
+                continue
+            changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
+            out += route_changes(layout, plan.catalog, views, changes)
+        yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
+
+
+def keyed_snapshot_records(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
+                           ) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` over a loaded table: its rows as level-0 records of the keyed steps."""
+    schema = pa.schema([("step", pa.int32()), ("key", pa.int64()), ("side", pa.int32()),
+                        ("row", pa.binary()), ("weight", pa.int64())])
+    views = compile_views(plan.keyed, freeze(plan.catalog))
+    for batch in batches:
+        records = route_changes(plan.keyed, plan.catalog, views,
+                                [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
+        yield pa.RecordBatch.from_pydict(
+            {name: [r[i] for r in records] for i, name in enumerate(schema.names)},
+            schema=schema)

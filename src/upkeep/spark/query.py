@@ -20,13 +20,15 @@ from ..codecs.spark_rows import spark_schema
 from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
 from .codec import OUTPUT_SCHEMA
-from .keyed import KEYED_SCHEMA, keyed_stream, plan_keyed, route_keyed_files
+from .keyed import KEYED_SCHEMA, keyed_stream, plan_keyed
 from .processor import (
     ROUTED_SCHEMA,
     QueryPlan,
     ShardProcessor,
+    keyed_snapshot_records,
     route_files,
     route_generated,
+    route_keyed_files,
     route_rows,
 )
 from .routing import plan_groups, views_over_views
@@ -137,6 +139,18 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
     shards = routed.groupBy("grp", "shard").transformWithStateInPandas(
         ShardProcessor(plan), OUTPUT_SCHEMA, "Append", "None", initialState=initial)
     return shards if keyed is None else shards.unionByName(keyed)
+
+
+def keyed_load_records(plan: QueryPlan, snapshots: dict[str, DataFrame]) -> DataFrame | None:
+    """The loaded tables' rows as level-0 records of the keyed steps (None if none)."""
+    parts = [df.mapInArrow(partial(keyed_snapshot_records, plan, t), KEYED_SCHEMA)
+             for t, df in snapshots.items() if t in plan.keyed.tables]
+    if not parts:
+        return None
+    records = parts[0]
+    for part in parts[1:]:
+        records = records.unionByName(part)
+    return records
 
 
 def plan_schema(plan: QueryPlan, table: str) -> list:
