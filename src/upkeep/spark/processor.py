@@ -108,55 +108,57 @@ def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.
         yield pd.DataFrame(out, columns=["grp", "shard", "file", "payload"])
 
 
-def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, tuple, int]]:
-    """A change file's changes ``(table, row, weight)``, each record checked like the local
-    pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
+def _file_records(name: str, content: bytes) -> Iterator:
+    """A change file's records, read by the local pipeline's reader for its format (none
+    for a file of another kind)."""
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
-        return []
-    applier = _applier(plan)
-    out = []
+        return
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / name
         local.write_bytes(content)
-        for record in READERS[fmt](local, name).read(final=True):
-            try:
-                change = applier.prepare(record)
-            except BadRecord as exc:
-                raise BatchRejected(SchemaError(str(exc)).to_record(
-                    position=str(record.position))) from None
-            out += [(change.table, row, weight) for row, weight in change.rows]
+        yield from READERS[fmt](local, name).read(final=True)
+
+
+def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, tuple, int]]:
+    """A change file's changes ``(table, row, weight)``, each record checked like the local
+    pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
+    applier = _applier(plan)
+    out = []
+    for record in _file_records(name, content):
+        try:
+            change = applier.prepare(record)
+        except BadRecord as exc:
+            raise BatchRejected(SchemaError(str(exc)).to_record(
+                position=str(record.position))) from None
+        out += [(change.table, row, weight) for row, weight in change.rows]
     return out
 
 
 def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group]], name: str,
                 content: bytes) -> list[tuple]:
-    fmt = EXTENSIONS.get(Path(name).suffix.lower())
-    if fmt is None:
+    if EXTENSIONS.get(Path(name).suffix.lower()) is None:
         return []
     buckets: dict[tuple[str, int], tuple[list, list, list]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(tmp) / name
-        local.write_bytes(content)
-        for record in READERS[fmt](local, name).read(final=True):
-            try:
-                change = applier.prepare(record)
-            except BadRecord as exc:
-                if plan.on_error == "stop":
-                    raise BatchRejected(SchemaError(str(exc)).to_record(
-                        position=str(record.position))) from None
-                buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
-                    dead_letter(record.images() if record.table else {"_raw": record.raw},
-                                str(exc), record.position))
-                continue
-            where = record.position
-            for row, weight in change.rows:
-                for group in readers.get(change.table, ()):
-                    for shard in group.shards_of(change.table, row):
-                        changes, positions, _ = buckets.setdefault((group.name, shard),
-                                                                   ([], [], []))
-                        changes.append((change.table, row, weight))
-                        positions.append(where)
+    for record in _file_records(name, content):
+        try:
+            change = applier.prepare(record)
+        except BadRecord as exc:
+            if plan.on_error == "stop":
+                raise BatchRejected(SchemaError(str(exc)).to_record(
+                    position=str(record.position))) from None
+            buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
+                dead_letter(record.images() if record.table else {"_raw": record.raw},
+                            str(exc), record.position))
+            continue
+        where = record.position
+        for row, weight in change.rows:
+            for group in readers.get(change.table, ()):
+                for shard in group.shards_of(change.table, row):
+                    changes, positions, _ = buckets.setdefault((group.name, shard),
+                                                               ([], [], []))
+                    changes.append((change.table, row, weight))
+                    positions.append(where)
     for group in plan.groups:  # every partition of a fixpoint takes part in every batch
         if group.fixpoint is not None:
             for shard in range(group.shards):
