@@ -74,6 +74,11 @@ class Scope:
         return matches[0]
 
 
+def table_scope(name: str, columns: list[tuple[str, SqlType]]) -> Scope:
+    """The scope of one table's rows (``name.column`` or ``column``, slots in order)."""
+    return Scope([Column(name, n, t, i) for i, (n, t) in enumerate(columns)])
+
+
 def _where(node: exp.Expression) -> str:
     meta = node.meta if hasattr(node, "meta") else {}
     if meta and "line" in meta:

@@ -15,7 +15,7 @@ from sqlglot import exp
 from ..cursor import Cursor
 from ..ddl import created_name
 from ..errors import ParseError, SchemaError, UnsupportedError
-from ..expressions import Column, ExpressionCompiler, Scope
+from ..expressions import ExpressionCompiler, table_scope
 from ..sql import insert_rows, insert_target, is_query, simple_scan
 from ..table import Table
 from ..types import coerce_value, format_row
@@ -97,17 +97,13 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
     return Cursor(rowcount=db._change(table, rows, 1))
 
 
-def table_scope(table: Table) -> Scope:
-    return Scope([Column(table.name, n, t, i) for i, (n, t) in enumerate(table.columns)])
-
-
 def matching(db: Connection, table: Table, where: exp.Expression | None
              ) -> list[tuple[tuple, int]]:
     """The table's rows (as staged) that satisfy ``where``, with multiplicities."""
     rows = list(db._catalog.staged_rows(table).items())
     if where is None:
         return rows
-    pred = ExpressionCompiler(table_scope(table)).compile(where.this).fn
+    pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
     return [(r, w) for r, w in rows if pred(r) is True]
 
 
@@ -120,7 +116,7 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
 
 def update(db: Connection, stmt: exp.Update) -> Cursor:
     table = db._catalog.table(stmt.this.name)
-    compiler = ExpressionCompiler(table_scope(table))
+    compiler = ExpressionCompiler(table_scope(table.name, table.columns))
     sets = []
     for assignment in stmt.expressions:
         col = table.column_index(assignment.this.name.lower())

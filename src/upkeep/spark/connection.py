@@ -41,7 +41,7 @@ from ..cursor import Cursor
 from ..engine import Engine, Subscriber, ViewHandle, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
-from ..expressions import ExpressionCompiler
+from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
@@ -55,7 +55,7 @@ from ..types import SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
-from .dml import committed_matches, predicate, table_scope, where_sql
+from .dml import committed_matches, predicate, where_sql
 from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .keyed import bulk_build

@@ -20,15 +20,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from ..expressions import Column, ExpressionCompiler, Scope
+from ..expressions import ExpressionCompiler, table_scope
 from ..sql import parse_one
 from ..types import SqlType
 
 MATCH_SCHEMA = "row binary, weight long"
-
-
-def table_scope(name: str, columns: list[tuple[str, SqlType]]) -> Scope:
-    return Scope([Column(name, n, t, i) for i, (n, t) in enumerate(columns)])
 
 
 def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | None):

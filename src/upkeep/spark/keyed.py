@@ -10,8 +10,9 @@ value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 
   ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting a row that is not present
   and a duplicate key reject the micro-batch, as on the local engine;
 * a **join step** per further atom, keyed by the equality values between the atoms joined
-  so far and the next one; it keeps both sides' rows of its key as Z-set weights in
-  ``MapState`` and emits ``dL x (R + dR) + L x dR`` (deletes included);
+  so far and the next one; it keeps both sides' rows of its key as logs of Z-set weights
+  (``ListState``: one append per batch, compacted when half cancelled) and emits
+  ``dL x (R + dR) + L x dR`` (deletes included);
 * an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
   row with weight -1 and the new one with +1; or a **distinct step** keyed by the row.
@@ -588,9 +589,6 @@ class MapInMemory:
     def __init__(self):
         self.data: dict[bytes, int] = {}
 
-    def exists(self) -> bool:
-        return bool(self.data)
-
     def getValue(self, key: tuple) -> tuple | None:  # noqa: N802 - Spark's MapState API
         value = self.data.get(key[0])
         return None if value is None else (value,)
@@ -611,9 +609,6 @@ class ListInMemory:
     def __init__(self):
         self.entries: list[tuple[bytes, int]] = []
 
-    def exists(self) -> bool:
-        return bool(self.entries)
-
     def get(self) -> Iterator[tuple[bytes, int]]:
         return iter(list(self.entries))
 
@@ -632,9 +627,6 @@ class ValueInMemory:
 
     def __init__(self):
         self.value: tuple | None = None
-
-    def exists(self) -> bool:
-        return self.value is not None
 
     def get(self) -> tuple | None:
         return self.value
