@@ -32,6 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
@@ -343,6 +344,12 @@ class SparkConnection(Engine):
     def _load_parts(self, table: str) -> list[Path]:
         return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
 
+    def _loaded_rows(self) -> int:
+        """How many rows the tables' bulk loads hold (from the Parquet footers)."""
+        return sum(pq.ParquetFile(f).metadata.num_rows
+                   for table in self._catalog.tables for part in self._load_parts(table)
+                   for f in part.glob("*.parquet"))
+
     def _snapshots(self) -> dict[str, DataFrame]:
         """Each declared table's bulk-loaded rows, all its loads in order."""
         snapshots = {}
@@ -365,8 +372,10 @@ class SparkConnection(Engine):
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
+            keyed = self.state == "keyed"
             self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
-                                          keyed=self.state == "keyed")
+                                          keyed=keyed,
+                                          loaded_rows=self._loaded_rows() if keyed else 0)
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)
                                for g in plan.groups if g.fixpoint is not None}

@@ -37,9 +37,11 @@ def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | No
 
 def _matches(name: str, columns: list, where_sql: str | None,
              frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """A table step's map entries (each key's rows with counts, pickled) as the rows
+    that satisfy the WHERE."""
     test = predicate(name, columns, where_sql)
     for frame in frames:
-        keep = [(r, w) for r, w in zip(frame["row"], frame["weight"], strict=True)
+        keep = [(r, n) for value in frame["value"] for r, n in pickle.loads(value).items()
                 if test(pickle.loads(r)) is True]
         yield pd.DataFrame(keep, columns=["row", "weight"])
 
@@ -52,10 +54,9 @@ def committed_matches(spark: SparkSession, checkpoint: str, step: int, name: str
     found: Counter = Counter()
     for operator in metadata:
         state = (spark.read.format("statestore").option("operatorId", operator.operatorId)
-                 .option("stateVarName", "left").load(checkpoint)
+                 .option("stateVarName", "values").load(checkpoint)
                  .where(F.col("key.step") == step)
-                 .select(F.col("user_map_key.row").alias("row"),
-                         F.col("user_map_value.weight").alias("weight")))
+                 .select(F.col("user_map_value.value").alias("value")))
         hits = state.mapInPandas(partial(_matches, name, columns, where_sql), MATCH_SCHEMA)
         for r in hits.collect():
             found[pickle.loads(r.row)] += int(r.weight)

@@ -3,16 +3,18 @@
 Instead of a whole local engine per shard, a view that is one SELECT block over base tables,
 its tables joined by equalities (a connected join graph), becomes a left-deep chain of
 stateful steps, each a group of Spark's ``transformWithState`` (the Row API) keyed by a join
-value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2):
+value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2), hashed
+into the layout's buckets (about 32 loaded rows per key, :func:`bucket_count`):
 
-* a **table step** per base table, keyed by the row's PRIMARY KEY (or a bucket of row
-  hashes): Spark-managed state holds every table's rows there (the tables' state of record:
-  ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting a row that is not present
-  and a duplicate key reject the micro-batch, as on the local engine;
+* a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
+  Spark-managed state holds every table's rows there as a log of Z-set weights (the
+  tables' state of record: ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting
+  a row that is not present and a duplicate key reject the micro-batch, as on the local
+  engine;
 * a **join step** per further atom, keyed by the equality values between the atoms joined
   so far and the next one; it keeps both sides' rows of its key as logs of Z-set weights
-  (``ListState``: one append per batch, compacted when half cancelled) and emits
-  ``dL x (R + dR) + L x dR`` (deletes included);
+  (``ListState``: appended to without reading, compacted when read half cancelled) and
+  emits ``dL x (R + dR) + L x dR`` (deletes included), matching exact join values;
 * an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
   row with weight -1 and the new one with +1; or a **distinct step** keyed by the row.
@@ -49,7 +51,7 @@ from ..plan import Block, analyse_joins, atom_of_slot, bind_query
 from ..sql import parse_one
 from .errors import BatchRejected
 
-KEYED_SCHEMA = "step int, key long, side int, row binary, weight long"
+KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
 OUTPUT_STEP = -1  # a view delta on its way out: row = pickle((view, encoded row))
 LEFT, RIGHT = 0, 1
 MASK = 0x7FFFFFFFFFFFFFFF
@@ -70,6 +72,11 @@ class KeyedLayout:
     tables: tuple[str, ...]  # table step i keeps tables[i]
     views: tuple[str, ...]
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
+    buckets: int = 4096  # every step's key: a hash of its values modulo this
+
+    def bucket(self, values: tuple) -> int:
+        """A step's key for ``values`` (a join value, group key, row or PRIMARY KEY)."""
+        return key_hash(values) % self.buckets
 
     def describe(self, view: str, catalog: dict) -> str:
         compiled = compile_views(self, freeze(catalog))[self.views.index(view)]
@@ -112,8 +119,10 @@ def _join_order(block: Block) -> list[int]:
     return order
 
 
-def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[str, str]]:
-    """The keyed layout of the views that fit it, and for the others why not."""
+def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
+               ) -> tuple[KeyedLayout, dict[str, str]]:
+    """The keyed layout of the views that fit it (its keys sized for ``loaded_rows``
+    rows loaded in bulk), and for the others why not."""
     schema = _schema_of(freeze(catalog))
     tables = [name for name, *_ in catalog["tables"]]
     keyed: list[str] = []
@@ -137,7 +146,8 @@ def plan_keyed(catalog: dict, views: dict[str, str]) -> tuple[KeyedLayout, dict[
         keyed.append(name)
         levels = max(levels, len(block.atoms) - 1 + (1 if block.is_aggregate or block.distinct
                                                      else 0))
-    return KeyedLayout(tuple(tables), tuple(keyed), levels), refused
+    return (KeyedLayout(tuple(tables), tuple(keyed), levels, bucket_count(loaded_rows)),
+            refused)
 
 
 # ---------------------------------------------------------------- compiled on executors
@@ -174,6 +184,10 @@ class CompiledView:
     group_key: object = None
     aggs: list | None = None
     finalizer: Finalizer | None = None
+    buckets: int = 4096  # the layout's: a step's key is a hash of its values modulo this
+
+    def bucket(self, values: tuple) -> int:
+        return key_hash(values) % self.buckets
 
     def width(self) -> int:
         return len(self.block.scope.columns)
@@ -199,6 +213,7 @@ def compile_views(layout: KeyedLayout, frozen: str) -> list[CompiledView]:
     out = []
     for name in layout.views:
         view = _compile_view(name, catalog["views"][name][0], schema, step)
+        view.buckets = layout.buckets
         step += len(view.order)
         out.append(view)
     return out
@@ -248,17 +263,36 @@ def _getter(slots: tuple[int, ...]):
 
 
 # ---------------------------------------------------------------- routing
-TABLE_BUCKETS = 4096  # keys of a table without PRIMARY KEY: rows are found by value in them
+OUTPUT_KEYS = 64  # view deltas pass later levels under few keys: Spark calls a step per key
+SPARK_GROUPS = 64  # per table / aggregate / distinct step: keys Spark groups it by
 
 
-def table_key(catalog: dict, table_index: int, row: tuple) -> int:
-    """A row's key in its table step: its PRIMARY KEY's values (every row with that key
-    is checked against it), else a bucket of whole-row hashes (a delete looks its row up
-    by value, so a bucket's size costs nothing; fewer keys cost Spark less per key)."""
-    _name, _cols, _not_null, key = catalog["tables"][table_index]
-    if key:
-        return key_hash(tuple(row[i] for i in key))
-    return key_hash(row) % TABLE_BUCKETS
+def bucket_count(loaded_rows: int) -> int:
+    """How many keys each step's values hash into: about 32 loaded rows per key (a power
+    of two, at least 4096).  A key's state is read whole when a batch touches it, so keys
+    stay small as the loaded state grows; fewer keys make a bulk build and a big batch
+    cheaper, since Spark's state calls are made per key (:class:`KeyedStep`)."""
+    buckets = 4096
+    while buckets < loaded_rows // 32 and buckets < 1 << 22:
+        buckets *= 2
+    return buckets
+
+
+def record(step: int, key: int, side: int, row: bytes, weight: int, *, join: bool
+           ) -> tuple:
+    """A record ``(step, group, key, side, row, weight)`` for a step's ``key``.  Spark
+    groups records by ``(step, group)``: a join step's group is its key (its logs are
+    ``ListState`` of that key); a table, aggregate or distinct step keeps each key's state
+    as one ``MapState`` entry, so many of its keys share a group, and Spark's fixed cost
+    per group (a state-server round trip, an Arrow batch) is paid once for them."""
+    return (step, key if join else key % SPARK_GROUPS, key, side, row, weight)
+
+
+def table_key(catalog: dict, table_index: int, row: tuple, buckets: int) -> int:
+    """A row's key in its table step: a bucket of its PRIMARY KEY's values (every row
+    with that key lands in it, so a duplicate is seen), else of the whole row."""
+    key = catalog["tables"][table_index][3]
+    return key_hash(tuple(row[i] for i in key) if key else row) % buckets
 
 
 def route_changes(layout: KeyedLayout, catalog: dict, views: list[CompiledView],
@@ -275,8 +309,8 @@ def route_changes(layout: KeyedLayout, catalog: dict, views: list[CompiledView],
     try:
         for table, row, weight in changes:
             i = index[table]
-            out.append((i, table_key(catalog, i, row), LEFT, pickle.dumps(row, protocol=5),
-                        weight))
+            out.append(record(i, table_key(catalog, i, row, layout.buckets), LEFT,
+                              pickle.dumps(row, protocol=5), weight, join=False))
             for view, atom in readers.get(table, ()):
                 wide = view.atom_row(atom, row)
                 if all(f(wide) is True for f in view.local[atom]):
@@ -292,10 +326,10 @@ def enter(view: CompiledView, atom: int, wide: tuple, w: int) -> list[tuple]:
     if j == 0:
         if len(view.order) == 1:
             return joined(view, wide, w)
-        return [(view.first_step, key_hash(view.left_keys[1](wide)), LEFT,
-                 pickle.dumps(wide, protocol=5), w)]
-    return [(view.first_step + j - 1, key_hash(view.right_keys[j](wide)), RIGHT,
-             pickle.dumps(wide, protocol=5), w)]
+        return [record(view.first_step, view.bucket(view.left_keys[1](wide)), LEFT,
+                       pickle.dumps(wide, protocol=5), w, join=True)]
+    return [record(view.first_step + j - 1, view.bucket(view.right_keys[j](wide)), RIGHT,
+                   pickle.dumps(wide, protocol=5), w, join=True)]
 
 
 def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
@@ -303,55 +337,60 @@ def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
     if not all(f(wide) is True for f in view.residual):
         return []
     if view.kind == "aggregate":
-        return [(view.final_step, key_hash(view.group_key(wide)), LEFT,
-                 pickle.dumps(wide, protocol=5), w)]
+        return [record(view.final_step, view.bucket(view.group_key(wide)), LEFT,
+                       pickle.dumps(wide, protocol=5), w, join=False)]
     row = view.project(wide)
     if view.kind == "distinct":
-        return [(view.final_step, key_hash(row), LEFT, pickle.dumps(row, protocol=5), w)]
+        return [record(view.final_step, view.bucket(row), LEFT, pickle.dumps(row, protocol=5),
+                       w, join=False)]
     return [_output(view.name, row, w)]
 
 
 def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
     """The fresh query's first records: a global aggregate's row exists before any input
     (COUNT(*) = 0), so its aggregate step is woken once with no rows."""
-    return [(v.final_step, key_hash(()), LEFT, b"", 0)
+    return [record(v.final_step, v.bucket(()), LEFT, b"", 0, join=False)
             for v in compile_views(layout, frozen)
             if v.kind == "aggregate" and not v.block.group_by]
 
 
 # ---------------------------------------------------------------- the processor
 class KeyedStep(StatefulProcessor):
-    """The steps of one level, keyed by ``(step, key)``; see the module docstring."""
+    """The steps of one level, grouped by ``(step, group)``; see the module docstring.
+
+    Every call on Spark's state is a round trip between the Python worker and the JVM's
+    state server, so a step makes one read and at most one write per key it touches: a
+    table, aggregate or distinct step's key is one ``MapState`` entry (its rows with
+    counts, its groups); a join step's sides are ``ListState`` logs appended to without
+    reading, read only when the other side changes, and compacted when read."""
 
     def __init__(self, layout: KeyedLayout, catalog: dict, level: int):
         self.layout = layout
         self.frozen = freeze(catalog)
         self.catalog = catalog
         self.level = level
+        self.by_step: dict[int, tuple[CompiledView, int]] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.setup(handle.getMapState("left", "row binary", "weight long"),
-                   [handle.getListState(name, "row binary, weight long")
+        self.compile()
+        self.setup([handle.getListState(name, "row binary, weight long")
                     for name in ("lefts", "rights")],
-                   handle.getValueState("sides", "live0 long, added0 long, "
-                                                 "live1 long, added1 long"),
-                   handle.getValueState("groups", "state binary"))
+                   handle.getMapState("values", "key long", "value binary"))
 
-    def setup(self, left, sides, counts, groups) -> None:
-        """The state of the current key: Spark's, or the in-memory stand-ins of a bulk
-        build.  ``left``: a table step's rows (or a distinct step's counts) by value;
-        ``sides``: a join step's two sides as logs of ``(row, weight)`` (appended to in one
-        call per batch, compacted when half of a log is cancelled entries); ``counts``:
-        the logs' live and appended entries; ``groups``: an aggregate step's groups."""
-        self.left, self.sides, self.counts, self.groups = left, sides, counts, groups
-        views = compile_views(self.layout, self.frozen)
-        self.views = views
-        self.by_step: dict[int, tuple[CompiledView, int]] = {}
-        for v in views:
+    def compile(self) -> None:
+        """Each step's view and place in it (the views compiled once per process)."""
+        for v in compile_views(self.layout, self.frozen):
             for j in range(1, len(v.order)):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
                 self.by_step[v.final_step] = (v, len(v.order))
+
+    def setup(self, sides, values) -> None:
+        """The state of the current group: Spark's, or the in-memory stand-ins of a bulk
+        build.  ``sides``: a join step's two logs of ``(row, weight)``; ``values``: per key
+        of a table step its rows with counts, of an aggregate step its groups, of a
+        distinct step its rows with counts, pickled."""
+        self.sides, self.values = sides, values
 
     def level_of(self, step: int) -> int:
         """Table steps and first join steps are level 0; a view's ``j``-th join step (and
@@ -363,30 +402,31 @@ class KeyedStep(StatefulProcessor):
         return self.by_step[step][1] - 1
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
-        """Spark's Row API (``transformWithState``): one call per key costs far less than
-        a pandas frame per key, and most keys hold a few rows."""
-        step, hashed = int(key[0]), int(key[1])
+        """Spark's Row API (``transformWithState``): one call per group costs far less
+        than a pandas frame per group, and most groups hold a few rows."""
+        step = int(key[0])
         if self.level_of(step) != self.level:
             yield from rows
             return
-        columns: dict[str, list] = {"side": [], "row": [], "weight": []}
+        keys: dict[int, dict[str, list]] = {}
         for r in rows:
+            columns = keys.get(r.key)
+            if columns is None:
+                columns = keys[r.key] = {"side": [], "row": [], "weight": []}
             columns["side"].append(r.side)
             columns["row"].append(r.row)
             columns["weight"].append(r.weight)
         try:
-            out = self._step(step, hashed, columns)
+            out = [o for k, columns in keys.items() for o in self._step(step, k, columns)]
         except Error as exc:
             raise BatchRejected(exc.to_record()) from None
-        for record in out:
-            yield Row(step=record[0], key=record[1], side=record[2], row=record[3],
-                      weight=record[4])
+        for r in out:
+            yield Row(step=r[0], group=r[1], key=r[2], side=r[3], row=r[4], weight=r[5])
 
-    def _step(self, step: int, hashed: int, frame: dict[str, list]) -> list[tuple]:
+    def _step(self, step: int, key: int, frame: dict[str, list]) -> list[tuple]:
         if step < len(self.layout.tables):
-            return self._table(step, frame)
+            return self._table(step, key, frame)
         view, j = self.by_step[step]
-        delta = Counter()
         sides = [Counter(), Counter()]
         for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
                                      strict=True):
@@ -394,45 +434,50 @@ class KeyedStep(StatefulProcessor):
                 sides[int(side)][bytes(row)] += int(weight)
         if j < len(view.order):
             return self._join(view, j, sides[LEFT], sides[RIGHT])
-        for row, w in sides[LEFT].items():
-            delta[row] += w
+        delta = {r: w for r, w in sides[LEFT].items() if w}
         if view.kind == "aggregate":
-            return self._aggregate(view, {r: w for r, w in delta.items() if w})
-        return self._distinct(view, {r: w for r, w in delta.items() if w})
+            return self._aggregate(view, key, delta)
+        return self._distinct(view, key, delta)
+
+    def _load(self, key: int):
+        held = self.values.getValue((key,))
+        return None if held is None else pickle.loads(held[0])
+
+    def _keep(self, key: int, value: dict) -> None:
+        if value:
+            self.values.updateValue((key,), (pickle.dumps(value, protocol=5),))
+        else:
+            self.values.removeKey((key,))
 
     # -- table step: the table's rows, checked like the local engine's
-    def _table(self, step: int, frame: dict[str, list]) -> list[tuple]:
+    def _table(self, step: int, key: int, frame: dict[str, list]) -> list[tuple]:
         table = self.layout.tables[step]
         net = Counter()
         for row, weight in zip(frame["row"], frame["weight"], strict=True):
             net[bytes(row)] += int(weight)
         changes = {r: w for r, w in net.items() if w}
-        live: dict[bytes, int] = {}
-        for r in changes:
-            held = self.left.getValue((r,))
-            live[r] = int(held[0]) if held else 0
+        if not changes:
+            return []
+        held: dict[bytes, int] = self._load(key) or {}
         for r, w in changes.items():
-            if live[r] + w < 0:
+            n = held.get(r, 0) + w
+            if n < 0:
                 raise ConstraintError(f"cannot delete a row not present in table {table}",
                                       pickle.loads(r))
-        key = self.catalog["tables"][step][3]
-        if key:  # at most one row per PRIMARY KEY value (rows of this hash, compared)
-            held = _read(self.left)
-            per_key: Counter = Counter()
-            for r in held.keys() | changes.keys():
-                n = held.get(r, 0) + changes.get(r, 0)
-                if n > 0:
-                    row = pickle.loads(r)
-                    pk = tuple(row[i] for i in key)
-                    per_key[pk] += n
-                    if per_key[pk] > 1:
-                        raise ConstraintError(f"duplicate key {pk} in table {table}", row)
-        for r, w in changes.items():
-            n = live[r] + w
             if n:
-                self.left.updateValue((r,), (n,))
+                held[r] = n
             else:
-                self.left.removeKey((r,))
+                del held[r]
+        primary = self.catalog["tables"][step][3]
+        if primary:  # at most one row per PRIMARY KEY value (its rows all hash to this key)
+            per_key: Counter = Counter()
+            for r, n in held.items():
+                row = pickle.loads(r)
+                pk = tuple(row[i] for i in primary)
+                per_key[pk] += n
+                if per_key[pk] > 1:
+                    raise ConstraintError(f"duplicate key {pk} in table {table}", row)
+        self._keep(key, held)
         return []
 
     # -- join step j: dL x (R + dR) + L x dR
@@ -440,8 +485,8 @@ class KeyedStep(StatefulProcessor):
               ) -> list[tuple]:
         d_left = {r: w for r, w in d_left.items() if w}
         d_right = {r: w for r, w in d_right.items() if w}
-        old_left = self._side(LEFT) if d_right else {}
-        old_right = self._side(RIGHT) if d_left else {}
+        old_left, left_length = self._side(LEFT) if d_right else ({}, 0)
+        old_right, right_length = self._side(RIGHT) if d_left else ({}, 0)
         lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
         new_right = Counter(old_right)
         for r, w in d_right.items():
@@ -457,59 +502,54 @@ class KeyedStep(StatefulProcessor):
                 if any(v is None for v in k):
                     continue
                 for rb, rw in right.items():
-                    if rw and keys[rb] == k:
+                    if rw and keys[rb] == k:  # a key holds every join value of its bucket
                         merged = view.merge(lt, rows[rb], atom)
                         out.extend(self._next(view, j, merged, lw * rw))
 
         emit(d_left, new_right)
         emit(old_left, d_right)
-        counts = list(self.counts.get() or (0, 0, 0, 0))
-        self._append(LEFT, d_left, old_left if d_right else None, counts)
-        self._append(RIGHT, d_right, old_right if d_left else None, counts)
-        self.counts.update(tuple(counts))
+        self._store(LEFT, d_left, old_left if d_right else None, left_length)
+        self._store(RIGHT, d_right, old_right if d_left else None, right_length)
         return out
 
-    def _side(self, side: int) -> dict[bytes, int]:
-        """A join side's rows and weights (its log consolidated)."""
-        log = self.sides[side]
+    def _side(self, side: int) -> tuple[dict[bytes, int], int]:
+        """A log's rows and weights (consolidated), and how many entries it holds."""
         rows: Counter = Counter()
-        for row, weight in log.get():  # one call: no exists() round trip first
+        length = 0
+        for row, weight in self.sides[side].get():  # one call: no exists() round trip
             rows[bytes(row)] += int(weight)
-        return {r: w for r, w in rows.items() if w}
+            length += 1
+        return {r: w for r, w in rows.items() if w}, length
 
-    def _append(self, side: int, delta: dict[bytes, int], old: dict[bytes, int] | None,
-                counts: list[int]) -> None:
-        """Append a batch's rows to a side's log; compact the log once more of it was
-        appended than was live at the last compaction (amortised O(1) per change)."""
-        if not delta:
-            return
+    def _store(self, side: int, delta: dict[bytes, int], held: dict[bytes, int] | None = None,
+               length: int = 0) -> None:
+        """A batch's rows into a log: appended without reading it, or, when the log was
+        read (``held``, ``length``) and more than half of it is cancelled entries,
+        written back consolidated (each entry is read O(1) times amortised)."""
         log = self.sides[side]
-        live, added = counts[2 * side], counts[2 * side + 1] + len(delta)
-        if added <= live + 16:
-            log.appendList([(r, w) for r, w in delta.items()])
-            counts[2 * side + 1] = added
-            return
-        rows = Counter(old if old is not None else self._side(side))
-        for r, w in delta.items():
-            rows[r] += w
-        kept = [(r, w) for r, w in rows.items() if w]
-        if kept:
-            log.put(kept)
-        else:
-            log.clear()
-        counts[2 * side], counts[2 * side + 1] = len(kept), 0
+        if held is not None and length > 2 * len(held) + 16:
+            rows = Counter(held)
+            for r, w in delta.items():
+                rows[r] += w
+            kept = [(r, w) for r, w in rows.items() if w]
+            if kept:
+                log.put(kept)
+            else:
+                log.clear()
+        elif delta:
+            log.appendList(list(delta.items()))
 
     def _next(self, view: CompiledView, j: int, merged: tuple, w: int) -> list[tuple]:
         if j + 1 < len(view.order):
-            return [(view.first_step + j, key_hash(view.left_keys[j + 1](merged)), LEFT,
-                     pickle.dumps(merged, protocol=5), w)]
+            return [record(view.first_step + j, view.bucket(view.left_keys[j + 1](merged)),
+                           LEFT, pickle.dumps(merged, protocol=5), w, join=True)]
         return joined(view, merged, w)
 
     # -- aggregate step: per group key, GroupState and the output row
-    def _aggregate(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
-        held = self.groups.get()  # None for a new key: no exists() round trip first
+    def _aggregate(self, view: CompiledView, key: int, delta: dict[bytes, int]) -> list[tuple]:
+        held = self._load(key)
         fresh = held is None
-        groups: dict[tuple, list] = {} if fresh else pickle.loads(held[0])
+        groups: dict[tuple, list] = {} if fresh else held
         global_group = not view.block.group_by
         if fresh and global_group:
             groups[()] = [GroupState(view.aggs), None]
@@ -538,48 +578,42 @@ class KeyedStep(StatefulProcessor):
                     out.append(_output(view.name, old, -1))
                 if new is not None:
                     out.append(_output(view.name, new, 1))
-        if groups:
-            self.groups.update((pickle.dumps(groups, protocol=5),))
-        else:
-            self.groups.clear()
+        self._keep(key, groups)
         return out
 
     # -- distinct step: a row's count crossing zero
-    def _distinct(self, view: CompiledView, delta: dict[bytes, int]) -> list[tuple]:
+    def _distinct(self, view: CompiledView, key: int, delta: dict[bytes, int]) -> list[tuple]:
+        counts: dict[bytes, int] = self._load(key) or {}
         out = []
         for rb, w in delta.items():
-            held = self.left.getValue((rb,))
-            old = int(held[0]) if held else 0
+            old = counts.get(rb, 0)
             new = old + w
             if new:
-                self.left.updateValue((rb,), (new,))
+                counts[rb] = new
             else:
-                self.left.removeKey((rb,))
+                counts.pop(rb, None)
             if (old > 0) != (new > 0):
                 out.append(_output(view.name, pickle.loads(rb), 1 if new > 0 else -1))
+        self._keep(key, counts)
         return out
 
     def handleInitialState(self, key, initialState: Row, timerValues) -> None:
-        """One state entry of this key from the bulk build (:func:`bulk_build`)."""
-        kind, row = initialState.kind, bytes(initialState.row)
-        if kind == GROUPS:
-            self.groups.update((row,))
-        elif kind == TABLE_STATE:
-            self.left.updateValue((row,), (int(initialState.weight),))
-        else:  # a join side's log, whole, as one pickled list
-            entries = pickle.loads(row)
-            self.sides[kind - LEFT_STATE].put(entries)
-            counts = list(self.counts.get() or (0, 0, 0, 0))
-            counts[2 * (kind - LEFT_STATE)] = len(entries)
-            self.counts.update(tuple(counts))
+        """The bulk build's state of this group (:func:`bulk_build`): a join side's log,
+        whole, as one pickled list; or every key's value of the group, as a pickled dict."""
+        kind, value = initialState.kind, pickle.loads(bytes(initialState.row))
+        if kind == VALUES_STATE:
+            for k, v in value.items():
+                self.values.updateValue((k,), (v,))
+        else:
+            self.sides[kind - LEFT_STATE].put(value)
 
     def close(self) -> None:
         pass
 
 
 # ---------------------------------------------------------------- bulk build
-RECORD, LEFT_STATE, RIGHT_STATE, GROUPS, TABLE_STATE = 0, 1, 2, 3, 4
-BUILD_SCHEMA = "kind int, step int, key long, side int, row binary, weight long"
+RECORD, LEFT_STATE, RIGHT_STATE, VALUES_STATE = 0, 1, 2, 3
+BUILD_SCHEMA = "kind int, step int, group long, key long, side int, row binary, weight long"
 
 
 class MapInMemory:
@@ -587,7 +621,7 @@ class MapInMemory:
     step code on all the loaded rows of a key at once, then hands Spark the state."""
 
     def __init__(self):
-        self.data: dict[bytes, int] = {}
+        self.data: dict[int, bytes] = {}
 
     def getValue(self, key: tuple) -> tuple | None:  # noqa: N802 - Spark's MapState API
         value = self.data.get(key[0])
@@ -598,9 +632,6 @@ class MapInMemory:
 
     def removeKey(self, key: tuple) -> None:  # noqa: N802
         self.data.pop(key[0], None)
-
-    def iterator(self) -> Iterator[tuple[tuple, tuple]]:
-        return (((k,), (v,)) for k, v in list(self.data.items()))
 
 
 class ListInMemory:
@@ -622,84 +653,61 @@ class ListInMemory:
         self.entries = []
 
 
-class ValueInMemory:
-    """The ValueState calls of the aggregate step, over one attribute."""
-
-    def __init__(self):
-        self.value: tuple | None = None
-
-    def get(self) -> tuple | None:
-        return self.value
-
-    def update(self, value: tuple) -> None:
-        self.value = value
-
-    def clear(self) -> None:
-        self.value = None
-
-
 _builders: dict[tuple, KeyedStep] = {}
 
 
 def build_partition(layout: KeyedLayout, catalog: dict, level: int,
                     frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """``mapInPandas`` of one level of the bulk build over a partition hashed by
-    ``(step, key)``: each key's records through its step over empty state; yields the
-    records for later levels and the keys' state.  (One Python call per partition, not
-    per key as ``applyInPandas`` would make.)"""
+    ``(step, group)``: each key's records through its step over empty state; yields the
+    records for later levels and the groups' state, one entry per join side and per
+    group of map entries (Spark then makes one state call per entry, not per row).
+    (One Python call per partition, not per key as ``applyInPandas`` would make.)"""
     step = _builders.get((layout, level))
     if step is None:
         step = _builders[(layout, level)] = KeyedStep(layout, catalog, level)
-        step.setup(MapInMemory(), [ListInMemory(), ListInMemory()], ValueInMemory(),
-                   ValueInMemory())
-    keys: dict[tuple[int, int], dict[str, list]] = {}
+        step.compile()
+    keys: dict[tuple[int, int, int], dict[str, list]] = {}
     for frame in frames:
-        for s, k, side, row, w in zip(frame["step"], frame["key"], frame["side"],
-                                      frame["row"], frame["weight"], strict=True):
-            rows = keys.get((s, k))
+        for s, g, k, side, row, w in zip(frame["step"], frame["group"], frame["key"],
+                                         frame["side"], frame["row"], frame["weight"],
+                                         strict=True):
+            rows = keys.get((s, g, k))
             if rows is None:
-                rows = keys[(s, k)] = {"side": [], "row": [], "weight": []}
+                rows = keys[(s, g, k)] = {"side": [], "row": [], "weight": []}
             rows["side"].append(side)
             rows["row"].append(row)
             rows["weight"].append(w)
     out: list[tuple] = []
-    for (s, k), rows in keys.items():
-        out += build_key(step, int(s), int(k), rows)
+    values: dict[tuple[int, int], dict[int, bytes]] = {}
+    for (s, g, k), rows in keys.items():
+        s, g, k = int(s), int(g), int(k)
+        if step.level_of(s) != level:
+            out += [(RECORD, s, g, k, *r) for r in zip(rows["side"], rows["row"],
+                                                       rows["weight"], strict=True)]
+            continue
+        sides, mapped = [ListInMemory(), ListInMemory()], MapInMemory()
+        step.setup(sides, mapped)
+        try:
+            out += [(RECORD, *r) for r in step._step(s, k, rows)]
+        except Error as exc:
+            raise BatchRejected(exc.to_record()) from None
+        for kind, log in ((LEFT_STATE, sides[LEFT]), (RIGHT_STATE, sides[RIGHT])):
+            if log.entries:
+                out.append((kind, s, g, k, 0, pickle.dumps(log.entries, protocol=5), 0))
+        values.setdefault((s, g), {}).update(mapped.data)
         if len(out) >= 50_000:
             yield _build_frame(out)
             out = []
+    out += [(VALUES_STATE, s, g, 0, 0, pickle.dumps(v, protocol=5), 0)
+            for (s, g), v in values.items() if v]
     if out:
         yield _build_frame(out)
 
 
 def _build_frame(rows: list[tuple]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["kind", "step", "key", "side", "row", "weight"])
-
-
-def build_key(step: KeyedStep, s: int, k: int, rows: dict[str, list]) -> list[tuple]:
-    """One key's records through its step over empty state: the records for later
-    levels (kind RECORD) and the key's state entries."""
-    if step.level_of(s) != step.level:
-        return [(RECORD, s, k, side, row, w)
-                for side, row, w in zip(rows["side"], rows["row"], rows["weight"],
-                                        strict=True)]
-    left, sides, groups = MapInMemory(), [ListInMemory(), ListInMemory()], ValueInMemory()
-    step.setup(left, sides, ValueInMemory(), groups)
-    try:
-        out = [(RECORD, *r) for r in step._step(s, k, rows)]
-    except Error as exc:
-        raise BatchRejected(exc.to_record()) from None
-    out += [(TABLE_STATE, s, k, 0, r, w) for r, w in left.data.items()]
-    for kind, log in ((LEFT_STATE, sides[LEFT]), (RIGHT_STATE, sides[RIGHT])):
-        if log.entries:
-            rows: Counter = Counter()
-            for r, w in log.entries:
-                rows[r] += w
-            kept = [(r, w) for r, w in rows.items() if w]
-            out.append((kind, s, k, 0, pickle.dumps(kept, protocol=5), len(kept)))
-    if groups.value is not None:
-        out.append((GROUPS, s, k, 0, groups.value[0], 0))
-    return out
+    return pd.DataFrame(rows, columns=["kind", "step", "group", "key", "side", "row",
+                                       "weight"])
 
 
 def bulk_build(plan, records: DataFrame | None
@@ -716,7 +724,7 @@ def bulk_build(plan, records: DataFrame | None
     states: list[DataFrame | None] = []
     partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions", "4"))
     for level in range(layout.levels):
-        built = records.repartition(partitions, "step", "key").mapInPandas(
+        built = records.repartition(partitions, "step", "group").mapInPandas(
             partial(build_partition, layout, plan.catalog, level), BUILD_SCHEMA
         ).localCheckpoint(eager=True)
         states.append(built.where(f"kind != {RECORD}"))
@@ -726,13 +734,10 @@ def bulk_build(plan, records: DataFrame | None
     return states, outputs
 
 
-def _read(state) -> dict[bytes, int]:
-    return {bytes(k[0]): int(v[0]) for k, v in state.iterator()}
-
-
 def _output(view: str, row: tuple, weight: int) -> tuple:
-    return (OUTPUT_STEP, key_hash(row), LEFT, pickle.dumps((view, encode_row(row)),
-                                                           protocol=5), weight)
+    key = key_hash(row) % OUTPUT_KEYS
+    return (OUTPUT_STEP, key, key, LEFT, pickle.dumps((view, encode_row(row)), protocol=5),
+            weight)
 
 
 def unwrap_outputs(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -753,7 +758,7 @@ def keyed_stream(routed: DataFrame, layout: KeyedLayout, catalog: dict,
     stream = routed
     for level in range(layout.levels):
         state = initial[level] if initial else None
-        stream = stream.groupBy("step", "key").transformWithState(
+        stream = stream.groupBy("step", "group").transformWithState(
             KeyedStep(layout, catalog, level), KEYED_SCHEMA, "Append", "None",
-            initialState=None if state is None else state.groupBy("step", "key"))
+            initialState=None if state is None else state.groupBy("step", "group"))
     return stream.mapInPandas(unwrap_outputs, OUTPUT_SCHEMA)

@@ -356,14 +356,14 @@ def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
                 continue
             changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
             out += route_changes(layout, plan.catalog, views, changes)
-        yield pd.DataFrame(out, columns=["step", "key", "side", "row", "weight"])
+        yield pd.DataFrame(out, columns=["step", "group", "key", "side", "row", "weight"])
 
 
 def keyed_snapshot_records(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
                            ) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` over a loaded table: its rows as level-0 records of the keyed steps."""
-    schema = pa.schema([("step", pa.int32()), ("key", pa.int64()), ("side", pa.int32()),
-                        ("row", pa.binary()), ("weight", pa.int64())])
+    schema = pa.schema([("step", pa.int32()), ("group", pa.int64()), ("key", pa.int64()),
+                        ("side", pa.int32()), ("row", pa.binary()), ("weight", pa.int64())])
     views = compile_views(plan.keyed, freeze(plan.catalog))
     for batch in batches:
         records = route_changes(plan.keyed, plan.catalog, views,

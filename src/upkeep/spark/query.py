@@ -39,12 +39,12 @@ SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
 def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
-              fixpoints: bool = False, keyed: bool = False) -> QueryPlan:
+              fixpoints: bool = False, keyed: bool = False, loaded_rows: int = 0) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
     ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`);
     ``keyed``: keep the views that fit it in Spark's keyed state (:mod:`.keyed`), the
-    others in shards."""
+    others in shards, its keys sized for ``loaded_rows`` rows loaded in bulk."""
     catalog = db.describe()
     layout, unkeyed = None, {}
     if keyed:
@@ -55,7 +55,7 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
                 unkeyed[name] = "it reads another view or another view reads it"
             else:
                 candidates[name] = sql
-        layout, refused = plan_keyed(catalog, candidates)
+        layout, refused = plan_keyed(catalog, candidates, loaded_rows)
         unkeyed.update(refused)
         layout = layout if layout.tables else None
     groups = plan_groups(db, shards, fixpoints,
