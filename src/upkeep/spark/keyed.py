@@ -4,7 +4,7 @@ Instead of a whole local engine per shard, a view that is one SELECT block over 
 its tables joined by equalities (a connected join graph), becomes a left-deep chain of
 stateful steps, each a group of Spark's ``transformWithState`` (the Row API) keyed by a join
 value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2), hashed
-into the layout's buckets (about 32 loaded rows per key, :func:`bucket_count`):
+into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
 
 * a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
   Spark-managed state holds every table's rows there as a log of Z-set weights (the
@@ -72,7 +72,7 @@ class KeyedLayout:
     tables: tuple[str, ...]  # table step i keeps tables[i]
     views: tuple[str, ...]
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
-    buckets: int = 4096  # every step's key: a hash of its values modulo this
+    buckets: int = 1024  # every step's key: a hash of its values modulo this
 
     def bucket(self, values: tuple) -> int:
         """A step's key for ``values`` (a join value, group key, row or PRIMARY KEY)."""
@@ -184,7 +184,7 @@ class CompiledView:
     group_key: object = None
     aggs: list | None = None
     finalizer: Finalizer | None = None
-    buckets: int = 4096  # the layout's: a step's key is a hash of its values modulo this
+    buckets: int = 1024  # the layout's: a step's key is a hash of its values modulo this
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -265,15 +265,16 @@ def _getter(slots: tuple[int, ...]):
 # ---------------------------------------------------------------- routing
 OUTPUT_KEYS = 64  # view deltas pass later levels under few keys: Spark calls a step per key
 SPARK_GROUPS = 64  # per table / aggregate / distinct step: keys Spark groups it by
+ROWS_PER_KEY = 128  # loaded rows per key of a step (:func:`bucket_count`)
 
 
 def bucket_count(loaded_rows: int) -> int:
-    """How many keys each step's values hash into: about 32 loaded rows per key (a power
-    of two, at least 4096).  A key's state is read whole when a batch touches it, so keys
+    """How many keys each step's values hash into: about 128 loaded rows per key (a power
+    of two, at least 1024).  A key's state is read whole when a batch touches it, so keys
     stay small as the loaded state grows; fewer keys make a bulk build and a big batch
     cheaper, since Spark's state calls are made per key (:class:`KeyedStep`)."""
-    buckets = 4096
-    while buckets < loaded_rows // 32 and buckets < 1 << 22:
+    buckets = 1024
+    while buckets < loaded_rows // ROWS_PER_KEY and buckets < 1 << 22:
         buckets *= 2
     return buckets
 
