@@ -58,11 +58,15 @@ MASK = 0x7FFFFFFFFFFFFFFF
 
 
 def key_hash(values: tuple) -> int:
-    """One long for a tuple of values, equal in every process for values SQL calls equal."""
+    """One long for a tuple of values, equal in every process for values SQL calls equal,
+    its low bits mixed (MurmurHash3's 64-bit finaliser): keys are taken modulo a power of
+    two, and without the mix the parity of consecutive integers would fill half the keys."""
     h = 17
     for v in values:
         h = (h * 1_000_003 ^ stable_hash(v)) & MASK
-    return h
+    h = ((h ^ (h >> 33)) * 0xFF51AFD7ED558CCD) & 0xFFFFFFFFFFFFFFFF
+    h = ((h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53) & 0xFFFFFFFFFFFFFFFF
+    return (h ^ (h >> 33)) & MASK
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,7 @@ def _getter(slots: tuple[int, ...]):
 OUTPUT_KEYS = 64  # view deltas pass later levels under few keys: Spark calls a step per key
 SPARK_GROUPS = 64  # per table / aggregate / distinct step: keys Spark groups it by
 ROWS_PER_KEY = 128  # loaded rows per key of a step (:func:`bucket_count`)
+MIN_BUCKETS = 1024  # keys per step however little is loaded
 
 
 def bucket_count(loaded_rows: int) -> int:
@@ -273,7 +278,7 @@ def bucket_count(loaded_rows: int) -> int:
     of two, at least 1024).  A key's state is read whole when a batch touches it, so keys
     stay small as the loaded state grows; fewer keys make a bulk build and a big batch
     cheaper, since Spark's state calls are made per key (:class:`KeyedStep`)."""
-    buckets = 1024
+    buckets = MIN_BUCKETS
     while buckets < loaded_rows // ROWS_PER_KEY and buckets < 1 << 22:
         buckets *= 2
     return buckets
