@@ -34,6 +34,10 @@ VIEWS = {
     "pairs": "SELECT a.ok, b.ok AS other FROM orders a JOIN orders b "
              "ON a.ck = b.ck AND a.qty = b.qty WHERE a.ok < b.ok",
     "theta": "SELECT n.region, o.ok FROM nation n, orders o WHERE o.qty > n.nk",
+    # views over views, in the same query: after the levels where their inputs emit
+    "busy_segments": "SELECT segment, total FROM per_segment WHERE n > 2",
+    "big_per_region": "SELECT s.region, COUNT(*) AS k FROM big_orders b "
+                      "JOIN segments s ON b.segment = s.segment GROUP BY s.region",
 }
 
 
@@ -45,6 +49,8 @@ def oracle(tables: dict[str, Counter], sql: str) -> Counter:
             for _ in range(n):
                 con.execute(f"INSERT INTO {name} VALUES ({', '.join(['?'] * len(row))})",
                             list(row))
+    for name, definition in VIEWS.items():
+        con.execute(f"CREATE VIEW {name} AS {definition}")
     return Counter(con.execute(sql).fetchall())
 
 
@@ -70,6 +76,25 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
     assert "join customer by (c.ck)" in keyed.explain("per_region")
     assert "aggregate by group key (level 2)" in keyed.explain("per_region")
     assert "cross product with orders, one key" in keyed.explain("theta")
+    assert keyed.explain("busy_segments").endswith("per_segment")  # after its level 1
+    assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
+        "(level 3)" in keyed.explain("big_per_region")
+
+
+def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> None:
+    """Views in shards read only views in shards (and keyed views only keyed ones): a view
+    that another view in shards reads is kept out of keyed state, and EXPLAIN says why."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    db.create_view("per_segment", VIEWS["per_segment"])
+    db.create_view("labels", "SELECT segment FROM per_segment UNION SELECT region FROM nation")
+    db.create_view("alone", VIEWS["everything"])
+    assert "not in keyed state: view labels reads it and runs in shards" in \
+        db.explain("per_segment")
+    assert "not in keyed state: a set operation" in db.explain("labels")
+    assert "Spark keyed state" in db.explain("alone")
+    db.close()
 
 
 def test_random_changes_match_duckdb(keyed) -> None:
@@ -210,6 +235,8 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
                         database=tmp_path / "db")
     con = duckdb.connect()
     con.execute(TABLES.replace("PRIMARY KEY", ""))
+    for name, definition in VIEWS.items():
+        con.execute(f"CREATE VIEW {name} AS {definition}")
     db.execute(TABLES)
     views = {**VIEWS, "all_orders": "SELECT * FROM orders", "all_nations": "SELECT * FROM nation"}
     for name, sql in views.items():

@@ -35,6 +35,7 @@ from upkeep.cli import main
 from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
 from upkeep.spark.pipeline import SparkPipelineRunner
+from upkeep.spark.query import make_plan
 
 SPARK = '''engine = "spark"
 [spark]
@@ -74,6 +75,27 @@ def test_pipeline_on_spark_equals_the_model(spark, tmp_path) -> None:
     for view, (jsonl, parquet) in sink_views(tmp_path).items():
         assert jsonl == expected[view], view
         assert parquet == expected[view], view
+
+
+def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
+    """``[spark] state = "keyed"``: the views that fit it run in Spark's keyed state, the
+    others in shards, and the sinks equal the model either way."""
+    stream = Stream(seed=9).generate(400)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
+    path = write_pipeline(tmp_path, state_dir="state",
+                          extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
+                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+    config = load_config(path)
+    runner = SparkPipelineRunner(config, spark=spark)
+    plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
+    assert plan.keyed is not None and plan.keyed.views, plan.unkeyed
+    assert runner.run() >= 1
+    expected = expected_views(model_of(stream.records))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+    with pytest.raises(PipelineError, match="on_error must be \"stop\""):
+        SparkPipelineRunner(config.replace(on_error="skip"), spark=spark)
 
 
 def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
@@ -128,6 +150,29 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     assert 4 <= killed_at < 11, "the kill came too late to test anything"
     finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert finish.returncode == 0, finish.stderr[-3000:]
+    expected = expected_views(model_of(stream.records))
+    for view, (jsonl, parquet) in sink_views(tmp_path).items():
+        assert jsonl == expected[view], view
+        assert parquet == expected[view], view
+
+
+def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
+    """``spark-submit`` of :mod:`upkeep.spark.submit` on a ``local-cluster`` master (two
+    executor JVMs): the master and settings come from spark-submit (the pipeline's
+    ``[spark] master`` names another), and the sinks equal the model."""
+    stream = Stream(seed=23).generate(300)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
+    path = write_pipeline(tmp_path, state_dir="state",
+                          extra=SPARK.replace("local[2]", "spark://nowhere:7077"),
+                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+    app = subprocess.run([sys.executable, "-m", "upkeep.spark.submit", "--path"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master",
+                           "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
+                           "--conf", "spark.sql.shuffle.partitions=2", app, str(path)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = expected_views(model_of(stream.records))
     for view, (jsonl, parquet) in sink_views(tmp_path).items():
         assert jsonl == expected[view], view

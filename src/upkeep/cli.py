@@ -141,8 +141,10 @@ def _graceful_stop(stop: threading.Event, console: Console) -> Iterator[None]:
             signal.signal(sig, old)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``upkeep`` console script; returns the exit status."""
+def main(argv: Sequence[str] | None = None, spark=None) -> int:
+    """Entry point of the ``upkeep`` console script; returns the exit status.  ``spark``:
+    the session a Spark pipeline runs on (``spark-submit``, :mod:`upkeep.spark.submit`),
+    instead of one made from the pipeline's ``[spark]`` settings."""
     args = build_parser().parse_args(argv)
     console = Console()
     errors = Console(stderr=True)
@@ -166,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if config.engine == "spark":
             from .spark.pipeline import SparkPipelineRunner
 
-            runner = SparkPipelineRunner(config, console=console, stop=stop)
+            runner = SparkPipelineRunner(config, console=console, stop=stop, spark=spark)
             with _graceful_stop(stop, console):
                 runner.run()
             return 0

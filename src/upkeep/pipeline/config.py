@@ -71,6 +71,7 @@ class PipelineConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_rates: list[dict[str, Any]] = field(default_factory=list)
     spark_run_seconds: float | None = None
+    spark_state: str = "shards"  # where views' state lives: shard servers or Spark's keyed state
 
     def replace(self, **changes: Any) -> PipelineConfig:
         """A copy with some settings overridden (command-line options); ``None`` keeps one."""
@@ -147,8 +148,8 @@ def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
 
 def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     """``[spark]``: where and how the spark engine runs (docs/spark.md)."""
-    _unknown(file, data, {"master", "shards", "files_per_batch", "conf", "rate", "run_seconds"},
-             "spark.")
+    _unknown(file, data, {"master", "shards", "files_per_batch", "conf", "rate", "run_seconds",
+                          "state"}, "spark.")
     out: dict[str, Any] = {
         "spark_master": _get(file, data, "master", (str,), "local[2]", "spark."),
         "spark_shards": _get(file, data, "shards", (int,), None, "spark."),
@@ -163,6 +164,10 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     if seconds is not None and seconds <= 0:
         raise ConfigError(file, f"key 'spark.run_seconds' must be positive, got {seconds}")
     out["spark_run_seconds"] = seconds
+    state = _get(file, data, "state", (str,), "shards", "spark.")
+    if state not in ("shards", "keyed"):
+        raise ConfigError(file, f"key 'spark.state' must be \"shards\" or \"keyed\", got {state!r}")
+    out["spark_state"] = state
     rates = data.get("rate", [])
     if not isinstance(rates, list) or not all(isinstance(r, dict) for r in rates):
         raise ConfigError(file, "key 'spark.rate' must be an array of tables ([[spark.rate]])")

@@ -21,7 +21,9 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
 
 Steps run in levels: a change goes at once to its table step and (past its table's
 filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
-``j - 1`` and its aggregate / distinct step the level after its last join.  A table step
+``j - 1`` and its aggregate / distinct step the level after its last join.  A view over
+other keyed views has its levels shifted past the levels where they emit rows, and their
+changed rows enter its steps as a table's changes do (:func:`emit`).  A table step
 that rejects a row fails the whole micro-batch, so nothing the row reached is committed.
 Every view's steps of one level share one stateful operator keyed by ``(step, key)``, and
 Spark repartitions by that key between levels, so a micro-batch reads and writes only the
@@ -35,7 +37,7 @@ from __future__ import annotations
 import pickle
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import pandas as pd
@@ -74,36 +76,35 @@ class KeyedLayout:
     """What the driver decides and ships: which views are keyed, and their steps' ids."""
 
     tables: tuple[str, ...]  # table step i keeps tables[i]
-    views: tuple[str, ...]
+    views: tuple[str, ...]  # in definition order: a view after the views it reads
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
     buckets: int = 1024  # every step's key: a hash of its values modulo this
-
-    def bucket(self, values: tuple) -> int:
-        """A step's key for ``values`` (a join value, group key, row or PRIMARY KEY)."""
-        return key_hash(values) % self.buckets
+    offsets: tuple[int, ...] = ()  # per view: the level of its first join step
 
     def describe(self, view: str, catalog: dict) -> str:
         compiled = compile_views(self, freeze(catalog))[self.views.index(view)]
+        base = compiled.offset - 1
         parts = [compiled.block.atoms[compiled.order[0]].relation]
         for j in range(1, len(compiled.order)):
             atom = compiled.block.atoms[compiled.order[j]]
             key = ", ".join(compiled.key_names[j])
-            parts.append(f"join {atom.relation} by ({key}) (level {j - 1})" if key else
-                         f"cross product with {atom.relation}, one key (level {j - 1})")
+            parts.append(f"join {atom.relation} by ({key}) (level {base + j})" if key else
+                         f"cross product with {atom.relation}, one key (level {base + j})")
         if compiled.kind != "project":
-            parts.append(f"{compiled.kind} by group key (level {len(compiled.order) - 1})")
+            parts.append(f"{compiled.kind} by group key (level {base + len(compiled.order)})")
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
                 + " -> ".join(parts))
 
 
-def keyable(block: object, tables: set[str]) -> str | None:
+def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | None:
     """Why a bound view cannot run as keyed steps, or None if it can."""
     if not isinstance(block, Block):
         return "a set operation"
     if block.subqueries:
         return "a subquery"
-    if any(a.relation not in tables for a in block.atoms):
-        return "it reads another view"
+    for a in block.atoms:
+        if a.relation not in tables and a.relation not in keyed_views:
+            return f"it reads view {a.relation}, which is not in keyed state"
     if block.distinct and block.is_aggregate:
         return "DISTINCT over an aggregate"
     return None
@@ -130,15 +131,16 @@ def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
     schema = _schema_of(freeze(catalog))
     tables = [name for name, *_ in catalog["tables"]]
     keyed: list[str] = []
+    offsets: list[int] = []
+    ready: dict[str, int] = {}  # per keyed view: the first level its rows can reach
     refused: dict[str, str] = {}
-    levels = 1
     for name, sql in views.items():
         try:
             block = bind_query(parse_one(sql), schema)
         except Error as exc:
             refused[name] = str(exc)
             continue
-        why = keyable(block, set(tables))
+        why = keyable(block, set(tables), set(keyed))
         if why is None:
             try:  # the steps' expressions and aggregates, as executors will compile them
                 _compile_view(name, sql, schema, 0)
@@ -147,11 +149,16 @@ def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
         if why is not None:
             refused[name] = why
             continue
+        # its steps come after the levels where the views it reads emit their rows
+        offset = max((ready[a.relation] for a in block.atoms if a.relation in ready),
+                     default=0)
         keyed.append(name)
-        levels = max(levels, len(block.atoms) - 1 + (1 if block.is_aggregate or block.distinct
-                                                     else 0))
-    return (KeyedLayout(tuple(tables), tuple(keyed), levels, bucket_count(loaded_rows)),
-            refused)
+        offsets.append(offset)
+        ready[name] = offset + len(block.atoms) - (0 if block.is_aggregate or block.distinct
+                                                   else 1)
+    levels = max([1, *ready.values()])
+    return (KeyedLayout(tuple(tables), tuple(keyed), levels, bucket_count(loaded_rows),
+                        tuple(offsets)), refused)
 
 
 # ---------------------------------------------------------------- compiled on executors
@@ -161,8 +168,10 @@ def freeze(catalog: dict) -> str:
 
 
 def _schema_of(frozen: str):
+    """Columns of the catalog's tables and (``view_columns``) views, by name."""
     catalog = pickle.loads(bytes.fromhex(frozen))
     columns = {name: cols for name, cols, *_ in catalog["tables"]}
+    columns.update(catalog.get("view_columns", {}))
 
     def schema_of(name: str):
         return columns[name.lower()]
@@ -189,6 +198,8 @@ class CompiledView:
     aggs: list | None = None
     finalizer: Finalizer | None = None
     buckets: int = 1024  # the layout's: a step's key is a hash of its values modulo this
+    offset: int = 0  # the level of its first join step (after the views it reads)
+    readers: list = field(default_factory=list)  # (keyed view, atom) reading this view
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -215,11 +226,16 @@ def compile_views(layout: KeyedLayout, frozen: str) -> list[CompiledView]:
     schema = _schema_of(frozen)
     step = len(layout.tables)
     out = []
-    for name in layout.views:
+    by_name: dict[str, CompiledView] = {}
+    for name, offset in zip(layout.views, layout.offsets, strict=True):
         view = _compile_view(name, catalog["views"][name][0], schema, step)
-        view.buckets = layout.buckets
+        view.buckets, view.offset = layout.buckets, offset
+        for i, atom in enumerate(view.block.atoms):
+            if atom.relation in by_name:
+                by_name[atom.relation].readers.append((view, i))
         step += len(view.order)
         out.append(view)
+        by_name[name] = view
     return out
 
 
@@ -349,7 +365,18 @@ def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
     if view.kind == "distinct":
         return [record(view.final_step, view.bucket(row), LEFT, pickle.dumps(row, protocol=5),
                        w, join=False)]
-    return [_output(view.name, row, w)]
+    return emit(view, row, w)
+
+
+def emit(view: CompiledView, row: tuple, w: int) -> list[tuple]:
+    """A change of a view's row: out to the driver, and into each keyed view reading it
+    (past that atom's filters), as a base table's change enters its readers."""
+    out = [_output(view.name, row, w)]
+    for reader, atom in view.readers:
+        wide = reader.atom_row(atom, row)
+        if all(f(wide) is True for f in reader.local[atom]):
+            out += enter(reader, atom, wide, w)
+    return out
 
 
 def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
@@ -399,13 +426,15 @@ class KeyedStep(StatefulProcessor):
         self.sides, self.values = sides, values
 
     def level_of(self, step: int) -> int:
-        """Table steps and first join steps are level 0; a view's ``j``-th join step (and
-        its last step, ``j`` = its tables) is level ``j - 1``."""
+        """Table steps are level 0; a view's ``j``-th join step (and its last step, ``j``
+        = its tables) is level ``offset + j - 1``: its offset is 0 over base tables, and
+        past the levels where the views it reads emit their rows."""
         if step == OUTPUT_STEP:
             return self.layout.levels
         if step < len(self.layout.tables):
             return 0
-        return self.by_step[step][1] - 1
+        view, j = self.by_step[step]
+        return view.offset + j - 1
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per group costs far less
@@ -581,9 +610,9 @@ class KeyedStep(StatefulProcessor):
                 groups[g][1] = new
             if old != new:
                 if old is not None:
-                    out.append(_output(view.name, old, -1))
+                    out += emit(view, old, -1)
                 if new is not None:
-                    out.append(_output(view.name, new, 1))
+                    out += emit(view, new, 1)
         self._keep(key, groups)
         return out
 
@@ -599,7 +628,7 @@ class KeyedStep(StatefulProcessor):
             else:
                 counts.pop(rb, None)
             if (old > 0) != (new > 0):
-                out.append(_output(view.name, pickle.loads(rb), 1 if new > 0 else -1))
+                out += emit(view, pickle.loads(rb), 1 if new > 0 else -1)
         self._keep(key, counts)
         return out
 

@@ -63,6 +63,10 @@ class SparkPipelineRunner:
             if sink.type not in SPARK_SINKS:
                 raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
                                     f"available on the spark engine ({', '.join(SPARK_SINKS)})")
+        if config.spark_state == "keyed" and config.on_error != "stop":
+            raise PipelineError(f"{config.file}: views in keyed state ([spark] state = "
+                                f"\"keyed\") stop at a rejected record; on_error must be "
+                                f"\"stop\", not {config.on_error!r}")
         if not config.source.path.is_dir():
             raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
                                 f"files; {config.source.path} is not a directory")
@@ -88,7 +92,8 @@ class SparkPipelineRunner:
             spark = self.spark or spark_session(self.config.spark_master,
                                                 config=self.config.spark_conf)
             plan = make_plan(self.catalog.local_catalog, self.config.spark_shards or int(
-                spark.conf.get("spark.sql.shuffle.partitions", "4")), on_error=self.config.on_error)
+                spark.conf.get("spark.sql.shuffle.partitions", "4")), on_error=self.config.on_error,
+                keyed=self.config.spark_state == "keyed")
             committed = _committed(checkpoint)
             _check_plan(directory / "upkeep-plan.txt", plan.plan_id, committed)
             if committed < 0:  # a fresh run: every shard reports its views' initial rows

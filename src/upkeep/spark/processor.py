@@ -361,7 +361,8 @@ def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
 
 def keyed_snapshot_records(plan: QueryPlan, table: str, batches: Iterator[pa.RecordBatch]
                            ) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` over a loaded table: its rows as level-0 records of the keyed steps."""
+    """``mapInArrow`` over a loaded table (or a rate source's rows): its rows as level-0
+    records of the keyed steps."""
     schema = pa.schema([("step", pa.int32()), ("group", pa.int64()), ("key", pa.int64()),
                         ("side", pa.int32()), ("row", pa.binary()), ("weight", pa.int64())])
     views = compile_views(plan.keyed, freeze(plan.catalog))

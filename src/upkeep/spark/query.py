@@ -31,7 +31,7 @@ from .processor import (
     route_keyed_files,
     route_rows,
 )
-from .routing import plan_groups, views_over_views
+from .routing import plan_groups, view_inputs
 from .session import configure
 
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
@@ -48,15 +48,20 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
     catalog = db.describe()
     layout, unkeyed = None, {}
     if keyed:
-        together = views_over_views(db)
-        candidates = {}
-        for name, (sql, _) in catalog["views"].items():
-            if name in together:
-                unkeyed[name] = "it reads another view or another view reads it"
-            else:
-                candidates[name] = sql
-        layout, refused = plan_keyed(catalog, candidates, loaded_rows)
-        unkeyed.update(refused)
+        catalog["view_columns"] = {name: db.schema_of(name) for name in catalog["views"]}
+        reads = view_inputs(catalog["views"])
+        kept_out: dict[str, str] = {}
+        while True:  # a view in shards has every view it reads in shards with it
+            layout, refused = plan_keyed(catalog, {
+                name: sql for name, (sql, _) in catalog["views"].items()
+                if name not in kept_out}, loaded_rows)
+            stranded = {read: f"view {name} reads it and runs in shards"
+                        for name in refused.keys() | kept_out.keys()
+                        for read in reads[name] if read in layout.views}
+            if not stranded:
+                break
+            kept_out.update(stranded)
+        unkeyed = {**refused, **kept_out}
         layout = layout if layout.tables else None
     groups = plan_groups(db, shards, fixpoints,
                          frozenset(layout.views) if layout else frozenset())
@@ -108,6 +113,8 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
         reader = reader.option("maxFilesPerTrigger", str(max_files_per_trigger))
     files = reader.load(changes).select("path", "content")
     routed = files.mapInPandas(partial(route_files, plan), ROUTED_SCHEMA)
+    keyed_records = (files.mapInPandas(partial(route_keyed_files, plan), KEYED_SCHEMA)
+                     if plan.keyed is not None else None)
     for rate in rates or []:
         names = [n for n, _ in plan_schema(plan, rate.table)]
         missing = [n for n in names if n not in rate.columns]
@@ -120,10 +127,12 @@ def delta_stream(spark: SparkSession, plan: QueryPlan, changes: str,
                      .selectExpr(*[f"{rate.columns[n]} AS `{n}`" for n in names]))
         routed = routed.unionByName(
             generated.mapInArrow(partial(route_generated, plan, rate.table), ROUTED_SCHEMA))
+        if keyed_records is not None and rate.table in plan.keyed.tables:
+            keyed_records = keyed_records.unionByName(generated.mapInArrow(
+                partial(keyed_snapshot_records, plan, rate.table), KEYED_SCHEMA))
     keyed = None
     if plan.keyed is not None:
-        records = files.mapInPandas(partial(route_keyed_files, plan), KEYED_SCHEMA)
-        keyed = keyed_stream(records, plan.keyed, plan.catalog, keyed_state)
+        keyed = keyed_stream(keyed_records, plan.keyed, plan.catalog, keyed_state)
         snapshots = {t: df for t, df in (snapshots or {}).items()
                      if any(t in g.tables for g in plan.groups)}
         if not plan.groups:

@@ -109,17 +109,18 @@ def partition_columns(db: LocalCatalog, name: str, sql: str) -> dict[str, int] |
     return best
 
 
-def views_over_views(db: LocalCatalog) -> set[str]:
-    """The views that read another view, and every view they read (kept together)."""
-    return _together(db.describe()["views"])[0]
-
-
-def _together(views: dict) -> tuple[set[str], dict[str, set[str]]]:
+def view_inputs(views: dict) -> dict[str, set[str]]:
+    """Per user view (``{name: (sql, strategy)}``), the tables and views its SQL reads."""
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
         query = parse_one(sql)
         ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
         reads[name] = {t.name.lower() for t in query.find_all(exp.Table)} - ctes
+    return reads
+
+
+def _together(views: dict) -> tuple[set[str], dict[str, set[str]]]:
+    reads = view_inputs(views)
     together = {n for n, r in reads.items() if r & views.keys()}
     changed = True
     while changed:  # views over views, and what they read, are kept in one shard together
