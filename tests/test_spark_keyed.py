@@ -38,6 +38,16 @@ VIEWS = {
     "busy_segments": "SELECT segment, total FROM per_segment WHERE n > 2",
     "big_per_region": "SELECT s.region, COUNT(*) AS k FROM big_orders b "
                       "JOIN segments s ON b.segment = s.segment GROUP BY s.region",
+    # set operations: keyed by the row, over chains of steps
+    "all_keys": "SELECT ck FROM customer UNION ALL SELECT ck FROM orders WHERE qty > 1",
+    "keys": "SELECT ck FROM customer UNION SELECT ck FROM orders",
+    "idle": "SELECT ck FROM customer EXCEPT SELECT ck FROM orders",
+    "bag_left": "SELECT ck FROM orders EXCEPT ALL SELECT ck FROM customer",
+    "shared": "SELECT o.ck, c.segment FROM orders o JOIN customer c ON o.ck = c.ck "
+              "INTERSECT ALL SELECT ck, segment FROM customer",
+    "nested": "(SELECT ck FROM orders UNION ALL SELECT ck FROM customer) "
+              "EXCEPT SELECT ck FROM orders WHERE qty = 5",
+    "over_set": "SELECT COUNT(*) AS n FROM idle",
 }
 
 
@@ -79,6 +89,11 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
     assert keyed.explain("busy_segments").endswith("per_segment")  # after its level 1
     assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
         "(level 3)" in keyed.explain("big_per_region")
+    assert keyed.explain("idle").endswith(
+        "(customer) EXCEPT (orders) -> except by row (level 0)")
+    assert "(orders) UNION ALL (customer)) EXCEPT (orders) -> except by row (level 0)" in \
+        keyed.explain("nested")
+    assert keyed.explain("over_set").endswith("idle -> aggregate by group key (level 1)")
 
 
 def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> None:
@@ -88,11 +103,12 @@ def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> Non
                         database=tmp_path / "db")
     db.execute(TABLES)
     db.create_view("per_segment", VIEWS["per_segment"])
-    db.create_view("labels", "SELECT segment FROM per_segment UNION SELECT region FROM nation")
+    db.create_view("labels", "SELECT segment FROM per_segment "
+                             "WHERE segment IN (SELECT region FROM nation)")
     db.create_view("alone", VIEWS["everything"])
     assert "not in keyed state: view labels reads it and runs in shards" in \
         db.explain("per_segment")
-    assert "not in keyed state: a set operation" in db.explain("labels")
+    assert "not in keyed state: a subquery" in db.explain("labels")
     assert "Spark keyed state" in db.explain("alone")
     db.close()
 

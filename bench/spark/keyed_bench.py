@@ -17,6 +17,9 @@ RocksDB bytes read and gets in the 1-row batches (``db.last_batch_metrics()``). 
 recomputation appends the same batch as a Parquet file and evaluates the view's SQL.  Every
 run checks the view's rows against DuckDB over the final tables.
 
+Results go to ``--out`` as a list of runs, each with its command and date; a rerun of some
+(scale, view, system) replaces their earlier results and keeps the others.
+
 Usage::
 
     .venv/bin/python -m bench.spark.keyed_bench --scales 0.1
@@ -187,9 +190,16 @@ def main() -> None:
                 results.append(result)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": command, "date": dt.datetime.now(dt.UTC)
-                                   .strftime("%Y-%m-%d %H:%M UTC"), "results": results},
-                                  indent=1))
+    runs = [{"command": command, "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+             "results": results}]
+    if out.exists():  # a partial rerun replaces its own (scale, view, system) results only
+        done = {(r["scale"], r["view"], r["system"]) for r in results}
+        for run in json.loads(out.read_text()).get("runs", []):
+            run["results"] = [r for r in run["results"]
+                              if (r["scale"], r["view"], r["system"]) not in done]
+            if run["results"]:
+                runs.append(run)
+    out.write_text(json.dumps({"runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   emits ``dL x (R + dR) + L x dR`` (deletes included), matching exact join values;
 * an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
-  row with weight -1 and the new one with +1; or a **distinct step** keyed by the row.
+  row with weight -1 and the new one with +1; or a **distinct step** keyed by the row;
+* a **set step** per UNION / EXCEPT / INTERSECT (DISTINCT or ALL) of a view's blocks, each
+  block its own chain, keyed by the row: each row's multiplicity on either side, the
+  output's a function of both (:class:`SetStep`; UNION ALL keeps no state).
 
 Steps run in levels: a change goes at once to its table step and (past its table's
 filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
@@ -49,7 +52,7 @@ from ..codecs.spark_rows import encode_row
 from ..errors import ConstraintError, Error
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
-from ..plan import Block, analyse_joins, atom_of_slot, bind_query
+from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query
 from ..sql import parse_one
 from .errors import BatchRejected
 
@@ -79,27 +82,17 @@ class KeyedLayout:
     views: tuple[str, ...]  # in definition order: a view after the views it reads
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
     buckets: int = 1024  # every step's key: a hash of its values modulo this
-    offsets: tuple[int, ...] = ()  # per view: the level of its first join step
 
     def describe(self, view: str, catalog: dict) -> str:
-        compiled = compile_views(self, freeze(catalog))[self.views.index(view)]
-        base = compiled.offset - 1
-        parts = [compiled.block.atoms[compiled.order[0]].relation]
-        for j in range(1, len(compiled.order)):
-            atom = compiled.block.atoms[compiled.order[j]]
-            key = ", ".join(compiled.key_names[j])
-            parts.append(f"join {atom.relation} by ({key}) (level {base + j})" if key else
-                         f"cross product with {atom.relation}, one key (level {base + j})")
-        if compiled.kind != "project":
-            parts.append(f"{compiled.kind} by group key (level {base + len(compiled.order)})")
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
-                + " -> ".join(parts))
+                + _describe(compile_views(self, freeze(catalog)).roots[view]))
 
 
 def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | None:
     """Why a bound view cannot run as keyed steps, or None if it can."""
-    if not isinstance(block, Block):
-        return "a set operation"
+    if isinstance(block, SetOperation):
+        return (keyable(block.left, tables, keyed_views)
+                or keyable(block.right, tables, keyed_views))
     if block.subqueries:
         return "a subquery"
     for a in block.atoms:
@@ -128,37 +121,11 @@ def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
                ) -> tuple[KeyedLayout, dict[str, str]]:
     """The keyed layout of the views that fit it (its keys sized for ``loaded_rows``
     rows loaded in bulk), and for the others why not."""
-    schema = _schema_of(freeze(catalog))
-    tables = [name for name, *_ in catalog["tables"]]
-    keyed: list[str] = []
-    offsets: list[int] = []
-    ready: dict[str, int] = {}  # per keyed view: the first level its rows can reach
-    refused: dict[str, str] = {}
-    for name, sql in views.items():
-        try:
-            block = bind_query(parse_one(sql), schema)
-        except Error as exc:
-            refused[name] = str(exc)
-            continue
-        why = keyable(block, set(tables), set(keyed))
-        if why is None:
-            try:  # the steps' expressions and aggregates, as executors will compile them
-                _compile_view(name, sql, schema, 0)
-            except Error as exc:
-                why = str(exc)
-        if why is not None:
-            refused[name] = why
-            continue
-        # its steps come after the levels where the views it reads emit their rows
-        offset = max((ready[a.relation] for a in block.atoms if a.relation in ready),
-                     default=0)
-        keyed.append(name)
-        offsets.append(offset)
-        ready[name] = offset + len(block.atoms) - (0 if block.is_aggregate or block.distinct
-                                                   else 1)
-    levels = max([1, *ready.values()])
-    return (KeyedLayout(tuple(tables), tuple(keyed), levels, bucket_count(loaded_rows),
-                        tuple(offsets)), refused)
+    tables = tuple(name for name, *_ in catalog["tables"])
+    buckets = bucket_count(loaded_rows)
+    compiled, refused = _compile_all(list(views.items()), _schema_of(freeze(catalog)), tables,
+                                     buckets)
+    return KeyedLayout(tables, tuple(compiled.roots), compiled.levels, buckets), refused
 
 
 # ---------------------------------------------------------------- compiled on executors
@@ -199,7 +166,13 @@ class CompiledView:
     finalizer: Finalizer | None = None
     buckets: int = 1024  # the layout's: a step's key is a hash of its values modulo this
     offset: int = 0  # the level of its first join step (after the views it reads)
-    readers: list = field(default_factory=list)  # (keyed view, atom) reading this view
+    readers: list = field(default_factory=list)  # (keyed view, atom) or (set step, side)
+    hidden: bool = False  # an input of a set operation: its rows go only to its readers
+
+    @property
+    def ready(self) -> int:
+        """The first level its rows can reach (they are emitted the level before)."""
+        return self.offset + len(self.order) - (1 if self.kind == "project" else 0)
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -219,29 +192,142 @@ class CompiledView:
         return left[:lo] + right[lo:hi] + left[hi:]
 
 
+@dataclass
+class SetStep:
+    """A keyed view's UNION, EXCEPT or INTERSECT (``kind``, DISTINCT or ALL) of two inputs,
+    keyed by the row: per row its multiplicity on either side, the output's a function of
+    both (bag semantics for ALL).  UNION ALL keeps no state: its inputs' rows pass on."""
+
+    name: str
+    step: int
+    kind: str
+    distinct: bool
+    inputs: tuple  # the left and right input (CompiledView or SetStep)
+    level: int  # its step's level (a UNION ALL: where its rows pass)
+    buckets: int
+    hidden: bool = False
+    readers: list = field(default_factory=list)
+
+    @property
+    def passes(self) -> bool:
+        return self.kind == "union" and not self.distinct
+
+    @property
+    def ready(self) -> int:
+        return self.level if self.passes else self.level + 1
+
+    def multiplicity(self, left: int, right: int) -> int:
+        left, right = max(left, 0), max(right, 0)
+        if self.kind == "union":
+            return 1 if left + right > 0 else 0
+        if self.kind == "intersect":
+            return (1 if left and right else 0) if self.distinct else min(left, right)
+        return (1 if left and not right else 0) if self.distinct else max(left - right, 0)
+
+    def enter(self, row: tuple, w: int, side: int) -> list[tuple]:
+        """A change of an input's row: its set step, or (UNION ALL) straight on."""
+        if self.passes:
+            return emit(self, row, w)
+        return [record(self.step, key_hash(row) % self.buckets, side,
+                       pickle.dumps(row, protocol=5), w, join=False)]
+
+
+@dataclass
+class Compiled:
+    """The keyed views compiled: each view's root (a chain of steps, or a set step over
+    such chains), every chain (set operations' inputs too) and set step, and the levels."""
+
+    roots: dict[str, CompiledView | SetStep] = field(default_factory=dict)
+    chains: list[CompiledView] = field(default_factory=list)
+    sets: list[SetStep] = field(default_factory=list)
+    levels: int = 1
+
+
 @lru_cache(maxsize=8)
-def compile_views(layout: KeyedLayout, frozen: str) -> list[CompiledView]:
+def compile_views(layout: KeyedLayout, frozen: str) -> Compiled:
     """The keyed views of ``layout`` compiled against the catalog (cached per process)."""
     catalog = pickle.loads(bytes.fromhex(frozen))
-    schema = _schema_of(frozen)
-    step = len(layout.tables)
-    out = []
-    by_name: dict[str, CompiledView] = {}
-    for name, offset in zip(layout.views, layout.offsets, strict=True):
-        view = _compile_view(name, catalog["views"][name][0], schema, step)
-        view.buckets, view.offset = layout.buckets, offset
-        for i, atom in enumerate(view.block.atoms):
-            if atom.relation in by_name:
-                by_name[atom.relation].readers.append((view, i))
-        step += len(view.order)
-        out.append(view)
-        by_name[name] = view
-    return out
+    compiled, refused = _compile_all([(n, catalog["views"][n][0]) for n in layout.views],
+                                     _schema_of(frozen), layout.tables, layout.buckets)
+    assert not refused and compiled.levels == layout.levels, refused
+    return compiled
 
 
-def _compile_view(name: str, sql: str, schema, step: int) -> CompiledView:
-    """One view's steps, numbered from ``step``."""
-    block = bind_query(parse_one(sql), schema)
+def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], buckets: int
+                 ) -> tuple[Compiled, dict[str, str]]:
+    """Views in definition order as keyed steps numbered after the table steps, each after
+    the levels where the keyed views it reads emit their rows; and why the others cannot."""
+    compiled, refused = Compiled(), {}
+    step = len(tables)
+    for name, sql in views:
+        try:
+            plan = bind_query(parse_one(sql), schema)
+            why = keyable(plan, set(tables), set(compiled.roots))
+            if why is None:  # compiled whole before it is wired to the views it reads
+                chains, sets = [], []
+                root = _compile_plan(name, plan, schema, step, buckets, compiled, chains, sets)
+        except Error as exc:
+            why = str(exc)
+        if why is not None:
+            refused[name] = why
+            continue
+        root.hidden = False
+        for chain in chains:
+            for i, atom in enumerate(chain.block.atoms):
+                if atom.relation in compiled.roots:
+                    compiled.roots[atom.relation].readers.append((chain, i))
+        step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+        compiled.roots[name] = root
+        compiled.chains += chains
+        compiled.sets += sets
+        compiled.levels = max(compiled.levels, root.ready)
+    return compiled, refused
+
+
+def _compile_plan(name: str, plan, schema, step: int, buckets: int, compiled: Compiled,
+                  chains: list, sets: list):
+    """A bound view (or one input of its set operations) as steps numbered from ``step``."""
+    if isinstance(plan, Block):
+        chain = _compile_view(name, plan, schema, step)
+        chain.buckets, chain.hidden = buckets, True
+        chain.offset = max((compiled.roots[a.relation].ready for a in plan.atoms
+                            if a.relation in compiled.roots), default=0)
+        chains.append(chain)
+        return chain
+    left = _compile_plan(f"{name}.left", plan.left, schema, step, buckets, compiled, chains,
+                         sets)
+    step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+    right = _compile_plan(f"{name}.right", plan.right, schema, step, buckets, compiled, chains,
+                          sets)
+    step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+    node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
+                   max(left.ready, right.ready), buckets, hidden=True)
+    left.readers.append((node, LEFT))
+    right.readers.append((node, RIGHT))
+    sets.append(node)
+    return node
+
+
+def _describe(root) -> str:
+    """A keyed view's steps in words, with their levels."""
+    if isinstance(root, SetStep):
+        op = root.kind.upper() + ("" if root.distinct else " ALL")
+        inner = f"({_describe(root.inputs[0])}) {op} ({_describe(root.inputs[1])})"
+        return inner if root.passes else f"{inner} -> {op.lower()} by row (level {root.level})"
+    base = root.offset - 1
+    parts = [root.block.atoms[root.order[0]].relation]
+    for j in range(1, len(root.order)):
+        atom = root.block.atoms[root.order[j]]
+        key = ", ".join(root.key_names[j])
+        parts.append(f"join {atom.relation} by ({key}) (level {base + j})" if key else
+                     f"cross product with {atom.relation}, one key (level {base + j})")
+    if root.kind != "project":
+        parts.append(f"{root.kind} by group key (level {base + len(root.order)})")
+    return " -> ".join(parts)
+
+
+def _compile_view(name: str, block: Block, schema, step: int) -> CompiledView:
+    """One SELECT block's chain of steps, numbered from ``step``."""
     order = _join_order(block)
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
@@ -368,14 +454,18 @@ def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
     return emit(view, row, w)
 
 
-def emit(view: CompiledView, row: tuple, w: int) -> list[tuple]:
-    """A change of a view's row: out to the driver, and into each keyed view reading it
-    (past that atom's filters), as a base table's change enters its readers."""
-    out = [_output(view.name, row, w)]
-    for reader, atom in view.readers:
-        wide = reader.atom_row(atom, row)
-        if all(f(wide) is True for f in reader.local[atom]):
-            out += enter(reader, atom, wide, w)
+def emit(source: CompiledView | SetStep, row: tuple, w: int) -> list[tuple]:
+    """A change of a view's row: out to the driver (unless it is a set operation's input),
+    into each keyed view reading it (past that atom's filters) as a base table's change
+    enters its readers, and into the set operation it is an input of."""
+    out = [] if source.hidden else [_output(source.name, row, w)]
+    for reader, slot in source.readers:
+        if isinstance(reader, SetStep):
+            out += reader.enter(row, w, slot)
+            continue
+        wide = reader.atom_row(slot, row)
+        if all(f(wide) is True for f in reader.local[slot]):
+            out += enter(reader, slot, wide, w)
     return out
 
 
@@ -383,7 +473,7 @@ def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
     """The fresh query's first records: a global aggregate's row exists before any input
     (COUNT(*) = 0), so its aggregate step is woken once with no rows."""
     return [record(v.final_step, v.bucket(()), LEFT, b"", 0, join=False)
-            for v in compile_views(layout, frozen)
+            for v in compile_views(layout, frozen).chains
             if v.kind == "aggregate" and not v.block.group_by]
 
 
@@ -411,12 +501,15 @@ class KeyedStep(StatefulProcessor):
                    handle.getMapState("values", "key long", "value binary"))
 
     def compile(self) -> None:
-        """Each step's view and place in it (the views compiled once per process)."""
-        for v in compile_views(self.layout, self.frozen):
+        """Each step's chain and place in it, or its set step (compiled once per process)."""
+        compiled = compile_views(self.layout, self.frozen)
+        for v in compiled.chains:
             for j in range(1, len(v.order)):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
                 self.by_step[v.final_step] = (v, len(v.order))
+        for node in compiled.sets:
+            self.by_step[node.step] = (node, 0)
 
     def setup(self, sides, values) -> None:
         """The state of the current group: Spark's, or the in-memory stand-ins of a bulk
@@ -434,7 +527,7 @@ class KeyedStep(StatefulProcessor):
         if step < len(self.layout.tables):
             return 0
         view, j = self.by_step[step]
-        return view.offset + j - 1
+        return view.level if isinstance(view, SetStep) else view.offset + j - 1
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per group costs far less
@@ -462,6 +555,8 @@ class KeyedStep(StatefulProcessor):
         if step < len(self.layout.tables):
             return self._table(step, key, frame)
         view, j = self.by_step[step]
+        if isinstance(view, SetStep):
+            return self._set(view, key, frame)
         sides = [Counter(), Counter()]
         for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
                                      strict=True):
@@ -629,6 +724,29 @@ class KeyedStep(StatefulProcessor):
                 counts.pop(rb, None)
             if (old > 0) != (new > 0):
                 out += emit(view, pickle.loads(rb), 1 if new > 0 else -1)
+        self._keep(key, counts)
+        return out
+
+    # -- set step: a row's multiplicity on either side, and the output's
+    def _set(self, node: SetStep, key: int, frame: dict[str, list]) -> list[tuple]:
+        counts: dict[tuple, list[int]] = self._load(key) or {}
+        before: dict[tuple, int] = {}
+        for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
+                                     strict=True):
+            t = pickle.loads(row)  # a tuple: 1 and 1.0 are one row, as on the local engine
+            held = counts.get(t)
+            if held is None:
+                held = counts[t] = [0, 0]
+            if t not in before:
+                before[t] = node.multiplicity(*held)
+            held[int(side)] += int(weight)
+        out = []
+        for t, old in before.items():
+            new = node.multiplicity(*counts[t])
+            if counts[t] == [0, 0]:
+                del counts[t]
+            if new != old:
+                out += emit(node, t, new - old)
         self._keep(key, counts)
         return out
 

@@ -345,7 +345,7 @@ def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
     checked like the local pipeline's, as level-0 records of the keyed steps
     (:func:`upkeep.spark.keyed.route_changes`)."""
     layout, frozen = plan.keyed, freeze(plan.catalog)
-    views = compile_views(layout, frozen)
+    views = compile_views(layout, frozen).chains
     wanted = set(layout.tables)
     for frame in frames:
         out: list[tuple] = []
@@ -365,7 +365,7 @@ def keyed_snapshot_records(plan: QueryPlan, table: str, batches: Iterator[pa.Rec
     records of the keyed steps."""
     schema = pa.schema([("step", pa.int32()), ("group", pa.int64()), ("key", pa.int64()),
                         ("side", pa.int32()), ("row", pa.binary()), ("weight", pa.int64())])
-    views = compile_views(plan.keyed, freeze(plan.catalog))
+    views = compile_views(plan.keyed, freeze(plan.catalog)).chains
     for batch in batches:
         records = route_changes(plan.keyed, plan.catalog, views,
                                 [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
