@@ -265,7 +265,7 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
             why = keyable(plan, set(tables), set(compiled.roots))
             if why is None:  # compiled whole before it is wired to the views it reads
                 chains, sets = [], []
-                root = _compile_plan(name, plan, schema, step, buckets, compiled, chains, sets)
+                root = _compile_plan(name, plan, step, buckets, compiled, chains, sets)
         except Error as exc:
             why = str(exc)
         if why is not None:
@@ -276,7 +276,7 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
             for i, atom in enumerate(chain.block.atoms):
                 if atom.relation in compiled.roots:
                     compiled.roots[atom.relation].readers.append((chain, i))
-        step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+        step = _after(step, chains, sets)
         compiled.roots[name] = root
         compiled.chains += chains
         compiled.sets += sets
@@ -284,22 +284,26 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
     return compiled, refused
 
 
-def _compile_plan(name: str, plan, schema, step: int, buckets: int, compiled: Compiled,
+def _after(step: int, chains: list, sets: list) -> int:
+    """The first step id after ``step`` and the steps of ``chains`` and ``sets``."""
+    return max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+
+
+def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
                   chains: list, sets: list):
-    """A bound view (or one input of its set operations) as steps numbered from ``step``."""
+    """A bound view (or one input of its set operations) as steps numbered from ``step``;
+    its chains and set steps are appended to ``chains`` and ``sets``."""
     if isinstance(plan, Block):
-        chain = _compile_view(name, plan, schema, step)
+        chain = _compile_view(name, plan, step)
         chain.buckets, chain.hidden = buckets, True
         chain.offset = max((compiled.roots[a.relation].ready for a in plan.atoms
                             if a.relation in compiled.roots), default=0)
         chains.append(chain)
         return chain
-    left = _compile_plan(f"{name}.left", plan.left, schema, step, buckets, compiled, chains,
-                         sets)
-    step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
-    right = _compile_plan(f"{name}.right", plan.right, schema, step, buckets, compiled, chains,
-                          sets)
-    step = max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+    left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, sets)
+    right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, sets), buckets,
+                          compiled, chains, sets)
+    step = _after(step, chains, sets)
     node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
                    max(left.ready, right.ready), buckets, hidden=True)
     left.readers.append((node, LEFT))
@@ -326,7 +330,7 @@ def _describe(root) -> str:
     return " -> ".join(parts)
 
 
-def _compile_view(name: str, block: Block, schema, step: int) -> CompiledView:
+def _compile_view(name: str, block: Block, step: int) -> CompiledView:
     """One SELECT block's chain of steps, numbered from ``step``."""
     order = _join_order(block)
     analysis = analyse_joins(block)
