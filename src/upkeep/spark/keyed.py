@@ -1,14 +1,14 @@
 """Views kept in Spark's own keyed state: a view compiles to a chain of keyed steps.
 
-Instead of a whole local engine per shard, a view that is one SELECT block over base tables,
-its tables joined by equalities (a connected join graph), becomes a left-deep chain of
+Instead of a whole local engine per shard, a view that is one SELECT block over base tables
+and other keyed views (or a set operation of such blocks) becomes a left-deep chain of
 stateful steps, each a group of Spark's ``transformWithState`` (the Row API) keyed by a join
 value or a group key (the variables of ``dynamic-yannakakis-iedyn.txt`` section 2), hashed
 into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
 
 * a **table step** per base table, keyed by the row's PRIMARY KEY (or the whole row):
-  Spark-managed state holds every table's rows there as a log of Z-set weights (the
-  tables' state of record: ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting
+  Spark-managed state holds every table's rows there, with their counts, one ``MapState``
+  entry per key (the tables' state of record: ``DELETE/UPDATE ... WHERE`` read it, :mod:`.dml`), so deleting
   a row that is not present and a duplicate key reject the micro-batch, as on the local
   engine;
 * a **join step** per further atom, keyed by the equality values between the atoms joined
@@ -28,8 +28,8 @@ filters) into each view's first step, all at level 0; a view's ``j``-th join ste
 other keyed views has its levels shifted past the levels where they emit rows, and their
 changed rows enter its steps as a table's changes do (:func:`emit`).  A table step
 that rejects a row fails the whole micro-batch, so nothing the row reached is committed.
-Every view's steps of one level share one stateful operator keyed by ``(step, key)``, and
-Spark repartitions by that key between levels, so a micro-batch reads and writes only the
+Every view's steps of one level share one stateful operator grouped by ``(step, group)``
+(:func:`record`), and Spark repartitions by it between levels, so a micro-batch reads and writes only the
 state of the keys its changes touch.  Rows that go to a later level, and view deltas,
 pass through the levels in between unchanged.  Compiled expressions are rebuilt on each
 executor from the view's SQL (:func:`compile_views`), the same code the local engine runs.
@@ -208,6 +208,9 @@ class SetStep:
     hidden: bool = False
     readers: list = field(default_factory=list)
 
+    def bucket(self, values: tuple) -> int:
+        return key_hash(values) % self.buckets
+
     @property
     def passes(self) -> bool:
         return self.kind == "union" and not self.distinct
@@ -228,7 +231,7 @@ class SetStep:
         """A change of an input's row: its set step, or (UNION ALL) straight on."""
         if self.passes:
             return emit(self, row, w)
-        return [record(self.step, key_hash(row) % self.buckets, side,
+        return [record(self.step, self.bucket(row), side,
                        pickle.dumps(row, protocol=5), w, join=False)]
 
 
