@@ -15,6 +15,10 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   so far and the next one; it keeps both sides' rows of its key as logs of Z-set weights
   (``ListState``: appended to without reading, compacted when read half cancelled) and
   emits ``dL x (R + dR) + L x dR`` (deletes included), matching exact join values;
+* a **subquery step** per ``[NOT] EXISTS`` / ``IN`` conjunct after the joins, keyed by
+  the correlated values: a semijoin (anti-join) of the joined rows with the subquery's
+  relation, whose key values it counts; a row moves only when its key's count crosses
+  zero (:class:`SubqueryStep`);
 * an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
   row with weight -1 and the new one with +1; or a **distinct step** keyed by the row;
@@ -24,7 +28,8 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
 
 Steps run in levels: a change goes at once to its table step and (past its table's
 filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
-``j - 1`` and its aggregate / distinct step the level after its last join.  A view over
+``j - 1``, its subquery steps the levels after its last join, its aggregate / distinct step
+the level after those.  A view over
 other keyed views has its levels shifted past the levels where they emit rows, and their
 changed rows enter its steps as a table's changes do (:func:`emit`).  A table step
 that rejects a row fails the whole micro-batch, so nothing the row reached is committed.
@@ -93,11 +98,9 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
     if isinstance(block, SetOperation):
         return (keyable(block.left, tables, keyed_views)
                 or keyable(block.right, tables, keyed_views))
-    if block.subqueries:
-        return "a subquery"
-    for a in block.atoms:
-        if a.relation not in tables and a.relation not in keyed_views:
-            return f"it reads view {a.relation}, which is not in keyed state"
+    for relation in [a.relation for a in block.atoms] + [s.relation for s in block.subqueries]:
+        if relation not in tables and relation not in keyed_views:
+            return f"it reads view {relation}, which is not in keyed state"
     if block.distinct and block.is_aggregate:
         return "DISTINCT over an aggregate"
     return None
@@ -153,7 +156,8 @@ class CompiledView:
     block: Block
     order: list[int]
     first_step: int  # the id of its join step 1 (join step j is first_step + j - 1)
-    final_step: int  # its aggregate / distinct step (unused for "project")
+    final_step: int  # its aggregate / distinct step (unused for "project"); its
+    # subquery steps come just before it
     kind: str  # "project", "aggregate" or "distinct"
     local: list  # per atom: conditions on it alone
     left_keys: list  # per join step j (1-based): wide row -> key values on the prefix side
@@ -168,11 +172,13 @@ class CompiledView:
     offset: int = 0  # the level of its first join step (after the views it reads)
     readers: list = field(default_factory=list)  # (keyed view, atom) or (set step, side)
     hidden: bool = False  # an input of a set operation: its rows go only to its readers
+    subqueries: list = field(default_factory=list)  # its SubqueryStep per EXISTS / IN
 
     @property
     def ready(self) -> int:
         """The first level its rows can reach (they are emitted the level before)."""
-        return self.offset + len(self.order) - (1 if self.kind == "project" else 0)
+        return (self.offset + len(self.order) + len(self.subqueries)
+                - (1 if self.kind == "project" else 0))
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -190,6 +196,37 @@ class CompiledView:
         a = self.block.atoms[atom]
         lo, hi = a.offset, a.offset + len(a.columns)
         return left[:lo] + right[lo:hi] + left[hi:]
+
+
+@dataclass
+class SubqueryStep:
+    """A ``[NOT] EXISTS`` / ``IN`` conjunct of a keyed view (``plan.SubqueryFilter``): a
+    semijoin (``negated``: an anti-join) of the view's joined rows with the subquery's
+    relation, keyed by the correlated key values.  Its left log holds the joined rows, its
+    right log the relation's key values (past the subquery's own filters) with counts; a
+    joined row passes while its key has a right row (anti-join: has none), so a right
+    change moves only the rows of a key whose count crosses zero.  A key with a NULL
+    matches nothing, as for ``=``."""
+
+    view: CompiledView = field(repr=False, compare=False)
+    index: int  # its place among the view's subquery steps
+    step: int
+    negated: bool
+    relation: str
+    outer_key: object  # wide row -> key values
+    inner_key: object  # relation's row -> key values
+    local: list  # conditions on the relation's row alone
+    key_names: str  # the view's key columns, for EXPLAIN
+
+    def enter(self, row: tuple, w: int, side: int) -> list[tuple]:
+        """A change of the relation's row: its key values to this step's right log."""
+        if not all(f(row) is True for f in self.local):
+            return []
+        key = self.inner_key(row)
+        if None in key:
+            return []
+        return [record(self.step, self.view.bucket(key), RIGHT, pickle.dumps(key, protocol=5),
+                       w, join=True)]
 
 
 @dataclass
@@ -279,6 +316,9 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
             for i, atom in enumerate(chain.block.atoms):
                 if atom.relation in compiled.roots:
                     compiled.roots[atom.relation].readers.append((chain, i))
+            for sub in chain.subqueries:
+                if sub.relation in compiled.roots:
+                    compiled.roots[sub.relation].readers.append((sub, RIGHT))
         step = _after(step, chains, sets)
         compiled.roots[name] = root
         compiled.chains += chains
@@ -299,8 +339,9 @@ def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
     if isinstance(plan, Block):
         chain = _compile_view(name, plan, step)
         chain.buckets, chain.hidden = buckets, True
-        chain.offset = max((compiled.roots[a.relation].ready for a in plan.atoms
-                            if a.relation in compiled.roots), default=0)
+        reads = [a.relation for a in plan.atoms] + [s.relation for s in plan.subqueries]
+        chain.offset = max((compiled.roots[r].ready for r in reads if r in compiled.roots),
+                           default=0)
         chains.append(chain)
         return chain
     left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, sets)
@@ -328,8 +369,14 @@ def _describe(root) -> str:
         key = ", ".join(root.key_names[j])
         parts.append(f"join {atom.relation} by ({key}) (level {base + j})" if key else
                      f"cross product with {atom.relation}, one key (level {base + j})")
+    for sub in root.subqueries:
+        kind = "anti-join" if sub.negated else "semijoin"
+        how = f" by ({sub.key_names})" if sub.key_names else ", one key"
+        parts.append(f"{kind} with {sub.relation}{how} "
+                     f"(level {base + len(root.order) + sub.index})")
     if root.kind != "project":
-        parts.append(f"{root.kind} by group key (level {base + len(root.order)})")
+        parts.append(f"{root.kind} by group key "
+                     f"(level {base + len(root.order) + len(root.subqueries)})")
     return " -> ".join(parts)
 
 
@@ -357,8 +404,16 @@ def _compile_view(name: str, block: Block, step: int) -> CompiledView:
         key_names.append([names[q] for q in rslots])
     residual = [compiler.compile_condition(c).fn for c in analysis.residual]
     kind = "aggregate" if block.is_aggregate else "distinct" if block.distinct else "project"
-    view = CompiledView(name, block, order, step, step + len(order) - 1, kind, local,
-                        left_keys, right_keys, key_names, residual)
+    subs = block.subqueries
+    view = CompiledView(name, block, order, step, step + len(order) - 1 + len(subs), kind,
+                        local, left_keys, right_keys, key_names, residual)
+    for i, sub in enumerate(subs):
+        inner = ExpressionCompiler(sub.inner_scope)
+        view.subqueries.append(SubqueryStep(
+            view, i, step + len(order) - 1 + i, sub.negated, sub.relation,
+            _getter(tuple(block.scope.resolve(c).slot for c in sub.outer_keys)),
+            _getter(tuple(sub.inner_keys)), [inner.compile(c).fn for c in sub.local],
+            ", ".join(c.sql() for c in sub.outer_keys)))
     if kind == "aggregate":
         keys = [compiler.compile(g) for g in block.group_by]
         view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
@@ -416,20 +471,20 @@ def route_changes(layout: KeyedLayout, catalog: dict, views: list[CompiledView],
     its atom's filters, into every view that reads it.  Both go at once: a row the table
     step rejects fails the whole micro-batch, so nothing it reached is committed."""
     index = {t: i for i, t in enumerate(layout.tables)}
-    readers: dict[str, list[tuple[CompiledView, int]]] = {}
+    readers: dict[str, list[tuple]] = {}
     for v in views:
         for i, atom in enumerate(v.block.atoms):
             readers.setdefault(atom.relation, []).append((v, i))
+        for sub in v.subqueries:
+            readers.setdefault(sub.relation, []).append((sub, RIGHT))
     out = []
     try:
         for table, row, weight in changes:
             i = index[table]
             out.append(record(i, table_key(catalog, i, row, layout.buckets), LEFT,
                               pickle.dumps(row, protocol=5), weight, join=False))
-            for view, atom in readers.get(table, ()):
-                wide = view.atom_row(atom, row)
-                if all(f(wide) is True for f in view.local[atom]):
-                    out += enter(view, atom, wide, weight)
+            for reader, slot in readers.get(table, ()):
+                out += reach(reader, slot, row, weight)
     except Error as exc:
         raise BatchRejected(exc.to_record()) from None
     return out
@@ -448,9 +503,19 @@ def enter(view: CompiledView, atom: int, wide: tuple, w: int) -> list[tuple]:
 
 
 def joined(view: CompiledView, wide: tuple, w: int) -> list[tuple]:
-    """A row of the whole join: residual conditions, then the view's last step."""
+    """A row of the whole join: residual conditions, then its subquery steps (if any)."""
     if not all(f(wide) is True for f in view.residual):
         return []
+    return filtered(view, wide, w, 0)
+
+
+def filtered(view: CompiledView, wide: tuple, w: int, passed: int) -> list[tuple]:
+    """A joined row past the first ``passed`` subquery steps: the next one, else the
+    view's last step."""
+    if passed < len(view.subqueries):
+        sub = view.subqueries[passed]
+        return [record(sub.step, view.bucket(sub.outer_key(wide)), LEFT,
+                       pickle.dumps(wide, protocol=5), w, join=True)]
     if view.kind == "aggregate":
         return [record(view.final_step, view.bucket(view.group_key(wide)), LEFT,
                        pickle.dumps(wide, protocol=5), w, join=False)]
@@ -467,13 +532,19 @@ def emit(source: CompiledView | SetStep, row: tuple, w: int) -> list[tuple]:
     enters its readers, and into the set operation it is an input of."""
     out = [] if source.hidden else [_output(source.name, row, w)]
     for reader, slot in source.readers:
-        if isinstance(reader, SetStep):
-            out += reader.enter(row, w, slot)
-            continue
-        wide = reader.atom_row(slot, row)
-        if all(f(wide) is True for f in reader.local[slot]):
-            out += enter(reader, slot, wide, w)
+        out += reach(reader, slot, row, w)
     return out
+
+
+def reach(reader, slot: int, row: tuple, w: int) -> list[tuple]:
+    """A changed row of a table or view into one step reading it: a view's atom ``slot``
+    (past that atom's filters), a set step's side, or a subquery step's right side."""
+    if isinstance(reader, (SetStep, SubqueryStep)):
+        return reader.enter(row, w, slot)
+    wide = reader.atom_row(slot, row)
+    if all(f(wide) is True for f in reader.local[slot]):
+        return enter(reader, slot, wide, w)
+    return []
 
 
 def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
@@ -510,11 +581,11 @@ class KeyedStep(StatefulProcessor):
     def compile(self) -> None:
         """Each step's chain and place in it, or its set step (compiled once per process)."""
         compiled = compile_views(self.layout, self.frozen)
-        for v in compiled.chains:
-            for j in range(1, len(v.order)):
+        for v in compiled.chains:  # j: join steps, then subquery steps, then the last
+            for j in range(1, len(v.order) + len(v.subqueries)):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
-                self.by_step[v.final_step] = (v, len(v.order))
+                self.by_step[v.final_step] = (v, len(v.order) + len(v.subqueries))
         for node in compiled.sets:
             self.by_step[node.step] = (node, 0)
 
@@ -571,6 +642,8 @@ class KeyedStep(StatefulProcessor):
                 sides[int(side)][bytes(row)] += int(weight)
         if j < len(view.order):
             return self._join(view, j, sides[LEFT], sides[RIGHT])
+        if j < len(view.order) + len(view.subqueries):
+            return self._semi(view.subqueries[j - len(view.order)], sides[LEFT], sides[RIGHT])
         delta = {r: w for r, w in sides[LEFT].items() if w}
         if view.kind == "aggregate":
             return self._aggregate(view, key, delta)
@@ -647,6 +720,36 @@ class KeyedStep(StatefulProcessor):
         emit(old_left, d_right)
         self._store(LEFT, d_left, old_left if d_right else None, left_length)
         self._store(RIGHT, d_right, old_right if d_left else None, right_length)
+        return out
+
+    # -- subquery step: joined rows pass while their key has a right row (or, negated, none)
+    def _semi(self, sub: SubqueryStep, d_left: Counter, d_right: Counter) -> list[tuple]:
+        d_left = {r: w for r, w in d_left.items() if w}
+        d_right = {r: w for r, w in d_right.items() if w}
+        held, right_length = self._side(RIGHT)  # the keys' counts: read on any change
+        before: Counter = Counter()
+        for kb, n in held.items():
+            before[pickle.loads(kb)] += n
+        after = Counter(before)
+        for kb, w in d_right.items():
+            after[pickle.loads(kb)] += w
+        flipped = {k: after[k] > 0 for k in {pickle.loads(kb) for kb in d_right}
+                   if (before[k] > 0) != (after[k] > 0)}
+        out: list[tuple] = []
+        old_left, left_length = self._side(LEFT) if flipped else ({}, 0)
+        for lb, lw in old_left.items():  # rows of a key whose count crossed zero
+            wide = pickle.loads(lb)
+            now = flipped.get(sub.outer_key(wide))
+            if now is not None:
+                sign = 1 if now != sub.negated else -1
+                out += filtered(sub.view, wide, sign * lw, sub.index + 1)
+        for lb, lw in d_left.items():  # new rows against the new counts
+            wide = pickle.loads(lb)
+            key = sub.outer_key(wide)
+            if (None not in key and after[key] > 0) != sub.negated:
+                out += filtered(sub.view, wide, lw, sub.index + 1)
+        self._store(LEFT, d_left, old_left if flipped else None, left_length)
+        self._store(RIGHT, d_right, held, right_length)
         return out
 
     def _side(self, side: int) -> tuple[dict[bytes, int], int]:
