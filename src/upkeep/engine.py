@@ -252,8 +252,9 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     partitions in this process, counting tuples and bytes shipped between them).
 
     Spark engine (docs/spark.md): ``spark`` (a SparkSession) or ``master`` (default
-    ``local[2]``), ``shards`` (partitions per view); ``database`` is the working directory
-    of change files and checkpoints.
+    ``local[2]``), ``shards`` (partitions per view), ``state`` ("shards" or "keyed"),
+    ``commit_window`` (seconds a group commit waits for more threads' statements, default
+    0); ``database`` is the working directory of change files and checkpoints.
     """
     target = ENGINES.get(engine)
     if target is None:

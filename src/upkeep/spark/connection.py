@@ -13,6 +13,11 @@ Rows of tables declared ``WITH (ttl_seconds = N)`` expire as on the local engine
 (``expiry.py``): the driver keeps their timers and commits the due rows as a delete batch
 before every change and read.  Each change file is named with its commit time, so a
 connection opened on an existing directory gets the timers back from the files.
+
+A connection may be shared by threads: autocommitted statements (and transactions, which
+belong to the thread that opened them) committed close together by several threads share
+one micro-batch and change file, each still atomic (:mod:`.group_commit`; ``commit_window``
+seconds to wait for more, default 0).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -59,11 +65,13 @@ from .codec import decode_deltas
 from .dml import committed_matches, predicate, where_sql
 from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
+from .group_commit import GroupCommit
 from .keyed import bulk_build
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, keyed_load_records, make_plan
 from .session import spark_session
 
+T = TypeVar("T")
 STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
 CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t
 
@@ -72,15 +80,18 @@ def open_spark(database: str | os.PathLike | None = ":memory:", *,
                spark: SparkSession | None = None, master: str | None = None,
                shards: int | None = None, bdd_ordering: str = "sifting",
                clock: Callable[[], float] | None = None,
-               state: str = "shards") -> SparkConnection:
+               state: str = "shards", commit_window: float = 0.0) -> SparkConnection:
     """``upkeep.connect(engine="spark")``: see :func:`upkeep.engine.connect`."""
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
     if state not in STATES:
         raise UnsupportedError(f"unknown state {state!r}; choose one of {STATES}")
+    if not isinstance(commit_window, (int, float)) or not 0 <= commit_window <= 60:
+        raise UnsupportedError(f"commit_window must be 0 to 60 seconds, not {commit_window!r}")
     directory = None if database in (":memory:", "", None) else database
     return SparkConnection(spark=spark, master=master, directory=directory, shards=shards,
-                           clock=clock, bdd_ordering=bdd_ordering, state=state)
+                           clock=clock, bdd_ordering=bdd_ordering, state=state,
+                           commit_window=float(commit_window))
 
 
 class SparkViewHandle(ViewHandle):
@@ -92,10 +103,10 @@ class SparkViewHandle(ViewHandle):
         self._db = db
 
     def rows(self) -> list[tuple]:
-        return list(self._db._current(self.name).elements())
+        return self._db._read(self.name, lambda rows: list(rows.elements()))
 
     def count(self, row: tuple) -> int:
-        return self._db._current(self.name)[tuple(row)]
+        return self._db._read(self.name, lambda rows: rows[tuple(row)])
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(changes)`` after every micro-batch that changes the view."""
@@ -138,7 +149,7 @@ class SparkConnection(Engine):
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
                  clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting",
-                 state: str = "shards"):
+                 state: str = "shards", commit_window: float = 0.0):
         self.spark = spark or spark_session(master or "local[2]")
         self.state = state
         self._own_dir = directory is None
@@ -148,7 +159,7 @@ class SparkConnection(Engine):
         self.loads = self.directory / "loads"  # <table>/<n>: the rows of each db.load
         self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
         self._catalog = LocalCatalog(bdd_ordering)  # checks and plans the SQL; holds no rows
-        self._pending: list[tuple[str, tuple, int]] | None = None  # an open transaction
+        self._thread = threading.local()  # per thread: its open transaction (``_pending``)
         self._contents: dict[str, Counter] = {}
         self._subscribers: dict[str, list[Subscriber]] = {}
         self._query = None
@@ -162,7 +173,18 @@ class SparkConnection(Engine):
                                     for p in self.directory.glob("checkpoint-[0-9]*")), default=-1)
         self._last_batch = -1
         self._sequence = itertools.count(len(list(self.changes.iterdir())) + 1)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the driver's copies of the views
+        self._writes = threading.RLock()  # the streaming query: one user of it at a time
+        self._group = GroupCommit(self._commit_group, commit_window)
+
+    @property
+    def _pending(self) -> list[tuple[str, tuple, int]] | None:
+        """The calling thread's open transaction's changes (None: none open)."""
+        return getattr(self._thread, "pending", None)
+
+    @_pending.setter
+    def _pending(self, staged: list[tuple[str, tuple, int]] | None) -> None:
+        self._thread.pending = staged
 
     # ------------------------------------------------------------ statements
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
@@ -178,11 +200,12 @@ class SparkConnection(Engine):
         if isinstance(stmt, (exp.Create, exp.Drop)):
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
-            self._catalog.execute_ddl(stmt)
-            if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
-                shutil.rmtree(self.loads / stmt.this.name.lower(), ignore_errors=True)
-            self._catalog_changed()
-            self._keep_timers()
+            with self._writes:
+                self._catalog.execute_ddl(stmt)
+                if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
+                    shutil.rmtree(self.loads / stmt.this.name.lower(), ignore_errors=True)
+                self._catalog_changed()
+                self._keep_timers()
             return Cursor()
         if is_query(stmt):
             return self._query_views(stmt)
@@ -207,35 +230,36 @@ class SparkConnection(Engine):
         compiler = ExpressionCompiler(table_scope(table.name, columns))
         sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn)
                 for a in (stmt.expressions if verb == "UPDATE" else [])]
-        self.expire()
-        self._sync()
-        checkpoint = self._checkpoint()
-        hits: Counter = Counter()
-        if any((checkpoint / "commits").glob("[0-9]*")):
-            step = self._plan_now().keyed.tables.index(table.name)
-            hits = committed_matches(self.spark, str(checkpoint), step, table.name, columns,
-                                     condition)
-        for name, row, weight in self._pending or []:
-            if name == table.name and test(row) is True:
-                hits[row] += weight
-        delta: Counter = Counter()
-        for i, (row, w) in enumerate((r, w) for r, w in hits.items() if w > 0):
-            delta[row] -= w
-            if sets:
-                new = list(row)
-                for col, fn in sets:
-                    try:
-                        new[col] = coerce_value(fn(row), columns[col][1])
-                    except ValueError as exc:
-                        raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
-                                          f"{exc}", row, i) from None
-                delta[tuple(new)] += w
-        staged = [(table.name, row, 1 if w > 0 else -1)
-                  for row, w in delta.items() for _ in range(abs(w))]
-        if self._pending is not None:
-            self._pending.extend(staged)
-        elif staged:
-            self._commit(staged)
+        with self._writes:  # the rows read are the rows changed
+            self.expire()
+            self._sync()
+            checkpoint = self._checkpoint()
+            hits: Counter = Counter()
+            if any((checkpoint / "commits").glob("[0-9]*")):
+                step = self._plan_now().keyed.tables.index(table.name)
+                hits = committed_matches(self.spark, str(checkpoint), step, table.name, columns,
+                                         condition)
+            for name, row, weight in self._pending or []:
+                if name == table.name and test(row) is True:
+                    hits[row] += weight
+            delta: Counter = Counter()
+            for i, (row, w) in enumerate((r, w) for r, w in hits.items() if w > 0):
+                delta[row] -= w
+                if sets:
+                    new = list(row)
+                    for col, fn in sets:
+                        try:
+                            new[col] = coerce_value(fn(row), columns[col][1])
+                        except ValueError as exc:
+                            raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
+                                              f"{exc}", row, i) from None
+                    delta[tuple(new)] += w
+            staged = [(table.name, row, 1 if w > 0 else -1)
+                      for row, w in delta.items() for _ in range(abs(w))]
+            if self._pending is not None:
+                self._pending.extend(staged)
+            elif staged:  # read and written under one hold of the query: no lost update
+                self._commit_now([staged])
         return Cursor(rowcount=sum(w for w in hits.values() if w > 0))
 
     def _query_views(self, stmt: exp.Expression) -> Cursor:
@@ -249,7 +273,7 @@ class SparkConnection(Engine):
                                        f"driver holds views' rows, not tables'")
 
         def contents(name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
-            return self.schema_of(name), list(self._current(name).elements())
+            return self.schema_of(name), self._read(name, lambda rows: list(rows.elements()))
 
         columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents)
         return Cursor(columns, rows)
@@ -258,8 +282,9 @@ class SparkConnection(Engine):
     def create_view(self, name: str, sql: str, strategy: str | None = None) -> SparkViewHandle:
         if self.in_transaction():
             raise UnsupportedError("CREATE VIEW inside a transaction")
-        self._catalog.define_view(name.lower(), parse_one(sql), strategy)
-        self._catalog_changed()
+        with self._writes:
+            self._catalog.define_view(name.lower(), parse_one(sql), strategy)
+            self._catalog_changed()
         return SparkViewHandle(self, name.lower())
 
     def view(self, name: str) -> SparkViewHandle:
@@ -429,12 +454,37 @@ class SparkConnection(Engine):
             self._commit(staged)
 
     def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
+        """An autocommitted statement or a transaction, in the next group of commits."""
+        self._group.submit(staged)
+
+    def _commit_group(self, units: list[list[tuple[str, tuple, int]]]
+                      ) -> list[Error | None]:
+        """The leader's group commit (:class:`GroupCommit`): each unit's error or None."""
+        with self._writes:
+            return self._commit_now(units, raise_single=False)
+
+    def _commit_now(self, units: list[list[tuple[str, tuple, int]]], *,
+                    raise_single: bool = True) -> list[Error | None]:
+        """Commit ``units`` as one micro-batch after the due expiries; if it is rejected,
+        each unit alone, so only the bad ones fail.  One unit's error is raised (unless
+        ``raise_single`` is false); with several, each unit's error or None is returned."""
         self.expire()
         now = self._clock()
-        self._commit_at(staged, now)
-        for table, delta in net_by_table(staged).items():
-            if table in self._expiry:
-                self._expiry[table].committed(delta, now)
+        try:
+            self._commit_at([c for unit in units for c in unit], now)
+            errors: list[Error | None] = [None] * len(units)
+        except Error as exc:
+            if len(units) == 1:
+                if raise_single:
+                    raise
+                return [exc]
+            errors = [self._commit_now([unit], raise_single=False)[0] for unit in units]
+            return errors
+        for unit in units:
+            for table, delta in net_by_table(unit).items():
+                if table in self._expiry:
+                    self._expiry[table].committed(delta, now)
+        return errors
 
     def _commit_at(self, staged: list[tuple[str, tuple, int]], now: float) -> None:
         lines = [dumps({"table": table, "op": "insert" if weight > 0 else "delete",
@@ -450,6 +500,11 @@ class SparkConnection(Engine):
         and read (as on the local engine)."""
         if self._pending is not None:
             return 0
+        with self._writes:
+            return self._expire_now()
+
+    def _expire_now(self) -> int:
+        """Commit the due rows' deletes now (the caller holds the query)."""
         now = self._clock()
         deltas, consumed = due_changes(self._expiry, now)
         staged = [(name, row, -1) for name, delta in deltas.items()
@@ -541,23 +596,27 @@ class SparkConnection(Engine):
         self._apply_changes(changes)
 
     def _stop_query(self) -> None:
-        if self._query is not None:
-            try:
-                self._query.stop()
-            finally:
-                self._query = None
+        with self._writes:
+            if self._query is not None:
+                try:
+                    self._query.stop()
+                finally:
+                    self._query = None
 
-    def _current(self, view: str) -> Counter:
-        """The driver's copy of ``view``, after every committed change and expiry."""
+    def _read(self, view: str, read: Callable[[Counter], T]) -> T:
+        """``read`` of the driver's copy of ``view``, after every committed change and
+        expiry (under the copies' lock: another thread's batch may be landing)."""
         self._catalog.runtime(view)
         self.expire()
         self._sync()
-        return self._contents[view.lower()]
+        with self._lock:
+            return read(self._contents[view.lower()])
 
     def _sync(self) -> None:
-        if self._query is None:
-            self._start()
-        self._query.processAllAvailable()
+        with self._writes:
+            if self._query is None:
+                self._start()
+            self._query.processAllAvailable()
 
     def _run(self, path: Path) -> None:
         try:
