@@ -168,6 +168,20 @@ class GroupState:
                 else:
                     del counts[v]
 
+    def merge(self, other: GroupState) -> None:
+        """Add another state of the same aggregates (a partial aggregate of more rows)."""
+        self.rows += other.rows
+        for mine, theirs in zip(self.channels, other.channels, strict=True):
+            mine[0] += theirs[0]
+            mine[1] += theirs[1]
+        for counts, more in zip(self.values, other.values, strict=True):
+            for v, c in (more or {}).items():
+                n = counts.get(v, 0) + c
+                if n:
+                    counts[v] = n
+                else:
+                    del counts[v]
+
     def result(self, aggs: list[AggregateSpec]) -> tuple:
         out = []
         for i, a in enumerate(aggs):

@@ -46,7 +46,7 @@ import pickle
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import pandas as pd
 from pyspark.sql import DataFrame, Row
@@ -64,6 +64,7 @@ from .errors import BatchRejected
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
 OUTPUT_STEP = -1  # a view delta on its way out: row = pickle((view, encoded row))
 LEFT, RIGHT = 0, 1
+PARTIAL = 2  # a side: a partial aggregate ``(group key, GroupState)`` for an aggregate step
 MASK = 0x7FFFFFFFFFFFFFFF
 
 
@@ -281,6 +282,11 @@ class Compiled:
     chains: list[CompiledView] = field(default_factory=list)
     sets: list[SetStep] = field(default_factory=list)
     levels: int = 1
+
+    @cached_property
+    def finals(self) -> dict[int, CompiledView]:
+        """The aggregate steps, by step id (for :func:`partial_aggregates`)."""
+        return {v.final_step: v for v in self.chains if v.kind == "aggregate"}
 
 
 @lru_cache(maxsize=8)
@@ -547,6 +553,35 @@ def reach(reader, slot: int, row: tuple, w: int) -> list[tuple]:
     return []
 
 
+def partial_aggregates(records: list[tuple], finals: dict[int, CompiledView]) -> list[tuple]:
+    """The first phase of a two-phase aggregate: the rows a task sends to an aggregate
+    step, folded per group into one partial :class:`GroupState` record (a group with one
+    row keeps its row), so a hot group (a dimension attribute, a global aggregate) costs
+    the keyed final step one record per task instead of one per row."""
+    if not finals:
+        return records
+    out: list[tuple] = []
+    groups: dict[tuple, list] = {}  # (step, group key) -> [first record, its row, state]
+    for r in records:
+        view = finals.get(r[0])
+        if view is None or r[3] != LEFT or not r[4]:
+            out.append(r)
+            continue
+        wide = pickle.loads(r[4])
+        entry = groups.get((r[0], view.group_key(wide)))
+        if entry is None:
+            groups[(r[0], view.group_key(wide))] = [r, wide, None]
+            continue
+        if entry[2] is None:
+            entry[2] = GroupState(view.aggs)
+            entry[2].add(view.aggs, entry[1], entry[0][5])
+        entry[2].add(view.aggs, wide, r[5])
+    for (step, g), (first, _, state) in groups.items():
+        out.append(first if state is None else
+                   (step, first[1], first[2], PARTIAL, pickle.dumps((g, state), protocol=5), 1))
+    return out
+
+
 def start_records(layout: KeyedLayout, frozen: str) -> list[tuple]:
     """The fresh query's first records: a global aggregate's row exists before any input
     (COUNT(*) = 0), so its aggregate step is woken once with no rows."""
@@ -571,6 +606,7 @@ class KeyedStep(StatefulProcessor):
         self.catalog = catalog
         self.level = level
         self.by_step: dict[int, tuple[CompiledView, int]] = {}
+        self.finals: dict[int, CompiledView] = {}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.compile()
@@ -581,6 +617,7 @@ class KeyedStep(StatefulProcessor):
     def compile(self) -> None:
         """Each step's chain and place in it, or its set step (compiled once per process)."""
         compiled = compile_views(self.layout, self.frozen)
+        self.finals = compiled.finals
         for v in compiled.chains:  # j: join steps, then subquery steps, then the last
             for j in range(1, len(v.order) + len(v.subqueries)):
                 self.by_step[v.first_step + j - 1] = (v, j)
@@ -626,7 +663,7 @@ class KeyedStep(StatefulProcessor):
             out = [o for k, columns in keys.items() for o in self._step(step, k, columns)]
         except Error as exc:
             raise BatchRejected(exc.to_record()) from None
-        for r in out:
+        for r in partial_aggregates(out, self.finals):
             yield Row(step=r[0], group=r[1], key=r[2], side=r[3], row=r[4], weight=r[5])
 
     def _step(self, step: int, key: int, frame: dict[str, list]) -> list[tuple]:
@@ -636,9 +673,12 @@ class KeyedStep(StatefulProcessor):
         if isinstance(view, SetStep):
             return self._set(view, key, frame)
         sides = [Counter(), Counter()]
+        partials = []
         for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
                                      strict=True):
-            if row:
+            if side == PARTIAL:
+                partials.append(bytes(row))
+            elif row:
                 sides[int(side)][bytes(row)] += int(weight)
         if j < len(view.order):
             return self._join(view, j, sides[LEFT], sides[RIGHT])
@@ -646,7 +686,7 @@ class KeyedStep(StatefulProcessor):
             return self._semi(view.subqueries[j - len(view.order)], sides[LEFT], sides[RIGHT])
         delta = {r: w for r, w in sides[LEFT].items() if w}
         if view.kind == "aggregate":
-            return self._aggregate(view, key, delta)
+            return self._aggregate(view, key, delta, partials)
         return self._distinct(view, key, delta)
 
     def _load(self, key: int):
@@ -786,7 +826,10 @@ class KeyedStep(StatefulProcessor):
         return joined(view, merged, w)
 
     # -- aggregate step: per group key, GroupState and the output row
-    def _aggregate(self, view: CompiledView, key: int, delta: dict[bytes, int]) -> list[tuple]:
+    def _aggregate(self, view: CompiledView, key: int, delta: dict[bytes, int],
+                   partials: list[bytes]) -> list[tuple]:
+        """The final phase: rows and partial states (:func:`partial_aggregates`) into
+        their groups' states; each touched group's old row out, its new row in."""
         held = self._load(key)
         fresh = held is None
         groups: dict[tuple, list] = {} if fresh else held
@@ -801,6 +844,13 @@ class KeyedStep(StatefulProcessor):
             if entry is None:
                 entry = groups[g] = [GroupState(view.aggs), None]
             entry[0].add(view.aggs, wide, w)
+            touched.add(g)
+        for pb in partials:
+            g, part = pickle.loads(pb)
+            entry = groups.get(g)
+            if entry is None:
+                entry = groups[g] = [GroupState(view.aggs), None]
+            entry[0].merge(part)
             touched.add(g)
         if fresh and global_group:
             touched.add(())
@@ -952,9 +1002,10 @@ def build_partition(layout: KeyedLayout, catalog: dict, level: int,
         sides, mapped = [ListInMemory(), ListInMemory()], MapInMemory()
         step.setup(sides, mapped)
         try:
-            out += [(RECORD, *r) for r in step._step(s, k, rows)]
+            produced = step._step(s, k, rows)
         except Error as exc:
             raise BatchRejected(exc.to_record()) from None
+        out += [(RECORD, *r) for r in partial_aggregates(produced, step.finals)]
         for kind, log in ((LEFT_STATE, sides[LEFT]), (RIGHT_STATE, sides[RIGHT])):
             if log.entries:
                 out.append((kind, s, g, k, 0, pickle.dumps(log.entries, protocol=5), 0))

@@ -33,7 +33,14 @@ from ..io.records import Position
 from ..local import from_catalog
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
-from .keyed import KeyedLayout, compile_views, freeze, route_changes, start_records
+from .keyed import (
+    KeyedLayout,
+    compile_views,
+    freeze,
+    partial_aggregates,
+    route_changes,
+    start_records,
+)
 from .routing import Group
 from .shard_client import call
 
@@ -345,7 +352,8 @@ def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
     checked like the local pipeline's, as level-0 records of the keyed steps
     (:func:`upkeep.spark.keyed.route_changes`)."""
     layout, frozen = plan.keyed, freeze(plan.catalog)
-    views = compile_views(layout, frozen).chains
+    compiled = compile_views(layout, frozen)
+    views = compiled.chains
     wanted = set(layout.tables)
     for frame in frames:
         out: list[tuple] = []
@@ -356,6 +364,7 @@ def route_keyed_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]
                 continue
             changes = [c for c in decode_file(plan, name, content) if c[0] in wanted]
             out += route_changes(layout, plan.catalog, views, changes)
+        out = partial_aggregates(out, compiled.finals)
         yield pd.DataFrame(out, columns=["step", "group", "key", "side", "row", "weight"])
 
 
@@ -365,10 +374,11 @@ def keyed_snapshot_records(plan: QueryPlan, table: str, batches: Iterator[pa.Rec
     records of the keyed steps."""
     schema = pa.schema([("step", pa.int32()), ("group", pa.int64()), ("key", pa.int64()),
                         ("side", pa.int32()), ("row", pa.binary()), ("weight", pa.int64())])
-    views = compile_views(plan.keyed, freeze(plan.catalog)).chains
+    compiled = compile_views(plan.keyed, freeze(plan.catalog))
     for batch in batches:
-        records = route_changes(plan.keyed, plan.catalog, views,
-                                [(table, row, 1) for row in coerce_arrow(plan, table, batch)])
+        records = partial_aggregates(route_changes(
+            plan.keyed, plan.catalog, compiled.chains,
+            [(table, row, 1) for row in coerce_arrow(plan, table, batch)]), compiled.finals)
         yield pa.RecordBatch.from_pydict(
             {name: [r[i] for r in records] for i, name in enumerate(schema.names)},
             schema=schema)
