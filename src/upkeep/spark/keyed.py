@@ -21,7 +21,9 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   zero (:class:`SubqueryStep`);
 * an **aggregate step** keyed by the GROUP BY values (per group: counts, exact sums and an
   ordered multiset for MIN/MAX, :class:`upkeep.aggregates.GroupState`), emitting the old
-  row with weight -1 and the new one with +1; or a **distinct step** keyed by the row;
+  row with weight -1 and the new one with +1, in two phases: the tasks that send it rows
+  fold them into one partial state per group (:func:`partial_aggregates`), which it
+  merges; or a **distinct step** keyed by the row;
 * a **set step** per UNION / EXCEPT / INTERSECT (DISTINCT or ALL) of a view's blocks, each
   block its own chain, keyed by the row: each row's multiplicity on either side, the
   output's a function of both (:class:`SetStep`; UNION ALL keeps no state).
