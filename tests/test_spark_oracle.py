@@ -13,7 +13,7 @@ from queries import QUERIES, SCHEMA, ddl
 
 import upkeep
 
-BATCHES = 5
+BATCHES = 4
 
 
 def _supported(q) -> bool:

@@ -67,6 +67,8 @@ KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight lon
 OUTPUT_STEP = -1  # a view delta on its way out: row = pickle((view, encoded row))
 LEFT, RIGHT = 0, 1
 PARTIAL = 2  # a side: a partial aggregate ``(group key, GroupState)`` for an aggregate step
+PACKED = 0  # a log entry's weight: its row is a pickled list of entries (a whole log, one
+# state call; real entries never weigh 0)
 MASK = 0x7FFFFFFFFFFFFFFF
 
 
@@ -799,8 +801,9 @@ class KeyedStep(StatefulProcessor):
         rows: Counter = Counter()
         length = 0
         for row, weight in self.sides[side].get():  # one call: no exists() round trip
-            rows[bytes(row)] += int(weight)
-            length += 1
+            for r, w in _unpacked(row, weight):
+                rows[r] += w
+                length += 1
         return {r: w for r, w in rows.items() if w}, length
 
     def _store(self, side: int, delta: dict[bytes, int], held: dict[bytes, int] | None = None,
@@ -815,7 +818,7 @@ class KeyedStep(StatefulProcessor):
                 rows[r] += w
             kept = [(r, w) for r, w in rows.items() if w]
             if kept:
-                log.put(kept)
+                log.put([(pickle.dumps(kept, protocol=5), PACKED)])
             else:
                 log.clear()
         elif delta:
@@ -915,15 +918,22 @@ class KeyedStep(StatefulProcessor):
     def handleInitialState(self, key, initialState: Row, timerValues) -> None:
         """The bulk build's state of this group (:func:`bulk_build`): a join side's log,
         whole, as one pickled list; or every key's value of the group, as a pickled dict."""
-        kind, value = initialState.kind, pickle.loads(bytes(initialState.row))
+        kind, value = initialState.kind, bytes(initialState.row)
         if kind == VALUES_STATE:
-            for k, v in value.items():
+            for k, v in pickle.loads(value).items():
                 self.values.updateValue((k,), (v,))
-        else:
-            self.sides[kind - LEFT_STATE].put(value)
+        else:  # the log whole, as one packed entry: one state call, no rows to convert
+            self.sides[kind - LEFT_STATE].put([(value, PACKED)])
 
     def close(self) -> None:
         pass
+
+
+def _unpacked(row: bytes, weight: int) -> list[tuple[bytes, int]]:
+    """A log entry's rows and weights: itself, or a packed entry's (:data:`PACKED`)."""
+    if weight != PACKED:
+        return [(bytes(row), int(weight))]
+    return [e for r, w in pickle.loads(row) for e in _unpacked(r, w)]
 
 
 # ---------------------------------------------------------------- bulk build
