@@ -182,8 +182,13 @@ class CompiledView:
     @property
     def ready(self) -> int:
         """The first level its rows can reach (they are emitted the level before)."""
-        return (self.offset + len(self.order) + len(self.subqueries)
-                - (1 if self.kind == "project" else 0))
+        return self.step_level(len(self.order) + len(self.subqueries)) + (
+            0 if self.kind == "project" else 1)
+
+    def step_level(self, j: int) -> int:
+        """The level of its ``j``-th step: join steps ``1 .. len(order) - 1``, then its
+        subquery steps, then its aggregate / distinct step."""
+        return self.offset + j - 1
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -372,21 +377,20 @@ def _describe(root) -> str:
         op = root.kind.upper() + ("" if root.distinct else " ALL")
         inner = f"({_describe(root.inputs[0])}) {op} ({_describe(root.inputs[1])})"
         return inner if root.passes else f"{inner} -> {op.lower()} by row (level {root.level})"
-    base = root.offset - 1
     parts = [root.block.atoms[root.order[0]].relation]
     for j in range(1, len(root.order)):
         atom = root.block.atoms[root.order[j]]
         key = ", ".join(root.key_names[j])
-        parts.append(f"join {atom.relation} by ({key}) (level {base + j})" if key else
-                     f"cross product with {atom.relation}, one key (level {base + j})")
+        parts.append(f"join {atom.relation} by ({key}) (level {root.step_level(j)})" if key else
+                     f"cross product with {atom.relation}, one key (level {root.step_level(j)})")
     for sub in root.subqueries:
         kind = "anti-join" if sub.negated else "semijoin"
         how = f" by ({sub.key_names})" if sub.key_names else ", one key"
         parts.append(f"{kind} with {sub.relation}{how} "
-                     f"(level {base + len(root.order) + sub.index})")
+                     f"(level {root.step_level(len(root.order) + sub.index)})")
     if root.kind != "project":
         parts.append(f"{root.kind} by group key "
-                     f"(level {base + len(root.order) + len(root.subqueries)})")
+                     f"(level {root.step_level(len(root.order) + len(root.subqueries))})")
     return " -> ".join(parts)
 
 
@@ -572,9 +576,10 @@ def partial_aggregates(records: list[tuple], finals: dict[int, CompiledView]) ->
             out.append(r)
             continue
         wide = pickle.loads(r[4])
-        entry = groups.get((r[0], view.group_key(wide)))
+        group = (r[0], view.group_key(wide))
+        entry = groups.get(group)
         if entry is None:
-            groups[(r[0], view.group_key(wide))] = [r, wide, None]
+            groups[group] = [r, wide, None]
             continue
         if entry[2] is None:
             entry[2] = GroupState(view.aggs)
@@ -646,7 +651,7 @@ class KeyedStep(StatefulProcessor):
         if step < len(self.layout.tables):
             return 0
         view, j = self.by_step[step]
-        return view.level if isinstance(view, SetStep) else view.offset + j - 1
+        return view.level if isinstance(view, SetStep) else view.step_level(j)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per group costs far less
@@ -775,10 +780,12 @@ class KeyedStep(StatefulProcessor):
         for kb, n in held.items():
             before[pickle.loads(kb)] += n
         after = Counter(before)
+        changed = set()
         for kb, w in d_right.items():
-            after[pickle.loads(kb)] += w
-        flipped = {k: after[k] > 0 for k in {pickle.loads(kb) for kb in d_right}
-                   if (before[k] > 0) != (after[k] > 0)}
+            k = pickle.loads(kb)
+            after[k] += w
+            changed.add(k)
+        flipped = {k: after[k] > 0 for k in changed if (before[k] > 0) != (after[k] > 0)}
         out: list[tuple] = []
         old_left, left_length = self._side(LEFT) if flipped else ({}, 0)
         for lb, lw in old_left.items():  # rows of a key whose count crossed zero
@@ -801,6 +808,10 @@ class KeyedStep(StatefulProcessor):
         rows: Counter = Counter()
         length = 0
         for row, weight in self.sides[side].get():  # one call: no exists() round trip
+            if weight != PACKED:
+                rows[bytes(row)] += int(weight)
+                length += 1
+                continue
             for r, w in _unpacked(row, weight):
                 rows[r] += w
                 length += 1
