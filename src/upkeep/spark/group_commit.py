@@ -40,7 +40,6 @@ class GroupCommit(Generic[Unit]):
             raise ValueError(f"commit window must be >= 0 seconds, not {window}")
         self.commit = commit
         self.window = window
-        self.groups = 0  # how many groups were committed (for tests and metrics)
         self._queue: list[_Ticket[Unit]] = []
         self._leading = False
         self._changed = threading.Condition()
@@ -78,7 +77,6 @@ class GroupCommit(Generic[Unit]):
                 errors = [exc] * len(group)
             for ticket, error in zip(group, errors, strict=True):
                 ticket.error, ticket.done = error, True
-            self.groups += 1
         finally:
             with self._changed:
                 self._leading = False
