@@ -30,7 +30,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.spark.keyed_bench import VIEWS, _normal
+from bench.spark.keyed_bench import VIEWS, normalized
 from bench.tpch.data import generate, load_table
 from bench.tpch.schema import create_table_sql
 
@@ -97,13 +97,13 @@ def run(spark, scale: float, threads: int, statements: int, window: float | None
         for w in workers:
             w.join()
     seconds = time.perf_counter() - t0
-    got = _normal(db.view("join_agg").rows())
+    got = normalized(db.view("join_agg").rows())
     batches = len(list(changes.glob("changes-*.jsonl"))) - files
     db.close()
     con = duckdb.connect()
     con.register("customer", data["customer"])
     con.register("orders", pa.concat_tables([initial, rest]))
-    expected = _normal(con.execute(VIEWS["join_agg"]).fetchall())
+    expected = normalized(con.execute(VIEWS["join_agg"]).fetchall())
     return {"scale": scale, "threads": 1 if window is None else threads,
             "window_s": window, "statements": held, "seconds": round(seconds, 2),
             "statements_per_s": round(held / seconds, 2), "micro_batches": batches,

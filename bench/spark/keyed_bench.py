@@ -69,7 +69,9 @@ def _rows(table: pa.Table) -> list[tuple]:
     return list(zip(*[c.to_pylist() for c in table.columns], strict=True))
 
 
-def _normal(rows) -> Counter:
+def normalized(rows) -> Counter:
+    """A bag of rows with floats and decimals rounded to cents (DuckDB sums doubles in
+    another order)."""
     return Counter(tuple(round(float(v), 2) if isinstance(v, float) or hasattr(v, "as_tuple")
                          else v for v in r) for r in rows)
 
@@ -143,7 +145,7 @@ def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: 
         con.register(t, data[t])
     for inner in INNER.get(view, []):
         con.execute(f"CREATE VIEW {inner} AS {VIEWS[inner]}")
-    out["equal_duckdb"] = _normal(got) == _normal(con.execute(sql).fetchall())
+    out["equal_duckdb"] = normalized(got) == normalized(con.execute(sql).fetchall())
     return out
 
 
