@@ -1,0 +1,159 @@
+"""Hyperplane update queries: the DML fragment update provenance is defined for.
+
+``papers/update-provenance-hyperplane-transactions.txt`` section 2 (the "Note" after
+Example 2.4): INSERT of constant rows; ``DELETE FROM R WHERE s1 AND ... AND sm`` and
+``UPDATE R SET A1 = c1, ... WHERE s1 AND ... AND sm`` with each ``si`` of the form
+``A = c`` or ``A <> c``.  Only on this fragment is provenance equivalence-invariant
+(Proposition 3.5), so anything else on a provenance table is refused with the construct and
+its position, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..errors import SchemaError, UnsupportedError
+from ..expressions import _where
+from ..sql import constant, insert_target
+from ..types import SqlType, coerce_value
+
+EQ, NE, IS = "=", "<>", "is"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A conjunction of ``column op constant`` (the paper's pattern ``u``; spec U.1).
+    ``=`` and ``<>`` follow SQL: a NULL on either side never matches.  ``is`` (used by
+    ``db.delete`` of given rows) matches NULL to NULL."""
+
+    conditions: tuple[tuple[int, str, object], ...] = ()
+
+    def matches(self, row: tuple) -> bool:
+        for col, op, value in self.conditions:
+            v = row[col]
+            if op == IS:
+                if v != value or (v is None) != (value is None):
+                    return False
+            elif v is None or value is None or (v == value) != (op == EQ):
+                return False
+        return True
+
+    def equalities(self) -> list[tuple[int, object]]:
+        """The ``column = constant`` conditions (an index can answer them)."""
+        return [(c, v) for c, op, v in self.conditions if op in (EQ, IS)]
+
+    @staticmethod
+    def of_row(row: tuple) -> Pattern:
+        return Pattern(tuple((i, IS, v) for i, v in enumerate(row)))
+
+
+@dataclass(frozen=True)
+class Insert:
+    row: tuple
+
+
+@dataclass(frozen=True)
+class Delete:
+    pattern: Pattern
+
+
+@dataclass(frozen=True)
+class Modify:
+    """``UPDATE ... SET`` (the paper's ``R^M(u1, u2)``): every tuple matching ``pattern``
+    moves to the tuple with the ``sets`` (column, constant) applied."""
+
+    pattern: Pattern
+    sets: tuple[tuple[int, object], ...]
+
+    def image(self, row: tuple) -> tuple:
+        out = list(row)
+        for col, value in self.sets:
+            out[col] = value
+        return tuple(out)
+
+
+Query = Insert | Delete | Modify
+
+
+def _refuse(what: str, node: exp.Expression, table: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{what} on provenance table {table}: update provenance covers INSERT of constant "
+        f"rows and DELETE / UPDATE ... SET col = constant whose WHERE is a conjunction of "
+        f"col = constant / col <> constant{_where(node)}")
+
+
+class HyperplaneParser:
+    """Turns DML on one provenance table into hyperplane queries, or refuses it."""
+
+    def __init__(self, table: str, columns: list[tuple[str, SqlType]]):
+        self.table = table
+        self.columns = columns
+        self.names = [n for n, _ in columns]
+
+    def _column(self, node: exp.Expression) -> int | None:
+        if isinstance(node, exp.Column) and (not node.table or node.table.lower() == self.table):
+            name = node.name.lower()
+            if name not in self.names:
+                raise SchemaError(f"table {self.table} has no column {name}{_where(node)}")
+            return self.names.index(name)
+        return None
+
+    def _constant(self, node: exp.Expression, col: int, context: exp.Expression) -> object:
+        if any(True for _ in node.find_all(exp.Column)) or any(
+                True for _ in node.find_all(exp.Subquery, exp.Select)):
+            raise _refuse(f"a non-constant value {node.sql()!r}", context, self.table)
+        try:
+            return coerce_value(constant(node), self.columns[col][1])
+        except ValueError as exc:
+            raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
+                              f"{exc}{_where(context)}") from None
+
+    def pattern(self, where: exp.Expression | None) -> Pattern:
+        if where is None:
+            return Pattern()
+        conditions = []
+        todo = [where.this if isinstance(where, exp.Where) else where]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, exp.Paren):
+                todo.append(node.this)
+            elif isinstance(node, exp.And):
+                todo.extend((node.right, node.left))
+            elif isinstance(node, (exp.EQ, exp.NEQ)):
+                op = EQ if isinstance(node, exp.EQ) else NE
+                left, right = node.this, node.expression
+                col = self._column(left)
+                value_node = right
+                if col is None:
+                    col, value_node = self._column(right), left
+                if col is None or self._column(value_node) is not None:
+                    raise _refuse(f"the condition {node.sql()!r}", node, self.table)
+                conditions.append((col, op, self._constant(value_node, col, node)))
+            else:
+                raise _refuse(f"the condition {node.sql()!r}", node, self.table)
+        return Pattern(tuple(conditions))
+
+    def delete(self, stmt: exp.Delete) -> Delete:
+        for key in ("using", "returning", "limit", "order"):
+            if stmt.args.get(key):
+                raise _refuse(f"DELETE with {key.upper()}", stmt, self.table)
+        return Delete(self.pattern(stmt.args.get("where")))
+
+    def update(self, stmt: exp.Update) -> Modify:
+        for key in ("from", "joins", "returning", "limit", "order"):
+            if stmt.args.get(key):
+                raise _refuse(f"UPDATE with {key.upper()}", stmt, self.table)
+        sets = []
+        for assignment in stmt.expressions:
+            col = self._column(assignment.this)
+            if col is None:
+                raise _refuse(f"the assignment {assignment.sql()!r}", assignment, self.table)
+            sets.append((col, self._constant(assignment.expression, col, assignment)))
+        return Modify(self.pattern(stmt.args.get("where")), tuple(sets))
+
+    def insert_values(self, stmt: exp.Insert) -> None:
+        """Refuse an INSERT whose rows are not constants (INSERT ... SELECT)."""
+        if not isinstance(stmt.expression, exp.Values):
+            raise _refuse("INSERT ... SELECT", stmt, insert_target(stmt))

@@ -1,0 +1,178 @@
+"""An annotated relation: every tuple ever in the support with its UP[X] annotation.
+
+Set semantics (spec U.1).  Deleted and modified tuples are never removed: their
+annotation records why they are gone (``papers/update-provenance-hyperplane-transactions.txt``
+section 3.1), so any part of the history can be undone hypothetically.  The current database
+is the tuples whose annotation is true with every variable true (``Node.live``).
+
+Queries run inside a :class:`RelationTransaction`: an overlay of working annotations over
+the committed ones, so a transaction that fails changes nothing, and one whose query
+annotation changes (a row loaded as input, with a variable of its own, between statements
+of the transaction) closes the current normal-form segment first.  Equality conditions
+are answered by per-column hash indexes, built when a pattern first needs them (the
+paper's prototype scans the relation for every query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .annotators import Annotator
+from .expression import Node
+from .hyperplane import Delete, Insert, Modify, Pattern, Query
+
+
+class ProvenanceRelation:
+    """Committed annotations of one relation (``row -> annotation``) and its indexes."""
+
+    def __init__(self, annotator: Annotator, arity: int):
+        self.annotator = annotator
+        self.arity = arity
+        self.annotations: dict[tuple, object] = {}
+        self._indexes: dict[int, dict[object, set[tuple]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.annotations)
+
+    def get(self, row: tuple):
+        return self.annotations.get(row, self.annotator.absent)
+
+    def _index(self, col: int) -> dict[object, set[tuple]]:
+        index = self._indexes.get(col)
+        if index is None:
+            index = self._indexes[col] = {}
+            for row in self.annotations:
+                index.setdefault(row[col], set()).add(row)
+        return index
+
+    def candidates(self, pattern: Pattern) -> Iterable[tuple]:
+        """Committed rows that may match ``pattern`` (all of them without an equality)."""
+        equalities = pattern.equalities()
+        if not equalities:
+            return self.annotations
+        best: set[tuple] | None = None
+        for col, value in equalities:
+            rows = self._index(col).get(value, ())
+            if best is None or len(rows) < len(best):
+                best = rows
+        return best
+
+    def commit(self, finished: dict[tuple, object]) -> None:
+        """Write a transaction's final annotations (tuples that left the support go)."""
+        annotations, dropped = self.annotations, self.annotator.dropped
+        for row, final in finished.items():
+            new = row not in annotations
+            if dropped(final):
+                if not new:
+                    del annotations[row]
+                    for col, index in self._indexes.items():
+                        rows = index.get(row[col])
+                        if rows is not None:
+                            rows.discard(row)
+                continue
+            annotations[row] = final
+            if new:
+                for col, index in self._indexes.items():
+                    index.setdefault(row[col], set()).add(row)
+
+    def live_rows(self) -> Iterator[tuple]:
+        """The current contents: tuples true with every variable true."""
+        live, start = self.annotator.live, self.annotator.start
+        return (row for row, a in self.annotations.items() if live(start(a)))
+
+    def nodes(self) -> Iterator[Node]:
+        return iter(self.annotations.values())
+
+
+class RelationTransaction:
+    """One transaction's work on one relation: working annotations over the committed
+    ones, in segments of one query annotation each."""
+
+    def __init__(self, relation: ProvenanceRelation):
+        self.relation = relation
+        self.annotator = relation.annotator
+        self.finished: dict[tuple, object] = {}  # final annotations of closed segments
+        self.working: dict[tuple, object] = {}   # the open segment's working annotations
+        self.p: Node | None = None
+
+    def _segment(self, p: Node) -> None:
+        if self.p is not None and self.p is not p:
+            self.close()
+        self.p = p
+
+    def close(self) -> None:
+        """End the open segment: its annotations become final (zero post-processing)."""
+        finish, p = self.annotator.finish, self.p
+        for row, w in self.working.items():
+            self.finished[row] = finish(w, p)
+        self.working = {}
+
+    def _current(self, row: tuple):
+        w = self.working.get(row)
+        if w is None:
+            base = self.finished.get(row)
+            w = self.annotator.start(self.relation.get(row) if base is None else base)
+        return w
+
+    def matching(self, pattern: Pattern) -> list[tuple]:
+        """Rows in the support that satisfy ``pattern``, as of now in the transaction."""
+        in_support, current = self.annotator.in_support, self._current
+        rows = set(self.relation.candidates(pattern))
+        rows.update(self.finished)
+        rows.update(self.working)
+        return [r for r in rows if pattern.matches(r) and in_support(current(r))]
+
+    def apply(self, query: Query, p: Node) -> dict[tuple, int]:
+        """Run one query annotated ``p``; returns the change of the current contents
+        (row -> +1 / -1).  Nothing is written if the query raises."""
+        self._segment(p)
+        ann = self.annotator
+        current = self._current
+        updates: dict[tuple, object] = {}
+        if isinstance(query, Insert):
+            updates[query.row] = ann.insert(current(query.row), p)
+        elif isinstance(query, Delete):
+            for row in self.matching(query.pattern):
+                updates[row] = ann.delete(current(row), p)
+        elif isinstance(query, Modify):
+            sources = self.matching(query.pattern)
+            before = {row: current(row) for row in sources}
+            targets: dict[tuple, list] = {}
+            for row in sources:
+                updates[row] = ann.delete(before[row], p)  # Rule 2: -M = -D
+                targets.setdefault(query.image(row), []).append(before[row])
+            for target, flowing in targets.items():
+                w = updates.get(target)
+                updates[target] = ann.modify_target(current(target) if w is None else w,
+                                                    flowing, p)
+        live = ann.live
+        change: dict[tuple, int] = {}
+        for row, w in updates.items():
+            was, now = live(current(row)), live(w)
+            if was != now:
+                change[row] = 1 if now else -1
+        self.working.update(updates)
+        return change
+
+    def result(self) -> dict[tuple, object]:
+        """The transaction's final annotations, to :meth:`ProvenanceRelation.commit`."""
+        self.close()
+        return self.finished
+
+    def peek(self, row: tuple):
+        """The row's annotation as of now in the transaction (final form)."""
+        w = self.working.get(row)
+        if w is not None:
+            return self.annotator.finish(w, self.p)
+        got = self.finished.get(row)
+        return self.relation.get(row) if got is None else got
+
+
+def run_log(relation: ProvenanceRelation, transactions: Iterable[tuple[Node, list[Query]]]
+            ) -> None:
+    """Apply whole transactions, each ``(annotation, queries)``, committing each."""
+    for p, queries in transactions:
+        tx = RelationTransaction(relation)
+        for q in queries:
+            tx.apply(q, p)
+        relation.commit(tx.result())
