@@ -26,8 +26,10 @@ def table_from_create(stmt: exp.Create) -> Table:
     if not isinstance(stmt.this, exp.Schema):
         raise SchemaError(f"table {name} has no columns")
     table = table_from_schema(name, stmt.this)
-    ttl = ttl_property(stmt, name)
+    properties = table_properties(stmt, name)
+    ttl = properties.get("ttl_seconds")
     table.expiry = Expiry(ttl) if ttl else None
+    table.provenance = properties.get("provenance")
     return table
 
 
@@ -62,21 +64,43 @@ def table_from_schema(name: str, schema: exp.Schema) -> Table:
     return Table(name, columns, not_null, key)
 
 
-def ttl_property(stmt: exp.Create, table: str) -> float | None:
-    """``WITH (ttl_seconds = N)``: the table's rows expire N seconds after insertion."""
+PROVENANCE_MODES = ("update", "update-naive")
+
+
+def table_properties(stmt: exp.Create, table: str) -> dict[str, object]:
+    """``WITH (ttl_seconds = N, provenance = 'update')``: the table's rows expire N seconds
+    after insertion; the table keeps update provenance (normal form, or ``update-naive``)."""
     props = stmt.args.get("properties")
-    ttl = None
+    out: dict[str, object] = {}
     for prop in props.expressions if props is not None else []:
         name = prop.name.lower() if isinstance(prop, exp.Property) else ""
-        if name != "ttl_seconds":
+        if name == "ttl_seconds":
+            out[name] = ttl_property(prop, table)
+        elif name == "provenance":
+            value = prop.args.get("value")
+            mode = value.this.lower() if isinstance(value, exp.Literal) and value.is_string else None
+            if mode not in PROVENANCE_MODES:
+                raise SchemaError(f"provenance of table {table} must be one of "
+                                  f"{', '.join(map(repr, PROVENANCE_MODES))}, not "
+                                  f"{value.sql() if value is not None else 'nothing'}")
+            out[name] = mode
+        else:
             raise UnsupportedError(f"table property {prop.sql()} of table {table} "
-                                   "(only ttl_seconds is known)")
-        value = prop.args.get("value")
-        try:
-            ttl = float(value.this) if isinstance(value, exp.Literal) and not value.is_string else -1
-        except ValueError:
-            ttl = -1
-        if ttl <= 0:
-            raise SchemaError(f"ttl_seconds of table {table} must be a positive number, "
-                              f"not {value.sql() if value is not None else 'nothing'}")
+                                   "(ttl_seconds and provenance are known)")
+    if "provenance" in out and "ttl_seconds" in out:
+        raise UnsupportedError(f"table {table}: ttl_seconds with provenance (expiry is not a "
+                               "hyperplane update)")
+    return out
+
+
+def ttl_property(prop: exp.Property, table: str) -> float:
+    """The value of ``ttl_seconds = N``: a positive number of seconds."""
+    value = prop.args.get("value")
+    try:
+        ttl = float(value.this) if isinstance(value, exp.Literal) and not value.is_string else -1
+    except ValueError:
+        ttl = -1
+    if ttl <= 0:
+        raise SchemaError(f"ttl_seconds of table {table} must be a positive number, "
+                          f"not {value.sql() if value is not None else 'nothing'}")
     return ttl

@@ -20,6 +20,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -108,7 +109,7 @@ class Engine(ABC):
             raise UnsupportedError("executemany takes exactly one statement")
         (stmt,) = parsed
         table = simple_insert(stmt)
-        if table is not None:  # INSERT INTO t VALUES (?, ...): the rows in one call
+        if table is not None and not self.has_update_provenance(table):  # INSERT INTO t VALUES (?, ...): the rows in one call
             return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
         total = 0
         with nullcontext(self) if self.in_transaction() else self.transaction():
@@ -199,6 +200,49 @@ class Engine(ABC):
     def why(self, view: str, row: tuple):
         """Why ``row`` is in ``view``: its provenance over base rows."""
 
+    # ------------------------------------------------------------ update provenance
+    # Provenance tables (``WITH (provenance = 'update')``) and what-if over transactions,
+    # ``papers/update-provenance-hyperplane-transactions.txt``; engines without them say so.
+    def _no_update_provenance(self) -> UnsupportedError:
+        return UnsupportedError(f"update provenance on the {self.name} engine: provenance "
+                                "tables are kept by the local engine only")
+
+    def has_update_provenance(self, table: str) -> bool:
+        """Whether ``table`` keeps update provenance."""
+        return False
+
+    def provenance(self, table: str, row: tuple):
+        """The UP[X] annotation of ``row`` in a provenance table, in normal form (printable;
+        ``.as_tuple()`` gives it as nested tuples); ``0`` for a row never in the table."""
+        raise self._no_update_provenance()
+
+    def transactions(self) -> dict[int, dict]:
+        """Committed transactions that changed provenance tables: id -> metadata."""
+        raise self._no_update_provenance()
+
+    def what_if(self, name: str, abort: Iterable[int] = (),
+                without: Iterable[tuple[str, tuple]] = ()) -> WhatIf:
+        """The table or view ``name`` in the world where the transactions ``abort`` had not
+        run and the input rows ``without`` (``(table, row)``) had never been loaded."""
+        raise self._no_update_provenance()
+
+    def visible(self, name: str, principal: str,
+                grants: dict[str, Iterable[str]] | None = None) -> WhatIf:
+        """The table or view ``name`` as ``principal`` may see it: rows derived only from
+        transactions whose metadata ``principals`` include it (all, where absent)."""
+        raise self._no_update_provenance()
+
+    def trusted(self, name: str, threshold: float,
+                scores: dict[str, float] | None = None) -> WhatIf:
+        """The table or view ``name`` keeping the rows certified at ``threshold`` from the
+        transactions' metadata ``trust`` scores (certified, where absent)."""
+        raise self._no_update_provenance()
+
+    def specialise(self, name: str, structure, valuation: Callable[[str], object]) -> WhatIf:
+        """The table or view ``name`` over the rows whose annotation ``structure`` (an
+        :class:`~upkeep.update_provenance.UpdateStructure`) accepts under ``valuation``."""
+        raise self._no_update_provenance()
+
     @abstractmethod
     def checkpoint(self) -> None:
         """Make recovery start from the current state (no-op where nothing is kept)."""
@@ -212,6 +256,24 @@ class Engine(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@dataclass
+class WhatIf:
+    """A table or view in a hypothetical world: ``changes`` against the real contents
+    (``(row, weight)``) and ``rows`` (the hypothetical contents, duplicates repeated)."""
+
+    name: str
+    changes: list[tuple[tuple, int]]
+    rows: list[tuple]
+
+    @property
+    def added(self) -> list[tuple]:
+        return [r for r, w in self.changes if w > 0 for _ in range(w)]
+
+    @property
+    def removed(self) -> list[tuple]:
+        return [r for r, w in self.changes if w < 0 for _ in range(-w)]
 
 
 def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes]) -> None:

@@ -78,6 +78,11 @@ class EvaluationError(Error):
     rejected whole, subscribed or not."""
 
 
+class ProvenanceError(Error):
+    """A provenance request naming what does not exist: an unknown transaction, a row that
+    is not an input row, a table that keeps no update provenance."""
+
+
 class ConstraintError(Error):
     """A change that cannot be applied, e.g. deleting a row that is not present."""
 

@@ -22,6 +22,7 @@ class Table:
         self.key = key
         self.keys: dict[tuple, int] = {}
         self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
+        self.provenance: str | None = None  # "update" / "update-naive" (local/provenance.py)
         valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:

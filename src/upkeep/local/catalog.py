@@ -32,6 +32,7 @@ from ..table import Table
 from ..types import SqlType, coerce_row
 from ..views import ViewRuntime
 from ..zset import Delta
+from .provenance import ProvenanceTracker
 
 Overlay = Callable[[str], Delta | None]
 
@@ -57,6 +58,7 @@ class LocalCatalog(Catalog):
         self._listening: set[str] | None = None
         self._affected: dict[frozenset[str], list[str]] = {}
         self._expiring: dict[str, Expiry] | None = None
+        self.provenance = ProvenanceTracker()  # update provenance of provenance tables
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -199,11 +201,13 @@ class LocalCatalog(Catalog):
         if table.name in self.tables or table.name in self.views:
             raise SchemaError(f"a table or view named {table.name} already exists")
         self.tables[table.name] = table
+        self.provenance.add_table(table)
         self.changed()
 
     def drop_table(self, name: str) -> None:
         self._check_unread(name, "drop")
         del self.tables[name]
+        self.provenance.drop_table(name)
         self.changed()
 
     def define_view(self, name: str, query: exp.Expression, strategy: str | None,
@@ -406,5 +410,6 @@ class LocalCatalog(Catalog):
 
 def table_record(table: Table) -> tuple:
     """The log record that declares ``table``."""
-    return ("table", table.name, table.columns, table.not_null, table.key,
-            table.expiry.ttl if table.expiry else None)
+    record = ("table", table.name, table.columns, table.not_null, table.key,
+              table.expiry.ttl if table.expiry else None)
+    return record if table.provenance is None else (*record, table.provenance)

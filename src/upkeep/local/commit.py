@@ -35,25 +35,36 @@ class Committer:
         """Apply one batch to the tables and every affected view, or to nothing at all.
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
-        deletes expired rows (their timers are consumed by the caller, not re-recorded)."""
+        deletes expired rows (their timers are consumed by the caller, not re-recorded).
+        The open provenance transaction (``catalog.provenance``), if any, is logged with
+        the batch and becomes the provenance tables' annotations when it commits."""
+        provenance = self.catalog.provenance
         with gc_paused():
-            changed = self._commit(deltas, checked, metadata, expiring)
+            try:
+                changed = self._commit(deltas, checked, metadata, expiring,
+                                       provenance.pending())
+            except BaseException:
+                provenance.discard()
+                raise
+            provenance.committed(metadata)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
             deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
                                   if subscribers.get(name)})
 
     def _commit(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-                expiring: bool) -> dict[str, Delta]:
+                expiring: bool, provenance: tuple | None = None) -> dict[str, Delta]:
         """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
         now = self.clock()
+        extra = () if provenance is None else (provenance,)
         if not deltas:
-            if metadata is not None:
-                self.durability.log(("batch", self.batches + 1, {}, metadata, now))
+            if metadata is not None or provenance is not None:
+                self.durability.log(("batch", self.batches + 1, {}, metadata, now, *extra))
                 self.batches += 1
-                self.metadata = dict(metadata)
+                if metadata is not None:
+                    self.metadata = dict(metadata)
             return {}
         tables = catalog.tables
         if not checked:
@@ -74,7 +85,7 @@ class Committer:
                 if d:
                     batch[name] = d
                     changed[name] = d
-            self.durability.log(("batch", self.batches + 1, deltas, metadata, now))
+            self.durability.log(("batch", self.batches + 1, deltas, metadata, now, *extra))
         except BaseException:
             for name, d in deltas.items():
                 tables[name].apply({r: -w for r, w in d.items()})
@@ -92,6 +103,56 @@ class Committer:
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
+
+    def hypothetical(self, deltas: dict[str, Delta], name: str) -> Delta:
+        """How table or view ``name`` would change under the table ``deltas``: the batch is
+        pushed through the views ``name`` depends on with their own maintenance code, then
+        its inverse through the same views, so every table and view ends as it began
+        (Z-set maintenance is linear in the batch).  Nothing is logged, no subscriber
+        called; if a step fails, tables are restored and views rebuilt as for a failed
+        commit.  What-if over update provenance (``local/provenance.py``) uses it."""
+        deltas = {t: d for t, d in deltas.items() if d}
+        if name in self.catalog.tables or not deltas:
+            return dict(deltas.get(name, {}))
+        catalog = self.catalog
+        needed = self._upstream(name)
+        order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
+        inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
+        with gc_paused():
+            forward = self._push(deltas, order, undo=True)
+            self._push(inverse, order, undo=False)
+        return forward.get(name, {})
+
+    def _push(self, deltas: dict[str, Delta], order: list[str], undo: bool
+              ) -> dict[str, Delta]:
+        """Apply ``deltas`` to the tables and step the views in ``order``; all deltas.  If a
+        step fails the views are rebuilt from the tables, taken back first if ``undo``."""
+        catalog, tables = self.catalog, self.catalog.tables
+        for table, d in deltas.items():
+            tables[table].apply(d)
+        batch: dict[str, Delta] = dict(deltas)
+        try:
+            for view in order:
+                d = catalog.views[view].step(batch, want_delta=True)
+                if d:
+                    batch[view] = d
+        except BaseException:
+            if undo:
+                for table, d in deltas.items():
+                    tables[table].apply({r: -w for r, w in d.items()})
+            catalog.rebuild_views()
+            raise
+        return batch
+
+    def _upstream(self, name: str) -> set[str]:
+        """``name`` and every view it reads, directly or through other views."""
+        views, out, todo = self.catalog.views, set(), [name]
+        while todo:
+            v = todo.pop()
+            if v in views and v not in out:
+                out.add(v)
+                todo.extend(views[v].inputs)
+        return out
 
     def snapshot(self) -> None:
         self.durability.snapshot(self.catalog, self.batches, self.metadata)

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
-from ..engine import Engine, Subscriber
+from ..engine import Engine, Subscriber, WhatIf
 from ..engine import ViewHandle as ViewHandleContract
 from ..errors import UnsupportedError
 from ..expiry import due_changes
@@ -30,12 +30,15 @@ from ..sql import parse_one
 from ..storage import Storage
 from ..table import Table
 from ..types import SqlType
+from ..update_provenance.hyperplane import Insert
+from ..update_provenance.structures import AccessControl
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
 from .catalog import LocalCatalog
 from .commit import Committer
 from .durability import Durability
+from .provenance import delete_queries, txn_name
 from .staging import Staging
 
 
@@ -218,12 +221,41 @@ class Connection(Engine):
 
     # ------------------------------------------------------------ rows
     def insert(self, table: str, rows) -> int:
-        """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count."""
-        return self._change(self._catalog.table(table), rows, 1)
+        """Insert rows (iterable of tuples/dicts, pandas DataFrame or Arrow table); returns count.
+        Into a provenance table, each row is an input row with a variable of its own."""
+        t = self._catalog.table(table)
+        if t.provenance is not None:
+            return self._hyperplane(t, [Insert(r) for r in self._rows(t, rows)],
+                                    input_rows=True)
+        return self._change(t, rows, 1)
 
     def delete(self, table: str, rows) -> int:
         """Delete one occurrence of each given row; a row not present raises ConstraintError."""
-        return self._change(self._catalog.table(table), rows, -1)
+        t = self._catalog.table(table)
+        if t.provenance is not None:
+            return self._hyperplane(t, delete_queries(self._rows(t, rows)), present=True)
+        return self._change(t, rows, -1)
+
+    @staticmethod
+    def _rows(t: Table, rows) -> list[tuple]:
+        coerce = t.coerce
+        return [coerce(row, i) for i, row in enumerate(iter_rows(rows, t.name, t.column_names))]
+
+    def _hyperplane(self, t: Table, queries: list, **options) -> int:
+        """Run hyperplane queries on a provenance table as one statement (in its own
+        transaction outside one): annotations and rows change together or not at all."""
+        tracker = self._catalog.provenance
+        if self._staging is not None:
+            return tracker.run(t.name, queries, lambda d: self._stage(t, d), **options)
+        self.expire()
+        self._begin()
+        try:
+            count = tracker.run(t.name, queries, lambda d: self._stage(t, d), **options)
+        except BaseException:
+            self._discard()
+            raise
+        self._finish(None)
+        return count
 
     def _change(self, t: Table, rows, weight: int) -> int:
         size = len(rows) if hasattr(rows, "__len__") else None
@@ -268,6 +300,7 @@ class Connection(Engine):
 
     def _discard(self) -> None:
         self._staging = None
+        self._catalog.provenance.discard()
 
     def _finish(self, metadata: dict | None) -> None:
         staging, self._staging = self._staging, None
@@ -301,6 +334,62 @@ class Connection(Engine):
             expiries[name].expired(n)
         return -sum(w for d in deltas.values() for w in d.values())
 
+    # ------------------------------------------------------------ update provenance
+    def has_update_provenance(self, table: str) -> bool:
+        return self._catalog.provenance.tracks(table.lower())
+
+    def provenance(self, table: str, row: tuple):
+        t = self._catalog.table(table)
+        return self._catalog.provenance.annotation(t.name, t.coerce(tuple(row), 0))
+
+    def transactions(self) -> dict[int, dict]:
+        return {t: dict(m) for t, m in self._catalog.provenance.transactions.items()}
+
+    def what_if(self, name: str, abort: Iterable[int] = (),
+                without: Iterable[tuple[str, tuple]] = ()) -> WhatIf:
+        tracker = self._catalog.provenance
+        false_vars = {txn_name(t) for t in tracker.check_txns(abort)}
+        for table, row in without:
+            t = self._catalog.table(table)
+            false_vars.update(tracker.input_variables(t.name, t.coerce(tuple(row), 0)))
+        return self._world(name, lambda: tracker.boolean_delta(false_vars))
+
+    def visible(self, name: str, principal: str,
+                grants: dict[str, Iterable[str]] | None = None) -> WhatIf:
+        tracker = self._catalog.provenance
+        structure, valuation = tracker.access_control(principal, dict(grants or {}))
+        return self._world(name, lambda: tracker.structure_delta(
+            _Member(structure, principal), valuation))
+
+    def trusted(self, name: str, threshold: float,
+                scores: dict[str, float] | None = None) -> WhatIf:
+        tracker = self._catalog.provenance
+        structure, valuation = tracker.trust(threshold, dict(scores or {}))
+        return self._world(name, lambda: tracker.structure_delta(structure, valuation))
+
+    def specialise(self, name: str, structure, valuation: Callable[[str], object]) -> WhatIf:
+        tracker = self._catalog.provenance
+        return self._world(name, lambda: tracker.structure_delta(structure, valuation))
+
+    def _world(self, name: str, deltas: Callable[[], dict[str, Delta]]) -> WhatIf:
+        """``name`` with the provenance tables changed by ``deltas()``: pushed through the
+        views' own maintenance code and taken back (:meth:`Committer.hypothetical`)."""
+        if self._staging is not None:
+            raise UnsupportedError("what-if inside a transaction")
+        self.expire()
+        name = name.lower()
+        self._catalog.schema_of(name)
+        changes = self._committer.hypothetical(deltas(), name)
+        rows = dict(self._catalog.weighted_rows(name))
+        for row, w in changes.items():
+            n = rows.get(row, 0) + w
+            if n:
+                rows[row] = n
+            else:
+                rows.pop(row, None)
+        return WhatIf(name, list(changes.items()),
+                      [r for r, n in rows.items() for _ in range(n)])
+
     def checkpoint(self) -> None:
         """Snapshot the tables now, so that recovery replays only what follows."""
         if self._staging is not None:
@@ -311,3 +400,14 @@ class Connection(Engine):
         """Release the database (a durable one: its directory lock and log file)."""
         self._closed = True
         self._durability.close()
+
+
+class _Member(AccessControl):
+    """Access control read for one principal: a row is kept if its set contains it."""
+
+    def __init__(self, structure: AccessControl, principal: str):
+        super().__init__(structure.universe)
+        self.principal = principal
+
+    def accepts(self, value) -> bool:
+        return self.principal in value

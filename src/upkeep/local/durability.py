@@ -49,7 +49,8 @@ class Durability:
         tables = list(catalog.tables.values())
         manifest = {
             "tables": [(t.name, t.columns, t.not_null, t.key,
-                        t.expiry.state() if t.expiry else None) for t in tables],
+                        t.expiry.state() if t.expiry else None, t.provenance) for t in tables],
+            "provenance": catalog.provenance.history,
             "views": [(name, sql, strategy)
                       for name, (sql, strategy) in catalog.user_views.items()],
             "batches": batches,
@@ -75,30 +76,42 @@ class Durability:
         if snapshot is not None:
             manifest, chunks = snapshot
             order = []
-            for name, columns, not_null, key, expiry in manifest["tables"]:
-                table = tables[name] = Table(name, list(columns), not_null, key)
+            for name, columns, not_null, key, expiry, *provenance in manifest["tables"]:
+                table = Table(name, list(columns), not_null, key)
                 table.expiry = Expiry.restore(expiry) if expiry else None
+                table.provenance = provenance[0] if provenance else None
+                catalog.add_table(table)
                 order.append(table)
             for index, rows in chunks:
                 order[index].apply(rows)
+            for txn, txn_metadata, ops in manifest.get("provenance", ()):
+                catalog.provenance.replay(txn, txn_metadata, ops)
             views.update((name, (sql, strategy)) for name, sql, strategy in manifest["views"])
             batches = manifest["batches"]
             metadata = manifest["metadata"]
         for record in records:
             kind = record[0]
             if kind == "table":
-                _, name, columns, not_null, key, ttl = record
-                tables[name] = Table(name, columns, not_null, key)
-                tables[name].expiry = Expiry(ttl) if ttl else None
+                _, name, columns, not_null, key, ttl, *provenance = record
+                table = Table(name, columns, not_null, key)
+                table.expiry = Expiry(ttl) if ttl else None
+                table.provenance = provenance[0] if provenance else None
+                catalog.add_table(table)
             elif kind == "view":
                 _, name, sql, strategy = record
                 views.pop(name, None)
                 views[name] = (sql, strategy)
             elif kind == "drop":
                 _, what, name = record
-                (tables if what == "table" else views).pop(name, None)
+                if what == "table":
+                    catalog.drop_table(name)
+                else:
+                    views.pop(name, None)
             elif kind == "batch":
-                _, batch_id, deltas, batch_metadata, at = record
+                _, batch_id, deltas, batch_metadata, at, *provenance = record
+                if provenance:
+                    txn, ops = provenance[0]
+                    catalog.provenance.replay(txn, batch_metadata, ops)
                 for name, delta in deltas.items():
                     tables[name].apply(delta)
                     if tables[name].expiry is not None:

@@ -19,6 +19,7 @@ from ..expressions import ExpressionCompiler, table_scope
 from ..sql import insert_rows, insert_target, is_query, simple_scan
 from ..table import Table
 from ..types import coerce_value, format_row
+from ..update_provenance.hyperplane import HyperplaneParser, Insert
 from ..views import query_duckdb
 from ..zset import Delta
 from .catalog import table_record
@@ -92,8 +93,14 @@ def drop(db: Connection, stmt: exp.Drop) -> Cursor:
 
 def insert(db: Connection, stmt: exp.Insert) -> Cursor:
     table = db._catalog.table(insert_target(stmt))
+    if table.provenance is not None:
+        HyperplaneParser(table.name, table.columns).insert_values(stmt)
     rows = insert_rows(stmt, [n for n, _ in table.columns],
                        lambda query: select(db, query).fetchall())
+    if table.provenance is not None:
+        coerce = table.coerce
+        return Cursor(rowcount=db._hyperplane(
+            table, [Insert(coerce(r, i)) for i, r in enumerate(rows)]))
     return Cursor(rowcount=db._change(table, rows, 1))
 
 
@@ -109,6 +116,9 @@ def matching(db: Connection, table: Table, where: exp.Expression | None
 
 def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     table = db._catalog.table(stmt.this.name)
+    if table.provenance is not None:
+        return Cursor(rowcount=db._hyperplane(
+            table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
     hits = matching(db, table, stmt.args.get("where"))
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
@@ -116,6 +126,9 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
 
 def update(db: Connection, stmt: exp.Update) -> Cursor:
     table = db._catalog.table(stmt.this.name)
+    if table.provenance is not None:
+        return Cursor(rowcount=db._hyperplane(
+            table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
     compiler = ExpressionCompiler(table_scope(table.name, table.columns))
     sets = []
     for assignment in stmt.expressions:

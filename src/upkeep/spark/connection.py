@@ -45,6 +45,7 @@ from sqlglot import exp
 
 from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
+from ..ddl import created_name, table_properties
 from ..engine import Engine, Subscriber, ViewHandle, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
@@ -200,6 +201,11 @@ class SparkConnection(Engine):
         if isinstance(stmt, (exp.Create, exp.Drop)):
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
+            if isinstance(stmt, exp.Create) and (stmt.args.get("kind") or "").upper() == "TABLE":
+                if "provenance" in table_properties(stmt, created_name(stmt)):
+                    raise UnsupportedError(
+                        "update provenance tables (WITH (provenance = ...)) on the spark "
+                        "engine: they are kept by the local engine only (docs/spark.md)")
             with self._writes:
                 self._catalog.execute_ddl(stmt)
                 if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":

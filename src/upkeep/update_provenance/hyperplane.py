@@ -77,11 +77,20 @@ class Modify:
 Query = Insert | Delete | Modify
 
 
+def _located(node: exp.Expression) -> str:
+    """`` (line L, column C)`` of the first token under ``node`` that sqlglot placed."""
+    for child in node.walk():
+        where = _where(child)
+        if where:
+            return where
+    return ""
+
+
 def _refuse(what: str, node: exp.Expression, table: str) -> UnsupportedError:
     return UnsupportedError(
         f"{what} on provenance table {table}: update provenance covers INSERT of constant "
         f"rows and DELETE / UPDATE ... SET col = constant whose WHERE is a conjunction of "
-        f"col = constant / col <> constant{_where(node)}")
+        f"col = constant / col <> constant{_located(node)}")
 
 
 class HyperplaneParser:
@@ -108,7 +117,7 @@ class HyperplaneParser:
             return coerce_value(constant(node), self.columns[col][1])
         except ValueError as exc:
             raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
-                              f"{exc}{_where(context)}") from None
+                              f"{exc}{_located(context)}") from None
 
     def pattern(self, where: exp.Expression | None) -> Pattern:
         if where is None:

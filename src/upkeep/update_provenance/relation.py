@@ -94,6 +94,7 @@ class RelationTransaction:
         self.finished: dict[tuple, object] = {}  # final annotations of closed segments
         self.working: dict[tuple, object] = {}   # the open segment's working annotations
         self.p: Node | None = None
+        self.matched = 0  # current rows the last query inserted, deleted or modified
 
     def _segment(self, p: Node) -> None:
         if self.p is not None and self.p is not p:
@@ -131,11 +132,15 @@ class RelationTransaction:
         updates: dict[tuple, object] = {}
         if isinstance(query, Insert):
             updates[query.row] = ann.insert(current(query.row), p)
+            self.matched = 1
         elif isinstance(query, Delete):
-            for row in self.matching(query.pattern):
+            matched = self.matching(query.pattern)
+            for row in matched:
                 updates[row] = ann.delete(current(row), p)
+            self.matched = sum(1 for row in matched if ann.live(current(row)))
         elif isinstance(query, Modify):
             sources = self.matching(query.pattern)
+            self.matched = sum(1 for row in sources if ann.live(current(row)))
             before = {row: current(row) for row in sources}
             targets: dict[tuple, list] = {}
             for row in sources:
@@ -153,6 +158,10 @@ class RelationTransaction:
                 change[row] = 1 if now else -1
         self.working.update(updates)
         return change
+
+    def is_live(self, row: tuple) -> bool:
+        """Whether ``row`` is in the current contents, as of now in the transaction."""
+        return self.annotator.live(self._current(row))
 
     def result(self) -> dict[tuple, object]:
         """The transaction's final annotations, to :meth:`ProvenanceRelation.commit`."""

@@ -1,0 +1,346 @@
+"""Provenance tables of the local engine: update provenance kept beside the tables' rows.
+
+A table created ``WITH (provenance = 'update')`` (or ``'update-naive'``) keeps, besides its
+current rows, a :class:`~upkeep.update_provenance.relation.ProvenanceRelation`: every tuple
+ever in it with its UP[X] annotation (``papers/update-provenance-hyperplane-transactions.txt``,
+``shared/specs/update-provenance.md``).  Each committed transaction that changes a
+provenance table gets a variable ``T<id>``; each row given to ``db.insert`` is an *input
+row* with a variable of its own (``<table>#<n>``), inserted by a one-row query under that
+variable inside its transaction, so a what-if can remove one input row or one whole
+transaction.  INSERT / DELETE / UPDATE statements are hyperplane queries annotated by their
+transaction.  The tables' rows stay the ordinary table contents, so views over provenance
+tables are maintained as over any table.
+
+What-if worlds are valuations: aborting ``T3`` sets ``T3`` (and the variables of the input
+rows T3 loaded) to false; removing an input row sets its variable to false; access control
+and trust evaluate the annotations in their structures.  The hypothetical contents differ
+from the real ones on few rows, and :meth:`.Committer.hypothetical` pushes that difference
+through the views' own maintenance code and takes it back.
+
+Durability: each committed batch's log record carries the transaction's queries; a
+snapshot carries the history of all of them, replayed on recovery (the annotations are a
+function of the queries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ConstraintError, ProvenanceError, UnsupportedError
+from ..table import Table
+from ..types import format_row
+from ..update_provenance.annotators import ANNOTATORS
+from ..update_provenance.expression import Node, dag_size, tree_size, var, variable_mask
+from ..update_provenance.hyperplane import Delete, Insert, Modify, Pattern, Query
+from ..update_provenance.relation import ProvenanceRelation, RelationTransaction
+from ..update_provenance.structures import (
+    AccessControl,
+    Trust,
+    UpdateStructure,
+    evaluate,
+    falsified,
+)
+from ..zset import Delta
+
+MODES = tuple(ANNOTATORS)
+
+
+def txn_name(txn: int) -> str:
+    return f"T{txn}"
+
+
+def _encode(query: Query, variable: str | None) -> tuple:
+    if isinstance(query, Insert):
+        return ("insert", query.row, variable)
+    if isinstance(query, Delete):
+        return ("delete", query.pattern.conditions)
+    return ("modify", query.pattern.conditions, query.sets)
+
+
+def _decode(op: tuple) -> tuple[Query, str | None]:
+    kind = op[0]
+    if kind == "insert":
+        return Insert(tuple(op[1])), op[2]
+    conditions = Pattern(tuple(tuple(c) for c in op[1]))
+    if kind == "delete":
+        return Delete(conditions), None
+    return Modify(conditions, tuple(tuple(s) for s in op[2])), None
+
+
+@dataclass
+class OpenTransaction:
+    """The provenance work of the transaction being staged."""
+
+    txn: int
+    p: Node
+    relations: dict[str, RelationTransaction] = field(default_factory=dict)
+    ops: list[tuple] = field(default_factory=list)  # (table, encoded query)
+    inputs: list[tuple[str, tuple, str]] = field(default_factory=list)  # (table, row, var)
+
+
+class ProvenanceTracker:
+    """Every provenance table's annotated relation, the transactions, the input rows."""
+
+    def __init__(self) -> None:
+        self.relations: dict[str, ProvenanceRelation] = {}
+        self.modes: dict[str, str] = {}
+        self.transactions: dict[int, dict] = {}  # id -> metadata
+        self.inputs: dict[str, dict[tuple, list[str]]] = {}  # table -> row -> variables
+        self.input_txn: dict[str, int] = {}  # input variable -> its transaction
+        self.txn_inputs: dict[int, list[str]] = {}
+        self.next_txn = 1
+        self.next_input: dict[str, int] = {}
+        self.history: list[tuple[int, dict | None, list[tuple]]] = []
+        self.open: OpenTransaction | None = None
+
+    # ------------------------------------------------------------ tables
+    def add_table(self, table: Table) -> None:
+        if table.provenance is not None:
+            self.relations[table.name] = ProvenanceRelation(ANNOTATORS[table.provenance](),
+                                                            len(table.columns))
+            self.modes[table.name] = table.provenance
+            self.inputs[table.name] = {}
+            self.next_input.setdefault(table.name, 1)
+
+    def drop_table(self, name: str) -> None:
+        self.relations.pop(name, None)
+        self.modes.pop(name, None)
+
+    def tracks(self, table: str) -> bool:
+        return table in self.relations
+
+    def relation(self, table: str) -> ProvenanceRelation:
+        rel = self.relations.get(table)
+        if rel is None:
+            raise ProvenanceError(f"table {table} keeps no update provenance (create it WITH "
+                                  "(provenance = 'update'))")
+        return rel
+
+    # ------------------------------------------------------------ the open transaction
+    def _transaction(self) -> OpenTransaction:
+        if self.open is None:
+            self.open = OpenTransaction(self.next_txn, var(txn_name(self.next_txn)))
+        return self.open
+
+    def _relation_tx(self, tx: OpenTransaction, table: str) -> RelationTransaction:
+        rtx = tx.relations.get(table)
+        if rtx is None:
+            rtx = tx.relations[table] = RelationTransaction(self.relations[table])
+        return rtx
+
+    def run(self, table: str, queries: Iterable[Query], stage: Callable[[Delta], None],
+            input_rows: bool = False, present: bool = False) -> int:
+        """Run one statement's queries on ``table`` inside the open transaction and stage
+        the change of its current rows with ``stage``; all or nothing.  ``input_rows``: the
+        queries are inserts of input rows, each under a fresh variable.  ``present``: each
+        query deletes one given row, which must be in the table (``db.delete``).  Returns
+        the rows inserted, deleted or updated."""
+        tx = self._transaction()
+        rtx = self._relation_tx(tx, table)
+        saved = (dict(rtx.finished), dict(rtx.working), rtx.p, len(tx.ops), len(tx.inputs),
+                 self.next_input[table])
+        delta: Delta = {}
+        count = 0
+        try:
+            for query in queries:
+                variable = None
+                if input_rows:
+                    variable = f"{table}#{self.next_input[table]}"
+                    self.next_input[table] += 1
+                    tx.inputs.append((table, query.row, variable))
+                    p = var(variable)
+                else:
+                    p = tx.p
+                if present:
+                    row = tuple(v for _, _, v in query.pattern.conditions)
+                    if not rtx.is_live(row):
+                        raise ConstraintError(f"cannot delete row {format_row(row)} from "
+                                              f"table {table}: it is not present", row)
+                for row, w in rtx.apply(query, p).items():
+                    n = delta.get(row, 0) + w
+                    if n:
+                        delta[row] = n
+                    else:
+                        delta.pop(row)
+                count += rtx.matched
+                tx.ops.append((table, _encode(query, variable)))
+            stage(delta)
+        except BaseException:
+            rtx.finished, rtx.working, rtx.p = saved[0], saved[1], saved[2]
+            del tx.ops[saved[3]:]
+            del tx.inputs[saved[4]:]
+            self.next_input[table] = saved[5]
+            raise
+        return count
+
+    def discard(self) -> None:
+        if self.open is not None:
+            for table, _, variable in self.open.inputs:
+                self.next_input[table] = min(self.next_input[table],
+                                             int(variable.rsplit("#", 1)[1]))
+        self.open = None
+
+    def pending(self) -> tuple | None:
+        """The open transaction's log payload, or None if it touched no provenance table."""
+        tx = self.open
+        return None if tx is None or not tx.ops else (tx.txn, tx.ops)
+
+    def committed(self, metadata: dict | None) -> None:
+        """The open transaction committed: its annotations become the relations'."""
+        tx, self.open = self.open, None
+        if tx is None or not tx.ops:
+            return
+        for table, rtx in tx.relations.items():
+            self.relations[table].commit(rtx.result())
+        self._record(tx.txn, metadata, tx.ops)
+
+    def _record(self, txn: int, metadata: dict | None, ops: list[tuple]) -> None:
+        self.transactions[txn] = dict(metadata or {})
+        for table, op in ops:
+            if op[0] == "insert" and op[2] is not None:
+                self.inputs.setdefault(table, {}).setdefault(op[1], []).append(op[2])
+                self.input_txn[op[2]] = txn
+                self.txn_inputs.setdefault(txn, []).append(op[2])
+        self.next_txn = max(self.next_txn, txn + 1)
+        self.history.append((txn, metadata, ops))
+
+    # ------------------------------------------------------------ recovery
+    def replay(self, txn: int, metadata: dict | None, ops: list) -> None:
+        """Apply a committed transaction read back from the log or a snapshot."""
+        p = var(txn_name(txn))
+        work: dict[str, RelationTransaction] = {}
+        ops = [(table, tuple(op)) for table, op in ops]
+        for table, op in ops:
+            query, variable = _decode(op)
+            rtx = work.get(table)
+            if rtx is None:
+                rtx = work[table] = RelationTransaction(self.relations[table])
+            rtx.apply(query, p if variable is None else var(variable))
+            if variable is not None:
+                n = int(variable.rsplit("#", 1)[1])
+                self.next_input[table] = max(self.next_input.get(table, 1), n + 1)
+        for table, rtx in work.items():
+            self.relations[table].commit(rtx.result())
+        self._record(txn, metadata, ops)
+
+    # ------------------------------------------------------------ reading
+    def annotation(self, table: str, row: tuple) -> Node:
+        return self.relation(table).get(row)
+
+    def check_txns(self, txns: Iterable[int]) -> list[int]:
+        out = []
+        for t in txns:
+            if not isinstance(t, int) or t not in self.transactions:
+                raise ProvenanceError(
+                    f"unknown transaction {t!r}: committed provenance transactions are "
+                    f"{_ids(self.transactions)}")
+            out.append(t)
+        return out
+
+    def input_variables(self, table: str, row: tuple) -> list[str]:
+        self.relation(table)
+        got = self.inputs.get(table, {}).get(row)
+        if not got:
+            raise ProvenanceError(
+                f"row {format_row(row)} is not an input row of table {table} (input rows are "
+                "the rows given to db.insert; rows written by INSERT statements belong to "
+                "their transaction: abort it instead)")
+        return got
+
+    def boolean_delta(self, false_vars: set[str]) -> dict[str, Delta]:
+        """Per provenance table, how its contents change when ``false_vars`` are false
+        (deletion propagation and abort, section 4.1): only annotations whose variable
+        mask meets the falsified variables are evaluated."""
+        for txn in [int(v[1:]) for v in false_vars if v.startswith("T") and v[1:].isdigit()]:
+            false_vars |= set(self.txn_inputs.get(txn, ()))
+        mask = 0
+        for v in false_vars:
+            mask |= variable_mask(v)
+        value = falsified(mask, frozenset(false_vars))
+        out: dict[str, Delta] = {}
+        memo: dict = {}
+        for table, rel in self.relations.items():
+            delta: Delta = {}
+            for row, node in rel.annotations.items():
+                if node.mask & mask and value(node, memo) != node.live:
+                    delta[row] = -1 if node.live else 1
+            if delta:
+                out[table] = delta
+        return out
+
+    def structure_delta(self, structure: UpdateStructure, valuation: Callable[[str], object]
+                        ) -> dict[str, Delta]:
+        """Per provenance table, the change from its contents to the rows whose annotation
+        the structure accepts under ``valuation`` (Proposition 4.2's homomorphism)."""
+        out: dict[str, Delta] = {}
+        memo: dict = {}
+        for table, rel in self.relations.items():
+            delta: Delta = {}
+            for row, node in rel.annotations.items():
+                accepted = structure.accepts(evaluate(node, structure, valuation, memo))
+                if accepted != node.live:
+                    delta[row] = 1 if accepted else -1
+            if delta:
+                out[table] = delta
+        return out
+
+    def metadata_valuation(self, key: str, convert: Callable[[object], object],
+                           default: object, overrides: dict[str, object]
+                           ) -> Callable[[str], object]:
+        """Variables valued from their transaction's metadata ``key`` (an input row's
+        variable from the transaction that loaded it), ``overrides`` first."""
+        def value(name: str) -> object:
+            if name in overrides:
+                return overrides[name]
+            txn = self.input_txn.get(name)
+            if txn is None and name.startswith("T") and name[1:].isdigit():
+                txn = int(name[1:])
+            meta = self.transactions.get(txn, {}) if txn is not None else {}
+            return convert(meta[key]) if key in meta else default
+        return value
+
+    def access_control(self, principal: str, overrides: dict[str, Iterable[str]]
+                       ) -> tuple[AccessControl, Callable[[str], object]]:
+        """The access-control structure over the principals named anywhere, and each
+        variable's principals: its transaction's metadata ``principals`` (everyone if
+        absent)."""
+        named = {principal}
+        for meta in self.transactions.values():
+            named.update(meta.get("principals", ()))
+        for ps in overrides.values():
+            named.update(ps)
+        structure = AccessControl(frozenset(named))
+        return structure, self.metadata_valuation(
+            "principals", frozenset, structure.universe,
+            {k: frozenset(v) for k, v in overrides.items()})
+
+    def trust(self, threshold: float, overrides: dict[str, float]
+              ) -> tuple[Trust, Callable[[str], object]]:
+        """The trust structure at ``threshold``; each variable's score is its transaction's
+        metadata ``trust`` (certified if absent)."""
+        if not 0 <= threshold <= 1:
+            raise UnsupportedError(f"trust threshold must be in [0, 1], not {threshold!r}")
+        structure = Trust(threshold)
+        return structure, self.metadata_valuation(
+            "trust", lambda s: (float(s), "U"), structure.one,
+            {k: (float(v), "U") for k, v in overrides.items()})
+
+    def size(self) -> dict[str, int]:
+        """Tuples kept (deleted ones included), distinct expression nodes (what is
+        stored), and the expressions' size written out as trees (spec U.14, 7)."""
+        nodes = [n for rel in self.relations.values() for n in rel.annotations.values()]
+        return {"tuples": sum(len(r) for r in self.relations.values()),
+                "nodes": dag_size(nodes), "tree": sum(tree_size(n) for n in nodes)}
+
+
+def _ids(transactions: dict[int, dict]) -> str:
+    ids = sorted(transactions)
+    if not ids:
+        return "none"
+    return ", ".join(map(str, ids[:10])) + (" ..." if len(ids) > 10 else "")
+
+
+def delete_queries(rows: Iterable[tuple]) -> list[Query]:
+    """``db.delete`` of given rows as hyperplane deletions (``run(..., present=True)``)."""
+    return [Delete(Pattern.of_row(row)) for row in rows]

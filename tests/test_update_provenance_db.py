@@ -1,0 +1,337 @@
+"""Provenance tables on the local engine: what-if, access control and trust on tables and
+maintained views, checked against DuckDB re-running the log without what was removed;
+bad input; durability.  ``papers/update-provenance-hyperplane-transactions.txt``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import upkeep
+from upkeep.errors import ConstraintError, ProvenanceError, SchemaError, UnsupportedError
+from upkeep.update_provenance import AccessControl
+
+PRODUCTS = ("CREATE TABLE products (product VARCHAR, category VARCHAR, price INTEGER) "
+            "WITH (provenance = '{mode}')")
+F1 = [("Kids mnt bike", "Sport", 120), ("Tennis Racket", "Sport", 70),
+      ("Kids mnt bike", "Kids", 120), ("Children sneakers", "Fashion", 40)]
+T1 = ["UPDATE products SET category = 'Sport' WHERE product = 'Kids mnt bike' AND category = 'Kids'",
+      "UPDATE products SET category = 'Bicycles' WHERE product = 'Kids mnt bike' "
+      "AND category = 'Sport'"]
+T2 = ["UPDATE products SET price = 50 WHERE category = 'Sport'"]
+BY_CATEGORY = "SELECT category, COUNT(*) AS n, SUM(price) AS total FROM products GROUP BY category"
+
+
+def figure_db(mode: str = "update", database=None):
+    db = upkeep.connect() if database is None else upkeep.connect(database)
+    db.execute(PRODUCTS.format(mode=mode))
+    with db.transaction(metadata={"who": "loader"}):  # T1 in the database: the input rows
+        db.insert("products", F1)
+    db.create_view("by_category", BY_CATEGORY)
+    with db.transaction(metadata={"principals": ["FR", "IL"], "trust": 0.6}):
+        for sql in T1:
+            db.execute(sql)
+    with db.transaction(metadata={"principals": ["FR"], "trust": 0.3}):
+        for sql in T2:
+            db.execute(sql)
+    return db
+
+
+def duck(statements_by_txn, skip=(), skip_rows=(), query=None):
+    """DuckDB re-running the log (set semantics) without ``skip`` transactions and rows."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE products (product VARCHAR, category VARCHAR, price INTEGER)")
+    for txn, statements in statements_by_txn:
+        if txn in skip:
+            continue
+        for sql in statements:
+            if isinstance(sql, tuple):
+                if sql not in skip_rows:
+                    con.execute("INSERT INTO products VALUES (?, ?, ?)", list(sql))
+            else:
+                con.execute(sql)
+            con.execute("CREATE OR REPLACE TABLE products AS SELECT DISTINCT * FROM products")
+    return Counter(con.execute(query or "SELECT * FROM products").fetchall())
+
+
+LOG = [(1, F1), (2, T1), (3, T2)]
+
+
+@pytest.mark.parametrize("mode", ["update", "update-naive"])
+def test_figure_1_log_through_the_database(mode):
+    db = figure_db(mode)
+    assert Counter(db.execute("SELECT * FROM products").fetchall()) == duck(LOG)
+    assert db.transactions() == {1: {"who": "loader"},
+                                 2: {"principals": ["FR", "IL"], "trust": 0.6},
+                                 3: {"principals": ["FR"], "trust": 0.3}}
+    if mode == "update":
+        assert str(db.provenance("products", ("Kids mnt bike", "Bicycles", 120))) in (
+            "(products#1 + products#3) ·M T2", "(products#3 + products#1) ·M T2")
+        assert str(db.provenance("products", ("Kids mnt bike", "Sport", 50))) == \
+            "(products#1 - T2) ·M T3"
+        assert db.provenance("products", ("Lego", "Kids", 1)).is_zero
+    for abort in ([2], [3], [2, 3], [1]):
+        for name, query in (("products", None), ("by_category", BY_CATEGORY)):
+            world = db.what_if(name, abort=abort)
+            assert Counter(world.rows) == duck(LOG, skip=abort, query=query), (name, abort)
+    tennis = ("products", ("Tennis Racket", "Sport", 70))
+    world = db.what_if("by_category", without=[tennis])
+    assert Counter(world.rows) == duck(LOG, skip_rows={tennis[1]}, query=BY_CATEGORY)
+    assert Counter(db.view("by_category").rows()) == duck(LOG, query=BY_CATEGORY)
+
+
+def test_what_if_reports_the_change_and_leaves_everything_as_it_was():
+    db = figure_db()
+    seen = []
+    db.view("by_category").subscribe(seen.append)
+    before_rows = sorted(db.view("by_category").rows())
+    before_table = sorted(db.execute("SELECT * FROM products").fetchall())
+    batches = db.batches
+    world = db.what_if("by_category", abort=[2])  # Example 4.4
+    assert sorted(world.added) == [("Kids", 1, 120), ("Sport", 2, 100)]
+    assert sorted(world.removed) == [("Bicycles", 1, 120), ("Sport", 1, 50)]
+    assert sorted(db.view("by_category").rows()) == before_rows
+    assert sorted(db.execute("SELECT * FROM products").fetchall()) == before_table
+    assert (seen, db.batches) == ([], batches)
+    db.execute("DELETE FROM products WHERE category = 'Fashion'")  # maintenance goes on
+    assert Counter(db.view("by_category").rows()) == duck(
+        LOG + [(4, ["DELETE FROM products WHERE category = 'Fashion'"])], query=BY_CATEGORY)
+
+
+def test_access_control_and_trust_equal_their_reruns():
+    db = figure_db()
+    # FR may see T2's and T3's effects and the input rows (no principals: everyone)
+    assert Counter(db.visible("products", "FR").rows) == duck(LOG)
+    # IL may not see T3's: the log without it
+    assert Counter(db.visible("by_category", "IL").rows) == duck(LOG, skip=[3], query=BY_CATEGORY)
+    # US sees neither T2 nor T3
+    assert Counter(db.visible("products", "US").rows) == duck(LOG, skip=[2, 3])
+    # trust 0.5: T3 (0.3) is not trusted, T2 (0.6) is
+    assert Counter(db.trusted("by_category", 0.5).rows) == duck(LOG, skip=[3], query=BY_CATEGORY)
+    assert Counter(db.trusted("products", 0.65).rows) == duck(LOG, skip=[2, 3])
+    grants = {"products#2": ["IL"]}  # the tennis racket's input row only for IL
+    assert Counter(db.visible("products", "FR", grants).rows) == duck(
+        LOG, skip_rows={F1[1]})
+
+
+def test_a_user_structure_specialises_views():
+    db = figure_db()
+    sets = {"T2": {"FR"}, "T3": {"FR", "US"}}
+    structure = AccessControl(frozenset({"FR", "IL", "US"}))
+    world = db.specialise("products", structure,
+                          lambda v: frozenset(sets.get(v, structure.universe)))
+    # a row is kept if some principal sees it: the union of each principal's re-run
+    union = set(duck(LOG)) | set(duck(LOG, skip=[2, 3])) | set(duck(LOG, skip=[2]))
+    assert Counter(world.rows) == Counter(union)
+
+
+def test_bad_input_is_refused_and_changes_nothing():
+    db = figure_db()
+    state = (sorted(db.execute("SELECT * FROM products").fetchall()),
+             {r: str(db.provenance("products", r)) for r in F1}, db.transactions(), db.batches)
+    statements = {
+        "UPDATE products SET price = price + 1 WHERE category = 'Sport'": "non-constant",
+        "DELETE FROM products WHERE price > 50": "price > 50",
+        "DELETE FROM products WHERE category = 'Sport' OR price = 1": "OR",
+        "UPDATE products SET price = 1 WHERE category = product": "category = product",
+        "INSERT INTO products SELECT * FROM products": "INSERT ... SELECT",
+        "DELETE FROM products WHERE category IN (SELECT category FROM products)": "IN",
+    }
+    for sql, words in statements.items():
+        with pytest.raises(UnsupportedError, match="provenance table products") as err:
+            db.execute(sql)
+        assert words in str(err.value), sql
+    with pytest.raises(UnsupportedError, match=r"line 1, column"):
+        db.execute("DELETE FROM products WHERE price > 50")
+    with pytest.raises(ProvenanceError, match="unknown transaction 9"):
+        db.what_if("by_category", abort=[9])
+    with pytest.raises(ProvenanceError, match="not an input row"):
+        db.what_if("products", without=[("products", ("Kids mnt bike", "Bicycles", 120))])
+    with pytest.raises(ConstraintError, match="not present"):
+        db.delete("products", [("Kids mnt bike", "Sport", 120)])  # logically deleted
+    with pytest.raises(SchemaError, match="no column"):
+        db.execute("DELETE FROM products WHERE colour = 'red'")
+    with pytest.raises(ProvenanceError, match="keeps no update provenance"):
+        db.execute("CREATE TABLE plain (a INTEGER)")
+        db.provenance("plain", (1,))
+    with pytest.raises(RuntimeError), db.transaction():  # a failing transaction
+        db.execute("DELETE FROM products WHERE category = 'Fashion'")
+        raise RuntimeError("abandon")
+    assert state == (sorted(db.execute("SELECT * FROM products").fetchall()),
+                     {r: str(db.provenance("products", r)) for r in F1}, db.transactions(),
+                     db.batches + 0)
+
+
+def test_a_constraint_violation_rejects_the_statement_and_its_provenance():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (k INTEGER PRIMARY KEY, v INTEGER) WITH (provenance = 'update')")
+    db.insert("r", [(1, 10), (2, 20)])
+    with db.transaction():
+        db.execute("UPDATE r SET v = 11 WHERE k = 1")
+        with pytest.raises(ConstraintError, match="duplicate primary key"):
+            db.execute("UPDATE r SET k = 2 WHERE k = 1")  # two rows with key 2
+        db.execute("UPDATE r SET v = 21 WHERE k = 2")
+    assert sorted(db.execute("SELECT * FROM r").fetchall()) == [(1, 11), (2, 21)]
+    assert str(db.provenance("r", (1, 11))) == "r#1 ·M T2"
+    assert str(db.provenance("r", (1, 10))) == "r#1 - T2"
+
+
+def test_properties_of_provenance_tables_are_checked():
+    db = upkeep.connect()
+    with pytest.raises(SchemaError, match="provenance of table t must be one of"):
+        db.execute("CREATE TABLE t (a INTEGER) WITH (provenance = 'why')")
+    with pytest.raises(UnsupportedError, match="ttl_seconds with provenance"):
+        db.execute("CREATE TABLE t (a INTEGER) WITH (provenance = 'update', ttl_seconds = 5)")
+    assert db.tables() == []
+
+
+def test_naive_provenance_grows_where_the_normal_form_does_not():
+    sizes = {}
+    for mode in ("update", "update-naive"):
+        db = upkeep.connect()
+        db.execute(f"CREATE TABLE r (a VARCHAR) WITH (provenance = '{mode}')")
+        db.insert("r", [("a",), ("b",)])
+        with db.transaction():
+            for k in range(12):
+                src, dst = ("a", "b") if k % 2 == 0 else ("b", "a")
+                db.execute(f"UPDATE r SET a = '{dst}' WHERE a = '{src}'")
+        sizes[mode] = db._catalog.provenance.size()["tree"]
+        assert sorted(db.execute("SELECT * FROM r").fetchall()) == [("a",)]  # merged
+    assert sizes["update"] < 20 < 1000 < sizes["update-naive"]
+
+
+# ---------------------------------------------------------------- the random oracle
+
+VALUES = st.sampled_from([1, 2, 3])
+COLS = {"r": ("a", "b"), "s": ("b", "c")}
+VIEWS = {
+    "joined": "SELECT r.a, s.c, COUNT(*) AS n FROM r JOIN s ON r.b = s.b GROUP BY r.a, s.c",
+    "filtered": "SELECT a, b FROM r WHERE a <> 2",
+    "totals": "SELECT c, SUM(b) AS total FROM s GROUP BY c",
+}
+
+
+@st.composite
+def statements(draw):
+    table = draw(st.sampled_from(["r", "s"]))
+    x, y = COLS[table]
+    kind = draw(st.sampled_from(["input", "insert", "delete", "update"]))
+    if kind == "input":
+        return ("input", table, (draw(VALUES), draw(VALUES)))
+    if kind == "insert":
+        return ("sql", table, f"INSERT INTO {table} VALUES ({draw(VALUES)}, {draw(VALUES)})")
+    conds = [f"{draw(st.sampled_from([x, y]))} {draw(st.sampled_from(['=', '<>']))} "
+             f"{draw(VALUES)}" for _ in range(draw(st.integers(0, 2)))]
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    if kind == "delete":
+        return ("sql", table, f"DELETE FROM {table}{where}")
+    return ("sql", table, f"UPDATE {table} SET {draw(st.sampled_from([x, y]))} = "
+                          f"{draw(VALUES)}{where}")
+
+
+def rerun(log, skip_txns, skip_inputs):
+    con = duckdb.connect()
+    for table, (x, y) in COLS.items():
+        con.execute(f"CREATE TABLE {table} ({x} INTEGER, {y} INTEGER)")
+    for txn, stmts in log:
+        if txn in skip_txns:
+            continue
+        for kind, table, what in stmts:
+            if kind == "input":
+                if (table, what) not in skip_inputs:  # a row never loaded, by any txn
+                    con.execute(f"INSERT INTO {table} VALUES {what}")
+            else:
+                con.execute(what)
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT DISTINCT * FROM {table}")
+    out = {t: Counter(con.execute(f"SELECT * FROM {t}").fetchall()) for t in COLS}
+    out.update({v: Counter(con.execute(q).fetchall()) for v, q in VIEWS.items()})
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(statements(), min_size=1, max_size=5), min_size=1, max_size=5),
+       st.data())
+def test_what_if_equals_rerunning_the_log_without_it(transactions, data):
+    db = upkeep.connect()
+    for table, (x, y) in COLS.items():
+        db.execute(f"CREATE TABLE {table} ({x} INTEGER, {y} INTEGER) "
+                   "WITH (provenance = 'update')")
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql)
+    log, inputs = [], []
+    for stmts in transactions:
+        before = db.batches
+        with db.transaction():
+            for kind, table, what in stmts:
+                if kind == "input":
+                    db.insert(table, [what])
+                else:
+                    db.execute(what)
+        txn = max(db.transactions()) if db.batches > before else None
+        log.append((txn, stmts))
+        inputs += [(t, w) for k, t, w in stmts if k == "input"]
+    real = rerun(log, (), ())
+    for name in (*COLS, *VIEWS):
+        got = db.execute(f"SELECT * FROM {name}").fetchall()
+        assert Counter(got) == real[name], name
+    txns = sorted(db.transactions())
+    for _ in range(3):
+        abort = data.draw(st.sets(st.sampled_from(txns))) if txns else set()
+        gone = data.draw(st.sets(st.sampled_from(inputs))) if inputs else set()
+        expected = rerun(log, abort, gone)
+        without = sorted(gone)
+        for name in (*COLS, *VIEWS):
+            world = db.what_if(name, abort=sorted(abort), without=without)
+            assert Counter(world.rows) == expected[name], (name, abort, gone)
+    for name in (*COLS, *VIEWS):  # nothing moved
+        assert Counter(db.execute(f"SELECT * FROM {name}").fetchall()) == real[name]
+
+
+# ---------------------------------------------------------------- durability
+
+def test_provenance_survives_reopening_and_snapshots(tmp_path):
+    db = figure_db(database=tmp_path / "db")
+    expected = {r: str(db.provenance("products", r))
+                for r in [*F1, ("Kids mnt bike", "Bicycles", 120), ("Tennis Racket", "Sport", 50)]}
+    db.checkpoint()
+    db.execute("INSERT INTO products VALUES ('Lego bricks', 'Kids', 90)")
+    expected[("Lego bricks", "Kids", 90)] = "T4"
+    db.close()
+    again = upkeep.connect(tmp_path / "db")
+    assert {r: str(again.provenance("products", r)) for r in expected} == expected
+    assert again.transactions()[2] == {"principals": ["FR", "IL"], "trust": 0.6}
+    assert Counter(again.what_if("by_category", abort=[2]).rows) == duck(
+        LOG + [(4, [("Lego bricks", "Kids", 90)])], skip=[2], query=BY_CATEGORY)
+    again.execute("DELETE FROM products WHERE category = 'Kids'")  # ids continue after T4
+    assert str(again.provenance("products", ("Lego bricks", "Kids", 90))) == "T4 - T5"
+    again.close()
+
+
+def test_provenance_survives_kill_nine(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, signal
+        from test_update_provenance_db import figure_db
+        db = figure_db(database={str(tmp_path / "db")!r})
+        print("committed", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert "committed" in done.stdout and done.returncode == -9, done.stderr
+    db = upkeep.connect(tmp_path / "db")
+    fresh = figure_db()
+    for row in [*F1, ("Kids mnt bike", "Bicycles", 120), ("Kids mnt bike", "Sport", 50)]:
+        assert str(db.provenance("products", row)) == str(fresh.provenance("products", row))
+    assert Counter(db.what_if("products", abort=[3]).rows) == duck(LOG, skip=[3])
+    db.close()
