@@ -335,3 +335,35 @@ def test_provenance_survives_kill_nine(tmp_path):
         assert str(db.provenance("products", row)) == str(fresh.provenance("products", row))
     assert Counter(db.what_if("products", abort=[3]).rows) == duck(LOG, skip=[3])
     db.close()
+
+
+# ---------------------------------------------------------------- command line, Spark
+
+def test_command_line_provenance_and_what_if(tmp_path, capsys):
+    from upkeep.cli import main
+
+    figure_db(database=tmp_path / "db").close()
+    assert main(["provenance", str(tmp_path / "db"), "products",
+                 '["Tennis Racket", "Sport", 50]']) == 0
+    assert capsys.readouterr().out.strip() == "products#2 ·M T3"
+    assert main(["what-if", str(tmp_path / "db"), "by_category", "--abort", "3"]) == 0
+    expected = duck(LOG, skip=[3], query=BY_CATEGORY) - duck(LOG, query=BY_CATEGORY)
+    out = capsys.readouterr().out.splitlines()
+    assert {line for line in out if line.startswith("+")} == {
+        f"+ {list(r)}" for r in expected}
+    assert main(["what-if", str(tmp_path / "db"), "by_category", "--abort", "7"]) == 1
+    assert "unknown transaction 7" in capsys.readouterr().err
+    assert main(["provenance", str(tmp_path / "db"), "products", "not json"]) == 1
+    assert "JSON array" in capsys.readouterr().err
+
+
+def test_the_spark_engine_refuses_provenance_tables(spark, tmp_path):
+    db = upkeep.connect(engine="spark", spark=spark, database=tmp_path / "spark")
+    try:
+        with pytest.raises(UnsupportedError, match="provenance tables"):
+            db.execute(PRODUCTS.format(mode="update"))
+        assert db.tables() == []
+        with pytest.raises(UnsupportedError, match="update provenance on the spark engine"):
+            db.what_if("products", abort=[1])
+    finally:
+        db.close()

@@ -1,5 +1,6 @@
 """The ``upkeep`` command: ``upkeep run``, ``upkeep explain`` and ``upkeep why`` on a pipeline
-file, and ``upkeep repair`` on a damaged database directory.
+file, ``upkeep repair`` on a damaged database directory, and ``upkeep provenance`` /
+``upkeep what-if`` on the provenance tables of a database directory or pipeline.
 
 Errors a user can fix (a bad pipeline file, a rejected change record under
 ``--on-error stop``) are printed as one message and exit with status 1, never a traceback.
@@ -63,6 +64,28 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("view", help="the view")
     why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
 
+    provenance = commands.add_parser(
+        "provenance", help="a row's update provenance in a provenance table",
+        description="Print the UP[X] annotation (normal form) of a row of a table created "
+                    "WITH (provenance = 'update'): which transactions and input rows made it.")
+    provenance.add_argument("target", type=Path,
+                            help="the database directory, or a pipeline file (its state_dir)")
+    provenance.add_argument("table", help="the provenance table")
+    provenance.add_argument("row", help='the row as a JSON array, e.g. \'["a", 1]\'')
+
+    what_if = commands.add_parser(
+        "what-if", help="a table or view as if transactions had aborted or input rows were gone",
+        description="Print the rows a table or view would gain (+) and lose (-) had the "
+                    "given transactions not run and the given input rows never been loaded, "
+                    "computed from update provenance; the database is not changed.")
+    what_if.add_argument("target", type=Path,
+                         help="the database directory, or a pipeline file (its state_dir)")
+    what_if.add_argument("name", help="the table or view")
+    what_if.add_argument("--abort", type=int, nargs="+", default=[], metavar="TXN",
+                         help="transaction ids (see `upkeep provenance`: T<id>)")
+    what_if.add_argument("--without", nargs=2, action="append", default=[],
+                         metavar=("TABLE", "ROW"), help="an input row, as a JSON array")
+
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
         description="Rewrite each damaged log of the directory with its intact records only "
@@ -92,10 +115,58 @@ def _repair(target: Path) -> str:
     return "\n".join(lines)
 
 
-def _why(config, view: str, row_text: str) -> str:
-    """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
+def _json_row(text: str) -> list:
     import json
 
+    from .io.errors import PipelineError
+
+    try:
+        row = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise PipelineError(f"the row must be a JSON array: {exc}") from None
+    if not isinstance(row, list):
+        raise PipelineError(f"the row must be a JSON array, not {text}")
+    return row
+
+
+def _open_target(target: Path):
+    """The durable database of a directory, or of a pipeline file's state_dir."""
+    import upkeep
+
+    if target.is_file():
+        from .pipeline.runner import open_database
+
+        return open_database(load_config(target))
+    if not target.is_dir():
+        raise Error(f"{target} is not a database directory or a pipeline file")
+    return upkeep.connect(target)
+
+
+def _provenance(target: Path, table: str, row_text: str) -> str:
+    """``upkeep provenance``: one row's annotation."""
+    row = _json_row(row_text)
+    db = _open_target(target)
+    try:
+        return str(db.provenance(table, row))
+    finally:
+        db.close()
+
+
+def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]]) -> str:
+    """``upkeep what-if``: the change of a table or view in the hypothetical world."""
+    rows = [(table, _json_row(text)) for table, text in without]
+    db = _open_target(target)
+    try:
+        world = db.what_if(name, abort=abort, without=rows)
+    finally:
+        db.close()
+    lines = [f"+ {list(r)}" for r in sorted(world.added, key=repr)]
+    lines += [f"- {list(r)}" for r in sorted(world.removed, key=repr)]
+    return "\n".join(lines) or f"{name} would not change"
+
+
+def _why(config, view: str, row_text: str) -> str:
+    """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
     from .io.errors import PipelineError
     from .pipeline.config import MEMORY
     from .pipeline.runner import open_database
@@ -103,12 +174,7 @@ def _why(config, view: str, row_text: str) -> str:
     if config.state_dir == MEMORY:
         raise PipelineError(f"{config.file} keeps no state (state_dir is :memory:), so there "
                             "is nothing to explain; run it with a state directory first")
-    try:
-        row = json.loads(row_text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise PipelineError(f"the row must be a JSON array: {exc}") from None
-    if not isinstance(row, list):
-        raise PipelineError(f"the row must be a JSON array, not {row_text}")
+    row = _json_row(row_text)
     db = open_database(config)
     try:
         if view.lower() not in db.views():
@@ -151,6 +217,14 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
     try:
         if args.command == "repair":
             console.print(_repair(args.target), highlight=False, markup=False)
+            return 0
+        if args.command == "provenance":
+            console.print(_provenance(args.target, args.table, args.row), highlight=False,
+                          markup=False, soft_wrap=True)
+            return 0
+        if args.command == "what-if":
+            console.print(_what_if(args.target, args.name, args.abort, args.without),
+                          highlight=False, markup=False, soft_wrap=True)
             return 0
         config = load_config(args.pipeline)
         if args.command == "why":
