@@ -1,27 +1,28 @@
 """Update provenance: tracking overhead, size, and what-if against re-running the log.
 
-The synthetic workload of section 6 of ``papers/update-provenance-hyperplane-transactions.txt``
-(spec U.11): a relation of ``--rows`` tuples with values drawn uniformly from fixed domains,
-then ``--queries`` hyperplane queries (insert / delete / modify, uniform), delete and modify
-selecting on the numeric columns, each query its own transaction.  Measured, each part in
-its own process (peak memory is per process):
+Two workloads of section 6 of ``papers/update-provenance-hyperplane-transactions.txt``
+(spec U.11): ``synthetic``, a relation of ``--rows`` tuples with values drawn uniformly from
+fixed domains and ``--queries`` hyperplane queries (insert / delete / modify, uniform; delete
+and modify select on the numeric columns), each its own transaction; and ``tpcc``, the
+New-Order / Payment / Delivery log of :mod:`bench.provenance.tpcc` over ``--warehouses``.
+Measured, each part in its own process (peak memory is per process):
 
-* ``track``: the log applied to an annotated relation (:mod:`upkeep.update_provenance`)
+* ``track``: the log applied to annotated relations (:mod:`upkeep.update_provenance`)
   with no provenance (Boolean annotations, the same indexed operator), the normal form
   and the naive construction: seconds, expression size (DAG nodes and tree size), tuples
   kept, peak resident memory;
-* ``whatif``: a local database with the provenance table and a maintained join + aggregate
-  view, the log committed statement by statement; then ``db.what_if`` aborting one
-  transaction and removing one input row, on the table and on the view, against DuckDB
-  re-running the log without them (load + every statement + the view's query).
+* ``whatif``: a local database with the provenance tables and a maintained join +
+  aggregate view, the log committed transaction by transaction; then ``db.what_if`` on the
+  view aborting one transaction and removing one input row, against DuckDB re-running the
+  log without them (load + every statement + the view's query), results checked equal.
 
 Usage::
 
     python -m bench.provenance.bench --rows 1000000 --queries 2000
-    python -m bench.provenance.bench --rows 100000 --queries 500 --out bench/results/x.json
+    python -m bench.provenance.bench --workload tpcc --warehouses 4 --queries 2000
 
-Results go to ``bench/results/provenance.json``; ``--report`` prints the Markdown table of
-docs/benchmarks.md.
+Results go to ``bench/results/provenance.json`` (``provenance_tpcc.json``); ``--report``
+prints the Markdown table of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -32,17 +33,31 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+
+from sqlglot import exp, parse_one
 
 from bench.common.environment import git_rev, machine, now
 from bench.common.measure import peak_rss_mb
-
-COLUMNS = ("k", "a", "b", "c")
-VIEW = ("SELECT r.a, d.label, COUNT(*) AS n, SUM(r.c) AS total FROM r JOIN d ON r.b = d.b "
-        "GROUP BY r.a, d.label")
+from bench.provenance.tpcc import TABLES, generate
+from upkeep.sql import insert_target
 
 
-def workload(rows: int, queries: int, seed: int) -> tuple[list[tuple], list[str]]:
-    """The input rows and the log as SQL statements (hyperplane only)."""
+@dataclass
+class Workload:
+    """Tables (name -> columns; ``dims`` keep no provenance), their input rows, the log as
+    transactions of SQL statements, and the join + aggregate view what-if is asked on."""
+
+    tables: dict[str, tuple[str, ...]]
+    rows: dict[str, list[tuple]]
+    transactions: list[list[str]]
+    view: str
+    dims: frozenset = frozenset()
+    distinct: bool = True  # whether an UPDATE can merge rows (set semantics in the re-run)
+
+
+def synthetic(rows: int, queries: int, seed: int) -> Workload:
+    """Section 6.1's synthetic workload: uniform values, delete and modify on numerics."""
     rng = random.Random(seed)
     keys = max(rows // 5, 1)
 
@@ -54,67 +69,111 @@ def workload(rows: int, queries: int, seed: int) -> tuple[list[tuple], list[str]
     for _ in range(queries):
         kind = rng.choice(("insert", "delete", "modify"))
         if kind == "insert":
-            log.append(f"INSERT INTO r VALUES {row()}")
+            log.append([f"INSERT INTO r VALUES {row()}"])
             continue
         where = f"k = {rng.randrange(keys)} AND a = {rng.randrange(10)}"
         if kind == "delete":
-            log.append(f"DELETE FROM r WHERE {where}")
+            log.append([f"DELETE FROM r WHERE {where}"])
         else:
-            log.append(f"UPDATE r SET b = {rng.randrange(10)} WHERE {where}")
-    return data, log
+            log.append([f"UPDATE r SET b = {rng.randrange(10)} WHERE {where}"])
+    view = ("SELECT r.a, d.label, COUNT(*) AS n, SUM(r.c) AS total FROM r JOIN d ON r.b = d.b "
+            "GROUP BY r.a, d.label")
+    return Workload({"r": ("k", "a", "b", "c"), "d": ("b", "label")},
+                    {"r": data, "d": [(b, f"group{b % 3}") for b in range(10)]},
+                    log, view, frozenset({"d"}))
 
 
-def _queries(log: list[str]):
-    from sqlglot import parse_one
+def tpcc_workload(args: argparse.Namespace) -> Workload:
+    """The TPC-C log of :mod:`bench.provenance.tpcc`; the view is each district's
+    undelivered orders: lines and amount (orders joined with their order lines)."""
+    log = generate(args.warehouses, args.tpcc_scale, args.queries, args.seed)
+    view = ("SELECT o.o_w_id, o.o_d_id, COUNT(*) AS lines, SUM(ol.ol_amount) AS amount "
+            "FROM orders o JOIN order_line ol ON o.o_w_id = ol.ol_w_id AND "
+            "o.o_d_id = ol.ol_d_id AND o.o_id = ol.ol_o_id WHERE o.o_carrier_id = 0 "
+            "GROUP BY o.o_w_id, o.o_d_id")
+    return Workload(dict(TABLES), log.rows, log.transactions, view, distinct=False)
 
+
+def workload(args: argparse.Namespace) -> Workload:
+    if args.workload == "tpcc":
+        return tpcc_workload(args)
+    return synthetic(args.rows, args.queries, args.seed)
+
+
+def _target(stmt: exp.Expression) -> str:
+    return insert_target(stmt) if isinstance(stmt, exp.Insert) else stmt.this.name.lower()
+
+
+def _queries(w: Workload) -> list[list[tuple[str, object]]]:
+    """Each transaction's statements as (table, hyperplane query)."""
     from upkeep.types import SqlType
     from upkeep.update_provenance.hyperplane import HyperplaneParser, Insert
 
-    parser = HyperplaneParser("r", [(c, SqlType("INTEGER")) for c in COLUMNS])
+    parsers = {t: HyperplaneParser(t, [(c, SqlType("BIGINT")) for c in cols])
+               for t, cols in w.tables.items()}
     out = []
-    for sql in log:
-        stmt = parse_one(sql)
-        if sql.startswith("INSERT"):
-            out.append(Insert(tuple(int(v.this) for v in stmt.expression.expressions[0])))
-        elif sql.startswith("DELETE"):
-            out.append(parser.delete(stmt))
-        else:
-            out.append(parser.update(stmt))
+    for tx in w.transactions:
+        queries = []
+        for sql in tx:
+            stmt = parse_one(sql)
+            table = _target(stmt)
+            if isinstance(stmt, exp.Insert):
+                values = stmt.expression.expressions[0].expressions
+                queries.append((table, Insert(tuple(int(v.this) for v in values))))
+            elif isinstance(stmt, exp.Delete):
+                queries.append((table, parsers[table].delete(stmt)))
+            else:
+                queries.append((table, parsers[table].update(stmt)))
+        out.append(queries)
     return out
 
 
 def track(args: argparse.Namespace) -> dict:
-    """The log on an annotated relation, in one mode."""
+    """The log on annotated relations, in one mode."""
     from upkeep.update_provenance.annotators import Concrete, Naive, NormalForm
     from upkeep.update_provenance.expression import dag_size, tree_size, var
     from upkeep.update_provenance.relation import ProvenanceRelation, RelationTransaction
     from upkeep.update_provenance.structures import Boolean
 
-    data, log = workload(args.rows, args.queries, args.seed)
-    queries = _queries(log)
-    annotator = {"none": lambda: Concrete(Boolean(), lambda name: True),
-                 "update": NormalForm, "update-naive": Naive}[args.mode]()
-    rel = ProvenanceRelation(annotator, len(COLUMNS))
-    if args.mode == "none":
-        rel.commit(dict.fromkeys(data, True))
-    else:
-        rel.commit({row: var(f"r#{i}") for i, row in enumerate(data, 1)})
-    for query in queries:  # the indexes the log needs exist before it runs
-        if hasattr(query, "pattern"):
-            rel.candidates(query.pattern)
+    w = workload(args)
+    transactions = _queries(w)
+    relations = {}
+    inputs = 0
+    for table, cols in w.tables.items():
+        if table in w.dims:
+            continue
+        annotator = {"none": lambda: Concrete(Boolean(), lambda name: True),
+                     "update": NormalForm, "update-naive": Naive}[args.mode]()
+        rel = relations[table] = ProvenanceRelation(annotator, len(cols))
+        if args.mode == "none":
+            rel.commit(dict.fromkeys(w.rows[table], True))
+        else:
+            rel.commit({row: var(f"{table}#{i}") for i, row in enumerate(w.rows[table], 1)})
+        inputs += len(w.rows[table])
+    for tx in transactions:  # the indexes the log needs exist before it runs
+        for table, query in tx:
+            if hasattr(query, "pattern"):
+                relations[table].candidates(query.pattern)
     affected = 0
     t0 = time.perf_counter()
-    for i, query in enumerate(queries, 1):
-        tx = RelationTransaction(rel)
-        affected += len(tx.apply(query, var(f"T{i}")))
-        rel.commit(tx.result())
+    for k, tx in enumerate(transactions, 1):
+        p = var(f"T{k}")
+        work = {}
+        for table, query in tx:
+            rtx = work.get(table)
+            if rtx is None:
+                rtx = work[table] = RelationTransaction(relations[table])
+            affected += len(rtx.apply(query, p))
+        for table, rtx in work.items():
+            relations[table].commit(rtx.result())
     seconds = time.perf_counter() - t0
     out = {"mode": args.mode, "seconds": round(seconds, 3), "affected": affected,
-           "tuples": len(rel), "peak_mb": round(peak_rss_mb(), 1)}
+           "statements": sum(len(tx) for tx in transactions),
+           "tuples": sum(len(r) for r in relations.values()), "peak_mb": round(peak_rss_mb(), 1)}
     if args.mode != "none":
-        nodes = list(rel.annotations.values())
-        out["dag_nodes"] = dag_size(nodes) - len(data)  # beyond the input variables
-        out["tree_size"] = sum(tree_size(n) for n in nodes) - len(data)
+        nodes = [n for rel in relations.values() for n in rel.annotations.values()]
+        out["dag_nodes"] = dag_size(nodes) - inputs  # beyond the input variables
+        out["tree_size"] = sum(tree_size(n) for n in nodes) - inputs
     return out
 
 
@@ -125,74 +184,87 @@ def whatif(args: argparse.Namespace) -> dict:
 
     import upkeep
 
-    data, log = workload(args.rows, args.queries, args.seed)
-    dims = [(b, f"group{b % 3}") for b in range(10)]
+    w = workload(args)
     db = upkeep.connect()
-    db.execute("CREATE TABLE r (k INTEGER, a INTEGER, b INTEGER, c INTEGER) "
-               "WITH (provenance = 'update')")
-    db.execute("CREATE TABLE d (b INTEGER, label VARCHAR)")
-    db.insert("d", dims)
+    for table, cols in w.tables.items():
+        mode = "" if table in w.dims else " WITH (provenance = 'update')"
+        spec = ", ".join(f"{c} {'VARCHAR' if c == 'label' else 'BIGINT'}" for c in cols)
+        db.execute(f"CREATE TABLE {table} ({spec}){mode}")
     t0 = time.perf_counter()
-    db.insert("r", data)
+    with db.transaction():
+        for table, rows in w.rows.items():
+            db.insert(table, rows)
     load_s = time.perf_counter() - t0
-    db.create_view("v", VIEW)
+    db.create_view("v", w.view)
     t0 = time.perf_counter()
-    for sql in log:
-        db.execute(sql)
+    for tx in w.transactions:
+        with db.transaction():
+            for sql in tx:
+                db.execute(sql)
     log_s = time.perf_counter() - t0
-    txns = sorted(db.transactions())
-    victim_txn = txns[1 + len(txns) // 2]
-    victim_row = data[len(data) // 2]
+    txns = sorted(db.transactions())  # txns[0] loaded the input rows
+    victim = len(txns) // 2
+    victim_row = ("r", w.rows["r"][len(w.rows["r"]) // 2]) if "r" in w.rows else (
+        "order_line", w.rows["order_line"][len(w.rows["order_line"]) // 2])
 
     def timed(fn) -> tuple[float, object]:
         t = time.perf_counter()
         got = fn()
         return time.perf_counter() - t, got
 
-    arrow = pa.Table.from_pylist([dict(zip(COLUMNS, r, strict=True)) for r in data])
+    arrows = {t: pa.Table.from_pylist([dict(zip(cols, r, strict=True)) for r in w.rows[t]])
+              for t, cols in w.tables.items()}
 
-    def rerun(skip_statement: int | None, skip_row: tuple | None) -> dict:
+    def rerun(skip_txn: int | None, skip_row: tuple | None) -> set:
         con = duckdb.connect()
-        con.execute("CREATE TABLE d (b INTEGER, label VARCHAR)")
-        con.executemany("INSERT INTO d VALUES (?, ?)", dims)
-        con.register("input", arrow)
-        con.execute("CREATE TABLE r AS SELECT DISTINCT * FROM input")
+        for table, arrow in arrows.items():
+            con.register("input", arrow)
+            con.execute(f"CREATE TABLE {table} AS SELECT DISTINCT * FROM input")
+            con.unregister("input")
         if skip_row is not None:
-            con.execute("DELETE FROM r WHERE k = ? AND a = ? AND b = ? AND c = ?",
-                        list(skip_row))
-        for i, sql in enumerate(log):
-            if i != skip_statement:
+            table, row = skip_row
+            cols = w.tables[table]
+            con.execute(f"DELETE FROM {table} WHERE " + " AND ".join(f"{c} = ?" for c in cols),
+                        list(row))
+        for k, tx in enumerate(w.transactions, 1):
+            if k == skip_txn:
+                continue
+            for sql in tx:
                 con.execute(sql)
-                if sql.startswith("UPDATE") or sql.startswith("INSERT"):
-                    con.execute("CREATE OR REPLACE TABLE r AS SELECT DISTINCT * FROM r")
-        return dict(((a, lab), (n, t)) for a, lab, n, t in con.execute(VIEW).fetchall())
+                if w.distinct and not sql.startswith("DELETE"):
+                    table = _target(parse_one(sql))
+                    con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT DISTINCT * "
+                                f"FROM {table}")
+        return set(con.execute(w.view).fetchall())
 
-    # the log's statement i is transaction txns[i + 1] (txns[0] loaded the input rows)
-    statement = txns.index(victim_txn) - 1
-    abort_s, world = timed(lambda: db.what_if("v", abort=[victim_txn]))
-    rerun_abort_s, expected = timed(lambda: rerun(statement, None))
-    got = {(a, lab): (n, t) for a, lab, n, t in world.rows}
-    assert got == expected, "what-if (abort) differs from the re-run"
-    without_s, world = timed(lambda: db.what_if("v", without=[("r", victim_row)]))
+    abort_s, world = timed(lambda: db.what_if("v", abort=[txns[victim]]))
+    rerun_abort_s, expected = timed(lambda: rerun(victim, None))
+    assert set(world.rows) == expected, "what-if (abort) differs from the re-run"
+    without_s, world = timed(lambda: db.what_if("v", without=[victim_row]))
     rerun_without_s, expected = timed(lambda: rerun(None, victim_row))
-    assert {(a, lab): (n, t) for a, lab, n, t in world.rows} == expected, \
-        "what-if (without) differs from the re-run"
-    table_abort_s, _ = timed(lambda: db.what_if("r", abort=[victim_txn]))
+    assert set(world.rows) == expected, "what-if (without) differs from the re-run"
     return {"load_s": round(load_s, 2), "log_s": round(log_s, 2),
-            "statements_per_s": round(len(log) / log_s),
-            "abort_view_s": round(abort_s, 4), "abort_table_s": round(table_abort_s, 4),
-            "rerun_abort_s": round(rerun_abort_s, 3),
+            "statements_per_s": round(sum(len(tx) for tx in w.transactions) / log_s),
+            "abort_view_s": round(abort_s, 4), "rerun_abort_s": round(rerun_abort_s, 3),
             "abort_speedup": round(rerun_abort_s / abort_s, 1),
             "without_view_s": round(without_s, 4), "rerun_without_s": round(rerun_without_s, 3),
             "without_speedup": round(rerun_without_s / without_s, 1),
             "provenance": db._catalog.provenance.size(), "peak_mb": round(peak_rss_mb(), 1)}
 
 
+def _common(args: argparse.Namespace) -> list[str]:
+    return ["--workload", args.workload, "--rows", str(args.rows), "--queries",
+            str(args.queries), "--warehouses", str(args.warehouses), "--tpcc-scale",
+            str(args.tpcc_scale), "--seed", str(args.seed)]
+
+
 def run_all(args: argparse.Namespace) -> dict:
-    common = ["--rows", str(args.rows), "--queries", str(args.queries), "--seed", str(args.seed)]
-    result = {"rows": args.rows, "queries": args.queries, "date": now(), "git": git_rev(),
-              "machine": machine(), "command": "python -m bench.provenance.bench " + " ".join(
-                  sys.argv[1:]), "track": {}}
+    common = _common(args)
+    result = {"workload": args.workload, "rows": args.rows, "queries": args.queries,
+              "warehouses": args.warehouses, "tpcc_scale": args.tpcc_scale, "date": now(),
+              "git": git_rev(), "machine": machine(),
+              "command": "python -m bench.provenance.bench " + " ".join(sys.argv[1:]),
+              "track": {}}
     for mode in ("none", "update", "update-naive"):
         print("track", mode, flush=True)
         done = subprocess.run([sys.executable, "-m", "bench.provenance.bench", *common,
@@ -212,10 +284,13 @@ def report(result: dict) -> str:
     """The Markdown table of docs/benchmarks.md."""
     t = result["track"]
     base = t["none"]["seconds"]
+    what = (f"{result['rows']:,} input tuples" if result.get("workload", "synthetic")
+            == "synthetic" else f"TPC-C, {result['warehouses']} warehouse(s) at "
+            f"{result['tpcc_scale']}x the cardinalities, {t['none']['tuples']:,} tuples at the end")
     lines = [
-        f"{result['rows']:,} input tuples, {result['queries']:,} hyperplane queries "
-        f"(each its own transaction), {t['update']['affected']:,} tuple changes; "
-        f"`{result['command']}` ({result['date']}, {result['git']})",
+        f"{what}, {t['update'].get('statements', result['queries']):,} hyperplane statements, "
+        f"{t['update']['affected']:,} tuple changes; `{result['command']}` ({result['date']}, "
+        f"{result['git']})",
         "",
         "| tracking | log seconds | overhead | expression nodes (DAG) | tree size | "
         "tuples kept | peak MB |",
@@ -238,25 +313,78 @@ def report(result: dict) -> str:
         f"{w['without_speedup']:,.0f}x |",
         "",
         f"Through the database: input rows loaded in {w['load_s']} s, the log committed at "
-        f"{w['statements_per_s']:,} statements/s with the view maintained; aborting on the "
-        f"table alone {w['abort_table_s']:.4f} s.",
+        f"{w['statements_per_s']:,} statements/s with the view maintained.",
     ]
     return "\n".join(lines)
 
 
+def sweep(args: argparse.Namespace, lengths: list[int], out: str) -> None:
+    """:func:`run_all` at each log length; the results and a plot of the tracking overhead
+    and the what-if speed-ups against the length (``docs/img/provenance_sweep.png``)."""
+    results = []
+    for length in lengths:
+        args.queries = length
+        results.append(run_all(args))
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (over, speed) = plt.subplots(1, 2, figsize=(10, 4))
+    for mode, label in (("update", "normal form"), ("update-naive", "naive")):
+        over.plot(lengths, [r["track"][mode]["dag_nodes"] for r in results], marker="o",
+                  label=label)
+    over.set(xlabel="statements in the log", ylabel="expression nodes (DAG)",
+             title="provenance size")
+    over.legend()
+    for key, label in (("abort_speedup", "abort one transaction"),
+                       ("without_speedup", "remove one input row")):
+        speed.plot(lengths, [r["whatif"][key] for r in results], marker="o", label=label)
+    speed.set(xlabel="statements in the log", ylabel="x faster than DuckDB re-running",
+              title="what-if on a join + aggregate view")
+    speed.legend()
+    fig.suptitle(f"update provenance, {results[0]['workload']} "
+                 f"({results[0]['rows']:,} tuples)" if results[0]["workload"] == "synthetic"
+                 else "update provenance, TPC-C")
+    fig.tight_layout()
+    fig.savefig("docs/img/provenance_sweep.png", dpi=110)
+    for r in results:
+        t, w = r["track"], r["whatif"]
+        print(f"| {r['queries']:,} | {t['none']['seconds']:.3f} | {t['update']['seconds']:.3f} | "
+              f"{t['update-naive']['seconds']:.3f} | {t['update']['dag_nodes']:,} | "
+              f"{t['update-naive']['dag_nodes']:,} | {w['abort_speedup']:,.0f}x | "
+              f"{w['without_speedup']:,.0f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=2_000)
+    parser.add_argument("--workload", choices=("synthetic", "tpcc"), default="synthetic")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic: input tuples")
+    parser.add_argument("--queries", type=int, default=2_000, help="statements in the log")
+    parser.add_argument("--warehouses", type=int, default=4, help="tpcc: warehouses")
+    parser.add_argument("--tpcc-scale", type=float, default=1.0,
+                        help="tpcc: fraction of the specification's cardinalities")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--part", choices=("track", "whatif"))
     parser.add_argument("--mode", choices=("none", "update", "update-naive"), default="update")
-    parser.add_argument("--out", default="bench/results/provenance.json")
+    parser.add_argument("--out", default=None,
+                        help="default bench/results/provenance[_tpcc].json")
     parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--lengths", default=None,
+                        help="a sweep over log lengths, e.g. 250,500,1000,2000 (needs the "
+                             "bench extra's matplotlib)")
     args = parser.parse_args()
+    out = args.out or ("bench/results/provenance.json" if args.workload == "synthetic"
+                       else "bench/results/provenance_tpcc.json")
     if args.report:
-        with open(args.out) as f:
+        with open(out) as f:
             print(report(json.load(f)))
+        return
+    if args.lengths:
+        sweep(args, [int(n) for n in args.lengths.split(",")],
+              args.out or "bench/results/provenance_sweep.json")
         return
     if args.part == "track":
         print(json.dumps(track(args)))
@@ -264,7 +392,7 @@ def main() -> None:
         print(json.dumps(whatif(args)))
     else:
         result = run_all(args)
-        with open(args.out, "w") as f:
+        with open(out, "w") as f:
             json.dump(result, f, indent=1)
         print(report(result))
 

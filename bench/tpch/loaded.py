@@ -99,7 +99,7 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     load_s = time.perf_counter() - t0
     del tables
     t0 = time.perf_counter()
-    db.create_view(VIEW, query.sql, strategy=args.system)
+    db.create_view(VIEW, query.sql, strategy=args.system, provenance=args.provenance)
     build_s = time.perf_counter() - t0
     loaded_mb = current_rss_mb()
     received = [0]
@@ -174,8 +174,10 @@ def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | N
     if system == "flink":
         python = flink_python()
         return None if python is None else [python, "-m", "bench.tpch.flink_peer", *common]
+    extra = ["--provenance", args.provenance] if args.provenance and system in (
+        "dyn", "general") else []
     return [sys.executable, "-m", "bench.tpch.loaded", *common, "--system", system,
-            "--changes", str(args.changes), "--batch", str(args.batch)]
+            "--changes", str(args.changes), "--batch", str(args.batch), *extra]
 
 
 def run_all(args: argparse.Namespace) -> None:
@@ -214,6 +216,8 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=2_000)
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--provenance", choices=("why",), default=None,
+                        help="upkeep systems: keep the view's why-provenance too")
     parser.add_argument("--all", action="store_true", help="every query and system")
     parser.add_argument("--queries", nargs="+", default=list(LOADED_QUERIES))
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))

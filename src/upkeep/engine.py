@@ -173,8 +173,10 @@ class Engine(ABC):
 
     # ------------------------------------------------------------ catalog and views
     @abstractmethod
-    def create_view(self, name: str, sql: str, strategy: str | None = None) -> ViewHandle:
-        """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy."""
+    def create_view(self, name: str, sql: str, strategy: str | None = None,
+                    provenance: str | None = None) -> ViewHandle:
+        """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy;
+        ``provenance="why"`` keeps the view's why-provenance (``db.why``)."""
 
     @abstractmethod
     def view(self, name: str) -> ViewHandle:

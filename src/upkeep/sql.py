@@ -22,12 +22,14 @@ from .errors import ParseError, SchemaError
 from .expressions import ExpressionCompiler, Scope
 
 _MATERIALIZED = re.compile(r"\bMATERIALIZED\s+VIEW\b", re.IGNORECASE)
+# a view's options (``WITH (provenance = 'why')``), which DuckDB's CREATE VIEW lacks
+_VIEW_OPTIONS = re.compile(r"(\bVIEW\s+[^\s(]+)\s+WITH\s*\([^()]*\)", re.IGNORECASE)
 
 
 def check_syntax(sql: str) -> None:
     """Reject what DuckDB's own parser rejects, with a position."""
     try:
-        duckdb.extract_statements(_MATERIALIZED.sub("VIEW", sql))
+        duckdb.extract_statements(_VIEW_OPTIONS.sub(r"\1", _MATERIALIZED.sub("VIEW", sql)))
     except duckdb.ParserException as exc:
         text = str(exc)
         first = text.split("\n", 1)[0].replace("Parser Error: ", "")

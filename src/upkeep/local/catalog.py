@@ -20,7 +20,7 @@ from .. import zset
 from ..bulk_progress import bulk_progress
 from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
-from ..errors import ConstraintError, SchemaError, UnsupportedError
+from ..errors import ConstraintError, SchemaError, StrategyError, UnsupportedError
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
 from ..plan import rename_tables
@@ -29,8 +29,9 @@ from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..sql import check_types, parse_one
 from ..table import Table
-from ..types import SqlType, coerce_row
+from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
+from ..why import WitnessLayout, witness_name, witness_query
 from ..zset import Delta
 from .provenance import ProvenanceTracker
 
@@ -59,6 +60,7 @@ class LocalCatalog(Catalog):
         self._affected: dict[frozenset[str], list[str]] = {}
         self._expiring: dict[str, Expiry] | None = None
         self.provenance = ProvenanceTracker()  # update provenance of provenance tables
+        self.witnesses: dict[str, WitnessLayout] = {}  # views WITH (provenance = 'why')
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -137,13 +139,30 @@ class LocalCatalog(Catalog):
         return "\n\n".join(parts)
 
     def why(self, view: str, row) -> Explanation:
-        """Why ``row`` is in ``view`` (recursive views kept with absorption provenance)."""
+        """Why ``row`` is in ``view``: recursive views from their absorption provenance,
+        views created ``WITH (provenance = 'why')`` from their witness view."""
         runtime = self.runtime(view)
-        if not isinstance(runtime, RecursiveView):
+        row = coerce_row(row, runtime.columns, view, 0)
+        if isinstance(runtime, RecursiveView):
+            return runtime.why(row)
+        layout = self.witnesses.get(view)
+        if layout is None:
             raise UnsupportedError(
-                f"why is answered for recursive views kept with absorption provenance; view "
-                f"{view} uses strategy {runtime.strategy}")
-        return runtime.why(coerce_row(row, runtime.columns, view, 0))
+                f"why-provenance of view {view}: create it WITH (provenance = 'why') to keep "
+                "it (recursive views keep theirs always)")
+        if runtime.multiplicity(row) <= 0:
+            raise ConstraintError(f"row {format_row(row)} is not in view {view}", row)
+        key = tuple(row[p] for p in layout.key_positions)
+        products, annotations = [], {}
+        for witness, _ in self.weighted_rows(witness_name(view)):
+            got, rows = layout.split(witness)
+            if got == key:
+                products.append(rows)
+                for rel, base in rows:
+                    if self.provenance.tracks(rel):
+                        annotations[(rel, base)] = self.provenance.annotation(rel, base)
+        products.sort(key=repr)
+        return Explanation(view, row, products, None, False, annotations)
 
     def dependents(self, name: str) -> list[str]:
         """Views that read ``name`` directly."""
@@ -175,7 +194,8 @@ class LocalCatalog(Catalog):
             if name in self.views and stmt.args.get("exists"):
                 return
             self.define_view(name, stmt.expression, None,
-                             replace=bool(stmt.args.get("replace")), log=log)
+                             replace=bool(stmt.args.get("replace")), log=log,
+                             why=view_provenance(stmt, name))
         else:
             raise UnsupportedError(f"CREATE {kind}")
 
@@ -211,10 +231,12 @@ class LocalCatalog(Catalog):
         self.changed()
 
     def define_view(self, name: str, query: exp.Expression, strategy: str | None,
-                    replace: bool = False, log: Callable[[tuple], None] = _no_log) -> None:
+                    replace: bool = False, log: Callable[[tuple], None] = _no_log,
+                    why: bool = False) -> None:
         """Create a user-visible view (replacing one of that name if ``replace``) and log
         its SQL.  A view that fails to plan or build, or whose record ``log`` cannot write,
-        changes nothing: the view it would replace stays."""
+        changes nothing: the view it would replace stays.  ``why``: keep its
+        why-provenance (a witness view, :mod:`upkeep.why`)."""
         if name in self.tables or (name in self.views and not replace):
             raise SchemaError(f"a table or view named {name} already exists")
         check_types(query, self.schema_of)
@@ -226,7 +248,11 @@ class LocalCatalog(Catalog):
         try:
             self.create_view(name, query, strategy)
             try:
+                if why:
+                    self.add_witnesses(name)
                 log(("view", name, sql, strategy))
+                if why:
+                    log(("why", name))
             except BaseException:
                 self._drop_view(name)
                 raise
@@ -236,6 +262,18 @@ class LocalCatalog(Catalog):
             raise
         self.user_views.pop(name, None)
         self.user_views[name] = (sql, strategy)
+
+    def add_witnesses(self, name: str) -> None:
+        """Keep ``name``'s why-provenance: its witness view, maintained like a helper."""
+        query, strategy = self._definitions[name]
+        witness, layout = witness_query(name, query, self.schema_of)
+        hidden = witness_name(name)
+        try:
+            self.create_view(hidden, witness, strategy)
+        except StrategyError:  # the view's forced strategy may not fit a plain join
+            self.create_view(hidden, witness, None)
+        self._helpers.setdefault(name, []).append(hidden)
+        self.witnesses[name] = layout
 
     def drop_view(self, name: str) -> None:
         self._check_unread(name, "drop")
@@ -336,6 +374,7 @@ class LocalCatalog(Catalog):
     def _drop_view(self, name: str) -> None:
         self.changed()
         del self.views[name]
+        self.witnesses.pop(name, None)
         self._definitions.pop(name, None)
         self.subscribers.pop(name, None)
         for hidden in reversed(self._helpers.pop(name, [])):
@@ -406,6 +445,26 @@ class LocalCatalog(Catalog):
         return {n: self.tables[n].rows if n in self.tables
                 else dict(self.views[n].weighted_rows())
                 for n in names}
+
+
+def view_provenance(stmt: exp.Create, view: str) -> bool:
+    """``CREATE MATERIALIZED VIEW v WITH (provenance = 'why') AS ...``: keep why-provenance."""
+    props = stmt.args.get("properties")
+    why = False
+    for prop in props.expressions if props is not None else []:
+        if isinstance(prop, exp.MaterializedProperty):
+            continue
+        name = prop.name.lower() if isinstance(prop, exp.Property) else ""
+        value = prop.args.get("value")
+        if name != "provenance":
+            raise UnsupportedError(f"view property {prop.sql()} of view {view} (provenance is "
+                                   "known)")
+        if not (isinstance(value, exp.Literal) and value.is_string
+                and value.this.lower() == "why"):
+            raise SchemaError(f"provenance of view {view} must be 'why', not "
+                              f"{value.sql() if value is not None else 'nothing'}")
+        why = True
+    return why
 
 
 def table_record(table: Table) -> tuple:

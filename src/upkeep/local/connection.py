@@ -20,7 +20,7 @@ from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf
 from ..engine import ViewHandle as ViewHandleContract
-from ..errors import UnsupportedError
+from ..errors import SchemaError, UnsupportedError
 from ..expiry import due_changes
 from ..gc_pause import gc_paused
 from ..recursive.provenance import ORDERINGS
@@ -208,10 +208,15 @@ class Connection(Engine):
         """The view's strategy, query class and join tree, in words (with its helper views)."""
         return self._catalog.explain(name)
 
-    def create_view(self, name: str, sql: str, strategy: str | None = None) -> ViewHandle:
+    def create_view(self, name: str, sql: str, strategy: str | None = None,
+                    provenance: str | None = None) -> ViewHandle:
         """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
-        ("dyn", "lftj", "general", "recompute" or a recursive one)."""
-        statements.define_view(self, name.lower(), parse_one(sql), strategy)
+        ("dyn", "lftj", "general", "recompute" or a recursive one); ``provenance="why"``
+        keeps its why-provenance (as ``WITH (provenance = 'why')``)."""
+        if provenance not in (None, "why"):
+            raise SchemaError(f"provenance of view {name} must be 'why', not {provenance!r}")
+        statements.define_view(self, name.lower(), parse_one(sql), strategy,
+                               why=provenance == "why")
         return ViewHandle(self, name.lower())
 
     # ------------------------------------------------------------ statements

@@ -53,6 +53,7 @@ class Durability:
             "provenance": catalog.provenance.history,
             "views": [(name, sql, strategy)
                       for name, (sql, strategy) in catalog.user_views.items()],
+            "why": sorted(catalog.witnesses),
             "batches": batches,
             "metadata": metadata,
         }
@@ -72,6 +73,7 @@ class Durability:
         snapshot, records = self.storage.load()
         tables = catalog.tables
         views: dict[str, tuple[str, str | None]] = {}
+        why: set[str] = set()  # views WITH (provenance = 'why')
         batches, metadata = 0, {}
         if snapshot is not None:
             manifest, chunks = snapshot
@@ -87,6 +89,7 @@ class Durability:
             for txn, txn_metadata, ops in manifest.get("provenance", ()):
                 catalog.provenance.replay(txn, txn_metadata, ops)
             views.update((name, (sql, strategy)) for name, sql, strategy in manifest["views"])
+            why.update(manifest.get("why", ()))
             batches = manifest["batches"]
             metadata = manifest["metadata"]
         for record in records:
@@ -101,12 +104,16 @@ class Durability:
                 _, name, sql, strategy = record
                 views.pop(name, None)
                 views[name] = (sql, strategy)
+                why.discard(name)
+            elif kind == "why":
+                why.add(record[1])
             elif kind == "drop":
                 _, what, name = record
                 if what == "table":
                     catalog.drop_table(name)
                 else:
                     views.pop(name, None)
+                    why.discard(name)
             elif kind == "batch":
                 _, batch_id, deltas, batch_metadata, at, *provenance = record
                 if provenance:
@@ -120,6 +127,8 @@ class Durability:
                 if batch_metadata is not None:
                     metadata = batch_metadata
         catalog.restore_views(views)
+        for name in why:
+            catalog.add_witnesses(name)
         catalog.changed()
         return batches, metadata
 

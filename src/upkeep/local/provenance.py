@@ -250,8 +250,10 @@ class ProvenanceTracker:
 
     def boolean_delta(self, false_vars: set[str]) -> dict[str, Delta]:
         """Per provenance table, how its contents change when ``false_vars`` are false
-        (deletion propagation and abort, section 4.1): only annotations whose variable
-        mask meets the falsified variables are evaluated."""
+        (deletion propagation and abort, section 4.1): only rows whose annotation may
+        mention them (``ProvenanceRelation.affected_by``: the rows transactions wrote, and
+        those annotated by a falsified variable alone) whose variable mask meets theirs are
+        evaluated, so the cost follows the history, not the table's size."""
         for txn in [int(v[1:]) for v in false_vars if v.startswith("T") and v[1:].isdigit()]:
             false_vars |= set(self.txn_inputs.get(txn, ()))
         mask = 0
@@ -262,7 +264,9 @@ class ProvenanceTracker:
         memo: dict = {}
         for table, rel in self.relations.items():
             delta: Delta = {}
-            for row, node in rel.annotations.items():
+            annotations = rel.annotations
+            for row in rel.affected_by(false_vars):
+                node = annotations[row]
                 if node.mask & mask and value(node, memo) != node.live:
                     delta[row] = -1 if node.live else 1
             if delta:

@@ -77,11 +77,12 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     return Cursor()
 
 
-def define_view(db: Connection, name: str, query: exp.Expression, strategy: str | None) -> None:
+def define_view(db: Connection, name: str, query: exp.Expression, strategy: str | None,
+                why: bool = False) -> None:
     """Create a user view and record its definition in the log."""
     if db.in_transaction():
         raise UnsupportedError("CREATE VIEW inside a transaction")
-    db._catalog.define_view(name, query, strategy, log=db._durability.log)
+    db._catalog.define_view(name, query, strategy, log=db._durability.log, why=why)
 
 
 def drop(db: Connection, stmt: exp.Drop) -> Cursor:

@@ -10,7 +10,7 @@ aggregate selection of section VII is pushed into the fixpoint (:func:`selection
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -39,19 +39,27 @@ DEFAULT_STRATEGY = "absorption"
 
 @dataclass
 class Explanation:
-    """Why a row is in a view: its provenance as a minimal sum of products of base rows."""
+    """Why a row is in a view: its provenance as a sum of products of input rows (minimal,
+    from a BDD, for recursive views; every derivation, from the witness view, for views
+    created ``WITH (provenance = 'why')``: :mod:`upkeep.why`).  ``annotations``: the UP[X]
+    annotation of each input row of a provenance table (which transactions made it)."""
 
     view: str
     row: tuple
     products: list[list[tuple[str, tuple]]]
-    bdd_nodes: int
+    bdd_nodes: int | None
     truncated: bool
+    annotations: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
-        lines = [f"{self.view} row {self.row}: {len(self.products)} minimal derivation(s), "
-                 f"BDD of {self.bdd_nodes} nodes" + (" (list truncated)" if self.truncated else "")]
+        kind = ("minimal derivation(s), BDD of " f"{self.bdd_nodes} nodes"
+                if self.bdd_nodes is not None else "derivation(s)")
+        lines = [f"{self.view} row {self.row}: {len(self.products)} {kind}"
+                 + (" (list truncated)" if self.truncated else "")]
         for p in self.products:
             lines.append("  " + " AND ".join(f"{rel}{row}" for rel, row in p))
+        for (rel, row), annotation in self.annotations.items():
+            lines.append(f"  {rel}{row} made by: {annotation}")
         return "\n".join(lines)
 
 

@@ -50,7 +50,7 @@ from ..engine import Engine, Subscriber, ViewHandle, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
-from ..local.catalog import LocalCatalog
+from ..local.catalog import LocalCatalog, view_provenance
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
@@ -201,11 +201,15 @@ class SparkConnection(Engine):
         if isinstance(stmt, (exp.Create, exp.Drop)):
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
-            if isinstance(stmt, exp.Create) and (stmt.args.get("kind") or "").upper() == "TABLE":
-                if "provenance" in table_properties(stmt, created_name(stmt)):
-                    raise UnsupportedError(
-                        "update provenance tables (WITH (provenance = ...)) on the spark "
-                        "engine: they are kept by the local engine only (docs/spark.md)")
+            kind = (stmt.args.get("kind") or "").upper() if isinstance(stmt, exp.Create) else ""
+            if kind == "TABLE" and "provenance" in table_properties(stmt, created_name(stmt)):
+                raise UnsupportedError(
+                    "update provenance tables (WITH (provenance = ...)) on the spark "
+                    "engine: they are kept by the local engine only (docs/spark.md)")
+            if kind == "VIEW" and view_provenance(stmt, created_name(stmt)):
+                raise UnsupportedError(
+                    "why-provenance of views (WITH (provenance = 'why')) on the spark "
+                    "engine: it is kept by the local engine only (docs/spark.md)")
             with self._writes:
                 self._catalog.execute_ddl(stmt)
                 if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
@@ -285,7 +289,12 @@ class SparkConnection(Engine):
         return Cursor(columns, rows)
 
     # ------------------------------------------------------------ catalog
-    def create_view(self, name: str, sql: str, strategy: str | None = None) -> SparkViewHandle:
+    def create_view(self, name: str, sql: str, strategy: str | None = None,
+                    provenance: str | None = None) -> SparkViewHandle:
+        if provenance is not None:
+            raise UnsupportedError(
+                "why-provenance of views (provenance=...) on the spark engine: it is kept by "
+                "the local engine only (docs/spark.md)")
         if self.in_transaction():
             raise UnsupportedError("CREATE VIEW inside a transaction")
         with self._writes:

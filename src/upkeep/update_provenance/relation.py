@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from .annotators import Annotator
-from .expression import Node
+from .expression import VAR, Node
 from .hyperplane import Delete, Insert, Modify, Pattern, Query
 
 
@@ -30,6 +30,10 @@ class ProvenanceRelation:
         self.arity = arity
         self.annotations: dict[tuple, object] = {}
         self._indexes: dict[int, dict[object, set[tuple]]] = {}
+        # which rows a valuation can change: a row annotated by one variable only when that
+        # variable changes (``by_variable``), any other row possibly (``compound``)
+        self.by_variable: dict[str, set[tuple]] = {}
+        self.compound: set[tuple] = set()
 
     def __len__(self) -> int:
         return len(self.annotations)
@@ -57,11 +61,34 @@ class ProvenanceRelation:
                 best = rows
         return best
 
+    def _unfile(self, row: tuple, old) -> None:
+        if isinstance(old, Node):
+            if old.op == VAR:
+                self.by_variable[old.name].discard(row)
+            else:
+                self.compound.discard(row)
+
+    def _file(self, row: tuple, new) -> None:
+        if isinstance(new, Node):
+            if new.op == VAR:
+                self.by_variable.setdefault(new.name, set()).add(row)
+            else:
+                self.compound.add(row)
+
+    def affected_by(self, variables: set[str]) -> set[tuple]:
+        """Rows whose annotation may mention one of ``variables``."""
+        rows = set(self.compound)
+        for v in variables:
+            rows |= self.by_variable.get(v, set())
+        return rows
+
     def commit(self, finished: dict[tuple, object]) -> None:
         """Write a transaction's final annotations (tuples that left the support go)."""
         annotations, dropped = self.annotations, self.annotator.dropped
         for row, final in finished.items():
             new = row not in annotations
+            if not new:
+                self._unfile(row, annotations[row])
             if dropped(final):
                 if not new:
                     del annotations[row]
@@ -71,6 +98,7 @@ class ProvenanceRelation:
                             rows.discard(row)
                 continue
             annotations[row] = final
+            self._file(row, final)
             if new:
                 for col, index in self._indexes.items():
                     index.setdefault(row[col], set()).add(row)
