@@ -367,3 +367,63 @@ def test_the_spark_engine_refuses_provenance_tables(spark, tmp_path):
             db.what_if("products", abort=[1])
     finally:
         db.close()
+
+
+def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
+    import json
+
+    from upkeep.cli import main
+
+    (tmp_path / "tables.sql").write_text(
+        "CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update');")
+    (tmp_path / "views.sql").write_text(
+        "CREATE MATERIALIZED VIEW per_customer AS SELECT ck, COUNT(*) AS n FROM orders "
+        "GROUP BY ck;")
+    records = [{"table": "orders", "op": "insert", "row": [1, 7]},
+               {"table": "orders", "op": "insert", "row": [2, 7]},
+               {"table": "orders", "op": "insert", "row": [3, 8]},
+               {"table": "orders", "op": "delete", "row": [1, 7]},
+               {"table": "orders", "op": "update", "before": [2, 7], "after": [2, 8]},
+               {"table": "orders", "op": "insert", "row": [4, 9]}]
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "c-1.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    (tmp_path / "p.toml").write_text(textwrap.dedent("""
+        state_dir = "state"
+        tables = ["tables.sql"]
+        views = ["views.sql"]
+        [source]
+        path = "changes"
+        [batch]
+        rows_per_batch = 2
+    """))
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "plain"]) == 0
+    capsys.readouterr()
+
+    def model(skip_batch: int | None) -> Counter:
+        rows: set = set()
+        for i, r in enumerate(records):
+            if i // 2 == skip_batch:
+                continue
+            if r["op"] == "insert":
+                rows.add(tuple(r["row"]))
+            elif r["op"] == "delete":
+                rows.discard(tuple(r["row"]))
+            else:
+                rows.discard(tuple(r["before"]))
+                rows.add(tuple(r["after"]))
+        return Counter(Counter(ck for _, ck in rows).items())
+
+    db = upkeep.connect(tmp_path / "state")
+    txns = sorted(db.transactions())
+    assert len(txns) == 3  # one per batch of two records, each with its source offset
+    assert all(db.transactions()[t] for t in txns)
+    assert Counter(db.view("per_customer").rows()) == model(None)
+    for batch, txn in enumerate(txns):
+        assert Counter(db.what_if("per_customer", abort=[txn]).rows) == model(batch)
+    db.close()
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort",
+                 str(txns[1])]) == 0
+    out = capsys.readouterr().out.splitlines()
+    removed = model(None) - model(1)
+    assert {line for line in out if line.startswith("-")} == {f"- {list(r)}" for r in removed}
