@@ -185,6 +185,26 @@ def test_a_constraint_violation_rejects_the_statement_and_its_provenance():
     assert str(db.provenance("r", (1, 10))) == "r#1 - T2"
 
 
+def test_a_failed_load_takes_back_its_rows_variables_and_segment():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (k INTEGER PRIMARY KEY, v INTEGER) WITH (provenance = 'update')")
+    db.insert("r", [(1, 10)])
+    with db.transaction():
+        db.execute("UPDATE r SET v = 11 WHERE k = 1")
+        with pytest.raises(ConstraintError, match="duplicate primary key"):
+            db.insert("r", [(2, 20), (1, 12)])  # input rows r#2, r#3: the second fails
+        db.insert("r", [(3, 30)])  # numbered r#2: the failed load's numbers are free again
+        db.execute("UPDATE r SET v = 12 WHERE k = 1")
+    assert sorted(db.execute("SELECT * FROM r").fetchall()) == [(1, 12), (3, 30)]
+    assert str(db.provenance("r", (3, 30))) == "r#2"
+    assert db.provenance("r", (2, 20)).is_zero
+    # the load split T2 into two normal-form segments: the second UPDATE sees the first's
+    # annotations as opaque, so the deleted (1, 10) still contributes (false under every
+    # valuation where T2 is true, as Rule 8 would drop it within one segment)
+    assert str(db.provenance("r", (1, 12))) == "((r#1 ·M T2) + (r#1 - T2)) ·M T2"
+    assert Counter(db.what_if("r", abort=[2]).rows) == Counter([(1, 10)])
+
+
 def test_properties_of_provenance_tables_are_checked():
     db = upkeep.connect()
     with pytest.raises(SchemaError, match="provenance of table t must be one of"):

@@ -24,6 +24,7 @@ function of the queries).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -50,22 +51,24 @@ def txn_name(txn: int) -> str:
     return f"T{txn}"
 
 
-def _encode(query: Query, variable: str | None) -> tuple:
+def _encode(query: Query) -> tuple:
+    """A query annotated by its transaction, for the log (input rows are one ``inputs``
+    record per statement: the rows and the number of the first one's variable)."""
     if isinstance(query, Insert):
-        return ("insert", query.row, variable)
+        return ("insert", query.row)
     if isinstance(query, Delete):
         return ("delete", query.pattern.conditions)
     return ("modify", query.pattern.conditions, query.sets)
 
 
-def _decode(op: tuple) -> tuple[Query, str | None]:
+def _decode(op: tuple) -> Query:
     kind = op[0]
     if kind == "insert":
-        return Insert(tuple(op[1])), op[2]
+        return Insert(tuple(op[1]))
     conditions = Pattern(tuple(tuple(c) for c in op[1]))
     if kind == "delete":
-        return Delete(conditions), None
-    return Modify(conditions, tuple(tuple(s) for s in op[2])), None
+        return Delete(conditions)
+    return Modify(conditions, tuple(tuple(s) for s in op[2]))
 
 
 @dataclass
@@ -76,7 +79,6 @@ class OpenTransaction:
     p: Node
     relations: dict[str, RelationTransaction] = field(default_factory=dict)
     ops: list[tuple] = field(default_factory=list)  # (table, encoded query)
-    inputs: list[tuple[str, tuple, str]] = field(default_factory=list)  # (table, row, var)
 
 
 class ProvenanceTracker:
@@ -86,12 +88,14 @@ class ProvenanceTracker:
         self.relations: dict[str, ProvenanceRelation] = {}
         self.modes: dict[str, str] = {}
         self.transactions: dict[int, dict] = {}  # id -> metadata
-        self.inputs: dict[str, dict[tuple, list[str]]] = {}  # table -> row -> variables
-        self.input_txn: dict[str, int] = {}  # input variable -> its transaction
-        self.txn_inputs: dict[int, list[str]] = {}
+        # input rows: table -> row -> its variable (a list if loaded more than once); the
+        # numbers of a table's input variables each transaction loaded, as ranges
+        self.inputs: dict[str, dict[tuple, str | list[str]]] = {}
+        self.input_ranges: dict[str, list[tuple[int, int]]] = {}  # table -> (first n, txn)
+        self.txn_inputs: dict[int, list[tuple[str, int, int]]] = {}  # txn -> (table, n, m)
         self.next_txn = 1
         self.next_input: dict[str, int] = {}
-        self.history: list[tuple[int, dict | None, list[tuple]]] = []
+        self.history: list[tuple[int, dict | None, list[tuple]]] = []  # for snapshots
         self.open: OpenTransaction | None = None
 
     # ------------------------------------------------------------ tables
@@ -138,17 +142,18 @@ class ProvenanceTracker:
         the rows inserted, deleted or updated."""
         tx = self._transaction()
         rtx = self._relation_tx(tx, table)
-        saved = (dict(rtx.finished), dict(rtx.working), rtx.p, len(tx.ops), len(tx.inputs),
-                 self.next_input[table])
+        rtx.savepoint()
+        saved = (len(tx.ops), self.next_input[table])
         delta: Delta = {}
         count = 0
+        loaded: list[tuple] = []
         try:
             for query in queries:
                 variable = None
                 if input_rows:
                     variable = f"{table}#{self.next_input[table]}"
                     self.next_input[table] += 1
-                    tx.inputs.append((table, query.row, variable))
+                    loaded.append(query.row)
                     p = var(variable)
                 else:
                     p = tx.p
@@ -164,21 +169,24 @@ class ProvenanceTracker:
                     else:
                         delta.pop(row)
                 count += rtx.matched
-                tx.ops.append((table, _encode(query, variable)))
+                if not input_rows:
+                    tx.ops.append((table, _encode(query)))
+            if loaded:  # one record for the statement's input rows, numbered from ``first``
+                tx.ops.append((table, ("inputs", loaded, saved[1])))
             stage(delta)
+            rtx.release()
         except BaseException:
-            rtx.finished, rtx.working, rtx.p = saved[0], saved[1], saved[2]
-            del tx.ops[saved[3]:]
-            del tx.inputs[saved[4]:]
-            self.next_input[table] = saved[5]
+            rtx.rollback()
+            del tx.ops[saved[0]:]
+            self.next_input[table] = saved[1]
             raise
         return count
 
     def discard(self) -> None:
         if self.open is not None:
-            for table, _, variable in self.open.inputs:
-                self.next_input[table] = min(self.next_input[table],
-                                             int(variable.rsplit("#", 1)[1]))
+            for table, op in self.open.ops:
+                if op[0] == "inputs":
+                    self.next_input[table] = min(self.next_input[table], op[2])
         self.open = None
 
     def pending(self) -> tuple | None:
@@ -198,12 +206,27 @@ class ProvenanceTracker:
     def _record(self, txn: int, metadata: dict | None, ops: list[tuple]) -> None:
         self.transactions[txn] = dict(metadata or {})
         for table, op in ops:
-            if op[0] == "insert" and op[2] is not None:
-                self.inputs.setdefault(table, {}).setdefault(op[1], []).append(op[2])
-                self.input_txn[op[2]] = txn
-                self.txn_inputs.setdefault(txn, []).append(op[2])
+            if op[0] == "inputs":
+                _, rows, first = op
+                inputs = self.inputs.setdefault(table, {})
+                for n, row in enumerate(rows, first):
+                    name = f"{table}#{n}"
+                    got = inputs.get(row)
+                    inputs[row] = name if got is None else (
+                        [*got, name] if isinstance(got, list) else [got, name])
+                self.input_ranges.setdefault(table, []).append((first, txn))
+                self.txn_inputs.setdefault(txn, []).append((table, first, first + len(rows)))
         self.next_txn = max(self.next_txn, txn + 1)
         self.history.append((txn, metadata, ops))
+
+    def input_transaction(self, name: str) -> int | None:
+        """The transaction that loaded input variable ``name`` (``<table>#<n>``)."""
+        table, _, number = name.rpartition("#")
+        ranges = self.input_ranges.get(table)
+        if not ranges or not number.isdigit():
+            return None
+        i = bisect.bisect_right(ranges, (int(number), float("inf"))) - 1
+        return ranges[i][1] if i >= 0 else None
 
     # ------------------------------------------------------------ recovery
     def replay(self, txn: int, metadata: dict | None, ops: list) -> None:
@@ -212,14 +235,16 @@ class ProvenanceTracker:
         work: dict[str, RelationTransaction] = {}
         ops = [(table, tuple(op)) for table, op in ops]
         for table, op in ops:
-            query, variable = _decode(op)
             rtx = work.get(table)
             if rtx is None:
                 rtx = work[table] = RelationTransaction(self.relations[table])
-            rtx.apply(query, p if variable is None else var(variable))
-            if variable is not None:
-                n = int(variable.rsplit("#", 1)[1])
-                self.next_input[table] = max(self.next_input.get(table, 1), n + 1)
+            if op[0] == "inputs":
+                _, rows, first = op
+                for n, row in enumerate(rows, first):
+                    rtx.apply(Insert(tuple(row)), var(f"{table}#{n}"))
+                self.next_input[table] = max(self.next_input.get(table, 1), first + len(rows))
+            else:
+                rtx.apply(_decode(op), p)
         for table, rtx in work.items():
             self.relations[table].commit(rtx.result())
         self._record(txn, metadata, ops)
@@ -241,6 +266,8 @@ class ProvenanceTracker:
     def input_variables(self, table: str, row: tuple) -> list[str]:
         self.relation(table)
         got = self.inputs.get(table, {}).get(row)
+        if isinstance(got, str):
+            return [got]
         if not got:
             raise ProvenanceError(
                 f"row {format_row(row)} is not an input row of table {table} (input rows are "
@@ -255,7 +282,8 @@ class ProvenanceTracker:
         those annotated by a falsified variable alone) whose variable mask meets theirs are
         evaluated, so the cost follows the history, not the table's size."""
         for txn in [int(v[1:]) for v in false_vars if v.startswith("T") and v[1:].isdigit()]:
-            false_vars |= set(self.txn_inputs.get(txn, ()))
+            for table, first, end in self.txn_inputs.get(txn, ()):
+                false_vars |= {f"{table}#{n}" for n in range(first, end)}
         mask = 0
         for v in false_vars:
             mask |= variable_mask(v)
@@ -297,7 +325,7 @@ class ProvenanceTracker:
         def value(name: str) -> object:
             if name in overrides:
                 return overrides[name]
-            txn = self.input_txn.get(name)
+            txn = self.input_transaction(name)
             if txn is None and name.startswith("T") and name[1:].isdigit():
                 txn = int(name[1:])
             meta = self.transactions.get(txn, {}) if txn is not None else {}

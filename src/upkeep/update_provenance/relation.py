@@ -21,6 +21,8 @@ from .annotators import Annotator
 from .expression import VAR, Node
 from .hyperplane import Delete, Insert, Modify, Pattern, Query
 
+_MISSING = object()  # a journal's "there was no entry"
+
 
 class ProvenanceRelation:
     """Committed annotations of one relation (``row -> annotation``) and its indexes."""
@@ -31,8 +33,9 @@ class ProvenanceRelation:
         self.annotations: dict[tuple, object] = {}
         self._indexes: dict[int, dict[object, set[tuple]]] = {}
         # which rows a valuation can change: a row annotated by one variable only when that
-        # variable changes (``by_variable``), any other row possibly (``compound``)
-        self.by_variable: dict[str, set[tuple]] = {}
+        # variable changes (``by_variable``: the row, or a set of rows when several share
+        # the variable), any other row possibly (``compound``)
+        self.by_variable: dict[str, tuple | set[tuple]] = {}
         self.compound: set[tuple] = set()
 
     def __len__(self) -> int:
@@ -63,23 +66,37 @@ class ProvenanceRelation:
 
     def _unfile(self, row: tuple, old) -> None:
         if isinstance(old, Node):
-            if old.op == VAR:
-                self.by_variable[old.name].discard(row)
-            else:
+            if old.op != VAR:
                 self.compound.discard(row)
+                return
+            got = self.by_variable.get(old.name)
+            if isinstance(got, set):
+                got.discard(row)
+            elif got == row:
+                del self.by_variable[old.name]
 
     def _file(self, row: tuple, new) -> None:
         if isinstance(new, Node):
-            if new.op == VAR:
-                self.by_variable.setdefault(new.name, set()).add(row)
-            else:
+            if new.op != VAR:
                 self.compound.add(row)
+                return
+            got = self.by_variable.get(new.name)
+            if got is None:
+                self.by_variable[new.name] = row
+            elif isinstance(got, set):
+                got.add(row)
+            elif got != row:
+                self.by_variable[new.name] = {got, row}
 
     def affected_by(self, variables: set[str]) -> set[tuple]:
         """Rows whose annotation may mention one of ``variables``."""
         rows = set(self.compound)
         for v in variables:
-            rows |= self.by_variable.get(v, set())
+            got = self.by_variable.get(v)
+            if isinstance(got, set):
+                rows |= got
+            elif got is not None:
+                rows.add(got)
         return rows
 
     def commit(self, finished: dict[tuple, object]) -> None:
@@ -123,7 +140,31 @@ class RelationTransaction:
         self.working: dict[tuple, object] = {}   # the open segment's working annotations
         self.p: Node | None = None
         self.matched = 0  # current rows the last query inserted, deleted or modified
+        self._journal: list[tuple] | None = None  # undo records since the savepoint
 
+    def savepoint(self) -> None:
+        """Start recording what the following queries overwrite, for :meth:`rollback`."""
+        self._journal = [("p", self.p)]
+
+    def release(self) -> None:
+        """Keep what was done since :meth:`savepoint` (the statement succeeded)."""
+        self._journal = None
+
+    def rollback(self) -> None:
+        """Undo every change since :meth:`savepoint` (a failed statement)."""
+        for record in reversed(self._journal or ()):
+            kind = record[0]
+            if kind == "p":
+                self.p = record[1]
+            elif kind == "working":
+                self.working = record[1]
+            else:
+                _, target, row, old = record
+                if old is _MISSING:
+                    target.pop(row, None)
+                else:
+                    target[row] = old
+        self._journal = None
     def _segment(self, p: Node) -> None:
         if self.p is not None and self.p is not p:
             self.close()
@@ -131,9 +172,13 @@ class RelationTransaction:
 
     def close(self) -> None:
         """End the open segment: its annotations become final (zero post-processing)."""
-        finish, p = self.annotator.finish, self.p
+        finish, p, finished, journal = self.annotator.finish, self.p, self.finished, self._journal
         for row, w in self.working.items():
-            self.finished[row] = finish(w, p)
+            if journal is not None:
+                journal.append(("set", finished, row, finished.get(row, _MISSING)))
+            finished[row] = finish(w, p)
+        if journal is not None:
+            journal.append(("working", self.working))
         self.working = {}
 
     def _current(self, row: tuple):
@@ -184,7 +229,10 @@ class RelationTransaction:
             was, now = live(current(row)), live(w)
             if was != now:
                 change[row] = 1 if now else -1
-        self.working.update(updates)
+        journal, working = self._journal, self.working
+        if journal is not None:
+            journal.extend(("set", working, row, working.get(row, _MISSING)) for row in updates)
+        working.update(updates)
         return change
 
     def is_live(self, row: tuple) -> bool:
