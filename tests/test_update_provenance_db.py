@@ -447,3 +447,21 @@ def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     removed = model(None) - model(1)
     assert {line for line in out if line.startswith("-")} == {f"- {list(r)}" for r in removed}
+
+
+def test_a_dropped_provenance_table_leaves_a_snapshot_that_opens(tmp_path):
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE gone (a INTEGER) WITH (provenance = 'update')")
+    db.execute("CREATE TABLE kept (a INTEGER) WITH (provenance = 'update')")
+    with db.transaction():
+        db.insert("gone", [(1,)])
+        db.insert("kept", [(2,)])
+    db.execute("DROP TABLE gone")
+    db.checkpoint()
+    db.execute("DELETE FROM kept WHERE a = 2")
+    db.close()
+    again = upkeep.connect(tmp_path / "db")
+    assert again.tables() == ["kept"]
+    assert str(again.provenance("kept", (2,))) == "kept#1 - T2"
+    assert Counter(again.what_if("kept", abort=[2]).rows) == Counter([(2,)])
+    again.close()

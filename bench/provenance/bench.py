@@ -309,7 +309,7 @@ def report(result: dict) -> str:
         f"{t['update']['affected']:,} tuple changes; `{result['command']}` ({result['date']}, "
         f"{result['git']})",
         "",
-        "| tracking | log seconds | overhead | expression nodes (DAG) | tree size | "
+        "| tracking | log ms | overhead | expression nodes (DAG) | tree size | "
         "tuples kept | peak MB |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -317,7 +317,7 @@ def report(result: dict) -> str:
                         ("update-naive", "naive")):
         r = t[mode]
         over = "–" if mode == "none" else f"{(r['seconds'] / base - 1) * 100:+.0f}%"
-        lines.append(f"| {label} | {r['seconds']:.2f} | {over} | {r.get('dag_nodes', '–')} | "
+        lines.append(f"| {label} | {r['seconds'] * 1000:.0f} | {over} | {r.get('dag_nodes', '–')} | "
                      f"{r.get('tree_size', '–')} | {r['tuples']:,} | {r['peak_mb']:,.0f} |")
     w = result["whatif"]
     lines += [

@@ -44,8 +44,6 @@ from ..update_provenance.structures import (
 )
 from ..zset import Delta
 
-MODES = tuple(ANNOTATORS)
-
 
 def txn_name(txn: int) -> str:
     return f"T{txn}"
@@ -86,7 +84,6 @@ class ProvenanceTracker:
 
     def __init__(self) -> None:
         self.relations: dict[str, ProvenanceRelation] = {}
-        self.modes: dict[str, str] = {}
         self.transactions: dict[int, dict] = {}  # id -> metadata
         # input rows: table -> row -> its variable (a list if loaded more than once); the
         # numbers of a table's input variables each transaction loaded, as ranges
@@ -103,13 +100,16 @@ class ProvenanceTracker:
         if table.provenance is not None:
             self.relations[table.name] = ProvenanceRelation(ANNOTATORS[table.provenance](),
                                                             len(table.columns))
-            self.modes[table.name] = table.provenance
             self.inputs[table.name] = {}
             self.next_input.setdefault(table.name, 1)
 
     def drop_table(self, name: str) -> None:
+        """Forget a dropped table's annotations, input rows and logged queries (a snapshot
+        replays the history of the tables that exist)."""
         self.relations.pop(name, None)
-        self.modes.pop(name, None)
+        self.inputs.pop(name, None)
+        self.history = [(txn, meta, [(t, op) for t, op in ops if t != name])
+                        for txn, meta, ops in self.history]
 
     def tracks(self, table: str) -> bool:
         return table in self.relations
