@@ -57,9 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("view", nargs="?", help="only this view")
 
     why = commands.add_parser(
-        "why", help="why a row is in a recursive view: its minimal derivations from base rows",
-        description="Open the pipeline's durable state and print the row's provenance as a "
-                    "minimal sum of products of base rows, with its BDD size.")
+        "why", help="why a row is in a view: its derivations from input rows",
+        description="Open the pipeline's durable state and print the row's provenance: for "
+                    "a recursive view a minimal sum of products of base rows with its BDD "
+                    "size, for a view created WITH (provenance = 'why') every derivation.")
     why.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
     why.add_argument("view", help="the view")
     why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
