@@ -184,7 +184,7 @@ def track(args: argparse.Namespace) -> dict:
         gc.unfreeze()
         best = seconds if best is None else min(best, seconds)
     seconds = best
-    out = {"mode": args.mode, "seconds": round(seconds, 3), "affected": affected,
+    out = {"mode": args.mode, "seconds": round(seconds, 6), "affected": affected,
            "statements": sum(len(tx) for tx in transactions),
            "tuples": sum(len(r) for r in relations.values()), "peak_mb": round(peak_rss_mb(), 1)}
     if args.mode != "none":
@@ -336,43 +336,58 @@ def report(result: dict) -> str:
 
 
 def sweep(args: argparse.Namespace, lengths: list[int], out: str) -> None:
-    """:func:`run_all` at each log length; the results and a plot of the tracking overhead
-    and the what-if speed-ups against the length (``docs/img/provenance_sweep.png``)."""
+    """:func:`run_all` at each log length; the results, a table and :func:`plot_sweep`."""
     results = []
     for length in lengths:
         args.queries = length
         results.append(run_all(args))
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
+    plot_sweep(results)
+
+
+def plot_sweep(results: list[dict]) -> None:
+    """Tracking overhead, provenance size and what-if speed-ups against the log's length
+    (``docs/img/provenance_sweep.png``), and the table under it in docs/benchmarks.md."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (over, speed) = plt.subplots(1, 2, figsize=(10, 4))
+    lengths = [r["queries"] for r in results]
+    fig, (over, size, speed) = plt.subplots(1, 3, figsize=(14, 4))
     for mode, label in (("update", "normal form"), ("update-naive", "naive")):
-        over.plot(lengths, [r["track"][mode]["dag_nodes"] for r in results], marker="o",
+        over.plot(lengths, [(r["track"][mode]["seconds"] / r["track"]["none"]["seconds"] - 1)
+                            * 100 for r in results], marker="o", label=label)
+        size.plot(lengths, [r["track"][mode]["dag_nodes"] for r in results], marker="o",
                   label=label)
-    over.set(xlabel="statements in the log", ylabel="expression nodes (DAG)",
-             title="provenance size")
+    over.axhline(0, color="grey", linewidth=0.5)
+    over.set(xlabel="statements in the log", ylabel="% over no provenance",
+             title="tracking overhead (indexed log)")
     over.legend()
+    size.set(xlabel="statements in the log", ylabel="expression nodes (DAG)",
+             title="provenance size")
+    size.legend()
     for key, label in (("abort_speedup", "abort one transaction"),
                        ("without_speedup", "remove one input row")):
         speed.plot(lengths, [r["whatif"][key] for r in results], marker="o", label=label)
     speed.set(xlabel="statements in the log", ylabel="x faster than DuckDB re-running",
               title="what-if on a join + aggregate view")
     speed.legend()
-    fig.suptitle(f"update provenance, {results[0]['workload']} "
-                 f"({results[0]['rows']:,} tuples)" if results[0]["workload"] == "synthetic"
-                 else "update provenance, TPC-C")
+    first = results[0]
+    fig.suptitle(f"update provenance, synthetic ({first['rows']:,} tuples)"
+                 if first["workload"] == "synthetic" else "update provenance, TPC-C")
     fig.tight_layout()
     fig.savefig("docs/img/provenance_sweep.png", dpi=110)
+    print("| statements | no provenance ms | normal form ms | naive ms | nodes, normal form | "
+          "nodes, naive | what-if abort | what-if without |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         t, w = r["track"], r["whatif"]
-        print(f"| {r['queries']:,} | {t['none']['seconds']:.3f} | {t['update']['seconds']:.3f} | "
-              f"{t['update-naive']['seconds']:.3f} | {t['update']['dag_nodes']:,} | "
-              f"{t['update-naive']['dag_nodes']:,} | {w['abort_speedup']:,.0f}x | "
-              f"{w['without_speedup']:,.0f}x |")
+        print(f"| {r['queries']:,} | {t['none']['seconds'] * 1000:.0f} | "
+              f"{t['update']['seconds'] * 1000:.0f} | {t['update-naive']['seconds'] * 1000:.0f}"
+              f" | {t['update']['dag_nodes']:,} | {t['update-naive']['dag_nodes']:,} | "
+              f"{w['abort_speedup']:,.0f}x | {w['without_speedup']:,.0f}x |")
 
 
 def main() -> None:
@@ -390,6 +405,7 @@ def main() -> None:
     parser.add_argument("--out", default=None,
                         help="default bench/results/provenance[_tpcc].json")
     parser.add_argument("--report", action="store_true", help="print the table of --out")
+    parser.add_argument("--plot", action="store_true", help="plot the sweep of --out again")
     parser.add_argument("--lengths", default=None,
                         help="a sweep over log lengths, e.g. 250,500,1000,2000 (needs the "
                              "bench extra's matplotlib)")
@@ -399,6 +415,10 @@ def main() -> None:
     if args.report:
         with open(out) as f:
             print(report(json.load(f)))
+        return
+    if args.plot:
+        with open(args.out or "bench/results/provenance_sweep.json") as f:
+            plot_sweep(json.load(f))
         return
     if args.lengths:
         sweep(args, [int(n) for n in args.lengths.split(",")],
