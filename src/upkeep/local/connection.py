@@ -200,8 +200,9 @@ class Connection(Engine):
         return sum(view.state_size() for view in self._catalog.views.values())
 
     def why(self, view: str, row) -> Explanation:
-        """Why ``row`` is in ``view``: its provenance as a minimal sum of products of base
-        rows, and the size of its BDD (recursive views kept with absorption provenance)."""
+        """Why ``row`` is in ``view``: for a recursive view its provenance as a minimal sum
+        of products of base rows and the size of its BDD (absorption provenance); for a
+        view created ``WITH (provenance = 'why')`` every derivation (:mod:`upkeep.why`)."""
         return self._catalog.why(view, row)
 
     def explain(self, name: str) -> str:
