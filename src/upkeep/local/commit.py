@@ -46,7 +46,8 @@ class Committer:
             except BaseException:
                 provenance.discard()
                 raise
-            provenance.committed(metadata)
+            if provenance.open is not None:
+                provenance.committed(metadata)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
             deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
@@ -70,27 +71,10 @@ class Committer:
         if not checked:
             for name, d in deltas.items():
                 tables[name].check_constraints(d)
-        for name, d in deltas.items():
-            tables[name].apply(d)
-        batch: dict[str, Delta] = dict(deltas)
-        listening = catalog.listening()
-        changed: dict[str, Delta] = {}
-        views = catalog.views
-        try:
-            for name in catalog.affected(frozenset(deltas)):
-                view = views[name]
-                if view.inputs.isdisjoint(batch):
-                    continue
-                d = view.step(batch, want_delta=name in listening)
-                if d:
-                    batch[name] = d
-                    changed[name] = d
-            self.durability.log(("batch", self.batches + 1, deltas, metadata, now, *extra))
-        except BaseException:
-            for name, d in deltas.items():
-                tables[name].apply({r: -w for r, w in d.items()})
-            catalog.rebuild_views()
-            raise
+        changed = self._push(
+            deltas, catalog.affected(frozenset(deltas)), catalog.listening(), undo=True,
+            then=lambda: self.durability.log(("batch", self.batches + 1, deltas, metadata,
+                                              now, *extra)))
         self.batches += 1
         if metadata is not None:
             self.metadata = dict(metadata)
@@ -119,30 +103,40 @@ class Committer:
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
         with gc_paused():
-            forward = self._push(deltas, order, undo=True)
-            self._push(inverse, order, undo=False)
+            forward = self._push(deltas, order, None, undo=True)
+            self._push(inverse, order, None, undo=False)
         return forward.get(name, {})
 
-    def _push(self, deltas: dict[str, Delta], order: list[str], undo: bool
-              ) -> dict[str, Delta]:
-        """Apply ``deltas`` to the tables and step the views in ``order``; all deltas.  If a
-        step fails the views are rebuilt from the tables, taken back first if ``undo``."""
-        catalog, tables = self.catalog, self.catalog.tables
+    def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
+              undo: bool, then: Callable[[], None] | None = None) -> dict[str, Delta]:
+        """Apply ``deltas`` to the tables and step the views of ``order`` that a change
+        reaches, computing the delta of those in ``want`` (of all if None); ``then`` runs
+        before the batch counts as applied (a commit's log record).  If anything fails, the
+        tables are taken back if ``undo`` and the views rebuilt from them.  Returns the
+        views' changes: of a commit, for the subscribers; of a what-if, the answer."""
+        catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
         for table, d in deltas.items():
             tables[table].apply(d)
         batch: dict[str, Delta] = dict(deltas)
+        changed: dict[str, Delta] = {}
         try:
-            for view in order:
-                d = catalog.views[view].step(batch, want_delta=True)
+            for name in order:
+                view = views[name]
+                if view.inputs.isdisjoint(batch):
+                    continue
+                d = view.step(batch, want_delta=want is None or name in want)
                 if d:
-                    batch[view] = d
+                    batch[name] = d
+                    changed[name] = d
+            if then is not None:
+                then()
         except BaseException:
             if undo:
                 for table, d in deltas.items():
                     tables[table].apply({r: -w for r, w in d.items()})
             catalog.rebuild_views()
             raise
-        return batch
+        return changed
 
     def _upstream(self, name: str) -> set[str]:
         """``name`` and every view it reads, directly or through other views."""
