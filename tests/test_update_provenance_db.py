@@ -102,7 +102,10 @@ def test_what_if_reports_the_change_and_leaves_everything_as_it_was():
     assert sorted(db.view("by_category").rows()) == before_rows
     assert sorted(db.execute("SELECT * FROM products").fetchall()) == before_table
     assert (seen, db.batches) == ([], batches)
+    stale = db.what_if("by_category", abort=[3])
     db.execute("DELETE FROM products WHERE category = 'Fashion'")  # maintenance goes on
+    with pytest.raises(upkeep.Error, match="changed after this what-if"):
+        stale.rows  # noqa: B018 - the hypothetical rows of a state that is gone
     assert Counter(db.view("by_category").rows()) == duck(
         LOG + [(4, ["DELETE FROM products WHERE category = 'Fashion'"])], query=BY_CATEGORY)
 

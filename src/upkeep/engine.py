@@ -20,7 +20,8 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlglot import exp
 
@@ -109,7 +110,9 @@ class Engine(ABC):
             raise UnsupportedError("executemany takes exactly one statement")
         (stmt,) = parsed
         table = simple_insert(stmt)
-        if table is not None and not self.has_update_provenance(table):  # INSERT INTO t VALUES (?, ...): the rows in one call
+        # INSERT INTO t VALUES (?, ...): the rows in one call (a provenance table's INSERT
+        # statements are hyperplane queries of the transaction, not input rows)
+        if table is not None and not self.has_update_provenance(table):
             return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
         total = 0
         with nullcontext(self) if self.in_transaction() else self.transaction():
@@ -263,11 +266,24 @@ class Engine(ABC):
 @dataclass
 class WhatIf:
     """A table or view in a hypothetical world: ``changes`` against the real contents
-    (``(row, weight)``) and ``rows`` (the hypothetical contents, duplicates repeated)."""
+    (``(row, weight)``, what a what-if computes) and ``rows``, the hypothetical contents
+    with duplicates repeated, built from ``real`` (the real contents, row -> count) only
+    when read."""
 
     name: str
     changes: list[tuple[tuple, int]]
-    rows: list[tuple]
+    real: Callable[[], dict[tuple, int]] = field(repr=False)
+
+    @cached_property
+    def rows(self) -> list[tuple]:
+        rows = self.real()
+        for row, w in self.changes:
+            n = rows.get(row, 0) + w
+            if n:
+                rows[row] = n
+            else:
+                rows.pop(row, None)
+        return [r for r, n in rows.items() for _ in range(n)]
 
     @property
     def added(self) -> list[tuple]:

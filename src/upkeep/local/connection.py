@@ -20,7 +20,7 @@ from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf
 from ..engine import ViewHandle as ViewHandleContract
-from ..errors import SchemaError, UnsupportedError
+from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import due_changes
 from ..gc_pause import gc_paused
 from ..recursive.provenance import ORDERINGS
@@ -31,7 +31,6 @@ from ..storage import Storage
 from ..table import Table
 from ..types import SqlType
 from ..update_provenance.hyperplane import Insert
-from ..update_provenance.structures import AccessControl
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
@@ -250,18 +249,14 @@ class Connection(Engine):
     def _hyperplane(self, t: Table, queries: list, **options) -> int:
         """Run hyperplane queries on a provenance table as one statement (in its own
         transaction outside one): annotations and rows change together or not at all."""
-        tracker = self._catalog.provenance
+        def run() -> int:
+            return self._catalog.provenance.run(t.name, queries, lambda d: self._stage(t, d),
+                                                **options)
+
         if self._staging is not None:
-            return tracker.run(t.name, queries, lambda d: self._stage(t, d), **options)
-        self.expire()
-        self._begin()
-        try:
-            count = tracker.run(t.name, queries, lambda d: self._stage(t, d), **options)
-        except BaseException:
-            self._discard()
-            raise
-        self._finish(None)
-        return count
+            return run()
+        with self.transaction():
+            return run()
 
     def _change(self, t: Table, rows, weight: int) -> int:
         size = len(rows) if hasattr(rows, "__len__") else None
@@ -364,8 +359,7 @@ class Connection(Engine):
                 grants: dict[str, Iterable[str]] | None = None) -> WhatIf:
         tracker = self._catalog.provenance
         structure, valuation = tracker.access_control(principal, dict(grants or {}))
-        return self._world(name, lambda: tracker.structure_delta(
-            _Member(structure, principal), valuation))
+        return self._world(name, lambda: tracker.structure_delta(structure, valuation))
 
     def trusted(self, name: str, threshold: float,
                 scores: dict[str, float] | None = None) -> WhatIf:
@@ -386,15 +380,15 @@ class Connection(Engine):
         name = name.lower()
         self._catalog.schema_of(name)
         changes = self._committer.hypothetical(deltas(), name)
-        rows = dict(self._catalog.weighted_rows(name))
-        for row, w in changes.items():
-            n = rows.get(row, 0) + w
-            if n:
-                rows[row] = n
-            else:
-                rows.pop(row, None)
-        return WhatIf(name, list(changes.items()),
-                      [r for r, n in rows.items() for _ in range(n)])
+        batches = self._committer.batches
+
+        def real() -> dict[tuple, int]:
+            if self._committer.batches != batches:
+                raise Error(f"the database changed after this what-if on {name}; its rows "
+                            "are those of the state it was asked in: ask again")
+            return dict(self._catalog.weighted_rows(name))
+
+        return WhatIf(name, list(changes.items()), real)
 
     def checkpoint(self) -> None:
         """Snapshot the tables now, so that recovery replays only what follows."""
@@ -407,13 +401,3 @@ class Connection(Engine):
         self._closed = True
         self._durability.close()
 
-
-class _Member(AccessControl):
-    """Access control read for one principal: a row is kept if its set contains it."""
-
-    def __init__(self, structure: AccessControl, principal: str):
-        super().__init__(structure.universe)
-        self.principal = principal
-
-    def accepts(self, value) -> bool:
-        return self.principal in value

@@ -334,15 +334,15 @@ class ProvenanceTracker:
 
     def access_control(self, principal: str, overrides: dict[str, Iterable[str]]
                        ) -> tuple[AccessControl, Callable[[str], object]]:
-        """The access-control structure over the principals named anywhere, and each
-        variable's principals: its transaction's metadata ``principals`` (everyone if
-        absent)."""
+        """The access-control structure over the principals named anywhere, accepting the
+        rows ``principal`` may see, and each variable's principals: its transaction's
+        metadata ``principals`` (everyone if absent)."""
         named = {principal}
         for meta in self.transactions.values():
             named.update(meta.get("principals", ()))
         for ps in overrides.values():
             named.update(ps)
-        structure = AccessControl(frozenset(named))
+        structure = AccessControl(frozenset(named), principal)
         return structure, self.metadata_valuation(
             "principals", frozenset, structure.universe,
             {k: frozenset(v) for k, v in overrides.items()})

@@ -90,9 +90,10 @@ class Boolean(UpdateStructure):
 @dataclass
 class AccessControl(UpdateStructure):
     """``(P(C), ∪, ∩, ∅, C)`` with set difference: a tuple is visible to the principals in
-    its annotation."""
+    its annotation (``accepts``: to ``principal``, or to anyone if None)."""
 
     universe: frozenset
+    principal: str | None = None
 
     def __post_init__(self) -> None:
         self.universe = frozenset(self.universe)
@@ -106,6 +107,9 @@ class AccessControl(UpdateStructure):
 
     def minus(self, a, b):
         return a - b
+
+    def accepts(self, value) -> bool:
+        return self.principal in value if self.principal is not None else bool(value)
 
 
 #: a trust value: (score in [0, 1], "T" | "F" | "U"); inputs are (score, "U")
