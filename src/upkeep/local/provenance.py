@@ -49,6 +49,11 @@ def txn_name(txn: int) -> str:
     return f"T{txn}"
 
 
+def txn_of(name: str) -> int | None:
+    """The transaction id of a transaction variable (``T3`` -> 3), else None."""
+    return int(name[1:]) if name[:1] == "T" and name[1:].isdigit() else None
+
+
 def _encode(query: Query) -> tuple:
     """A query annotated by its transaction, for the log (input rows are one ``inputs``
     record per statement: the rows and the number of the first one's variable)."""
@@ -281,7 +286,7 @@ class ProvenanceTracker:
         mention them (``ProvenanceRelation.affected_by``: the rows transactions wrote, and
         those annotated by a falsified variable alone) whose variable mask meets theirs are
         evaluated, so the cost follows the history, not the table's size."""
-        for txn in [int(v[1:]) for v in false_vars if v.startswith("T") and v[1:].isdigit()]:
+        for txn in [t for t in map(txn_of, false_vars) if t is not None]:
             for table, first, end in self.txn_inputs.get(txn, ()):
                 false_vars |= {f"{table}#{n}" for n in range(first, end)}
         mask = 0
@@ -326,8 +331,8 @@ class ProvenanceTracker:
             if name in overrides:
                 return overrides[name]
             txn = self.input_transaction(name)
-            if txn is None and name.startswith("T") and name[1:].isdigit():
-                txn = int(name[1:])
+            if txn is None:
+                txn = txn_of(name)
             meta = self.transactions.get(txn, {}) if txn is not None else {}
             return convert(meta[key]) if key in meta else default
         return value
