@@ -23,6 +23,9 @@ class Table:
         self.keys: dict[tuple, int] = {}
         self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
         self.provenance: str | None = None  # "update" / "update-naive" (local/provenance.py)
+        # column -> value -> the row holding it (one) or a set of rows; built by
+        # rows_with on first use (keyed DELETE / UPDATE), then kept by apply
+        self._by_column: dict[int, dict] = {}
         valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:
@@ -85,3 +88,51 @@ class Table:
                     self.keys[k] = m
                 else:
                     self.keys.pop(k, None)
+        if self._by_column:
+            self._reindex(delta)
+
+    def rows_with(self, col: int, value: object) -> tuple | set:
+        """The distinct rows whose column ``col`` holds ``value`` (Python equality), from a
+        hash index built on the first call for that column and kept by :meth:`apply`: a
+        DELETE or UPDATE whose WHERE fixes a column costs the rows it matches, not a scan."""
+        index = self._by_column.get(col)
+        if index is None:
+            index = self._by_column[col] = {}
+            for row in self.rows:
+                _index_add(index, row[col], row)
+        entry = index.get(value)
+        if entry is None:
+            return ()
+        return entry if isinstance(entry, set) else (entry,)
+
+    def _reindex(self, delta: dict[tuple, int]) -> None:
+        get = self.rows.get
+        for row in delta:
+            present = get(row, 0) > 0
+            for col, index in self._by_column.items():
+                if present:
+                    _index_add(index, row[col], row)
+                else:
+                    _index_remove(index, row[col], row)
+
+
+def _index_add(index: dict, value: object, row: tuple) -> None:
+    """Record ``row`` under ``value``: the row itself while it is the only one (most
+    columns an UPDATE filters on are keys), a set once there are more."""
+    entry = index.get(value)
+    if entry is None:
+        index[value] = row
+    elif isinstance(entry, set):
+        entry.add(row)
+    elif entry != row:
+        index[value] = {entry, row}
+
+
+def _index_remove(index: dict, value: object, row: tuple) -> None:
+    entry = index.get(value)
+    if isinstance(entry, set):
+        entry.discard(row)
+        if len(entry) == 1:
+            index[value] = entry.pop()
+    elif entry == row:
+        del index[value]

@@ -116,6 +116,16 @@ class LocalCatalog(Catalog):
         pending = self._overlay(table.name)
         return zset.plus(table.rows.items(), pending) if pending else table.rows.as_dict()
 
+    def staged_rows_with(self, table: Table, col: int, value: object) -> dict[tuple, int]:
+        """:meth:`staged_rows` restricted to rows whose column ``col`` holds ``value``,
+        found through the table's column index (:meth:`Table.rows_with`)."""
+        get = table.rows.get
+        rows = {r: get(r, 0) for r in table.rows_with(col, value)}
+        for r, w in (self._overlay(table.name) or {}).items():
+            if r[col] == value:
+                rows[r] = rows.get(r, 0) + w
+        return {r: w for r, w in rows.items() if w}
+
     def weighted_rows(self, name: str) -> Iterator[tuple[tuple, int]]:
         """A table's (as staged) or view's distinct rows with their multiplicities."""
         name = name.lower()

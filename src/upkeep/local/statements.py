@@ -107,12 +107,63 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
 
 def matching(db: Connection, table: Table, where: exp.Expression | None
              ) -> list[tuple[tuple, int]]:
-    """The table's rows (as staged) that satisfy ``where``, with multiplicities."""
-    rows = list(db._catalog.staged_rows(table).items())
+    """The table's rows (as staged) that satisfy ``where``, with multiplicities. A WHERE
+    that fixes a column (``col = literal`` among its conjuncts) reads only the rows holding
+    that value, through the table's column index; the whole predicate is still checked."""
     if where is None:
-        return rows
+        return list(db._catalog.staged_rows(table).items())
     pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
-    return [(r, w) for r, w in rows if pred(r) is True]
+    probe = _equality_probe(table, where.this)
+    if probe is None:
+        rows = db._catalog.staged_rows(table)
+    else:
+        rows = db._catalog.staged_rows_with(table, *probe)
+    return [(r, w) for r, w in rows.items() if pred(r) is True]
+
+
+_PROBE_TYPES = {"VARCHAR": str, "BOOLEAN": bool}
+
+
+def _equality_probe(table: Table, condition: exp.Expression) -> tuple[int, object] | None:
+    """A conjunct ``col = literal`` of ``condition`` whose literal is already a value of the
+    column's Python type (integers, strings, booleans), as (column index, value); None when
+    there is none. Only such values are looked up: SQL equality on them is Python equality,
+    so the index finds every row the predicate accepts (no casts, no NaN)."""
+    for conjunct in condition.flatten() if isinstance(condition, exp.And) else (condition,):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        column, literal = conjunct.this, conjunct.expression
+        if isinstance(literal, exp.Column):
+            column, literal = literal, column
+        if not isinstance(column, exp.Column) or column.table not in ("", table.name):
+            continue
+        value = _literal_value(literal)
+        name = column.name.lower()
+        for i, (col, sql_type) in enumerate(table.columns):
+            if col != name:
+                continue
+            wanted = int if sql_type.is_integer else _PROBE_TYPES.get(sql_type.kind)
+            if wanted is not None and type(value) is wanted:
+                return i, value
+    return None
+
+
+def _literal_value(node: exp.Expression) -> object:
+    """The Python value of a plain literal (``5``, ``-5``, ``'x'``, ``TRUE``), else None."""
+    if isinstance(node, exp.Boolean):
+        return node.this
+    negative = isinstance(node, exp.Neg)
+    if negative:
+        node = node.this
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return None if negative else node.this
+    try:
+        value = int(node.this)
+    except ValueError:
+        return None
+    return -value if negative else value
 
 
 def delete(db: Connection, stmt: exp.Delete) -> Cursor:
