@@ -496,3 +496,32 @@ def test_the_axiom_check_can_fail():
                 for values in itertools.product([False, True], repeat=arity)
                 if holds(*values)[0] != holds(*values)[1]}
     assert "8" in failures
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=8),
+       st.sampled_from([NormalForm, Naive]))
+def test_bulk_input_rows_equal_one_insert_each_and_roll_back(committed, rows, annotator):
+    """RelationTransaction.insert_inputs (a bulk load) annotates exactly as one Insert per
+    row under its own variable, rows already known and repeated rows included, and a
+    rollback after it restores the transaction (the journal's order)."""
+    def relation():
+        rel = ProvenanceRelation(annotator(), 2)
+        rel.commit({r: var(f"c{i}") for i, r in enumerate(dict.fromkeys(committed))})
+        return rel
+
+    variables = [var(f"x{i}") for i in range(len(rows))]
+    one_by_one = RelationTransaction(relation())
+    change: dict = {}
+    for row, p in zip(rows, variables, strict=True):
+        for r, w in one_by_one.apply(Insert(row), p).items():
+            change[r] = change.get(r, 0) + w
+    bulk = RelationTransaction(relation())
+    bulk.apply(Insert((9, 9)), var("T1"))  # an open segment before the load
+    bulk.savepoint()
+    before = {r: bulk.peek(r) for r in [*rows, (9, 9)]}
+    assert bulk.insert_inputs(rows, variables) == {r: w for r, w in change.items() if w}
+    assert {r: bulk.peek(r) for r in rows} == {r: one_by_one.peek(r) for r in rows}
+    bulk.rollback()
+    assert {r: bulk.peek(r) for r in [*rows, (9, 9)]} == before

@@ -194,31 +194,49 @@ def track(args: argparse.Namespace) -> dict:
     return out
 
 
-def whatif(args: argparse.Namespace) -> dict:
-    """What-if through the database against DuckDB re-running the log."""
-    import duckdb
-    import pyarrow as pa
-
+def _database(w: Workload, mode: str) -> tuple[object, dict]:
+    """A local database with the workload's tables (``mode``: provenance of the non-dimension
+    tables, or ``none`` for ordinary tables), the input rows loaded in one transaction, the
+    join + aggregate view created, then the log committed transaction by transaction:
+    the database and its seconds and resident memory."""
     import upkeep
 
-    w = workload(args)
     db = upkeep.connect()
     for table, cols in w.tables.items():
-        mode = "" if table in w.dims else " WITH (provenance = 'update')"
+        prov = "" if table in w.dims or mode == "none" else f" WITH (provenance = '{mode}')"
         spec = ", ".join(f"{c} {'VARCHAR' if c == 'label' else 'BIGINT'}" for c in cols)
-        db.execute(f"CREATE TABLE {table} ({spec}){mode}")
+        db.execute(f"CREATE TABLE {table} ({spec}){prov}")
     t0 = time.perf_counter()
     with db.transaction():
         for table, rows in w.rows.items():
             db.insert(table, rows)
     load_s = time.perf_counter() - t0
     db.create_view("v", w.view)
+    gc.collect()
     t0 = time.perf_counter()
     for tx in w.transactions:
         with db.transaction():
             for sql in tx:
                 db.execute(sql)
     log_s = time.perf_counter() - t0
+    return db, {"mode": mode, "load_s": round(load_s, 2), "log_s": round(log_s, 3),
+                "statements_per_s": round(sum(len(tx) for tx in w.transactions) / log_s),
+                "rss_mb": round(peak_rss_mb(), 1)}
+
+
+def database(args: argparse.Namespace) -> dict:
+    """The log through the database in one mode: load, log, memory."""
+    return _database(workload(args), args.mode)[1]
+
+
+def whatif(args: argparse.Namespace) -> dict:
+    """What-if through the database against DuckDB re-running the log."""
+    import duckdb
+    import pyarrow as pa
+
+    w = workload(args)
+    db, stats = _database(w, "update")
+    load_s, log_s, rss_log = stats["load_s"], stats["log_s"], stats["rss_mb"]
     txns = sorted(db.transactions())  # txns[0] loaded the input rows
     victim = len(txns) // 2
     victim_row = ("r", w.rows["r"][len(w.rows["r"]) // 2]) if "r" in w.rows else (
@@ -266,7 +284,8 @@ def whatif(args: argparse.Namespace) -> dict:
             "abort_speedup": round(rerun_abort_s / abort_s, 1),
             "without_view_s": round(without_s, 4), "rerun_without_s": round(rerun_without_s, 3),
             "without_speedup": round(rerun_without_s / without_s, 1),
-            "provenance": db._catalog.provenance.size(), "peak_mb": round(peak_rss_mb(), 1)}
+            "provenance": db._catalog.provenance.size(), "rss_after_log_mb": rss_log,
+            "peak_mb": round(peak_rss_mb(), 1)}
 
 
 def _common(args: argparse.Namespace) -> list[str]:
@@ -289,6 +308,20 @@ def run_all(args: argparse.Namespace) -> dict:
                               capture_output=True, text=True, check=True)
         result["track"][mode] = json.loads(done.stdout.strip().splitlines()[-1])
         print(result["track"][mode], flush=True)
+    result["database"] = {}
+    for mode in ("none", "update", "update-naive"):
+        runs = []
+        for _ in range(args.repeat):  # a fresh process each: the log runs once per load
+            print("database", mode, flush=True)
+            done = subprocess.run([sys.executable, "-m", "bench.provenance.bench", *common,
+                                   "--part", "database", "--mode", mode],
+                                  capture_output=True, text=True, check=True)
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        best = min(runs, key=lambda r: r["log_s"])
+        best["log_s_runs"] = [r["log_s"] for r in runs]
+        best["load_s_best"] = min(r["load_s"] for r in runs)
+        result["database"][mode] = best
+        print(best, flush=True)
     print("whatif", flush=True)
     done = subprocess.run([sys.executable, "-m", "bench.provenance.bench", *common,
                            "--part", "whatif"], capture_output=True, text=True, check=True)
@@ -399,8 +432,9 @@ def main() -> None:
     parser.add_argument("--tpcc-scale", type=float, default=1.0,
                         help="tpcc: fraction of the specification's cardinalities")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=3, help="track: fresh runs, best time")
-    parser.add_argument("--part", choices=("track", "whatif"))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="track and database: fresh runs, best time")
+    parser.add_argument("--part", choices=("track", "database", "whatif"))
     parser.add_argument("--mode", choices=("none", "update", "update-naive"), default="update")
     parser.add_argument("--out", default=None,
                         help="default bench/results/provenance[_tpcc].json")
@@ -426,6 +460,8 @@ def main() -> None:
         return
     if args.part == "track":
         print(json.dumps(track(args)))
+    elif args.part == "database":
+        print(json.dumps(database(args)))
     elif args.part == "whatif":
         print(json.dumps(whatif(args)))
     else:

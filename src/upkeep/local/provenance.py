@@ -153,15 +153,15 @@ class ProvenanceTracker:
         count = 0
         loaded: list[tuple] = []
         try:
-            for query in queries:
-                variable = None
-                if input_rows:
-                    variable = f"{table}#{self.next_input[table]}"
-                    self.next_input[table] += 1
-                    loaded.append(query.row)
-                    p = var(variable)
-                else:
-                    p = tx.p
+            if input_rows:
+                first = self.next_input[table]
+                loaded = [query.row for query in queries]
+                self.next_input[table] = first + len(loaded)
+                delta = rtx.insert_inputs(
+                    loaded, [var(f"{table}#{n}") for n in range(first, first + len(loaded))])
+                count = rtx.matched
+            for query in () if input_rows else queries:
+                p = tx.p
                 if present:
                     row = tuple(v for _, _, v in query.pattern.conditions)
                     if not rtx.is_live(row):
@@ -174,8 +174,7 @@ class ProvenanceTracker:
                     else:
                         delta.pop(row)
                 count += rtx.matched
-                if not input_rows:
-                    tx.ops.append((table, _encode(query)))
+                tx.ops.append((table, _encode(query)))
             if loaded:  # one record for the statement's input rows, numbered from ``first``
                 tx.ops.append((table, ("inputs", loaded, saved[1])))
             stage(delta)

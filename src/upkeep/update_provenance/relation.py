@@ -158,6 +158,9 @@ class RelationTransaction:
                 self.p = record[1]
             elif kind == "working":
                 self.working = record[1]
+            elif kind == "fresh":
+                for row in record[2]:
+                    record[1].pop(row, None)
             else:
                 _, target, row, old = record
                 if old is _MISSING:
@@ -233,6 +236,39 @@ class RelationTransaction:
         if journal is not None:
             journal.extend(("set", working, row, working.get(row, _MISSING)) for row in updates)
         working.update(updates)
+        return change
+
+    def insert_inputs(self, rows: list[tuple], variables: list[Node]) -> dict[tuple, int]:
+        """Insert input rows, each annotated by its own variable: what :meth:`apply` with
+        an :class:`Insert` per row would do (each row its own segment), without the
+        segment and journal traffic for rows nothing annotates yet, which is every row of a
+        bulk load.  Returns the change of the current contents."""
+        self.close()
+        ann, finished, working = self.annotator, self.finished, self.working
+        relation = self.relation
+        known = relation.annotations
+        journal = self._journal
+        change: dict[tuple, int] = {}
+        fresh: list[tuple] = []  # filled below; recorded first so rollback undoes it last
+        if journal is not None:
+            journal.append(("fresh", finished, fresh))
+        absent_live = ann.live(ann.start(ann.absent))
+        for row, p in zip(rows, variables, strict=True):
+            if row in known or row in finished or row in working:
+                for r, w in self.apply(Insert(row), p).items():
+                    n = change.get(r, 0) + w
+                    if n:
+                        change[r] = n
+                    else:
+                        change.pop(r)
+                self.close()
+                continue
+            w = ann.insert(ann.start(ann.absent), p)
+            finished[row] = ann.finish(w, p)
+            fresh.append(row)
+            if ann.live(w) != absent_live:
+                change[row] = 1 if not absent_live else -1
+        self.matched = len(rows)
         return change
 
     def is_live(self, row: tuple) -> bool:
