@@ -119,8 +119,43 @@ def test_batches_close_on_size_on_caught_up_and_on_time(tmp_path):
     assert sum(sizes) == 6 and len(sizes) >= 2 and max(sizes) < 6
 
 
-def _records(values):
+def test_batches_never_split_a_source_transaction():
+    txns = ["a", "a", "a", None, "b", "b", "c", "c", "c", "c"]
+    stream = _records(range(len(txns)), txns)
+    cut = [[r.txn for r in b] for b in batches(stream, BatchConfig(rows_per_batch=2))]
+    assert cut == [["a", "a", "a"], [None, "b", "b"], ["c", "c", "c", "c"]]
+    # caught up inside a transaction: its records wait for the next record (or the end)
+    stream = [*_records(range(3), ["a", "b", "b"]), CAUGHT_UP,
+              *_records(range(3, 5), ["b", "c"])]
+    cut = [[r.txn for r in b] for b in batches(stream, BatchConfig(rows_per_batch=10))]
+    assert cut == [["a"], ["b", "b", "b", "c"]]
+    # a stop leaves an open transaction to be read again
+    stop = threading.Event()
+
+    def stopping():
+        yield from _records(range(3), ["a", "b", "b"])
+        stop.set()
+        yield from _records(range(3, 4), ["b"])
+    cut = [[r.txn for r in b] for b in batches(stopping(), BatchConfig(rows_per_batch=10),
+                                               stop)]
+    assert cut == [["a"]]
+
+
+def test_a_bad_transaction_id_is_a_bad_record():
+    from upkeep.io.records import Position, decode_mapping
+
+    good = decode_mapping({"table": "T", "op": "insert", "row": [1], "txn": 42}, Position("f", 1))
+    assert good.error is None and good.txn == "42" and good.images()["txn"] == "42"
+    for bad in (True, 1.5, "", {"id": 1}):
+        rec = decode_mapping({"table": "t", "op": "insert", "row": [1], "txn": bad},
+                             Position("f", 2))
+        assert "'txn' must be a non-empty string or an integer" in rec.error
+
+
+def _records(values, txns=None):
     from upkeep.io.records import ChangeRecord, Position
 
-    return [ChangeRecord(Position("f", i + 1), table="t", op="insert", row=[v])
-            for i, v in enumerate(values)]
+    values = list(values)
+    txns = txns or [None] * len(values)
+    return [ChangeRecord(Position("f", i + 1), table="t", op="insert", row=[v], txn=txn)
+            for i, (v, txn) in enumerate(zip(values, txns, strict=True))]

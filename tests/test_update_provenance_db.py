@@ -452,6 +452,75 @@ def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
     assert {line for line in out if line.startswith("-")} == {f"- {list(r)}" for r in removed}
 
 
+def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys):
+    """Change records carrying ``txn``: each source transaction is one annotated
+    transaction with its id in the metadata (never split by the batch size), what-if
+    aborts it by that id."""
+    import json
+
+    from upkeep.cli import main
+
+    (tmp_path / "tables.sql").write_text(
+        "CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update');")
+    (tmp_path / "views.sql").write_text(
+        "CREATE MATERIALIZED VIEW per_customer AS SELECT ck, COUNT(*) AS n FROM orders "
+        "GROUP BY ck;")
+    log = {"t1": [("insert", [1, 7]), ("insert", [2, 7]), ("insert", [3, 8])],
+           "t2": [("delete", [1, 7])],
+           "t3": [("update", ([2, 7], [2, 8])), ("insert", [4, 9]), ("insert", [5, 9])],
+           "t4": [("insert", [1, 7])]}
+    records = []
+    for txn, ops in log.items():
+        for op, image in ops:
+            record = {"table": "orders", "op": op, "txn": txn}
+            if op == "update":
+                record["before"], record["after"] = image
+            else:
+                record["row"] = image
+            records.append(record)
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "c-1.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    (tmp_path / "p.toml").write_text(textwrap.dedent("""
+        state_dir = "state"
+        tables = ["tables.sql"]
+        views = ["views.sql"]
+        [source]
+        path = "changes"
+        [batch]
+        rows_per_batch = 2
+    """))
+
+    def model(skip: str | None) -> Counter:
+        rows: set = set()
+        for txn, ops in log.items():
+            for op, image in ops if txn != skip else ():
+                if op == "insert":
+                    rows.add(tuple(image))
+                elif op == "delete":
+                    rows.discard(tuple(image))
+                else:
+                    rows.discard(tuple(image[0]))
+                    rows.add(tuple(image[1]))
+        return Counter(Counter(ck for _, ck in rows).items())
+
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "plain"]) == 0
+    capsys.readouterr()
+    db = upkeep.connect(tmp_path / "state")
+    by_source = {m["txn"]: t for t, m in db.transactions().items()}
+    assert sorted(by_source) == sorted(log)
+    assert Counter(db.view("per_customer").rows()) == model(None)
+    for txn, t in by_source.items():
+        assert Counter(db.what_if("per_customer", abort=[t]).rows) == model(txn), txn
+    db.close()
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "t3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert {line for line in out if line.startswith("-")} == {
+        f"- {list(r)}" for r in model(None) - model("t3")}
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "t9"]) == 1
+    assert "no committed transaction has source txn 't9'" in capsys.readouterr().err
+
+
 def test_a_dropped_provenance_table_leaves_a_snapshot_that_opens(tmp_path):
     db = upkeep.connect(tmp_path / "db")
     db.execute("CREATE TABLE gone (a INTEGER) WITH (provenance = 'update')")

@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     what_if.add_argument("name", help="the table or view")
     what_if.add_argument("--abort", type=int, nargs="+", default=[], metavar="TXN",
                          help="transaction ids (see `upkeep provenance`: T<id>)")
+    what_if.add_argument("--abort-txn", nargs="+", default=[], metavar="SOURCE_TXN",
+                         help="source transaction ids: the 'txn' of a pipeline's change records")
     what_if.add_argument("--without", nargs=2, action="append", default=[],
                          metavar=("TABLE", "ROW"), help="an input row, as a JSON array")
 
@@ -153,11 +155,18 @@ def _provenance(target: Path, table: str, row_text: str) -> str:
         db.close()
 
 
-def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]]) -> str:
+def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]],
+             source_txns: list[str] = ()) -> str:
     """``upkeep what-if``: the change of a table or view in the hypothetical world."""
     rows = [(table, _json_row(text)) for table, text in without]
     db = _open_target(target)
     try:
+        by_source = {m.get("txn"): t for t, m in db.transactions().items() if "txn" in m}
+        for source in source_txns:
+            if source not in by_source:
+                raise Error(f"no committed transaction has source txn {source!r} (a pipeline "
+                            "records the 'txn' of its change records on provenance tables)")
+            abort = [*abort, by_source[source]]
         world = db.what_if(name, abort=abort, without=rows)
     finally:
         db.close()
@@ -224,7 +233,8 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
                           markup=False, soft_wrap=True)
             return 0
         if args.command == "what-if":
-            console.print(_what_if(args.target, args.name, args.abort, args.without),
+            console.print(_what_if(args.target, args.name, args.abort, args.without,
+                                   args.abort_txn),
                           highlight=False, markup=False, soft_wrap=True)
             return 0
         config = load_config(args.pipeline)

@@ -167,9 +167,9 @@ class CsvReader(_LineReader):
             if need not in self.header:
                 self.header_error = f"the CSV header (line 1) has no column {need!r}"
         for col in self.header:
-            if col not in ("table", "op", *_IMAGE_COLUMNS) and not col.startswith("_"):
+            if col not in ("table", "op", "txn", *_IMAGE_COLUMNS) and not col.startswith("_"):
                 self.header_error = (f"the CSV header (line 1) has an unknown column {col!r} "
-                                     f"(expected table, op, row, before, after)")
+                                     f"(expected table, op, row, before, after, txn)")
 
     def _decode(self, fields: list[str], position: Position) -> ChangeRecord:
         assert self.header is not None
@@ -213,7 +213,7 @@ class ParquetReader(Reader):
             if need not in names:
                 problem = f"the Parquet file has no column {need!r}"
         for col in names:
-            if col not in ("table", "op", *_IMAGE_COLUMNS) and not col.startswith("_"):
+            if col not in ("table", "op", "txn", *_IMAGE_COLUMNS) and not col.startswith("_"):
                 problem = f"the Parquet file has an unknown column {col!r}"
         number = 0
         for batch in pf.iter_batches(batch_size=4096):

@@ -2,8 +2,11 @@
 
 A record names a table, an operation (``insert``, ``delete`` or ``update``) and row images:
 ``row`` for inserts and deletes, ``before`` and ``after`` for updates.  A row image is a
-JSON object (column -> value) or array (values in column order).  Keys starting with ``_``
-are ignored, so dead-letter files (which add ``_error`` and ``_source``) can be replayed.
+JSON object (column -> value) or array (values in column order).  An optional ``txn`` (a
+string or integer) names the source transaction the record belongs to: the records of one
+transaction are contiguous, are never split between batches, and on provenance tables each
+transaction is committed as its own annotated transaction.  Keys starting with ``_`` are
+ignored, so dead-letter files (which add ``_error`` and ``_source``) can be replayed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 OPS = ("insert", "delete", "update")
 _IMAGES = {"insert": ("row",), "delete": ("row",), "update": ("before", "after")}
-_KEYS = {"table", "op", "row", "before", "after"}
+_KEYS = {"table", "op", "row", "before", "after", "txn"}
 
 
 @dataclass(frozen=True, order=True)
@@ -43,6 +46,7 @@ class ChangeRecord:
     row: Any = None
     before: Any = None
     after: Any = None
+    txn: str | None = None  # the source transaction's id, as text
     error: str | None = None
     raw: str | None = None  # the record's text, kept only when it is not a JSON object
     original: dict[str, Any] | None = None  # the object as read, kept only when it is bad
@@ -56,6 +60,8 @@ class ChangeRecord:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.txn is not None:
+            out["txn"] = self.txn
         return out
 
 
@@ -67,13 +73,18 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
     unknown = sorted(k for k in data if k not in _KEYS and not str(k).startswith("_"))
     rec = ChangeRecord(position, table=data.get("table"), op=data.get("op"), row=data.get("row"),
                        before=data.get("before"), after=data.get("after"))
+    txn = data.get("txn")
     if unknown:
-        rec.error = f"unknown key {unknown[0]!r} (expected table, op, row, before, after)"
+        rec.error = f"unknown key {unknown[0]!r} (expected table, op, row, before, after, txn)"
+    elif txn is not None and (isinstance(txn, bool) or not isinstance(txn, (str, int))
+                              or txn == ""):
+        rec.error = f"'txn' must be a non-empty string or an integer, got {_short(txn)}"
     elif not isinstance(rec.table, str) or not rec.table:
         rec.error = "missing or empty 'table'"
     elif not isinstance(rec.op, str):
         rec.error = "missing 'op' (insert, delete or update)"
     else:
+        rec.txn = None if txn is None else str(txn)
         rec.table = rec.table.lower()
         rec.op = rec.op.lower()
         if rec.op not in OPS:

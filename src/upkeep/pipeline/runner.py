@@ -78,6 +78,7 @@ class PipelineRunner:
         self._unsubscribe: list[Callable[[], None]] = []
         self._totals = {"applied": 0, "rejected": 0}
         self._progress: Progress | None = None
+        self._per_txn = False  # one commit per source transaction (provenance tables)
 
     # ------------------------------------------------------------ the run
     def run(self) -> RunStats:
@@ -113,6 +114,9 @@ class PipelineRunner:
             self.stats.resumed_from = str(Position(offset["file"], offset["position"],
                                                    offset.get("unit", "line")))
         self.applier = Applier(db)
+        # provenance tables annotate each committed transaction: there, each source
+        # transaction of a batch commits on its own (its id in the metadata)
+        self._per_txn = any(db.has_update_provenance(t) for t in db.tables())
         for view in db.views():
             self._collected[view] = []
             self.stats.views[view] = ViewStats()
@@ -155,6 +159,19 @@ class PipelineRunner:
 
     # ------------------------------------------------------------ one batch
     def _process(self, records: list[ChangeRecord]) -> None:
+        """Commit one batch; on a database with provenance tables, which annotate each
+        committed transaction, each source transaction of the batch (contiguous records
+        with the same ``txn``) on its own, with the offset of its last record."""
+        if not self._per_txn:
+            self._process_records(records)
+            return
+        start = 0
+        for i in range(1, len(records) + 1):
+            if i == len(records) or records[i].txn != records[i - 1].txn:
+                self._process_records(records[start:i])
+                start = i
+
+    def _process_records(self, records: list[ChangeRecord]) -> None:
         self.stats.read += len(records)
         stop = self.config.on_error == "stop"
         changes: list[Change] = []
@@ -207,12 +224,16 @@ class PipelineRunner:
             self._commit([], last)
 
     def _commit(self, changes: list[Change], last: Position) -> None:
-        """Commit ``changes`` with the offset ``last``; then deliver the views' deltas."""
+        """Commit ``changes`` with the offset ``last`` (and the id of their source
+        transaction when they are all of one); then deliver the views' deltas."""
         batch = self.stats.batch + 1
         applied = self._totals["applied"] + len(changes)
         metadata: dict[str, Any] = {"pipeline": self.config.name, "source": last.offset(),
                                     "batch": batch, "applied": applied,
                                     "rejected": self._totals["rejected"]}
+        txn = changes[0].record.txn if changes else None
+        if txn is not None and all(c.record.txn == txn for c in changes):
+            metadata["txn"] = txn
         assert self.db is not None
         with self.db.transaction(metadata=metadata):
             self.applier.apply(changes)
