@@ -151,3 +151,25 @@ def test_the_spark_engine_refuses_why_views(spark, tmp_path):
         assert db.views() == []
     finally:
         db.close()
+
+
+def test_why_follows_a_replaced_view():
+    """db.why's key index (built on the first question, kept from the witness view's
+    deltas) goes with the view it was built for when that view is replaced."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+    db.insert("r", [(1, 2)])
+    db.execute("CREATE MATERIALIZED VIEW w WITH (provenance = 'why') AS "
+               "SELECT a, COUNT(*) AS n FROM r GROUP BY a")
+    assert db.why("w", (1, 1)).products == [[("r", (1, 2))]]
+    db.insert("r", [(1, 5), (2, 2)])
+    assert db.why("w", (1, 2)).products == [[("r", (1, 2))], [("r", (1, 5))]]
+    db.execute("CREATE OR REPLACE MATERIALIZED VIEW w AS SELECT a, COUNT(*) AS n FROM r "
+               "GROUP BY a")
+    with pytest.raises(UnsupportedError, match="WITH \\(provenance = 'why'\\)"):
+        db.why("w", (1, 2))
+    db.execute("CREATE OR REPLACE MATERIALIZED VIEW w WITH (provenance = 'why') AS "
+               "SELECT b, COUNT(*) AS n FROM r GROUP BY b")
+    assert db.why("w", (2, 2)).products == [[("r", (1, 2))], [("r", (2, 2))]]
+    db.delete("r", [(2, 2)])
+    assert db.why("w", (2, 1)).products == [[("r", (1, 2))]]

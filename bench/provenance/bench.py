@@ -352,6 +352,26 @@ def report(result: dict) -> str:
         over = "–" if mode == "none" else f"{(r['seconds'] / base - 1) * 100:+.0f}%"
         lines.append(f"| {label} | {r['seconds'] * 1000:.0f} | {over} | {r.get('dag_nodes', '–')} | "
                      f"{r.get('tree_size', '–')} | {r['tuples']:,} | {r['peak_mb']:,.0f} |")
+    d = result.get("database")
+    if d:
+        plain = d["none"]
+        lines += [
+            "",
+            "Through the database (the case users live in: tables loaded, the join + aggregate "
+            "view maintained, one transaction per statement; log time best of "
+            f"{len(plain['log_s_runs'])} fresh processes, resident memory after the log):",
+            "",
+            "| tables | load s | log s (runs) | log overhead | memory MB | memory ratio |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for mode, label in (("none", "ordinary"), ("update", "provenance, normal form"),
+                            ("update-naive", "provenance, naive")):
+            r = d[mode]
+            runs = ", ".join(f"{x:.2f}" for x in r["log_s_runs"])
+            over = "–" if mode == "none" else f"{(r['log_s'] / plain['log_s'] - 1) * 100:+.1f}%"
+            ratio = "–" if mode == "none" else f"{r['rss_mb'] / plain['rss_mb']:.2f}x"
+            lines.append(f"| {label} | {r['load_s_best']:.1f} | {r['log_s']:.2f} ({runs}) | "
+                         f"{over} | {r['rss_mb']:,.0f} | {ratio} |")
     w = result["whatif"]
     lines += [
         "",

@@ -61,6 +61,9 @@ class LocalCatalog(Catalog):
         self._expiring: dict[str, Expiry] | None = None
         self.provenance = ProvenanceTracker()  # update provenance of provenance tables
         self.witnesses: dict[str, WitnessLayout] = {}  # views WITH (provenance = 'why')
+        # view -> output key -> its witnesses with multiplicities; built by the first
+        # db.why on the view, then kept by a subscription to the witness view
+        self._why_index: dict[str, dict[tuple, dict[tuple, int]]] = {}
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -164,15 +167,39 @@ class LocalCatalog(Catalog):
             raise ConstraintError(f"row {format_row(row)} is not in view {view}", row)
         key = tuple(row[p] for p in layout.key_positions)
         products, annotations = [], {}
-        for witness, _ in self.weighted_rows(witness_name(view)):
-            got, rows = layout.split(witness)
-            if got == key:
-                products.append(rows)
-                for rel, base in rows:
-                    if self.provenance.tracks(rel):
-                        annotations[(rel, base)] = self.provenance.annotation(rel, base)
+        for witness in self._witnesses_of(view, len(layout.key_positions)).get(key, ()):
+            _, rows = layout.split(witness)
+            products.append(rows)
+            for rel, base in rows:
+                if self.provenance.tracks(rel):
+                    annotations[(rel, base)] = self.provenance.annotation(rel, base)
         products.sort(key=repr)
         return Explanation(view, row, products, None, False, annotations)
+
+    def _witnesses_of(self, view: str, width: int) -> dict[tuple, dict[tuple, int]]:
+        """The view's witnesses by output key (its first ``width`` columns): one scan of the
+        witness view on the first question, then kept from its committed deltas, so each
+        later ``why`` costs the row's derivations, not the view's size."""
+        index = self._why_index.get(view)
+        if index is not None:
+            return index
+        index = {}
+
+        def add(changes) -> None:
+            for witness, w in changes:
+                bucket = index.setdefault(witness[:width], {})
+                n = bucket.get(witness, 0) + w
+                if n:
+                    bucket[witness] = n
+                else:
+                    del bucket[witness]
+                    if not bucket:
+                        del index[witness[:width]]
+
+        add(self.weighted_rows(witness_name(view)))
+        self.subscribe(witness_name(view), add)
+        self._why_index[view] = index
+        return index
 
     def dependents(self, name: str) -> list[str]:
         """Views that read ``name`` directly."""
@@ -328,17 +355,21 @@ class LocalCatalog(Catalog):
         kept = ({n: self.views.pop(n) for n in names},
                 {n: self._definitions.pop(n) for n in names if n in self._definitions},
                 {n: self._helpers.pop(n) for n in names if n in self._helpers},
-                self.subscribers.pop(name, None))
+                {n: self.subscribers.pop(n) for n in names if n in self.subscribers},
+                self.witnesses.pop(name, None), self._why_index.pop(name, None))
         self.changed()
         return kept
 
     def _reattach(self, name: str, kept: tuple) -> None:
-        views, definitions, helpers, subscribers = kept
+        views, definitions, helpers, subscribers, layout, why_index = kept
         self.views.update(views)
         self._definitions.update(definitions)
         self._helpers.update(helpers)
-        if subscribers is not None:
-            self.subscribers[name] = subscribers
+        self.subscribers.update(subscribers)
+        if layout is not None:
+            self.witnesses[name] = layout
+        if why_index is not None:
+            self._why_index[name] = why_index
         self.changed()
 
     def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
@@ -385,6 +416,7 @@ class LocalCatalog(Catalog):
         self.changed()
         del self.views[name]
         self.witnesses.pop(name, None)
+        self._why_index.pop(name, None)
         self._definitions.pop(name, None)
         self.subscribers.pop(name, None)
         for hidden in reversed(self._helpers.pop(name, [])):
