@@ -9,7 +9,8 @@ incrementally with the view.  ``db.why(view, row)`` reads the witnesses whose ke
 row's: each is one derivation, a product of one row of each relation (the why-provenance of
 Buneman, Khanna and Tan; the recursive views' minimal sums of products,
 ``papers/recursive-views-absorption-provenance.txt``, answer the same question for
-``WITH RECURSIVE``).  Over provenance tables each input row's UP[X] annotation says which
+``WITH RECURSIVE``).  A UNION [ALL] of such blocks gets a witness view per block.  Over
+provenance tables each input row's UP[X] annotation says which
 transactions made it (``papers/update-provenance-hyperplane-transactions.txt``).
 """
 
@@ -48,7 +49,40 @@ def witness_name(view: str) -> str:
 def _refuse(view: str, what: str) -> UnsupportedError:
     return UnsupportedError(f"why-provenance of view {view}: {what} is not supported (one "
                             "SELECT block joining tables or views, with WHERE, GROUP BY, "
-                            "HAVING and DISTINCT)")
+                            "HAVING and DISTINCT, or a UNION [ALL] of such blocks without "
+                            "aggregates)")
+
+
+def witness_queries(view: str, query: exp.Expression,
+                    schema_of: Callable[[str], list[tuple[str, SqlType]]]
+                    ) -> list[tuple[str, exp.Select, WitnessLayout]]:
+    """The witness views of ``view``: (hidden name, query, layout) for its SELECT block, or
+    one per block of a UNION [ALL] (a row's derivations are those of every block that
+    yields it; a block's key is its whole row, so blocks may not aggregate)."""
+    if not isinstance(query, exp.Union):
+        witness, layout = witness_query(view, query, schema_of)
+        return [(witness_name(view), witness, layout)]
+    blocks: list[exp.Expression] = []
+
+    def flatten(node: exp.Expression) -> None:
+        while isinstance(node, exp.Subquery):
+            node = node.this
+        if isinstance(node, exp.Union):
+            if node.args.get("with") or node.args.get("with_"):
+                raise _refuse(view, "WITH")
+            flatten(node.this)
+            flatten(node.expression)
+        else:
+            blocks.append(node)
+    flatten(query)
+    out = []
+    for i, block in enumerate(blocks):
+        if isinstance(block, exp.Select) and (block.args.get("group") is not None or any(
+                e.find(exp.AggFunc) for e in block.expressions)):
+            raise _refuse(view, f"an aggregate in the UNION block {block.sql()[:60]!r}")
+        witness, layout = witness_query(view, block, schema_of)
+        out.append((f"{witness_name(view)}{i}", witness, layout))
+    return out
 
 
 def witness_query(view: str, query: exp.Expression,
@@ -56,7 +90,8 @@ def witness_query(view: str, query: exp.Expression,
                   ) -> tuple[exp.Select, WitnessLayout]:
     """The witness view's query and the layout of its rows, or UnsupportedError."""
     if not isinstance(query, exp.Select):
-        raise _refuse(view, f"a {type(query).__name__.upper()} query")
+        kind = {exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(query))
+        raise _refuse(view, kind or f"a {type(query).__name__.upper()} query")
     for node in query.find_all(exp.Subquery, exp.Exists, exp.Window):
         raise _refuse(view, f"{node.sql()[:60]!r}")
     for node in query.find_all(exp.In):

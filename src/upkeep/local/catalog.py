@@ -31,7 +31,7 @@ from ..sql import check_types, parse_one
 from ..table import Table
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
-from ..why import WitnessLayout, witness_name, witness_query
+from ..why import WitnessLayout, witness_queries
 from ..zset import Delta
 from .provenance import ProvenanceTracker
 
@@ -60,9 +60,10 @@ class LocalCatalog(Catalog):
         self._affected: dict[frozenset[str], list[str]] = {}
         self._expiring: dict[str, Expiry] | None = None
         self.provenance = ProvenanceTracker()  # update provenance of provenance tables
-        self.witnesses: dict[str, WitnessLayout] = {}  # views WITH (provenance = 'why')
-        # view -> output key -> its witnesses with multiplicities; built by the first
-        # db.why on the view, then kept by a subscription to the witness view
+        # views WITH (provenance = 'why') -> their witness views (one per UNION block)
+        self.witnesses: dict[str, list[tuple[str, WitnessLayout]]] = {}
+        # witness view -> output key -> its witnesses with multiplicities; built by the
+        # first db.why on the view, then kept by a subscription to the witness view
         self._why_index: dict[str, dict[tuple, dict[tuple, int]]] = {}
 
     @classmethod
@@ -158,29 +159,30 @@ class LocalCatalog(Catalog):
         row = coerce_row(row, runtime.columns, view, 0)
         if isinstance(runtime, RecursiveView):
             return runtime.why(row)
-        layout = self.witnesses.get(view)
-        if layout is None:
+        layouts = self.witnesses.get(view)
+        if layouts is None:
             raise UnsupportedError(
                 f"why-provenance of view {view}: create it WITH (provenance = 'why') to keep "
                 "it (recursive views keep theirs always)")
         if runtime.multiplicity(row) <= 0:
             raise ConstraintError(f"row {format_row(row)} is not in view {view}", row)
-        key = tuple(row[p] for p in layout.key_positions)
         products, annotations = [], {}
-        for witness in self._witnesses_of(view, len(layout.key_positions)).get(key, ()):
-            _, rows = layout.split(witness)
-            products.append(rows)
-            for rel, base in rows:
-                if self.provenance.tracks(rel):
-                    annotations[(rel, base)] = self.provenance.annotation(rel, base)
+        for hidden, layout in layouts:
+            key = tuple(row[p] for p in layout.key_positions)
+            for witness in self._witnesses_of(hidden, len(layout.key_positions)).get(key, ()):
+                _, rows = layout.split(witness)
+                products.append(rows)
+                for rel, base in rows:
+                    if self.provenance.tracks(rel):
+                        annotations[(rel, base)] = self.provenance.annotation(rel, base)
         products.sort(key=repr)
         return Explanation(view, row, products, None, False, annotations)
 
-    def _witnesses_of(self, view: str, width: int) -> dict[tuple, dict[tuple, int]]:
-        """The view's witnesses by output key (its first ``width`` columns): one scan of the
-        witness view on the first question, then kept from its committed deltas, so each
-        later ``why`` costs the row's derivations, not the view's size."""
-        index = self._why_index.get(view)
+    def _witnesses_of(self, hidden: str, width: int) -> dict[tuple, dict[tuple, int]]:
+        """A witness view's rows by output key (their first ``width`` columns): one scan on
+        the first question, then kept from its committed deltas, so each later ``why``
+        costs the row's derivations, not the view's size."""
+        index = self._why_index.get(hidden)
         if index is not None:
             return index
         index = {}
@@ -196,9 +198,9 @@ class LocalCatalog(Catalog):
                     if not bucket:
                         del index[witness[:width]]
 
-        add(self.weighted_rows(witness_name(view)))
-        self.subscribe(witness_name(view), add)
-        self._why_index[view] = index
+        add(self.weighted_rows(hidden))
+        self.subscribe(hidden, add)
+        self._why_index[hidden] = index
         return index
 
     def dependents(self, name: str) -> list[str]:
@@ -303,14 +305,21 @@ class LocalCatalog(Catalog):
     def add_witnesses(self, name: str) -> None:
         """Keep ``name``'s why-provenance: its witness view, maintained like a helper."""
         query, strategy = self._definitions[name]
-        witness, layout = witness_query(name, query, self.schema_of)
-        hidden = witness_name(name)
+        witnesses = witness_queries(name, query, self.schema_of)
+        made = []
         try:
-            self.create_view(hidden, witness, strategy)
-        except StrategyError:  # the view's forced strategy may not fit a plain join
-            self.create_view(hidden, witness, None)
-        self._helpers.setdefault(name, []).append(hidden)
-        self.witnesses[name] = layout
+            for hidden, witness, _ in witnesses:
+                try:
+                    self.create_view(hidden, witness, strategy)
+                except StrategyError:  # the view's forced strategy may not fit a plain join
+                    self.create_view(hidden, witness, None)
+                made.append(hidden)
+        except BaseException:
+            for hidden in made:
+                self._drop_view(hidden)
+            raise
+        self._helpers.setdefault(name, []).extend(made)
+        self.witnesses[name] = [(hidden, layout) for hidden, _, layout in witnesses]
 
     def drop_view(self, name: str) -> None:
         self._check_unread(name, "drop")
@@ -356,7 +365,8 @@ class LocalCatalog(Catalog):
                 {n: self._definitions.pop(n) for n in names if n in self._definitions},
                 {n: self._helpers.pop(n) for n in names if n in self._helpers},
                 {n: self.subscribers.pop(n) for n in names if n in self.subscribers},
-                self.witnesses.pop(name, None), self._why_index.pop(name, None))
+                self.witnesses.pop(name, None),
+                {n: self._why_index.pop(n) for n in names if n in self._why_index})
         self.changed()
         return kept
 
@@ -368,8 +378,7 @@ class LocalCatalog(Catalog):
         self.subscribers.update(subscribers)
         if layout is not None:
             self.witnesses[name] = layout
-        if why_index is not None:
-            self._why_index[name] = why_index
+        self._why_index.update(why_index)
         self.changed()
 
     def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
