@@ -113,22 +113,24 @@ def matching(db: Connection, table: Table, where: exp.Expression | None
     if where is None:
         return list(db._catalog.staged_rows(table).items())
     pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
-    probe = _equality_probe(table, where.this)
-    if probe is None:
+    probes = _equality_probes(table, where.this)
+    if not probes:
         rows = db._catalog.staged_rows(table)
-    else:
-        rows = db._catalog.staged_rows_with(table, *probe)
+    else:  # the most selective column: fewest committed rows holding its value
+        col, value = min(probes, key=lambda probe: len(table.rows_with(*probe)))
+        rows = db._catalog.staged_rows_with(table, col, value)
     return [(r, w) for r, w in rows.items() if pred(r) is True]
 
 
 _PROBE_TYPES = {"VARCHAR": str, "BOOLEAN": bool}
 
 
-def _equality_probe(table: Table, condition: exp.Expression) -> tuple[int, object] | None:
-    """A conjunct ``col = literal`` of ``condition`` whose literal is already a value of the
-    column's Python type (integers, strings, booleans), as (column index, value); None when
-    there is none. Only such values are looked up: SQL equality on them is Python equality,
-    so the index finds every row the predicate accepts (no casts, no NaN)."""
+def _equality_probes(table: Table, condition: exp.Expression) -> list[tuple[int, object]]:
+    """The conjuncts ``col = literal`` of ``condition`` whose literal is already a value of
+    the column's Python type (integers, strings, booleans), as (column index, value). Only
+    such values are looked up: SQL equality on them is Python equality, so an index finds
+    every row the predicate accepts (no casts, no NaN)."""
+    probes = []
     for conjunct in condition.flatten() if isinstance(condition, exp.And) else (condition,):
         if not isinstance(conjunct, exp.EQ):
             continue
@@ -144,8 +146,8 @@ def _equality_probe(table: Table, condition: exp.Expression) -> tuple[int, objec
                 continue
             wanted = int if sql_type.is_integer else _PROBE_TYPES.get(sql_type.kind)
             if wanted is not None and type(value) is wanted:
-                return i, value
-    return None
+                probes.append((i, value))
+    return probes
 
 
 def _literal_value(node: exp.Expression) -> object:
