@@ -1,0 +1,171 @@
+"""Finding subscriptions' rewritings over other subscriptions: the embedding graph with its
+set-trie prefilter (Algorithm 3) and cover-based greedy rewriting with minimisation
+(Algorithm 4, CGR) of ``papers/delta-pubsub-view-dissemination.txt`` section 4, with the
+fixes of ``specs/delta-dissemination.md`` D.11, over the relational subscriptions of
+:mod:`.subscriptions` (D.12).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .subscriptions import Mapping_, Subscription, attributes, covers, embeddings, literal
+
+SEARCH_LIMIT = 5_000  # search nodes per view: CGR's backtracking is exponential at worst
+
+
+class SetTrie:
+    """Sets of labels in a trie over their sorted elements (Hoffmann and Koehler): which
+    stored sets are subsets of a given set, without false negatives."""
+
+    def __init__(self) -> None:
+        self._root: dict = {}
+
+    def insert(self, labels: Iterable[str], item: object) -> None:
+        node = self._root
+        for label in sorted(set(labels)):
+            node = node.setdefault(label, {})
+        node.setdefault(None, []).append(item)
+
+    def subsets(self, labels: Iterable[str]) -> list:
+        """Items stored under a subset of ``labels``."""
+        wanted = sorted(set(labels))
+        out: list = []
+
+        def walk(node: dict, start: int) -> None:
+            out.extend(node.get(None, ()))
+            for i in range(start, len(wanted)):
+                child = node.get(wanted[i])
+                if child is not None:
+                    walk(child, i + 1)
+
+        walk(self._root, 0)
+        return out
+
+
+def embedding_graph(subscriptions: list[Subscription]) -> dict[str, list[str]]:
+    """Algorithm 3: for each subscription, the others that embed into it (EG in-neighbours),
+    tested only for those whose tables are a subset of its own (the set-trie lookup)."""
+    trie = SetTrie()
+    for s in subscriptions:
+        trie.insert(s.tables(), s)
+    into: dict[str, list[str]] = {}
+    for q in subscriptions:
+        into[q.name] = sorted(u.name for u in trie.subsets(q.tables())
+                              if u is not q and embeddings(u, q))
+    return into
+
+
+@dataclass(frozen=True)
+class Use:
+    """One view in a rewriting, under one embedding into the query."""
+
+    view: Subscription
+    phi: Mapping_
+
+    @property
+    def id(self) -> tuple[str, tuple]:
+        return self.view.name, tuple(sorted(self.phi.items()))
+
+
+def rewritings(query: Subscription, candidates: list[Subscription], k: int) -> list[list[Use]]:
+    """Up to ``k`` minimal rewritings of ``query`` over ``candidates`` (CGR), each a list of
+    view uses whose covers together supply every attribute of the query (an EAC)."""
+    need = frozenset(attributes(query))
+    uses = [Use(v, phi) for v in candidates for phi in embeddings(v, query)]
+    uses.sort(key=lambda u: u.id)
+    cov = [frozenset(covers(u.view, query, u.phi)) & need for u in uses]
+    nodes = [len(set(u.phi.values())) for u in uses]
+    if not uses or frozenset().union(*cov) != need:
+        return []
+    found: list[tuple[int, ...]] = []
+    visited: set[tuple[int, ...]] = set()
+    seen: set[frozenset[int]] = set()
+    budget = [SEARCH_LIMIT]
+
+    def minimise(chosen: tuple[int, ...]) -> tuple[int, ...]:
+        kept = list(chosen)
+        for i in sorted(chosen):  # fix (f): removals in ascending id
+            rest = [j for j in kept if j != i]
+            if rest and frozenset().union(*(cov[j] for j in rest)) == need:
+                kept = rest
+        return tuple(sorted(kept))
+
+    def search(chosen: tuple[int, ...], covered: frozenset) -> bool:
+        """True once ``k`` rewritings are found (fix (a): a global stop)."""
+        budget[0] -= 1
+        if covered == need:  # fix (b): a cover is not extended further
+            rw = minimise(chosen)
+            if rw not in visited:  # fix (d): de-duplicated after minimisation
+                visited.add(rw)
+                found.append(rw)
+            return len(found) >= k
+        key = frozenset(chosen)
+        if key in seen or budget[0] <= 0:
+            return False
+        seen.add(key)
+        scored = [(len(cov[i] - covered), nodes[i], i) for i in range(len(uses))
+                  if i not in chosen]
+        scored.sort(key=lambda t: (-t[0], -t[1], t[2]))
+        for interest, _, i in scored:
+            if interest == 0:  # fix (c)
+                break
+            if search(chosen + (i,), covered | cov[i]):
+                return True
+        return False
+
+    search((), frozenset())
+    return [[uses[i] for i in rw] for rw in found]
+
+
+def rewriting_sql(query: Subscription, rewriting: list[Use]) -> str:
+    """The query over the subscriptions of ``rewriting`` (each read as a relation named like
+    the subscription, with its keys): the views joined on the keys of atoms mapped to the
+    same query atom, the query's joins and predicates no view enforces applied, the
+    query's outputs (keys included) selected."""
+    alias = [f"t{i}" for i in range(len(rewriting))]
+
+    def exact(c) -> str | None:
+        for i, use in enumerate(rewriting):
+            for name, (a, col) in use.view.outputs:
+                if (use.phi[a], col) == c:
+                    return f'{alias[i]}."{name}"'
+        return None
+
+    def any_(c) -> str | None:
+        for i, use in enumerate(rewriting):
+            for name, (a, col) in use.view.outputs:
+                if query.same((use.phi[a], col), c):
+                    return f'{alias[i]}."{name}"'
+        return None
+
+    where: list[str] = []
+    first_key: dict[str, list[str]] = {}
+    for i, use in enumerate(rewriting):
+        for a in use.view.atoms:
+            mine = [f'{alias[i]}."{name}"' for name, _ in use.view.keys[a]]
+            target = use.phi[a]
+            if target in first_key:
+                where += [f"{x} = {y}" for x, y in zip(mine, first_key[target], strict=True)]
+            else:
+                first_key[target] = mine
+    for a, b in query.joins:  # a join no output supplies both sides of is enforced by a view
+        left, right = exact(a), exact(b)
+        if left is not None and right is not None:
+            where.append(f"{left} = {right}")
+    for p in query.predicates:  # likewise, a predicate no output carries is enforced
+        col = any_(p.column)
+        if col is not None:
+            where.append(f"{col} {p.op} {literal(p.value)}")
+    select = []
+    for name, c in query.outputs:
+        if name.startswith("__key_"):
+            atom, key = c
+            position = [k for _, (_, k) in query.keys[atom]].index(key)
+            select.append(f'{first_key[atom][position]} AS "{name}"')
+        else:
+            select.append(f'{any_(c)} AS "{name}"')
+    sql = "SELECT " + ", ".join(select) + " FROM " + ", ".join(
+        f'"{use.view.name}" AS {alias[i]}' for i, use in enumerate(rewriting))
+    return sql + (" WHERE " + " AND ".join(where) if where else "")

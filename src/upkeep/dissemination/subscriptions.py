@@ -1,0 +1,319 @@
+"""Subscriptions as relational views, the relational version of Delta's view language
+(``specs/delta-dissemination.md`` D.12 [OURS], from section 4.4 of
+``papers/delta-pubsub-view-dissemination.txt``).
+
+A subscription is a SELECT-PROJECT-JOIN query over published tables: equi-joins and
+conjunctive constant predicates (``col = c``, ``col < c``, ``<=``, ``>``, ``>=``).  Every
+table it reads must have a primary key, and the key of each FROM atom is added to its
+output (the relational analogue of "every node carries an ID"): rewritings then join
+subscriptions on keys, which is exact.  :func:`embeddings` maps one subscription's atoms
+into another's (joins and predicates implied: the safe rule of D.9), and :func:`covers`
+says which of a query's attributes an embedded view supplies (D.12's coverage).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from ..errors import Error
+
+OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+class SubscriptionError(Error):
+    """A subscription outside the language, or over tables it may not read."""
+
+
+Column = tuple[str, str]  # (atom alias, column)
+
+
+@dataclass(frozen=True)
+class Predicate:
+    column: Column
+    op: str
+    value: object
+
+
+@dataclass
+class Subscription:
+    """A parsed subscription; ``outputs`` are (output name, column), keys last."""
+
+    name: str
+    sql: str
+    atoms: dict[str, str]  # alias -> table
+    outputs: list[tuple[str, Column]]
+    joins: list[tuple[Column, Column]]
+    predicates: list[Predicate]
+    keys: dict[str, list[tuple[str, Column]]]  # alias -> its key's output names and columns
+    _class: dict[Column, int] = field(default_factory=dict, repr=False)
+
+    def tables(self) -> frozenset[str]:
+        return frozenset(self.atoms.values())
+
+    def same(self, a: Column, b: Column) -> bool:
+        """Whether the joins make columns ``a`` and ``b`` equal."""
+        return a == b or (a in self._class and self._class.get(b) == self._class[a])
+
+    def members(self, c: Column) -> list[Column]:
+        """Every column the joins make equal to ``c`` (itself included)."""
+        k = self._class.get(c)
+        return [c] if k is None else [d for d, j in self._class.items() if j == k]
+
+    def interval(self, c: Column) -> list[Predicate]:
+        """The constant predicates on ``c``'s class."""
+        cols = set(self.members(c))
+        return [p for p in self.predicates if p.column in cols]
+
+    def output_of(self, c: Column) -> str | None:
+        """An output name holding column ``c`` (or one the joins make equal to it)."""
+        for name, col in self.outputs:
+            if self.same(col, c):
+                return name
+        return None
+
+    def select_sql(self) -> str:
+        """The subscription's query with its atoms' keys in the output."""
+        parts = [f'{a}."{c}" AS "{n}"' for n, (a, c) in self.outputs]
+        where = [f'{a}."{c}" = {b}."{d}"' for (a, c), (b, d) in self.joins]
+        where += [f'{p.column[0]}."{p.column[1]}" {p.op} {literal(p.value)}'
+                  for p in self.predicates]
+        sql = "SELECT " + ", ".join(parts) + " FROM " + ", ".join(
+            f'"{t}" AS {a}' for a, t in self.atoms.items())
+        return sql + (" WHERE " + " AND ".join(where) if where else "")
+
+
+def literal(value: object) -> str:
+    """``value`` written as a SQL literal."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+Schema = Mapping[str, tuple[list[str], list[str]]]  # table -> (columns, key columns)
+
+
+def parse(name: str, sql: str, schema: Schema) -> Subscription:
+    """``sql`` as a subscription over the tables of ``schema``, or SubscriptionError
+    naming the construct outside the language."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        raise SubscriptionError(f"subscription {name}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(tree, exp.Select):
+        raise SubscriptionError(f"subscription {name}: a subscription is one SELECT block")
+    for arg in ("group", "having", "order", "limit", "offset", "distinct", "with", "with_"):
+        if tree.args.get(arg):
+            raise SubscriptionError(f"subscription {name}: {arg.strip('_').upper()} is not in "
+                                    "the subscription language (SELECT-PROJECT-JOIN)")
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    if from_ is None:
+        raise SubscriptionError(f"subscription {name}: no FROM")
+    atoms: dict[str, str] = {}
+    conditions: list[exp.Expression] = []
+    for holder in [from_, *(tree.args.get("joins") or [])]:
+        source = holder.this
+        if not isinstance(source, exp.Table):
+            raise SubscriptionError(f"subscription {name}: {source.sql()[:60]!r} is not a table")
+        if holder is not from_ and (holder.args.get("side") or holder.args.get("using")):
+            raise SubscriptionError(f"subscription {name}: {holder.sql()[:60]!r}: only inner "
+                                    "equi-joins")
+        table = source.name.lower()
+        if table not in schema:
+            raise SubscriptionError(f"subscription {name}: unknown table {table}")
+        if not schema[table][1]:
+            raise SubscriptionError(f"subscription {name}: table {table} has no primary key")
+        alias = source.alias_or_name.lower()
+        if alias in atoms:
+            raise SubscriptionError(f"subscription {name}: {alias} appears twice in FROM")
+        atoms[alias] = table
+        if holder.args.get("on") is not None:
+            conditions.append(holder.args["on"])
+    if tree.args.get("where") is not None:
+        conditions.append(tree.args["where"].this)
+
+    def column(node: exp.Expression) -> Column:
+        col = node.name.lower()
+        if node.table:
+            alias = node.table.lower()
+            if alias not in atoms:
+                raise SubscriptionError(f"subscription {name}: unknown table {alias} in "
+                                        f"{node.sql()}")
+            if col not in schema[atoms[alias]][0]:
+                raise SubscriptionError(f"subscription {name}: {atoms[alias]} has no column "
+                                        f"{col}")
+            return alias, col
+        owners = [a for a, t in atoms.items() if col in schema[t][0]]
+        if len(owners) != 1:
+            raise SubscriptionError(f"subscription {name}: column {col} is "
+                                    f"{'ambiguous' if owners else 'unknown'}")
+        return owners[0], col
+
+    joins: list[tuple[Column, Column]] = []
+    predicates: list[Predicate] = []
+    for condition in conditions:
+        for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+            while isinstance(conjunct, exp.Paren):
+                conjunct = conjunct.this
+            op = OPS.get(type(conjunct))
+            left, right = conjunct.this, conjunct.expression
+            if op is None:
+                raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} is not "
+                                        "an equi-join or a constant comparison")
+            if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                if op != "=":
+                    raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r}: "
+                                            "joins are equalities")
+                joins.append((column(left), column(right)))
+                continue
+            if isinstance(right, exp.Column):
+                left, right, op = right, left, FLIP[op]
+            if not isinstance(left, exp.Column):
+                raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} compares "
+                                        "no column")
+            predicates.append(Predicate(column(left), op, _constant(name, right)))
+    outputs: list[tuple[str, Column]] = []
+    for e in tree.expressions:
+        target = e.unalias() if isinstance(e, exp.Alias) else e
+        if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
+            raise SubscriptionError(f"subscription {name}: output {e.sql()[:60]!r} is not a "
+                                    "column")
+        outputs.append((e.alias_or_name.lower(), column(target)))
+    keys: dict[str, list[tuple[str, Column]]] = {}
+    for alias, table in atoms.items():
+        keys[alias] = [(f"__key_{alias}_{k}", (alias, k)) for k in schema[table][1]]
+        outputs += keys[alias]
+    names = [n for n, _ in outputs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SubscriptionError(f"subscription {name}: output {dup} appears twice")
+    sub = Subscription(name, sql, atoms, outputs, joins, predicates, keys)
+    for k, cls in enumerate(_classes(joins)):
+        for c in cls:
+            sub._class[c] = k
+    return sub
+
+
+def _constant(name: str, node: exp.Expression) -> object:
+    negative = isinstance(node, exp.Neg)
+    if negative:
+        node = node.this
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            if negative:
+                raise SubscriptionError(f"subscription {name}: -{node.sql()}")
+            return node.this
+        text = node.this
+        value = float(text) if any(ch in text for ch in ".eE") else int(text)
+        return -value if negative else value
+    raise SubscriptionError(f"subscription {name}: {node.sql()[:60]!r} is not a constant")
+
+
+def _classes(joins: list[tuple[Column, Column]]) -> list[set[Column]]:
+    parent: dict[Column, Column] = {}
+
+    def find(c: Column) -> Column:
+        while parent.setdefault(c, c) != c:
+            c = parent[c]
+        return c
+
+    for a, b in joins:
+        parent[find(a)] = find(b)
+    groups: dict[Column, set[Column]] = {}
+    for c in list(parent):
+        groups.setdefault(find(c), set()).add(c)
+    return list(groups.values())
+
+
+def implies(have: list[Predicate], want: Predicate) -> bool:
+    """Whether the conjunction ``have`` (on one column) implies ``want``."""
+    def comparable(a: object, b: object) -> bool:
+        return isinstance(a, str) == isinstance(b, str)
+
+    for p in have:
+        if not comparable(p.value, want.value):
+            continue
+        v, w = p.value, want.value
+        if p.op == "=":
+            if {"=": v == w, "<": v < w, "<=": v <= w, ">": v > w, ">=": v >= w}[want.op]:
+                return True
+        elif want.op in ("<", "<=") and p.op in ("<", "<="):
+            if v < w or (v == w and (want.op == "<=" or p.op == "<")):
+                return True
+        elif want.op in (">", ">=") and p.op in (">", ">="):
+            if v > w or (v == w and (want.op == ">=" or p.op == ">")):
+                return True
+    return False
+
+
+Mapping_ = dict[str, str]  # view alias -> query alias
+
+
+def embeddings(view: Subscription, query: Subscription) -> list[Mapping_]:
+    """Every mapping of ``view``'s atoms to ``query``'s atoms over the same tables under
+    which ``query`` implies each of ``view``'s joins and predicates (D.12)."""
+    choices = [[qa for qa, qt in query.atoms.items() if qt == vt]
+               for vt in view.atoms.values()]
+    out = []
+    for image in itertools.product(*choices):
+        phi = dict(zip(view.atoms, image, strict=True))
+        if all(query.same((phi[a], c), (phi[b], d)) for (a, c), (b, d) in view.joins) and all(
+                implies(query.interval((phi[p.column[0]], p.column[1])),
+                        Predicate((phi[p.column[0]], p.column[1]), p.op, p.value))
+                for p in view.predicates):
+            out.append(phi)
+    return out
+
+
+Attribute = tuple  # ("key", alias) | ("col", alias, column) | ("pred", i) | ("join", i, side)
+
+
+def attributes(query: Subscription) -> set[Attribute]:
+    """What a rewriting of ``query`` must supply: each atom's key, each output column, and
+    each predicate and each side of each join (enforced by a view, or its column output
+    so that the rewriting can apply it)."""
+    out: set[Attribute] = {("key", a) for a in query.atoms}
+    out |= {("col", *c) for _, c in query.outputs if not _.startswith("__key_")}
+    out |= {("pred", i) for i in range(len(query.predicates))}
+    out |= {("join", i, side) for i in range(len(query.joins)) for side in (0, 1)}
+    return out
+
+
+def covers(view: Subscription, query: Subscription, phi: Mapping_) -> set[Attribute]:
+    """The attributes of ``query`` that ``view`` supplies under the embedding ``phi``.
+
+    A join of ``query`` is supplied exactly: ``view`` joins those very columns, or outputs
+    the side's column, so the rewriting applies it.  Every join then holds in the
+    rewriting's result, so an output or a predicate may be supplied by any column the
+    joins make equal to it."""
+    image = {(phi[a], c) for _, (a, c) in view.outputs}
+
+    def output(c: Column) -> bool:
+        return any(query.same(c, d) for d in image)
+
+    got: set[Attribute] = {("key", phi[a]) for a in view.atoms}
+    got |= {("col", *c) for n, c in query.outputs if not n.startswith("__key_") and output(c)}
+    enforced = [Predicate((phi[q.column[0]], q.column[1]), q.op, q.value)
+                for q in view.predicates]
+    for i, p in enumerate(query.predicates):
+        if output(p.column) or implies(
+                [e for e in enforced if query.same(e.column, p.column)], p):
+            got.add(("pred", i))
+    pairs = {((phi[x], c), (phi[y], d)) for (x, c), (y, d) in _view_pairs(view)}
+    for i, (a, b) in enumerate(query.joins):
+        joined = (a, b) in pairs
+        for side, col in enumerate((a, b)):
+            if joined or col in image:
+                got.add(("join", i, side))
+    return got
+
+
+def _view_pairs(view: Subscription) -> list[tuple[Column, Column]]:
+    """Every pair of columns ``view``'s joins make equal."""
+    return [(c, d) for c in view._class for d in view._class
+            if c != d and view.same(c, d)]

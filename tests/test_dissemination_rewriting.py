@@ -1,0 +1,165 @@
+"""Relational subscriptions and their rewritings over other subscriptions
+(``specs/delta-dissemination.md`` D.9-D.12): the positions example, the set-trie, the
+embedding graph, CGR's fixes, and random subscriptions whose every rewriting gives, in
+DuckDB, exactly the rows of the subscription itself."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from upkeep.dissemination.rewriting import (
+    SetTrie,
+    embedding_graph,
+    rewriting_sql,
+    rewritings,
+)
+from upkeep.dissemination.subscriptions import SubscriptionError, attributes, parse
+
+SCHEMA = {"positions": (["id", "region", "dept", "title"], ["id"]),
+          "r": (["id", "a", "b"], ["id"]), "s": (["id", "b", "c"], ["id"]),
+          "nokey": (["x"], [])}
+DDL = ["CREATE TABLE positions (id INTEGER PRIMARY KEY, region VARCHAR, dept VARCHAR, "
+       "title VARCHAR)", "CREATE TABLE r (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER)",
+       "CREATE TABLE s (id INTEGER PRIMARY KEY, b INTEGER, c INTEGER)"]
+
+
+def subs(**sql):
+    return {name: parse(name, text, SCHEMA) for name, text in sql.items()}
+
+
+def results_equal(query, rewriting, con) -> None:
+    for use in rewriting:
+        con.execute(f'CREATE OR REPLACE TABLE "{use.view.name}" AS {use.view.select_sql()}')
+    got = con.execute(rewriting_sql(query, rewriting)).fetchall()
+    want = con.execute(query.select_sql()).fetchall()
+    assert sorted(got) == sorted(want), rewriting_sql(query, rewriting)
+    assert len(set(want)) == len(want)  # keys make a subscription's rows a set
+
+
+def positions_db(seed: int = 0):
+    import random
+
+    rng = random.Random(seed)
+    con = duckdb.connect()
+    for ddl in DDL:
+        con.execute(ddl)
+    for i in range(200):
+        con.execute("INSERT INTO positions VALUES (?, ?, ?, ?)",
+                    [i, rng.choice(["Asia", "Europe"]), rng.choice(["Sales", "IT"]),
+                     f"title{rng.randrange(20)}"])
+    return con
+
+
+def test_positions_example_of_d12():
+    s = subs(s1="SELECT id, title FROM positions WHERE region = 'Asia'",
+             s2="SELECT id, title FROM positions WHERE dept = 'Sales'",
+             s3="SELECT id, title FROM positions WHERE region = 'Asia' AND dept = 'Sales'")
+    assert embedding_graph(list(s.values())) == {"s1": [], "s2": [], "s3": ["s1", "s2"]}
+    found = rewritings(s["s3"], [s["s1"], s["s2"]], k=3)
+    assert [[u.view.name for u in rw] for rw in found] == [["s1", "s2"]]
+    assert not rewritings(s["s3"], [s["s1"]], k=3)  # s1 does not carry dept
+    results_equal(s["s3"], found[0], positions_db())
+
+
+def test_a_view_outputting_the_predicate_column_rewrites_alone():
+    s = subs(wide="SELECT id, title, dept FROM positions WHERE region = 'Asia'",
+             narrow="SELECT title FROM positions WHERE region = 'Asia' AND dept = 'IT'")
+    [rw] = rewritings(s["narrow"], [s["wide"]], k=2)
+    assert [u.view.name for u in rw] == ["wide"]
+    results_equal(s["narrow"], rw, positions_db(1))
+
+
+def test_a_more_selective_view_does_not_embed():
+    s = subs(tight="SELECT id, dept FROM positions WHERE region = 'Asia' AND dept = 'IT'",
+             loose="SELECT id, dept FROM positions WHERE region = 'Asia'",
+             ranged="SELECT id FROM positions WHERE id >= 10",
+             point="SELECT id FROM positions WHERE id = 12")
+    eg = embedding_graph(list(s.values()))
+    assert eg["loose"] == [] and eg["tight"] == ["loose"]
+    assert eg["point"] == ["ranged"] and eg["ranged"] == []
+
+
+def test_set_trie_finds_every_subset():
+    trie = SetTrie()
+    for i, labels in enumerate([{"a"}, {"a", "b"}, {"b", "c"}, set(), {"a", "b", "c", "d"}]):
+        trie.insert(labels, i)
+    assert sorted(trie.subsets({"a", "b", "c"})) == [0, 1, 2, 3]
+    assert sorted(trie.subsets({"c"})) == [3]
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT x FROM nokey", "has no primary key"),
+    ("SELECT a FROM r WHERE a + 1 = 2", "compares no column"),
+    ("SELECT a FROM r LEFT JOIN s ON r.b = s.b", "only inner equi-joins"),
+    ("SELECT a, COUNT(*) FROM r GROUP BY a", "GROUP is not in the subscription language"),
+    ("SELECT b FROM r, s WHERE r.b = s.b", "column b is ambiguous"),
+    ("SELECT r.a FROM r JOIN s ON r.b < s.b", "joins are equalities"),
+    ("SELECT a FROM r WHERE a = 1 OR a = 2", "not an equi-join or a constant comparison"),
+    ("SELECT a FROM zz", "unknown table zz"),
+    ("SELEC a FROM r", "subscription bad"),
+])
+def test_subscriptions_outside_the_language_are_refused(sql, message):
+    with pytest.raises(SubscriptionError, match=message):
+        parse("bad", sql, SCHEMA)
+
+
+def test_cgr_returns_each_minimal_rewriting_once():
+    s = subs(q="SELECT r.a, s.c FROM r JOIN s ON r.b = s.b WHERE r.a = 1",
+             rs="SELECT r.a, s.c FROM r JOIN s ON r.b = s.b",
+             ra="SELECT r.a, r.b FROM r", sc="SELECT s.b, s.c FROM s",
+             dup="SELECT r.a, s.c FROM r JOIN s ON r.b = s.b")
+    found = rewritings(s["q"], [s["rs"], s["ra"], s["sc"], s["dup"]], k=10)
+    names = [sorted(u.view.name for u in rw) for rw in found]
+    assert sorted(names) == [["dup"], ["ra", "sc"], ["rs"]]
+    assert len({tuple(n) for n in names}) == len(names)
+    con = duckdb.connect()
+    for ddl in DDL:
+        con.execute(ddl)
+    con.execute("INSERT INTO r SELECT i, i % 3, i % 5 FROM range(40) t(i)")
+    con.execute("INSERT INTO s SELECT i, i % 5, i % 7 FROM range(30) t(i)")
+    for rw in found:
+        results_equal(s["q"], rw, con)
+    assert len(rewritings(s["q"], [s["rs"], s["ra"], s["sc"], s["dup"]], k=1)) == 1
+
+
+FORMS = ["FROM r", "FROM s", "FROM r JOIN s ON r.b = s.b"]
+COLUMNS = {"FROM r": ["r.a", "r.b"], "FROM s": ["s.b", "s.c"],
+           "FROM r JOIN s ON r.b = s.b": ["r.a", "r.b", "s.b", "s.c"]}
+
+
+@st.composite
+def subscription_sql(draw):
+    form = draw(st.sampled_from(FORMS))
+    cols = COLUMNS[form]
+    outputs = draw(st.lists(st.sampled_from(cols), min_size=1, max_size=4, unique=True))
+    preds = draw(st.lists(st.tuples(st.sampled_from(cols), st.sampled_from(["=", "<", ">="]),
+                                    st.integers(0, 3)), max_size=draw(st.integers(0, 2))))
+    where = " AND ".join(f"{c} {op} {v}" for c, op, v in preds)
+    select = ", ".join(f"{c} AS {c.replace('.', '_')}" for c in outputs)
+    return f"SELECT {select} {form}" + (f" WHERE {where}" if where else "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(subscription_sql(), min_size=2, max_size=8), st.integers(0, 1000))
+def test_every_rewriting_equals_its_subscription_in_duckdb(sqls, seed):
+    subscriptions = [parse(f"v{i}", sql, SCHEMA) for i, sql in enumerate(sqls)]
+    eg = embedding_graph(subscriptions)
+    con = duckdb.connect()
+    for ddl in DDL:
+        con.execute(ddl)
+    con.execute(f"INSERT INTO r SELECT i, (i * {seed + 7}) % 4, (i * 3 + {seed}) % 4 "
+                "FROM range(25) t(i)")
+    con.execute(f"INSERT INTO s SELECT i, (i + {seed}) % 4, (i * 5) % 4 FROM range(20) t(i)")
+    by_name = {s.name: s for s in subscriptions}
+    for q in subscriptions:
+        others = [s for s in subscriptions if s is not q]
+        found = rewritings(q, others, k=3)
+        for rw in found:
+            assert {u.view.name for u in rw} <= set(eg[q.name])  # the EG loses nothing
+            results_equal(q, rw, con)
+        twin = parse("twin", q.sql, SCHEMA)  # a copy always rewrites it alone
+        assert any(len(rw) == 1 for rw in rewritings(q, [twin], k=1))
+        assert attributes(q) and by_name[q.name] is q
