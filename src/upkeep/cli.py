@@ -89,6 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
     what_if.add_argument("--without", nargs=2, action="append", default=[],
                          metavar=("TABLE", "ROW"), help="an input row, as a JSON array")
 
+    plan = commands.add_parser(
+        "plan", help="which subscriptions can be fed from other subscriptions",
+        description="Plan the dissemination of subscriptions (CREATE VIEW name AS SELECT ... "
+                    "over the tables' CREATE TABLE statements, each with a PRIMARY KEY): "
+                    "rewritings of each subscription over the others, the configuration of "
+                    "least utilisation under the fan-out bounds (an integer program), then "
+                    "lower latency (LOGA). Prints each subscription's level, what feeds it, "
+                    "its fan-out, utilisation and latency estimate.")
+    plan.add_argument("subscriptions", type=Path, help="SQL file of CREATE VIEW statements")
+    plan.add_argument("--tables", type=Path, required=True,
+                      help="SQL file of the published tables' CREATE TABLE statements")
+    plan.add_argument("-k", type=int, default=3, help="rewritings kept per subscription")
+    plan.add_argument("--bound", type=int, default=None,
+                      help="the most rewritings one subscription may feed (default: no bound)")
+    plan.add_argument("--source-bound", type=int, default=None,
+                      help="the most subscriptions the server feeds itself (default: no bound)")
+    plan.add_argument("--sql", action="store_true", help="also print each rewriting's SQL")
+
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
         description="Rewrite each damaged log of the directory with its intact records only "
@@ -175,6 +193,23 @@ def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]]
     return "\n".join(lines) or f"{name} would not change"
 
 
+def _plan(args) -> str:
+    """``upkeep plan``: the dissemination configuration of a file of subscriptions."""
+    from .dissemination.plan import load, plan
+
+    try:
+        tables, subscriptions = args.tables.read_text(), args.subscriptions.read_text()
+    except OSError as exc:
+        raise Error(f"cannot read {exc.filename}: {exc.strerror}") from None
+    result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
+                  source_bound=args.source_bound)
+    text = result.describe()
+    if args.sql:
+        text += "\n" + "\n".join(f"{v}: {result.sql(v) or 'from the publisher'}"
+                                  for v in result.rg.views)
+    return text
+
+
 def _why(config, view: str, row_text: str) -> str:
     """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
     from .io.errors import PipelineError
@@ -231,6 +266,9 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
         if args.command == "provenance":
             console.print(_provenance(args.target, args.table, args.row), highlight=False,
                           markup=False, soft_wrap=True)
+            return 0
+        if args.command == "plan":
+            console.print(_plan(args), highlight=False, markup=False, soft_wrap=True)
             return 0
         if args.command == "what-if":
             console.print(_what_if(args.target, args.name, args.abort, args.without,
