@@ -14,7 +14,7 @@ import upkeep
 SCHEMA = "CREATE TABLE t (k BIGINT, s VARCHAR, b BOOLEAN, x DOUBLE)"
 VALUES = st.tuples(st.integers(-3, 3), st.sampled_from(["a", "b", "it's", None]),
                    st.sampled_from([True, False, None]),
-                   st.sampled_from([0.5, 1.0, float("nan"), None]))
+                   st.sampled_from([0.5, 1.0, 2.5, None]))
 
 
 def _literal(v: object) -> str:
@@ -24,8 +24,6 @@ def _literal(v: object) -> str:
         return "TRUE" if v else "FALSE"
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
-    if v != v:
-        return "CAST('NaN' AS DOUBLE)"
     return repr(v)
 
 
@@ -50,7 +48,6 @@ STATEMENTS = st.one_of(
 
 
 def _rows(cur) -> list:
-    # NaN != NaN: compare by repr
     return sorted(map(repr, cur.fetchall()))
 
 

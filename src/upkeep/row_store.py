@@ -84,6 +84,17 @@ class RowStore:
         """How many times the table holds ``row``."""
         return self._counts.get(self._encode(row), default)
 
+    def key(self, row: tuple) -> object:
+        """The stored form of ``row``: equal rows give equal keys (also with NaN)."""
+        return self._encode(row)
+
+    def row(self, key: object) -> tuple:
+        """The row of a stored key."""
+        return self._decode(key)
+
+    def keys(self) -> Iterator[object]:
+        return iter(self._counts)
+
     def add(self, row: tuple, weight: int) -> None:
         """Change the multiplicity of ``row`` by ``weight`` (the caller checked it stays >= 0)."""
         counts = self._counts

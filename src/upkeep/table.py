@@ -23,9 +23,10 @@ class Table:
         self.keys: dict[tuple, int] = {}
         self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
         self.provenance: str | None = None  # "update" / "update-naive" (local/provenance.py)
-        # column -> value -> the row holding it (one) or a set of rows; built by
-        # rows_with on first use (keyed DELETE / UPDATE), then kept by apply
+        # column -> value -> the stored key of the row holding it (one) or a set of keys;
+        # built by rows_with on first use (keyed DELETE / UPDATE), then kept by apply
         self._by_column: dict[int, dict] = {}
+        self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:
@@ -91,48 +92,71 @@ class Table:
         if self._by_column:
             self._reindex(delta)
 
-    def rows_with(self, col: int, value: object) -> tuple | set:
+    def rows_with(self, col: int, value: object) -> tuple | list:
         """The distinct rows whose column ``col`` holds ``value`` (Python equality), from a
         hash index built on the first call for that column and kept by :meth:`apply`: a
         DELETE or UPDATE whose WHERE fixes a column costs the rows it matches, not a scan."""
         index = self._by_column.get(col)
+        store = self.rows
         if index is None:
             index = self._by_column[col] = {}
-            for row in self.rows:
-                _index_add(index, row[col], row)
+            for key in store.keys():
+                _index_add(index, store.row(key)[col], key)
         entry = index.get(value)
         if entry is None:
             return ()
-        return entry if isinstance(entry, set) else (entry,)
+        if isinstance(entry, set):
+            return [store.row(key) for key in entry]
+        return (store.row(entry),)
+
+    def distinct_in_sample(self, col: int, size: int = 1_000) -> int:
+        """How many distinct values column ``col`` holds among ``size`` rows (taken once):
+        which column's index will narrow a keyed statement most, without building them
+        all."""
+        got = self._distinct.get(col)
+        if got is None:
+            index = self._by_column.get(col)
+            if index is not None:
+                got = len(index) * size // max(len(self.rows), 1)
+            else:
+                seen = set()
+                for i, row in enumerate(self.rows):
+                    if i >= size:
+                        break
+                    seen.add(row[col])
+                got = len(seen)
+            self._distinct[col] = got
+        return got
 
     def _reindex(self, delta: dict[tuple, int]) -> None:
-        get = self.rows.get
+        store = self.rows
         for row in delta:
-            present = get(row, 0) > 0
+            key = store.key(row)
+            present = store.get(row, 0) > 0
             for col, index in self._by_column.items():
                 if present:
-                    _index_add(index, row[col], row)
+                    _index_add(index, row[col], key)
                 else:
-                    _index_remove(index, row[col], row)
+                    _index_remove(index, row[col], key)
 
 
-def _index_add(index: dict, value: object, row: tuple) -> None:
-    """Record ``row`` under ``value``: the row itself while it is the only one (most
-    columns an UPDATE filters on are keys), a set once there are more."""
+def _index_add(index: dict, value: object, key: object) -> None:
+    """Record the row stored as ``key`` under ``value``: the key itself while it is the
+    only one (most columns an UPDATE filters on are keys), a set once there are more."""
     entry = index.get(value)
     if entry is None:
-        index[value] = row
+        index[value] = key
     elif isinstance(entry, set):
-        entry.add(row)
-    elif entry != row:
-        index[value] = {entry, row}
+        entry.add(key)
+    elif entry != key:
+        index[value] = {entry, key}
 
 
-def _index_remove(index: dict, value: object, row: tuple) -> None:
+def _index_remove(index: dict, value: object, key: object) -> None:
     entry = index.get(value)
     if isinstance(entry, set):
-        entry.discard(row)
+        entry.discard(key)
         if len(entry) == 1:
             index[value] = entry.pop()
-    elif entry == row:
+    elif entry == key:
         del index[value]

@@ -109,15 +109,16 @@ def matching(db: Connection, table: Table, where: exp.Expression | None
              ) -> list[tuple[tuple, int]]:
     """The table's rows (as staged) that satisfy ``where``, with multiplicities. A WHERE
     that fixes a column (``col = literal`` among its conjuncts) reads only the rows holding
-    that value, through the table's column index; the whole predicate is still checked."""
+    that value, through the table's column index (of the fixed column with the most
+    distinct values in a sample); the whole predicate is still checked."""
     if where is None:
         return list(db._catalog.staged_rows(table).items())
     pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
     probes = _equality_probes(table, where.this)
     if not probes:
         rows = db._catalog.staged_rows(table)
-    else:  # the most selective column: fewest committed rows holding its value
-        col, value = min(probes, key=lambda probe: len(table.rows_with(*probe)))
+    else:  # the column whose values are most varied in a sample: one index, not one each
+        col, value = max(probes, key=lambda probe: table.distinct_in_sample(probe[0]))
         rows = db._catalog.staged_rows_with(table, col, value)
     return [(r, w) for r, w in rows.items() if pred(r) is True]
 
