@@ -16,7 +16,7 @@ from upkeep.dissemination.rewriting import (
     rewriting_sql,
     rewritings,
 )
-from upkeep.dissemination.subscriptions import SubscriptionError, attributes, parse
+from upkeep.dissemination.subscriptions import SubscriptionError, attributes, embeddings, parse
 
 SCHEMA = {"positions": (["id", "region", "dept", "title"], ["id"]),
           "r": (["id", "a", "b"], ["id"]), "s": (["id", "b", "c"], ["id"]),
@@ -147,6 +147,8 @@ def subscription_sql(draw):
 def test_every_rewriting_equals_its_subscription_in_duckdb(sqls, seed):
     subscriptions = [parse(f"v{i}", sql, SCHEMA) for i, sql in enumerate(sqls)]
     eg = embedding_graph(subscriptions)
+    assert eg == {q.name: sorted(u.name for u in subscriptions  # the labels lose nothing
+                                 if u is not q and embeddings(u, q)) for q in subscriptions}
     con = duckdb.connect()
     for ddl in DDL:
         con.execute(ddl)
@@ -163,3 +165,9 @@ def test_every_rewriting_equals_its_subscription_in_duckdb(sqls, seed):
         twin = parse("twin", q.sql, SCHEMA)  # a copy always rewrites it alone
         assert any(len(rw) == 1 for rw in rewritings(q, [twin], k=1))
         assert attributes(q) and by_name[q.name] is q
+
+
+def test_a_constant_reaching_a_column_through_a_join_keeps_the_edge():
+    s = subs(v="SELECT r.a, r.b FROM r WHERE r.b = 2 AND r.a > 0",
+             q="SELECT r.a FROM r JOIN s ON r.b = s.b WHERE s.b = 2 AND r.a = 1")
+    assert embedding_graph(list(s.values()))["q"] == ["v"]

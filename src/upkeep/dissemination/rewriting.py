@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .subscriptions import Mapping_, Subscription, attributes, covers, embeddings, literal
+from .subscriptions import (
+    Mapping_,
+    Subscription,
+    attributes,
+    covers,
+    embeddings,
+    labels,
+    literal,
+)
 
 SEARCH_LIMIT = 5_000  # search nodes per view: CGR's backtracking is exponential at worst
 
@@ -46,13 +54,14 @@ class SetTrie:
 
 def embedding_graph(subscriptions: list[Subscription]) -> dict[str, list[str]]:
     """Algorithm 3: for each subscription, the others that embed into it (EG in-neighbours),
-    tested only for those whose tables are a subset of its own (the set-trie lookup)."""
+    tested only for those whose labels (tables, equality constants, constrained columns:
+    :func:`.subscriptions.labels`) are a subset of its own (the set-trie lookup)."""
     trie = SetTrie()
     for s in subscriptions:
-        trie.insert(s.tables(), s)
+        trie.insert(labels(s), s)
     into: dict[str, list[str]] = {}
     for q in subscriptions:
-        into[q.name] = sorted(u.name for u in trie.subsets(q.tables())
+        into[q.name] = sorted(u.name for u in trie.subsets(labels(q, implied=True))
                               if u is not q and embeddings(u, q))
     return into
 

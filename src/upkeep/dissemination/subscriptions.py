@@ -251,6 +251,21 @@ def implies(have: list[Predicate], want: Predicate) -> bool:
     return False
 
 
+def labels(s: Subscription, implied: bool = False) -> frozenset[str]:
+    """The labels of Corollary 4.1 for relational subscriptions: tables, equality constants
+    and constrained columns, so that a view embeds into a query only if the view's labels
+    are a subset of the query's ``implied`` labels (those of every column the query's joins
+    make equal to a constrained one): the set-trie prefilter then loses no embedding."""
+    out = {f"T:{t}" for t in s.atoms.values()}
+    for p in s.predicates:
+        for alias, col in s.members(p.column) if implied else [p.column]:
+            column = f"{s.atoms[alias]}.{col}"
+            out.add(f"C:{column}")
+            if p.op == "=":
+                out.add(f"E:{column}={p.value!r}")
+    return frozenset(out)
+
+
 Mapping_ = dict[str, str]  # view alias -> query alias
 
 
