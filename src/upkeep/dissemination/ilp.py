@@ -185,8 +185,16 @@ def _configuration(rg: RewritabilityGraph, ids: list[str], x: np.ndarray) -> Con
 
 
 def _infeasible_message(bounds: dict) -> str:
-    shown = ", ".join(f"B_{k}={v}" for k, v in sorted(bounds.items()) if v is not None)
-    return f"no configuration meets the fan-out bounds ({shown or 'none'})"
+    """The bounds in short: the publisher's, then each value with how many views have it."""
+    parts = [] if bounds.get(SOURCE) is None else [f"publisher {bounds[SOURCE]}"]
+    counts: dict[int, list[str]] = {}
+    for v, b in bounds.items():
+        if v != SOURCE and b is not None:
+            counts.setdefault(b, []).append(v)
+    for b, views in sorted(counts.items()):
+        parts.append(f"{b} for {views[0]}" if len(views) == 1 else
+                     f"{b} for {len(views)} subscriptions")
+    return f"no configuration meets the fan-out bounds ({', '.join(parts) or 'none'})"
 
 
 def least_utilisation_per_view(rg: RewritabilityGraph) -> Configuration:

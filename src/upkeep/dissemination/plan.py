@@ -27,7 +27,7 @@ from .graph import (
 )
 from .ilp import Solution, minimise_utilisation
 from .loga import loga_bounds, minimise_latency
-from .rewriting import Use, embedding_graph, rewriting_sql, rewritings
+from .rewriting import Use, break_ties, embedding_graph, rewriting_sql, rewritings
 from .subscriptions import Subscription
 
 
@@ -125,7 +125,7 @@ def plan(subscriptions: list[Subscription], *, k: int = 3, bound: int | None = N
     by_name = {s.name: s for s in subscriptions}
     seconds: dict[str, float] = {}
     t = time.perf_counter()
-    into = embedding_graph(subscriptions)
+    into = break_ties(embedding_graph(subscriptions))
     seconds["embedding_graph"] = time.perf_counter() - t
     t = time.perf_counter()
     rg = RewritabilityGraph()

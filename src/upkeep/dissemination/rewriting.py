@@ -66,6 +66,17 @@ def embedding_graph(subscriptions: list[Subscription]) -> dict[str, list[str]]:
     return into
 
 
+def break_ties(into: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The embedding graph without its 2-cycles: of two subscriptions embedding into each
+    other (equivalent ones), only the one listed first feeds the other.  Relational
+    containment is transitive, so every cycle runs through equivalent subscriptions and
+    this leaves none in practice; the integer program's level constraints guard the rest
+    (D.10 removes cycles with a feedback-arc-set heuristic instead)."""
+    order = {v: i for i, v in enumerate(into)}
+    return {v: [u for u in us if not (v in into.get(u, ()) and order[u] > order[v])]
+            for v, us in into.items()}
+
+
 @dataclass(frozen=True)
 class Use:
     """One view in a rewriting, under one embedding into the query."""

@@ -15,6 +15,7 @@ paper's prototype scans the relation for every query).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 
 from .annotators import Annotator
@@ -31,7 +32,8 @@ class ProvenanceRelation:
         self.annotator = annotator
         self.arity = arity
         self.annotations: dict[tuple, object] = {}
-        self._indexes: dict[int, dict[object, set[tuple]]] = {}
+        self._indexes: dict[int, dict[object, tuple | set[tuple]]] = {}
+        self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         # which rows a valuation can change: a row annotated by one variable only when that
         # variable changes (``by_variable``: the row, or a set of rows when several share
         # the variable), any other row possibly (``compound``)
@@ -44,25 +46,35 @@ class ProvenanceRelation:
     def get(self, row: tuple):
         return self.annotations.get(row, self.annotator.absent)
 
-    def _index(self, col: int) -> dict[object, set[tuple]]:
+    def _index(self, col: int) -> dict[object, tuple | set[tuple]]:
+        """Column ``col``'s index: value -> the one row holding it, or a set of rows."""
         index = self._indexes.get(col)
         if index is None:
             index = self._indexes[col] = {}
             for row in self.annotations:
-                index.setdefault(row[col], set()).add(row)
+                _index_add(index, row[col], row)
         return index
 
+    def _distinct_in_sample(self, col: int, size: int = 1_000) -> int:
+        got = self._distinct.get(col)
+        if got is None:
+            got = self._distinct[col] = len({row[col] for row in
+                                             itertools.islice(self.annotations, size)})
+        return got
+
     def candidates(self, pattern: Pattern) -> Iterable[tuple]:
-        """Committed rows that may match ``pattern`` (all of them without an equality)."""
+        """Committed rows that may match ``pattern`` (all of them without an equality),
+        through the index of one of its equality columns: the one with the most distinct
+        values in a sample (one index per query, not one per column)."""
         equalities = pattern.equalities()
         if not equalities:
             return self.annotations
-        best: set[tuple] | None = None
-        for col, value in equalities:
-            rows = self._index(col).get(value, ())
-            if best is None or len(rows) < len(best):
-                best = rows
-        return best
+        col, value = equalities[0] if len(equalities) == 1 else max(
+            equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
+        entry = self._index(col).get(value)
+        if entry is None:
+            return ()
+        return entry if isinstance(entry, set) else (entry,)
 
     def _unfile(self, row: tuple, old) -> None:
         if isinstance(old, Node):
@@ -110,15 +122,13 @@ class ProvenanceRelation:
                 if not new:
                     del annotations[row]
                     for col, index in self._indexes.items():
-                        rows = index.get(row[col])
-                        if rows is not None:
-                            rows.discard(row)
+                        _index_remove(index, row[col], row)
                 continue
             annotations[row] = final
             self._file(row, final)
             if new:
                 for col, index in self._indexes.items():
-                    index.setdefault(row[col], set()).add(row)
+                    _index_add(index, row[col], row)
 
     def live_rows(self) -> Iterator[tuple]:
         """The current contents: tuples true with every variable true."""
@@ -127,6 +137,27 @@ class ProvenanceRelation:
 
     def nodes(self) -> Iterator[Node]:
         return iter(self.annotations.values())
+
+
+def _index_add(index: dict, value: object, row: tuple) -> None:
+    """``row`` under ``value``: the row itself while it is the only one, then a set."""
+    entry = index.get(value)
+    if entry is None:
+        index[value] = row
+    elif isinstance(entry, set):
+        entry.add(row)
+    elif entry != row:
+        index[value] = {entry, row}
+
+
+def _index_remove(index: dict, value: object, row: tuple) -> None:
+    entry = index.get(value)
+    if isinstance(entry, set):
+        entry.discard(row)
+        if len(entry) == 1:
+            index[value] = entry.pop()
+    elif entry == row:
+        del index[value]
 
 
 class RelationTransaction:

@@ -1,0 +1,163 @@
+"""The dissemination planner at scale (section 5.1 of
+``papers/delta-pubsub-view-dissemination.txt``; ``specs/delta-dissemination.md`` D.14).
+
+A generator in the spirit of the paper's YFilter / XMark workload over a relational
+schema: ``items(id, category, region, seller, price)`` and ``sellers(id, country,
+rating)``; each subscription selects items (some joined with their seller) by a few
+constants drawn from skewed (Zipf-like) domains and sometimes a price range, and outputs a
+few columns, so many subscriptions are contained in others, as tree patterns are in
+XMark.  For each size the planner runs end to end (:func:`upkeep.dissemination.plan.plan`)
+and, on the same graph, the ILP at each fan-out bound ``B_out`` (the publisher's bound
+``B_D`` = 1.2 x the subscriptions no other can feed, as the paper sets it) and LOGA with
+1.5 x ``B_out``.  Reported: embedding-graph and rewritability-graph sizes and times, ILP
+time and gap, the share of subscriptions fed by other subscriptions, LOGA's latency
+reduction and utilisation cost.
+
+Usage::
+
+    python -m bench.dissemination.planner --sizes 1000,10000,100000
+
+Results go to ``bench/results/dissemination_planner.json``; ``--report`` prints the
+Markdown table of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+
+from bench.common.environment import git_rev, machine, now
+from bench.common.measure import peak_rss_mb
+from upkeep.dissemination.graph import SOURCE, Rewriting, graph_of, total_latency, utilisation
+from upkeep.dissemination.ilp import minimise_utilisation
+from upkeep.dissemination.loga import loga_bounds, minimise_latency
+from upkeep.dissemination.plan import CostModel, plan
+from upkeep.dissemination.subscriptions import parse
+
+SCHEMA = {"items": (["id", "category", "region", "seller", "price"], ["id"]),
+          "sellers": (["id", "country", "rating"], ["id"])}
+COSTS = CostModel(table_rows={"items": 1_000_000, "sellers": 10_000})
+
+
+def zipf(rng: random.Random, n: int, s: float = 1.1) -> int:
+    """A value in 0..n-1, value i with weight 1 / (i + 1)^s."""
+    weights = [1 / (i + 1) ** s for i in range(n)]
+    return rng.choices(range(n), weights)[0]
+
+
+def subscriptions(count: int, seed: int) -> list:
+    """``count`` random subscriptions (see the module's docstring)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        join = rng.random() < 0.3
+        preds = []
+        if rng.random() < 0.8:
+            preds.append(f"i.category = 'c{zipf(rng, 40)}'")
+        if rng.random() < 0.5:
+            preds.append(f"i.region = 'r{zipf(rng, 12)}'")
+        if rng.random() < 0.3:
+            preds.append(f"i.price >= {rng.choice([10, 50, 100, 500])}")
+        if join and rng.random() < 0.7:
+            preds.append(f"s.country = 'k{zipf(rng, 20)}'")
+        cols = ["i.id", "i.category", "i.region", "i.price", "i.seller"]
+        if join:
+            cols += ["s.country", "s.rating"]
+        outputs = rng.sample(cols, rng.randint(1, min(4, len(cols))))
+        select = ", ".join(f"{c} AS {c.replace('.', '_')}" for c in outputs)
+        sql = f"SELECT {select} FROM items i"
+        if join:
+            sql += " JOIN sellers s ON i.seller = s.id"
+        if preds:
+            sql += " WHERE " + " AND ".join(preds)
+        out.append(parse(f"s{i}", sql, SCHEMA))
+    return out
+
+
+def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: float) -> dict:
+    subs = subscriptions(size, seed)
+    t0 = time.perf_counter()
+    p = plan(subs, k=k, costs=COSTS, time_limit=time_limit)
+    end_to_end = time.perf_counter() - t0
+    rg = p.rg
+    unrewritable = sum(1 for v in rg.views if len(rg.of(v)) == 1)
+    # the graph with utilisation 1 on the publisher's rewritings: its optimum is the fewest
+    # subscriptions the publisher must feed itself under a bound
+    source_count = graph_of(
+        Rewriting(r.id, r.view, r.inputs, 1.0 if r.from_source else 0.0, r.latency)
+        for r in rg.rewritings.values())
+    out = {"subscriptions": size, "k": k, "embedding_edges": p.embedding_edges,
+           "rewritings": len(rg.rewritings), "unrewritable": unrewritable,
+           "seconds": {**p.seconds, "end_to_end": end_to_end}, "bounds": {}}
+    for bound in bounds:
+        b: dict = {v: bound for v in rg.views}
+        least = minimise_utilisation(source_count, b, time_limit=time_limit).utilisation
+        b[SOURCE] = int(least * 1.2) + 1  # the paper's B_D: what must come from it, +20%
+        t = time.perf_counter()
+        solution = minimise_utilisation(rg, b, time_limit=time_limit)
+        ilp_s = time.perf_counter() - t
+        t = time.perf_counter()
+        better = minimise_latency(rg, solution.cfg, loga_bounds(b))
+        loga_s = time.perf_counter() - t
+        lat0, lat1 = total_latency(rg, solution.cfg), total_latency(rg, better)
+        u0, u1 = utilisation(rg, solution.cfg), utilisation(rg, better)
+        fed = sum(1 for v in rg.views if not rg.rewritings[solution.cfg[v]].from_source)
+        out["bounds"][str(bound)] = {
+            "least_source_fanout": least, "source_bound": b[SOURCE], "ilp_s": round(ilp_s, 2), "gap": solution.gap, "method": solution.method,
+            "fed_by_others": fed / size, "loga_s": round(loga_s, 2),
+            "latency_reduction": (lat0 - lat1) / lat0, "utilisation_increase": (u1 - u0) / u0}
+        print(size, bound, out["bounds"][str(bound)], flush=True)
+    out["peak_mb"] = round(peak_rss_mb(), 1)
+    return out
+
+
+def report(result: dict) -> str:
+    lines = [f"`{result['command']}` ({result['date']}, {result['git']}, {result['machine']})",
+             "",
+             "| subscriptions | EG edges | RG rewritings | EG s | CGR s | end to end s | "
+             "B_out | ILP s | gap | fed by others | LOGA latency | LOGA utilisation |",
+             "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in result["runs"]:
+        first = True
+        for bound, b in r["bounds"].items():
+            head = (f"| {r['subscriptions']:,} | {r['embedding_edges']:,} | "
+                    f"{r['rewritings']:,} | {r['seconds']['embedding_graph']:.1f} | "
+                    f"{r['seconds']['rewritings']:.1f} | {r['seconds']['end_to_end']:.1f} |"
+                    if first else "| | | | | | |")
+            first = False
+            lines.append(f"{head} {'unbounded' if bound == 'None' else bound} | "
+                         f"{b['ilp_s']:.1f} | {b['gap']:.2%} | {b['fed_by_others']:.1%} | "
+                         f"-{b['latency_reduction']:.1%} | +{b['utilisation_increase']:.1%} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--bounds", default="30,50,100,none", help="B_out values")
+    parser.add_argument("-k", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--time-limit", type=float, default=120.0,
+                        help="seconds for each integer program")
+    parser.add_argument("--out", default="bench/results/dissemination_planner.json")
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args()
+    if args.report:
+        with open(args.out) as f:
+            print(report(json.load(f)))
+        return
+    bounds = [None if b == "none" else int(b) for b in args.bounds.split(",")]
+    result = {"date": now(), "git": git_rev(), "machine": machine(),
+              "command": "python -m bench.dissemination.planner " + " ".join(sys.argv[1:]),
+              "runs": [run(int(n), bounds, args.k, args.seed, args.time_limit)
+                       for n in args.sizes.split(",")]}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(report(result))
+
+
+if __name__ == "__main__":
+    main()
