@@ -55,14 +55,14 @@ def subscriptions(count: int, seed: int) -> list:
     for i in range(count):
         join = rng.random() < 0.3
         preds = []
-        if rng.random() < 0.8:
-            preds.append(f"i.category = 'c{zipf(rng, 40)}'")
-        if rng.random() < 0.5:
-            preds.append(f"i.region = 'r{zipf(rng, 12)}'")
+        if rng.random() < 0.95:
+            preds.append(f"i.category = 'c{zipf(rng, 400)}'")
+        if rng.random() < 0.6:
+            preds.append(f"i.region = 'r{zipf(rng, 30)}'")
         if rng.random() < 0.3:
             preds.append(f"i.price >= {rng.choice([10, 50, 100, 500])}")
         if join and rng.random() < 0.7:
-            preds.append(f"s.country = 'k{zipf(rng, 20)}'")
+            preds.append(f"s.country = 'k{zipf(rng, 50)}'")
         cols = ["i.id", "i.category", "i.region", "i.price", "i.seller"]
         if join:
             cols += ["s.country", "s.rating"]
