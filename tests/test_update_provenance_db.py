@@ -392,22 +392,16 @@ def test_the_spark_engine_refuses_provenance_tables(spark, tmp_path):
         db.close()
 
 
-def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
+def write_pipeline(tmp_path, records: list[dict]) -> None:
+    """A pipeline over a provenance table ``orders(ok, ck)`` with a view counting each
+    customer's orders, its change records in one JSON-lines file, two records a batch."""
     import json
-
-    from upkeep.cli import main
 
     (tmp_path / "tables.sql").write_text(
         "CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update');")
     (tmp_path / "views.sql").write_text(
         "CREATE MATERIALIZED VIEW per_customer AS SELECT ck, COUNT(*) AS n FROM orders "
         "GROUP BY ck;")
-    records = [{"table": "orders", "op": "insert", "row": [1, 7]},
-               {"table": "orders", "op": "insert", "row": [2, 7]},
-               {"table": "orders", "op": "insert", "row": [3, 8]},
-               {"table": "orders", "op": "delete", "row": [1, 7]},
-               {"table": "orders", "op": "update", "before": [2, 7], "after": [2, 8]},
-               {"table": "orders", "op": "insert", "row": [4, 9]}]
     (tmp_path / "changes").mkdir()
     (tmp_path / "changes" / "c-1.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in records))
@@ -420,6 +414,18 @@ def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
         [batch]
         rows_per_batch = 2
     """))
+
+
+def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
+    from upkeep.cli import main
+
+    records = [{"table": "orders", "op": "insert", "row": [1, 7]},
+               {"table": "orders", "op": "insert", "row": [2, 7]},
+               {"table": "orders", "op": "insert", "row": [3, 8]},
+               {"table": "orders", "op": "delete", "row": [1, 7]},
+               {"table": "orders", "op": "update", "before": [2, 7], "after": [2, 8]},
+               {"table": "orders", "op": "insert", "row": [4, 9]}]
+    write_pipeline(tmp_path, records)
     assert main(["run", str(tmp_path / "p.toml"), "--progress", "plain"]) == 0
     capsys.readouterr()
 
@@ -456,15 +462,9 @@ def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys)
     """Change records carrying ``txn``: each source transaction is one annotated
     transaction with its id in the metadata (never split by the batch size), what-if
     aborts it by that id."""
-    import json
 
     from upkeep.cli import main
 
-    (tmp_path / "tables.sql").write_text(
-        "CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update');")
-    (tmp_path / "views.sql").write_text(
-        "CREATE MATERIALIZED VIEW per_customer AS SELECT ck, COUNT(*) AS n FROM orders "
-        "GROUP BY ck;")
     log = {"t1": [("insert", [1, 7]), ("insert", [2, 7]), ("insert", [3, 8])],
            "t2": [("delete", [1, 7])],
            "t3": [("update", ([2, 7], [2, 8])), ("insert", [4, 9]), ("insert", [5, 9])],
@@ -478,18 +478,7 @@ def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys)
             else:
                 record["row"] = image
             records.append(record)
-    (tmp_path / "changes").mkdir()
-    (tmp_path / "changes" / "c-1.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in records))
-    (tmp_path / "p.toml").write_text(textwrap.dedent("""
-        state_dir = "state"
-        tables = ["tables.sql"]
-        views = ["views.sql"]
-        [source]
-        path = "changes"
-        [batch]
-        rows_per_batch = 2
-    """))
+    write_pipeline(tmp_path, records)
 
     def model(skip: str | None) -> Counter:
         rows: set = set()

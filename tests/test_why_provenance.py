@@ -75,6 +75,17 @@ batches = st.lists(st.lists(st.tuples(st.sampled_from("rs"), values, values), mi
                             max_size=6), min_size=1, max_size=4)
 
 
+def apply_batch(db, batch, data) -> None:
+    """One transaction: each entry inserts its row, or deletes a present row of its table."""
+    with db.transaction():
+        for table, x, y in batch:
+            present = [r for r, _ in db.weighted_rows(table)]
+            if present and data.draw(st.booleans()):
+                db.delete(table, [data.draw(st.sampled_from(sorted(present)))])
+            else:
+                db.insert(table, [(x, y)])
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @settings(max_examples=12, deadline=None)
 @given(batches=batches, data=st.data())
@@ -82,13 +93,7 @@ def test_why_equals_brute_force_after_every_batch(strategy, batches, data):
     db, views = make_db(strategy)
     assert views
     for batch in batches:
-        with db.transaction():
-            for table, x, y in batch:
-                present = [r for r, _ in db.weighted_rows(table)]
-                if present and data.draw(st.booleans()):
-                    db.delete(table, [data.draw(st.sampled_from(sorted(present)))])
-                else:
-                    db.insert(table, [(x, y)])
+        apply_batch(db, batch, data)
         check(db, views)
 
 
@@ -203,13 +208,7 @@ def test_why_of_a_union_equals_brute_force(strategy, batches, data):
     db.create_view("u", UNION_VIEW, strategy, provenance="why")
     assert [h for h, _ in db._catalog.witnesses["u"]] == ["u__why0", "u__why1"]
     for batch in batches:
-        with db.transaction():
-            for table, x, y in batch:
-                present = [r for r, _ in db.weighted_rows(table)]
-                if present and data.draw(st.booleans()):
-                    db.delete(table, [data.draw(st.sampled_from(sorted(present)))])
-                else:
-                    db.insert(table, [(x, y)])
+        apply_batch(db, batch, data)
         contents = {t: [r for r, n in db.weighted_rows(t) for _ in range(n)] for t in "rs"}
         expected = union_brute_force(contents)
         rows = db.view("u").rows()

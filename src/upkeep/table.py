@@ -7,6 +7,7 @@ from .errors import ConstraintError
 from .expiry import Expiry
 from .row_store import RowStore
 from .types import SqlType, coerce_row, fast_row_check, format_row
+from .value_index import index_add, index_get, index_remove
 
 
 class Table:
@@ -92,7 +93,7 @@ class Table:
         if self._by_column:
             self._reindex(delta)
 
-    def rows_with(self, col: int, value: object) -> tuple | list:
+    def rows_with(self, col: int, value: object) -> list[tuple]:
         """The distinct rows whose column ``col`` holds ``value`` (Python equality), from a
         hash index built on the first call for that column and kept by :meth:`apply`: a
         DELETE or UPDATE whose WHERE fixes a column costs the rows it matches, not a scan."""
@@ -101,13 +102,8 @@ class Table:
         if index is None:
             index = self._by_column[col] = {}
             for key in store.keys():
-                _index_add(index, store.row(key)[col], key)
-        entry = index.get(value)
-        if entry is None:
-            return ()
-        if isinstance(entry, set):
-            return [store.row(key) for key in entry]
-        return (store.row(entry),)
+                index_add(index, store.row(key)[col], key)
+        return [store.row(key) for key in index_get(index, value)]
 
     def distinct_in_sample(self, col: int, size: int = 1_000) -> int:
         """How many distinct values column ``col`` holds among ``size`` rows (taken once):
@@ -135,28 +131,7 @@ class Table:
             present = store.get(row, 0) > 0
             for col, index in self._by_column.items():
                 if present:
-                    _index_add(index, row[col], key)
+                    index_add(index, row[col], key)
                 else:
-                    _index_remove(index, row[col], key)
+                    index_remove(index, row[col], key)
 
-
-def _index_add(index: dict, value: object, key: object) -> None:
-    """Record the row stored as ``key`` under ``value``: the key itself while it is the
-    only one (most columns an UPDATE filters on are keys), a set once there are more."""
-    entry = index.get(value)
-    if entry is None:
-        index[value] = key
-    elif isinstance(entry, set):
-        entry.add(key)
-    elif entry != key:
-        index[value] = {entry, key}
-
-
-def _index_remove(index: dict, value: object, key: object) -> None:
-    entry = index.get(value)
-    if isinstance(entry, set):
-        entry.discard(key)
-        if len(entry) == 1:
-            index[value] = entry.pop()
-    elif entry == key:
-        del index[value]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 
+from ..value_index import index_add, index_get, index_remove
 from .annotators import Annotator
 from .expression import VAR, Node
 from .hyperplane import Delete, Insert, Modify, Pattern, Query
@@ -52,7 +53,7 @@ class ProvenanceRelation:
         if index is None:
             index = self._indexes[col] = {}
             for row in self.annotations:
-                _index_add(index, row[col], row)
+                index_add(index, row[col], row)
         return index
 
     def _distinct_in_sample(self, col: int, size: int = 1_000) -> int:
@@ -71,10 +72,7 @@ class ProvenanceRelation:
             return self.annotations
         col, value = equalities[0] if len(equalities) == 1 else max(
             equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
-        entry = self._index(col).get(value)
-        if entry is None:
-            return ()
-        return entry if isinstance(entry, set) else (entry,)
+        return index_get(self._index(col), value)
 
     def _unfile(self, row: tuple, old) -> None:
         if isinstance(old, Node):
@@ -122,13 +120,13 @@ class ProvenanceRelation:
                 if not new:
                     del annotations[row]
                     for col, index in self._indexes.items():
-                        _index_remove(index, row[col], row)
+                        index_remove(index, row[col], row)
                 continue
             annotations[row] = final
             self._file(row, final)
             if new:
                 for col, index in self._indexes.items():
-                    _index_add(index, row[col], row)
+                    index_add(index, row[col], row)
 
     def live_rows(self) -> Iterator[tuple]:
         """The current contents: tuples true with every variable true."""
@@ -137,27 +135,6 @@ class ProvenanceRelation:
 
     def nodes(self) -> Iterator[Node]:
         return iter(self.annotations.values())
-
-
-def _index_add(index: dict, value: object, row: tuple) -> None:
-    """``row`` under ``value``: the row itself while it is the only one, then a set."""
-    entry = index.get(value)
-    if entry is None:
-        index[value] = row
-    elif isinstance(entry, set):
-        entry.add(row)
-    elif entry != row:
-        index[value] = {entry, row}
-
-
-def _index_remove(index: dict, value: object, row: tuple) -> None:
-    entry = index.get(value)
-    if isinstance(entry, set):
-        entry.discard(row)
-        if len(entry) == 1:
-            index[value] = entry.pop()
-    elif entry == row:
-        del index[value]
 
 
 class RelationTransaction:
