@@ -182,7 +182,7 @@ def graphs(draw):
     return graph_of(rewritings), bounds
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(graphs())
 def test_ilp_and_loga_against_every_configuration(instance):
     rg, bounds = instance

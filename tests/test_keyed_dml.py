@@ -51,7 +51,7 @@ def _rows(cur) -> list:
     return sorted(map(repr, cur.fetchall()))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(VALUES, max_size=8),
        st.lists(st.lists(STATEMENTS, min_size=1, max_size=4), min_size=1, max_size=5))
 def test_keyed_dml_equals_duckdb(initial, transactions):

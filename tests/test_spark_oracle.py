@@ -13,7 +13,7 @@ from queries import QUERIES, SCHEMA, ddl
 
 import upkeep
 
-BATCHES = 4
+BATCHES = 3
 
 
 def _supported(q) -> bool:

@@ -15,7 +15,7 @@ from test_recursive import N_NODES, QUERIES, TABLES, Clock, duck_expected
 
 import upkeep
 
-BATCHES = 3
+BATCHES = 2
 TTL = 4
 # One query per kind of fixpoint the partitioned engine runs (every query of test_recursive
 # runs on the local engine): linear and non-linear absorption, an outer aggregate, an outer
