@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from ..errors import Error
 
 SOURCE = "D"  # the publisher
-UNBOUNDED = None
 
 
 class PlanError(Error):
