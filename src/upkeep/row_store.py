@@ -88,6 +88,10 @@ class RowStore:
         """The stored form of ``row``: equal rows give equal keys (also with NaN)."""
         return self._encode(row)
 
+    def count(self, key: object) -> int:
+        """How many times the table holds the row stored as ``key``."""
+        return self._counts.get(key, 0)
+
     def row(self, key: object) -> tuple:
         """The row of a stored key."""
         return self._decode(key)

@@ -127,8 +127,8 @@ class Table:
     def _reindex(self, delta: dict[tuple, int]) -> None:
         store = self.rows
         for row in delta:
-            key = store.key(row)
-            present = store.get(row, 0) > 0
+            key = store.key(row)  # encoded once for the check and every column's index
+            present = store.count(key) > 0
             for col, index in self._by_column.items():
                 if present:
                     index_add(index, row[col], key)
