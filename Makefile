@@ -26,7 +26,7 @@ demo: $(BUILT)
 
 test: $(BUILT)
 	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto --dist loadgroup
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

@@ -5,6 +5,25 @@ from __future__ import annotations
 import sys
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline anywhere: the suite must not fail by timing on a busy machine.
+settings.register_profile("upkeep", deadline=None)
+settings.load_profile("upkeep")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order and group the suite for ``make test`` (``-n auto --dist loadgroup``): the tests
+    that share the one SparkSession run together in one worker, first (they are the longest
+    run of work); the Spark tests that start their own applications come next, free to run
+    in any worker; the rest of the suite fills the workers after them."""
+    shared = [i for i in items if "spark" in getattr(i, "fixturenames", ())]
+    for item in shared:
+        item.add_marker(pytest.mark.xdist_group("spark"))
+    own = [i for i in items if i.path.name.startswith("test_spark") and i not in shared]
+    first = set(shared) | set(own)
+    items[:] = shared + own + [i for i in items if i not in first]
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

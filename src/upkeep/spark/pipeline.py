@@ -82,7 +82,9 @@ class SparkPipelineRunner:
 
     # ------------------------------------------------------------ the run
     def run(self) -> int:
-        """Process the source; returns the number of micro-batches this run committed."""
+        """Process the source; returns the number of micro-batches this run delivered (a batch
+        delivered as the run stops may be delivered again by the next run: same id, same
+        changes)."""
         state = self.config.state_dir
         temporary = state == MEMORY
         directory = Path(tempfile.mkdtemp(prefix="upkeep-spark-")) if temporary else Path(state)
