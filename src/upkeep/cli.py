@@ -107,6 +107,36 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the most subscriptions the server feeds itself (default: no bound)")
     plan.add_argument("--sql", action="store_true", help="also print each rewriting's SQL")
 
+    serve = commands.add_parser(
+        "serve", help="serve a database's SQL and subscriptions over HTTP",
+        description="Serve a database directory: SQL over HTTP (JSON or Arrow) and "
+                    "subscriptions (a snapshot, then every committed change, over Server-Sent "
+                    "Events or WebSocket, each with a resume token). Every request needs a "
+                    "bearer token of the tokens file, which also grants the tables each "
+                    "token may read and write (docs/service.md).")
+    serve.add_argument("database", type=Path, help="the database directory")
+    serve.add_argument("--tokens", type=Path, required=True, help="the tokens file (JSON)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8765, help="port to listen on")
+    serve.add_argument("--retention", type=int, default=100_000,
+                       help="batches of subscription changes kept for clients to resume")
+
+    subscribe = commands.add_parser(
+        "subscribe", help="follow a subscription of an upkeep server",
+        description="Subscribe to a query on a server and print its snapshot and every change "
+                    "as JSON lines; reconnects from its resume token when the connection or "
+                    "the server drops. With --state the token and rows are kept in a file, so "
+                    "a restarted subscriber resumes where it stopped.")
+    subscribe.add_argument("url", help="the server, e.g. http://127.0.0.1:8765")
+    subscribe.add_argument("query", help="SELECT-PROJECT-JOIN over the published tables")
+    subscribe.add_argument("--token", required=True, help="bearer token (or @FILE)")
+    subscribe.add_argument("--state", type=Path, default=None,
+                           help="JSON file keeping the replica and its token")
+    subscribe.add_argument("--batches", type=int, default=None,
+                           help="stop once the replica is at this batch")
+    subscribe.add_argument("--timeout", type=float, default=float("inf"),
+                           help="stop after this many seconds")
+
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
         description="Rewrite each damaged log of the directory with its intact records only "
@@ -266,6 +296,20 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
         if args.command == "provenance":
             console.print(_provenance(args.target, args.table, args.row), highlight=False,
                           markup=False, soft_wrap=True)
+            return 0
+        if args.command == "serve":
+            from .service import serve
+
+            console.print(f"upkeep: serving {args.database} on http://{args.host}:{args.port}",
+                          highlight=False, markup=False)
+            serve(args.database, args.tokens, host=args.host, port=args.port,
+                  retention=args.retention)
+            return 0
+        if args.command == "subscribe":
+            from .agent import follow_subscription
+
+            follow_subscription(args.url, args.query, args.token, state=args.state,
+                                batches=args.batches, timeout=args.timeout)
             return 0
         if args.command == "plan":
             console.print(_plan(args), highlight=False, markup=False, soft_wrap=True)

@@ -27,7 +27,30 @@ FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 class SubscriptionError(Error):
-    """A subscription outside the language, or over tables it may not read."""
+    """A subscription outside the language; ``line`` and ``column`` locate the construct
+    at fault in the query's text, where it has a place."""
+
+    fields = ("line", "column")
+
+    def __init__(self, message: str, at: exp.Expression | None = None,
+                 line: int | None = None, column: int | None = None) -> None:
+        if at is not None and line is None:
+            line, column = position(at)
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + where)
+        self.line, self.column = line, column
+
+
+def position(node: exp.Expression) -> tuple[int | None, int | None]:
+    """Line and column (1-based) where ``node``'s text starts, from its tokens' positions."""
+    best = None
+    for n in node.walk():
+        meta = getattr(n, "_meta", None) or {}
+        if "start" in meta and (best is None or meta["start"] < best["start"]):
+            best = meta
+    if best is None:
+        return None, None
+    return best["line"], best["col"] - (best["end"] - best["start"])
 
 
 Column = tuple[str, str]  # (atom alias, column)
@@ -104,7 +127,9 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as exc:
-        raise SubscriptionError(f"subscription {name}: {str(exc).splitlines()[0]}") from None
+        first = exc.errors[0] if exc.errors else {}
+        raise SubscriptionError(f"subscription {name}: {first.get('description', exc)}",
+                                line=first.get("line"), column=first.get("col")) from None
     if not isinstance(tree, exp.Select):
         raise SubscriptionError(f"subscription {name}: a subscription is one SELECT block")
     for arg in ("group", "having", "order", "limit", "offset", "distinct", "with", "with_"):
@@ -119,18 +144,21 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     for holder in [from_, *(tree.args.get("joins") or [])]:
         source = holder.this
         if not isinstance(source, exp.Table):
-            raise SubscriptionError(f"subscription {name}: {source.sql()[:60]!r} is not a table")
+            raise SubscriptionError(f"subscription {name}: {source.sql()[:60]!r} is not a table",
+                                    at=source)
         if holder is not from_ and (holder.args.get("side") or holder.args.get("using")):
             raise SubscriptionError(f"subscription {name}: {holder.sql()[:60]!r}: only inner "
-                                    "equi-joins")
+                                    "equi-joins", at=holder)
         table = source.name.lower()
         if table not in schema:
-            raise SubscriptionError(f"subscription {name}: unknown table {table}")
+            raise SubscriptionError(f"subscription {name}: unknown table {table}", at=source)
         if not schema[table][1]:
-            raise SubscriptionError(f"subscription {name}: table {table} has no primary key")
+            raise SubscriptionError(f"subscription {name}: table {table} has no primary key",
+                                    at=source)
         alias = source.alias_or_name.lower()
         if alias in atoms:
-            raise SubscriptionError(f"subscription {name}: {alias} appears twice in FROM")
+            raise SubscriptionError(f"subscription {name}: {alias} appears twice in FROM",
+                                    at=source)
         atoms[alias] = table
         if holder.args.get("on") is not None:
             conditions.append(holder.args["on"])
@@ -143,15 +171,15 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
             alias = node.table.lower()
             if alias not in atoms:
                 raise SubscriptionError(f"subscription {name}: unknown table {alias} in "
-                                        f"{node.sql()}")
+                                        f"{node.sql()}", at=node)
             if col not in schema[atoms[alias]][0]:
                 raise SubscriptionError(f"subscription {name}: {atoms[alias]} has no column "
-                                        f"{col}")
+                                        f"{col}", at=node)
             return alias, col
         owners = [a for a, t in atoms.items() if col in schema[t][0]]
         if len(owners) != 1:
             raise SubscriptionError(f"subscription {name}: column {col} is "
-                                    f"{'ambiguous' if owners else 'unknown'}")
+                                    f"{'ambiguous' if owners else 'unknown'}", at=node)
         return owners[0], col
 
     joins: list[tuple[Column, Column]] = []
@@ -164,25 +192,25 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
             left, right = conjunct.this, conjunct.expression
             if op is None:
                 raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} is not "
-                                        "an equi-join or a constant comparison")
+                                        "an equi-join or a constant comparison", at=conjunct)
             if isinstance(left, exp.Column) and isinstance(right, exp.Column):
                 if op != "=":
                     raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r}: "
-                                            "joins are equalities")
+                                            "joins are equalities", at=conjunct)
                 joins.append((column(left), column(right)))
                 continue
             if isinstance(right, exp.Column):
                 left, right, op = right, left, FLIP[op]
             if not isinstance(left, exp.Column):
                 raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} compares "
-                                        "no column")
+                                        "no column", at=conjunct)
             predicates.append(Predicate(column(left), op, _constant(name, right)))
     outputs: list[tuple[str, Column]] = []
     for e in tree.expressions:
         target = e.unalias() if isinstance(e, exp.Alias) else e
         if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
             raise SubscriptionError(f"subscription {name}: output {e.sql()[:60]!r} is not a "
-                                    "column")
+                                    "column", at=e)
         outputs.append((e.alias_or_name.lower(), column(target)))
     keys: dict[str, list[tuple[str, Column]]] = {}
     for alias, table in atoms.items():
@@ -206,12 +234,13 @@ def _constant(name: str, node: exp.Expression) -> object:
     if isinstance(node, exp.Literal):
         if node.is_string:
             if negative:
-                raise SubscriptionError(f"subscription {name}: -{node.sql()}")
+                raise SubscriptionError(f"subscription {name}: -{node.sql()}", at=node)
             return node.this
         text = node.this
         value = float(text) if any(ch in text for ch in ".eE") else int(text)
         return -value if negative else value
-    raise SubscriptionError(f"subscription {name}: {node.sql()[:60]!r} is not a constant")
+    raise SubscriptionError(f"subscription {name}: {node.sql()[:60]!r} is not a constant",
+                            at=node)
 
 
 def _classes(joins: list[tuple[Column, Column]]) -> list[set[Column]]:

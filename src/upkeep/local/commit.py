@@ -29,6 +29,10 @@ class Committer:
         self.clock = clock
         self.batches = 0
         self.metadata: dict = {}
+        #: called with (batch id, the views' changes) after the views are stepped and before
+        #: the batch is logged; returns a function that takes its record back if the log
+        #: write then fails (the service's subscription feed, ``service/feed.py``)
+        self.journal: Callable[[int, dict[str, Delta]], Callable[[], None]] | None = None
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
                metadata: dict | None = None, expiring: bool = False) -> None:
@@ -71,10 +75,20 @@ class Committer:
         if not checked:
             for name, d in deltas.items():
                 tables[name].check_constraints(d)
-        changed = self._push(
-            deltas, catalog.affected(frozenset(deltas)), catalog.listening(), undo=True,
-            then=lambda: self.durability.log(("batch", self.batches + 1, deltas, metadata,
-                                              now, *extra)))
+        def log(changed: dict[str, Delta]) -> None:
+            record = ("batch", self.batches + 1, deltas, metadata, now, *extra)
+            if self.journal is None:
+                self.durability.log(record)
+                return
+            take_back = self.journal(self.batches + 1, changed)
+            try:
+                self.durability.log(record)
+            except BaseException:
+                take_back()
+                raise
+
+        changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
+                             undo=True, then=log)
         self.batches += 1
         if metadata is not None:
             self.metadata = dict(metadata)
@@ -108,10 +122,11 @@ class Committer:
         return forward.get(name, {})
 
     def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
-              undo: bool, then: Callable[[], None] | None = None) -> dict[str, Delta]:
+              undo: bool, then: Callable[[dict[str, Delta]], None] | None = None,
+              ) -> dict[str, Delta]:
         """Apply ``deltas`` to the tables and step the views of ``order`` that a change
-        reaches, computing the delta of those in ``want`` (of all if None); ``then`` runs
-        before the batch counts as applied (a commit's log record).  If anything fails, the
+        reaches, computing the delta of those in ``want`` (of all if None); ``then(changes)``
+        runs before the batch counts as applied (a commit's log record).  If anything fails, the
         tables are taken back if ``undo`` and the views rebuilt from them.  Returns the
         views' changes: of a commit, for the subscribers; of a what-if, the answer."""
         catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
@@ -129,7 +144,7 @@ class Committer:
                     batch[name] = d
                     changed[name] = d
             if then is not None:
-                then()
+                then(changed)
         except BaseException:
             if undo:
                 for table, d in deltas.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 from sqlglot import exp
 
@@ -181,6 +182,18 @@ class Connection(Engine):
         """The catalog itself (tables, views, their plans), for planners that partition it,
         such as the Spark engine's."""
         return self._catalog
+
+    @property
+    def directory(self) -> Path | None:
+        """The database directory, or None in memory."""
+        storage = self._durability.storage
+        return None if storage is None else storage.path
+
+    def set_journal(self, journal: Callable[[int, dict[str, Delta]], Callable[[], None]]
+                    | None) -> None:
+        """Install the hook the committer calls with each batch's view changes before the
+        batch is logged (``local/commit.py``; the service's feed), or remove it."""
+        self._committer.journal = journal
 
     def ttl_of(self, table: str) -> float | None:
         """The table's ``ttl_seconds``, or None if its rows do not expire."""

@@ -1,0 +1,62 @@
+"""``upkeep subscribe``: a subscriber that keeps its subscription's result locally and
+prints every change, resuming from its token after a disconnect, a server restart, or (with
+a state file) its own restart.
+
+The state file holds the subscription, the token and the rows together, replaced
+atomically after every event: a subscriber killed at any point resumes from a token that
+matches its rows, so no change is lost or applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+from .client import Client, Replica
+from .codecs.json_values import to_json
+
+
+def _save(path: Path, replica: Replica) -> None:
+    data = {"subscription": replica.info.id, "token": replica.token, "batch": replica.batch,
+            "rows": [[[to_json(v) for v in r], n] for r, n in replica.rows.items()]}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _restore(path: Path, replica: Replica) -> None:
+    from .client import decode_row
+
+    data = json.loads(path.read_text())
+    if data.get("subscription") != replica.info.id:
+        return  # another query: start afresh
+    replica.rows = Counter({decode_row(r, replica.types): n for r, n in data["rows"]})
+    replica.token, replica.batch = data["token"], data["batch"]
+
+
+def follow_subscription(url: str, query: str, token: str, *, state: Path | None = None,
+                        batches: int | None = None, timeout: float = math.inf) -> Replica:
+    """Follow ``query`` on the server at ``url``, printing each event as a JSON line."""
+    if token.startswith("@"):
+        token = Path(token[1:]).read_text().strip()
+    client = Client(url, token)
+    replica = client.replica(query)
+    if state is not None and state.exists():
+        _restore(state, replica)
+
+    def emit(event: dict) -> None:
+        if state is not None:
+            _save(state, replica)
+        sys.stdout.write(json.dumps(event) + "\n")
+        sys.stdout.flush()
+
+    until = None if batches is None else (lambda r: r.batch >= batches)
+    replica.follow(until=until, timeout=timeout, on_event=emit)
+    return replica

@@ -1,0 +1,371 @@
+"""The HTTP interface of ``upkeep serve`` (Starlette): SQL over HTTP and subscriptions.
+
+Every endpoint needs ``Authorization: Bearer <token>`` (or ``?access_token=``, for a
+browser's EventSource, which cannot set headers); errors are JSON, ``{"error": {"class",
+"message", ...fields}}`` with the position where there is one, never a traceback.
+
+* ``POST /sql`` ``{"sql": "...", "params": [...]}``: the statements run as one atomic
+  batch (with a CREATE or DROP among them: one after the other); the last one's result as ``{"columns", "types", "rows", "rowcount"}``, or as an
+  Arrow IPC stream when the request accepts ``application/vnd.apache.arrow.stream``.
+* ``GET /tables``: the tables and views the caller may read, with their columns.
+* ``POST /subscriptions`` ``{"query": "..."}``: a subscription (``service/hub.py``);
+  ``GET /subscriptions`` lists those the caller may read; ``DELETE /subscriptions/<id>``.
+* ``GET /subscriptions/<id>/events``: Server-Sent Events, ``id:`` the resume token;
+  resume with ``?after=<token>`` or the ``Last-Event-ID`` header.
+* ``WS /subscriptions/<id>/ws?after=<token>``: the same events as JSON messages.
+* ``GET /status``: subscriptions with their listeners, the last batch, the feed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import pyarrow as pa
+from sqlglot import exp
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..codecs.json_values import to_json
+from ..errors import ConstraintError, Error
+from ..sql import is_query, parse
+from .grants import GrantError, Principal, Tokens
+from .hub import Event, Hub, UnknownSubscription
+
+ARROW = "application/vnd.apache.arrow.stream"
+KEEPALIVE_SECONDS = 15.0
+PROGRESS_SECONDS = 1.0
+log = logging.getLogger("upkeep.service")
+
+#: DuckDB table functions that read files or the network: never reachable over HTTP
+_FILE_FUNCTIONS = ("read_", "glob", "parquet_", "sniff_csv", "iceberg_", "delta_scan",
+                   "sqlite_scan", "postgres_scan", "mysql_scan")
+
+
+class BadRequest(Error):
+    """A request that is not of the documented shape."""
+
+
+def status_of(error: Exception) -> int:
+    if isinstance(error, GrantError):
+        return 403
+    if isinstance(error, UnknownSubscription):
+        return 404
+    if isinstance(error, ConstraintError):
+        return 409
+    return 400
+
+
+def error_response(error: Exception) -> JSONResponse:
+    if isinstance(error, Error):
+        return JSONResponse({"error": error.to_record()}, status_of(error))
+    log.exception("internal error", exc_info=error)
+    return JSONResponse({"error": {"class": "InternalError",
+                                   "message": f"{type(error).__name__}: {error}"}}, 500)
+
+
+def event_json(event: Event) -> dict:
+    out: dict = {"kind": event.kind, "token": event.token, "batch": event.batch}
+    if event.rows is not None:
+        out["rows"] = [[to_json(v) for v in r] for r in event.rows]
+    if event.changes is not None:
+        out["changes"] = [[[to_json(v) for v in r], w] for r, w in event.changes]
+    return out
+
+
+class Service:
+    """The Starlette app over one hub, with its tokens."""
+
+    def __init__(self, hub: Hub, tokens: Tokens) -> None:
+        self.hub = hub
+        self.tokens = tokens
+        self.app = Starlette(routes=[
+            Route("/sql", self.sql, methods=["POST"]),
+            Route("/tables", self.tables, methods=["GET"]),
+            Route("/status", self.status, methods=["GET"]),
+            Route("/subscriptions", self.subscriptions, methods=["GET", "POST"]),
+            Route("/subscriptions/{sid}", self.subscription, methods=["GET", "DELETE"]),
+            Route("/subscriptions/{sid}/events", self.events, methods=["GET"]),
+            WebSocketRoute("/subscriptions/{sid}/ws", self.websocket),
+        ])
+
+    # ------------------------------------------------------------ helpers
+    def principal(self, conn: Request | WebSocket) -> Principal | None:
+        header = conn.headers.get("authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else None
+        return self.tokens.principal(token or conn.query_params.get("access_token"))
+
+    @staticmethod
+    async def body(request: Request) -> dict:
+        try:
+            data = json.loads(await request.body() or b"null")
+        except ValueError as exc:
+            raise BadRequest(f"the request body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadRequest("the request body must be a JSON object")
+        return data
+
+    async def guarded(self, request: Request, handler: Callable) -> Response:
+        principal = self.principal(request)
+        if principal is None:
+            return JSONResponse({"error": {"class": "Unauthorized", "message":
+                                           "a valid bearer token is required"}}, 401,
+                                headers={"WWW-Authenticate": "Bearer"})
+        try:
+            return await handler(principal)
+        except Exception as exc:  # noqa: BLE001 - every error becomes a JSON answer
+            return error_response(exc)
+
+    def readable_tables(self, names: set[str]) -> set[str]:
+        """The base tables under ``names`` (a view stands for the tables it reads)."""
+        catalog = self.hub.db.local_catalog
+        out, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name in catalog.views:
+                todo.extend(catalog.views[name].inputs)
+            else:
+                out.add(name)
+        return out
+
+    def authorize(self, principal: Principal, stmt: exp.Expression) -> None:
+        """Refuse a statement outside the principal's grants (or reading files)."""
+        db = self.hub.db
+        known = set(db.tables()) | set(db.views())
+        for func in stmt.find_all(exp.Func):
+            name = (func.sql_name() if not isinstance(func, exp.Anonymous) else
+                    str(func.this)).lower()
+            if name.startswith(_FILE_FUNCTIONS):
+                raise GrantError(f"{principal.name} may not call {name} (it reads files)")
+        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        names = set()
+        for table in stmt.find_all(exp.Table):
+            name = table.name.lower()
+            if name in ctes:
+                continue
+            if not isinstance(table.this, exp.Identifier) or name not in known:
+                if isinstance(stmt, (exp.Create, exp.Drop)):
+                    continue
+                raise GrantError(f"{principal.name} may not read {table.sql()[:60]}")
+            names.add(name)
+        if isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)):
+            principal.check_admin(f"run {stmt.key.upper()}")
+            return
+        if isinstance(stmt, (exp.Insert, exp.Update, exp.Delete)):
+            target = stmt.this
+            while isinstance(target, exp.Schema):
+                target = target.this
+            principal.check_write(target.name.lower())
+            names.discard(target.name.lower())
+        elif not is_query(stmt):
+            principal.check_admin(f"run {stmt.key.upper()}")
+        principal.check_read(self.readable_tables(names))
+
+    # ------------------------------------------------------------ endpoints
+    async def sql(self, request: Request) -> Response:
+        async def handle(principal: Principal) -> Response:
+            data = await self.body(request)
+            text, params = data.get("sql"), data.get("params")
+            if not isinstance(text, str):
+                raise BadRequest('"sql" must be a string of SQL')
+            if params is not None and not isinstance(params, list):
+                raise BadRequest('"params" must be a list')
+            cursor = await run_in_threadpool(self._run_sql, principal, text, params)
+            if ARROW in request.headers.get("accept", ""):
+                sink = pa.BufferOutputStream()
+                table = cursor.arrow() if cursor.description else pa.table({})
+                with pa.ipc.new_stream(sink, table.schema) as writer:
+                    writer.write_table(table)
+                return Response(sink.getvalue().to_pybytes(), media_type=ARROW)
+            description = cursor.description or []
+            return JSONResponse({
+                "columns": [d[0] for d in description], "types": [d[1] for d in description],
+                "rows": [[to_json(v) for v in r] for r in cursor.fetchall()],
+                "rowcount": cursor.rowcount})
+        return await self.guarded(request, handle)
+
+    def _run_sql(self, principal: Principal, text: str, params: list | None):
+        statements = parse(text)
+        db = self.hub.db
+        with self.hub.lock:
+            if params is not None and len(statements) > 1:
+                raise BadRequest("params with several statements")
+            if any(isinstance(s, (exp.Create, exp.Drop, exp.Alter)) for s in statements):
+                for stmt in statements:  # each checked when the ones before it have run
+                    self.authorize(principal, stmt)
+                    cursor = db.execute_parsed(stmt)
+                return cursor
+            for stmt in statements:
+                self.authorize(principal, stmt)
+            if len(statements) == 1:
+                return db.execute(text, params)
+            with db.transaction():
+                for stmt in statements:
+                    cursor = db.execute_parsed(stmt)
+            return cursor
+
+    async def tables(self, request: Request) -> Response:
+        def listing(principal: Principal) -> dict:
+            db, out = self.hub.db, {}
+            with self.hub.lock:
+                for name in [*db.tables(), *db.views()]:
+                    under = self.readable_tables({name})
+                    if not name.startswith("__") and all(map(principal.may_read, under)):
+                        out[name] = {"kind": "table" if name in db.tables() else "view",
+                                     "columns": [[c, t.sql()] for c, t in db.schema_of(name)]}
+            return out
+
+        async def handle(principal: Principal) -> Response:
+            return JSONResponse(await run_in_threadpool(listing, principal))
+        return await self.guarded(request, handle)
+
+    async def status(self, request: Request) -> Response:
+        def report(principal: Principal) -> dict:
+            hub = self.hub
+            with hub.lock:
+                subs = [{"id": s.id, "sql": s.sql, "tables": sorted(s.tables),
+                         "listeners": hub.listeners(s.id), "created": s.created}
+                        for s in hub.subscriptions.values()
+                        if all(map(principal.may_read, s.tables))]
+                return {"batch": hub.db.batches, "subscriptions": subs,
+                        "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
+
+        async def handle(principal: Principal) -> Response:
+            return JSONResponse(await run_in_threadpool(report, principal))
+        return await self.guarded(request, handle)
+
+    def _describe(self, principal: Principal, sid: str) -> dict:
+        with self.hub.lock:
+            served = self.hub.get(principal, sid)
+            return {"id": served.id, "sql": served.sql, "tables": sorted(served.tables),
+                    "columns": [[c, t] for c, t in self.hub.columns(served)]}
+
+    def _listing(self, principal: Principal) -> list[dict]:
+        with self.hub.lock:
+            return [self._describe(principal, s.id) for s in self.hub.subscriptions.values()
+                    if all(map(principal.may_read, s.tables))]
+
+    async def subscriptions(self, request: Request) -> Response:
+        async def handle(principal: Principal) -> Response:
+            if request.method == "GET":
+                return JSONResponse(await run_in_threadpool(self._listing, principal))
+            query = (await self.body(request)).get("query")
+            if not isinstance(query, str):
+                raise BadRequest('"query" must be a string of SQL')
+            served = await run_in_threadpool(self.hub.subscribe, principal, query)
+            return JSONResponse(await run_in_threadpool(self._describe, principal, served.id),
+                                201)
+        return await self.guarded(request, handle)
+
+    async def subscription(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+
+        async def handle(principal: Principal) -> Response:
+            if request.method == "DELETE":
+                await run_in_threadpool(self.hub.drop, principal, sid)
+                return Response(status_code=204)
+            return JSONResponse(await run_in_threadpool(self._describe, principal, sid))
+        return await self.guarded(request, handle)
+
+    async def _listen(self, principal: Principal, sid: str, after: str | None
+                      ) -> tuple[list[Event], asyncio.Queue, Callable[[Event], None]]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        def listener(event: Event) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+            except RuntimeError:  # the server's loop is closed: the stream is over
+                pass
+        first = await run_in_threadpool(self.hub.listen, principal, sid, after, listener)
+        return first, queue, listener
+
+    async def _next(self, queue: asyncio.Queue, listener: Callable[[Event], None],
+                    sent: list[int]) -> Event | None:
+        """The next event.  When none comes for PROGRESS_SECONDS while batches commit, a
+        ``progress`` event is queued (so a client knows how current it is); None after
+        KEEPALIVE_SECONDS of nothing at all."""
+        waited = 0.0
+        while waited < KEEPALIVE_SECONDS:
+            try:
+                event = await asyncio.wait_for(queue.get(), PROGRESS_SECONDS)
+                sent[0] = event.batch
+                return event
+            except TimeoutError:
+                waited += PROGRESS_SECONDS
+                if self.hub.db.batches > sent[0]:
+                    sent[0] = await run_in_threadpool(self.hub.progress, listener)
+        return None
+
+    async def events(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+
+        async def handle(principal: Principal) -> Response:
+            after = request.query_params.get("after") or request.headers.get("last-event-id")
+            first, queue, listener = await self._listen(principal, sid, after)
+
+            async def stream() -> AsyncIterator[bytes]:
+                sent = [first[-1].batch if first else -1]
+                try:
+                    for event in first:
+                        yield _sse(event)
+                    while True:
+                        event = await self._next(queue, listener, sent)
+                        if event is None:
+                            yield b": keep-alive\n\n"
+                            continue
+                        yield _sse(event)
+                        if event.kind in ("end", "shutdown"):
+                            return
+                finally:
+                    self.hub.unlisten(sid, listener)
+            return StreamingResponse(stream(), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-store"})
+        return await self.guarded(request, handle)
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        sid = websocket.path_params["sid"]
+        principal = self.principal(websocket)
+        if principal is None:  # refused in the handshake, as an HTTP 401
+            await websocket.send_denial_response(JSONResponse(
+                {"error": {"class": "Unauthorized",
+                           "message": "a valid bearer token is required"}}, 401))
+            return
+        await websocket.accept()
+        try:
+            first, queue, listener = await self._listen(
+                principal, sid, websocket.query_params.get("after"))
+        except Exception as exc:  # noqa: BLE001 - sent as the error message, then closed
+            record = exc.to_record() if isinstance(exc, Error) else {"message": str(exc)}
+            await websocket.send_json({"kind": "error", "status": status_of(exc),
+                                       "error": record})
+            await websocket.close(code=4000 + status_of(exc))
+            return
+        sent = [first[-1].batch if first else -1]
+        try:
+            for event in first:
+                await websocket.send_json(event_json(event))
+            while True:
+                event = await self._next(queue, listener, sent)
+                if event is None:
+                    await websocket.send_json({"kind": "keep-alive"})
+                    continue
+                await websocket.send_json(event_json(event))
+                if event.kind in ("end", "shutdown"):
+                    await websocket.close()
+                    return
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self.hub.unlisten(sid, listener)
+
+
+def _sse(event: Event) -> bytes:
+    return (f"id: {event.token}\nevent: {event.kind}\n"
+            f"data: {json.dumps(event_json(event), allow_nan=False)}\n\n").encode()

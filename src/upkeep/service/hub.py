@@ -1,0 +1,269 @@
+"""Subscriptions served from one database: each is a maintained view, its committed changes
+go to a durable feed and to every connected listener, and a client resumes from a token.
+
+A subscription is a query of the subscription language (``dissemination/subscriptions.py``,
+``specs/delta-dissemination.md`` D.12: SELECT-PROJECT-JOIN, every FROM atom's key added to
+the output, so its rows are a set).  Equal queries share one view, ``__sub_<id>``, where
+``<id>`` hashes the normalised query.  The views live in the database like any view, so they
+are maintained by the ordinary commit path and rebuilt when the database is reopened; the
+list of subscriptions (``service.json``) is written after the view exists, and a view
+without an entry is dropped when the hub opens.
+
+Tokens are ``<instance>:<batch>``: the batch after which the client has every change.  The
+instance is drawn once per database, so a token of another database is refused.  A client
+that resumes gets, in order, the changes of every later batch from the feed
+(``service/feed.py``), then the live ones; a token older than the feed keeps, or older
+than the subscription, gets a ``reset``: the whole result at the current batch, which the
+client puts in place of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..dissemination.subscriptions import SubscriptionError, parse
+from ..errors import Error, UnsupportedError
+from ..local import Connection
+from ..zset import Changes, Delta
+from .feed import Feed
+from .grants import Principal
+
+PREFIX = "__sub_"
+
+
+class TokenError(Error):
+    """A resume token that is malformed, of another database, or ahead of it."""
+
+
+class UnknownSubscription(Error):
+    """No subscription has this id."""
+
+
+@dataclass
+class Event:
+    """What a listener receives: ``snapshot`` / ``reset`` (rows: the whole result),
+    ``delta`` (changes: ``(row, weight)``), or ``progress`` (no change to this subscription
+    up to ``batch``), each with the token to resume after it; ``end`` when the subscription
+    is dropped, ``shutdown`` when the server stops."""
+
+    kind: str
+    batch: int
+    token: str
+    rows: list[tuple] | None = None
+    changes: Changes | None = None
+
+
+@dataclass
+class Served:
+    """One subscription: its id, the query as first written, its view and tables."""
+
+    id: str
+    sql: str
+    view: str
+    tables: frozenset[str]
+    created: int  # the batch the subscription started after
+    owner: str
+
+
+Listener = Callable[[Event], None]
+
+
+class Hub:
+    """The subscriptions of one local database.  Every database call goes through
+    :attr:`lock` (the server's request threads and its commits share the connection)."""
+
+    def __init__(self, db: Connection, retention: int = 100_000) -> None:
+        if not isinstance(db, Connection):
+            raise UnsupportedError("upkeep serve runs over the local engine; a Spark "
+                                   "database is not served yet")
+        self.db = db
+        self.lock = threading.RLock()
+        directory = db.directory
+        self._registry_path = directory / "service.json" if directory is not None else None
+        registry = self._read_registry()
+        self.instance: str = registry.get("instance") or secrets.token_hex(6)
+        self.subscriptions: dict[str, Served] = {
+            sid: Served(sid, s["sql"], PREFIX + sid, frozenset(s["tables"]), s["created"],
+                        s.get("owner", ""))
+            for sid, s in registry.get("subscriptions", {}).items()
+            if PREFIX + sid in db.views()}
+        for view in db.views():
+            if view.startswith(PREFIX) and view[len(PREFIX):] not in self.subscriptions:
+                db.execute(f'DROP VIEW "{view}"')  # created, then the process died
+        self._write_registry()
+        self.feed = Feed(directory / "feed.log" if directory is not None else None,
+                         db.batches, retention)
+        self._listeners: dict[str, set[Listener]] = {}
+        self._unsubscribe: dict[str, Callable[[], None]] = {}
+        for sid in self.subscriptions:
+            self._attach(sid)
+        db.set_journal(self._journal)
+
+    # ------------------------------------------------------------ the registry
+    def _read_registry(self) -> dict:
+        if self._registry_path is None or not self._registry_path.exists():
+            return {}
+        return json.loads(self._registry_path.read_text())
+
+    def _write_registry(self) -> None:
+        if self._registry_path is None:
+            return
+        data = {"instance": self.instance, "subscriptions": {
+            s.id: {"sql": s.sql, "tables": sorted(s.tables), "created": s.created,
+                   "owner": s.owner} for s in self.subscriptions.values()}}
+        tmp = self._registry_path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._registry_path)
+
+    # ------------------------------------------------------------ committing
+    def _journal(self, batch: int, changed: dict[str, Delta]) -> Callable[[], None]:
+        """The committer's hook: the batch's subscription changes, durable before the
+        batch is logged (so no acknowledged batch lacks its feed record)."""
+        subs = {name[len(PREFIX):]: list(d.items()) for name, d in changed.items()
+                if name.startswith(PREFIX)}
+        if not subs:
+            return lambda: None
+        self.feed.append(batch, subs)
+        return lambda: self.feed.take_back(batch)
+
+    def _attach(self, sid: str) -> None:
+        def committed(changes: Changes) -> None:
+            batch = self.db.batches
+            self.feed.compact()
+            event = Event("delta", batch, self.token(batch), changes=changes)
+            for listener in list(self._listeners.get(sid, ())):
+                listener(event)
+        self._unsubscribe[sid] = self.db.view(PREFIX + sid).subscribe(committed)
+
+    def token(self, batch: int) -> str:
+        return f"{self.instance}:{batch}"
+
+    # ------------------------------------------------------------ subscriptions
+    def schema(self) -> dict[str, tuple[list[str], list[str]]]:
+        """Every table's columns and key columns (the subscription language's schema)."""
+        out = {}
+        for name, columns, _, key in self.db.catalog()["tables"]:
+            names = [c for c, _ in columns]
+            out[name] = (names, [names[i] for i in (key or ())])
+        return out
+
+    def subscribe(self, principal: Principal, sql: str) -> Served:
+        """The subscription to ``sql`` (created if no equal one exists); raises
+        SubscriptionError outside the language, GrantError on a table not granted."""
+        with self.lock:
+            parsed = parse("query", sql, self.schema())
+            principal.check_read(parsed.tables())
+            normal = parsed.select_sql()
+            sid = hashlib.sha256(normal.encode()).hexdigest()[:16]
+            if sid in self.subscriptions:
+                return self.subscriptions[sid]
+            self.db.create_view(PREFIX + sid, normal)
+            served = Served(sid, sql, PREFIX + sid, parsed.tables(), self.db.batches,
+                            principal.name)
+            self.subscriptions[sid] = served
+            try:
+                self._write_registry()
+            except BaseException:
+                del self.subscriptions[sid]
+                self.db.execute(f'DROP VIEW "{served.view}"')
+                raise
+            self._attach(sid)
+            return served
+
+    def get(self, principal: Principal, sid: str) -> Served:
+        served = self.subscriptions.get(sid)
+        if served is None:
+            raise UnknownSubscription(f"no subscription {sid}")
+        principal.check_read(served.tables)
+        return served
+
+    def drop(self, principal: Principal, sid: str) -> None:
+        """End a subscription: its listeners get an ``end`` event, its view is dropped."""
+        with self.lock:
+            served = self.get(principal, sid)
+            principal.check_owner(served.owner)
+            self._unsubscribe.pop(sid)()
+            del self.subscriptions[sid]
+            self._write_registry()
+            self.db.execute(f'DROP VIEW "{served.view}"')
+            end = Event("end", self.db.batches, self.token(self.db.batches))
+            for listener in self._listeners.pop(sid, ()):
+                listener(end)
+
+    def columns(self, served: Served) -> list[tuple[str, str]]:
+        return self.db.view(served.view).schema
+
+    def listen(self, principal: Principal, sid: str, after: str | None,
+               listener: Listener) -> list[Event]:
+        """Start delivering ``sid``'s changes to ``listener``; returns what the client
+        must get first: the whole result (no token, or one that cannot be resumed) or the
+        changes it missed.  Atomic with respect to commits: nothing missed or doubled."""
+        with self.lock:
+            served = self.get(principal, sid)
+            now = self.db.batches
+            batch = None if after is None else self._parse_token(after, now)
+            if batch is None or batch < self.feed.horizon or batch < served.created:
+                kind = "snapshot" if after is None else "reset"
+                first = [Event(kind, now, self.token(now),
+                               rows=self.db.view(served.view).rows())]
+            else:
+                first = [Event("delta", b, self.token(b), changes=c)
+                         for b, c in self.feed.since(sid, batch)]
+                first.append(Event("progress", now, self.token(now)))
+            self._listeners.setdefault(sid, set()).add(listener)
+            return first
+
+    def progress(self, listener: Listener) -> int:
+        """Tell ``listener`` it has every change up to the current batch (a ``progress``
+        event, queued after the deltas of that batch); returns the batch."""
+        with self.lock:
+            now = self.db.batches
+            listener(Event("progress", now, self.token(now)))
+            return now
+
+    def unlisten(self, sid: str, listener: Listener) -> None:
+        """Stop delivering to ``listener`` (no lock: called from the server's event loop;
+        deliveries iterate over a copy)."""
+        self._listeners.get(sid, set()).discard(listener)
+
+    def listeners(self, sid: str) -> int:
+        return len(self._listeners.get(sid, ()))
+
+    def _parse_token(self, token: str, now: int) -> int:
+        instance, _, batch = token.rpartition(":")
+        if not instance or not batch.isdigit():
+            raise TokenError(f"malformed resume token {token!r} (expected "
+                             "<instance>:<batch>)")
+        if instance != self.instance:
+            raise TokenError(f"resume token {token!r} is of another database")
+        if int(batch) > now:
+            raise TokenError(f"resume token {token!r} is ahead of the database (batch {now})")
+        return int(batch)
+
+    def close(self) -> None:
+        """Detach from the database; every listener gets a ``shutdown`` event (its client
+        resumes from its token when the server is back)."""
+        with self.lock:
+            now = self.db.batches
+            for listeners in self._listeners.values():
+                for listener in list(listeners):
+                    listener(Event("shutdown", now, self.token(now)))
+            self._listeners.clear()
+            self.db.set_journal(None)
+            for unsubscribe in self._unsubscribe.values():
+                unsubscribe()
+            self._unsubscribe.clear()
+            self.feed.close()
+
+
+__all__ = ["PREFIX", "Event", "Hub", "Served", "SubscriptionError", "TokenError",
+           "UnknownSubscription"]

@@ -1,0 +1,120 @@
+"""``upkeep serve`` / ``upkeep.serve(...)``: the service on uvicorn, in this process.
+
+:class:`Server` owns the hub and the HTTP server; ``start()`` runs it on a background
+thread (tests, notebooks, an application that also writes through :meth:`Server.execute`),
+``run()`` in the foreground until interrupted (the command line).  It listens on
+127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+
+import uvicorn
+
+from ..cursor import Cursor
+from ..errors import Error
+from ..local import Connection
+from ..local.connection import open_local
+from .app import Service
+from .grants import Tokens
+from .hub import Hub
+
+
+class ServiceError(Error):
+    """The service could not start (address in use, bad options)."""
+
+
+class Server:
+    """A served database.  ``database``: a directory (opened and closed by the server) or
+    an open local :class:`~upkeep.local.Connection` (left open)."""
+
+    def __init__(self, database: str | os.PathLike | Connection, tokens: Tokens | str | Path,
+                 *, host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
+                 fsync: bool = True) -> None:
+        self.owns_db = not isinstance(database, Connection)
+        self._db_closed = False
+        self.db = open_local(database, fsync=fsync) if self.owns_db else database
+        try:
+            self.tokens = tokens if isinstance(tokens, Tokens) else Tokens.load(tokens)
+            self.hub = Hub(self.db, retention=retention)
+        except BaseException:
+            if self.owns_db:
+                self.db.close()
+            raise
+        self.service = Service(self.hub, self.tokens)
+        try:
+            self.socket = socket.create_server((host, port))
+        except OSError as exc:
+            self.close_db()
+            raise ServiceError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        self.host, self.port = self.socket.getsockname()[:2]
+        self._uvicorn = uvicorn.Server(uvicorn.Config(
+            self.service.app, log_level="warning", lifespan="off", ws="websockets-sansio",
+            timeout_graceful_shutdown=2))
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def execute(self, sql: str, parameters=None) -> Cursor:
+        """Run SQL on the served database from this process (no grants: the owner)."""
+        with self.hub.lock:
+            return self.db.execute(sql, parameters)
+
+    def start(self) -> Server:
+        """Serve on a background thread; returns once requests are answered."""
+        self._thread = threading.Thread(target=self._uvicorn.run,
+                                        kwargs={"sockets": [self.socket]}, daemon=True,
+                                        name="upkeep-serve")
+        self._thread.start()
+        while not self._uvicorn.started:
+            if not self._thread.is_alive():
+                raise ServiceError("the server stopped while starting")
+            self._thread.join(0.01)
+        return self
+
+    def run(self) -> None:
+        """Serve in the foreground until interrupted (Ctrl-C, SIGTERM)."""
+        try:
+            self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop serving: listeners get ``shutdown``, then the database is closed (if the
+        server opened it)."""
+        self.hub.close()
+        self._uvicorn.should_exit = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(10)
+            self._thread = None
+        self.socket.close()
+        self.close_db()
+
+    def close_db(self) -> None:
+        if self.owns_db and not self._db_closed:
+            self._db_closed = True
+            self.db.close()
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def serve(database: str | os.PathLike | Connection, tokens: Tokens | str | Path, *,
+          host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
+          block: bool = True) -> Server:
+    """Serve ``database`` over HTTP (see :mod:`upkeep.service.app` for the endpoints);
+    blocks until interrupted unless ``block=False`` (then returns the started server)."""
+    server = Server(database, tokens, host=host, port=port, retention=retention)
+    if not block:
+        return server.start()
+    server.run()
+    return server

@@ -1,0 +1,324 @@
+"""``upkeep serve``: subscriptions followed by clients equal DuckDB's evaluation of their
+queries on the served tables after every batch, across reconnects, a server restart and a
+feed that no longer reaches back far enough; grants, tokens and bad requests."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from decimal import Decimal
+
+import duckdb
+import httpx
+import pytest
+
+from upkeep.client import Client, ServiceError
+from upkeep.service import Server, Tokens
+
+ADMIN, READER, WRITER = "admin-token-0123456789", "reader-token-0123456789", "writer-token-0123456789"
+TOKENS = Tokens.from_dict({"tokens": {
+    ADMIN: {"name": "ops", "read": "*", "write": "*", "admin": True},
+    READER: {"name": "reader", "read": ["customer", "orders"]},
+    WRITER: {"name": "writer", "read": ["customer", "orders"], "write": ["customer", "orders"]},
+}})
+TABLES = """
+CREATE TABLE customer (ck INTEGER PRIMARY KEY, segment VARCHAR, nation INTEGER);
+CREATE TABLE orders (ok INTEGER PRIMARY KEY, ck INTEGER, status VARCHAR, price DECIMAL(10,2));
+CREATE TABLE secret (id INTEGER PRIMARY KEY, note VARCHAR);
+"""
+QUERIES = [
+    "SELECT o.ok, o.status FROM orders o WHERE o.status = 'open'",
+    "SELECT c.segment, o.price FROM orders o JOIN customer c ON o.ck = c.ck WHERE c.nation = 1",
+    "SELECT o.ok, o.price FROM orders o WHERE o.price > 50",
+    "SELECT c.ck, c.segment FROM customer c",
+]
+
+
+def start(directory, **options) -> Server:
+    return Server(directory, TOKENS, port=options.pop("port", 0), fsync=False,
+                  **options).start()
+
+
+def expected(admin: Client, query: str) -> Counter:
+    """``query`` evaluated by DuckDB on the server's tables as they are now."""
+    con = duckdb.connect()
+    con.execute(TABLES.replace("PRIMARY KEY", ""))
+    for table in ("customer", "orders"):
+        rows = admin.sql(f"SELECT * FROM {table}").rows
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+    return Counter(con.execute(query).fetchall())
+
+
+def projected(replica, query: str) -> Counter:
+    """The replica's rows without the key columns the language adds to the output."""
+    width = len([c for c, _ in replica.info.columns if not c.startswith("__key_")])
+    return Counter(r[:width] for r in replica.rows.elements())
+
+
+class Changes:
+    """A random stream of DML batches over customer and orders, with a model of the keys."""
+
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+        self.customers: set[int] = set()
+        self.orders: set[int] = set()
+        self.next_key = 0
+
+    def batch(self) -> str:
+        rnd, out = self.rnd, []
+        for _ in range(rnd.randint(1, 4)):
+            kind = rnd.choice(["customer", "order", "order", "update", "delete"])
+            self.next_key += 1
+            if kind == "customer" or not self.customers:
+                k = self.next_key
+                self.customers.add(k)
+                out.append(f"INSERT INTO customer VALUES ({k}, '{rnd.choice('AB')}', "
+                           f"{rnd.randint(0, 2)})")
+            elif kind == "order" or not self.orders:
+                k = self.next_key
+                self.orders.add(k)
+                out.append(f"INSERT INTO orders VALUES ({k}, {rnd.choice(sorted(self.customers))},"
+                           f" '{rnd.choice(['open', 'done'])}', {rnd.randint(1, 9999) / 100})")
+            elif kind == "update":
+                k = rnd.choice(sorted(self.orders))
+                out.append(f"UPDATE orders SET status = '{rnd.choice(['open', 'done'])}', "
+                           f"price = {rnd.randint(1, 9999) / 100} WHERE ok = {k}")
+            else:
+                k = rnd.choice(sorted(self.orders))
+                self.orders.discard(k)
+                out.append(f"DELETE FROM orders WHERE ok = {k}")
+        return ";\n".join(out)
+
+
+def check_all(admin: Client, replicas: list, batch: int) -> None:
+    for replica, query in replicas:
+        replica.follow(until=lambda r: r.batch >= batch, timeout=30)
+        assert replica.batch == batch
+        assert projected(replica, query) == expected(admin, query), query
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_replicas_equal_duckdb_through_resumes_and_a_restart(tmp_path, seed) -> None:
+    directory = tmp_path / "db"
+    server = start(directory)
+    port = server.port
+    admin = Client(server.url, ADMIN)
+    admin.sql(TABLES)
+    writer, reader = Client(server.url, WRITER), Client(server.url, READER)
+    stream = Changes(seed)
+    for _ in range(3):
+        writer.sql(stream.batch())
+    replicas = [(reader.replica(q), q) for q in QUERIES]
+    assert reader.replica(QUERIES[0]).info.id == replicas[0][0].info.id  # equal queries share
+    try:
+        for i in range(24):
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            if i % 3 == 0:  # every follow ends its stream; the next one resumes by token
+                check_all(admin, replicas, batch)
+            if i == 12:  # restart the server on the same directory and port
+                server.stop()
+                server = start(directory, port=port)
+        check_all(admin, replicas, admin.status()["batch"])
+        assert all(r.resets == 0 for r, _ in replicas)  # every resume came from the feed
+    finally:
+        server.stop()
+
+
+def test_a_token_older_than_the_feed_gets_the_whole_result(tmp_path) -> None:
+    server = start(tmp_path / "db", retention=2)
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer, reader = Client(server.url, WRITER), Client(server.url, READER)
+        stream = Changes(7)
+        replica = reader.replica(QUERIES[0])
+        replica.follow(until=lambda r: r.batch >= 0, timeout=10)
+        for _ in range(12):
+            writer.sql(stream.batch())
+        batch = admin.status()["batch"]
+        replica.follow(until=lambda r: r.batch >= batch, timeout=10)
+        assert replica.resets == 1
+        assert projected(replica, QUERIES[0]) == expected(admin, QUERIES[0])
+    finally:
+        server.stop()
+
+
+def test_changes_of_a_failed_batch_reach_no_subscriber(tmp_path) -> None:
+    server = start(tmp_path / "db")
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
+        replica = Client(server.url, READER).replica(QUERIES[0])
+        replica.follow(until=lambda r: r.batch >= 0, timeout=10)
+        before = admin.status()["batch"]
+        with pytest.raises(ServiceError) as err:  # the second statement fails: nothing applies
+            admin.sql("INSERT INTO orders VALUES (2, 1, 'open', 5); DELETE FROM orders WHERE ok = 1;"
+                      " INSERT INTO orders VALUES (2, 1, 'open', 5)")
+        assert err.value.status in (400, 409)
+        assert admin.status()["batch"] == before
+        admin.sql("INSERT INTO orders VALUES (3, 1, 'open', 7)")
+        replica.follow(until=lambda r: r.batch > before, timeout=10)
+        assert projected(replica, QUERIES[0]) == expected(admin, QUERIES[0])
+        assert len(server.hub.feed.records) == 1
+    finally:
+        server.stop()
+
+
+def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    server = start(tmp_path / "db")
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
+        sid = Client(server.url, READER).subscribe(QUERIES[0]).id
+        url = server.url.replace("http", "ws") + f"/subscriptions/{sid}/ws"
+        with connect(url, additional_headers={"Authorization": f"Bearer {READER}"}) as ws:
+            first = json.loads(ws.recv(timeout=10))
+            assert first["kind"] == "snapshot" and first["rows"] == [[1, "open", 1]]
+            admin.sql("INSERT INTO orders VALUES (2, 1, 'open', 5); "
+                      "UPDATE orders SET status = 'done' WHERE ok = 1")
+            delta = json.loads(ws.recv(timeout=10))
+            assert delta["kind"] == "delta"
+            assert sorted(map(tuple, map(json.dumps, delta["changes"]))) == sorted(
+                map(tuple, map(json.dumps, [[[2, "open", 2], 1], [[1, "open", 1], -1]])))
+        with connect(url + f"?after={first['token']}",
+                     additional_headers={"Authorization": f"Bearer {READER}"}) as ws:
+            assert json.loads(ws.recv(timeout=10))["changes"] == delta["changes"]
+        with pytest.raises(InvalidStatus) as refused:  # no token: refused in the handshake
+            connect(url)
+        assert refused.value.response.status_code == 401
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------ security and bad requests
+ENDPOINTS = [("POST", "/sql"), ("GET", "/tables"), ("GET", "/status"),
+             ("GET", "/subscriptions"), ("POST", "/subscriptions"),
+             ("GET", "/subscriptions/x"), ("DELETE", "/subscriptions/x"),
+             ("GET", "/subscriptions/x/events")]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = start(tmp_path_factory.mktemp("served") / "db")
+    admin = Client(server.url, ADMIN)
+    admin.sql(TABLES + "INSERT INTO secret VALUES (1, 'hidden');"
+              "CREATE MATERIALIZED VIEW leak AS SELECT note FROM secret")
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token-0123456789",
+                                           f"Bearer {ADMIN}x", f"Basic {ADMIN}"])
+def test_no_endpoint_answers_without_a_valid_token(served, authorization) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    for method, path in ENDPOINTS:
+        response = httpx.request(method, served.url + path, headers=headers,
+                                 json={"sql": "SELECT 1"})
+        assert response.status_code == 401, (method, path)
+        assert "secret" not in response.text and "hidden" not in response.text
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM secret",
+    "SELECT note FROM leak",
+    "SELECT o.ok FROM orders o WHERE o.ck IN (SELECT id FROM secret)",
+    "WITH s AS (SELECT * FROM secret) SELECT * FROM s",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "INSERT INTO orders VALUES (9, 1, 'open', 1)",
+    "CREATE TABLE mine (a INTEGER)",
+    "DROP VIEW leak",
+])
+def test_a_reader_is_refused_what_it_is_not_granted(served, sql) -> None:
+    with pytest.raises(ServiceError) as err:
+        Client(served.url, READER).sql(sql)
+    assert err.value.status == 403
+    assert "hidden" not in str(err.value.record)
+
+
+def test_subscriptions_respect_grants(served) -> None:
+    reader, admin = Client(served.url, READER), Client(served.url, ADMIN)
+    with pytest.raises(ServiceError) as err:
+        reader.subscribe("SELECT s.id, s.note FROM secret s")
+    assert err.value.status == 403 and "secret" in err.value.record["message"]
+    sid = admin.subscribe("SELECT s.id, s.note FROM secret s").id
+    for call in (lambda: reader.subscription(sid), lambda: list(reader.events(sid)),
+                 lambda: reader.unsubscribe(sid)):
+        with pytest.raises(ServiceError) as err:
+            call()
+        assert err.value.status == 403
+    assert sid not in [s["id"] for s in reader.status()["subscriptions"]]
+    own = Client(served.url, WRITER).subscribe("SELECT c.ck FROM customer c WHERE c.nation = 2")
+    with pytest.raises(ServiceError) as err:  # only its creator or an admin ends it
+        reader.unsubscribe(own.id)
+    assert err.value.status == 403
+
+
+@pytest.mark.parametrize("body, status, where", [
+    (b"{not json", 400, "not JSON"),
+    (b"[1, 2]", 400, "JSON object"),
+    (b'{"sql": 5}', 400, "string of SQL"),
+    (b'{"sql": "SELEC ok FROM orders"}', 400, "line"),
+    (b'{"sql": "SELECT ok FROM orders WHERE"}', 400, "line"),
+    (b'{"sql": "SELECT nope FROM orders"}', 400, "nope"),
+])
+def test_malformed_sql_requests_get_clear_errors(served, body, status, where) -> None:
+    response = httpx.post(served.url + "/sql", content=body,
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert where in json.dumps(error) and "Traceback" not in response.text
+
+
+@pytest.mark.parametrize("query, where, column", [
+    ("SELECT o.status, COUNT(*) FROM orders o GROUP BY o.status", "GROUP", None),
+    ("SELECT o.ok FROM orders o LEFT JOIN customer c ON o.ck = c.ck", "inner", 37),
+    ("SELECT o.ok FROM orders o WHERE o.price * 2 > 5", "compares no column", 33),
+    ("SELECT o.ok FROM nowhere o", "unknown table nowhere", 18),
+    ("SELECT o.nope FROM orders o", "no column nope", 8),
+    ("SELECT FROM", "Expected", 11),
+])
+def test_queries_outside_the_language_are_refused(served, query, where, column) -> None:
+    with pytest.raises(ServiceError) as err:
+        Client(served.url, READER).subscribe(query)
+    record = err.value.record
+    assert err.value.status == 400 and where in record["message"]
+    assert record["column"] == column and record["line"] == (column and 1)
+
+
+def test_bad_resume_tokens_and_unknown_subscriptions(served) -> None:
+    reader = Client(served.url, READER)
+    sid = reader.subscribe(QUERIES[0]).id
+    for token, where in [("garbage", "malformed"), ("other:1", "another database"),
+                         (f"{served.hub.instance}:999999", "ahead")]:
+        with pytest.raises(ServiceError) as err:
+            list(reader.events(sid, after=token))
+        assert err.value.status == 400 and where in err.value.record["message"]
+    with pytest.raises(ServiceError) as err:
+        reader.subscription("0123456789abcdef")
+    assert err.value.status == 404
+
+
+def test_arrow_results(served) -> None:
+    import pyarrow as pa
+
+    response = httpx.post(served.url + "/sql", json={"sql": "SELECT ck, segment FROM customer"},
+                          headers={"Authorization": f"Bearer {ADMIN}",
+                                   "Accept": "application/vnd.apache.arrow.stream"})
+    assert response.status_code == 200
+    table = pa.ipc.open_stream(response.content).read_all()
+    assert table.column_names == ["ck", "segment"]
+    assert table.num_rows == len(Client(served.url, ADMIN).sql("SELECT * FROM customer").rows)
+
+
+def test_values_keep_their_types(served) -> None:
+    admin = Client(served.url, ADMIN)
+    admin.sql("INSERT INTO orders VALUES (77, 3, 'typed', 12.50)")
+    rows = admin.sql("SELECT price FROM orders WHERE ok = 77").rows
+    assert rows == [(Decimal("12.50"),)]
