@@ -18,13 +18,20 @@ $(BUILT): $(STAMP) $(SOURCES)
 	$(VENV)/bin/python setup.py --quiet build_ext --inplace
 	touch $(BUILT)
 
+# The status page's test drives Debian's chromium (headless, through Playwright).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null
+
 .PHONY: build demo test lint bench
 build: $(BUILT)
 
 demo: $(BUILT)
 	$(VENV)/bin/python examples/tpch/run_demo.py
 
-test: $(BUILT)
+test: $(BUILT) $(CHROMIUM)
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/python -m pytest -n auto --dist loadgroup
 

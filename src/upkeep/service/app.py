@@ -13,7 +13,9 @@ browser's EventSource, which cannot set headers); errors are JSON, ``{"error": {
 * ``GET /subscriptions/<id>/events``: Server-Sent Events, ``id:`` the resume token;
   resume with ``?after=<token>`` or the ``Last-Event-ID`` header.
 * ``WS /subscriptions/<id>/ws?after=<token>``: the same events as JSON messages.
-* ``GET /status``: subscriptions with their listeners, the last batch, the feed.
+* ``GET /status``: subscriptions with their listeners and lag, the last batch, the feed.
+* ``GET /``: the status page (views, the dissemination tree, each subscription's lag, and
+  a subscription's rows live).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pyarrow as pa
 from sqlglot import exp
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -36,9 +39,10 @@ from ..codecs.json_values import to_json
 from ..errors import ConstraintError, Error
 from ..sql import is_query, parse
 from .grants import GrantError, Principal, Tokens
-from .hub import Event, Hub, UnknownSubscription
+from .hub import PREFIX, Event, Hub, UnknownSubscription
 
 ARROW = "application/vnd.apache.arrow.stream"
+PAGE = Path(__file__).with_name("page.html")
 KEEPALIVE_SECONDS = 15.0
 PROGRESS_SECONDS = 1.0
 log = logging.getLogger("upkeep.service")
@@ -85,7 +89,10 @@ class Service:
     def __init__(self, hub: Hub, tokens: Tokens) -> None:
         self.hub = hub
         self.tokens = tokens
+        #: open streams: id -> (subscription, [the last batch sent to it])
+        self.streams: dict[int, tuple[str, list[int]]] = {}
         self.app = Starlette(routes=[
+            Route("/", self.page, methods=["GET"]),
             Route("/sql", self.sql, methods=["POST"]),
             Route("/tables", self.tables, methods=["GET"]),
             Route("/status", self.status, methods=["GET"]),
@@ -149,6 +156,9 @@ class Service:
             name = table.name.lower()
             if name in ctes:
                 continue
+            if name.startswith(PREFIX) and not is_query(stmt):
+                raise GrantError(f"{name} is a subscription's view: end the subscription with "
+                                 "DELETE /subscriptions/<id>")
             if not isinstance(table.this, exp.Identifier) or name not in known:
                 if isinstance(stmt, (exp.Create, exp.Drop)):
                     continue
@@ -168,6 +178,13 @@ class Service:
         principal.check_read(self.readable_tables(names))
 
     # ------------------------------------------------------------ endpoints
+    async def page(self, request: Request) -> Response:
+        """The status page, opened as ``/?access_token=...``: its script reads the API with
+        that token."""
+        async def handle(principal: Principal) -> Response:
+            return HTMLResponse(PAGE.read_text(), headers={"Cache-Control": "no-store"})
+        return await self.guarded(request, handle)
+
     async def sql(self, request: Request) -> Response:
         async def handle(principal: Principal) -> Response:
             data = await self.body(request)
@@ -229,8 +246,12 @@ class Service:
         def report(principal: Principal) -> dict:
             hub = self.hub
             with hub.lock:
+                now, sent = hub.db.batches, {}
+                for sid, position in list(self.streams.values()):
+                    sent.setdefault(sid, []).append(position[0])
                 subs = [{"id": s.id, "sql": s.sql, "tables": sorted(s.tables),
-                         "listeners": hub.listeners(s.id), "created": s.created}
+                         "listeners": hub.listeners(s.id), "created": s.created,
+                         "lag": max(0, now - min(sent[s.id])) if s.id in sent else None}
                         for s in hub.subscriptions.values()
                         if all(map(principal.may_read, s.tables))]
                 return {"batch": hub.db.batches, "subscriptions": subs,
@@ -312,6 +333,7 @@ class Service:
 
             async def stream() -> AsyncIterator[bytes]:
                 sent = [first[-1].batch if first else -1]
+                self.streams[id(sent)] = (sid, sent)
                 try:
                     for event in first:
                         yield _sse(event)
@@ -324,6 +346,7 @@ class Service:
                         if event.kind in ("end", "shutdown"):
                             return
                 finally:
+                    self.streams.pop(id(sent), None)
                     self.hub.unlisten(sid, listener)
             return StreamingResponse(stream(), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-store"})
@@ -348,6 +371,7 @@ class Service:
             await websocket.close(code=4000 + status_of(exc))
             return
         sent = [first[-1].batch if first else -1]
+        self.streams[id(sent)] = (sid, sent)
         try:
             for event in first:
                 await websocket.send_json(event_json(event))
@@ -363,6 +387,7 @@ class Service:
         except WebSocketDisconnect:
             pass
         finally:
+            self.streams.pop(id(sent), None)
             self.hub.unlisten(sid, listener)
 
 

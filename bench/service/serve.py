@@ -1,0 +1,175 @@
+"""``upkeep serve`` under many subscribers, all fed by the server (the direct baseline of
+``specs/delta-dissemination.md`` D.14's deployment experiment, as Materialize's SUBSCRIBE
+serves them).
+
+The server runs as ``upkeep serve`` in its own process over a durable directory (fsync on),
+with ``items(id, category, region, price)`` loaded first.  ``--subscribers`` clients, in one
+asyncio process, each follow one of ``--queries`` distinct subscriptions (``category = c AND
+region = r``, round robin) over Server-Sent Events.  A writer then commits ``--batches``
+batches of ``--changes`` random price updates, at most ``--rate`` batches a second.
+Measured: delta latency (the writer sending a batch to a subscriber receiving its event),
+p50 / p99 over every (subscriber, batch) pair that has a change; the server's CPU seconds
+(``/proc``); bytes the subscribers received; the writer's commits a second.
+
+Usage::
+
+    python -m bench.service.serve --subscribers 100,1000
+
+Results go to ``bench/results/service.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.common.environment import git_rev, machine, now
+
+TOKEN = "bench-token-0123456789"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "service.json"
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def follow(client: httpx.AsyncClient, sid: str, received: dict, counter: list,
+                 ready: asyncio.Event, started: list, total: int) -> None:
+    """One subscriber: records (batch -> arrival time) of its delta events and bytes."""
+    async with client.stream("GET", f"/subscriptions/{sid}/events") as response:
+        async for line in response.aiter_lines():
+            counter[0] += len(line) + 1
+            if not line.startswith("data:"):
+                continue
+            event = json.loads(line[5:])
+            if event["kind"] == "snapshot":
+                started[0] += 1
+                if started[0] == total:
+                    ready.set()
+            elif event["kind"] == "delta":
+                received.setdefault(event["batch"], time.perf_counter())
+            elif event["kind"] in ("end", "shutdown"):
+                return
+
+
+async def run(subscribers: int, queries: int, batches: int, changes: int, rate: float,
+              rows: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="upkeep-serve-bench-"))
+    (work / "tokens.json").write_text(json.dumps({"tokens": {
+        TOKEN: {"name": "bench", "read": "*", "write": "*", "admin": True}}}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "serve", str(work / "db"),
+                               "--tokens", str(work / "tokens.json"), "--port", str(port)],
+                              stdout=subprocess.DEVNULL)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    limits = httpx.Limits(max_connections=subscribers + 10, max_keepalive_connections=20)
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
+                                 timeout=httpx.Timeout(60.0)) as client:
+        for _ in range(300):
+            try:
+                if (await client.get("/status")).status_code == 200:
+                    break
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+        rnd = random.Random(1)
+        await client.post("/sql", json={"sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, "
+                                               "category INTEGER, region INTEGER, price DOUBLE)"})
+        for start in range(0, rows, 5000):
+            values = ", ".join(f"({k}, {rnd.randrange(20)}, {rnd.randrange(10)}, "
+                               f"{rnd.randrange(10000) / 100})"
+                               for k in range(start, min(rows, start + 5000)))
+            (await client.post("/sql", json={"sql": f"INSERT INTO items VALUES {values}"}
+                               )).raise_for_status()
+        sids = []
+        for q in range(queries):
+            response = await client.post("/subscriptions", json={"query": (
+                f"SELECT i.id, i.price FROM items i WHERE i.category = {q % 20} "
+                f"AND i.region = {q // 20 % 10}")})
+            response.raise_for_status()
+            sids.append(response.json()["id"])
+        received = [dict() for _ in range(subscribers)]
+        counter, started, ready = [0], [0], asyncio.Event()
+        tasks = [asyncio.create_task(follow(client, sids[i % queries], received[i], counter,
+                                            ready, started, subscribers))
+                 for i in range(subscribers)]
+        await asyncio.wait_for(ready.wait(), 300)
+        first = (await client.get("/status")).json()["batch"]
+        cpu0, bytes0, sent, t0 = cpu_seconds(server.pid), counter[0], {}, time.perf_counter()
+        for b in range(batches):
+            keys = rnd.sample(range(rows), changes)
+            sql = "; ".join(f"UPDATE items SET price = {rnd.randrange(10000) / 100} "
+                            f"WHERE id = {k}" for k in keys)
+            sent[first + b + 1] = time.perf_counter()
+            (await client.post("/sql", json={"sql": sql})).raise_for_status()
+            await asyncio.sleep(max(0.0, (b + 1) / rate - (time.perf_counter() - t0)))
+        write_seconds = time.perf_counter() - t0
+        last = first + batches
+        deadline = time.perf_counter() + 120
+        expected = set(range(first + 1, last + 1))
+        while time.perf_counter() < deadline:
+            got = sum(len(expected & r.keys()) for r in received)
+            await asyncio.sleep(0.2)
+            if got == sum(len(expected & r.keys()) for r in received):
+                break  # nothing new arrived: every delta that will come has come
+        cpu = cpu_seconds(server.pid) - cpu0
+        total_bytes = counter[0] - bytes0
+        latencies = [r[b] - sent[b] for r in received for b in expected if b in r]
+        server.terminate()
+        server.wait(30)
+        for task in tasks:
+            task.cancel()
+    latencies.sort()
+    return {"subscribers": subscribers, "queries": queries, "batches": batches,
+            "changes_per_batch": changes, "rows": rows, "rate": rate,
+            "deliveries": len(latencies),
+            "latency_p50_ms": 1000 * statistics.median(latencies) if latencies else None,
+            "latency_p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))]
+            if latencies else None,
+            "server_cpu_s": cpu, "bytes_received": total_bytes,
+            "bytes_per_batch": total_bytes / batches,
+            "commits_per_s": batches / write_seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subscribers", default="100,1000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--changes", type=int, default=10)
+    parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument("--rows", type=int, default=100_000)
+    args = parser.parse_args()
+    results = []
+    for n in map(int, args.subscribers.split(",")):
+        result = asyncio.run(run(n, min(args.queries, n), args.batches, args.changes,
+                                 args.rate, args.rows))
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"machine": machine(), "rev": git_rev(), "date": now(),
+                                   "command": "python -m bench.service.serve " +
+                                   " ".join(sys.argv[1:]), "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
