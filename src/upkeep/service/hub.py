@@ -249,14 +249,17 @@ class Hub:
             raise TokenError(f"resume token {token!r} is ahead of the database (batch {now})")
         return int(batch)
 
+    def shutting_down(self) -> None:
+        """Every listener gets a ``shutdown`` event (its client resumes from its token when
+        the server is back).  No lock: called from a signal handler."""
+        now = self.db.batches
+        for listeners in list(self._listeners.values()):
+            for listener in list(listeners):
+                listener(Event("shutdown", now, self.token(now)))
+
     def close(self) -> None:
-        """Detach from the database; every listener gets a ``shutdown`` event (its client
-        resumes from its token when the server is back)."""
+        """Detach from the database (its journal and view subscribers)."""
         with self.lock:
-            now = self.db.batches
-            for listeners in self._listeners.values():
-                for listener in list(listeners):
-                    listener(Event("shutdown", now, self.token(now)))
             self._listeners.clear()
             self.db.set_journal(None)
             for unsubscribe in self._unsubscribe.values():

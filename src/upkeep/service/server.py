@@ -52,7 +52,7 @@ class Server:
             self.close_db()
             raise ServiceError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
         self.host, self.port = self.socket.getsockname()[:2]
-        self._uvicorn = uvicorn.Server(uvicorn.Config(
+        self._uvicorn = _Uvicorn(self.hub, uvicorn.Config(
             self.service.app, log_level="warning", lifespan="off", ws="websockets-sansio",
             timeout_graceful_shutdown=2))
         self._thread: threading.Thread | None = None
@@ -88,11 +88,12 @@ class Server:
     def stop(self) -> None:
         """Stop serving: listeners get ``shutdown``, then the database is closed (if the
         server opened it)."""
-        self.hub.close()
-        self._uvicorn.should_exit = True
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread is not None:
+            self.hub.shutting_down()
+            self._uvicorn.should_exit = True
             self._thread.join(10)
             self._thread = None
+        self.hub.close()
         self.socket.close()
         self.close_db()
 
@@ -106,6 +107,19 @@ class Server:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, telling the streams to end when a signal stops it (they would otherwise
+    hold the graceful shutdown until it times out)."""
+
+    def __init__(self, hub: Hub, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.hub = hub
+
+    def handle_exit(self, sig: int, frame) -> None:
+        self.hub.shutting_down()
+        super().handle_exit(sig, frame)
 
 
 def serve(database: str | os.PathLike | Connection, tokens: Tokens | str | Path, *,
