@@ -438,3 +438,33 @@ def test_kill_nine_of_the_server_and_of_a_subscriber_loses_and_doubles_nothing(t
                 os.kill(process.pid, signal.SIGKILL)
                 process.wait()
         thread.join(10)
+
+
+def test_ending_a_subscription_ends_its_streams_and_survives_a_restart(tmp_path) -> None:
+    import threading
+
+    server = start(tmp_path / "db")
+    port = server.port
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
+        writer = Client(server.url, WRITER)
+        sid = writer.subscribe(QUERIES[0]).id
+        kept = writer.subscribe(QUERIES[2]).id
+        kinds: list[str] = []
+        listening = threading.Thread(target=lambda: kinds.extend(
+            e["kind"] for e in writer.events(sid) if e["kind"] != "keep-alive"))
+        listening.start()
+        _wait_for(lambda: server.hub.listeners(sid) == 1, 10, "no listener")
+        writer.unsubscribe(sid)
+        listening.join(10)
+        assert kinds == ["snapshot", "end"]
+        assert f"__sub_{sid}" not in server.db.views()
+        server.stop()
+        server = start(tmp_path / "db", port=port)
+        assert [s["id"] for s in admin.status()["subscriptions"]] == [kept]
+        with pytest.raises(ServiceError) as err:
+            writer.subscription(sid)
+        assert err.value.status == 404
+    finally:
+        server.stop()
