@@ -86,6 +86,10 @@ class Client:
     def unsubscribe(self, sid: str) -> None:
         self._call("DELETE", f"/subscriptions/{sid}")
 
+    def tables(self) -> dict:
+        """The tables and views this token may read: kind, columns, and a table's key."""
+        return self._call("GET", "/tables").json()
+
     def status(self) -> dict:
         return self._call("GET", "/status").json()
 
@@ -103,8 +107,10 @@ class Client:
                 raise _error(response)
             yield from parse_sse(response.iter_lines())
 
-    def replica(self, query: str) -> Replica:
-        return Replica(self, self.subscribe(query))
+    def replica(self, query: str, fallbacks: list[Client] = ()) -> Replica:
+        """Follow ``query`` here; ``fallbacks`` (e.g. the source of this relay) must hold
+        the same subscription: a client resumes there if this server goes away."""
+        return Replica(self, self.subscribe(query), fallbacks)
 
     def close(self) -> None:
         self._http.close()
@@ -120,8 +126,12 @@ class Replica:
     """A subscription's result kept locally: ``rows`` (a Counter), the ``token`` and
     ``batch`` it is current at."""
 
-    def __init__(self, client: Client, info: SubscriptionInfo) -> None:
+    def __init__(self, client: Client, info: SubscriptionInfo,
+                 fallbacks: list[Client] = ()) -> None:
         self.client = client
+        #: where to resume, in order, when the current feeder cannot be reached (a relay
+        #: that left or failed): the same subscription id and token work at each
+        self.fallbacks = list(fallbacks)
         self.info = info
         self.types: list[SqlType] = [type_from_name(t) for _, t in info.columns]
         self.rows: Counter[tuple] = Counter()
@@ -129,6 +139,7 @@ class Replica:
         self.batch = -1
         self.resets = 0
         self.reconnects = 0
+        self.rehomed = 0
 
     def apply(self, event: dict) -> None:
         kind = event["kind"]
@@ -169,12 +180,22 @@ class Replica:
                     if time.monotonic() > deadline:
                         break
             except (httpx.TransportError, httpx.StreamError):
-                pass
+                if self.fallbacks and not self._reachable():
+                    self.client = self.fallbacks.pop(0)
+                    self.rehomed += 1
             if time.monotonic() > deadline:
                 raise TimeoutError(f"subscription {self.info.id}: not done after {timeout} s "
                                    f"(at batch {self.batch})")
             self.reconnects += 1
             time.sleep(retry)
+
+
+    def _reachable(self) -> bool:
+        try:
+            self.client.status()
+            return True
+        except (httpx.TransportError, ServiceError):
+            return False
 
 
 def parse_sse(lines: Iterator[str]) -> Iterator[dict]:

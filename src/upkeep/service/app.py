@@ -231,11 +231,14 @@ class Service:
         def listing(principal: Principal) -> dict:
             db, out = self.hub.db, {}
             with self.hub.lock:
+                keys = {t: key for t, (_, key) in self.hub.schema().items()}
                 for name in [*db.tables(), *db.views()]:
                     under = self.readable_tables({name})
                     if not name.startswith("__") and all(map(principal.may_read, under)):
                         out[name] = {"kind": "table" if name in db.tables() else "view",
                                      "columns": [[c, t.sql()] for c, t in db.schema_of(name)]}
+                        if name in keys:
+                            out[name]["key"] = keys[name]
             return out
 
         async def handle(principal: Principal) -> Response:
@@ -246,7 +249,7 @@ class Service:
         def report(principal: Principal) -> dict:
             hub = self.hub
             with hub.lock:
-                now, sent = hub.db.batches, {}
+                now, sent = hub.now(), {}
                 for sid, position in list(self.streams.values()):
                     sent.setdefault(sid, []).append(position[0])
                 subs = [{"id": s.id, "sql": s.sql, "tables": sorted(s.tables),
@@ -254,7 +257,7 @@ class Service:
                          "lag": max(0, now - min(sent[s.id])) if s.id in sent else None}
                         for s in hub.subscriptions.values()
                         if all(map(principal.may_read, s.tables))]
-                return {"batch": hub.db.batches, "subscriptions": subs,
+                return {"batch": now, "subscriptions": subs,
                         "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
 
         async def handle(principal: Principal) -> Response:
@@ -320,7 +323,7 @@ class Service:
                 return event
             except TimeoutError:
                 waited += PROGRESS_SECONDS
-                if self.hub.db.batches > sent[0]:
+                if self.hub.now() > sent[0]:
                     sent[0] = await run_in_threadpool(self.hub.progress, listener)
         return None
 

@@ -26,8 +26,9 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from ..dissemination.subscriptions import SubscriptionError, parse
+from ..dissemination.subscriptions import Subscription, SubscriptionError, parse
 from ..errors import Error, UnsupportedError
 from ..local import Connection
 from ..zset import Changes, Delta
@@ -74,20 +75,41 @@ class Served:
 Listener = Callable[[Event], None]
 
 
+def subscription_id(parsed: Subscription) -> str:
+    """A subscription's id: a hash of its normalised query, the same on every server and
+    relay, so a client can move between them with its token."""
+    return hashlib.sha256(parsed.select_sql().encode()).hexdigest()[:16]
+
+
+class Relay(Protocol):
+    """What a hub needs from a relay (``service/relay.py``): the source's instance and the
+    last source batch applied, the source's schema, and the view body that answers a query
+    from what the relay holds."""
+
+    instance: str
+    batch: int
+    schema: dict[str, tuple[list[str], list[str]]]
+
+    def rewrite(self, parsed: Subscription) -> str: ...
+
+
 class Hub:
     """The subscriptions of one local database.  Every database call goes through
     :attr:`lock` (the server's request threads and its commits share the connection)."""
 
-    def __init__(self, db: Connection, retention: int = 100_000) -> None:
+    def __init__(self, db: Connection, retention: int = 100_000,
+                 relay: Relay | None = None) -> None:
         if not isinstance(db, Connection):
             raise UnsupportedError("upkeep serve runs over the local engine; a Spark "
                                    "database is not served yet")
         self.db = db
+        self.relay = relay
         self.lock = threading.RLock()
         directory = db.directory
         self._registry_path = directory / "service.json" if directory is not None else None
         registry = self._read_registry()
-        self.instance: str = registry.get("instance") or secrets.token_hex(6)
+        self.instance: str = (relay.instance if relay is not None else
+                              registry.get("instance") or secrets.token_hex(6))
         self.subscriptions: dict[str, Served] = {
             sid: Served(sid, s["sql"], PREFIX + sid, frozenset(s["tables"]), s["created"],
                         s.get("owner", ""))
@@ -98,7 +120,7 @@ class Hub:
                 db.execute(f'DROP VIEW "{view}"')  # created, then the process died
         self._write_registry()
         self.feed = Feed(directory / "feed.log" if directory is not None else None,
-                         db.batches, retention)
+                         self.now(), retention)
         self._listeners: dict[str, set[Listener]] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         for sid in self.subscriptions:
@@ -132,17 +154,23 @@ class Hub:
                 if name.startswith(PREFIX)}
         if not subs:
             return lambda: None
+        batch = batch if self.relay is None else self.relay.batch
         self.feed.append(batch, subs)
         return lambda: self.feed.take_back(batch)
 
     def _attach(self, sid: str) -> None:
         def committed(changes: Changes) -> None:
-            batch = self.db.batches
+            batch = self.now()
             self.feed.compact()
             event = Event("delta", batch, self.token(batch), changes=changes)
             for listener in list(self._listeners.get(sid, ())):
                 listener(event)
         self._unsubscribe[sid] = self.db.view(PREFIX + sid).subscribe(committed)
+
+    def now(self) -> int:
+        """The batch the served results are current at: the database's last, or, on a
+        relay, the last batch of the source it has applied."""
+        return self.db.batches if self.relay is None else self.relay.batch
 
     def token(self, batch: int) -> str:
         return f"{self.instance}:{batch}"
@@ -150,6 +178,8 @@ class Hub:
     # ------------------------------------------------------------ subscriptions
     def schema(self) -> dict[str, tuple[list[str], list[str]]]:
         """Every table's columns and key columns (the subscription language's schema)."""
+        if self.relay is not None:
+            return self.relay.schema
         out = {}
         for name, columns, _, key in self.db.catalog()["tables"]:
             names = [c for c, _ in columns]
@@ -162,12 +192,12 @@ class Hub:
         with self.lock:
             parsed = parse("query", sql, self.schema())
             principal.check_read(parsed.tables())
-            normal = parsed.select_sql()
-            sid = hashlib.sha256(normal.encode()).hexdigest()[:16]
+            sid = subscription_id(parsed)
             if sid in self.subscriptions:
                 return self.subscriptions[sid]
-            self.db.create_view(PREFIX + sid, normal)
-            served = Served(sid, sql, PREFIX + sid, parsed.tables(), self.db.batches,
+            body = parsed.select_sql() if self.relay is None else self.relay.rewrite(parsed)
+            self.db.create_view(PREFIX + sid, body)
+            served = Served(sid, sql, PREFIX + sid, parsed.tables(), self.now(),
                             principal.name)
             self.subscriptions[sid] = served
             try:
@@ -195,7 +225,7 @@ class Hub:
             del self.subscriptions[sid]
             self._write_registry()
             self.db.execute(f'DROP VIEW "{served.view}"')
-            end = Event("end", self.db.batches, self.token(self.db.batches))
+            end = Event("end", self.now(), self.token(self.now()))
             for listener in self._listeners.pop(sid, ()):
                 listener(end)
 
@@ -209,7 +239,7 @@ class Hub:
         changes it missed.  Atomic with respect to commits: nothing missed or doubled."""
         with self.lock:
             served = self.get(principal, sid)
-            now = self.db.batches
+            now = self.now()
             batch = None if after is None else self._parse_token(after, now)
             if batch is None or batch < self.feed.horizon or batch < served.created:
                 kind = "snapshot" if after is None else "reset"
@@ -226,7 +256,7 @@ class Hub:
         """Tell ``listener`` it has every change up to the current batch (a ``progress``
         event, queued after the deltas of that batch); returns the batch."""
         with self.lock:
-            now = self.db.batches
+            now = self.now()
             listener(Event("progress", now, self.token(now)))
             return now
 
@@ -252,7 +282,7 @@ class Hub:
     def shutting_down(self) -> None:
         """Every listener gets a ``shutdown`` event (its client resumes from its token when
         the server is back).  No lock: called from a signal handler."""
-        now = self.db.batches
+        now = self.now()
         for listeners in list(self._listeners.values()):
             for listener in list(listeners):
                 listener(Event("shutdown", now, self.token(now)))

@@ -21,7 +21,7 @@ from ..local import Connection
 from ..local.connection import open_local
 from .app import Service
 from .grants import Tokens
-from .hub import Hub
+from .hub import Hub, Relay
 
 
 class ServiceError(Error):
@@ -34,13 +34,13 @@ class Server:
 
     def __init__(self, database: str | os.PathLike | Connection, tokens: Tokens | str | Path,
                  *, host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, relay: Relay | None = None) -> None:
         self.owns_db = not isinstance(database, Connection)
         self._db_closed = False
         self.db = open_local(database, fsync=fsync) if self.owns_db else database
         try:
             self.tokens = tokens if isinstance(tokens, Tokens) else Tokens.load(tokens)
-            self.hub = Hub(self.db, retention=retention)
+            self.hub = Hub(self.db, retention=retention, relay=relay)
         except BaseException:
             if self.owns_db:
                 self.db.close()

@@ -1,0 +1,73 @@
+"""Subscribers served by another subscriber (a relay, one of Delta's sites): a subscription
+computed at the relay from the one it follows equals DuckDB's evaluation on the server's
+tables after every batch, and when the relay leaves, its subscriber resumes at the server
+with the token it holds, nothing missed or doubled."""
+
+from __future__ import annotations
+
+import pytest
+from test_service import ADMIN, READER, TABLES, TOKENS, WRITER, Changes, expected, projected, start
+
+from upkeep.client import Client, ServiceError
+from upkeep.service.relay import RelaySite
+
+FOLLOWED = "SELECT o.ok, o.status, o.price FROM orders o WHERE o.status = 'open'"
+DERIVED = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open' AND o.price > 50"
+
+
+def test_a_relay_serves_what_it_can_compute_and_its_subscribers_move_when_it_leaves(
+        tmp_path) -> None:
+    server = start(tmp_path / "db")
+    relay = None
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(3)
+        for _ in range(3):
+            writer.sql(stream.batch())
+        relay = RelaySite(server.url, READER, FOLLOWED, TOKENS).start()
+        at_server = Client(server.url, READER).subscribe(DERIVED)  # where it may move to
+        replica = Client(relay.url, READER).replica(DERIVED, fallbacks=[Client(server.url,
+                                                                               READER)])
+        assert replica.info.id == at_server.id  # one id everywhere: tokens carry over
+        subs = {s["id"]: s for s in admin.status()["subscriptions"]}
+        for i in range(18):
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+            assert projected(replica, DERIVED) == expected(admin, DERIVED)
+            if i == 5:  # the relay feeds the subscriber: the server does not
+                subs = {s["id"]: s for s in admin.status()["subscriptions"]}
+                assert subs[at_server.id]["listeners"] == 0
+                assert subs[relay.info.id]["listeners"] == 1
+            if i == 11:
+                relay.stop()  # it leaves; the subscriber resumes at the server
+                relay = None
+        assert replica.rehomed == 1 and replica.resets == 0
+    finally:
+        if relay is not None:
+            relay.stop()
+        server.stop()
+
+
+def test_a_relay_refuses_what_it_cannot_compute_or_the_caller_may_not_read(tmp_path) -> None:
+    server = start(tmp_path / "db")
+    relay = None
+    try:
+        Client(server.url, ADMIN).sql(TABLES)
+        relay = RelaySite(server.url, READER, FOLLOWED, TOKENS).start()
+        at_relay = Client(relay.url, READER)
+        for query in ("SELECT c.ck FROM customer c",  # another table
+                      "SELECT o.ok FROM orders o",  # more rows than it holds
+                      "SELECT o.ok, o.ck FROM orders o WHERE o.status = 'open'"):  # a column
+            with pytest.raises(ServiceError) as err:
+                at_relay.subscribe(query)
+            assert err.value.status == 400 and "subscribe at the source" in str(err.value)
+        with pytest.raises(ServiceError) as err:  # the relay's own grants hold
+            Client(relay.url, "nobody-token-0123456789").subscribe(DERIVED)
+        assert err.value.status == 401
+    finally:
+        if relay is not None:
+            relay.stop()
+        server.stop()
