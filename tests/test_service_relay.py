@@ -71,3 +71,56 @@ def test_a_relay_refuses_what_it_cannot_compute_or_the_caller_may_not_read(tmp_p
         if relay is not None:
             relay.stop()
         server.stop()
+
+
+def test_kill_nine_of_a_relay_process_moves_its_subscriber_to_the_server(tmp_path) -> None:
+    """``upkeep relay`` in its own process, killed with SIGKILL while a writer commits: its
+    subscriber resumes at the server from its token, and equals DuckDB once caught up."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from test_service import _free_port, _wait_for
+
+    server, relay = start(tmp_path / "db"), None
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(5)
+        tokens = tmp_path / "tokens.json"
+        tokens.write_text(json.dumps({"tokens": {READER: {"name": "reader",
+                                                          "read": ["orders"]}}}))
+        port = _free_port()
+        relay = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "relay", server.url,
+                                  FOLLOWED, "--token", READER, "--tokens", str(tokens),
+                                  "--port", str(port)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        at_relay = Client(f"http://127.0.0.1:{port}", READER)
+
+        def up() -> bool:
+            assert relay.poll() is None, relay.stderr.read().decode()[-2000:]
+            try:
+                at_relay.status()
+                return True
+            except Exception:  # noqa: BLE001 - not listening yet
+                return False
+        _wait_for(up, 60, "the relay did not answer")
+        Client(server.url, READER).subscribe(DERIVED)
+        replica = at_relay.replica(DERIVED, fallbacks=[Client(server.url, READER)])
+        for i in range(12):
+            writer.sql(stream.batch())
+            if i == 6:
+                replica.follow(until=lambda r: r.batch >= admin.status()["batch"], timeout=30)
+                assert replica.rehomed == 0
+                relay.send_signal(signal.SIGKILL)
+                relay.wait()
+        replica.follow(until=lambda r: r.batch >= admin.status()["batch"], timeout=30)
+        assert replica.rehomed == 1 and replica.resets == 0
+        assert projected(replica, DERIVED) == expected(admin, DERIVED)
+    finally:
+        if relay is not None and relay.poll() is None:
+            relay.kill()
+            relay.wait()
+        server.stop()

@@ -137,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     subscribe.add_argument("--timeout", type=float, default=float("inf"),
                            help="stop after this many seconds")
 
+    relay = commands.add_parser(
+        "relay", help="follow a subscription and serve the subscriptions computable from it",
+        description="A subscriber that serves other subscribers (a site of the Delta paper): "
+                    "it follows QUERY at SOURCE and serves, with the endpoints of upkeep "
+                    "serve, every subscription that can be computed from QUERY's rows. Tokens "
+                    "are the source's, so its subscribers can resume at the source if it "
+                    "leaves (docs/service.md).")
+    relay.add_argument("source", help="the server or relay to follow, e.g. http://127.0.0.1:8765")
+    relay.add_argument("query", help="the subscription to follow")
+    relay.add_argument("--token", required=True, help="bearer token at the source (or @FILE)")
+    relay.add_argument("--tokens", type=Path, required=True,
+                       help="the tokens file of the relay's own subscribers (JSON)")
+    relay.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    relay.add_argument("--port", type=int, default=8766, help="port to listen on")
+
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
         description="Rewrite each damaged log of the directory with its intact records only "
@@ -145,6 +160,23 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("target", type=Path,
                         help="the database directory, or a pipeline file (its state_dir)")
     return parser
+
+
+def _relay(args: argparse.Namespace, console: Console) -> None:
+    """``upkeep relay``: serve until interrupted."""
+    from .service import Tokens
+    from .service.relay import RelaySite
+
+    token = Path(args.token[1:]).read_text().strip() if args.token.startswith("@") else args.token
+    relay = RelaySite(args.source, token, args.query, Tokens.load(args.tokens), host=args.host,
+                      port=args.port).start()
+    console.print(f"upkeep: relaying subscription {relay.info.id} of {args.source} on "
+                  f"{relay.url}", highlight=False, markup=False)
+    stop = threading.Event()
+    with _graceful_stop(stop, console):
+        while not stop.wait(0.5):
+            pass
+    relay.stop()
 
 
 def _repair(target: Path) -> str:
@@ -310,6 +342,9 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
 
             follow_subscription(args.url, args.query, args.token, state=args.state,
                                 batches=args.batches, timeout=args.timeout)
+            return 0
+        if args.command == "relay":
+            _relay(args, console)
             return 0
         if args.command == "plan":
             console.print(_plan(args), highlight=False, markup=False, soft_wrap=True)
