@@ -9,11 +9,19 @@ region = r``, round robin) over Server-Sent Events.  A writer then commits ``--b
 batches of ``--changes`` random price updates, at most ``--rate`` batches a second.
 Measured: delta latency (the writer sending a batch to a subscriber receiving its event),
 p50 / p99 over every (subscriber, batch) pair that has a change; the server's CPU seconds
-(``/proc``); bytes the subscribers received; the writer's commits a second.
+(``/proc``); the bytes of events the server sent (its ``/status``) and the subscribers
+received; the writer's commits a second.
+
+With ``--relays R`` (R > 0) the same subscribers are fed by R relays (``upkeep relay``, each
+its own process) instead: relay ``r`` follows every item of a contiguous range of
+categories, and each subscriber subscribes at the relay whose rows its query can be
+computed from (the derived queries are also registered at the server, where a subscriber
+would resume if its relay left).  That is the configuration the planner chooses for this
+workload (each derived query has exactly one rewriting, over its category's relay).
 
 Usage::
 
-    python -m bench.service.serve --subscribers 100,1000
+    python -m bench.service.serve --subscribers 100,1000 --relays 0,10
 
 Results go to ``bench/results/service.json``.
 """
@@ -39,6 +47,7 @@ from bench.common.environment import git_rev, machine, now
 
 TOKEN = "bench-token-0123456789"
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "service.json"
+RELAYS: list[subprocess.Popen] = []  # killed at the end of a run, whatever happens
 
 
 def cpu_seconds(pid: int) -> float:
@@ -71,8 +80,35 @@ async def follow(client: httpx.AsyncClient, sid: str, received: dict, counter: l
                 return
 
 
+def relay_range(r: int, count: int) -> tuple[int, int]:
+    """The categories relay ``r`` of ``count`` follows: a contiguous share of the 20."""
+    return r * 20 // count, (r + 1) * 20 // count
+
+
+def relay_of(category: int, count: int) -> int:
+    return next(r for r in range(count) if relay_range(r, count)[0] <= category
+                < relay_range(r, count)[1])
+
+
+def start_relays(url: str, work: Path, count: int) -> tuple[list[subprocess.Popen], list[str]]:
+    """``count`` relays, relay ``r`` following every item of its categories (a general
+    subscription each derived one of those categories can be computed from)."""
+    processes, urls = [], []
+    for r in range(count):
+        port = free_port()
+        low, high = relay_range(r, count)
+        query = (f"SELECT i.id, i.category, i.region, i.price FROM items i "
+                 f"WHERE i.category >= {low} AND i.category < {high}")
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "upkeep.cli", "relay", url, query, "--token", TOKEN,
+             "--tokens", str(work / "tokens.json"), "--port", str(port)],
+            stdout=subprocess.DEVNULL))
+        urls.append(f"http://127.0.0.1:{port}")
+    return processes, urls
+
+
 async def run(subscribers: int, queries: int, batches: int, changes: int, rate: float,
-              rows: int) -> dict:
+              rows: int, relays: int = 0) -> dict:
     work = Path(tempfile.mkdtemp(prefix="upkeep-serve-bench-"))
     (work / "tokens.json").write_text(json.dumps({"tokens": {
         TOKEN: {"name": "bench", "read": "*", "write": "*", "admin": True}}}))
@@ -81,6 +117,20 @@ async def run(subscribers: int, queries: int, batches: int, changes: int, rate: 
     server = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "serve", str(work / "db"),
                                "--tokens", str(work / "tokens.json"), "--port", str(port)],
                               stdout=subprocess.DEVNULL)
+    try:
+        return await measure(server, url, work, subscribers, queries, batches, changes, rate,
+                             rows, relays)
+    finally:
+        for process in [server, *RELAYS]:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        RELAYS.clear()
+
+
+async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: int,
+                  queries: int, batches: int, changes: int, rate: float, rows: int,
+                  relays: int) -> dict:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=subscribers + 10, max_keepalive_connections=20)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
@@ -107,13 +157,34 @@ async def run(subscribers: int, queries: int, batches: int, changes: int, rate: 
                 f"AND i.region = {q // 20 % 10}")})
             response.raise_for_status()
             sids.append(response.json()["id"])
+        relay_processes, relay_urls = start_relays(url, work, relays) if relays else ([], [])
+        RELAYS.extend(relay_processes)
+        feeders = []
+        for r_url in relay_urls:
+            feeder = httpx.AsyncClient(base_url=r_url, headers=headers, limits=limits,
+                                       timeout=httpx.Timeout(60.0))
+            for _ in range(600):
+                try:
+                    if (await feeder.get("/status")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            feeders.append(feeder)
+        for q in range(queries if relays else 0):  # each derived query at its relay
+            response = await feeders[relay_of(q % 20, relays)].post("/subscriptions", json={"query": (
+                f"SELECT i.id, i.price FROM items i WHERE i.category = {q % 20} "
+                f"AND i.region = {q // 20 % 10}")})
+            response.raise_for_status()
+            assert response.json()["id"] == sids[q]
         received = [dict() for _ in range(subscribers)]
         counter, started, ready = [0], [0], asyncio.Event()
-        tasks = [asyncio.create_task(follow(client, sids[i % queries], received[i], counter,
-                                            ready, started, subscribers))
+        tasks = [asyncio.create_task(follow(feeders[relay_of(i % queries % 20, relays)] if relays
+                                            else client, sids[i % queries], received[i],
+                                            counter, ready, started, subscribers))
                  for i in range(subscribers)]
         await asyncio.wait_for(ready.wait(), 300)
-        first = (await client.get("/status")).json()["batch"]
+        status = (await client.get("/status")).json()
+        first, sent0 = status["batch"], status["bytes_sent"]
         cpu0, bytes0, sent, t0 = cpu_seconds(server.pid), counter[0], {}, time.perf_counter()
         for b in range(batches):
             keys = rnd.sample(range(rows), changes)
@@ -133,13 +204,23 @@ async def run(subscribers: int, queries: int, batches: int, changes: int, rate: 
                 break  # nothing new arrived: every delta that will come has come
         cpu = cpu_seconds(server.pid) - cpu0
         total_bytes = counter[0] - bytes0
+        server_bytes = (await client.get("/status")).json()["bytes_sent"] - sent0
+        relay_cpu = sum(cpu_seconds(p.pid) for p in relay_processes)
+        for process in relay_processes:
+            process.terminate()
+        for process in relay_processes:
+            process.wait(30)
+        for feeder in feeders:
+            await feeder.aclose()
         latencies = [r[b] - sent[b] for r in received for b in expected if b in r]
         server.terminate()
         server.wait(30)
         for task in tasks:
             task.cancel()
     latencies.sort()
-    return {"subscribers": subscribers, "queries": queries, "batches": batches,
+    return {"subscribers": subscribers, "relays": relays, "queries": queries,
+            "batches": batches, "server_bytes_sent": server_bytes,
+            "relays_cpu_s": relay_cpu,
             "changes_per_batch": changes, "rows": rows, "rate": rate,
             "deliveries": len(latencies),
             "latency_p50_ms": 1000 * statistics.median(latencies) if latencies else None,
@@ -158,13 +239,16 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=10)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--relays", default="0,10",
+                        help="relay counts to compare (0: every subscriber at the server)")
     args = parser.parse_args()
     results = []
     for n in map(int, args.subscribers.split(",")):
-        result = asyncio.run(run(n, min(args.queries, n), args.batches, args.changes,
-                                 args.rate, args.rows))
-        print(json.dumps(result), flush=True)
-        results.append(result)
+        for relays in map(int, args.relays.split(",")):
+            result = asyncio.run(run(n, min(args.queries, n), args.batches, args.changes,
+                                     args.rate, args.rows, relays))
+            print(json.dumps(result), flush=True)
+            results.append(result)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"machine": machine(), "rev": git_rev(), "date": now(),
                                    "command": "python -m bench.service.serve " +

@@ -91,6 +91,8 @@ class Service:
         self.tokens = tokens
         #: open streams: id -> (subscription, [the last batch sent to it])
         self.streams: dict[int, tuple[str, list[int]]] = {}
+        #: bytes of events sent to subscribers (the dissemination's cost at this server)
+        self.bytes_sent = 0
         self.app = Starlette(routes=[
             Route("/", self.page, methods=["GET"]),
             Route("/sql", self.sql, methods=["POST"]),
@@ -103,6 +105,10 @@ class Service:
         ])
 
     # ------------------------------------------------------------ helpers
+    def _count(self, message: bytes | str) -> bytes | str:
+        self.bytes_sent += len(message)
+        return message
+
     def principal(self, conn: Request | WebSocket) -> Principal | None:
         header = conn.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else None
@@ -257,7 +263,7 @@ class Service:
                          "lag": max(0, now - min(sent[s.id])) if s.id in sent else None}
                         for s in hub.subscriptions.values()
                         if all(map(principal.may_read, s.tables))]
-                return {"batch": now, "subscriptions": subs,
+                return {"batch": now, "subscriptions": subs, "bytes_sent": self.bytes_sent,
                         "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
 
         async def handle(principal: Principal) -> Response:
@@ -339,13 +345,13 @@ class Service:
                 self.streams[id(sent)] = (sid, sent)
                 try:
                     for event in first:
-                        yield _sse(event)
+                        yield self._count(_sse(event))
                     while True:
                         event = await self._next(queue, listener, sent)
                         if event is None:
                             yield b": keep-alive\n\n"
                             continue
-                        yield _sse(event)
+                        yield self._count(_sse(event))
                         if event.kind in ("end", "shutdown"):
                             return
                 finally:
@@ -377,13 +383,13 @@ class Service:
         self.streams[id(sent)] = (sid, sent)
         try:
             for event in first:
-                await websocket.send_json(event_json(event))
+                await websocket.send_text(self._count(json.dumps(event_json(event))))
             while True:
                 event = await self._next(queue, listener, sent)
                 if event is None:
                     await websocket.send_json({"kind": "keep-alive"})
                     continue
-                await websocket.send_json(event_json(event))
+                await websocket.send_text(self._count(json.dumps(event_json(event))))
                 if event.kind in ("end", "shutdown"):
                     await websocket.close()
                     return
