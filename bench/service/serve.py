@@ -80,6 +80,25 @@ async def follow(client: httpx.AsyncClient, sid: str, received: dict, counter: l
                 return
 
 
+def derived(q: int) -> str:
+    """Subscription ``q``: the items of one category and region."""
+    return (f"SELECT i.id, i.price FROM items i WHERE i.category = {q % 20} "
+            f"AND i.region = {q // 20 % 10}")
+
+
+async def answering(client: httpx.AsyncClient, seconds: float = 60.0) -> None:
+    """Wait until the server or relay behind ``client`` answers."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if (await client.get("/status")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"{client.base_url} did not answer in {seconds} s")
+
+
 def relay_range(r: int, count: int) -> tuple[int, int]:
     """The categories relay ``r`` of ``count`` follows: a contiguous share of the 20."""
     return r * 20 // count, (r + 1) * 20 // count
@@ -135,12 +154,7 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
     limits = httpx.Limits(max_connections=subscribers + 10, max_keepalive_connections=20)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
                                  timeout=httpx.Timeout(60.0)) as client:
-        for _ in range(300):
-            try:
-                if (await client.get("/status")).status_code == 200:
-                    break
-            except httpx.TransportError:
-                await asyncio.sleep(0.1)
+        await answering(client)
         rnd = random.Random(1)
         await client.post("/sql", json={"sql": "CREATE TABLE items (id INTEGER PRIMARY KEY, "
                                                "category INTEGER, region INTEGER, price DOUBLE)"})
@@ -152,9 +166,7 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
                                )).raise_for_status()
         sids = []
         for q in range(queries):
-            response = await client.post("/subscriptions", json={"query": (
-                f"SELECT i.id, i.price FROM items i WHERE i.category = {q % 20} "
-                f"AND i.region = {q // 20 % 10}")})
+            response = await client.post("/subscriptions", json={"query": derived(q)})
             response.raise_for_status()
             sids.append(response.json()["id"])
         relay_processes, relay_urls = start_relays(url, work, relays) if relays else ([], [])
@@ -163,17 +175,11 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
         for r_url in relay_urls:
             feeder = httpx.AsyncClient(base_url=r_url, headers=headers, limits=limits,
                                        timeout=httpx.Timeout(60.0))
-            for _ in range(600):
-                try:
-                    if (await feeder.get("/status")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    await asyncio.sleep(0.1)
+            await answering(feeder)
             feeders.append(feeder)
         for q in range(queries if relays else 0):  # each derived query at its relay
-            response = await feeders[relay_of(q % 20, relays)].post("/subscriptions", json={"query": (
-                f"SELECT i.id, i.price FROM items i WHERE i.category = {q % 20} "
-                f"AND i.region = {q // 20 % 10}")})
+            response = await feeders[relay_of(q % 20, relays)].post(
+                "/subscriptions", json={"query": derived(q)})
             response.raise_for_status()
             assert response.json()["id"] == sids[q]
         received = [dict() for _ in range(subscribers)]
