@@ -13,7 +13,7 @@ import duckdb
 import httpx
 import pytest
 
-from upkeep.client import Client, ServiceError
+from upkeep.client import Client, Replica, ServiceError
 from upkeep.service import Server, Tokens
 
 ADMIN, READER, WRITER = "admin-token-0123456789", "reader-token-0123456789", "writer-token-0123456789"
@@ -467,4 +467,52 @@ def test_ending_a_subscription_ends_its_streams_and_survives_a_restart(tmp_path)
             writer.subscription(sid)
         assert err.value.status == 404
     finally:
+        server.stop()
+
+
+def test_a_stream_too_far_behind_is_ended_and_its_client_resumes_from_the_feed(tmp_path) -> None:
+    """A stream whose events pile up (its client reads too slowly) is ended with
+    ``lagging`` after ``max_queued`` events, instead of growing without bound; the client
+    resumes from the last event it got and misses nothing."""
+    import asyncio
+    import threading
+
+    server = start(tmp_path / "db")
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def on_loop(coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result(10)
+
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        reader = Client(server.url, READER)
+        sid = reader.subscribe(QUERIES[3]).id
+        service, principal = server.service, TOKENS.principal(READER)
+        service.max_queued = 3
+        first, queue, listener = on_loop(service._listen(principal, sid, None))
+        for k in range(8):  # nobody drains the queue meanwhile
+            admin.sql(f"INSERT INTO customer VALUES ({k}, 'A', 1)")
+            on_loop(asyncio.sleep(0))  # the loop has queued what the commit sent
+
+        async def drain() -> list:
+            return [queue.get_nowait() for _ in range(queue.qsize())]
+        events = on_loop(drain())
+        server.hub.unlisten(sid, listener)
+        assert [e.kind for e in events] == ["delta"] * 3 + ["lagging"]
+        replica = Replica(reader, reader.subscription(sid))
+        assert first[0].kind == "snapshot" and first[0].rows == []
+        replica.apply({"kind": "snapshot", "token": first[0].token, "batch": first[0].batch,
+                       "rows": []})
+        for e in events[:3]:
+            replica.apply({"kind": "delta", "token": e.token, "batch": e.batch,
+                           "changes": [[list(r), w] for r, w in e.changes]})
+        replica.follow(until=lambda r: r.batch >= admin.status()["batch"], timeout=10)
+        assert replica.resets == 0
+        assert projected(replica, QUERIES[3]) == expected(admin, QUERIES[3])
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
         server.stop()

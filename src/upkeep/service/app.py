@@ -45,6 +45,7 @@ ARROW = "application/vnd.apache.arrow.stream"
 PAGE = Path(__file__).with_name("page.html")
 KEEPALIVE_SECONDS = 15.0
 PROGRESS_SECONDS = 1.0
+MAX_QUEUED = 10_000
 log = logging.getLogger("upkeep.service")
 
 #: DuckDB table functions that read files or the network: never reachable over HTTP
@@ -93,6 +94,8 @@ class Service:
         self.streams: dict[int, tuple[str, list[int]]] = {}
         #: bytes of events sent to subscribers (the dissemination's cost at this server)
         self.bytes_sent = 0
+        #: events queued for one stream beyond which it is ended with ``lagging``
+        self.max_queued = MAX_QUEUED
         self.app = Starlette(routes=[
             Route("/", self.page, methods=["GET"]),
             Route("/sql", self.sql, methods=["POST"]),
@@ -307,8 +310,16 @@ class Service:
                       ) -> tuple[list[Event], asyncio.Queue, Callable[[Event], None]]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
+        dropped = [False]
 
         def listener(event: Event) -> None:
+            if dropped[0]:
+                return
+            if queue.qsize() >= self.max_queued and event.kind != "shutdown":
+                # a subscriber this far behind is cut off instead of growing the server's
+                # memory: the stream ends with "lagging", the client resumes from its token
+                dropped[0] = True
+                event = Event("lagging", event.batch, event.token)
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, event)
             except RuntimeError:  # the server's loop is closed: the stream is over
@@ -352,7 +363,7 @@ class Service:
                             yield b": keep-alive\n\n"
                             continue
                         yield self._count(_sse(event))
-                        if event.kind in ("end", "shutdown"):
+                        if event.kind in ("end", "shutdown", "lagging"):
                             return
                 finally:
                     self.streams.pop(id(sent), None)
@@ -390,7 +401,7 @@ class Service:
                     await websocket.send_json({"kind": "keep-alive"})
                     continue
                 await websocket.send_text(self._count(json.dumps(event_json(event))))
-                if event.kind in ("end", "shutdown"):
+                if event.kind in ("end", "shutdown", "lagging"):
                     await websocket.close()
                     return
         except WebSocketDisconnect:

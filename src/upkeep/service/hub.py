@@ -51,7 +51,8 @@ class Event:
     """What a listener receives: ``snapshot`` / ``reset`` (rows: the whole result),
     ``delta`` (changes: ``(row, weight)``), or ``progress`` (no change to this subscription
     up to ``batch``), each with the token to resume after it; ``end`` when the subscription
-    is dropped, ``shutdown`` when the server stops."""
+    is dropped, ``shutdown`` when the server stops, ``lagging`` when the client fell so far
+    behind that its stream was ended (it resumes from its token)."""
 
     kind: str
     batch: int
