@@ -105,6 +105,17 @@ class LocalCatalog(Catalog):
             raise SchemaError(f"unknown view {name}")
         return view
 
+    def reads(self, name: str) -> set[str]:
+        """``name`` and every table and view it reads, directly or through other views."""
+        out, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            if n not in out:
+                out.add(n)
+                if n in self.views:
+                    todo.extend(self.views[n].inputs)
+        return out
+
     def view_names(self) -> list[str]:
         """User-visible views (not the hidden helpers of subqueries)."""
         hidden = {h for hs in self._helpers.values() for h in hs}

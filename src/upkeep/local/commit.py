@@ -113,7 +113,7 @@ class Committer:
         if name in self.catalog.tables or not deltas:
             return dict(deltas.get(name, {}))
         catalog = self.catalog
-        needed = self._upstream(name)
+        needed = catalog.reads(name)
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
         with gc_paused():
@@ -152,16 +152,6 @@ class Committer:
             catalog.rebuild_views()
             raise
         return changed
-
-    def _upstream(self, name: str) -> set[str]:
-        """``name`` and every view it reads, directly or through other views."""
-        views, out, todo = self.catalog.views, set(), [name]
-        while todo:
-            v = todo.pop()
-            if v in views and v not in out:
-                out.add(v)
-                todo.extend(views[v].inputs)
-        return out
 
     def snapshot(self) -> None:
         self.durability.snapshot(self.catalog, self.batches, self.metadata)

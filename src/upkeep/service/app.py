@@ -141,14 +141,7 @@ class Service:
     def readable_tables(self, names: set[str]) -> set[str]:
         """The base tables under ``names`` (a view stands for the tables it reads)."""
         catalog = self.hub.db.local_catalog
-        out, todo = set(), list(names)
-        while todo:
-            name = todo.pop()
-            if name in catalog.views:
-                todo.extend(catalog.views[name].inputs)
-            else:
-                out.add(name)
-        return out
+        return {t for name in names for t in catalog.reads(name) if t not in catalog.views}
 
     def authorize(self, principal: Principal, stmt: exp.Expression) -> None:
         """Refuse a statement outside the principal's grants (or reading files)."""
