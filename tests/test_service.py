@@ -185,8 +185,8 @@ def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
                       "UPDATE orders SET status = 'done' WHERE ok = 1")
             delta = json.loads(ws.recv(timeout=10))
             assert delta["kind"] == "delta"
-            assert sorted(map(tuple, map(json.dumps, delta["changes"]))) == sorted(
-                map(tuple, map(json.dumps, [[[2, "open", 2], 1], [[1, "open", 1], -1]])))
+            assert sorted(map(json.dumps, delta["changes"])) == sorted(
+                map(json.dumps, [[[2, "open", 2], 1], [[1, "open", 1], -1]]))
         with connect(url + f"?after={first['token']}",
                      additional_headers={"Authorization": f"Bearer {READER}"}) as ws:
             assert json.loads(ws.recv(timeout=10))["changes"] == delta["changes"]

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .client import Client, Replica
+from .client import Client, Replica, decode_row
 from .codecs.json_values import to_json
 
 
@@ -32,8 +32,6 @@ def _save(path: Path, replica: Replica) -> None:
 
 
 def _restore(path: Path, replica: Replica) -> None:
-    from .client import decode_row
-
     data = json.loads(path.read_text())
     if data.get("subscription") != replica.info.id:
         return  # another query: start afresh

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import nullcontext
 
 import httpx
 
@@ -76,8 +77,8 @@ class RelaySite:
         kind = event["kind"]
         if kind not in ("snapshot", "reset", "delta", "progress"):
             return
-        hub = getattr(getattr(self, "server", None), "hub", None)
-        with hub.lock if hub is not None else _NoLock():
+        server = getattr(self, "server", None)  # None while the snapshot is applied
+        with server.hub.lock if server is not None else nullcontext():
             before = self.batch
             self.batch = event["batch"]
             try:
@@ -138,10 +139,3 @@ class RelaySite:
         self.server.stop()
         self.client.close()
 
-
-class _NoLock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
