@@ -201,7 +201,8 @@ def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
 ENDPOINTS = [("GET", "/"), ("POST", "/sql"), ("GET", "/tables"), ("GET", "/status"),
              ("GET", "/subscriptions"), ("POST", "/subscriptions"),
              ("GET", "/subscriptions/x"), ("DELETE", "/subscriptions/x"),
-             ("GET", "/subscriptions/x/events")]
+             ("GET", "/subscriptions/x/events"), ("POST", "/placements"),
+             ("POST", "/placements/optimise"), ("DELETE", "/placements/x")]
 
 
 @pytest.fixture(scope="module")

@@ -40,12 +40,14 @@ def _restore(path: Path, replica: Replica) -> None:
 
 
 def follow_subscription(url: str, query: str, token: str, *, state: Path | None = None,
-                        batches: int | None = None, timeout: float = math.inf) -> Replica:
-    """Follow ``query`` on the server at ``url``, printing each event as a JSON line."""
+                        batches: int | None = None, timeout: float = math.inf,
+                        placed: bool = True) -> Replica:
+    """Follow ``query`` from the server at ``url`` (``placed``: from the relay it places
+    this subscriber at), printing each event as a JSON line."""
     if token.startswith("@"):
         token = Path(token[1:]).read_text().strip()
     client = Client(url, token)
-    replica = client.replica(query)
+    replica = client.replica(query, placed=placed)
     if state is not None and state.exists():
         _restore(state, replica)
 
@@ -56,5 +58,8 @@ def follow_subscription(url: str, query: str, token: str, *, state: Path | None 
         sys.stdout.flush()
 
     until = None if batches is None else (lambda r: r.batch >= batches)
-    replica.follow(until=until, timeout=timeout, on_event=emit)
+    try:
+        replica.follow(until=until, timeout=timeout, on_event=emit)
+    finally:
+        replica.close()
     return replica

@@ -120,6 +120,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765, help="port to listen on")
     serve.add_argument("--retention", type=int, default=100_000,
                        help="batches of subscription changes kept for clients to resume")
+    serve.add_argument("--fanout", type=int, default=None,
+                       help="members the server feeds itself before placing the rest at "
+                            "relays only (default: no bound)")
+    serve.add_argument("--capacity", type=int, default=20,
+                       help="a relay's fan-out bound when it names none (default 20)")
+    serve.add_argument("--replan", type=float, default=60.0,
+                       help="seconds between re-optimisations of the placements (ILP + "
+                            "LOGA; 0: never; default 60)")
 
     subscribe = commands.add_parser(
         "subscribe", help="follow a subscription of an upkeep server",
@@ -134,23 +142,32 @@ def build_parser() -> argparse.ArgumentParser:
                            help="JSON file keeping the replica and its token")
     subscribe.add_argument("--batches", type=int, default=None,
                            help="stop once the replica is at this batch")
+    subscribe.add_argument("--placed", action=argparse.BooleanOptionalAction, default=True,
+                           help="let the server place it at a relay that can feed it "
+                                "(default); --no-placed: follow the server itself")
     subscribe.add_argument("--timeout", type=float, default=float("inf"),
                            help="stop after this many seconds")
 
     relay = commands.add_parser(
         "relay", help="follow a subscription and serve the subscriptions computable from it",
         description="A subscriber that serves other subscribers (a site of the Delta paper): "
-                    "it follows QUERY at SOURCE and serves, with the endpoints of upkeep "
-                    "serve, every subscription that can be computed from QUERY's rows. Tokens "
-                    "are the source's, so its subscribers can resume at the source if it "
-                    "leaves (docs/service.md).")
-    relay.add_argument("source", help="the server or relay to follow, e.g. http://127.0.0.1:8765")
+                    "it joins SERVER's placements with QUERY, follows it where the server "
+                    "places it (the server or another relay), and serves, with the endpoints "
+                    "of upkeep serve, every subscription that can be computed from QUERY's "
+                    "rows; the server places such subscribers at it, up to its capacity. "
+                    "Tokens are the server's, so its subscribers resume at the server if it "
+                    "leaves or fails (docs/service.md).")
+    relay.add_argument("source", help="the server, e.g. http://127.0.0.1:8765")
     relay.add_argument("query", help="the subscription to follow")
-    relay.add_argument("--token", required=True, help="bearer token at the source (or @FILE)")
+    relay.add_argument("--token", required=True, help="bearer token at the server (or @FILE)")
     relay.add_argument("--tokens", type=Path, required=True,
                        help="the tokens file of the relay's own subscribers (JSON)")
     relay.add_argument("--host", default="127.0.0.1", help="address to listen on")
     relay.add_argument("--port", type=int, default=8766, help="port to listen on")
+    relay.add_argument("--name", default=None,
+                       help="its member name at the server (default: one is drawn)")
+    relay.add_argument("--capacity", type=int, default=None,
+                       help="how many subscribers it feeds at most (default: the server's)")
 
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
@@ -169,7 +186,7 @@ def _relay(args: argparse.Namespace, console: Console) -> None:
 
     token = Path(args.token[1:]).read_text().strip() if args.token.startswith("@") else args.token
     relay = RelaySite(args.source, token, args.query, Tokens.load(args.tokens), host=args.host,
-                      port=args.port).start()
+                      port=args.port, name=args.name, capacity=args.capacity).start()
     console.print(f"upkeep: relaying subscription {relay.info.id} of {args.source} on "
                   f"{relay.url}", highlight=False, markup=False)
     stop = threading.Event()
@@ -335,13 +352,15 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
             console.print(f"upkeep: serving {args.database} on http://{args.host}:{args.port}",
                           highlight=False, markup=False)
             serve(args.database, args.tokens, host=args.host, port=args.port,
-                  retention=args.retention)
+                  retention=args.retention, fanout=args.fanout, capacity=args.capacity,
+                  replan=args.replan)
             return 0
         if args.command == "subscribe":
             from .agent import follow_subscription
 
             follow_subscription(args.url, args.query, args.token, state=args.state,
-                                batches=args.batches, timeout=args.timeout)
+                                batches=args.batches, timeout=args.timeout,
+                                placed=args.placed)
             return 0
         if args.command == "relay":
             _relay(args, console)

@@ -11,6 +11,8 @@ local :class:`Replica` that resumes from its token after a disconnect or a serve
 from __future__ import annotations
 
 import json
+import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -53,6 +55,7 @@ class SubscriptionInfo:
     sql: str
     columns: list[tuple[str, str]]
     tables: list[str]
+    created: int = -1  # the batch the subscription started after, where it is served
 
 
 class Client:
@@ -78,10 +81,10 @@ class Client:
     def subscribe(self, query: str) -> SubscriptionInfo:
         """The subscription to ``query`` (created on the server if no equal one exists)."""
         data = self._call("POST", "/subscriptions", json={"query": query}).json()
-        return _info(data)
+        return subscription_info(data)
 
     def subscription(self, sid: str) -> SubscriptionInfo:
-        return _info(self._call("GET", f"/subscriptions/{sid}").json())
+        return subscription_info(self._call("GET", f"/subscriptions/{sid}").json())
 
     def unsubscribe(self, sid: str) -> None:
         self._call("DELETE", f"/subscriptions/{sid}")
@@ -107,9 +110,35 @@ class Client:
                 raise _error(response)
             yield from parse_sse(response.iter_lines())
 
-    def replica(self, query: str, fallbacks: list[Client] = ()) -> Replica:
-        """Follow ``query`` here; ``fallbacks`` (e.g. the source of this relay) must hold
-        the same subscription: a client resumes there if this server goes away."""
+    def place(self, query: str, name: str | None = None, *, site: str | None = None,
+              capacity: int | None = None, failed: list[str] = ()) -> dict:
+        """Join (or renew) member ``name`` at the server: ``{"name", "feed", "ttl",
+        "subscription"}``, ``feed`` the sites to follow, nearest first."""
+        body: dict = {"query": query, "failed": list(failed)}
+        for key, value in (("name", name), ("site", site), ("capacity", capacity)):
+            if value is not None:
+                body[key] = value
+        return self._call("POST", "/placements", json=body).json()
+
+    def leave(self, name: str) -> None:
+        self._call("DELETE", f"/placements/{name}")
+
+    def at(self, url: str) -> Client:
+        """A client of another site (a relay) with this client's token."""
+        return Client(url, self._http.headers["Authorization"][7:], self._http.timeout.read
+                      or 30.0)
+
+    def replica(self, query: str, fallbacks: list[Client] = (), *, placed: bool = False,
+                name: str | None = None) -> Replica:
+        """Follow ``query``.  ``placed``: this client is the server's, which places the
+        replica at a site that can feed it (``service/placement.py``) and moves it as sites
+        come, go and are re-optimised.  Otherwise it follows here, and ``fallbacks`` (e.g.
+        the source of this relay) must hold the same subscription: it resumes there if this
+        site goes away."""
+        if placed:
+            lease = Lease(self, query, name)
+            data = lease.renew()
+            return Replica(self, subscription_info(data["subscription"]), lease=lease)
         return Replica(self, self.subscribe(query), fallbacks)
 
     def close(self) -> None:
@@ -122,15 +151,64 @@ class Client:
         self.close()
 
 
+class Lease:
+    """A member's place at the server, renewed within its lease (a member that stops
+    renewing is dropped, and the members it fed are placed again)."""
+
+    def __init__(self, server: Client, query: str, name: str | None = None, *,
+                 site: str | None = None, capacity: int | None = None) -> None:
+        self.server = server
+        self.query = query
+        self.name = name
+        self.site = site
+        self.capacity = capacity
+        self.feed: list[str] = []
+        self.ttl = 45.0
+        self.renewed = -math.inf
+        self.joined = False
+
+    def renew(self, failed: list[str] = ()) -> dict:
+        data = self.server.place(self.query, self.name, site=self.site,
+                                 capacity=self.capacity, failed=failed)
+        self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
+        self.renewed = time.monotonic()
+        self.joined = True
+        return data
+
+    def due(self) -> bool:
+        return time.monotonic() - self.renewed >= self.ttl / 3
+
+    def leave(self) -> None:
+        if self.joined:
+            self.joined = False
+            try:
+                self.server.leave(self.name)
+            except (httpx.TransportError, ServiceError):
+                pass  # the lease lapses by itself
+
+
+class SiteGone(Exception):
+    """A site said it is stopping (its ``shutdown`` event)."""
+
+
 class Replica:
     """A subscription's result kept locally: ``rows`` (a Counter), the ``token`` and
-    ``batch`` it is current at."""
+    ``batch`` it is current at.
+
+    It follows one feeder at a time (:attr:`client`).  Every feeder serves the same
+    subscription with the same tokens, so moving resumes exactly.  A placed replica (with
+    a :class:`Lease`) moves *make before break*: it subscribes at its new site first, and
+    switches once its token is past the batch that site's subscription started at. When
+    its site fails or leaves, it resumes at the server at once (whose feed holds every
+    placed subscription), reports the site, and is placed again."""
 
     def __init__(self, client: Client, info: SubscriptionInfo,
-                 fallbacks: list[Client] = ()) -> None:
+                 fallbacks: list[Client] = (), *, lease: Lease | None = None) -> None:
         self.client = client
-        #: where to resume, in order, when the current feeder cannot be reached (a relay
-        #: that left or failed): the same subscription id and token work at each
+        self.server = client if lease is None else lease.server
+        self.lease = lease
+        #: manual chains: where to resume, in order, when the current feeder cannot be
+        #: reached (a relay that left or failed)
         self.fallbacks = list(fallbacks)
         self.info = info
         self.types: list[SqlType] = [type_from_name(t) for _, t in info.columns]
@@ -139,7 +217,11 @@ class Replica:
         self.batch = -1
         self.resets = 0
         self.reconnects = 0
-        self.rehomed = 0
+        self.rehomed = 0  # resumed elsewhere because its feeder failed or left
+        self.moves = 0  # moved to the site the server placed it at
+        self.failed: set[str] = set()
+        self._sites: dict[str, Client] = {}
+        self._created: dict[str, int] = {}
 
     def apply(self, event: dict) -> None:
         kind = event["kind"]
@@ -162,33 +244,114 @@ class Replica:
         self.token, self.batch = event["token"], event["batch"]
 
     def follow(self, until: Callable[[Replica], bool] | None = None, timeout: float = 60.0,
-               retry: float = 0.2, on_event: Callable[[dict], object] | None = None) -> None:
-        """Apply events until ``until(self)`` holds (or the subscription ends); reconnects
-        from the token after a dropped connection or a server restart.  ``on_event`` is
-        called after each event is applied.  Raises TimeoutError after ``timeout``
-        seconds."""
+               retry: float = 0.2, on_event: Callable[[dict], object] | None = None,
+               stop: threading.Event | None = None) -> None:
+        """Apply events until ``until(self)`` holds, the subscription ends or ``stop`` is
+        set; reconnects from the token after a dropped connection or a server restart, and
+        moves between sites as placed.  ``on_event`` is called after each event is
+        applied.  Raises TimeoutError after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        while True:
+        if self.lease is not None and self.token is None:
+            self.client = self._placed()
+        while stop is None or not stop.is_set():
+            feeder = self.client
             try:
+                if feeder is not self.server and self.lease is not None:
+                    self._enter(feeder)
                 wait = min(max(deadline - time.monotonic(), 0.1), 60.0)  # keep-alives: 15 s
-                for event in self.client.events(self.info.id, self.token, read_timeout=wait):
+                for event in feeder.events(self.info.id, self.token, read_timeout=wait):
+                    if event["kind"] == "shutdown" and feeder is not self.server:
+                        raise SiteGone(feeder.url)
                     self.apply(event)
                     if on_event is not None and event["kind"] != "keep-alive":
                         on_event(event)
+                    moving = self.lease is not None and self._move()
                     if event["kind"] == "end" or (until is not None and until(self)):
                         return
+                    if stop is not None and stop.is_set():
+                        return
+                    if moving:
+                        break
                     if time.monotonic() > deadline:
                         break
-            except (httpx.TransportError, httpx.StreamError):
-                if self.fallbacks and not self._reachable():
-                    self.client = self.fallbacks.pop(0)
-                    self.rehomed += 1
+            except (httpx.TransportError, httpx.StreamError, SiteGone):
+                self._lost(feeder)
+            except ServiceError as exc:
+                if feeder is self.server:
+                    raise
+                if exc.record.get("class") == "TokenError" and self.lease is not None:
+                    self.client = self.server  # the site is behind this replica: not a fault
+                else:
+                    self._lost(feeder)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"subscription {self.info.id}: not done after {timeout} s "
                                    f"(at batch {self.batch})")
-            self.reconnects += 1
-            time.sleep(retry)
+            if self.client is feeder:
+                self.reconnects += 1
+                if stop is not None:
+                    stop.wait(retry)
+                else:
+                    time.sleep(retry)
 
+    # ------------------------------------------------------------ moving between sites
+    def _site(self, url: str) -> Client:
+        if url not in self._sites:
+            self._sites[url] = self.server.at(url)
+        return self._sites[url]
+
+    def _placed(self) -> Client:
+        """The feeder the server placed this replica at (the server if none answers)."""
+        url = next((u for u in self.lease.feed if u not in self.failed), None)
+        return self.server if url is None else self._site(url)
+
+    def _enter(self, site: Client) -> int:
+        """Subscribe at ``site`` (once): the batch its subscription started after."""
+        if site.url not in self._created:
+            info = site.subscribe(self.info.sql)
+            if info.id != self.info.id:
+                raise ServiceError(f"{site.url} serves another subscription ({info.id})")
+            self._created[site.url] = info.created
+        return self._created[site.url]
+
+    def _move(self) -> bool:
+        """Renew the lease when due; switch to the placed feeder when it differs from the
+        current one and holds the changes after this replica's token."""
+        if self.lease.due():
+            try:
+                self.lease.renew()
+            except (httpx.TransportError, ServiceError):
+                pass  # the server is away: keep following; renewed at the next event
+        want = self._placed()
+        if want is self.client:
+            return False
+        if want is not self.server:
+            try:
+                if self.batch < self._enter(want) or want.status()["batch"] < self.batch:
+                    return False  # make before break: not yet
+            except (httpx.TransportError, ServiceError):
+                self._lost(want)
+                return False
+        self.client = want
+        self.moves += 1
+        return True
+
+    def _lost(self, feeder: Client) -> None:
+        """``feeder`` failed, left or refused: resume elsewhere."""
+        if self.lease is None:
+            if self.fallbacks and not self._reachable():
+                self.client = self.fallbacks.pop(0)
+                self.rehomed += 1
+            return
+        if feeder is self.server:
+            return  # restarting: resume at it
+        self.failed.add(feeder.url)
+        try:
+            self.lease.renew(failed=[feeder.url])
+        except (httpx.TransportError, ServiceError):
+            pass
+        if self.client is feeder:
+            self.client = self.server  # exact at once; moved on when the new site is ready
+            self.rehomed += 1
 
     def _reachable(self) -> bool:
         try:
@@ -196,6 +359,13 @@ class Replica:
             return True
         except (httpx.TransportError, ServiceError):
             return False
+
+    def close(self) -> None:
+        """Leave the server's placements (a placed replica) and close the clients."""
+        if self.lease is not None:
+            self.lease.leave()
+        for site in self._sites.values():
+            site.close()
 
 
 def parse_sse(lines: Iterator[str]) -> Iterator[dict]:
@@ -217,9 +387,9 @@ def decode_row(values: list, types: list[SqlType]) -> tuple:
     return tuple(from_json(v, t) for v, t in zip(values, types, strict=True))
 
 
-def _info(data: dict) -> SubscriptionInfo:
+def subscription_info(data: dict) -> SubscriptionInfo:
     return SubscriptionInfo(data["id"], data["sql"], [tuple(c) for c in data["columns"]],
-                            data["tables"])
+                            data["tables"], data.get("created", -1))
 
 
 def _error(response: httpx.Response) -> ServiceError:

@@ -79,6 +79,15 @@ class RewritabilityGraph:
         """The rewritings that feed ``view``."""
         return [self.rewritings[r] for r in self._of[view]]
 
+    def remove_rewriting(self, rid: str) -> None:
+        """Drop one rewriting (not a view's rewriting from the source, which every view
+        keeps)."""
+        r = self.rewritings[rid]
+        if r.from_source:
+            raise PlanError(f"rewriting {rid!r} is {r.view!r}'s from the publisher")
+        del self.rewritings[rid]
+        self._of[r.view].remove(rid)
+
     def remove_view(self, view: str) -> list[str]:
         """Drop ``view`` and every rewriting that feeds or reads it; their ids."""
         if view not in self._of:

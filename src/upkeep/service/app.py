@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from ..errors import ConstraintError, Error
 from ..sql import is_query, parse
 from .grants import GrantError, Principal, Tokens
 from .hub import PREFIX, Event, Hub, UnknownSubscription
+from .placement import NameTaken
 
 ARROW = "application/vnd.apache.arrow.stream"
 PAGE = Path(__file__).with_name("page.html")
@@ -62,7 +64,7 @@ def status_of(error: Exception) -> int:
         return 403
     if isinstance(error, UnknownSubscription):
         return 404
-    if isinstance(error, ConstraintError):
+    if isinstance(error, (ConstraintError, NameTaken)):
         return 409
     return 400
 
@@ -104,6 +106,9 @@ class Service:
             Route("/subscriptions", self.subscriptions, methods=["GET", "POST"]),
             Route("/subscriptions/{sid}", self.subscription, methods=["GET", "DELETE"]),
             Route("/subscriptions/{sid}/events", self.events, methods=["GET"]),
+            Route("/placements", self.place, methods=["POST"]),
+            Route("/placements/optimise", self.optimise, methods=["POST"]),
+            Route("/placements/{name}", self.leave, methods=["DELETE"]),
             WebSocketRoute("/subscriptions/{sid}/ws", self.websocket),
         ])
 
@@ -259,8 +264,12 @@ class Service:
                          "lag": max(0, now - min(sent[s.id])) if s.id in sent else None}
                         for s in hub.subscriptions.values()
                         if all(map(principal.may_read, s.tables))]
-                return {"batch": now, "subscriptions": subs, "bytes_sent": self.bytes_sent,
-                        "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
+                out = {"batch": now, "subscriptions": subs, "bytes_sent": self.bytes_sent,
+                       "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
+                if hub.placements is not None:
+                    hub.placements.expire()
+                    out["placement"] = hub.placements.describe()
+                return out
 
         async def handle(principal: Principal) -> Response:
             return JSONResponse(await run_in_threadpool(report, principal))
@@ -270,7 +279,8 @@ class Service:
         with self.hub.lock:
             served = self.hub.get(principal, sid)
             return {"id": served.id, "sql": served.sql, "tables": sorted(served.tables),
-                    "columns": [[c, t] for c, t in self.hub.columns(served)]}
+                    "columns": [[c, t] for c, t in self.hub.columns(served)],
+                    "created": served.created}
 
     def _listing(self, principal: Principal) -> list[dict]:
         with self.hub.lock:
@@ -298,6 +308,54 @@ class Service:
                 return Response(status_code=204)
             return JSONResponse(await run_in_threadpool(self._describe, principal, sid))
         return await self.guarded(request, handle)
+
+    async def place(self, request: Request) -> Response:
+        """Join or renew a member (``service/placement.py``): where it is fed."""
+        async def handle(principal: Principal) -> Response:
+            data = await self.body(request)
+            query, name = data.get("query"), data.get("name") or secrets.token_hex(8)
+            site, capacity, failed = data.get("site"), data.get("capacity"), data.get("failed", [])
+            if not isinstance(query, str):
+                raise BadRequest('"query" must be a string of SQL')
+            if not isinstance(name, str) or (site is not None and not isinstance(site, str)):
+                raise BadRequest('"name" and "site" must be strings')
+            if capacity is not None and (not isinstance(capacity, int) or
+                                         isinstance(capacity, bool)):
+                raise BadRequest('"capacity" must be an integer')
+            if not isinstance(failed, list) or not all(isinstance(u, str) for u in failed):
+                raise BadRequest('"failed" must be a list of URLs')
+            served, assignment = await run_in_threadpool(
+                self.hub.place, principal, query, name, site=site, capacity=capacity,
+                failed=failed)
+            return JSONResponse({"name": assignment.name, "feed": assignment.feed,
+                                 "ttl": assignment.ttl,
+                                 "subscription": await run_in_threadpool(
+                                     self._describe, principal, served.id)})
+        return await self.guarded(request, handle)
+
+    async def leave(self, request: Request) -> Response:
+        async def handle(principal: Principal) -> Response:
+            def run() -> None:
+                with self.hub.lock:
+                    if self.hub.placements is not None:
+                        self.hub.placements.leave(request.path_params["name"], principal.name)
+            await run_in_threadpool(run)
+            return Response(status_code=204)
+        return await self.guarded(request, handle)
+
+    async def optimise(self, request: Request) -> Response:
+        """Re-optimise the whole configuration now (admin): Table 1's ILP, then LOGA."""
+        async def handle(principal: Principal) -> Response:
+            principal.check_admin("re-optimise the placements")
+            moved = await run_in_threadpool(self.reoptimise)
+            return JSONResponse({"moved": moved})
+        return await self.guarded(request, handle)
+
+    def reoptimise(self) -> int:
+        with self.hub.lock:
+            if self.hub.placements is None:
+                raise BadRequest("placements are made by the server this relay follows")
+            return self.hub.placements.reoptimise()
 
     async def _listen(self, principal: Principal, sid: str, after: str | None
                       ) -> tuple[list[Event], asyncio.Queue, Callable[[Event], None]]:

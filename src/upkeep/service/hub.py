@@ -34,6 +34,7 @@ from ..local import Connection
 from ..zset import Changes, Delta
 from .feed import Feed
 from .grants import Principal
+from .placement import Assignment, Placements
 
 PREFIX = "__sub_"
 
@@ -99,12 +100,14 @@ class Hub:
     :attr:`lock` (the server's request threads and its commits share the connection)."""
 
     def __init__(self, db: Connection, retention: int = 100_000,
-                 relay: Relay | None = None) -> None:
+                 relay: Relay | None = None, placements: Placements | None = None) -> None:
         if not isinstance(db, Connection):
             raise UnsupportedError("upkeep serve runs over the local engine; a Spark "
                                    "database is not served yet")
         self.db = db
         self.relay = relay
+        #: which site feeds which member (the server's; a relay places nobody)
+        self.placements = placements if relay is None else None
         self.lock = threading.RLock()
         directory = db.directory
         self._registry_path = directory / "service.json" if directory is not None else None
@@ -209,6 +212,18 @@ class Hub:
                 raise
             self._attach(sid)
             return served
+
+    def place(self, principal: Principal, sql: str, name: str, *, site: str | None = None,
+              capacity: int | None = None, failed: list[str] = ()) -> tuple[Served, Assignment]:
+        """Join (or renew) member ``name`` following ``sql``: the subscription is registered
+        here too, so this server's feed is every member's exact fallback."""
+        with self.lock:
+            if self.placements is None:
+                raise UnsupportedError("placements are made by the server this relay follows")
+            served = self.subscribe(principal, sql)
+            parsed = parse(name, sql, self.schema())
+            return served, self.placements.join(name, parsed, principal.name, url=site,
+                                                capacity=capacity, failed=list(failed))
 
     def get(self, principal: Principal, sid: str) -> Served:
         served = self.subscriptions.get(sid)

@@ -2,30 +2,34 @@
 (``papers/delta-pubsub-view-dissemination.txt`` section 2; ``specs/delta-dissemination.md``
 D.12, "sites").
 
-A relay follows one subscription ``s`` of its source (a server or another relay) and keeps
-its rows in a table of an in-memory database, keyed by the key columns the language adds.
-It serves, with the same endpoints as ``upkeep serve``, every subscription ``q`` that can be
-computed from ``s``: the view of ``q`` at the relay is the CGR rewriting of ``q`` over ``s``
-(``dissemination/rewriting.py``), maintained like any view as the relay applies each of the
-source's batches as one transaction.
+A relay follows one subscription ``s`` and keeps its rows in a table of an in-memory
+database, keyed by the key columns the language adds.  It serves, with the same endpoints as
+``upkeep serve``, every subscription ``q`` that can be computed from ``s``: the view of ``q``
+at the relay is the CGR rewriting of ``q`` over ``s`` (``dissemination/rewriting.py``),
+maintained like any view as the relay applies each of the source's batches as one
+transaction.
 
-Tokens stay the source's.  The relay's hub counts in source batches (a relay applies source
-batch ``b`` as its own commit, and its feed records it as ``b``) and speaks with the source's
-instance, and a subscription's id is a hash of its normalised query.  So a client can move
-between the source and its relays with the token it holds: when a relay leaves or fails,
-its subscribers resume at the source (``upkeep.client.Replica`` with fallbacks), which
-keeps a feed of ``q`` when ``q`` is registered there.
+The relay is a member of its server's placements (``service/placement.py``): it follows the
+feeder the server places it at (the server, or another relay: a tree of any depth), and once
+it serves, it is offered as a site, so the server places members whose queries it can compute
+at it, up to its ``capacity``.
+
+Tokens stay the server's.  The relay's hub counts in source batches (a relay applies source
+batch ``b`` as its own commit, and its feed records it as ``b``) and speaks with the server's
+instance, and a subscription's id is a hash of its normalised query.  So a client moves
+between the server and its relays with the token it holds (``upkeep.client.Replica``): when a
+relay leaves or fails, its subscribers resume at the server, which keeps a feed of every
+placed subscription, and are placed again.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
-import time
 from contextlib import nullcontext
 
-import httpx
-
-from ..client import Client, ServiceError, SubscriptionInfo, decode_row
+from ..client import Client, Lease, Replica, SubscriptionInfo, decode_row, subscription_info
 from ..dissemination.rewriting import rewriting_sql, rewritings
 from ..dissemination.subscriptions import Subscription, SubscriptionError, parse
 from ..local import Connection
@@ -33,18 +37,23 @@ from ..types import type_from_name
 from .grants import Tokens
 from .server import Server
 
+log = logging.getLogger("upkeep.service")
+
 
 class RelaySite:
-    """Follows ``query`` at ``source`` (with ``token``) and serves what can be computed from
-    it to the principals of ``tokens``."""
+    """Follows ``query`` from ``source`` (the server, with ``token``), placed by it
+    (``service/placement.py``), and serves what can be computed from it to the principals
+    of ``tokens``; a site of fan-out ``capacity`` (None: the server's default)."""
 
     def __init__(self, source: str, token: str, query: str, tokens: Tokens, *,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0, name: str | None = None,
+                 capacity: int | None = None) -> None:
         self.client = Client(source, token)
         tables = self.client.tables()
         self.schema = {name: ([c for c, _ in t["columns"]], t.get("key", []))
                        for name, t in tables.items() if t["kind"] == "table"}
-        self.info: SubscriptionInfo = self.client.subscribe(query)
+        self.lease = Lease(self.client, query, name, capacity=capacity)
+        self.info: SubscriptionInfo = subscription_info(self.lease.renew()["subscription"])
         self.table = f"source_{self.info.id}"
         self.source: Subscription = parse(self.table, query, self.schema)
         self.types = [type_from_name(t) for _, t in self.info.columns]
@@ -57,10 +66,11 @@ class RelaySite:
         self.batch = -1
         self.instance = ""
         self._stop = threading.Event()
-        events = self.client.events(self.info.id)
-        self._apply(next(events))  # the snapshot: the instance and batch to count from
+        self.follower = _Follower(self)
+        # the first snapshot: the instance and batch to count from
+        self.follower.follow(until=lambda r: r.token is not None, timeout=60.0)
         self.server = Server(self.db, tokens, host=host, port=port, relay=self)
-        self._thread = threading.Thread(target=self._follow, args=(events,), daemon=True,
+        self._thread = threading.Thread(target=self._follow, daemon=True,
                                         name=f"upkeep-relay-{self.info.id}")
 
     # ------------------------------------------------------------ what the hub asks
@@ -102,26 +112,15 @@ class RelaySite:
             self.token = event["token"]
             self.instance = self.token.rpartition(":")[0]
 
-    def _follow(self, events) -> None:
+    def _follow(self) -> None:
         while not self._stop.is_set():
             try:
-                for event in events:
-                    if self._stop.is_set():
-                        return
-                    self._apply(event)
-            except (httpx.TransportError, httpx.StreamError, ServiceError):
-                pass
-            if self._stop.wait(0.2):
-                return
-            events = self._resume()
-
-    def _resume(self):
-        while not self._stop.is_set():
-            try:
-                return self.client.events(self.info.id, self.token)
-            except (httpx.TransportError, ServiceError):
-                time.sleep(0.2)
-        return iter(())
+                self.follower.follow(timeout=math.inf, stop=self._stop)
+            except Exception:  # noqa: BLE001 - logged, then followed again from the token
+                if self._stop.is_set():
+                    return
+                log.exception("relay %s: following the source failed", self.info.id)
+                self._stop.wait(1.0)
 
     # ------------------------------------------------------------ lifetime
     @property
@@ -129,13 +128,31 @@ class RelaySite:
         return self.server.url
 
     def start(self) -> RelaySite:
+        """Serve, and offer this relay to the server as a site."""
         self.server.start()
+        self.lease.site = self.server.url
+        self.lease.renew()
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Leave: the relay's subscribers get ``shutdown`` and move to their fallbacks."""
+        """Leave: the server places the relay's subscribers elsewhere, and they get
+        ``shutdown`` and resume at the server meanwhile."""
+        self.lease.leave()
         self._stop.set()
         self.server.stop()
         self.client.close()
+        self.follower.close()
 
+
+class _Follower(Replica):
+    """The relay's replica of its subscription: applied to the relay's table, not held."""
+
+    def __init__(self, site: RelaySite) -> None:
+        super().__init__(site.client, site.info, lease=site.lease)
+        self.site = site
+
+    def apply(self, event: dict) -> None:
+        if event["kind"] in ("snapshot", "reset", "delta", "progress"):
+            self.site._apply(event)
+            self.token, self.batch = event["token"], event["batch"]

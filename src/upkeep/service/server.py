@@ -8,6 +8,7 @@ thread (tests, notebooks, an application that also writes through :meth:`Server.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -22,6 +23,9 @@ from ..local.connection import open_local
 from .app import Service
 from .grants import Tokens
 from .hub import Hub, Relay
+from .placement import Placements
+
+log = logging.getLogger("upkeep.service")
 
 
 class ServiceError(Error):
@@ -34,13 +38,16 @@ class Server:
 
     def __init__(self, database: str | os.PathLike | Connection, tokens: Tokens | str | Path,
                  *, host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
-                 fsync: bool = True, relay: Relay | None = None) -> None:
+                 fsync: bool = True, relay: Relay | None = None, fanout: int | None = None,
+                 capacity: int = 20, ttl: float = 45.0, replan: float = 60.0) -> None:
         self.owns_db = not isinstance(database, Connection)
         self._db_closed = False
         self.db = open_local(database, fsync=fsync) if self.owns_db else database
         try:
             self.tokens = tokens if isinstance(tokens, Tokens) else Tokens.load(tokens)
-            self.hub = Hub(self.db, retention=retention, relay=relay)
+            placements = None if relay is not None else Placements(
+                source_bound=fanout, default_capacity=capacity, ttl=ttl)
+            self.hub = Hub(self.db, retention=retention, relay=relay, placements=placements)
         except BaseException:
             if self.owns_db:
                 self.db.close()
@@ -56,6 +63,9 @@ class Server:
             self.service.app, log_level="warning", lifespan="off", ws="websockets-sansio",
             timeout_graceful_shutdown=2))
         self._thread: threading.Thread | None = None
+        #: seconds between re-optimisations of the placements (0: only when asked)
+        self.replan = replan
+        self._stopping = threading.Event()
 
     @property
     def url(self) -> str:
@@ -76,10 +86,24 @@ class Server:
             if not self._thread.is_alive():
                 raise ServiceError("the server stopped while starting")
             self._thread.join(0.01)
+        self._start_replanning()
         return self
+
+    def _start_replanning(self) -> None:
+        if self.hub.placements is None or not self.replan:
+            return
+
+        def loop() -> None:
+            while not self._stopping.wait(self.replan):
+                try:
+                    self.service.reoptimise()
+                except Exception:  # noqa: BLE001 - logged; the current placements stay
+                    log.exception("re-optimising the placements failed")
+        threading.Thread(target=loop, daemon=True, name="upkeep-replan").start()
 
     def run(self) -> None:
         """Serve in the foreground until interrupted (Ctrl-C, SIGTERM)."""
+        self._start_replanning()
         try:
             self._uvicorn.run(sockets=[self.socket])
         finally:
@@ -88,6 +112,7 @@ class Server:
     def stop(self) -> None:
         """Stop serving: listeners get ``shutdown``, then the database is closed (if the
         server opened it)."""
+        self._stopping.set()
         if self._thread is not None:
             self.hub.shutting_down()
             self._uvicorn.should_exit = True
@@ -124,10 +149,15 @@ class _Uvicorn(uvicorn.Server):
 
 def serve(database: str | os.PathLike | Connection, tokens: Tokens | str | Path, *,
           host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
+          fanout: int | None = None, capacity: int = 20, replan: float = 60.0,
           block: bool = True) -> Server:
     """Serve ``database`` over HTTP (see :mod:`upkeep.service.app` for the endpoints);
-    blocks until interrupted unless ``block=False`` (then returns the started server)."""
-    server = Server(database, tokens, host=host, port=port, retention=retention)
+    blocks until interrupted unless ``block=False`` (then returns the started server).
+    ``fanout``: how many members the server feeds before it places them at sites only
+    (None: no bound); ``capacity``: a site's default fan-out bound; ``replan``: seconds
+    between re-optimisations of the placements."""
+    server = Server(database, tokens, host=host, port=port, retention=retention,
+                    fanout=fanout, capacity=capacity, replan=replan)
     if not block:
         return server.start()
     server.run()

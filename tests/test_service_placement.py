@@ -1,0 +1,295 @@
+"""The server places its followers (Delta sections 3.3-3.5 over live sites,
+``service/placement.py``): members go to sites that can compute their queries within each
+site's fan-out bound, are placed again when a site leaves, fails or lets its lease lapse, and
+move when the whole configuration is re-optimised.  End to end, every placed subscriber
+equals DuckDB's evaluation of its query after every batch, through relays leaving and being
+killed, with no change lost, doubled or replaced by a reset."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from test_service import (
+    ADMIN,
+    READER,
+    TABLES,
+    TOKENS,
+    WRITER,
+    Changes,
+    _free_port,
+    _wait_for,
+    expected,
+    projected,
+    start,
+)
+
+from upkeep.client import Client, ServiceError
+from upkeep.dissemination.subscriptions import parse
+from upkeep.service.placement import NameTaken, PlacementError, Placements
+from upkeep.service.relay import RelaySite
+
+SCHEMA = {"orders": (["ok", "ck", "status", "price"], ["ok"]),
+          "customer": (["ck", "segment", "nation"], ["ck"])}
+OPEN = "SELECT o.ok, o.status, o.price FROM orders o WHERE o.status = 'open'"
+OPEN_DEAR = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open' AND o.price > 50"
+OPEN_CHEAP = "SELECT o.ok FROM orders o WHERE o.status = 'open' AND o.price < 20"
+OPEN_ALL = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open'"
+DONE = "SELECT o.ok FROM orders o WHERE o.status = 'done'"
+CUSTOMERS = "SELECT c.ck FROM customer c WHERE c.nation = 1"
+
+
+def sub(name: str, sql: str):
+    return parse(name, sql, SCHEMA)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def dead_url() -> str:
+    return f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+
+
+@pytest.fixture
+def listening():
+    """A URL that accepts connections (a site that is up)."""
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+# ------------------------------------------------------------------ the placements alone
+def test_members_go_to_sites_that_compute_their_query_within_capacity(listening) -> None:
+    p = Placements(default_capacity=2)
+    a = p.join("relay-a", sub("relay-a", OPEN), "r", url=listening)
+    assert a.feed == []  # a site is itself fed by the server
+    placed = [p.join(f"m{i}", sub(f"m{i}", OPEN_DEAR), "r").feed for i in range(3)]
+    assert placed == [[listening], [listening], []]  # the third is over relay-a's bound
+    assert p.join("other", sub("other", DONE), "r").feed == []  # relay-a cannot compute it
+    tree = p.describe()
+    assert tree["server_feeds"] == 3 and tree["sites"] == 1
+    assert {m["name"]: m["fed_by"] for m in tree["members"]}["m0"] == "relay-a"
+
+
+def test_sites_form_a_tree_and_a_leaving_site_has_its_members_placed_again(listening) -> None:
+    p = Placements()
+    top, low = listening, listening + "/"  # two sites; a URL names a site (trailing / dropped)
+    p.join("top", sub("top", OPEN), "r", url=top)
+    with pytest.raises(PlacementError):
+        p.join("low", sub("low", OPEN_ALL), "r", url="ftp://x")
+    low = top.replace("127.0.0.1", "localhost")
+    assert p.join("low", sub("low", OPEN_ALL), "r", url=low).feed == [top]
+    assert p.join("m", sub("m", OPEN_CHEAP), "r").feed in ([low, top], [top])
+    p.leave("top", "r")
+    assert p.join("low", sub("low", OPEN_ALL), "r", url=low).feed == []
+    assert p.join("m", sub("m", OPEN_CHEAP), "r").feed == [low]
+
+
+def test_a_lapsed_lease_removes_the_member_and_re_places_its_dependants(listening) -> None:
+    clock = Clock()
+    p = Placements(ttl=10.0, clock=clock)
+    p.join("site", sub("site", OPEN), "r", url=listening)
+    assert p.join("m", sub("m", OPEN_DEAR), "r").feed == [listening]
+    clock.now = 8.0
+    p.join("m", sub("m", OPEN_DEAR), "r")  # renewed; the site is not
+    clock.now = 12.0
+    assert p.expire() == ["site"]
+    assert p.join("m", sub("m", OPEN_DEAR), "r").feed == []
+    assert [m["name"] for m in p.describe()["members"]] == ["m"]
+
+
+def test_a_reported_site_is_removed_when_down_and_avoided_when_up(listening) -> None:
+    p = Placements()
+    down = dead_url()
+    p.join("down", sub("down", OPEN), "r", url=down)
+    p.join("up", sub("up", OPEN_ALL), "r", url=listening)
+    first = p.join("m", sub("m", OPEN_DEAR), "r").feed
+    assert first[0] in (down, listening)
+    assert p.join("m", sub("m", OPEN_DEAR), "r", failed=[down]).feed[0] == listening
+    assert "down" not in p.members
+    # a site that is up but failed this member (say, it does not know its token)
+    assert p.join("m", sub("m", OPEN_DEAR), "r", failed=[listening]).feed == []
+    assert p.join("n", sub("n", OPEN_DEAR), "r").feed == [listening]  # others still use it
+
+
+def test_reoptimising_moves_members_that_joined_before_the_sites(listening) -> None:
+    p = Placements()
+    for i in range(4):
+        assert p.join(f"m{i}", sub(f"m{i}", OPEN_DEAR), "r").feed == []
+    p.join("site", sub("site", OPEN), "r", url=listening)
+    before = p.describe()["utilisation"]
+    assert p.reoptimise() == 4
+    assert all(p.join(f"m{i}", sub(f"m{i}", OPEN_DEAR), "r").feed == [listening]
+               for i in range(4))
+    assert p.describe()["utilisation"] < before
+    assert p.reoptimise() == 0  # optimal already
+
+
+def test_bad_joins_are_refused_with_the_reason(listening) -> None:
+    p = Placements()
+    for name in ("", "a b", "x" * 65):
+        with pytest.raises(PlacementError, match="member name"):
+            p.join(name, sub("q", OPEN), "r")
+    with pytest.raises(PlacementError, match="capacity"):
+        p.join("s", sub("s", OPEN), "r", url=listening, capacity=-1)
+    p.join("s", sub("s", OPEN), "r")
+    with pytest.raises(NameTaken):
+        p.join("s", sub("s", OPEN), "someone else")
+    with pytest.raises(NameTaken):
+        p.leave("s", "someone else")
+
+
+# ------------------------------------------------------------------ over the network
+def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimised(
+        tmp_path) -> None:
+    server = start(tmp_path / "db", replan=0, ttl=1.5)  # leases renewed every 0.5 s
+    relays: list[RelaySite] = []
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(11)
+        for _ in range(3):
+            writer.sql(stream.batch())
+        reader = Client(server.url, READER)
+        queries = [OPEN_DEAR, OPEN_CHEAP, OPEN_ALL, DONE, OPEN_DEAR]
+        replicas = [reader.replica(q, placed=True, name=f"sub{i}")
+                    for i, q in enumerate(queries)]
+        assert all(r.lease.feed == [] for r in replicas)  # no site yet: fed by the server
+
+        def check() -> None:
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            for replica, query in zip(replicas, queries, strict=True):
+                replica.follow(until=lambda r: r.batch >= batch, timeout=30)
+                assert projected(replica, query) == expected(admin, query), query
+
+        for _ in range(2):
+            check()
+        relays.append(RelaySite(server.url, READER, OPEN, TOKENS, name="relay-open",
+                                capacity=3).start())
+        # the members placed before the relay came move to it when the configuration is
+        # re-optimised (or, if their lease lapsed meanwhile, when they join again)
+        assert admin._call("POST", "/placements/optimise").json()["moved"] >= 0
+        for _ in range(40):  # each moves when it renews its lease and the relay is ready
+            check()
+            if sum(r.client is not r.server for r in replicas) == 3:
+                break
+            time.sleep(0.2)
+        tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
+        fed = [r for r in replicas if r.client is not r.server]
+        assert len(fed) == 3 and tree["relay-open"]["feeds"] == 3  # its capacity
+        assert tree["sub3"]["fed_by"] is None  # 'done' orders: only the server has them
+        # a second relay, then the first leaves: its members go to the second
+        relays.append(RelaySite(server.url, READER, OPEN_ALL, TOKENS, name="relay-all",
+                                capacity=5).start())
+        check()
+        orphans = {r.lease.name for r in fed}
+        relays.pop(0).stop()
+        for _ in range(40):  # its members resume at the server, then move to relay-all
+            check()
+            if sum(r.client.url == relays[0].url for r in replicas) == 3:
+                break
+            time.sleep(0.2)
+        tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
+        assert "relay-open" not in tree
+        assert tree["relay-all"]["fed_by"] is None
+        assert {tree[name]["fed_by"] for name in orphans} == {"relay-all"}
+        # re-optimised, every 'open' query goes to relay-all (within its capacity, 5)
+        admin._call("POST", "/placements/optimise")
+        for _ in range(40):
+            check()
+            if sum(r.client.url == relays[0].url for r in replicas) == 4:
+                break
+            time.sleep(0.2)
+        tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
+        assert {tree[f"sub{i}"]["fed_by"] for i in (0, 1, 2, 4)} == {"relay-all"}
+        assert tree["sub3"]["fed_by"] is None
+        assert all(r.resets == 0 for r in replicas)
+        assert sum(r.moves for r in replicas) >= 3
+    finally:
+        for relay in relays:
+            relay.stop()
+        server.stop()
+
+
+def test_kill_nine_of_a_placed_relay_re_homes_its_subscribers_exactly(tmp_path) -> None:
+    server, relay = start(tmp_path / "db", replan=0), None
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(12)
+        tokens = tmp_path / "tokens.json"
+        tokens.write_text(json.dumps({"tokens": {READER: {"name": "reader",
+                                                          "read": ["orders"]}}}))
+        port = _free_port()
+        relay = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "relay", server.url,
+                                  OPEN, "--token", READER, "--tokens", str(tokens),
+                                  "--port", str(port), "--name", "killed"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+        def joined() -> bool:
+            assert relay.poll() is None, relay.stderr.read().decode()[-2000:]
+            members = admin.status()["placement"]["members"]
+            return any(m["name"] == "killed" and m["site"] for m in members)
+        _wait_for(joined, 60, "the relay did not join as a site")
+        reader = Client(server.url, READER)
+        queries = [OPEN_DEAR, OPEN_CHEAP]
+        replicas = [reader.replica(q, placed=True) for q in queries]
+        assert all(r.lease.feed == [f"http://127.0.0.1:{port}"] for r in replicas)
+        for i in range(12):
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            for replica, query in zip(replicas, queries, strict=True):
+                replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+                assert projected(replica, query) == expected(admin, query), query
+            if i == 4:
+                assert all(r.client is not r.server for r in replicas)
+                relay.send_signal(signal.SIGKILL)
+                relay.wait()
+        assert all(r.rehomed == 1 and r.resets == 0 for r in replicas)
+        assert "killed" not in {m["name"] for m in admin.status()["placement"]["members"]}
+    finally:
+        if relay is not None and relay.poll() is None:
+            relay.kill()
+            relay.wait()
+        server.stop()
+
+
+def test_placements_respect_grants_and_refuse_bad_requests(tmp_path) -> None:
+    server = start(tmp_path / "db", replan=0)
+    try:
+        Client(server.url, ADMIN).sql(TABLES)
+        reader = Client(server.url, READER)
+        with pytest.raises(ServiceError) as err:
+            reader.place("SELECT s.id FROM secret s")
+        assert err.value.status == 403
+        with pytest.raises(ServiceError) as err:
+            reader._call("POST", "/placements/optimise")
+        assert err.value.status == 403
+        for body, where in (({"query": 5}, "query"), ({"query": OPEN, "capacity": "x"},
+                                                      "capacity"),
+                            ({"query": OPEN, "failed": "x"}, "failed"),
+                            ({"query": OPEN, "name": "a b"}, "member name")):
+            with pytest.raises(ServiceError) as err:
+                reader._call("POST", "/placements", json=body)
+            assert err.value.status == 400 and where in str(err.value)
+        with pytest.raises(ServiceError) as err:
+            reader.place("SELECT o.ok FROM orders o WHERE o.price * 2 > 5")
+        assert err.value.status == 400 and err.value.record.get("column")
+        reader.place(OPEN, "mine")
+        with pytest.raises(ServiceError) as err:
+            Client(server.url, WRITER).place(OPEN, "mine")
+        assert err.value.status == 409
+    finally:
+        server.stop()
