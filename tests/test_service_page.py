@@ -7,9 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
-from test_service import ADMIN, QUERIES, READER, TABLES, start
+from test_service import ADMIN, QUERIES, READER, TABLES, TOKENS, start
 
 from upkeep.client import Client
+from upkeep.service.relay import RelaySite
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -24,21 +25,32 @@ def browser():
 
 
 def test_the_page_shows_tables_tree_lag_and_live_rows(browser, tmp_path) -> None:
-    server = start(tmp_path / "db")
+    server, relay = start(tmp_path / "db"), None
     try:
         admin = Client(server.url, ADMIN)
         admin.sql(TABLES + "INSERT INTO customer VALUES (1, 'A', 1);"
                   "INSERT INTO orders VALUES (1, 1, 'open', 10), (2, 1, 'done', 20);"
                   "INSERT INTO secret VALUES (1, 'hidden')")
         sid = Client(server.url, READER).subscribe(QUERIES[0]).id
+        relay = RelaySite(server.url, READER, "SELECT o.ok, o.status, o.price FROM orders o "
+                          "WHERE o.status = 'open'", TOKENS, name="relay-p").start()
+        placed = Client(server.url, READER).replica(
+            "SELECT o.ok FROM orders o WHERE o.status = 'open' AND o.ok > 1", placed=True,
+            name="placed")
+        assert placed.lease.feed == [relay.url]
         admin.subscribe("SELECT s.id, s.note FROM secret s")  # not the reader's to see
         page = browser.new_page()
         page.goto(f"{server.url}/?access_token={READER}")
         tables = page.locator("#tables tbody")
         expect(tables).to_contain_text("orders")
         expect(tables).to_contain_text("customer")
-        expect(page.locator("#subscriptions tbody tr")).to_have_count(1)
-        expect(page.locator("#tree")).to_contain_text(sid)
+        expect(page.locator("#subscriptions tbody tr")).to_have_count(3)  # with the relay's
+        tree = page.locator("#tree")
+        expect(tree.locator("li[data-member='relay-p']")).to_contain_text(relay.url)
+        # the placed subscriber hangs under the relay that feeds it
+        expect(tree.locator("li[data-member='relay-p'] li[data-member='placed']")
+               ).to_contain_text(placed.info.id)
+        expect(tree).to_contain_text("50.0% of members fed by relays")
         assert "secret" not in page.content() and "hidden" not in page.content()
 
         page.locator(f"#subscriptions tr[data-id='{sid}'] button").click()
@@ -59,4 +71,6 @@ def test_the_page_shows_tables_tree_lag_and_live_rows(browser, tmp_path) -> None
         page.close()
         assert httpx.get(server.url + "/").status_code == 401
     finally:
+        if relay is not None:
+            relay.stop()
         server.stop()

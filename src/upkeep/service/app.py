@@ -268,7 +268,10 @@ class Service:
                        "feed": {"records": len(hub.feed.records), "horizon": hub.feed.horizon}}
                 if hub.placements is not None:
                     hub.placements.expire()
-                    out["placement"] = hub.placements.describe()
+                    tree = hub.placements.describe()
+                    tree["members"] = [m for m in tree["members"]
+                                       if all(map(principal.may_read, m["tables"]))]
+                    out["placement"] = tree
                 return out
 
         async def handle(principal: Principal) -> Response:

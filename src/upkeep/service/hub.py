@@ -223,7 +223,8 @@ class Hub:
             served = self.subscribe(principal, sql)
             parsed = parse(name, sql, self.schema())
             return served, self.placements.join(name, parsed, principal.name, url=site,
-                                                capacity=capacity, failed=list(failed))
+                                                capacity=capacity, failed=list(failed),
+                                                sid=served.id)
 
     def get(self, principal: Principal, sid: str) -> Served:
         served = self.subscriptions.get(sid)

@@ -67,6 +67,7 @@ class Member:
     url: str | None = None
     capacity: int | None = None
     avoid: set[str] = field(default_factory=set)
+    sid: str = ""  # the id of its subscription at the server
 
     @property
     def is_site(self) -> bool:
@@ -159,7 +160,7 @@ class Placements:
     # ------------------------------------------------------------ members
     def join(self, name: str, subscription: Subscription, principal: str, *,
              url: str | None = None, capacity: int | None = None,
-             failed: list[str] = ()) -> Assignment:
+             failed: list[str] = (), sid: str = "") -> Assignment:
         """Place ``name`` (or renew its lease and tell it where it is fed now).  ``url``
         makes it a site; ``failed``: feeders it could not follow (each is probed, and
         removed if it does not answer, or else avoided by this member)."""
@@ -185,7 +186,7 @@ class Placements:
             self._remove(name)  # joined again with another query or role: placed afresh
             current = None
         if current is None:
-            member = Member(name, subscription, principal, 0.0, url, capacity)
+            member = Member(name, subscription, principal, 0.0, url, capacity, sid=sid)
             member.avoid = {u for u in failed}
             self._add(member)
             place(self.rg, self.cfg, name, self.bounds())
@@ -267,7 +268,7 @@ class Placements:
                             "fed_by": None if r.from_source else r.inputs[0],
                             "feeds": out.get(m.name, 0),
                             "capacity": self.bounds()[m.name] if m.is_site else None,
-                            "subscription": m.subscription.select_sql()})
+                            "subscription": m.sid, "tables": sorted(m.subscription.tables())})
         fed = sum(1 for m in members if m["fed_by"] is not None)
         return {"members": members, "sites": sum(1 for m in members if m["site"]),
                 "server_feeds": out.get(SOURCE, 0), "server_bound": self.source_bound,
