@@ -293,3 +293,59 @@ def test_placements_respect_grants_and_refuse_bad_requests(tmp_path) -> None:
         assert err.value.status == 409
     finally:
         server.stop()
+
+
+GENERAL = [OPEN, OPEN_ALL, "SELECT o.ok, o.status, o.price FROM orders o",
+           "SELECT o.ok, o.price, o.status FROM orders o WHERE o.price > 20"]
+SPECIFIC = [OPEN_DEAR, OPEN_CHEAP, DONE, CUSTOMERS,
+            "SELECT o.ok FROM orders o WHERE o.price > 60",
+            "SELECT o.ok, o.status FROM orders o WHERE o.price > 30 AND o.price < 70"]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_random_churn_of_relays_and_subscribers_loses_and_doubles_nothing(tmp_path,
+                                                                          seed) -> None:
+    """Random publications with random churn: relays come and go, subscribers join and
+    leave, the configuration is re-optimised; after every batch every live subscriber equals
+    DuckDB's evaluation of its query, wherever it is fed from, and none needed a reset."""
+    import random
+
+    rnd = random.Random(seed)
+    server = start(tmp_path / "db", replan=0, ttl=0.9)  # renewed (and moved) often
+    relays: dict[str, RelaySite] = {}
+    replicas: dict[str, tuple] = {}
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(seed)
+        reader = Client(server.url, READER)
+        for step in range(24):
+            op = rnd.choice(["relay", "relay", "leave-relay", "join", "join", "join",
+                             "leave", "optimise"])
+            if op == "relay" and len(relays) < 3:
+                name = f"relay{step}"
+                relays[name] = RelaySite(server.url, READER, rnd.choice(GENERAL), TOKENS,
+                                         name=name, capacity=rnd.randint(1, 4)).start()
+            elif op == "leave-relay" and relays:
+                relays.pop(rnd.choice(sorted(relays))).stop()
+            elif op == "join" and len(replicas) < 6:
+                query = rnd.choice(SPECIFIC)
+                replicas[f"sub{step}"] = (reader.replica(query, placed=True,
+                                                         name=f"sub{step}"), query)
+            elif op == "leave" and replicas:
+                replicas.pop(rnd.choice(sorted(replicas)))[0].close()
+            elif op == "optimise":
+                admin._call("POST", "/placements/optimise")
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            for replica, query in replicas.values():
+                replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+                assert projected(replica, query) == expected(admin, query), (step, query)
+        assert all(r.resets == 0 for r, _ in replicas.values())
+        members = {m["name"] for m in admin.status()["placement"]["members"]}
+        assert members <= set(replicas) | set(relays)  # whoever left is gone (leases lapse)
+    finally:
+        for relay in relays.values():
+            relay.stop()
+        server.stop()

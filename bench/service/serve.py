@@ -12,16 +12,23 @@ p50 / p99 over every (subscriber, batch) pair that has a change; the server's CP
 (``/proc``); the bytes of events the server sent (its ``/status``) and the subscribers
 received; the writer's commits a second.
 
-With ``--relays R`` (R > 0) the same subscribers are fed by R relays (``upkeep relay``, each
-its own process) instead: relay ``r`` follows every item of a contiguous range of
-categories, and each subscriber subscribes at the relay whose rows its query can be
-computed from (the derived queries are also registered at the server, where a subscriber
-would resume if its relay left).  That is the configuration the planner chooses for this
-workload (each derived query has exactly one rewriting, over its category's relay).
+The subscribers are fed in one of three layouts (``--layouts``), each placed by the
+server's planner (``POST /placements``, ``service/placement.py``): a subscriber joins, is
+told its feeder, and follows it.
+
+* ``direct``: no sites; every subscriber is fed by the server, as Materialize's SUBSCRIBE
+  or RisingWave's subscriptions serve them.
+* ``general``: ``--relays R`` relays (``upkeep relay``, each its own process), relay ``r``
+  following every item of a contiguous range of categories; the planner places each
+  subscriber at the relay whose rows can compute its query.
+* ``agents``: the paper's own setting, subscribers that serve: for each distinct query, one
+  subscriber agent is a site (capacity ``--capacity``) and the planner places the other
+  subscribers of that query at it.  The agents run as relays, ``--hosts`` processes holding
+  them all (``bench/service/sites.py``).
 
 Usage::
 
-    python -m bench.service.serve --subscribers 100,1000 --relays 0,10
+    python -m bench.service.serve --subscribers 100,1000 --layouts direct,general,agents
 
 Results go to ``bench/results/service.json``.
 """
@@ -104,41 +111,60 @@ def relay_range(r: int, count: int) -> tuple[int, int]:
     return r * 20 // count, (r + 1) * 20 // count
 
 
-def relay_of(category: int, count: int) -> int:
-    return next(r for r in range(count) if relay_range(r, count)[0] <= category
-                < relay_range(r, count)[1])
+def start_sites(url: str, work: Path, layout: str, relays: int, queries: int, hosts: int,
+                capacity: int) -> tuple[list[subprocess.Popen], int]:
+    """The processes of a layout's sites, and how many sites they offer the server."""
+    tokens = str(work / "tokens.json")
+    if layout == "direct":
+        return [], 0
+    if layout == "general":
+        processes = []
+        for r in range(relays):
+            low, high = relay_range(r, relays)
+            query = (f"SELECT i.id, i.category, i.region, i.price FROM items i "
+                     f"WHERE i.category >= {low} AND i.category < {high}")
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "upkeep.cli", "relay", url, query, "--token", TOKEN,
+                 "--tokens", tokens, "--port", str(free_port()), "--name", f"relay-{r}",
+                 "--capacity", "100000"], stdout=subprocess.DEVNULL))
+        return processes, relays
+    processes = []
+    for h in range(hosts):
+        mine = [f"agent-{q}={derived(q)}" for q in range(queries) if q % hosts == h]
+        if mine:
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "bench.service.sites", url, TOKEN, tokens,
+                 "--capacity", str(capacity), *mine], stdout=subprocess.DEVNULL))
+    return processes, queries
 
 
-def start_relays(url: str, work: Path, count: int) -> tuple[list[subprocess.Popen], list[str]]:
-    """``count`` relays, relay ``r`` following every item of its categories (a general
-    subscription each derived one of those categories can be computed from)."""
-    processes, urls = [], []
-    for r in range(count):
-        port = free_port()
-        low, high = relay_range(r, count)
-        query = (f"SELECT i.id, i.category, i.region, i.price FROM items i "
-                 f"WHERE i.category >= {low} AND i.category < {high}")
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "upkeep.cli", "relay", url, query, "--token", TOKEN,
-             "--tokens", str(work / "tokens.json"), "--port", str(port)],
-            stdout=subprocess.DEVNULL))
-        urls.append(f"http://127.0.0.1:{port}")
-    return processes, urls
+async def sites_joined(client: httpx.AsyncClient, count: int, processes: list,
+                       seconds: float = 600.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in processes):
+            raise RuntimeError("a site process exited")
+        status = (await client.get("/status")).json()
+        if status["placement"]["sites"] >= count:
+            return
+        await asyncio.sleep(0.5)
+    raise TimeoutError(f"{count} sites did not join in {seconds} s")
 
 
 async def run(subscribers: int, queries: int, batches: int, changes: int, rate: float,
-              rows: int, relays: int = 0) -> dict:
+              rows: int, layout: str, relays: int, hosts: int, capacity: int) -> dict:
     work = Path(tempfile.mkdtemp(prefix="upkeep-serve-bench-"))
     (work / "tokens.json").write_text(json.dumps({"tokens": {
         TOKEN: {"name": "bench", "read": "*", "write": "*", "admin": True}}}))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "serve", str(work / "db"),
-                               "--tokens", str(work / "tokens.json"), "--port", str(port)],
+                               "--tokens", str(work / "tokens.json"), "--port", str(port),
+                               "--replan", "0"],
                               stdout=subprocess.DEVNULL)
     try:
         return await measure(server, url, work, subscribers, queries, batches, changes, rate,
-                             rows, relays)
+                             rows, layout, relays, hosts, capacity)
     finally:
         for process in [server, *RELAYS]:
             if process.poll() is None:
@@ -149,7 +175,7 @@ async def run(subscribers: int, queries: int, batches: int, changes: int, rate: 
 
 async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: int,
                   queries: int, batches: int, changes: int, rate: float, rows: int,
-                  relays: int) -> dict:
+                  layout: str, relays: int, hosts: int, capacity: int) -> dict:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=subscribers + 10, max_keepalive_connections=20)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
@@ -164,30 +190,33 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
                                for k in range(start, min(rows, start + 5000)))
             (await client.post("/sql", json={"sql": f"INSERT INTO items VALUES {values}"}
                                )).raise_for_status()
-        sids = []
-        for q in range(queries):
-            response = await client.post("/subscriptions", json={"query": derived(q)})
-            response.raise_for_status()
-            sids.append(response.json()["id"])
-        relay_processes, relay_urls = start_relays(url, work, relays) if relays else ([], [])
+        relay_processes, site_count = start_sites(url, work, layout, relays, queries, hosts,
+                                                  capacity)
         RELAYS.extend(relay_processes)
-        feeders = []
-        for r_url in relay_urls:
-            feeder = httpx.AsyncClient(base_url=r_url, headers=headers, limits=limits,
-                                       timeout=httpx.Timeout(60.0))
-            await answering(feeder)
-            feeders.append(feeder)
-        for q in range(queries if relays else 0):  # each derived query at its relay
-            response = await feeders[relay_of(q % 20, relays)].post(
-                "/subscriptions", json={"query": derived(q)})
+        await sites_joined(client, site_count, relay_processes)
+        feeders: dict[str, httpx.AsyncClient] = {}
+        places, feeds = [], []
+        for i in range(subscribers):  # each placed by the server's planner
+            t = time.perf_counter()
+            response = await client.post("/placements", json={
+                "query": derived(i % queries), "name": f"s{i}"})
+            places.append(time.perf_counter() - t)
             response.raise_for_status()
-            assert response.json()["id"] == sids[q]
+            data = response.json()
+            feed = data["feed"][0] if data["feed"] else None
+            if feed is not None and feed not in feeders:
+                feeders[feed] = httpx.AsyncClient(base_url=feed, headers=headers,
+                                                  limits=limits, timeout=httpx.Timeout(60.0))
+            if feed is not None:  # the subscription at the site it was placed at
+                (await feeders[feed].post("/subscriptions", json={"query": derived(
+                    i % queries)})).raise_for_status()
+            feeds.append((feeders[feed] if feed else client, data["subscription"]["id"]))
+        placement = (await client.get("/status")).json()["placement"]
         received = [dict() for _ in range(subscribers)]
         counter, started, ready = [0], [0], asyncio.Event()
-        tasks = [asyncio.create_task(follow(feeders[relay_of(i % queries % 20, relays)] if relays
-                                            else client, sids[i % queries], received[i],
-                                            counter, ready, started, subscribers))
-                 for i in range(subscribers)]
+        tasks = [asyncio.create_task(follow(feeder, sid, received[i], counter, ready, started,
+                                            subscribers))
+                 for i, (feeder, sid) in enumerate(feeds)]
         await asyncio.wait_for(ready.wait(), 300)
         status = (await client.get("/status")).json()
         first, sent0 = status["batch"], status["bytes_sent"]
@@ -216,7 +245,7 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
             process.terminate()
         for process in relay_processes:
             process.wait(30)
-        for feeder in feeders:
+        for feeder in feeders.values():
             await feeder.aclose()
         latencies = [r[b] - sent[b] for r in received for b in expected if b in r]
         server.terminate()
@@ -224,7 +253,14 @@ async def measure(server: subprocess.Popen, url: str, work: Path, subscribers: i
         for task in tasks:
             task.cancel()
     latencies.sort()
-    return {"subscribers": subscribers, "relays": relays, "queries": queries,
+    places.sort()
+    return {"subscribers": subscribers, "layout": layout, "sites": site_count,
+            "site_processes": len(relay_processes), "queries": queries,
+            "fed_by_others": sum(1 for m in placement["members"]
+                                 if m["fed_by"] is not None and not m["site"]) / subscribers,
+            "server_feeds": placement["server_feeds"],
+            "placement_ms_p50": 1000 * statistics.median(places),
+            "placement_ms_p99": 1000 * places[int(0.99 * (len(places) - 1))],
             "batches": batches, "server_bytes_sent": server_bytes,
             "relays_cpu_s": relay_cpu,
             "changes_per_batch": changes, "rows": rows, "rate": rate,
@@ -245,14 +281,20 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=10)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--relays", default="0,10",
-                        help="relay counts to compare (0: every subscriber at the server)")
+    parser.add_argument("--layouts", default="direct,general,agents",
+                        help="how subscribers are fed: direct, general, agents")
+    parser.add_argument("--relays", type=int, default=10, help="relays of the general layout")
+    parser.add_argument("--hosts", type=int, default=5,
+                        help="processes holding the agents of the agents layout")
+    parser.add_argument("--capacity", type=int, default=30,
+                        help="fan-out bound of each agent")
     args = parser.parse_args()
     results = []
     for n in map(int, args.subscribers.split(",")):
-        for relays in map(int, args.relays.split(",")):
+        for layout in args.layouts.split(","):
             result = asyncio.run(run(n, min(args.queries, n), args.batches, args.changes,
-                                     args.rate, args.rows, relays))
+                                     args.rate, args.rows, layout, args.relays, args.hosts,
+                                     args.capacity))
             print(json.dumps(result), flush=True)
             results.append(result)
     RESULTS.parent.mkdir(exist_ok=True)

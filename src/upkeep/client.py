@@ -166,8 +166,11 @@ class Lease:
         self.ttl = 45.0
         self.renewed = -math.inf
         self.joined = False
+        self.left = False  # after leave(): never renewed again
 
     def renew(self, failed: list[str] = ()) -> dict:
+        if self.left:
+            raise ServiceError(f"member {self.name} left the placements")
         data = self.server.place(self.query, self.name, site=self.site,
                                  capacity=self.capacity, failed=failed)
         self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
@@ -179,6 +182,7 @@ class Lease:
         return time.monotonic() - self.renewed >= self.ttl / 3
 
     def leave(self) -> None:
+        self.left = True
         if self.joined:
             self.joined = False
             try:

@@ -138,8 +138,8 @@ class RelaySite:
     def stop(self) -> None:
         """Leave: the server places the relay's subscribers elsewhere, and they get
         ``shutdown`` and resume at the server meanwhile."""
-        self.lease.leave()
         self._stop.set()
+        self.lease.leave()
         self.server.stop()
         self.client.close()
         self.follower.close()

@@ -55,6 +55,7 @@ class Server:
         self.service = Service(self.hub, self.tokens)
         try:
             self.socket = socket.create_server((host, port))
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
             self.close_db()
             raise ServiceError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
