@@ -16,7 +16,7 @@ from upkeep.dissemination.rewriting import (
     rewriting_sql,
     rewritings,
 )
-from upkeep.dissemination.subscriptions import SubscriptionError, embeddings, parse
+from upkeep.dissemination.subscriptions import SubscriptionError, embeddings, labels, parse
 
 SCHEMA = {"positions": (["id", "region", "dept", "title"], ["id"]),
           "r": (["id", "a", "b"], ["id"]), "s": (["id", "b", "c"], ["id"]),
@@ -84,8 +84,8 @@ def test_a_more_selective_view_does_not_embed():
 
 def test_set_trie_finds_every_subset():
     trie = SetTrie()
-    for i, labels in enumerate([{"a"}, {"a", "b"}, {"b", "c"}, set(), {"a", "b", "c", "d"}]):
-        trie.insert(labels, i)
+    for i, members in enumerate([{"a"}, {"a", "b"}, {"b", "c"}, set(), {"a", "b", "c", "d"}]):
+        trie.insert(members, i)
     assert sorted(trie.subsets({"a", "b", "c"})) == [0, 1, 2, 3]
     assert sorted(trie.subsets({"c"})) == [3]
 
@@ -169,3 +169,26 @@ def test_a_constant_reaching_a_column_through_a_join_keeps_the_edge():
     s = subs(v="SELECT r.a, r.b FROM r WHERE r.b = 2 AND r.a > 0",
              q="SELECT r.a FROM r JOIN s ON r.b = s.b WHERE s.b = 2 AND r.a = 1")
     assert embedding_graph(list(s.values()))["q"] == ["v"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(subscription_sql(), min_size=2, max_size=12), st.integers(1, 4))
+def test_a_bounded_embedding_graph_keeps_the_most_specific_embeddings(sqls, limit):
+    """``limit`` in-neighbours at most, each a true embedding, taken from the largest label
+    sets down: a dropped one never has more labels than a kept one (when the test budget
+    was not what stopped it), and a limit above every degree gives the full graph."""
+    subscriptions = [parse(f"v{i}", sql, SCHEMA) for i, sql in enumerate(sqls)]
+    full = embedding_graph(subscriptions)
+    bounded = embedding_graph(subscriptions, limit)
+    assert embedding_graph(subscriptions, len(subscriptions)) == full
+    by_name = {s.name: s for s in subscriptions}
+    for q in subscriptions:
+        kept, every = set(bounded[q.name]), set(full[q.name])
+        assert kept <= every and len(kept) <= limit
+        tested = [u for u in subscriptions if u is not q
+                  and labels(u) <= labels(q, implied=True)]
+        if len(tested) <= 8 * limit:  # the test budget did not stop the search
+            assert len(kept) == min(limit, len(every))
+            if kept and every - kept:
+                fewest = min(len(labels(by_name[u])) for u in kept)
+                assert all(len(labels(by_name[u])) <= fewest for u in every - kept)

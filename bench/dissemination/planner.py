@@ -77,10 +77,11 @@ def subscriptions(count: int, seed: int) -> list:
     return out
 
 
-def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: float) -> dict:
+def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: float,
+        candidates: int | None) -> dict:
     subs = subscriptions(size, seed)
     t0 = time.perf_counter()
-    p = plan(subs, k=k, costs=COSTS, time_limit=time_limit)
+    p = plan(subs, k=k, costs=COSTS, time_limit=time_limit, candidates=candidates)
     end_to_end = time.perf_counter() - t0
     rg = p.rg
     unrewritable = sum(1 for v in rg.views if len(rg.of(v)) == 1)
@@ -89,7 +90,8 @@ def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: floa
     source_count = graph_of(
         Rewriting(r.id, r.view, r.inputs, 1.0 if r.from_source else 0.0, r.latency)
         for r in rg.rewritings.values())
-    out = {"subscriptions": size, "k": k, "embedding_edges": p.embedding_edges,
+    out = {"subscriptions": size, "k": k, "candidates": candidates,
+           "embedding_edges": p.embedding_edges,
            "rewritings": len(rg.rewritings), "unrewritable": unrewritable,
            "seconds": {**p.seconds, "end_to_end": end_to_end}, "bounds": {}}
     for bound in bounds:
@@ -117,16 +119,18 @@ def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: floa
 def report(result: dict) -> str:
     lines = [f"`{result['command']}` ({result['date']}, {result['git']}, {result['machine']})",
              "",
-             "| subscriptions | EG edges | RG rewritings | EG s | CGR s | end to end s | "
-             "B_out | ILP s | gap | fed by others | LOGA latency | LOGA utilisation |",
-             "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "| subscriptions | candidates | EG edges | RG rewritings | EG s | CGR s | "
+             "end to end s | B_out | ILP s | gap | fed by others | LOGA latency | "
+             "LOGA utilisation |",
+             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in result["runs"]:
         first = True
         for bound, b in r["bounds"].items():
-            head = (f"| {r['subscriptions']:,} | {r['embedding_edges']:,} | "
+            head = (f"| {r['subscriptions']:,} | {r.get('candidates') or 'all'} | "
+                    f"{r['embedding_edges']:,} | "
                     f"{r['rewritings']:,} | {r['seconds']['embedding_graph']:.1f} | "
                     f"{r['seconds']['rewritings']:.1f} | {r['seconds']['end_to_end']:.1f} |"
-                    if first else "| | | | | | |")
+                    if first else "| | | | | | | |")
             first = False
             lines.append(f"{head} {'unbounded' if bound == 'None' else bound} | "
                          f"{b['ilp_s']:.1f} | {b['gap']:.2%} | {b['fed_by_others']:.1%} | "
@@ -140,6 +144,9 @@ def main() -> None:
     parser.add_argument("--bounds", default="30,50,100,none", help="B_out values")
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--candidates", default="32",
+                        help="subscriptions considered to feed each one, most specific "
+                             "first ('all': the full embedding graph); a list compares")
     parser.add_argument("--time-limit", type=float, default=120.0,
                         help="seconds for each integer program")
     parser.add_argument("--out", default="bench/results/dissemination_planner.json")
@@ -152,8 +159,9 @@ def main() -> None:
     bounds = [None if b == "none" else int(b) for b in args.bounds.split(",")]
     result = {"date": now(), "git": git_rev(), "machine": machine(),
               "command": "python -m bench.dissemination.planner " + " ".join(sys.argv[1:]),
-              "runs": [run(int(n), bounds, args.k, args.seed, args.time_limit)
-                       for n in args.sizes.split(",")]}
+              "runs": [run(int(n), bounds, args.k, args.seed, args.time_limit,
+                           None if c == "all" else int(c))
+                       for n in args.sizes.split(",") for c in args.candidates.split(",")]}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(report(result))

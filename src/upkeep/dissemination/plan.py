@@ -118,14 +118,17 @@ class Plan:
 
 def plan(subscriptions: list[Subscription], *, k: int = 3, bound: int | None = None,
          source_bound: int | None = None, loga_factor: float = 1.5,
-         costs: CostModel | None = None, time_limit: float | None = None) -> Plan:
+         costs: CostModel | None = None, time_limit: float | None = None,
+         candidates: int | None = None) -> Plan:
     """Plan the dissemination of ``subscriptions``: every subscription may feed at most
-    ``bound`` rewritings and the publisher ``source_bound`` (None: unbounded)."""
+    ``bound`` rewritings and the publisher ``source_bound`` (None: unbounded).
+    ``candidates``: at most that many (the most specific) subscriptions are considered to
+    feed each one (:func:`.rewriting.embedding_graph`'s ``limit``; None: all)."""
     costs = costs or CostModel()
     by_name = {s.name: s for s in subscriptions}
     seconds: dict[str, float] = {}
     t = time.perf_counter()
-    into = break_ties(embedding_graph(subscriptions))
+    into = break_ties(embedding_graph(subscriptions, candidates))
     seconds["embedding_graph"] = time.perf_counter() - t
     t = time.perf_counter()
     rg = RewritabilityGraph()

@@ -8,6 +8,7 @@ fixes of ``specs/delta-dissemination.md`` D.11, over the relational subscription
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import combinations
 from dataclasses import dataclass
 
 from .subscriptions import (
@@ -52,17 +53,53 @@ class SetTrie:
         return out
 
 
-def embedding_graph(subscriptions: list[Subscription]) -> dict[str, list[str]]:
+def embedding_graph(subscriptions: list[Subscription], limit: int | None = None
+                    ) -> dict[str, list[str]]:
     """Algorithm 3: for each subscription, the others that embed into it (EG in-neighbours),
     tested only for those whose labels (tables, equality constants, constrained columns:
-    :func:`.subscriptions.labels`) are a subset of its own (the set-trie lookup)."""
-    trie = SetTrie()
+    :func:`.subscriptions.labels`) are a subset of its own (the set-trie lookup).
+
+    ``limit`` bounds each subscription's in-neighbours to the ``limit`` most specific
+    [OURS]: candidates are taken by label sets from the largest subset of the query's
+    labels down, and within one label set those with most outputs first, and at most
+    ``8 * limit`` embeddings are tested.  The full graph grows with the square of the
+    subscriptions (a general subscription embeds into every specific one of its kind);
+    the bounded one grows linearly, and CGR needs only a few rewritings per subscription."""
+    if limit is None:
+        trie = SetTrie()
+        for s in subscriptions:
+            trie.insert(labels(s), s)
+        return {q.name: sorted(u.name for u in trie.subsets(labels(q, implied=True))
+                               if u is not q and embeddings(u, q))
+                for q in subscriptions}
+    buckets: dict[frozenset[str], list[Subscription]] = {}
     for s in subscriptions:
-        trie.insert(labels(s), s)
+        buckets.setdefault(labels(s), []).append(s)
+    for bucket in buckets.values():
+        bucket.sort(key=lambda s: (-len(s.outputs), s.name))
+    by_size = sorted(buckets, key=lambda b: (-len(b), sorted(b)))
     into: dict[str, list[str]] = {}
     for q in subscriptions:
-        into[q.name] = sorted(u.name for u in trie.subsets(labels(q, implied=True))
-                              if u is not q and embeddings(u, q))
+        mine = labels(q, implied=True)
+        if 2 ** len(mine) <= len(buckets):  # enumerate the query's label subsets
+            sets = (frozenset(c) for n in range(len(mine), -1, -1)
+                    for c in combinations(sorted(mine), n))
+        else:  # or scan the label sets, largest first
+            sets = (b for b in by_size if b <= mine)
+        found: list[str] = []
+        tests = 8 * limit
+        for key in sets:
+            for u in buckets.get(key, ()):
+                if u is q:
+                    continue
+                tests -= 1
+                if embeddings(u, q):
+                    found.append(u.name)
+                if len(found) >= limit or tests <= 0:
+                    break
+            if len(found) >= limit or tests <= 0:
+                break
+        into[q.name] = sorted(found)
     return into
 
 
