@@ -349,3 +349,59 @@ def test_random_churn_of_relays_and_subscribers_loses_and_doubles_nothing(tmp_pa
         for relay in relays.values():
             relay.stop()
         server.stop()
+
+
+# ------------------------------------------------------------------ several inputs
+OPEN_DEAR_STATUS = ("SELECT o.ok, o.status FROM orders o "
+                    "WHERE o.status = 'open' AND o.price > 50")
+OPEN_DEAR_PRICE = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open' AND o.price > 50"
+OPEN_DEAR_BOTH = ("SELECT o.ok, o.status, o.price FROM orders o "
+                  "WHERE o.status = 'open' AND o.price > 50")
+
+
+def test_a_member_that_composes_is_fed_by_several_sites(listening) -> None:
+    p = Placements()
+    p.join("a", sub("a", OPEN_DEAR_STATUS), "r", url=listening)
+    p.join("b", sub("b", OPEN_DEAR_PRICE), "r", url=listening.replace("127.0.0.1",
+                                                                        "localhost"))
+    plain = p.join("plain", sub("plain", OPEN_DEAR_BOTH), "r")
+    assert plain.feed == [] and plain.inputs is None  # it cannot compose: the server
+    both = p.join("both", sub("both", OPEN_DEAR_BOTH), "r", compose=True)
+    assert [i["name"] for i in both.inputs] == ["a", "b"]
+    assert '"a"' in both.sql and '"b"' in both.sql
+    assert both.inputs[0]["feed"] == [listening]
+    p.leave("a", "r")  # an input leaves: placed again, by the server
+    after = p.join("both", sub("both", OPEN_DEAR_BOTH), "r", compose=True)
+    assert after.inputs is None and after.feed == []
+
+
+def test_a_composed_subscriber_equals_duckdb_through_an_input_leaving(tmp_path) -> None:
+    server = start(tmp_path / "db", replan=0, ttl=1.5)
+    relays: list[RelaySite] = []
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        writer = Client(server.url, WRITER)
+        stream = Changes(21)
+        for _ in range(3):
+            writer.sql(stream.batch())
+        relays = [RelaySite(server.url, READER, q, TOKENS, name=n).start()
+                  for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
+        replica = Client(server.url, READER).replica(OPEN_DEAR_BOTH, placed=True)
+        assert [i["name"] for i in replica.lease.inputs] == ["price", "status"]
+        composed = []
+        for step in range(16):
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+            assert replica.batch == batch
+            assert projected(replica, OPEN_DEAR_BOTH) == expected(admin, OPEN_DEAR_BOTH)
+            composed.append(replica._composite is not None)
+            if step == 8:
+                relays.pop(0).stop()  # an input leaves: the server feeds the replica
+        assert composed[:8] == [True] * 8 and not composed[-1]
+        assert replica.resets == 0 and replica.moves >= 1
+    finally:
+        for relay in relays:
+            relay.stop()
+        server.stop()

@@ -111,10 +111,12 @@ class Client:
             yield from parse_sse(response.iter_lines())
 
     def place(self, query: str, name: str | None = None, *, site: str | None = None,
-              capacity: int | None = None, failed: list[str] = ()) -> dict:
+              capacity: int | None = None, failed: list[str] = (),
+              compose: bool = False) -> dict:
         """Join (or renew) member ``name`` at the server: ``{"name", "feed", "ttl",
-        "subscription"}``, ``feed`` the sites to follow, nearest first."""
-        body: dict = {"query": query, "failed": list(failed)}
+        "subscription"}``, ``feed`` the sites to follow, nearest first; with ``compose``,
+        possibly ``inputs`` and ``sql`` instead (fed by several relays)."""
+        body: dict = {"query": query, "failed": list(failed), "compose": compose}
         for key, value in (("name", name), ("site", site), ("capacity", capacity)):
             if value is not None:
                 body[key] = value
@@ -136,7 +138,7 @@ class Client:
         the source of this relay) must hold the same subscription: it resumes there if this
         site goes away."""
         if placed:
-            lease = Lease(self, query, name)
+            lease = Lease(self, query, name, compose=True)
             data = lease.renew()
             return Replica(self, subscription_info(data["subscription"]), lease=lease)
         return Replica(self, self.subscribe(query), fallbacks)
@@ -156,13 +158,17 @@ class Lease:
     renewing is dropped, and the members it fed are placed again)."""
 
     def __init__(self, server: Client, query: str, name: str | None = None, *,
-                 site: str | None = None, capacity: int | None = None) -> None:
+                 site: str | None = None, capacity: int | None = None,
+                 compose: bool = False) -> None:
         self.server = server
         self.query = query
         self.name = name
         self.site = site
         self.capacity = capacity
+        self.compose = compose  # it may be fed by several relays (upkeep.composite)
         self.feed: list[str] = []
+        self.inputs: list[dict] | None = None  # fed by several relays: each input
+        self.sql: str | None = None  # and the rewriting over them
         self.ttl = 45.0
         self.renewed = -math.inf
         self.joined = False
@@ -172,8 +178,9 @@ class Lease:
         if self.left:
             raise ServiceError(f"member {self.name} left the placements")
         data = self.server.place(self.query, self.name, site=self.site,
-                                 capacity=self.capacity, failed=failed)
+                                 capacity=self.capacity, failed=failed, compose=self.compose)
         self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
+        self.inputs, self.sql = data.get("inputs"), data.get("sql")
         self.renewed = time.monotonic()
         self.joined = True
         return data
@@ -224,6 +231,7 @@ class Replica:
         self.rehomed = 0  # resumed elsewhere because its feeder failed or left
         self.moves = 0  # moved to the site the server placed it at
         self.failed: set[str] = set()
+        self._composite = None  # upkeep.composite.Composite, when fed by several relays
         self._sites: dict[str, Client] = {}
         self._created: dict[str, int] = {}
 
@@ -258,6 +266,10 @@ class Replica:
         if self.lease is not None and self.token is None:
             self.client = self._placed()
         while stop is None or not stop.is_set():
+            if self.lease is not None and self.lease.inputs:
+                if self._follow_inputs(until, deadline, on_event, stop):
+                    return
+                continue
             feeder = self.client
             try:
                 if feeder is not self.server and self.lease is not None:
@@ -297,6 +309,62 @@ class Replica:
                 else:
                     time.sleep(retry)
 
+    # ------------------------------------------------------------ fed by several relays
+    def _follow_inputs(self, until, deadline: float, on_event, stop) -> bool:
+        """Follow the composite the lease names (``upkeep.composite``) until ``until``
+        holds, ``stop`` is set or the deadline passes (True), or the server places this
+        replica otherwise (False: the caller follows the new way, from this token)."""
+        from .codecs.json_values import to_json
+        from .composite import Composite
+
+        key = (tuple(i["id"] for i in self.lease.inputs), self.lease.sql)
+        if self._composite is None or self._composite.key != key:
+            if self._composite is not None:
+                self._composite.close()
+            self._composite = Composite(self.server, self.lease.inputs, self.lease.sql)
+            self.moves += 1
+            fresh = True
+        else:
+            fresh = False
+        composite = self._composite
+        while stop is None or not stop.is_set():
+            wait = max(deadline - time.monotonic(), 0.1)
+            t = composite.step(min(wait, 60.0))
+            if t is not None and t >= self.batch:
+                changes = composite.take(self.rows if fresh else None)
+                fresh = False
+                for row, weight in changes.items():
+                    count = self.rows[row] + weight
+                    if count < 0 or count > 1:
+                        raise ReplicaError(f"batch {t}: row {row} would be held {count} "
+                                           "times (a change lost or doubled)")
+                    if count:
+                        self.rows[row] = count
+                    else:
+                        del self.rows[row]
+                self.token, self.batch = f"{composite.instance()}:{t}", t
+                if on_event is not None:
+                    on_event({"kind": "delta", "token": self.token, "batch": t,
+                              "changes": [[[to_json(v) for v in r], w]
+                                          for r, w in changes.items()]})
+                if until is not None and until(self):
+                    return True
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"subscription {self.info.id}: not done (at batch "
+                                   f"{self.batch})")
+            if self.lease.due():
+                failed = [i.client.url for i in composite.inputs if i.rehomed]
+                try:
+                    self.lease.renew(failed=failed)
+                except (httpx.TransportError, ServiceError):
+                    pass
+                if (tuple(i["id"] for i in self.lease.inputs or ()), self.lease.sql) != key:
+                    composite.close()
+                    self._composite = None
+                    self.client = self.server  # exact from this token; moved on from there
+                    return False
+        return True
+
     # ------------------------------------------------------------ moving between sites
     def _site(self, url: str) -> Client:
         if url not in self._sites:
@@ -325,6 +393,8 @@ class Replica:
                 self.lease.renew()
             except (httpx.TransportError, ServiceError):
                 pass  # the server is away: keep following; renewed at the next event
+        if self.lease.inputs:
+            return True  # fed by several relays now: follow's loop switches to them
         want = self._placed()
         if want is self.client:
             return False
@@ -368,6 +438,8 @@ class Replica:
         """Leave the server's placements (a placed replica) and close the clients."""
         if self.lease is not None:
             self.lease.leave()
+        if self._composite is not None:
+            self._composite.close()
         for site in self._sites.values():
             site.close()
 

@@ -8,8 +8,8 @@ fixes of ``specs/delta-dissemination.md`` D.11, over the relational subscription
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import combinations
 from dataclasses import dataclass
+from itertools import combinations
 
 from .subscriptions import (
     Mapping_,

@@ -327,13 +327,18 @@ class Service:
                 raise BadRequest('"capacity" must be an integer')
             if not isinstance(failed, list) or not all(isinstance(u, str) for u in failed):
                 raise BadRequest('"failed" must be a list of URLs')
+            compose = data.get("compose", False)
+            if not isinstance(compose, bool):
+                raise BadRequest('"compose" must be true or false')
             served, assignment = await run_in_threadpool(
                 self.hub.place, principal, query, name, site=site, capacity=capacity,
-                failed=failed)
-            return JSONResponse({"name": assignment.name, "feed": assignment.feed,
-                                 "ttl": assignment.ttl,
-                                 "subscription": await run_in_threadpool(
-                                     self._describe, principal, served.id)})
+                failed=failed, compose=compose)
+            out = {"name": assignment.name, "feed": assignment.feed, "ttl": assignment.ttl,
+                   "subscription": await run_in_threadpool(self._describe, principal,
+                                                           served.id)}
+            if assignment.inputs is not None:
+                out["inputs"], out["sql"] = assignment.inputs, assignment.sql
+            return JSONResponse(out)
         return await self.guarded(request, handle)
 
     async def leave(self, request: Request) -> Response:

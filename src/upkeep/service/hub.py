@@ -214,7 +214,8 @@ class Hub:
             return served
 
     def place(self, principal: Principal, sql: str, name: str, *, site: str | None = None,
-              capacity: int | None = None, failed: list[str] = ()) -> tuple[Served, Assignment]:
+              capacity: int | None = None, failed: list[str] = (),
+              compose: bool = False) -> tuple[Served, Assignment]:
         """Join (or renew) member ``name`` following ``sql``: the subscription is registered
         here too, so this server's feed is every member's exact fallback."""
         with self.lock:
@@ -224,7 +225,7 @@ class Hub:
             parsed = parse(name, sql, self.schema())
             return served, self.placements.join(name, parsed, principal.name, url=site,
                                                 capacity=capacity, failed=list(failed),
-                                                sid=served.id)
+                                                sid=served.id, compose=compose)
 
     def get(self, principal: Principal, sid: str) -> Served:
         served = self.subscriptions.get(sid)

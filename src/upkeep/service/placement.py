@@ -40,7 +40,7 @@ from ..dissemination.ilp import minimise_utilisation
 from ..dissemination.incremental import place, remove
 from ..dissemination.loga import loga_bounds, minimise_latency
 from ..dissemination.plan import CostModel
-from ..dissemination.rewriting import rewritings
+from ..dissemination.rewriting import Use, rewriting_sql, rewritings
 from ..dissemination.subscriptions import Subscription
 from ..errors import Error
 
@@ -68,6 +68,7 @@ class Member:
     capacity: int | None = None
     avoid: set[str] = field(default_factory=set)
     sid: str = ""  # the id of its subscription at the server
+    compose: bool = False  # it can compute a rewriting over several sites itself
 
     @property
     def is_site(self) -> bool:
@@ -77,11 +78,14 @@ class Member:
 @dataclass
 class Assignment:
     """What a member is told: its feeders in order (nearest first; the server is implied
-    after them) and how long its lease lasts."""
+    after them) and how long its lease lasts; or, for a rewriting over several sites, the
+    inputs to follow and the SQL that computes its result from them."""
 
     name: str
     feed: list[str]
     ttl: float
+    inputs: list[dict] | None = None  # fed by several sites: each one's name, sql, id, feed
+    sql: str | None = None  # then: the rewriting over the inputs (named by their names)
 
 
 @dataclass
@@ -104,7 +108,7 @@ class Placements:
     its hub's lock around every call."""
 
     def __init__(self, *, source_bound: int | None = None, default_capacity: int = 20,
-                 ttl: float = 30.0, costs: CostModel | None = None,
+                 ttl: float = 30.0, costs: CostModel | None = None, k: int = 3,
                  clock=time.monotonic) -> None:
         self.source_bound = source_bound
         self.default_capacity = default_capacity
@@ -112,6 +116,8 @@ class Placements:
         self.costs = costs or ServiceCosts()
         self.clock = clock
         self.members: dict[str, Member] = {}
+        self.k = k
+        self.uses: dict[str, list[Use]] = {}  # a rewriting over several sites: its uses
         self.rg = RewritabilityGraph()
         self.cfg: Configuration = {}
         self.moves = 0  # members whose feeder changed by a re-optimisation or a re-placement
@@ -121,7 +127,7 @@ class Placements:
         out: dict[str, int | None] = {SOURCE: self.source_bound}
         for m in self.members.values():
             out[m.name] = (m.capacity if m.capacity is not None else self.default_capacity
-                           ) if m.is_site else 0
+                           ) if m.is_site else None
         return out
 
     def _rewriting(self, member: Member, site: Member) -> None:
@@ -132,6 +138,25 @@ class Placements:
             self.rg.add_rewriting(Rewriting(f"{member.name}<-{site.name}", member.name,
                                             (site.name,), u, lat))
 
+    def _joins(self, member: Member, including: str | None = None) -> None:
+        """The member's rewritings over several sites (CGR, ``k`` of them), which the
+        member computes itself (a member that can: ``compose``); with ``including``, only
+        those that read that site."""
+        if not member.compose:
+            return
+        sites = [m.subscription for m in self.members.values()
+                 if m.is_site and m.name != member.name and m.url not in member.avoid]
+        for uses in rewritings(member.subscription, sites, self.k):
+            inputs = tuple(sorted({use.view.name for use in uses}))
+            rid = f"{member.name}<-{'+'.join(inputs)}"
+            if len(inputs) < 2 or rid in self.rg.rewritings or (
+                    including is not None and including not in inputs):
+                continue
+            u, lat = self.costs.from_views(member.subscription,
+                                           [self.members[v].subscription for v in inputs])
+            self.rg.add_rewriting(Rewriting(rid, member.name, inputs, u, lat))
+            self.uses[rid] = uses
+
     def _add(self, member: Member) -> None:
         self.members[member.name] = member
         self.rg.add_view(member.name)
@@ -141,14 +166,18 @@ class Placements:
         for site in self.members.values():
             if site.is_site:
                 self._rewriting(member, site)
+        self._joins(member)
         if member.is_site:
             for other in self.members.values():
                 self._rewriting(other, member)
+                if other is not member:
+                    self._joins(other, including=member.name)
 
     def _remove(self, name: str) -> None:
         before = dict(self.cfg)
         self.members.pop(name)
         orphans = remove(self.rg, self.cfg, name, self.bounds())
+        self.uses = {rid: u for rid, u in self.uses.items() if rid in self.rg.rewritings}
         # section 3.5 places the orphans in turn; one that went to the server because the
         # site that could feed it was itself an orphan not yet placed gets a second chance
         for p in orphans:
@@ -160,10 +189,11 @@ class Placements:
     # ------------------------------------------------------------ members
     def join(self, name: str, subscription: Subscription, principal: str, *,
              url: str | None = None, capacity: int | None = None,
-             failed: list[str] = (), sid: str = "") -> Assignment:
+             failed: list[str] = (), sid: str = "", compose: bool = False) -> Assignment:
         """Place ``name`` (or renew its lease and tell it where it is fed now).  ``url``
         makes it a site; ``failed``: feeders it could not follow (each is probed, and
-        removed if it does not answer, or else avoided by this member)."""
+        removed if it does not answer, or else avoided by this member); ``compose``: it can
+        be fed by several sites and compute its result itself."""
         if not NAME.fullmatch(name):
             raise PlacementError(f"member name {name!r}: 1-64 letters, digits, '_', '.', '-'")
         if url is not None:
@@ -182,17 +212,19 @@ class Placements:
             raise NameTaken(f"member name {name!r} is held by another principal")
         if current is not None and (current.subscription.select_sql() !=
                                     subscription.select_sql() or current.url != url
-                                    or current.capacity != capacity):
+                                    or current.capacity != capacity
+                                    or current.compose != compose):
             self._remove(name)  # joined again with another query or role: placed afresh
             current = None
         if current is None:
-            member = Member(name, subscription, principal, 0.0, url, capacity, sid=sid)
+            member = Member(name, subscription, principal, 0.0, url, capacity, sid=sid,
+                            compose=compose)
             member.avoid = {u for u in failed}
             self._add(member)
             place(self.rg, self.cfg, name, self.bounds())
             current = member
         current.expires = self.clock() + self.ttl
-        return Assignment(name, self.feed(name), self.ttl)
+        return self.assignment(name)
 
     def leave(self, name: str, principal: str) -> None:
         member = self.members.get(name)
@@ -224,25 +256,41 @@ class Placements:
         member = self.members.get(by)
         if member is not None and url not in member.avoid:
             member.avoid.add(url)
-            rid = f"{by}<-{site.name}"
-            if rid in self.rg.rewritings:
-                self.rg.remove_rewriting(rid)
-                if self.cfg.get(by) == rid:
-                    self.cfg.pop(by)
-                    place(self.rg, self.cfg, by, self.bounds())
-                    self.moves += 1
+            for r in self.rg.of(by):
+                if site.name in r.inputs:
+                    self.rg.remove_rewriting(r.id)
+                    self.uses.pop(r.id, None)
+                    if self.cfg.get(by) == r.id:
+                        self.cfg.pop(by)
+            if by not in self.cfg:
+                place(self.rg, self.cfg, by, self.bounds())
+                self.moves += 1
 
     # ------------------------------------------------------------ the configuration
     def feed(self, name: str) -> list[str]:
-        """The URLs ``name`` is fed through, nearest first (empty: by the server)."""
+        """The URLs ``name`` is fed through, nearest first (empty: by the server; a member
+        fed by several sites: empty, see :meth:`assignment`)."""
         chain, seen = [], {name}
         while True:
             r = self.rg.rewritings[self.cfg[name]]
-            if r.from_source or r.inputs[0] in seen:
+            if r.from_source or len(r.inputs) > 1 or r.inputs[0] in seen:
                 return chain
             name = r.inputs[0]
             seen.add(name)
             chain.append(self.members[name].url)
+
+    def assignment(self, name: str) -> Assignment:
+        """What ``name`` is told: its feed, or, fed by several sites, each input (its
+        query, id and feed) and the rewriting over them as SQL."""
+        rid = self.cfg[name]
+        r = self.rg.rewritings[rid]
+        if len(r.inputs) < 2:
+            return Assignment(name, self.feed(name), self.ttl)
+        inputs = [{"name": v, "sql": self.members[v].subscription.sql,
+                   "id": self.members[v].sid,
+                   "feed": [self.members[v].url, *self.feed(v)]} for v in r.inputs]
+        return Assignment(name, [], self.ttl, inputs,
+                          rewriting_sql(self.members[name].subscription, self.uses[rid]))
 
     def reoptimise(self, loga_factor: float = 1.5) -> int:
         """Table 1's ILP, then LOGA, over every member; returns how many members move."""
