@@ -55,6 +55,13 @@ def test_command_line_plan(tmp_path, capsys):
     assert "no configuration meets the fan-out bounds (publisher 1)" in capsys.readouterr().err
     assert main(["plan", str(tmp_path / "nope.sql"), "--tables", str(tmp_path / "t.sql")]) == 1
     assert "cannot read" in capsys.readouterr().err
+    assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+                 "--candidates", "-1"]) == 1
+    assert "--candidates -1: must be >= 0" in capsys.readouterr().err
+    for candidates in ("2", "0"):  # two candidates each are enough here; 0: all
+        assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+                     "--source-bound", "2", "--candidates", candidates]) == 0
+        assert "50.0% fed by other subscriptions" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("tables, subscriptions, message", [

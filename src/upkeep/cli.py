@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the most rewritings one subscription may feed (default: no bound)")
     plan.add_argument("--source-bound", type=int, default=None,
                       help="the most subscriptions the server feeds itself (default: no bound)")
+    plan.add_argument("--candidates", type=int, default=32,
+                      help="subscriptions considered to feed each one, the most specific "
+                           "first (default 32; 0: all, which grows with the square of the "
+                           "subscriptions)")
     plan.add_argument("--sql", action="store_true", help="also print each rewriting's SQL")
 
     serve = commands.add_parser(
@@ -280,8 +284,12 @@ def _plan(args) -> str:
         tables, subscriptions = args.tables.read_text(), args.subscriptions.read_text()
     except OSError as exc:
         raise Error(f"cannot read {exc.filename}: {exc.strerror}") from None
-    result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
-                  source_bound=args.source_bound)
+    if args.candidates < 0:
+        raise Error(f"--candidates {args.candidates}: must be >= 0")
+    with Console(stderr=True).status("planning") as status:
+        result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
+                      source_bound=args.source_bound, candidates=args.candidates or None,
+                      on_phase=lambda phase: status.update(f"planning: {phase}"))
     text = result.describe()
     if args.sql:
         text += "\n" + "\n".join(f"{v}: {result.sql(v) or 'from the publisher'}"

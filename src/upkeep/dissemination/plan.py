@@ -12,6 +12,7 @@ selectivities; its latency is one hop plus processing per input.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .graph import (
@@ -119,18 +120,23 @@ class Plan:
 def plan(subscriptions: list[Subscription], *, k: int = 3, bound: int | None = None,
          source_bound: int | None = None, loga_factor: float = 1.5,
          costs: CostModel | None = None, time_limit: float | None = None,
-         candidates: int | None = None) -> Plan:
+         candidates: int | None = None,
+         on_phase: Callable[[str], object] | None = None) -> Plan:
     """Plan the dissemination of ``subscriptions``: every subscription may feed at most
     ``bound`` rewritings and the publisher ``source_bound`` (None: unbounded).
     ``candidates``: at most that many (the most specific) subscriptions are considered to
-    feed each one (:func:`.rewriting.embedding_graph`'s ``limit``; None: all)."""
+    feed each one (:func:`.rewriting.embedding_graph`'s ``limit``; None: all).
+    ``on_phase`` is told each phase as it starts (progress on a long plan)."""
+    tell = on_phase or (lambda phase: None)
     costs = costs or CostModel()
     by_name = {s.name: s for s in subscriptions}
     seconds: dict[str, float] = {}
     t = time.perf_counter()
+    tell(f"embedding graph of {len(subscriptions):,} subscriptions")
     into = break_ties(embedding_graph(subscriptions, candidates))
     seconds["embedding_graph"] = time.perf_counter() - t
     t = time.perf_counter()
+    tell("rewritings (CGR)")
     rg = RewritabilityGraph()
     for s in subscriptions:
         rg.add_view(s.name)
@@ -147,9 +153,11 @@ def plan(subscriptions: list[Subscription], *, k: int = 3, bound: int | None = N
     seconds["rewritings"] = time.perf_counter() - t
     bounds = {v: bound for v in rg.views}
     bounds[SOURCE] = source_bound
+    tell(f"integer program over {len(rg.rewritings):,} rewritings (HiGHS)")
     solution = minimise_utilisation(rg, bounds, time_limit=time_limit)
     seconds["ilp"] = solution.seconds
     t = time.perf_counter()
+    tell("latency (LOGA)")
     cfg = minimise_latency(rg, solution.cfg, loga_bounds(bounds, loga_factor))
     seconds["loga"] = time.perf_counter() - t
     return Plan(by_name, rg, uses, solution, cfg, seconds,
