@@ -58,7 +58,7 @@ def test_command_line_plan(tmp_path, capsys):
     assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                  "--candidates", "-1"]) == 1
     assert "--candidates -1: must be >= 0" in capsys.readouterr().err
-    for candidates in ("2", "0"):  # two candidates each are enough here; 0: all
+    for candidates in ("3", "0"):  # s3 needs s1, s2 (and s4 is its twin); 0: all
         assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                      "--source-bound", "2", "--candidates", candidates]) == 0
         assert "50.0% fed by other subscriptions" in capsys.readouterr().out
