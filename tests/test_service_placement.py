@@ -7,11 +7,8 @@ killed, with no change lost, doubled or replaced by a reset."""
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -28,6 +25,7 @@ from test_service import (
     projected,
     start,
 )
+from test_service_relay import relay_process
 
 from upkeep.client import Client, ServiceError
 from upkeep.dissemination.subscriptions import parse
@@ -42,6 +40,17 @@ OPEN_CHEAP = "SELECT o.ok FROM orders o WHERE o.status = 'open' AND o.price < 20
 OPEN_ALL = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open'"
 DONE = "SELECT o.ok FROM orders o WHERE o.status = 'done'"
 CUSTOMERS = "SELECT c.ck FROM customer c WHERE c.nation = 1"
+
+
+def published(server, seed: int) -> tuple[Client, Client, Changes]:
+    """The test tables on ``server`` with three batches committed: admin, writer, stream."""
+    admin = Client(server.url, ADMIN)
+    admin.sql(TABLES)
+    writer = Client(server.url, WRITER)
+    stream = Changes(seed)
+    for _ in range(3):
+        writer.sql(stream.batch())
+    return admin, writer, stream
 
 
 def sub(name: str, sql: str):
@@ -154,12 +163,7 @@ def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimis
     server = start(tmp_path / "db", replan=0, ttl=1.5)  # leases renewed every 0.5 s
     relays: list[RelaySite] = []
     try:
-        admin = Client(server.url, ADMIN)
-        admin.sql(TABLES)
-        writer = Client(server.url, WRITER)
-        stream = Changes(11)
-        for _ in range(3):
-            writer.sql(stream.batch())
+        admin, writer, stream = published(server, 11)
         reader = Client(server.url, READER)
         queries = [OPEN_DEAR, OPEN_CHEAP, OPEN_ALL, DONE, OPEN_DEAR]
         replicas = [reader.replica(q, placed=True, name=f"sub{i}")
@@ -229,14 +233,7 @@ def test_kill_nine_of_a_placed_relay_re_homes_its_subscribers_exactly(tmp_path) 
         admin.sql(TABLES)
         writer = Client(server.url, WRITER)
         stream = Changes(12)
-        tokens = tmp_path / "tokens.json"
-        tokens.write_text(json.dumps({"tokens": {READER: {"name": "reader",
-                                                          "read": ["orders"]}}}))
-        port = _free_port()
-        relay = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "relay", server.url,
-                                  OPEN, "--token", READER, "--tokens", str(tokens),
-                                  "--port", str(port), "--name", "killed"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        relay, url = relay_process(server.url, OPEN, tmp_path, "--name", "killed")
 
         def joined() -> bool:
             assert relay.poll() is None, relay.stderr.read().decode()[-2000:]
@@ -246,7 +243,7 @@ def test_kill_nine_of_a_placed_relay_re_homes_its_subscribers_exactly(tmp_path) 
         reader = Client(server.url, READER)
         queries = [OPEN_DEAR, OPEN_CHEAP]
         replicas = [reader.replica(q, placed=True) for q in queries]
-        assert all(r.lease.feed == [f"http://127.0.0.1:{port}"] for r in replicas)
+        assert all(r.lease.feed == [url] for r in replicas)
         for i in range(12):
             writer.sql(stream.batch())
             batch = admin.status()["batch"]
@@ -379,12 +376,7 @@ def test_a_composed_subscriber_equals_duckdb_through_an_input_leaving(tmp_path) 
     server = start(tmp_path / "db", replan=0, ttl=1.5)
     relays: list[RelaySite] = []
     try:
-        admin = Client(server.url, ADMIN)
-        admin.sql(TABLES)
-        writer = Client(server.url, WRITER)
-        stream = Changes(21)
-        for _ in range(3):
-            writer.sql(stream.batch())
+        admin, writer, stream = published(server, 21)
         relays = [RelaySite(server.url, READER, q, TOKENS, name=n).start()
                   for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
         replica = Client(server.url, READER).replica(OPEN_DEAR_BOTH, placed=True)

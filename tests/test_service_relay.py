@@ -5,11 +5,41 @@ with the token it holds, nothing missed or doubled."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
-from test_service import ADMIN, READER, TABLES, TOKENS, WRITER, Changes, expected, projected, start
+from test_service import (
+    ADMIN,
+    READER,
+    TABLES,
+    TOKENS,
+    WRITER,
+    Changes,
+    _free_port,
+    expected,
+    projected,
+    start,
+)
 
 from upkeep.client import Client, ServiceError
 from upkeep.service.relay import RelaySite
+
+
+def relay_process(server: str, query: str, tmp_path, *options: str
+                  ) -> tuple[subprocess.Popen, str]:
+    """``upkeep relay`` in its own process, its subscribers granted ``orders``: the process
+    and its URL."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {READER: {"name": "reader", "read": ["orders"]}}}))
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "relay", server, query,
+                                "--token", READER, "--tokens", str(tokens), "--port",
+                                str(port), *options],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return process, f"http://127.0.0.1:{port}"
+
 
 FOLLOWED = "SELECT o.ok, o.status, o.price FROM orders o WHERE o.status = 'open'"
 DERIVED = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open' AND o.price > 50"
@@ -76,12 +106,9 @@ def test_a_relay_refuses_what_it_cannot_compute_or_the_caller_may_not_read(tmp_p
 def test_kill_nine_of_a_relay_process_moves_its_subscriber_to_the_server(tmp_path) -> None:
     """``upkeep relay`` in its own process, killed with SIGKILL while a writer commits: its
     subscriber resumes at the server from its token, and equals DuckDB once caught up."""
-    import json
     import signal
-    import subprocess
-    import sys
 
-    from test_service import _free_port, _wait_for
+    from test_service import _wait_for
 
     server, relay = start(tmp_path / "db"), None
     try:
@@ -89,15 +116,8 @@ def test_kill_nine_of_a_relay_process_moves_its_subscriber_to_the_server(tmp_pat
         admin.sql(TABLES)
         writer = Client(server.url, WRITER)
         stream = Changes(5)
-        tokens = tmp_path / "tokens.json"
-        tokens.write_text(json.dumps({"tokens": {READER: {"name": "reader",
-                                                          "read": ["orders"]}}}))
-        port = _free_port()
-        relay = subprocess.Popen([sys.executable, "-m", "upkeep.cli", "relay", server.url,
-                                  FOLLOWED, "--token", READER, "--tokens", str(tokens),
-                                  "--port", str(port)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        at_relay = Client(f"http://127.0.0.1:{port}", READER)
+        relay, url = relay_process(server.url, FOLLOWED, tmp_path)
+        at_relay = Client(url, READER)
 
         def up() -> bool:
             assert relay.poll() is None, relay.stderr.read().decode()[-2000:]

@@ -34,7 +34,7 @@ from ..local import Connection
 from ..zset import Changes, Delta
 from .feed import Feed
 from .grants import Principal
-from .placement import Assignment, Placements
+from .placement import Assignment, Placements, reachable
 
 PREFIX = "__sub_"
 
@@ -218,6 +218,7 @@ class Hub:
               compose: bool = False) -> tuple[Served, Assignment]:
         """Join (or renew) member ``name`` following ``sql``: the subscription is registered
         here too, so this server's feed is every member's exact fallback."""
+        up = {url.rstrip("/"): reachable(url) for url in failed}  # not under the lock
         with self.lock:
             if self.placements is None:
                 raise UnsupportedError("placements are made by the server this relay follows")
@@ -225,7 +226,7 @@ class Hub:
             parsed = parse(name, sql, self.schema())
             return served, self.placements.join(name, parsed, principal.name, url=site,
                                                 capacity=capacity, failed=list(failed),
-                                                sid=served.id, compose=compose)
+                                                sid=served.id, compose=compose, up=up)
 
     def get(self, principal: Principal, sid: str) -> Served:
         served = self.subscriptions.get(sid)

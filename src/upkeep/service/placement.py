@@ -189,11 +189,13 @@ class Placements:
     # ------------------------------------------------------------ members
     def join(self, name: str, subscription: Subscription, principal: str, *,
              url: str | None = None, capacity: int | None = None,
-             failed: list[str] = (), sid: str = "", compose: bool = False) -> Assignment:
+             failed: list[str] = (), sid: str = "", compose: bool = False,
+             up: dict[str, bool] | None = None) -> Assignment:
         """Place ``name`` (or renew its lease and tell it where it is fed now).  ``url``
         makes it a site; ``failed``: feeders it could not follow (each is probed, and
         removed if it does not answer, or else avoided by this member); ``compose``: it can
-        be fed by several sites and compute its result itself."""
+        be fed by several sites and compute its result itself; ``up``: whether each failed
+        URL accepts a connection, when the caller tried it already (outside its locks)."""
         if not NAME.fullmatch(name):
             raise PlacementError(f"member name {name!r}: 1-64 letters, digits, '_', '.', '-'")
         if url is not None:
@@ -206,7 +208,7 @@ class Placements:
             raise PlacementError(f"capacity {capacity}: must be >= 0")
         self.expire()
         for bad in failed:
-            self.report(bad, name)
+            self.report(bad, name, None if up is None else up.get(bad.rstrip("/")))
         current = self.members.get(name)
         if current is not None and current.principal != principal:
             raise NameTaken(f"member name {name!r} is held by another principal")
@@ -243,14 +245,14 @@ class Placements:
                 self._remove(name)
         return gone
 
-    def report(self, url: str, by: str) -> None:
+    def report(self, url: str, by: str, up: bool | None = None) -> None:
         """A member could not follow the site at ``url``: a site that does not accept a
         connection is removed; one that does is avoided by that member only."""
         url = url.rstrip("/")
         site = next((m for m in self.members.values() if m.url == url), None)
         if site is None:
             return
-        if not reachable(url):
+        if not (reachable(url) if up is None else up):
             self._remove(site.name)
             return
         member = self.members.get(by)
