@@ -200,3 +200,9 @@ def test_ilp_and_loga_against_every_configuration(instance):
     assert not over_bounds(rg, better, bounds)
     assert all(better[v] == solution.cfg[v] or not rg.rewritings[better[v]].from_source
                for v in rg.views)  # LOGA never moves a view back to the publisher
+    u0 = utilisation(rg, solution.cfg)
+    for budget in (0.0, 0.07, 0.5):  # a utilisation budget holds, and latency still falls
+        within = minimise_latency(rg, solution.cfg, bounds, budget=budget)
+        validate(rg, within, bounds)
+        assert utilisation(rg, within) <= u0 * (1 + budget) + 1e-9
+        assert total_latency(rg, within) <= total_latency(rg, solution.cfg)

@@ -106,11 +106,15 @@ def run(size: int, bounds: list[int | None], k: int, seed: int, time_limit: floa
         loga_s = time.perf_counter() - t
         lat0, lat1 = total_latency(rg, solution.cfg), total_latency(rg, better)
         u0, u1 = utilisation(rg, solution.cfg), utilisation(rg, better)
+        within = minimise_latency(rg, solution.cfg, loga_bounds(b), budget=0.07)
+        lat2, u2 = total_latency(rg, within), utilisation(rg, within)
         fed = sum(1 for v in rg.views if not rg.rewritings[solution.cfg[v]].from_source)
         out["bounds"][str(bound)] = {
             "least_source_fanout": least, "source_bound": b[SOURCE], "ilp_s": round(ilp_s, 2), "gap": solution.gap, "method": solution.method,
             "fed_by_others": fed / size, "loga_s": round(loga_s, 2),
-            "latency_reduction": (lat0 - lat1) / lat0, "utilisation_increase": (u1 - u0) / u0}
+            "latency_reduction": (lat0 - lat1) / lat0, "utilisation_increase": (u1 - u0) / u0,
+            "budget_latency_reduction": (lat0 - lat2) / lat0,
+            "budget_utilisation_increase": (u2 - u0) / u0}
         print(size, bound, out["bounds"][str(bound)], flush=True)
     out["peak_mb"] = round(peak_rss_mb(), 1)
     return out
@@ -121,8 +125,8 @@ def report(result: dict) -> str:
              "",
              "| subscriptions | candidates | EG edges | RG rewritings | EG s | CGR s | "
              "end to end s | B_out | ILP s | gap | fed by others | LOGA latency | "
-             "LOGA utilisation |",
-             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "LOGA utilisation | LOGA within +7%: latency | utilisation |",
+             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["runs"]:
         first = True
         for bound, b in r["bounds"].items():
@@ -134,7 +138,9 @@ def report(result: dict) -> str:
             first = False
             lines.append(f"{head} {'unbounded' if bound == 'None' else bound} | "
                          f"{b['ilp_s']:.1f} | {b['gap']:.2%} | {b['fed_by_others']:.1%} | "
-                         f"-{b['latency_reduction']:.1%} | +{b['utilisation_increase']:.1%} |")
+                         f"-{b['latency_reduction']:.1%} | +{b['utilisation_increase']:.1%} | "
+                         f"-{b.get('budget_latency_reduction', 0):.1%} | "
+                         f"+{b.get('budget_utilisation_increase', 0):.1%} |")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ Float sums are kept exactly (:mod:`upkeep.exact`), so no drift under +x/-x strea
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -30,7 +31,7 @@ from sqlglot import exp
 
 from .errors import UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
-from .expressions import Compiled, ExpressionCompiler, Scope
+from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
@@ -143,7 +144,8 @@ class GroupState:
         self.rows = 0
         self.channels = [[0, 0] for _ in aggs]  # [non-null count, exact sum]
         self.values: list[SortedDict | dict | None] = [
-            SortedDict() if a.kind in ("min", "max") else {} if a.kind == "count_distinct" else None
+            SortedDict() if a.kind in ("min", "max") else {} if a.kind == "count_distinct"
+            else None
             for a in aggs
         ]
 
@@ -162,6 +164,8 @@ class GroupState:
                     ch[1] += a.exact(v) * weight
             else:
                 counts = self.values[i]
+                if a.kind != "count_distinct" and a.arg.type.kind == "DOUBLE":
+                    v = nan_order(v)  # NaN sorts above every number, as in DuckDB
                 n = counts.get(v, 0) + weight
                 if n:
                     counts[v] = n
@@ -203,7 +207,8 @@ class GroupState:
                 if not vals:
                     out.append(None)
                 else:
-                    out.append(vals.peekitem(0 if k == "min" else -1)[0])
+                    v = vals.peekitem(0 if k == "min" else -1)[0]
+                    out.append((math.nan if v[0] else v[1]) if type(v) is tuple else v)
         return tuple(out)
 
 

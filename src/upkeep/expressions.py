@@ -30,6 +30,7 @@ from .types import (
     NULLTYPE,
     VARCHAR,
     SqlType,
+    canonical_float,
     common_numeric,
     type_from_name,
     type_from_sqlglot,
@@ -96,6 +97,19 @@ class Compiled:
 
 
 # ---------------------------------------------------------------- runtime helpers
+
+
+def _nan_compare(a, b, op: str) -> bool:
+    """A comparison with a NaN operand as DuckDB orders doubles: NaN equals NaN and is
+    greater than every other number."""
+    ka, kb = (a != a, 0.0 if a != a else a), (b != b, 0.0 if b != b else b)
+    return {"==": ka == kb, "!=": ka != kb, "<": ka < kb, "<=": ka <= kb, ">": ka > kb,
+            ">=": ka >= kb}[op]
+
+
+def nan_order(value: object) -> tuple:
+    """A sort key ordering doubles as DuckDB does: NaN after every number."""
+    return (True, 0.0) if value != value else (False, value)
 
 
 def _div(a, b):
@@ -249,7 +263,7 @@ def _cast(value, typ: SqlType):
                 raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range")
             return number
         if kind == "DOUBLE":
-            return float(value)
+            return canonical_float(float(value))
         if kind == "DECIMAL":
             return _round(Decimal(str(value)), typ.scale)
         if kind == "VARCHAR":
@@ -280,6 +294,8 @@ def _null_or(fn):
 
 _HELPERS: dict[str, object] = {
     "_div": _div,
+    "_nan_compare": _nan_compare,
+    "_nan": math.nan,
     "_intdiv": _intdiv,
     "_mod": _mod,
     "_and": _and,
@@ -597,6 +613,9 @@ class ExpressionCompiler:
             name = {"+": "addition", "-": "subtraction", "*": "multiplication"}[op]
             value = (f"({z} if {-bound} <= ({z} := {value}) < {bound} else "
                      f"_overflow({name!r}, {x}, {y}, {self._const(typ)}))")
+        elif typ.kind == "DOUBLE":  # inf - inf and the like: the one NaN (canonical_float)
+            z = self._tmp()
+            value = f"({z} if ({z} := {value}) == {z} else _nan)"
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
 
     def _as(self, src: str, have: SqlType, want: SqlType, value: bool = False) -> str:
@@ -630,7 +649,10 @@ class ExpressionCompiler:
         elif ta.kind != tb.kind and "NULL" not in (ta.kind, tb.kind):
             raise SchemaError(f"cannot compare {ta} with {tb}: {left.sql()} {op} {right.sql()}")
         x, y = self._tmp(), self._tmp()
-        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {x} {op} {y})", BOOLEAN
+        test = f"{x} {op} {y}"
+        if ta.kind == "DOUBLE" or tb.kind == "DOUBLE":  # DuckDB: NaN = NaN, NaN > numbers
+            test = f"({test} if {x} == {x} and {y} == {y} else _nan_compare({x}, {y}, {op!r}))"
+        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {test})", BOOLEAN
 
     def _case(self, node: exp.Case) -> tuple[str, SqlType]:
         subject = node.this

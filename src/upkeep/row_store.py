@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import marshal
+import math
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 
@@ -36,9 +37,9 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
         if t.kind in _PLAIN:
             enc.append(v)
             dec.append(v)
-        elif t.kind == "DOUBLE":
+        elif t.kind == "DOUBLE":  # NaN decodes to the one math.nan (types.canonical_float)
             enc.append(f"(None if {v} is None else {v} + 0.0)")
-            dec.append(v)
+            dec.append(f"({v} if {v} == {v} else nan)")
         elif t.kind == "DATE":
             enc.append(f"(None if {v} is None else {v}.toordinal())")
             dec.append(f"(None if {v} is None else fromordinal({v}))")
@@ -47,7 +48,7 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
             dec.append(f"(None if {v} is None else Decimal({v}).scaleb({-t.scale}, WIDE))")
     namespace = {"dumps": _dumps, "loads": marshal.loads,
                  "fromordinal": dt.date.fromordinal, "Decimal": Decimal,
-                 "WIDE": WIDE_CONTEXT}
+                 "WIDE": WIDE_CONTEXT, "nan": math.nan}
     if enc == [f"r[{i}]" for i in range(len(columns))]:
         encode = "dumps"
         decode = "loads"

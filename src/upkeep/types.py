@@ -8,6 +8,7 @@ types, ``float`` for DOUBLE, ``decimal.Decimal`` for DECIMAL, ``str``, ``datetim
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
@@ -120,6 +121,13 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
     return SqlType(kind)
 
 
+def canonical_float(value: float) -> float:
+    """``value``, with every NaN replaced by the one object ``math.nan``.  Python's NaNs
+    are unequal to each other and hash by identity, so rows holding two NaN objects would
+    never merge in a Z-set or a dict; DuckDB treats NaN as one value, equal to itself."""
+    return value if value == value else math.nan
+
+
 def coerce_value(value: object, typ: SqlType) -> object:
     """Validate and normalise one value for a column of type ``typ``; raise ValueError if bad."""
     if value is None:
@@ -140,10 +148,10 @@ def coerce_value(value: object, typ: SqlType) -> object:
     if kind == "DOUBLE":
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             if hasattr(value, "__float__") and not isinstance(value, str):
-                return float(value)
+                return canonical_float(float(value))
             raise ValueError(f"expected DOUBLE, got {value!r}")
         try:
-            return float(value)
+            return canonical_float(float(value))
         except OverflowError:
             raise ValueError(f"{value!r} is out of range for DOUBLE") from None
     if kind == "DECIMAL":
@@ -225,15 +233,18 @@ def fast_row_check(columns: list[tuple[str, SqlType]]):
         elif typ.kind == "VARCHAR":  # ASCII is valid Unicode; the rest is checked
             parts.append(f"({v} is None or (type({v}) is str and ({v}.isascii() or "
                          f"_unicode({v}))))")
-        elif typ.kind in ("DOUBLE", "BOOLEAN", "DATE"):
-            py = {"DOUBLE": "float", "BOOLEAN": "bool", "DATE": "date"}[typ.kind]
+        elif typ.kind == "DOUBLE":  # a NaN other than math.nan is made canonical
+            parts.append(f"({v} is None or (type({v}) is float and ({v} == {v} or "
+                         f"{v} is _nan)))")
+        elif typ.kind in ("BOOLEAN", "DATE"):
+            py = {"BOOLEAN": "bool", "DATE": "date"}[typ.kind]
             parts.append(f"({v} is None or type({v}) is {py})")
         else:  # DECIMAL: already a Decimal with the column's scale and precision
             parts.append(f"({v} is None or (type({v}) is Decimal and "
                          f"_fits({v}, {typ.precision}, {typ.scale})))")
     return eval("lambda r: " + " and ".join(parts),  # noqa: S307
                 {"date": dt.date, "Decimal": Decimal, "_fits": _decimal_fits,
-                 "_unicode": _is_unicode})
+                 "_unicode": _is_unicode, "_nan": math.nan})
 
 
 def _is_unicode(text: str) -> bool:

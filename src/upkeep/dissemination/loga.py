@@ -29,12 +29,19 @@ def loga_bounds(bounds: Bounds, factor: float = 1.5) -> dict[str, int | None]:
 
 
 def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
-                     bounds: Bounds | None = None) -> Configuration:
+                     bounds: Bounds | None = None, budget: float | None = None
+                     ) -> Configuration:
     """Algorithm 2 on a copy of ``cfg``; the swaps keep ``bounds`` (LOGA's, see
     :func:`loga_bounds`) and acyclicity.  A candidate swap is priced incrementally, over
-    the views downstream of the swapped one only (section 3.4)."""
+    the views downstream of the swapped one only (section 3.4).
+
+    ``budget`` [OURS]: the most the total utilisation may grow, as a fraction of ``cfg``'s
+    (the paper's LOGA has none; its figures report what the swaps cost).  A swap that
+    would overrun it is not made."""
     bounds = dict(bounds or {})
     cfg = dict(cfg)
+    room = math.inf if budget is None else budget * sum(
+        rg.rewritings[r].utilisation for r in cfg.values())
     while True:
         lam = latencies(rg, cfg)
         out = out_degrees(rg, cfg)
@@ -60,6 +67,8 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
                 if any(bounds.get(u) is not None and u not in current.inputs
                        and out[u] + 1 > bounds[u] for u in alternative.inputs):
                     continue
+                if alternative.utilisation - current.utilisation > room:
+                    continue
                 change = _relatency(rg, cfg, lam, v, alternative, below, children)
                 delta = sum(change[w] - lam[w] for w in change)
                 if delta < best_delta - 1e-12:
@@ -74,6 +83,7 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
                 out[u] += 1
                 children[u].add(v)
             cfg[v] = best.id
+            room -= best.utilisation - current.utilisation
             lam.update(best_change)
             swapped = True
         if not swapped:
