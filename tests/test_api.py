@@ -156,11 +156,16 @@ def test_explain_names_strategy_class_and_tree(db):
     assert "q-hierarchical" in text and "not q-hierarchical" not in text
     assert "orders o" in text and "lineitem l" in text
     db.execute("CREATE MATERIALIZED VIEW outer_j AS SELECT o.ok, l.qty FROM orders o "
-               "LEFT JOIN lineitem l ON o.ok = l.ok")
-    assert "strategy recompute" in db.explain("outer_j")
-    assert "LEFT JOIN" in db.explain("outer_j")
-    assert sorted(db.view("outer_j").rows(), key=str) == sorted(
-        duck("SELECT o.ok, l.qty FROM orders o LEFT JOIN lineitem l ON o.ok = l.ok"), key=str)
+               "LEFT JOIN lineitem l ON o.ok = l.ok")  # a join plus an anti-join
+    assert "recompute" not in db.explain("outer_j")
+    assert "anti-join NOT EXISTS" in db.explain("outer_j")
+    db.execute("CREATE MATERIALIZED VIEW outer_lt AS SELECT o.ok, l.qty FROM orders o "
+               "LEFT JOIN lineitem l ON o.ok < l.ok")  # no anti-join keeps this one
+    assert "strategy recompute" in db.explain("outer_lt")
+    assert "LEFT JOIN" in db.explain("outer_lt")
+    for view, on in (("outer_j", "o.ok = l.ok"), ("outer_lt", "o.ok < l.ok")):
+        assert sorted(db.view(view).rows(), key=str) == sorted(
+            duck(f"SELECT o.ok, l.qty FROM orders o LEFT JOIN lineitem l ON {on}"), key=str)
 
 
 def test_drop_refuses_while_dependents_exist(db):

@@ -23,6 +23,7 @@ from ..engine import Subscriber
 from ..errors import ConstraintError, SchemaError, StrategyError, UnsupportedError
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
+from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
@@ -429,6 +430,8 @@ class LocalCatalog(Catalog):
                     holder.set("this", exp.Table(this=exp.to_identifier(hidden),
                                                  alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
+        query = query.transform(lambda n: rewrite_outer_joins(n, self.schema_of)
+                                if isinstance(n, exp.Select) else n)
         hoist(query)
         return query
 

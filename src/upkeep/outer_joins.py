@@ -1,0 +1,230 @@
+"""Outer joins as maintainable SQL: ``L LEFT JOIN R ON c`` is the inner join of ``L`` and
+``R`` on ``c``, plus the rows of ``L`` with no match in ``R``, padded with NULLs::
+
+    SELECT L.*, R.* FROM L JOIN R ON c
+    UNION ALL
+    SELECT L.*, NULL, ... FROM L WHERE NOT EXISTS (SELECT 1 FROM R WHERE c)
+
+Both branches are forms upkeep maintains incrementally (a join; an anti-join of the left rows
+with ``R``'s key counts, so a left row changes only when its key's match count crosses zero),
+so a padded row appears when a left row's last match goes and disappears when a match
+arrives.  ``RIGHT`` swaps the sides and ``FULL`` adds the right side's unmatched rows.
+
+:func:`rewrite_outer_joins` replaces a SELECT block's FROM clause, up to and including its
+last outer join, by a derived table of that union (which the catalog then maintains as a
+hidden helper view), with every column renamed ``<alias>__<column>`` and the block's column
+references rewritten to it.  It rewrites only what the anti-join can maintain: ``ON`` a
+conjunction of equalities between the two sides and filters on the padded side alone; each
+side of a ``FULL`` join and the right side of a ``RIGHT`` join a single relation; no
+``SELECT *``.  Anything else is left as it is (and recomputed by DuckDB, as before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from .types import SqlType
+
+Schema = Callable[[str], list[tuple[str, SqlType]]]
+
+
+class _Skip(Exception):
+    """The block is not one this rewrite maintains: leave it to recomputation."""
+
+
+def rewrite_outer_joins(select: exp.Select, schema_of: Schema) -> exp.Select:
+    """``select`` with its outer joins as a derived table (see the module), or unchanged."""
+    joins = list(select.args.get("joins") or [])
+    if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
+        return select
+    try:
+        return _rewrite(select, joins, schema_of)
+    except _Skip:
+        return select
+
+
+def _relation(item: exp.Expression, schema_of: Schema) -> tuple[str, exp.Table, list[str]]:
+    if not isinstance(item, exp.Table) or item.args.get("db"):
+        raise _Skip
+    try:
+        columns = [c for c, _ in schema_of(item.name.lower())]
+    except Exception as exc:  # noqa: BLE001 - an unknown relation: the binder says so
+        raise _Skip from exc
+    return (item.alias or item.name).lower(), item, columns
+
+
+def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> exp.Select:
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+           for e in select.expressions):
+        raise _Skip
+    last = max(i for i, j in enumerate(joins)
+               if (j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL"))
+    from_ = select.args.get("from_") or select.args.get("from")
+    first = _relation(from_.this, schema_of)
+    relations = [first]  # (alias, table, columns) of the part rewritten so far
+    types = {first[0]: dict(schema_of(first[1].name.lower()))}
+    inner: list[exp.Expression] = []  # ON conditions of inner joins inside the part
+    branches: list[exp.Select] | None = None
+    for join in joins[:last + 1]:
+        if join.args.get("using") or (join.args.get("method") or "").upper() == "NATURAL":
+            raise _Skip
+        right = _relation(join.this, schema_of)
+        if right[0] in types:
+            raise _Skip
+        types[right[0]] = dict(schema_of(right[1].name.lower()))
+        side = (join.args.get("side") or "").upper()
+        on = join.args.get("on")
+        if not side:
+            if (join.args.get("kind") or "").upper() not in ("", "INNER", "CROSS"):
+                raise _Skip
+            if branches is not None:  # an inner join after an outer one: every branch
+                # (a branch whose NULL-padded columns the condition reads matches nothing)
+                branches = [_join(b, right, on) for b in branches
+                            if not _reads_padded(b, on)]
+                if not branches:
+                    raise _Skip
+            else:
+                inner.extend(_conjuncts(on))
+            relations.append(right)
+            continue
+        if on is None:
+            raise _Skip
+        if branches is None:
+            branches = [_inner_part(relations, inner)]
+        if side == "LEFT":
+            out = []
+            for b in branches:
+                if _reads_padded(b, on):  # NULLs match nothing: every row is padded
+                    out.append(_pad(b, [right], types))
+                else:
+                    out += [_join(b, right, on), _pad(_anti(b, right, on), [right], types)]
+            branches = out
+        else:
+            if len(relations) != 1 or inner or len(branches) != 1:
+                raise _Skip  # the other side must be one relation for its anti-join
+            left = relations[0]
+            unmatched = _anti(_inner_part([right], []), left, on)
+            unmatched = _pad(unmatched, [left], types)
+            joined = _join(branches[0], right, on)
+            if side == "RIGHT":
+                branches = [joined, unmatched]
+            else:  # FULL
+                mine = _pad(_anti(branches[0], right, on), [right], types)
+                branches = [joined, mine, unmatched]
+        relations.append(right)
+    aliases = [r[0] for r in relations]
+    for branch in branches:
+        branch.set("expressions", [
+            (exp.column(c, a) if not _is_null(branch, a) else
+             exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql())))
+            .as_(f"{a}__{c}", quoted=True)
+            for a in aliases for c in types[a]])
+        branch.set("padded", None)
+    union: exp.Expression = branches[0]
+    for b in branches[1:]:
+        union = exp.Union(this=union, expression=b, distinct=False)
+    name = "oj"
+    out = select.copy()
+    out.set("from_" if "from_" in out.args or "from" not in out.args else "from",
+            exp.From(this=exp.Subquery(this=union, alias=exp.TableAlias(
+                this=exp.to_identifier(name)))))
+    out.set("joins", [j.copy() for j in joins[last + 1:]] or None)
+
+    def rename(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+            return node
+        table = node.table.lower()
+        column = node.name.lower()
+        if table:
+            if table not in types:
+                return node
+            if column not in types[table]:
+                raise _Skip
+            return exp.column(f"{table}__{column}", name, quoted=True)
+        owners = [a for a in aliases if column in types[a]]
+        if len(owners) > 1:
+            raise _Skip  # ambiguous: the binder would refuse it
+        return exp.column(f"{owners[0]}__{column}", name, quoted=True) if owners else node
+
+    for key in ("expressions", "where", "group", "having", "order", "qualify"):
+        value = out.args.get(key)
+        if isinstance(value, list):
+            out.set(key, [v.transform(rename) for v in value])
+        elif value is not None:
+            out.set(key, value.transform(rename))
+    for j in out.args.get("joins") or []:
+        if j.args.get("on") is not None:
+            j.set("on", j.args["on"].transform(rename))
+    # an unaliased column keeps its own name, as it would have over the original FROM
+    out.set("expressions", [
+        e if isinstance(e, exp.Alias) or not isinstance(orig, exp.Column)
+        else e.as_(orig.name, quoted=False)
+        for e, orig in zip(out.expressions, select.expressions, strict=True)])
+    return out
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _inner_part(relations: list, inner: list[exp.Expression]) -> exp.Select:
+    """SELECT ... FROM the relations joined by ``inner``."""
+    out = exp.select("1").from_(relations[0][1].copy())
+    for _, table, _ in relations[1:]:
+        out = out.join(table.copy(), join_type="CROSS")
+    if inner:
+        out = out.where(exp.and_(*[c.copy() for c in inner]))
+    return out
+
+
+def _join(branch: exp.Select, right, on: exp.Expression | None) -> exp.Select:
+    out = branch.copy()
+    if _is_null(out, right[0]):
+        raise _Skip  # a join on a padded side: NULLs match nothing (not maintained here)
+    return out.join(right[1].copy(), on=on.copy() if on is not None else None,
+                    join_type="INNER" if on is not None else "CROSS")
+
+
+def _anti(branch: exp.Select, right, on: exp.Expression) -> exp.Select:
+    """``branch`` rows without a match in ``right`` on ``on``: equalities across the sides
+    and filters on ``right`` alone (what the anti-join maintains)."""
+    alias = right[0]
+    for cond in _conjuncts(on):
+        tables = {c.table.lower() for c in cond.find_all(exp.Column)}
+        if "" in tables:
+            raise _Skip  # unqualified: which side is not known here
+        if tables == {alias}:
+            continue
+        if not (isinstance(cond, exp.EQ) and alias in tables and len(tables) == 2
+                and isinstance(cond.this, exp.Column) and isinstance(cond.expression,
+                                                                     exp.Column)):
+            raise _Skip
+    sub = exp.select("1").from_(right[1].copy()).where(on.copy())
+    return branch.copy().where(exp.Not(this=exp.Exists(this=sub)))
+
+
+def _pad(branch: exp.Select, relations: list, types: dict) -> exp.Select:
+    """Mark ``relations``' columns NULL in ``branch`` (set when its SELECT list is made)."""
+    out = branch.copy()
+    out.set("padded", exp.Tuple(expressions=[exp.to_identifier(a) for a, _, _ in relations]
+                                + (out.args["padded"].expressions
+                                   if out.args.get("padded") else [])))
+    return out
+
+
+def _reads_padded(branch: exp.Select, on: exp.Expression | None) -> bool:
+    return on is not None and any(_is_null(branch, c.table.lower())
+                                  for c in on.find_all(exp.Column))
+
+
+def _is_null(branch: exp.Select, alias: str) -> bool:
+    padded = branch.args.get("padded")
+    return padded is not None and any(i.name == alias for i in padded.expressions)
