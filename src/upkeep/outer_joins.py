@@ -66,6 +66,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     relations = [first]  # (alias, table, columns) of the part rewritten so far
     types = {first[0]: dict(schema_of(first[1].name.lower()))}
     inner: list[exp.Expression] = []  # ON conditions of inner joins inside the part
+    select, inner = _push_filters(select, joins, last, schema_of)
     branches: list[exp.Select] | None = None
     for join in joins[:last + 1]:
         if join.args.get("using") or (join.args.get("method") or "").upper() == "NATURAL":
@@ -91,6 +92,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
             continue
         if on is None:
             raise _Skip
+        on = _qualify(on, {a: types[a] for a in [*(r[0] for r in relations), right[0]]})
         if branches is None:
             branches = [_inner_part(relations, inner)]
         if side == "LEFT":
@@ -125,7 +127,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     union: exp.Expression = branches[0]
     for b in branches[1:]:
         union = exp.Union(this=union, expression=b, distinct=False)
-    name = "oj"
+    name = "__outer"
     out = select.copy()
     out.set("from_" if "from_" in out.args or "from" not in out.args else "from",
             exp.From(this=exp.Subquery(this=union, alias=exp.TableAlias(
@@ -163,6 +165,57 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         else e.as_(orig.name, quoted=False)
         for e, orig in zip(out.expressions, select.expressions, strict=True)])
     return out
+
+
+def _qualify(on: exp.Expression, types: dict[str, dict]) -> exp.Expression:
+    """``on`` with each unqualified column named by the one relation that has it."""
+    def qualify(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table:
+            owners = [a for a, columns in types.items() if node.name.lower() in columns]
+            if len(owners) != 1:
+                raise _Skip
+            return exp.column(node.name, owners[0])
+        return node
+    return on.transform(qualify)
+
+
+def _push_filters(select: exp.Select, joins: list[exp.Join], last: int, schema_of: Schema
+                  ) -> tuple[exp.Select, list[exp.Expression]]:
+    """The WHERE conjuncts that read only the relations before the first outer join, moved
+    into the inner part (so it is not a cross product of them), when every outer join is a
+    LEFT one (a filter on the preserved side commutes with a LEFT join; on a side that a
+    RIGHT or FULL join pads, it does not).  Returns the block without them, and them."""
+    where = select.args.get("where")
+    sides = [(j.args.get("side") or "").upper() for j in joins[:last + 1]]
+    if where is None or any(side in ("RIGHT", "FULL") for side in sides):
+        return select, []
+    first_outer = sides.index("LEFT")
+    from_ = select.args.get("from_") or select.args.get("from")
+    before = [from_.this, *(j.this for j in joins[:first_outer])]
+    columns = {_relation(t, schema_of)[0]: set(_relation(t, schema_of)[2]) for t in before}
+    later = [_relation(j.this, schema_of) for j in joins[first_outer:last + 1]]
+    later_columns = {c for _, _, cols in later for c in cols}
+
+    def movable(cond: exp.Expression) -> bool:
+        if cond.find(exp.Subquery):
+            return False
+        for c in cond.find_all(exp.Column):
+            table, name = c.table.lower(), c.name.lower()
+            if table and (table not in columns or name not in columns[table]):
+                return False
+            if not table and (name in later_columns or sum(
+                    name in cols for cols in columns.values()) != 1):
+                return False
+        return True
+
+    moved, kept = [], []
+    for cond in _conjuncts(where.this):
+        (moved if movable(cond) else kept).append(cond)
+    if not moved:
+        return select, []
+    out = select.copy()
+    out.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept])) if kept else None)
+    return out, [c.copy() for c in moved]
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:

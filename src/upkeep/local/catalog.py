@@ -28,6 +28,7 @@ from ..plan import rename_tables
 from ..planner import Catalog, plan_view
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
+from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
 from ..table import Table
 from ..types import SqlType, coerce_row, format_row
@@ -41,6 +42,29 @@ Overlay = Callable[[str], Delta | None]
 
 def _no_log(record: tuple) -> None:
     """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
+
+
+def _unordered(node: exp.Expression) -> exp.Expression:
+    """A block's ``ORDER BY`` without ``LIMIT`` / ``OFFSET`` dropped: a view's rows are a
+    bag, so the order is presentation only (as Materialize and PostgreSQL views treat it)."""
+    if (isinstance(node, (exp.Select, exp.Union)) and node.args.get("order")
+            and not node.args.get("limit") and not node.args.get("offset")):
+        node = node.copy()
+        node.set("order", None)
+    return node
+
+
+def _named_columns(sub: exp.Subquery) -> exp.Expression:
+    """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``."""
+    names = sub.args["alias"].columns if sub.args.get("alias") else []
+    body = sub.this
+    if not names or not isinstance(body, exp.Select) or len(body.expressions) != len(names) \
+            or any(isinstance(e, exp.Star) for e in body.expressions):
+        return body
+    body = body.copy()
+    body.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
+                             for e, n in zip(body.expressions, names, strict=True)])
+    return body
 
 
 class LocalCatalog(Catalog):
@@ -424,12 +448,17 @@ class LocalCatalog(Catalog):
                 sub = holder.this
                 if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
                     hidden = f"{name}__sub{len(created) + 1}"
-                    self.create_view(hidden, sub.this, strategy)
+                    self.create_view(hidden, _named_columns(sub), strategy)
                     created.append(hidden)
                     alias = sub.alias or hidden
                     holder.set("this", exp.Table(this=exp.to_identifier(hidden),
                                                  alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
+        query = query.transform(_unordered)
+        hoist(query)  # derived tables first: the rewrites below read relations only
+        query = query.transform(lambda n: rewrite_scalar_subqueries(n, self.schema_of)
+                                if isinstance(n, exp.Select) else n)
+        hoist(query)
         query = query.transform(lambda n: rewrite_outer_joins(n, self.schema_of)
                                 if isinstance(n, exp.Select) else n)
         hoist(query)
