@@ -150,7 +150,18 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
             raise _Skip  # ambiguous: the binder would refuse it
         return exp.column(f"{owners[0]}__{column}", name, quoted=True) if owners else node
 
-    for key in ("expressions", "where", "group", "having", "order", "qualify"):
+    outputs = {}  # an ORDER BY of an output column names the output (kept for a top-k)
+    for e in select.expressions:
+        if isinstance(e, exp.Column):
+            outputs[e.sql().lower()] = e.name
+        elif isinstance(e, exp.Alias) and isinstance(e.this, exp.Column):
+            outputs[e.this.sql().lower()] = e.alias
+    order = out.args.get("order")
+    if order is not None:
+        out.set("order", order.transform(
+            lambda n: exp.column(outputs[n.sql().lower()]) if isinstance(n, exp.Column)
+            and n.sql().lower() in outputs else rename(n)))
+    for key in ("expressions", "where", "group", "having", "qualify"):
         value = out.args.get(key)
         if isinstance(value, list):
             out.set(key, [v.transform(rename) for v in value])

@@ -31,6 +31,7 @@ from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
 from ..table import Table
+from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
@@ -369,7 +370,8 @@ class LocalCatalog(Catalog):
         created: list[str] = []
         try:
             query = self._hoist_subqueries(name, query, strategy, created)
-            view = plan_view(name, query, self, strategy)
+            view = self._top_k(name, query, strategy, created) or plan_view(
+                name, query, self, strategy)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
             with gc_paused(), bulk_progress(f"building view {name}", rows, counted=False):
@@ -382,6 +384,25 @@ class LocalCatalog(Catalog):
         self._definitions[name] = (query, strategy)
         self._helpers[name] = created
         self.changed()
+
+    def _top_k(self, name: str, query: exp.Expression, strategy: str | None,
+               created: list[str]) -> TopKView | None:
+        """``ORDER BY .. LIMIT k`` kept in order over a helper view of the rest of the query
+        (``topk.py``); None when the query is no such top-k (it is planned as usual)."""
+        parts = split_top_k(query) if strategy is None else None
+        if parts is None:
+            return None
+        body, order, limit, offset = parts
+        helper = f"{name}__topk"
+        self.create_view(helper, body, None)
+        try:
+            key = sort_key(order, self.views[helper].columns)
+        except TopKError:
+            self._drop_view(helper)
+            return None
+        created.append(helper)
+        return TopKView(name, self.views[helper].columns, helper, query.sql(dialect="duckdb"),
+                        key, limit, offset)
 
     def restore_views(self, views: dict[str, tuple[str, str | None]]) -> None:
         """Re-create user views from their logged SQL, in order (recovery, shards)."""

@@ -1,0 +1,161 @@
+"""Top-k views: ``SELECT .. ORDER BY .. LIMIT k [OFFSET m]`` kept with ordered state
+(issue 22; as Materialize and Flink keep a top-k), instead of recomputing the query.
+
+The query without its ORDER BY / LIMIT / OFFSET is a hidden helper view, maintained by its
+own strategy.  :class:`TopKView` reads that view's changes and keeps every row of it in a
+sorted list by the ORDER BY key, so
+
+* a change whose key sorts after the window's last row costs O(log n) and changes nothing;
+* a change inside the window, a deletion included, rebuilds only the window (``k + m`` rows
+  read from the sorted list), never the whole result.
+
+The order is DuckDB's: ascending unless ``DESC``, NULLs last unless ``NULLS FIRST``, NaN
+above every number.  Rows whose keys tie at the window's edge are cut in the order they
+arrived, where DuckDB's choice is unspecified too; the keys in the window are the same.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from sortedcontainers import SortedKeyList
+from sqlglot import exp
+
+from .expressions import nan_order
+from .views import Batch, Columns, Delta, MaterializedView
+
+
+class TopKError(Exception):
+    """The query is not a top-k this view keeps (the caller recomputes it instead)."""
+
+
+class _Descending:
+    """A value ordered the other way round (for ``DESC`` keys of any type)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return other.value < self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.value == other.value
+
+
+def sort_key(order: exp.Order, columns: Columns) -> Callable[[tuple], tuple]:
+    """The key of an ORDER BY over output ``columns``: each item must name an output
+    column (or its position)."""
+    names = [n.lower() for n, _ in columns]
+    parts: list[tuple[int, bool, bool]] = []  # (column, descending, nulls first)
+    for item in order.expressions:
+        node = item.this
+        if isinstance(node, exp.Literal) and node.is_int:
+            index = int(node.this) - 1
+        elif isinstance(node, exp.Column) and node.name.lower() in names \
+                and names.count(node.name.lower()) == 1:
+            index = names.index(node.name.lower())
+        else:
+            raise TopKError(f"ORDER BY {node.sql()} (only output columns are kept in order)")
+        if not 0 <= index < len(names):
+            raise TopKError(f"ORDER BY position {index + 1}")
+        descending = bool(item.args.get("desc"))
+        parts.append((index, descending, bool(item.args.get("nulls_first"))))
+    floats = {i for i, (_, t) in enumerate(columns) if t.kind == "DOUBLE"}
+
+    def key(row: tuple) -> tuple:
+        out = []
+        for index, descending, nulls_first in parts:
+            v = row[index]
+            if v is None:
+                out.append((0 if nulls_first else 2,))
+                continue
+            if index in floats:
+                v = nan_order(v)
+            out.append((1, _Descending(v) if descending else v))
+        return tuple(out)
+
+    return key
+
+
+class TopKView(MaterializedView):
+    """Rows ``offset .. offset + limit`` of ``helper`` in ``key`` order."""
+
+    strategy = "topk"
+
+    def __init__(self, name: str, columns: Columns, helper: str, sql: str,
+                 key: Callable[[tuple], tuple], limit: int, offset: int) -> None:
+        super().__init__(name, columns, {helper}, sql)
+        self.helper = helper
+        self.key = key
+        self.limit = limit
+        self.offset = offset
+        self.sorted = SortedKeyList(key=key)
+        self.ops = {"sorted_updates": 0, "window_rebuilds": 0}
+        self.explanation = [
+            f"top-k: rows {offset + 1}..{offset + limit} of helper view {helper} in ORDER BY "
+            "order, kept in a sorted list (a change after the window costs O(log n); one "
+            "inside it re-reads the window only)"]
+
+    def _window(self) -> list[tuple]:
+        end = self.offset + self.limit
+        return list(self.sorted.islice(self.offset, min(end, len(self.sorted))))
+
+    def _edge(self) -> tuple | None:
+        """The key of the window's last row (None: the window is not full)."""
+        end = self.offset + self.limit
+        return self.key(self.sorted[end - 1]) if len(self.sorted) >= end else None
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        changes = batch.get(self.helper)
+        if not changes:
+            return {}
+        edge = self._edge()
+        touches = edge is None or any(not edge < self.key(row) for row in changes)
+        before = self._window() if touches else None
+        for row, weight in changes.items():
+            self.ops["sorted_updates"] += abs(weight)
+            for _ in range(weight):
+                self.sorted.add(row)
+            for _ in range(-weight):
+                self.sorted.remove(row)
+        if not touches:
+            return {}
+        self.ops["window_rebuilds"] += 1
+        delta = Counter(self._window())
+        delta.subtract(before)
+        out = {r: w for r, w in delta.items() if w}
+        self.record(out)
+        return out
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        return iter(list(self.output.items()))
+
+    def state_size(self) -> int:
+        return len(self.sorted)
+
+    def counters(self) -> dict[str, int]:
+        return dict(self.ops)
+
+
+def split_top_k(query: exp.Expression) -> tuple[exp.Expression, exp.Order, int, int] | None:
+    """``(the query without ORDER BY / LIMIT / OFFSET, its ORDER BY, k, m)`` for a top-k
+    query with constant integer LIMIT and OFFSET, else None."""
+    if not isinstance(query, (exp.Select, exp.Union)):
+        return None
+    limit = query.args.get("limit")
+    order = query.args.get("order")
+    if limit is None or order is None:
+        return None
+    count = limit.expression if isinstance(limit, exp.Limit) else None
+    offset_node = query.args.get("offset")
+    offset = offset_node.expression if isinstance(offset_node, exp.Offset) else None
+    if not (isinstance(count, exp.Literal) and count.is_int) or (
+            offset is not None and not (isinstance(offset, exp.Literal) and offset.is_int)):
+        return None
+    body = query.copy()
+    for key in ("order", "limit", "offset"):
+        body.set(key, None)
+    return body, order, int(count.this), int(offset.this) if offset is not None else 0
