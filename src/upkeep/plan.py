@@ -177,6 +177,12 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
             raise UnsupportedError(f"{key.upper()} in a view definition")
     if node.args.get("distinct") and node.args["distinct"].args.get("on"):
         raise UnsupportedError("DISTINCT ON")
+    group = node.args.get("group")
+    if group is not None and (
+            any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube"))
+            or any(isinstance(e, (exp.GroupingSets, exp.Rollup, exp.Cube))
+                   for e in group.expressions)):
+        raise UnsupportedError("GROUPING SETS / ROLLUP / CUBE")
     from_ = node.args.get("from_") or node.args.get("from")
     if from_ is None:
         raise UnsupportedError("SELECT without FROM")
@@ -199,7 +205,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     atoms: list[Atom] = []
     offset = 0
     for item in items:
-        if not isinstance(item, exp.Table) or item.args.get("db"):
+        if not isinstance(item, exp.Table) or item.args.get("db") or not isinstance(
+                item.this, exp.Identifier):  # a table function: recomputed
             raise UnsupportedError(f"FROM item {item.sql()} (only tables and views)")
         name = item.name.lower()
         alias = (item.alias or name).lower()

@@ -177,7 +177,8 @@ def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
 
 
 def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
-    tables = {t.name.lower() for t in query.find_all(exp.Table)}
+    tables = {t.name.lower() for t in query.find_all(exp.Table)  # not table functions
+              if isinstance(t.this, exp.Identifier)}
     ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
     inputs = tables - ctes
     for t in inputs:
@@ -191,6 +192,10 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
         con.close()
     except duckdb.Error as exc:
         raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: {exc}") from exc
+    for column, typ, *_ in described:
+        if typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION")):
+            raise UnsupportedError(f"view {name}: column {column} is {typ}; lists, structs "
+                                   "and maps are not kept in views")
     columns = [(row[0], type_from_name(row[1])) for row in described]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]

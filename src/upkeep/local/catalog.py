@@ -56,16 +56,30 @@ def _unordered(node: exp.Expression) -> exp.Expression:
 
 
 def _named_columns(sub: exp.Subquery) -> exp.Expression:
-    """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``."""
+    """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``
+    (in a UNION, the first block names the columns)."""
     names = sub.args["alias"].columns if sub.args.get("alias") else []
-    body = sub.this
-    if not names or not isinstance(body, exp.Select) or len(body.expressions) != len(names) \
-            or any(isinstance(e, exp.Star) for e in body.expressions):
-        return body
-    body = body.copy()
-    body.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
-                             for e, n in zip(body.expressions, names, strict=True)])
+    body = sub.this.copy()
+    first = body
+    while isinstance(first, exp.Union):
+        first = first.this
+    if not names or not isinstance(first, exp.Select) or len(first.expressions) != len(
+            names) or any(isinstance(e, exp.Star) for e in first.expressions):
+        return sub.this
+    first.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
+                              for e, n in zip(first.expressions, names, strict=True)])
     return body
+
+
+def _with_column_list(stmt: exp.Create) -> exp.Expression:
+    """``CREATE VIEW v(a, b) AS q``: ``q`` with its columns named ``a, b``."""
+    target = stmt.this
+    if not (isinstance(target, exp.Schema) and target.expressions):
+        return stmt.expression
+    names = [exp.to_identifier(c.name) for c in target.expressions]
+    return exp.select("*").from_(exp.Subquery(
+        this=stmt.expression.copy(),
+        alias=exp.TableAlias(this=exp.to_identifier("__columns"), columns=names)))
 
 
 class LocalCatalog(Catalog):
@@ -269,7 +283,7 @@ class LocalCatalog(Catalog):
         elif kind == "VIEW":
             if name in self.views and stmt.args.get("exists"):
                 return
-            self.define_view(name, stmt.expression, None,
+            self.define_view(name, _with_column_list(stmt), None,
                              replace=bool(stmt.args.get("replace")), log=log,
                              why=view_provenance(stmt, name))
         else:

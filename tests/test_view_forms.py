@@ -1,0 +1,66 @@
+"""Forms issue 22 found raising errors or registering wrong views: a view's column list,
+table functions, GROUPING SETS / ROLLUP / CUBE (recomputed by DuckDB, and equal to it after
+changes), and list-valued results (refused with an upkeep error naming the column)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+import pytest
+
+import upkeep
+
+ROWS = [(1, 2, "a"), (2, 5, "b"), (3, 7, "a")]
+MORE = [(4, 1, "b"), (5, None, None)]
+RECOMPUTED = [
+    "SELECT * FROM generate_series(1, 3)",
+    "SELECT t.k, g.generate_series FROM t, generate_series(1, 2) AS g",
+    "SELECT s, sum(x) FROM t GROUP BY GROUPING SETS ((s), ())",
+    "SELECT k % 2 AS odd, s, count(*) FROM t GROUP BY ROLLUP (odd, s)",
+    "SELECT s, max(x) FROM t GROUP BY CUBE (s)",
+]
+
+
+@pytest.fixture
+def db():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, x INTEGER, s VARCHAR)")
+    db.insert("t", ROWS)
+    return db
+
+
+def duck(sql: str, rows) -> Counter:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (k INTEGER, x INTEGER, s VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
+    return Counter(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", RECOMPUTED)
+def test_recomputed_forms_equal_duckdb(db, sql) -> None:
+    view = db.create_view("v", sql)
+    assert "strategy recompute" in db.explain("v")
+    assert Counter(view.rows()) == duck(sql, ROWS)
+    db.insert("t", MORE)
+    db.execute("DELETE FROM t WHERE k = 1")
+    assert Counter(view.rows()) == duck(sql, ROWS[1:] + MORE)
+
+
+def test_a_views_column_list_names_its_columns(db) -> None:
+    db.execute("CREATE MATERIALIZED VIEW v(a, b) AS SELECT k, x FROM t WHERE x > 2")
+    db.execute("CREATE MATERIALIZED VIEW u(n) AS SELECT k FROM t UNION ALL SELECT x FROM t")
+    assert [c for c, _ in db.view("v").schema] == ["a", "b"]
+    assert [c for c, _ in db.view("u").schema] == ["n"]
+    assert "recompute" not in db.explain("v")
+    db.insert("t", MORE)
+    assert sorted(db.execute("SELECT a, b FROM v").fetchall()) == [(2, 5), (3, 7)]
+    assert sorted(db.view("u").rows(), key=repr) == sorted(
+        [(r[0],) for r in ROWS + MORE] + [(r[1],) for r in ROWS + MORE], key=repr)
+
+
+def test_list_valued_views_are_refused_by_name(db) -> None:
+    with pytest.raises(upkeep.UnsupportedError, match=r"column list_x is INTEGER\[\]"):
+        db.execute("CREATE MATERIALIZED VIEW v AS SELECT s, array_agg(x) AS list_x "
+                   "FROM t GROUP BY s")
+    assert "v" not in db.views()
