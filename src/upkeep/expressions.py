@@ -236,10 +236,25 @@ def _round(x, digits=0):
     return x
 
 
+_PARTS = ("year", "month", "day", "quarter", "dow", "dayofweek", "doy", "dayofyear")
+
+
 def _extract(part: str, d):
+    """EXTRACT / date_part of a date as DuckDB computes it (dow: Sunday is 0)."""
     if d is None:
         return None
-    return {"year": d.year, "month": d.month, "day": d.day}[part]
+    if part in ("year", "month", "day"):
+        return getattr(d, part)
+    if part == "quarter":
+        return (d.month - 1) // 3 + 1
+    if part in ("dow", "dayofweek"):
+        return d.isoweekday() % 7
+    return d.timetuple().tm_yday
+
+
+def _at_midnight(d):
+    """A DATE compared with a TIMESTAMP: DuckDB promotes it to the timestamp at 00:00."""
+    return None if d is None else dt.datetime.combine(d, dt.time())
 
 
 def _cast(value, typ: SqlType):
@@ -295,6 +310,7 @@ def _null_or(fn):
 _HELPERS: dict[str, object] = {
     "_div": _div,
     "_nan_compare": _nan_compare,
+    "_at_midnight": _at_midnight,
     "_nan": math.nan,
     "_intdiv": _intdiv,
     "_mod": _mod,
@@ -546,11 +562,18 @@ class ExpressionCompiler:
             b, _ = self._gen(node.expression)
             v = self._tmp()
             return f"(None if ({v} := {a}) == {b} else {v})", ta
-        if isinstance(node, exp.Extract):
-            part = node.this.name.lower()
-            if part not in ("year", "month", "day"):
+        if isinstance(node, exp.Extract) or (
+                isinstance(node, exp.Anonymous) and str(node.this).lower() in (
+                    "date_part", "datepart") and len(node.expressions) == 2
+                and isinstance(node.expressions[0], exp.Literal)):
+            part, arg = ((node.this.name.lower(), node.expression)
+                         if isinstance(node, exp.Extract) else
+                         (node.expressions[0].this.lower(), node.expressions[1]))
+            if part not in _PARTS:
                 raise UnsupportedError(f"EXTRACT({part.upper()} ...){_where(node)}")
-            a, _ = self._gen(node.expression)
+            a, typ = self._gen(arg)
+            if typ.kind not in ("DATE", "NULL"):
+                raise UnsupportedError(f"EXTRACT of a {typ.sql()}{_where(node)}")
             return f"_extract({part!r}, {a})", BIGINT
         if isinstance(node, (exp.Year, exp.Month, exp.Day)):
             part = type(node).__name__.lower()
@@ -646,6 +669,9 @@ class ExpressionCompiler:
         if ta.is_numeric and tb.is_numeric:
             typ = common_numeric(ta, tb)
             a, b = self._as(a, ta, typ), self._as(b, tb, typ)
+        elif {ta.kind, tb.kind} == {"DATE", "TIMESTAMP"}:  # DuckDB casts the DATE
+            a = f"_at_midnight({a})" if ta.kind == "DATE" else a
+            b = f"_at_midnight({b})" if tb.kind == "DATE" else b
         elif ta.kind != tb.kind and "NULL" not in (ta.kind, tb.kind):
             raise SchemaError(f"cannot compare {ta} with {tb}: {left.sql()} {op} {right.sql()}")
         x, y = self._tmp(), self._tmp()
