@@ -102,3 +102,17 @@ def test_dates_against_timestamps_and_date_parts_are_maintained(sql) -> None:
             db.insert("d", [(k, rows[k])])
             con.execute("INSERT INTO d VALUES (?, ?)", [k, rows[k]])
         assert Counter(view.rows()) == Counter(con.execute(sql).fetchall())
+
+
+def test_names_that_need_quoting_reach_duckdb_quoted() -> None:
+    """A table named ``order`` with a column ``select``, in a view DuckDB recomputes."""
+    db = upkeep.connect()
+    db.execute('CREATE TABLE "order" (k INTEGER PRIMARY KEY, "select" INTEGER)')
+    db.execute('INSERT INTO "order" VALUES (1, 2), (2, 3)')
+    sql = 'SELECT k, rank() OVER (ORDER BY "select") AS r FROM "order"'
+    view = db.create_view("w", sql)
+    db.execute('INSERT INTO "order" VALUES (3, 1)')
+    con = duckdb.connect()
+    con.execute('CREATE TABLE "order" (k INTEGER, "select" INTEGER)')
+    con.execute('INSERT INTO "order" VALUES (1, 2), (2, 3), (3, 1)')
+    assert Counter(view.rows()) == Counter(con.execute(sql).fetchall())

@@ -187,7 +187,8 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
         con = duckdb.connect()
         for t in inputs:
             cols = catalog.schema_of(t)
-            con.execute(f"CREATE TABLE {t} ({', '.join(f'{n} {typ.sql()}' for n, typ in cols)})")
+            con.execute(f'CREATE TABLE "{t}" (' + ", ".join(f'"{n}" {typ.sql()}'
+                                                          for n, typ in cols) + ")")
         described = con.execute(f"DESCRIBE {sql}").fetchall()
         con.close()
     except duckdb.Error as exc:
