@@ -116,3 +116,23 @@ def test_names_that_need_quoting_reach_duckdb_quoted() -> None:
     con.execute('CREATE TABLE "order" (k INTEGER, "select" INTEGER)')
     con.execute('INSERT INTO "order" VALUES (1, 2), (2, 3), (3, 1)')
     assert Counter(view.rows()) == Counter(con.execute(sql).fetchall())
+
+
+def test_unaliased_expressions_are_named_as_duckdb_names_them() -> None:
+    """``count(*)`` is ``count_star()``, ``sum(y.c)`` is ``sum(y.c)``: a query over a derived
+    table (or a view) finds them by DuckDB's names."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE y (k INTEGER PRIMARY KEY, c INTEGER)")
+    db.insert("y", [(1, 4), (2, 5)])
+    con = duckdb.connect()
+    con.execute("CREATE TABLE y (k INTEGER, c INTEGER)")
+    con.execute("INSERT INTO y VALUES (1, 4), (2, 5)")
+    for sql in ['SELECT n."count_star()" FROM (SELECT count(*) FROM y) AS n',
+                'SELECT z."sum(y.c)" FROM (SELECT sum(y.c) FROM y) AS z',
+                "SELECT k + 1, c * 2 FROM y"]:
+        view = db.create_view("v", sql)
+        assert "recompute" not in db.explain("v")
+        described = con.execute(f"DESCRIBE {sql}").fetchall()
+        assert [c for c, _ in view.schema] == [row[0] for row in described]
+        assert Counter(view.rows()) == Counter(con.execute(sql).fetchall())
+        db.execute("DROP VIEW v")

@@ -176,24 +176,36 @@ def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
     return semijoin, project
 
 
-def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
-    tables = {t.name.lower() for t in query.find_all(exp.Table)  # not table functions
+def relations_read(query: exp.Expression) -> set[str]:
+    """The tables and views ``query`` reads (not its CTEs, nor table functions)."""
+    tables = {t.name.lower() for t in query.find_all(exp.Table)
               if isinstance(t.this, exp.Identifier)}
-    ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
-    inputs = tables - ctes
-    for t in inputs:
-        catalog.schema_of(t)  # unknown relations: SchemaError
+    return tables - {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
+
+
+def describe(sql: str, inputs: set[str], catalog: Catalog) -> list[tuple[str, str]]:
+    """DuckDB's names and types of ``sql``'s columns, over empty relations of the inputs'
+    schemas (duckdb.Error if DuckDB cannot bind it)."""
+    con = duckdb.connect()
     try:
-        con = duckdb.connect()
         for t in inputs:
             cols = catalog.schema_of(t)
             con.execute(f'CREATE TABLE "{t}" (' + ", ".join(f'"{n}" {typ.sql()}'
                                                           for n, typ in cols) + ")")
-        described = con.execute(f"DESCRIBE {sql}").fetchall()
+        return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
+    finally:
         con.close()
+
+
+def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
+    inputs = relations_read(query)
+    for t in inputs:
+        catalog.schema_of(t)  # unknown relations: SchemaError
+    try:
+        described = describe(sql, inputs, catalog)
     except duckdb.Error as exc:
         raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: {exc}") from exc
-    for column, typ, *_ in described:
+    for column, typ in described:
         if typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION")):
             raise UnsupportedError(f"view {name}: column {column} is {typ}; lists, structs "
                                    "and maps are not kept in views")

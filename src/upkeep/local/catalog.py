@@ -14,18 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import duckdb
 from sqlglot import exp
 
 from .. import zset
 from ..bulk_progress import bulk_progress
 from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
-from ..errors import ConstraintError, SchemaError, StrategyError, UnsupportedError
+from ..errors import ConstraintError, Error, SchemaError, StrategyError, UnsupportedError
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
 from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
-from ..planner import Catalog, plan_view
+from ..planner import Catalog, describe, plan_view, relations_read
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
@@ -382,10 +383,12 @@ class LocalCatalog(Catalog):
         if name in self.tables or name in self.views:
             raise SchemaError(f"a table or view named {name} already exists")
         created: list[str] = []
+        original = query
         try:
             query = self._hoist_subqueries(name, query, strategy, created)
             view = self._top_k(name, query, strategy, created) or plan_view(
                 name, query, self, strategy)
+            self._name_as_duckdb(original, view)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
             with gc_paused(), bulk_progress(f"building view {name}", rows, counted=False):
@@ -398,6 +401,21 @@ class LocalCatalog(Catalog):
         self._definitions[name] = (query, strategy)
         self._helpers[name] = created
         self.changed()
+
+    def _name_as_duckdb(self, query: exp.Expression, view) -> None:
+        """Columns of unaliased expressions named as DuckDB names them (``count(*)`` is
+        ``count_star()``, ``sum(y.c)`` is ``sum(c)``), so a query over the view, or over a
+        derived table, finds them by DuckDB's names."""
+        if not isinstance(query, exp.Select) or view.strategy == "recompute" or all(
+                isinstance(e, (exp.Alias, exp.Column, exp.Star)) for e in query.expressions):
+            return
+        try:
+            names = [n for n, _ in describe(query.sql(dialect="duckdb"),
+                                            relations_read(query), self)]
+        except (duckdb.Error, Error):
+            return
+        if len(names) == len(view.columns) and len(set(names)) == len(names):
+            view.columns = [(n, t) for n, (_, t) in zip(names, view.columns, strict=True)]
 
     def _top_k(self, name: str, query: exp.Expression, strategy: str | None,
                created: list[str]) -> TopKView | None:
