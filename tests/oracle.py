@@ -154,6 +154,24 @@ def assert_bag_equal(expected, actual, what: str, context: str = "") -> None:
         raise AssertionError("\n".join(m for m in msg if m))
 
 
+def duckdb_query(ddl: Iterable[str], tables: dict[str, Iterable[Sequence[Any]]],
+                 sql: str) -> list[tuple]:
+    """``sql`` evaluated by DuckDB on tables made by ``ddl`` (keys dropped: DuckDB sees
+    the rows as given) and filled with ``tables``' rows (a bag: a Counter's elements)."""
+    con = duckdb.connect()
+    try:
+        for statement in ddl:
+            con.execute(statement.replace("PRIMARY KEY", ""))
+        for name, rows in tables.items():
+            rows = list(rows.elements() if isinstance(rows, Counter) else rows)
+            if rows:
+                con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})",
+                                rows)
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
 # ---------------------------------------------------------------------------
 # SQL literal rendering
 # ---------------------------------------------------------------------------

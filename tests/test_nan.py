@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
 
-import duckdb
 import pytest
-from oracle import _vkey
+from oracle import assert_bag_equal, duckdb_query
 
 import upkeep
 from upkeep.errors import UnsupportedError
@@ -31,25 +29,14 @@ VIEWS = [
     "SELECT t.k, u.k FROM t JOIN t AS u ON t.x = u.x",
 ]
 STRATEGIES = [None, "dyn", "general"]
-
-
-def bag(rows) -> Counter:
-    return Counter(tuple(_vkey(v) for v in r) for r in rows)
-
-
-def duckdb_rows(rows: dict[int, tuple], sql: str) -> Counter:
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t (k INTEGER, g INTEGER, x DOUBLE)")
-    if rows:
-        con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(k, *r) for k, r in rows.items()])
-    return bag(con.execute(sql).fetchall())
+DDL = "CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE)"
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("sql", VIEWS)
 def test_views_over_nan_equal_duckdb(sql, strategy) -> None:
     db = upkeep.connect()
-    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE)")
+    db.execute(DDL)
     try:
         view = db.create_view("v", sql, strategy=strategy)
     except UnsupportedError:
@@ -69,7 +56,8 @@ def test_views_over_nan_equal_duckdb(sql, strategy) -> None:
                 else:
                     db.insert("t", [(k, *new)])
                     rows[k] = new
-        assert bag(view.rows()) == duckdb_rows(rows, sql), (step, sql)
+        expected = duckdb_query([DDL], {"t": [(k, *r) for k, r in rows.items()]}, sql)
+        assert_bag_equal(expected, view.rows(), sql, f"step {step}, strategy {strategy}")
 
 
 def test_a_row_holding_nan_is_found_by_any_nan() -> None:

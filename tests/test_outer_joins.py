@@ -8,9 +8,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import duckdb
 import pytest
-from oracle import _vkey
+from oracle import assert_bag_equal, duckdb_query
 
 import upkeep
 
@@ -35,20 +34,6 @@ RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x > 1",
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b",
 ]
-
-
-def bag(rows) -> Counter:
-    return Counter(tuple(_vkey(v) for v in r) for r in rows)
-
-
-def oracle(tables: dict[str, Counter], sql: str) -> Counter:
-    con = duckdb.connect()
-    for ddl in DDL:
-        con.execute(ddl.replace("PRIMARY KEY", ""))
-    for name, rows in tables.items():
-        if rows:
-            con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", list(rows.elements()))
-    return bag(con.execute(sql).fetchall())
 
 
 @pytest.mark.parametrize("sql", MAINTAINED + RECOMPUTED)
@@ -87,4 +72,4 @@ def test_outer_joins_equal_duckdb_after_every_batch(sql) -> None:
                     row = (key[table], value(), value())
                 db.insert(table, [row])
                 rows[row] += 1
-        assert bag(view.rows()) == oracle(tables, sql), (step, sql)
+        assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")

@@ -9,9 +9,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import duckdb
 import pytest
-from oracle import _vkey
+from oracle import assert_bag_equal, duckdb_query
 
 import upkeep
 
@@ -37,21 +36,6 @@ RECOMPUTED = [
     "SELECT pk FROM part WHERE 1 < (SELECT count(*) FROM item WHERE item.pk = part.pk)",
     "SELECT pk FROM part WHERE size > (SELECT max(qty) FROM item WHERE item.pk < part.pk)",
 ]
-
-
-def bag(rows) -> Counter:
-    return Counter(tuple(_vkey(v) for v in r) for r in rows)
-
-
-def oracle(tables: dict[str, Counter], sql: str) -> Counter:
-    con = duckdb.connect()
-    for ddl in DDL:
-        con.execute(ddl.replace("PRIMARY KEY", ""))
-    for name, rows in tables.items():
-        if rows:
-            marks = ", ".join("?" * len(next(iter(rows))))
-            con.executemany(f"INSERT INTO {name} VALUES ({marks})", list(rows.elements()))
-    return bag(con.execute(sql).fetchall())
 
 
 @pytest.mark.parametrize("sql", MAINTAINED + RECOMPUTED)
@@ -88,4 +72,4 @@ def test_scalar_subqueries_equal_duckdb_after_every_batch(sql) -> None:
                            rnd.choice([None, 1.0, 10.0, 25.5]))
                 db.insert(table, [row])
                 rows[row] += 1
-        assert bag(view.rows()) == oracle(tables, sql), (step, sql)
+        assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")

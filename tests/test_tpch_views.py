@@ -5,11 +5,9 @@ recomputes it; and the queries upkeep maintains are at least those docs/sql.md l
 
 from __future__ import annotations
 
-from collections import Counter
-
 import duckdb
 import pytest
-from oracle import _vkey
+from oracle import assert_bag_equal
 from test_topk import check_top_k
 from tpch_queries import QUERIES, Data
 
@@ -19,10 +17,6 @@ from bench.tpch.schema import COLUMNS, create_table_sql
 #: the queries docs/sql.md says are maintained without recomputation
 MAINTAINED = {"Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7", "Q8", "Q9", "Q10", "Q11", "Q12", "Q13",
               "Q14", "Q15", "Q17", "Q19", "Q22"}
-
-
-def bag(rows) -> Counter:
-    return Counter(tuple(_vkey(v) for v in r) for r in rows)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +51,8 @@ def test_tpch_views_equal_duckdb_after_every_batch(database) -> None:
             if "LIMIT" in sql:  # rows tied at a top-k's edge are anyone's choice
                 check_top_k(view.rows(), [c for c, _ in view.schema], con, sql)
             else:
-                assert bag(view.rows()) == bag(con.execute(sql).fetchall()), (step, name)
+                assert_bag_equal(con.execute(sql).fetchall(), view.rows(), name,
+                                 f"step {step}")
         with db.transaction():
             for table, kind, rows in data.changes():
                 (db.insert if kind == "insert" else db.delete)(table, rows)

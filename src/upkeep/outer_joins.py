@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from .expressions import conjuncts
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -87,7 +88,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
                 if not branches:
                     raise _Skip
             else:
-                inner.extend(_conjuncts(on))
+                inner.extend(conjuncts(on))
             relations.append(right)
             continue
         if on is None:
@@ -220,7 +221,7 @@ def _push_filters(select: exp.Select, joins: list[exp.Join], last: int, schema_o
         return True
 
     moved, kept = [], []
-    for cond in _conjuncts(where.this):
+    for cond in conjuncts(where.this):
         (moved if movable(cond) else kept).append(cond)
     if not moved:
         return select, []
@@ -228,15 +229,6 @@ def _push_filters(select: exp.Select, joins: list[exp.Join], last: int, schema_o
     out.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept])) if kept else None)
     return out, [c.copy() for c in moved]
 
-
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
 
 
 def _inner_part(relations: list, inner: list[exp.Expression]) -> exp.Select:
@@ -261,7 +253,7 @@ def _anti(branch: exp.Select, right, on: exp.Expression) -> exp.Select:
     """``branch`` rows without a match in ``right`` on ``on``: equalities across the sides
     and filters on ``right`` alone (what the anti-join maintains)."""
     alias = right[0]
-    for cond in _conjuncts(on):
+    for cond in conjuncts(on):
         tables = {c.table.lower() for c in cond.find_all(exp.Column)}
         if "" in tables:
             raise _Skip  # unqualified: which side is not known here

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from .expressions import conjuncts
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -148,7 +149,7 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     where = query.args.get("where")
     kept: list[exp.Expression] = []
     keys: list[tuple[exp.Column, exp.Column]] = []  # (inner, outer)
-    for cond in _conjuncts(where.this if where is not None else None):
+    for cond in conjuncts(where.this if where is not None else None):
         sides = {side(c) for c in cond.find_all(exp.Column)}
         if "outer" not in sides:
             kept.append(cond)
@@ -186,13 +187,3 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     else:
         join = exp.Join(this=derived, kind="CROSS")
     return join, exp.column("v", name, quoted=True), bool(keys)
-
-
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]

@@ -17,7 +17,7 @@ arrived, where DuckDB's choice is unspecified too; the keys in the window are th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from sortedcontainers import SortedKeyList
 from sqlglot import exp
@@ -129,9 +129,6 @@ class TopKView(MaterializedView):
         out = {r: w for r, w in delta.items() if w}
         self.record(out)
         return out
-
-    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
-        return iter(list(self.output.items()))
 
     def state_size(self) -> int:
         return len(self.sorted)
