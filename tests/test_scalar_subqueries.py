@@ -2,7 +2,7 @@
 uncorrelated ones cross-joined as a one-row aggregate, ones correlated by equalities
 LEFT JOINed as a grouped aggregate; each view equals DuckDB after every batch of random
 changes (NULLs, duplicates, deletes of the rows that decide a comparison), and is maintained,
-not recomputed, except where the rewrite does not hold (COUNT correlated: 0 on no rows)."""
+not recomputed, except where the rewrite does not hold (a correlation by inequality)."""
 
 from __future__ import annotations
 
@@ -31,9 +31,15 @@ MAINTAINED = [
     "WHERE i.price = (SELECT min(i2.price) FROM item i2 WHERE i2.pk = p.pk AND i2.qty > 0)",
     # uncorrelated, counted (one row even when empty)
     "SELECT pk FROM part WHERE size > (SELECT count(*) FROM item WHERE qty > 2)",
+    # correlated counts: 0, not NULL, for a part with no items
+    "SELECT pk FROM part WHERE 1 < (SELECT count(*) FROM item WHERE item.pk = part.pk)",
+    "SELECT p.pk, (SELECT count(i.qty) * 2 + 1 FROM item i WHERE i.pk = p.pk) AS n, "
+    "(SELECT coalesce(sum(i.price), 0) FROM item i WHERE i.pk = p.pk) AS total FROM part p",
+    # MIN and MAX of one group: one helper view between them
+    "SELECT p.pk FROM part p WHERE p.size > (SELECT min(i.qty) FROM item i WHERE i.pk = p.pk)"
+    " OR p.size < (SELECT max(i.qty) FROM item i WHERE i.pk = p.pk)",
 ]
 RECOMPUTED = [
-    "SELECT pk FROM part WHERE 1 < (SELECT count(*) FROM item WHERE item.pk = part.pk)",
     "SELECT pk FROM part WHERE size > (SELECT max(qty) FROM item WHERE item.pk < part.pk)",
 ]
 
@@ -73,3 +79,13 @@ def test_scalar_subqueries_equal_duckdb_after_every_batch(sql) -> None:
                 db.insert(table, [row])
                 rows[row] += 1
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
+
+
+def test_subqueries_over_one_group_share_one_helper() -> None:
+    db = upkeep.connect()
+    for ddl in DDL:
+        db.execute(ddl)
+    db.create_view("v", MAINTAINED[-1])
+    helpers = db.explain("v").split("\nhelper view ")[1:]
+    grouped = [h for h in helpers if "aggregate [" in h]
+    assert len(grouped) == 1 and "MIN(i.qty), MAX(i.qty)" in grouped[0], helpers

@@ -9,15 +9,17 @@ aggregates are the case where each change touches few groups).
   rows it decides (the inequality join of ``dyn``).
 * Correlated by equalities, ``(SELECT SUM(r2.b) FROM r r2 WHERE r2.a = r1.b AND ..)``: the
   derived table groups the subquery by its inner correlation columns and is LEFT JOINed on
-  them (``outer_joins.py`` maintains that join), so an outer row with no group sees NULL,
-  as the subquery would return on no rows.  This holds only for expressions that are NULL
-  on no rows (SUM, AVG, MIN, MAX and arithmetic over them); a ``COUNT`` is 0 there, so such
-  subqueries are left alone.
+  them (``outer_joins.py`` maintains that join).  The derived table carries each aggregate
+  as a column and the subquery's expression is evaluated over them in the outer block, with
+  ``COUNT(..)`` read as ``COALESCE(count, 0)``: an outer row with no group then sees exactly
+  what the subquery returns on no rows (NULL for SUM, AVG, MIN, MAX; 0 for COUNT).
 
-Subqueries in ``WHERE`` and in the SELECT list of a block without aggregates are rewritten;
-uncorrelated ones also in ``HAVING`` and aggregated SELECT lists (as ``MAX`` of the single
-value).  Anything else (correlations that are not equalities, subqueries over several
-levels, LIMIT / ORDER BY inside) is left as it is, and recomputed as before.
+Subqueries of one block over the same relations, filter and correlation share one derived
+table (``MIN`` and ``MAX`` of the same group are one helper view).  Subqueries in ``WHERE``
+and in the SELECT list of a block without aggregates are rewritten; uncorrelated ones also in
+``HAVING`` and aggregated SELECT lists (as ``MAX`` of the single value).  Anything else
+(correlations that are not equalities, subqueries over several levels, LIMIT / ORDER BY
+inside) is left as it is, and recomputed as before.
 """
 
 from __future__ import annotations
@@ -26,15 +28,10 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .expressions import conjuncts
+from .expressions import AGGREGATE_TYPES, conjuncts
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
-
-_NULL_ON_EMPTY = (exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Literal, exp.Column, exp.Add,
-                  exp.Sub, exp.Mul, exp.Div, exp.Paren, exp.Cast, exp.Neg, exp.Identifier,
-                  exp.DataType, exp.Alias, exp.Star)
-
 
 class _Skip(Exception):
     """Not a subquery this rewrite maintains."""
@@ -49,6 +46,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
     if outer is None:
         return select
     aggregated = bool(out.args.get("group")) or any(_aggregates(e) for e in out.expressions)
+    shared: dict[str, _Derived] = {}
     count = 0
     for key in ("where", "expressions", "having"):
         value = out.args.get(key)
@@ -58,19 +56,56 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                 if not _scalar(sub) or _nested_in_subquery(sub, part):
                     continue
                 try:
-                    joined, reference, correlated = _decorrelate(sub, outer, schema_of,
-                                                                 f"__scalar{count + 1}")
+                    derived, value_of = _decorrelate(sub, outer, schema_of)
                 except _Skip:
                     continue
-                if correlated and (key == "having" or (key == "expressions" and aggregated)):
+                if derived.keys and (key == "having" or (key == "expressions" and aggregated)):
                     continue
-                if not correlated and (key == "having" or (key == "expressions"
-                                                           and aggregated)):
+                derived = shared.setdefault(derived.signature, derived)
+                if derived.name is None:
+                    count += 1
+                    derived.name = f"__scalar{count}"
+                    out.append("joins", derived.join())
+                reference = value_of(derived)
+                if not derived.keys and (key == "having" or (key == "expressions"
+                                                             and aggregated)):
                     reference = exp.Max(this=reference)  # the one value, inside a group
-                count += 1
-                out.append("joins", joined)
                 sub.replace(reference)
     return out if count else select
+
+
+class _Derived:
+    """The derived table that brings in the aggregates of one subquery body: grouped by the
+    inner correlation columns (``k0``, ``k1``, ..), one column per distinct aggregate
+    (``a0``, ``a1``, ..)."""
+
+    def __init__(self, body: exp.Select, keys: list[tuple[exp.Column, exp.Column]]) -> None:
+        self.body = body
+        self.keys = keys  # (inner, outer)
+        self.aggregates: list[exp.Expression] = []
+        self.name: str | None = None
+        self.signature = repr((body.sql(), [(i.sql(), o.sql()) for i, o in keys]))
+
+    def column(self, aggregate: exp.Expression) -> exp.Expression:
+        """The outer block's reference to ``aggregate`` (COUNT: 0 where the group is
+        missing, as COUNT of no rows)."""
+        if aggregate not in self.aggregates:
+            self.aggregates.append(aggregate)
+            self.body.append("expressions", aggregate.copy().as_(
+                f"a{len(self.aggregates) - 1}", quoted=True))
+        ref = exp.column(f"a{self.aggregates.index(aggregate)}", self.name, quoted=True)
+        if self.keys and isinstance(aggregate, exp.Count):
+            return exp.Coalesce(this=ref, expressions=[exp.Literal.number(0)])
+        return ref
+
+    def join(self) -> exp.Join:
+        derived = exp.Subquery(this=self.body,
+                               alias=exp.TableAlias(this=exp.to_identifier(self.name)))
+        if not self.keys:
+            return exp.Join(this=derived, kind="CROSS")
+        on = exp.and_(*[exp.EQ(this=exp.column(f"k{i}", self.name, quoted=True),
+                               expression=o.copy()) for i, (_, o) in enumerate(self.keys)])
+        return exp.Join(this=derived, on=on, side="LEFT")
 
 
 def _aggregates(node: exp.Expression) -> bool:
@@ -114,10 +149,10 @@ def _aliases(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | No
     return out
 
 
-def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema,
-                 name: str) -> tuple[exp.Join, exp.Expression, bool]:
-    """The join that brings ``sub``'s value in, the expression standing for it, and
-    whether it is correlated."""
+def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema
+                 ) -> tuple[_Derived, Callable[[_Derived], exp.Expression]]:
+    """The derived table ``sub``'s aggregates come from, and a function giving the
+    expression that stands for ``sub`` once that table is joined in (under its name)."""
     query: exp.Select = sub.this
     if len(query.expressions) != 1 or any(query.args.get(k) for k in (
             "group", "having", "order", "limit", "offset", "with", "with_", "distinct",
@@ -128,6 +163,10 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     if not value.find(exp.AggFunc) or any(isinstance(n, exp.Subquery)
                                           for n in query.walk() if n is not query):
         raise _Skip
+    if any(not isinstance(n, AGGREGATE_TYPES) for n in value.find_all(exp.AggFunc)) or any(
+            isinstance(n, exp.Column) and not n.find_ancestor(exp.AggFunc)
+            for n in value.walk()):
+        raise _Skip  # an aggregate with no known value on no rows, or a bare column
     inner = _aliases(query, schema_of)
     if inner is None:
         raise _Skip
@@ -170,20 +209,15 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
         keys.append((pair["inner"], o))
     if any(side(c) == "outer" for c in value.find_all(exp.Column)):
         raise _Skip
-    if keys and not all(isinstance(n, _NULL_ON_EMPTY) for n in value.walk()):
-        raise _Skip  # COUNT and the like are not NULL on no rows: a LEFT JOIN would differ
     body = query.copy()
     body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept])) if kept else None)
-    body.set("expressions", [
-        *(k.copy().as_(f"k{i}", quoted=True) for i, (k, _) in enumerate(keys)),
-        value.copy().as_("v", quoted=True)])
+    body.set("expressions", [k.copy().as_(f"k{i}", quoted=True) for i, (k, _) in
+                             enumerate(keys)])
     if keys:
         body.set("group", exp.Group(expressions=[k.copy() for k, _ in keys]))
-    derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(name)))
-    if keys:
-        on = exp.and_(*[exp.EQ(this=exp.column(f"k{i}", name, quoted=True),
-                               expression=o.copy()) for i, (_, o) in enumerate(keys)])
-        join = exp.Join(this=derived, on=on, side="LEFT")
-    else:
-        join = exp.Join(this=derived, kind="CROSS")
-    return join, exp.column("v", name, quoted=True), bool(keys)
+
+    def value_of(derived: _Derived) -> exp.Expression:
+        return exp.paren(value.copy().transform(
+            lambda n: derived.column(n) if isinstance(n, AGGREGATE_TYPES) else n), copy=False)
+
+    return _Derived(body, keys), value_of
