@@ -165,9 +165,9 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     for key in ("expressions", "where", "group", "having", "qualify"):
         value = out.args.get(key)
         if isinstance(value, list):
-            out.set(key, [v.transform(rename) for v in value])
+            out.set(key, [_rename_outer(v, rename, schema_of) for v in value])
         elif value is not None:
-            out.set(key, value.transform(rename))
+            out.set(key, _rename_outer(value, rename, schema_of))
     for j in out.args.get("joins") or []:
         if j.args.get("on") is not None:
             j.set("on", j.args["on"].transform(rename))
@@ -177,6 +177,48 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         else e.as_(orig.name, quoted=False)
         for e, orig in zip(out.expressions, select.expressions, strict=True)])
     return out
+
+
+def _rename_outer(node: exp.Expression, rename: Callable[[exp.Expression], exp.Expression],
+                  schema_of: Schema) -> exp.Expression:
+    """``node`` with ``rename`` applied to the columns of the block, not to those a
+    subquery in it reads from its own relations (``k IN (SELECT k FROM t)``)."""
+    node = node.copy()
+    root = node
+    for col in list(node.find_all(exp.Column)):
+        if isinstance(col.this, exp.Star) or _shadowed(col, root, schema_of):
+            continue
+        new = rename(col)
+        if new is not col:
+            if col is root:
+                return new
+            col.replace(new)
+    return root
+
+
+def _shadowed(col: exp.Column, root: exp.Expression, schema_of: Schema) -> bool:
+    """Whether a subquery between ``col`` and ``root`` has a relation ``col`` names."""
+    table, name = col.table.lower(), col.name.lower()
+    scope = col.parent
+    while scope is not None and scope is not root.parent:
+        if isinstance(scope, exp.Select):
+            from_ = scope.args.get("from_") or scope.args.get("from")
+            items = [from_.this] if from_ is not None else []
+            for item in items + [j.this for j in scope.args.get("joins") or []]:
+                alias = (item.alias_or_name or "").lower()
+                if table:
+                    if table == alias:
+                        return True
+                    continue
+                if not isinstance(item, exp.Table):
+                    raise _Skip  # a derived table's columns are not known here
+                try:
+                    if name in (c for c, _ in schema_of(item.name.lower())):
+                        return True
+                except Exception as exc:  # noqa: BLE001 - unknown: leave the block
+                    raise _Skip from exc
+        scope = scope.parent
+    return False
 
 
 def _qualify(on: exp.Expression, types: dict[str, dict]) -> exp.Expression:

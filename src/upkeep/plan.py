@@ -312,8 +312,12 @@ def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
 
 def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryFilter | None:
     """Bind ``[NOT] EXISTS (..)`` or ``x IN (..)``; None if ``cond`` is no such conjunct."""
+    while isinstance(cond, exp.Paren):  # AND (EXISTS (..))
+        cond = cond.this
     negated = isinstance(cond, exp.Not)
     node = cond.this if negated else cond
+    while isinstance(node, exp.Paren):
+        node = node.this
     if isinstance(node, exp.Exists):
         query, probe = node.this, None
     elif isinstance(node, exp.In) and node.args.get("query") is not None:
@@ -352,8 +356,9 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
         picked = query.expressions[0] if len(query.expressions) == 1 else None
         picked = picked.this if isinstance(picked, exp.Alias) else picked
         if not isinstance(picked, exp.Column) or not isinstance(probe, exp.Column) or (
-                side(picked) != "inner" or side(probe) != "outer"):
+                side(picked) != "inner"):
             raise UnsupportedError(f"{cond.sql()[:60]} (only column IN (SELECT column ..))")
+        outer.resolve(probe)  # the probe is outside the subquery: no inner name shadows it
         inner_keys.append(inner.resolve(picked).slot)
         outer_keys.append(probe)
     where = query.args.get("where")

@@ -31,6 +31,7 @@ from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
+from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
 from ..table import Table
 from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
@@ -488,10 +489,10 @@ class LocalCatalog(Catalog):
             query.set(with_key, None)
             query = rename_tables(query, mapping)
 
-        def hoist(node: exp.Expression) -> None:
-            if isinstance(node, exp.Union):
-                hoist(node.this)
-                hoist(node.expression)
+        def hoist(node: exp.Expression, nested: bool = False) -> None:
+            if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
+                hoist(node.this, nested)
+                hoist(node.expression, nested)
                 return
             if not isinstance(node, exp.Select):
                 return
@@ -501,19 +502,39 @@ class LocalCatalog(Catalog):
                 sub = holder.this
                 if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
                     hidden = f"{name}__sub{len(created) + 1}"
-                    self.create_view(hidden, _named_columns(sub), strategy)
+                    try:
+                        self.create_view(hidden, _named_columns(sub), strategy)
+                    except Error:
+                        if not nested:
+                            raise
+                        continue  # correlated with an enclosing block: left to DuckDB
                     created.append(hidden)
                     alias = sub.alias or hidden
                     holder.set("this", exp.Table(this=exp.to_identifier(hidden),
                                                  alias=exp.TableAlias(this=exp.to_identifier(alias))))
+            if not has_recursion:  # subqueries' own derived tables, as helper views too
+                for key in ("where", "having", "expressions"):
+                    value = node.args.get(key)
+                    for part in value if isinstance(value, list) else [value]:
+                        if part is None:
+                            continue
+                        for inner in list(part.walk(prune=lambda n: isinstance(
+                                n, (exp.Select, exp.Union, exp.Except, exp.Intersect)))):
+                            hoist(inner, nested=True)
 
+        def each_select(rewrite) -> exp.Expression:
+            return query.transform(lambda n: rewrite(n, self.schema_of)
+                                   if isinstance(n, exp.Select) else n)
+
+        has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(_unordered)
         hoist(query)  # derived tables first: the rewrites below read relations only
-        query = query.transform(lambda n: rewrite_scalar_subqueries(n, self.schema_of)
-                                if isinstance(n, exp.Select) else n)
+        query = each_select(isolate_subquery_bodies)
         hoist(query)
-        query = query.transform(lambda n: rewrite_outer_joins(n, self.schema_of)
-                                if isinstance(n, exp.Select) else n)
+        query = each_select(rewrite_subquery_predicates)
+        query = each_select(rewrite_scalar_subqueries)
+        hoist(query)
+        query = each_select(rewrite_outer_joins)
         hoist(query)
         return query
 
