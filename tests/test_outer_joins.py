@@ -29,6 +29,13 @@ MAINTAINED = [
     "WHERE r.id IS NULL",
     "SELECT l.id, r.id AS rid, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b JOIN s ON l.x = s.c",
     "SELECT DISTINCT r.y FROM l LEFT JOIN r ON l.a = r.b WHERE l.x > 0",
+    # USING and NATURAL: the one column they leave is the left's, the right's (RIGHT) or
+    # COALESCE of both (FULL), as in DuckDB
+    "SELECT id, l.a, r.y FROM l LEFT JOIN r USING (id) WHERE id > 0",
+    "SELECT id, y FROM l RIGHT JOIN r USING (id)",
+    "SELECT id, a, y FROM l FULL JOIN r USING (id)",
+    "SELECT id, count(*) AS n FROM l FULL JOIN r USING (id) GROUP BY id",
+    "SELECT id, a, z FROM l NATURAL LEFT JOIN s",
 ]
 RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x > 1",

@@ -73,13 +73,19 @@ DATED = [
     "SELECT k, date_part('month', day) AS m, date_part('quarter', day) AS q, "
     "extract(dow FROM day) AS w, date_part('doy', day) AS y, extract(year FROM day) AS yy "
     "FROM d",
+    # date arithmetic on columns: DATE +/- days is a DATE, DATE - DATE the days between
+    "SELECT k, day + 1 AS next, day - k AS back, 30 + day AS later FROM d",
+    "SELECT d1.k, d2.k AS other, d1.day - d2.day AS apart FROM d d1, d d2 "
+    "WHERE d1.day - d2.day BETWEEN 1 AND 400",
+    "SELECT k FROM d WHERE day + 1 = DATE '1995-01-01' OR day - 60 < DATE '1994-12-01'",
 ]
 
 
 @pytest.mark.parametrize("sql", DATED)
 def test_dates_against_timestamps_and_date_parts_are_maintained(sql) -> None:
-    """DuckDB compares a DATE with a TIMESTAMP by promoting the date to midnight, and takes
-    date parts of a column: both maintained, equal to DuckDB through changes."""
+    """DuckDB compares a DATE with a TIMESTAMP by promoting the date to midnight, takes
+    date parts of a column and adds days to it: all maintained, equal to DuckDB through
+    changes."""
     import datetime as dt
     import random
 

@@ -27,6 +27,7 @@ from .types import (
     DOUBLE,
     INT_RANGES,
     INTEGER,
+    INTEGER_KINDS,
     NULLTYPE,
     VARCHAR,
     SqlType,
@@ -252,6 +253,21 @@ def _extract(part: str, d):
     return d.timetuple().tm_yday
 
 
+def _date_plus(d, days, minus=False):
+    """DATE + INTEGER days (``minus``: - INTEGER), as DuckDB computes it."""
+    if d is None or days is None:
+        return None
+    try:
+        return d + dt.timedelta(days=-days if minus else days)
+    except OverflowError:
+        raise EvaluationError(f"date out of range ({d} + {days} days)") from None
+
+
+def _days_between(a, b):
+    """DATE - DATE: the days between them (BIGINT)."""
+    return None if a is None or b is None else (a - b).days
+
+
 def _at_midnight(d):
     """A DATE compared with a TIMESTAMP: DuckDB promotes it to the timestamp at 00:00."""
     return None if d is None else dt.datetime.combine(d, dt.time())
@@ -321,6 +337,8 @@ _HELPERS: dict[str, object] = {
     "_overflow": _overflow,
     "_round": _round,
     "_extract": _extract,
+    "_date_plus": _date_plus,
+    "_days_between": _days_between,
     "_cast": _cast,
     "_upper": _null_or(str.upper),
     "_lower": _null_or(str.lower),
@@ -621,7 +639,7 @@ class ExpressionCompiler:
         a, ta = self._gen(node.this)
         b, tb = self._gen(node.expression)
         if ta.kind == "DATE" or tb.kind == "DATE":
-            raise UnsupportedError(f"date arithmetic on columns ({node.sql()}){_where(node)}")
+            return self._date_arith(node, op, (a, ta), (b, tb))
         if not (ta.is_numeric or ta.kind == "NULL") or not (tb.is_numeric or tb.kind == "NULL"):
             raise SchemaError(f"cannot apply {op} to {ta} and {tb}{_where(node)}")
         typ = common_numeric(ta, tb)
@@ -640,6 +658,21 @@ class ExpressionCompiler:
             z = self._tmp()
             value = f"({z} if ({z} := {value}) == {z} else _nan)"
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
+
+    def _date_arith(self, node: exp.Expression, op: str, left: tuple[str, SqlType],
+                    right: tuple[str, SqlType]) -> tuple[str, SqlType]:
+        """DuckDB's date arithmetic: DATE +/- an integer number of days is a DATE (also
+        INTEGER + DATE), DATE - DATE the days between them (BIGINT)."""
+        (a, ta), (b, tb) = left, right
+        integral = ("NULL", *INTEGER_KINDS)
+        if op == "-" and ta.kind == "DATE" and tb.kind == "DATE":
+            return f"_days_between({a}, {b})", BIGINT
+        if ta.kind == "DATE" and tb.kind in integral and op in "+-":
+            return f"_date_plus({a}, {b}, {op == '-'})", DATE
+        if tb.kind == "DATE" and ta.kind in integral and op == "+":
+            return f"_date_plus({b}, {a})", DATE
+        raise UnsupportedError(f"date arithmetic {node.sql()} ({ta} {op} {tb}; DATE +/- an "
+                               f"integer and DATE - DATE are kept){_where(node)}")
 
     def _as(self, src: str, have: SqlType, want: SqlType, value: bool = False) -> str:
         """Convert a value to the representation of the wanted numeric type.  As an

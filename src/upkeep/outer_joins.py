@@ -41,9 +41,73 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema) -> exp.Select:
     if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
         return select
     try:
-        return _rewrite(select, joins, schema_of)
+        select = _using_as_on(select, schema_of)
+        return _rewrite(select, list(select.args.get("joins") or []), schema_of)
     except _Skip:
         return select
+
+
+def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
+    """``JOIN .. USING (c)`` and ``NATURAL JOIN`` as ``ON`` equalities, with DuckDB's rule
+    for the one column ``c`` they leave: the left side's for inner and LEFT joins, the right
+    side's for RIGHT joins, ``COALESCE(left, right)`` for FULL joins."""
+    joins = list(select.args.get("joins") or [])
+    if not any(j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL"
+               for j in joins):
+        return select
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+           for e in select.expressions):
+        raise _Skip  # * lists a USING column once: not written out here
+    from_ = select.args.get("from_") or select.args.get("from")
+    seen = [_relation(from_.this, schema_of)]
+    merged: dict[str, exp.Expression] = {}
+    out = select.copy()
+    new_joins = []
+    for join in out.args.get("joins") or []:
+        right = _relation(join.this, schema_of)
+        natural = (join.args.get("method") or "").upper() == "NATURAL"
+        if natural:
+            names = [c for c in right[2] if any(c in r[2] for r in seen)]
+        else:
+            names = [u.name.lower() for u in join.args.get("using") or []]
+        if names:
+            side = (join.args.get("side") or "").upper()
+            equalities = []
+            for name in names:
+                owners = [r[0] for r in seen if name in r[2]]
+                if len(owners) != 1 or name in merged or name not in right[2]:
+                    raise _Skip  # merged twice, or ambiguous: left to DuckDB
+                left, other = exp.column(name, owners[0]), exp.column(name, right[0])
+                equalities.append(exp.EQ(this=left, expression=other))
+                merged[name] = (other.copy() if side == "RIGHT" else exp.Coalesce(
+                    this=left.copy(), expressions=[other.copy()]) if side == "FULL"
+                    else left.copy())
+            join = join.copy()
+            join.set("using", None)
+            join.set("method", None)
+            join.set("on", exp.and_(*equalities))
+        seen.append(right)
+        new_joins.append(join)
+    out.set("joins", new_joins)
+
+    def rename(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in merged:
+            return merged[node.name.lower()].copy()
+        return node
+
+    for key in ("where", "group", "having", "qualify", "order"):
+        value = out.args.get(key)
+        if value is not None:
+            out.set(key, _rename_outer(value, rename, schema_of))
+    out.set("expressions", [
+        e if not (isinstance(e, exp.Column) and not e.table and e.name.lower() in merged)
+        else _rename_outer(e, rename, schema_of).as_(e.name)
+        for e in (_rename_outer(x, rename, schema_of) if not isinstance(x, exp.Column)
+                  else x for x in out.expressions)])
+    for j in out.args.get("joins") or []:
+        if j.args.get("on") is not None:
+            j.set("on", _rename_outer(j.args["on"], rename, schema_of))
+    return out
 
 
 def _relation(item: exp.Expression, schema_of: Schema) -> tuple[str, exp.Table, list[str]]:

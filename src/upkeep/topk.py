@@ -86,8 +86,10 @@ class TopKView(MaterializedView):
     strategy = "topk"
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
-                 key: Callable[[tuple], tuple], limit: int, offset: int) -> None:
-        super().__init__(name, columns, {helper}, sql)
+                 key: Callable[[tuple], tuple], limit: int, offset: int, hidden: int = 0
+                 ) -> None:
+        super().__init__(name, columns[:len(columns) - hidden], {helper}, sql)
+        self.hidden = hidden  # trailing helper columns kept only to order by
         self.helper = helper
         self.key = key
         self.limit = limit
@@ -99,9 +101,19 @@ class TopKView(MaterializedView):
             "order, kept in a sorted list (a change after the window costs O(log n); one "
             "inside it re-reads the window only)"]
 
+    def fresh(self) -> TopKView:
+        """An empty copy, to be built again from the helper's rows."""
+        view = TopKView(self.name, self.columns, self.helper, self.sql, self.key, self.limit,
+                        self.offset)
+        view.hidden = self.hidden
+        return view
+
     def _window(self) -> list[tuple]:
         end = self.offset + self.limit
-        return list(self.sorted.islice(self.offset, min(end, len(self.sorted))))
+        rows = self.sorted.islice(self.offset, min(end, len(self.sorted)))
+        if self.hidden:
+            return [row[:len(row) - self.hidden] for row in rows]
+        return list(rows)
 
     def _edge(self) -> tuple | None:
         """The key of the window's last row (None: the window is not full)."""
@@ -137,9 +149,12 @@ class TopKView(MaterializedView):
         return dict(self.ops)
 
 
-def split_top_k(query: exp.Expression) -> tuple[exp.Expression, exp.Order, int, int] | None:
-    """``(the query without ORDER BY / LIMIT / OFFSET, its ORDER BY, k, m)`` for a top-k
-    query with constant integer LIMIT and OFFSET, else None."""
+def split_top_k(query: exp.Expression
+                ) -> tuple[exp.Expression, exp.Order, int, int, int] | None:
+    """``(the query without ORDER BY / LIMIT / OFFSET, its ORDER BY, k, m, hidden)`` for a
+    top-k query with constant integer LIMIT and OFFSET, else None.  ORDER BY items that are
+    not output columns are added to the query as ``hidden`` trailing columns (``__o0``, ..),
+    which the top-k view does not output."""
     if not isinstance(query, (exp.Select, exp.Union)):
         return None
     limit = query.args.get("limit")
@@ -155,4 +170,34 @@ def split_top_k(query: exp.Expression) -> tuple[exp.Expression, exp.Order, int, 
     body = query.copy()
     for key in ("order", "limit", "offset"):
         body.set(key, None)
-    return body, order, int(count.this), int(offset.this) if offset is not None else 0
+    order = order.copy()
+    hidden = _hide_order_items(body, order)
+    return body, order, int(count.this), int(offset.this) if offset is not None else 0, hidden
+
+
+def _hide_order_items(body: exp.Expression, order: exp.Order) -> int:
+    """Point each ORDER BY item that is no output column of ``body`` at a hidden column
+    added for it; how many were added (0 when the body cannot take one: a set operation,
+    DISTINCT, or ``*``, where the helper's columns tell)."""
+    if not isinstance(body, exp.Select) or body.args.get("distinct") or any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+            for e in body.expressions):
+        return 0
+    names = [e.alias_or_name.lower() for e in body.expressions]
+    hidden = 0
+    for item in order.expressions:
+        node = item.this
+        if (isinstance(node, exp.Literal) and node.is_int) or (
+                isinstance(node, exp.Column) and not node.table
+                and names.count(node.name.lower()) == 1):
+            continue
+        same = [i for i, e in enumerate(body.expressions)
+                if (e.this if isinstance(e, exp.Alias) else e) == node]
+        if len(same) == 1:  # the expression of an output column
+            item.set("this", exp.Literal.number(same[0] + 1))
+            continue
+        name = f"__o{hidden}"
+        hidden += 1
+        body.append("expressions", node.copy().as_(name))
+        item.set("this", exp.column(name))
+    return hidden

@@ -27,6 +27,7 @@ from ..gc_pause import gc_paused
 from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
 from ..planner import Catalog, describe, plan_view, relations_read
+from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
@@ -425,7 +426,7 @@ class LocalCatalog(Catalog):
         parts = split_top_k(query) if strategy is None else None
         if parts is None:
             return None
-        body, order, limit, offset = parts
+        body, order, limit, offset, hidden = parts
         helper = f"{name}__topk"
         self.create_view(helper, body, None)
         try:
@@ -435,7 +436,33 @@ class LocalCatalog(Catalog):
             return None
         created.append(helper)
         return TopKView(name, self.views[helper].columns, helper, query.sql(dialect="duckdb"),
-                        key, limit, offset)
+                        key, limit, offset, hidden)
+
+    def _ranked(self, name: str, select: exp.Select, sub: exp.Subquery, strategy: str | None,
+                created: list[str]) -> bool:
+        """Keep derived table ``sub`` of ``select`` as a per-group top-k view ``name``
+        (``ranked.py``) when it ranks its rows and ``select`` bounds the rank; False when
+        it is no such table (it is a helper view as usual)."""
+        ranking = split_ranking(sub.this) if strategy is None else None
+        alias = (sub.alias or "").lower()
+        limit = rank_bound(select, alias, ranking.rank_name) if ranking else None
+        if limit is None:
+            return False
+        base = f"{name}__base"
+        self.create_view(base, ranking.base, None)
+        try:
+            view = ranked_view(name, ranking, limit, base, self.views[base].columns,
+                               sub.this.sql(dialect="duckdb"))
+        except TopKError:
+            self._drop_view(base)
+            return False
+        created.append(base)
+        view.build(self.contents(view.inputs))
+        self.views[name] = view
+        self._definitions[name] = (sub.this, strategy)
+        self._helpers[name] = []
+        self.changed()
+        return True
 
     def restore_views(self, views: dict[str, tuple[str, str | None]]) -> None:
         """Re-create user views from their logged SQL, in order (recovery, shards)."""
@@ -503,7 +530,8 @@ class LocalCatalog(Catalog):
                 if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
                     hidden = f"{name}__sub{len(created) + 1}"
                     try:
-                        self.create_view(hidden, _named_columns(sub), strategy)
+                        if not self._ranked(hidden, node, sub, strategy, created):
+                            self.create_view(hidden, _named_columns(sub), strategy)
                     except Error:
                         if not nested:
                             raise
@@ -528,6 +556,8 @@ class LocalCatalog(Catalog):
 
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(_unordered)
+        if strategy is None:
+            query = query.transform(qualify_as_derived)
         hoist(query)  # derived tables first: the rewrites below read relations only
         query = each_select(isolate_subquery_bodies)
         hoist(query)
@@ -603,7 +633,8 @@ class LocalCatalog(Catalog):
         old, self.views = self.views, {}
         for name in old:
             query, strategy = self._definitions[name]
-            view = plan_view(name, query, self, strategy)
+            fresh = getattr(old[name], "fresh", None)  # a view kept over a helper view
+            view = fresh() if fresh is not None else plan_view(name, query, self, strategy)
             view.build(self.contents(view.inputs))
             self.views[name] = view
 
