@@ -51,6 +51,9 @@ class SubqueryFilter:
     local: list[exp.Expression]
     inner_scope: Scope = field(repr=False)
     sql: str = ""
+    #: correlated only by ``outer.x IS NULL`` (``NOT IN``'s rule for a NULL probe): the one
+    #: outer key is ``x``, every row of ``r`` has the key NULL, and NULL matches NULL
+    null_probe: bool = False
 
 
 @dataclass
@@ -361,6 +364,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
         outer.resolve(probe)  # the probe is outside the subquery: no inner name shadows it
         inner_keys.append(inner.resolve(picked).slot)
         outer_keys.append(probe)
+    null_probe: exp.Column | None = None  # ``outer.x IS NULL``: see SubqueryFilter
     where = query.args.get("where")
     for part in conjuncts(where.this if where else None):
         _reject_subqueries(part)
@@ -377,10 +381,19 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             inner_keys.append(inner.resolve(a).slot)
             outer_keys.append(b)
             continue
+        if isinstance(part, exp.Is) and isinstance(part.this, exp.Column) and isinstance(
+                part.expression, exp.Null) and sides == {"outer"} and null_probe is None:
+            null_probe = part.this
+            continue
         raise UnsupportedError(f"correlated condition {part.sql()[:60]} (only equalities "
                                "between a column of the subquery and an outer column)")
+    if null_probe is not None:
+        if outer_keys:
+            raise UnsupportedError(f"{null_probe.sql()} IS NULL beside equalities in "
+                                   f"{cond.sql()[:60]}")
+        outer_keys.append(null_probe)
     return SubqueryFilter(negated, relation, inner_keys, outer_keys, local, inner,
-                          cond.sql(dialect="duckdb"))
+                          cond.sql(dialect="duckdb"), null_probe is not None)
 
 
 def _reject_subqueries(node: exp.Expression) -> None:

@@ -515,7 +515,7 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
                       for c in sub.outer_keys)
     compiler = ExpressionCompiler(sub.inner_scope)
     filters = [compiler.compile(c).fn for c in sub.local]
-    project = key_function(tuple(sub.inner_keys))
+    project = (lambda row: (None,)) if sub.null_probe else key_function(tuple(sub.inner_keys))
 
     def leaf(row: tuple) -> tuple | None:
         return project(row) if all(f(row) is True for f in filters) else None
@@ -526,7 +526,7 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
             + (", the complement of the matched keys by counting" if sub.negated else "")
             + ")")
     return SemiJoin(child, Source(sub.relation, leaf, sub.relation), positions,
-                    negated=sub.negated, nulls_match=False, label=sub.sql), note
+                    negated=sub.negated, nulls_match=sub.null_probe, label=sub.sql), note
 
 
 def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],

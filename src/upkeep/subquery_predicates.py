@@ -15,8 +15,11 @@ scalar subqueries (``scalar_subqueries.py``):
 
   - ``x NOT IN (SELECT c FROM r WHERE ..)`` (uncorrelated, a top-level conjunct of
     ``WHERE``) keeps a row when the subquery is empty, or when ``x`` is not NULL, no ``c``
-    is NULL and none equals ``x``: SQL's three-valued ``NOT IN``, as counts, where an
-    anti-join would keep rows the NULLs exclude.
+    is NULL and none equals ``x``: SQL's three-valued ``NOT IN``, where one anti-join would
+    keep rows the NULLs exclude.  It is three anti-joins: ``NOT EXISTS (.. c IS NULL)``,
+    ``NOT EXISTS (.. c = x)`` and ``NOT EXISTS (.. x IS NULL)`` (the binder's NULL probe:
+    a NULL ``x`` matches any row of ``r``), each changing a row only when its count crosses
+    zero.
   - ``[NOT] EXISTS (SELECT .. FROM r WHERE r.k = o.k AND r.c < o.v ..)``, correlated by one
     inequality besides equalities (Q21's ``l2.l_suppkey <> l1.l_suppkey``), compares ``o.v``
     with an extremum of the group: some ``c < v`` exactly when ``MIN(c) < v`` (``>``:
@@ -278,8 +281,8 @@ def _width(body: exp.Expression) -> int:
 
 
 def rewrite_subquery_predicates(select: exp.Select, schema_of: Schema) -> exp.Select:
-    """``select`` with its uncorrelated ``NOT IN`` conjuncts as counts and its ``EXISTS``
-    conjuncts correlated by one inequality as extrema, both as scalar subqueries that
+    """``select`` with its uncorrelated ``NOT IN`` conjuncts as anti-joins and its
+    ``EXISTS`` conjuncts correlated by one inequality as extrema, scalar subqueries that
     ``scalar_subqueries.py`` decorrelates (see the module)."""
     if not isinstance(select, exp.Select):
         return select
@@ -343,8 +346,8 @@ def _scalar(body: exp.Select, value: exp.Expression, extra: list[exp.Expression]
 
 def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
             ) -> exp.Expression:
-    """``probe NOT IN (body)`` as counts: the body is empty, or the probe is not NULL, no
-    value is NULL, and none equals the probe."""
+    """``probe NOT IN (body)`` as three anti-joins: no value is NULL, none equals the
+    probe, and the probe is not NULL unless the body is empty."""
     if not isinstance(probe, exp.Column) or len(body.expressions) != 1:
         raise _Skip
     if any(sides(c) == "outer" for c in body.find_all(exp.Column) if not c.is_star):
@@ -355,16 +358,18 @@ def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
     picked = picked.this if isinstance(picked, exp.Alias) else picked
     if not isinstance(picked, exp.Column):
         raise _Skip
-    rows = _scalar(renamed, exp.Count(this=exp.Star()), [])
-    values = _scalar(renamed, exp.Count(this=picked.copy()), [])
-    equal = _scalar(renamed, exp.Count(this=exp.Star()),
-                    [exp.EQ(this=picked.copy(), expression=probe)])
-    zero = exp.Literal.number(0)
-    return exp.paren(exp.or_(
-        exp.EQ(this=rows, expression=zero),
-        exp.and_(exp.Not(this=exp.Is(this=probe.copy(), expression=exp.Null())),
-                 exp.EQ(this=rows.copy(), expression=values),
-                 exp.EQ(this=equal, expression=zero.copy()))))
+
+    def none_where(extra: exp.Expression) -> exp.Expression:
+        out = renamed.copy()
+        out.set("expressions", [exp.Literal.number(1)])
+        out.set("where", exp.Where(this=exp.and_(*(c.copy() for c in _where(renamed)),
+                                                 extra)))
+        return exp.Not(this=exp.Exists(this=out))
+
+    return exp.and_(
+        none_where(exp.Is(this=picked.copy(), expression=exp.Null())),
+        none_where(exp.EQ(this=picked.copy(), expression=probe.copy())),
+        none_where(exp.Is(this=probe.copy(), expression=exp.Null())))
 
 
 def _inequality_exists(body: exp.Select, sides: _Sides, alias: str) -> exp.Expression:

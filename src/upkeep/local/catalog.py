@@ -34,6 +34,7 @@ from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
 from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
 from ..table import Table
+from ..threshold import ThresholdView, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
@@ -387,9 +388,12 @@ class LocalCatalog(Catalog):
         created: list[str] = []
         original = query
         try:
-            query = self._hoist_subqueries(name, query, strategy, created)
-            view = self._top_k(name, query, strategy, created) or plan_view(
-                name, query, self, strategy)
+            threshold: list = []
+            query = self._hoist_subqueries(name, query, strategy, created,
+                                           threshold if strategy is None else None)
+            view = (self._threshold(name, threshold, created) if threshold else
+                    self._top_k(name, query, strategy, created) or plan_view(
+                        name, query, self, strategy))
             self._name_as_duckdb(original, view)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
@@ -437,6 +441,16 @@ class LocalCatalog(Catalog):
         created.append(helper)
         return TopKView(name, self.views[helper].columns, helper, query.sql(dialect="duckdb"),
                         key, limit, offset, hidden)
+
+    def _threshold(self, name: str, split: list, created: list[str]) -> ThresholdView:
+        """A comparison with an uncorrelated scalar subquery as a moving threshold over the
+        block's rows (``threshold.py``): the block and the subquery are helper views."""
+        block, scalar, op = split
+        for suffix, body in (("block", block), ("scalar", scalar)):
+            self.create_view(f"{name}__{suffix}", body, None)
+            created.append(f"{name}__{suffix}")
+        return ThresholdView(name, self.views[f"{name}__block"].columns, f"{name}__block",
+                             f"{name}__scalar", op, block.sql(dialect="duckdb"))
 
     def _ranked(self, name: str, select: exp.Select, sub: exp.Subquery, strategy: str | None,
                 created: list[str]) -> bool:
@@ -499,9 +513,13 @@ class LocalCatalog(Catalog):
         self.changed()
 
     def _hoist_subqueries(self, name: str, query: exp.Expression, strategy: str | None,
-                          created: list[str]) -> exp.Expression:
+                          created: list[str], threshold: list | None = None
+                          ) -> exp.Expression:
         """Maintain each derived table and non-recursive CTE as a hidden helper view, so the
-        outer block sees it as an ordinary relation (and each part gets its own strategy)."""
+        outer block sees it as an ordinary relation (and each part gets its own strategy).
+        When the query compares with an uncorrelated scalar subquery (``threshold.py``)
+        and ``threshold`` is a list, its split is put there and the query returned with
+        only its relations hoisted."""
         query = query.copy()
         with_key = "with_" if "with_" in query.args else "with"
         with_ = query.args.get(with_key)
@@ -559,6 +577,10 @@ class LocalCatalog(Catalog):
         if strategy is None:
             query = query.transform(qualify_as_derived)
         hoist(query)  # derived tables first: the rewrites below read relations only
+        if threshold is not None and not has_recursion:
+            threshold.extend(split_threshold(query, self.schema_of) or [])
+            if threshold:
+                return query
         query = each_select(isolate_subquery_bodies)
         hoist(query)
         query = each_select(rewrite_subquery_predicates)

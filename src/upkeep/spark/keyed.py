@@ -56,7 +56,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
-from ..errors import ConstraintError, Error
+from ..errors import ConstraintError, Error, UnsupportedError
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
 from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query
@@ -422,6 +422,9 @@ def _compile_view(name: str, block: Block, step: int) -> CompiledView:
     view = CompiledView(name, block, order, step, step + len(order) - 1 + len(subs), kind,
                         local, left_keys, right_keys, key_names, residual)
     for i, sub in enumerate(subs):
+        if sub.null_probe:
+            raise UnsupportedError(f"{sub.sql} (a NULL probe, NOT IN's rule) on the Spark "
+                                   "engine")
         inner = ExpressionCompiler(sub.inner_scope)
         view.subqueries.append(SubqueryStep(
             view, i, step + len(order) - 1 + i, sub.negated, sub.relation,
