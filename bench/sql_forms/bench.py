@@ -203,7 +203,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         with db.transaction():
             db.insert(name, table)
         con.execute(create_table_sql(name))
-        con.execute(f"INSERT INTO {name} SELECT * FROM table")
+        con.register("loaded", table)
+        con.execute(f"INSERT INTO {name} SELECT * FROM loaded")
+        con.unregister("loaded")
     console.print(f"loaded {', '.join(f'{t} {len(a):,}' for t, a in arrow.items())} "
                   f"in {time.perf_counter() - t0:.0f} s")
     del arrow
