@@ -182,13 +182,6 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
                 branches = [joined, mine, unmatched]
         relations.append(right)
     aliases = [r[0] for r in relations]
-    for branch in branches:
-        branch.set("expressions", [
-            (exp.column(c, a) if not _is_null(branch, a) else
-             exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql())))
-            .as_(f"{a}__{c}", quoted=True)
-            for a in aliases for c in types[a]])
-        branch.set("padded", None)
     union: exp.Expression = branches[0]
     for b in branches[1:]:
         union = exp.Union(this=union, expression=b, distinct=False)
@@ -240,6 +233,17 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         e if isinstance(e, exp.Alias) or not isinstance(orig, exp.Column)
         else e.as_(orig.name, quoted=False)
         for e, orig in zip(out.expressions, select.expressions, strict=True)])
+    # the derived table carries only the columns the block reads (at least one)
+    read = {c.name for c in out.find_all(exp.Column) if c.table == name}
+    carried = [(a, c) for a in aliases for c in types[a] if f"{a}__{c}" in read] or [
+        (aliases[0], next(iter(types[aliases[0]])))]
+    for branch in branches:
+        branch.set("expressions", [
+            (exp.column(c, a) if not _is_null(branch, a) else
+             exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql())))
+            .as_(f"{a}__{c}", quoted=True)
+            for a, c in carried])
+        branch.set("padded", None)
     return out
 
 
