@@ -43,6 +43,15 @@ MAINTAINED = [
     "SELECT id FROM r WHERE k IN (SELECT k FROM s WHERE v IN (SELECT k FROM t WHERE tag = 'x')"
     " AND w > (SELECT 0.5 * sum(r2.w) FROM r r2 WHERE r2.k = s.k))",
     "SELECT id FROM r WHERE k IN (SELECT s.k FROM s JOIN t ON s.k = t.k WHERE s.v = r.v)",
+    # quantified comparisons: ANY as EXISTS, ALL with SQL's NULL rules
+    "SELECT id FROM r WHERE v < ALL (SELECT v FROM s WHERE w > 0.5)",
+    "SELECT id FROM r WHERE v >= ALL (SELECT k FROM s)",
+    "SELECT id FROM r WHERE v <> ALL (SELECT v FROM s)",
+    "SELECT id FROM r WHERE v = ALL (SELECT v FROM s WHERE k = 1)",
+    "SELECT id FROM r WHERE v > ANY (SELECT v FROM s)",
+    "SELECT id FROM r WHERE v = ANY (SELECT k FROM s)",
+    "SELECT id FROM r WHERE w <> SOME (SELECT w FROM s)",
+    "SELECT id FROM r WHERE k < ALL (SELECT k FROM r WHERE w > 2)",  # over itself
     # forms the binder took only unbracketed or qualified
     "SELECT id FROM r WHERE w > 0 AND (EXISTS (SELECT * FROM s WHERE s.k = r.k))",
     "SELECT id FROM r WHERE k IN (SELECT k FROM t)",

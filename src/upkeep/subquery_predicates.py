@@ -26,6 +26,10 @@ scalar subqueries (``scalar_subqueries.py``):
     ``MAX``), and some ``c <> v`` exactly when ``MIN(c) <> v OR MAX(c) <> v``.  A missing
     group or a NULL gives NULL, read as false.
 
+  - ``x OP ANY (SELECT c ..)`` is ``EXISTS (.. x OP c ..)`` (``= ANY``: ``IN``), and
+    ``x OP ALL (SELECT c ..)`` is ``NOT EXISTS`` of a NULL ``c``, of a ``c`` failing
+    ``x OP c``, and of a NULL ``x`` beside a non-empty body: SQL's rule, as ``NOT IN``.
+
 Anything else is left as it is, for the binder to refuse and DuckDB to recompute.
 """
 
@@ -153,7 +157,12 @@ def isolate_subquery_bodies(select: exp.Select, schema_of: Schema) -> exp.Select
         nonlocal count
         found = _predicate(cond)
         if found is None:
-            return cond
+            try:
+                new = _quantified(cond, outer, schema_of, f"__p{count + 1}")
+            except _Skip:
+                return cond
+            count += new is not cond
+            return new
         negated, body, probe = found
         if _single_relation(body):
             return cond
@@ -295,7 +304,12 @@ def rewrite_subquery_predicates(select: exp.Select, schema_of: Schema) -> exp.Se
         nonlocal count
         found = _predicate(cond)
         if found is None:
-            return cond
+            try:
+                new = _quantified(cond, outer, schema_of, f"__p{count + 1}")
+            except _Skip:
+                return cond
+            count += new is not cond
+            return new
         negated, body, probe = found
         if not _single_relation(body):
             return cond
@@ -318,6 +332,67 @@ def rewrite_subquery_predicates(select: exp.Select, schema_of: Schema) -> exp.Se
         return new
 
     return _rewrite_where(select, rewrite)
+
+
+_NEGATED = {exp.LT: exp.GTE, exp.LTE: exp.GT, exp.GT: exp.LTE, exp.GTE: exp.LT, exp.EQ: exp.NEQ,
+            exp.NEQ: exp.EQ}
+
+
+def _quantified(cond: exp.Expression, outer: dict[str, list[str]], schema_of: Schema,
+                alias: str) -> exp.Expression:
+    """``x OP ANY (SELECT c FROM r ..)`` as ``EXISTS (.. x OP c)``, and ``x OP ALL (..)``
+    as SQL's rule in anti-joins: no ``c`` is NULL, none fails ``x OP c``, and ``x`` is not
+    NULL unless the body is empty; ``cond`` itself if it is no such conjunct."""
+    cond = _strip(cond)
+    quantifier = cond.expression if type(cond) in _NEGATED else None
+    if not isinstance(quantifier, (exp.All, exp.Any)):
+        return cond
+    body = quantifier.this
+    while isinstance(body, exp.Subquery):
+        body = body.this
+    x = cond.this
+    if not _single_relation(body) or len(body.expressions) != 1 or x.find(
+            exp.Subquery, exp.Exists, exp.Select):
+        raise _Skip
+    inner = _relations(body, schema_of)
+    if inner is None:
+        raise _Skip
+    sides = _Sides(inner, outer)
+    if any(sides(c) == "outer" for c in body.find_all(exp.Column) if not c.is_star):
+        raise _Skip  # correlated: left to recomputation
+    x = x.transform(lambda n: sides.qualified(n) if isinstance(n, exp.Column) else n)
+    if isinstance(quantifier, exp.All) and isinstance(cond, exp.NEQ):
+        return _not_in(x, body, sides, alias)  # <> ALL is NOT IN
+    body = _renamed(body, sides, alias)
+    c = body.expressions[0]
+    c = c.this if isinstance(c, exp.Alias) else c
+    if c.find(exp.AggFunc):
+        raise _Skip
+
+    def where(extra: exp.Expression) -> exp.Select:
+        out = body.copy()
+        out.set("expressions", [exp.Literal.number(1)])
+        out.set("where", exp.Where(this=exp.and_(*(p.copy() for p in _where(body)), extra)))
+        return out
+
+    def some(kind: type) -> exp.Expression:
+        """EXISTS (a row with ``x kind c``)."""
+        test = kind(this=x.copy(), expression=c.copy())
+        if kind is exp.EQ:
+            if not isinstance(x, exp.Column) or not isinstance(c, exp.Column):
+                raise _Skip
+            return exp.In(this=x.copy(), query=body.copy())
+        return _inequality_exists(where(test), sides, alias, renamed=True)
+
+    if isinstance(quantifier, exp.Any):
+        return some(type(cond))
+    none_null = exp.Not(this=exp.Exists(this=where(exp.Is(this=c.copy(),
+                                                              expression=exp.Null()))))
+    probe_null = exp.Not(this=exp.Exists(this=where(exp.Is(this=x.copy(),
+                                                               expression=exp.Null()))))
+    if not isinstance(x, exp.Column):
+        raise _Skip  # the NULL probe is keyed on a column
+    return exp.and_(none_null, exp.Not(this=some(_NEGATED[type(cond)])), probe_null)
 
 
 def _renamed(body: exp.Select, sides: _Sides, alias: str) -> exp.Select:
@@ -372,10 +447,12 @@ def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
         none_where(exp.Is(this=probe.copy(), expression=exp.Null())))
 
 
-def _inequality_exists(body: exp.Select, sides: _Sides, alias: str) -> exp.Expression:
+def _inequality_exists(body: exp.Select, sides: _Sides, alias: str, renamed: bool = False
+                       ) -> exp.Expression:
     """``EXISTS (body)`` for a body correlated by equalities and one comparison
-    ``inner OP outer``, as that comparison of the group's extremum with the outer value."""
-    renamed = _renamed(body, sides, alias)
+    ``inner OP outer``, as that comparison of the group's extremum with the outer value
+    (``renamed``: the body is already :func:`_renamed`)."""
+    renamed = body if renamed else _renamed(body, sides, alias)
     inequality = None
     rest = []
     for cond in _where(renamed):
