@@ -45,7 +45,7 @@ import duckdb
 from rich.console import Console
 
 import upkeep
-from bench.common.doc_format import fmt, replace_section
+from bench.common.doc_format import fmt, replace_section, save_figure
 from bench.common.environment import BENCH_DIR
 from bench.common.orchestrate import run_meta, save_results
 from bench.tpch.data import generate, load_table
@@ -54,6 +54,7 @@ from bench.tpch.schema import column_names, create_table_sql
 RESULTS = BENCH_DIR / "results" / "sql_forms.json"
 DOCS = BENCH_DIR.parent / "docs" / "benchmarks.md"
 SECTION = "## SQL forms: outer joins, nested aggregates, top-k, subqueries"
+PLOT = BENCH_DIR.parent / "docs" / "img" / "sql_forms.png"
 TABLES = ("customer", "orders", "lineitem", "part")
 console = Console()
 
@@ -165,7 +166,7 @@ def measure(db, sql: str, form: Form, stream: list[tuple[int, tuple]]) -> dict[s
             "per_s": round(len(stream) / seconds), "us": round(seconds / len(stream) * 1e6, 1),
             "rows_sent": sent[0],
             "counters": {k: after.get(k, 0) - before.get(k, 0) for k in after
-                         if k in ("sorted_updates", "window_rebuilds")}}
+                         if k in ("sorted_updates", "window_rebuilds", "rows_flipped")}}
 
 
 def _counters(db) -> dict[str, int]:
@@ -244,10 +245,33 @@ def write_docs(data: dict[str, Any]) -> str:
             f" | {r['base']['per_s']:,} ({r['base']['strategy']}) | {fmt(r['ratio'], '.2f')}x"
             f" | {r['duckdb_recompute_s'] * 1000:.0f} ms | "
             + (", ".join(f"{k} {v:,}" for k, v in counters.items()) or "") + " |")
-    lines += ["", "Queries (view, then base):", ""]
+    lines += ["", "![changes/s of each form and of the view it extends](img/sql_forms.png)",
+              "", "Queries (view, then base):", ""]
     for r in data["results"]:
         lines += [f"- {r['form']}: `{r['sql']}`; base `{r['base_sql']}`"]
     return "\n".join(lines) + "\n"
+
+
+def plot(data: dict[str, Any]) -> None:
+    """Changes/s of each form beside the view it extends (docs/img/sql_forms.png)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = data["results"]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    at = range(len(results))
+    ax.barh([i + 0.2 for i in at], [r["base"]["per_s"] for r in results], 0.4,
+            label="the view it extends")
+    ax.barh([i - 0.2 for i in at], [r["view"]["per_s"] for r in results], 0.4,
+            label="the form")
+    ax.set_yticks(list(at), [r["form"] for r in results])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"single-row changes/s (TPC-H scale {data['scale']}, subscribed)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    save_figure(fig, PLOT)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -261,6 +285,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_docs:
         replace_section(DOCS, SECTION, write_docs(data),
                         before="## Inequality and cyclic joins")
+        plot(data)
 
 
 if __name__ == "__main__":

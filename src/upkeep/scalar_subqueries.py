@@ -71,7 +71,57 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                                                              and aggregated)):
                     reference = exp.Max(this=reference)  # the one value, inside a group
                 sub.replace(reference)
+    for derived in shared.values():
+        if derived.keys and derived.name and _rejected_when_missing(out, derived.name):
+            for join in out.args.get("joins") or []:
+                if join.alias_or_name == derived.name:
+                    join.set("side", None)  # no outer row survives a missing group
     return out if count else select
+
+
+def _rejected_when_missing(select: exp.Select, name: str) -> bool:
+    """Whether every reference to derived table ``name`` lies in a ``WHERE`` conjunct that
+    is NULL or false when they are all NULL: then an outer row with no group is dropped
+    anyway, and an inner join keeps the same rows as the LEFT JOIN (without the anti-join
+    that pads the unmatched rows)."""
+    where = select.args.get("where")
+    parts = conjuncts(where.this if where is not None else None)
+    rejecting = [p for p in parts if _rejects(p, name)]
+    inside = sum(1 for p in rejecting for c in p.find_all(exp.Column) if c.table == name)
+    everywhere = sum(1 for c in select.find_all(exp.Column) if c.table == name and not (
+        c.find_ancestor(exp.Join) and c.find_ancestor(exp.Join).alias_or_name == name))
+    return bool(rejecting) and inside == everywhere
+
+
+def _null_when_missing(node: exp.Expression, name: str) -> bool:
+    """Whether ``node`` is NULL when every column of ``name`` is."""
+    if isinstance(node, exp.Column):
+        return node.table == name
+    if isinstance(node, (exp.Paren, exp.Neg, exp.Cast)):
+        return _null_when_missing(node.this, name)
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        return _null_when_missing(node.this, name) or _null_when_missing(node.expression, name)
+    return False
+
+
+def _rejects(cond: exp.Expression, name: str) -> bool:
+    """Whether the condition ``cond`` is NULL or false when every column of ``name`` is
+    NULL."""
+    if isinstance(cond, exp.Paren):
+        return _rejects(cond.this, name)
+    if isinstance(cond, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+        return _null_when_missing(cond.this, name) or _null_when_missing(cond.expression,
+                                                                          name)
+    if isinstance(cond, exp.Between):
+        return any(_null_when_missing(cond.args[k], name) for k in ("this", "low", "high"))
+    if isinstance(cond, exp.And):
+        return _rejects(cond.this, name) or _rejects(cond.expression, name)
+    if isinstance(cond, exp.Or):
+        return _rejects(cond.this, name) and _rejects(cond.expression, name)
+    if isinstance(cond, exp.Coalesce) and len(cond.expressions) == 1 and isinstance(
+            cond.expressions[0], exp.Boolean) and not cond.expressions[0].this:
+        return _rejects(cond.this, name)  # COALESCE(c, FALSE)
+    return False
 
 
 class _Derived:
