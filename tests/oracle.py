@@ -19,7 +19,7 @@ import math
 import random
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -158,18 +158,45 @@ def duckdb_query(ddl: Iterable[str], tables: dict[str, Iterable[Sequence[Any]]],
                  sql: str) -> list[tuple]:
     """``sql`` evaluated by DuckDB on tables made by ``ddl`` (keys dropped: DuckDB sees
     the rows as given) and filled with ``tables``' rows (a bag: a Counter's elements)."""
-    con = duckdb.connect()
+    con = duckdb_loaded(ddl, tables)
     try:
-        for statement in ddl:
-            con.execute(statement.replace("PRIMARY KEY", ""))
-        for name, rows in tables.items():
-            rows = list(rows.elements() if isinstance(rows, Counter) else rows)
-            if rows:
-                con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})",
-                                rows)
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def duckdb_loaded(ddl: Iterable[str], tables: dict[str, Iterable[Sequence[Any]]]
+                  ) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection holding ``tables`` as :func:`duckdb_query` loads them."""
+    con = duckdb.connect()
+    for statement in ddl:
+        con.execute(statement.replace("PRIMARY KEY", ""))
+    for name, rows in tables.items():
+        rows = list(rows.elements() if isinstance(rows, Counter) else rows)
+        if rows:
+            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(rows[0]))})",
+                            rows)
+    return con
+
+
+def random_change(db, tables: dict[str, Counter], rnd, table: str,
+                  new_row: Callable[[], tuple], deletes: float = 0.35,
+                  duplicates: float = 0.2) -> None:
+    """One random change to ``table`` in ``db`` and in its bag ``tables[table]``: the
+    delete of a row it holds (share ``deletes``), else the insert of a duplicate of one
+    (share ``duplicates``) or of ``new_row()``."""
+    rows = tables[table]
+    if rows and rnd.random() < deletes:
+        row = rnd.choice(sorted(rows, key=repr))
+        db.delete(table, [row])
+        rows[row] -= 1
+        if not rows[row]:
+            del rows[row]
+        return
+    row = (rnd.choice(sorted(rows, key=repr)) if rows and rnd.random() < duplicates
+           else new_row())
+    db.insert(table, [row])
+    rows[row] += 1
 
 
 # ---------------------------------------------------------------------------

@@ -11,10 +11,9 @@ import math
 import random
 from collections import Counter
 
-import duckdb
 import pytest
 from engine_style_queries import DDL, QUERIES, RECOMPUTED_STYLE, TOTAL_ORDER
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_loaded, duckdb_query, random_change
 from test_topk import check_top_k
 
 import upkeep
@@ -45,34 +44,16 @@ def test_engine_style_query_equals_duckdb_after_every_batch(sql) -> None:
     rnd = random.Random(sql)
     tables: dict[str, Counter] = {"r": Counter(), "s": Counter(), "t": Counter(),
                                   "u": Counter()}
-    next_id = 0
+    next_id = iter(range(1, 10**6))
     for step in range(25):
         with db.transaction():
             for _ in range(rnd.randint(1, 5)):
                 table = rnd.choice(["r", "r", "s", "s", "t", "u"])
-                rows = tables[table]
-                if rows and rnd.random() < 0.35:
-                    row = rnd.choice(sorted(rows, key=repr))
-                    db.delete(table, [row])
-                    rows[row] -= 1
-                    if not rows[row]:
-                        del rows[row]
-                    continue
-                next_id += 1
-                row = (rnd.choice(sorted(rows, key=repr))
-                       if rows and table != "u" and rnd.random() < 0.2
-                       else _row(rnd, table, next_id))
-                db.insert(table, [row])
-                rows[row] += 1
+                random_change(db, tables, rnd, table,
+                              lambda table=table: _row(rnd, table, next(next_id)),
+                              duplicates=0.0 if table == "u" else 0.2)
         if "LIMIT" in sql and sql not in TOTAL_ORDER:  # ties at the edge: anyone's choice
-            con = duckdb.connect()
-            for ddl in DDL:
-                con.execute(ddl)
-            for table, rows in tables.items():
-                for row, count in rows.items():
-                    con.executemany(f"INSERT INTO {table} VALUES "
-                                    f"({', '.join('?' * len(row))})", [row] * count)
-            check_top_k(view.rows(), columns, con, sql)
+            check_top_k(view.rows(), columns, duckdb_loaded(DDL, tables), sql)
         else:
             assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql,
                              f"step {step}")

@@ -11,7 +11,7 @@ import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, random_change
 
 import upkeep
 
@@ -87,18 +87,8 @@ def test_subquery_predicates_equal_duckdb_after_every_batch(sql) -> None:
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
                 table = rnd.choice(["r", "r", "s", "s", "t"])
-                rows = tables[table]
-                if rows and rnd.random() < 0.4:
-                    row = rnd.choice(sorted(rows, key=repr))
-                    db.delete(table, [row])
-                    rows[row] -= 1
-                    if not rows[row]:
-                        del rows[row]
-                    continue
-                row = (rnd.choice(sorted(rows, key=repr)) if rows and rnd.random() < 0.2
-                       else _random_row(rnd, table))  # a duplicate, or a new row
-                db.insert(table, [row])
-                rows[row] += 1
+                random_change(db, tables, rnd, table,
+                              lambda table=table: _random_row(rnd, table), deletes=0.4)
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
 
 

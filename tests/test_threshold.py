@@ -11,7 +11,7 @@ import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, random_change
 
 import upkeep
 
@@ -29,6 +29,11 @@ QUERIES = [
 ]
 
 
+def _row(rnd: random.Random, table: str) -> tuple:
+    value = rnd.choice([None, math.nan, -1.0, 0.0, 1.0, 2.0, 2.0, 3.5, 8.0])
+    return (rnd.randrange(8), rnd.choice([None, 0, 1]), value) if table == "o" else (value,)
+
+
 @pytest.mark.parametrize("sql", QUERIES)
 def test_thresholds_equal_duckdb_after_every_batch(sql) -> None:
     db = upkeep.connect()
@@ -42,19 +47,9 @@ def test_thresholds_equal_duckdb_after_every_batch(sql) -> None:
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
                 table = rnd.choice(["o", "o", "o", "w"])
-                rows = tables[table]
-                if rows and rnd.random() < 0.4:
-                    row = rnd.choice(sorted(rows, key=repr))
-                    db.delete(table, [row])
-                    rows[row] -= 1
-                    if not rows[row]:
-                        del rows[row]
-                    continue
-                value = rnd.choice([None, math.nan, -1.0, 0.0, 1.0, 2.0, 2.0, 3.5, 8.0])
-                row = (rnd.randrange(8), rnd.choice([None, 0, 1]), value) if table == "o" \
-                    else (value,)
-                db.insert(table, [row])
-                rows[row] += 1
+                random_change(db, tables, rnd, table,
+                              lambda table=table: _row(rnd, table), deletes=0.4,
+                              duplicates=0.0)
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
 
 

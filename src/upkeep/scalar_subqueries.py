@@ -42,7 +42,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
     if not any(_scalar(s) for s in select.find_all(exp.Subquery)):
         return select
     out = select.copy()
-    outer = _aliases(out, schema_of)
+    outer = block_relations(out, schema_of)
     if outer is None:
         return select
     aggregated = bool(out.args.get("group")) or any(_aggregates(e) for e in out.expressions)
@@ -183,8 +183,8 @@ def _nested_in_subquery(sub: exp.Subquery, root: exp.Expression) -> bool:
     return False
 
 
-def _aliases(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | None:
-    """The block's relations: alias -> columns (None if one is not a plain relation)."""
+def block_relations(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | None:
+    """The block's FROM items: alias -> column names (None unless all are known relations)."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return None
@@ -217,7 +217,7 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
             isinstance(n, exp.Column) and not n.find_ancestor(exp.AggFunc)
             for n in value.walk()):
         raise _Skip  # an aggregate with no known value on no rows, or a bare column
-    inner = _aliases(query, schema_of)
+    inner = block_relations(query, schema_of)
     if inner is None:
         raise _Skip
 

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .expressions import conjuncts
+from .scalar_subqueries import block_relations
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -74,22 +75,6 @@ def _predicate(cond: exp.Expression) -> tuple[bool, exp.Expression, exp.Expressi
     while isinstance(body, exp.Subquery):
         body = body.this
     return negated, body, probe
-
-
-def _relations(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | None:
-    """The block's FROM items, alias -> column names; None unless all are known relations."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    if from_ is None:
-        return None
-    out: dict[str, list[str]] = {}
-    for item in [from_.this, *(j.this for j in select.args.get("joins") or [])]:
-        if not isinstance(item, exp.Table) or item.args.get("db"):
-            return None
-        try:
-            out[(item.alias or item.name).lower()] = [c for c, _ in schema_of(item.name.lower())]
-        except Exception:  # noqa: BLE001 - unknown: the binder will say so
-            return None
-    return out
 
 
 def _where(select: exp.Select) -> list[exp.Expression]:
@@ -148,7 +133,7 @@ def isolate_subquery_bodies(select: exp.Select, schema_of: Schema) -> exp.Select
     than one relation rewritten over a derived table of that body (see the module)."""
     if not isinstance(select, exp.Select):
         return select
-    outer = _relations(select, schema_of)
+    outer = block_relations(select, schema_of)
     if outer is None:
         return select
     count = 0
@@ -157,12 +142,7 @@ def isolate_subquery_bodies(select: exp.Select, schema_of: Schema) -> exp.Select
         nonlocal count
         found = _predicate(cond)
         if found is None:
-            try:
-                new = _quantified(cond, outer, schema_of, f"__p{count + 1}")
-            except _Skip:
-                return cond
-            count += new is not cond
-            return new
+            return cond
         negated, body, probe = found
         if _single_relation(body):
             return cond
@@ -295,7 +275,7 @@ def rewrite_subquery_predicates(select: exp.Select, schema_of: Schema) -> exp.Se
     ``scalar_subqueries.py`` decorrelates (see the module)."""
     if not isinstance(select, exp.Select):
         return select
-    outer = _relations(select, schema_of)
+    outer = block_relations(select, schema_of)
     if outer is None:
         return select
     count = 0
@@ -314,7 +294,7 @@ def rewrite_subquery_predicates(select: exp.Select, schema_of: Schema) -> exp.Se
         if not _single_relation(body):
             return cond
         try:
-            inner = _relations(body, schema_of)
+            inner = block_relations(body, schema_of)
             if inner is None:
                 raise _Skip
             sides = _Sides(inner, outer)
@@ -354,7 +334,7 @@ def _quantified(cond: exp.Expression, outer: dict[str, list[str]], schema_of: Sc
     if not _single_relation(body) or len(body.expressions) != 1 or x.find(
             exp.Subquery, exp.Exists, exp.Select):
         raise _Skip
-    inner = _relations(body, schema_of)
+    inner = block_relations(body, schema_of)
     if inner is None:
         raise _Skip
     sides = _Sides(inner, outer)
