@@ -233,18 +233,37 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         e if isinstance(e, exp.Alias) or not isinstance(orig, exp.Column)
         else e.as_(orig.name, quoted=False)
         for e, orig in zip(out.expressions, select.expressions, strict=True)])
+    def value(branch: exp.Select, a: str, c: str) -> exp.Expression:
+        if _is_null(branch, a):
+            return exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql()))
+        return exp.column(c, a)
+
+    source = {f"{a}__{c}": (a, c) for a in aliases for c in types[a]}
+    if _projection_only(out, name):  # the union is the block: one view, not two
+        outputs = [(e.alias, source[e.this.name]) for e in out.expressions]
+        for branch in branches:
+            branch.set("expressions", [value(branch, a, c).as_(alias)
+                                       for alias, (a, c) in outputs])
+            branch.set("padded", None)
+        return union
     # the derived table carries only the columns the block reads (at least one)
     read = {c.name for c in out.find_all(exp.Column) if c.table == name}
     carried = [(a, c) for a in aliases for c in types[a] if f"{a}__{c}" in read] or [
         (aliases[0], next(iter(types[aliases[0]])))]
     for branch in branches:
-        branch.set("expressions", [
-            (exp.column(c, a) if not _is_null(branch, a) else
-             exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql())))
-            .as_(f"{a}__{c}", quoted=True)
-            for a, c in carried])
+        branch.set("expressions", [value(branch, a, c).as_(f"{a}__{c}", quoted=True)
+                                   for a, c in carried])
         branch.set("padded", None)
     return out
+
+
+def _projection_only(select: exp.Select, name: str) -> bool:
+    """Whether ``select`` only lists columns of ``name`` (no filter, grouping, DISTINCT,
+    order or further join), so the derived table's branches can list them themselves."""
+    return not any(select.args.get(k) for k in (
+        "where", "group", "having", "distinct", "qualify", "order", "limit", "offset",
+        "joins")) and all(isinstance(e, exp.Alias) and isinstance(e.this, exp.Column)
+                          and e.this.table == name for e in select.expressions)
 
 
 def _rename_outer(node: exp.Expression, rename: Callable[[exp.Expression], exp.Expression],
