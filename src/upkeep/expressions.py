@@ -268,6 +268,14 @@ def _days_between(a, b):
     return None if a is None or b is None else (a - b).days
 
 
+def _replace(s, old, new):
+    """DuckDB's replace: every occurrence, left to right; an empty pattern changes
+    nothing (Python's would insert between characters)."""
+    if s is None or old is None or new is None:
+        return None
+    return s.replace(old, new) if old else s
+
+
 def _at_midnight(d):
     """A DATE compared with a TIMESTAMP: DuckDB promotes it to the timestamp at 00:00."""
     return None if d is None else dt.datetime.combine(d, dt.time())
@@ -338,6 +346,7 @@ _HELPERS: dict[str, object] = {
     "_round": _round,
     "_extract": _extract,
     "_date_plus": _date_plus,
+    "_replace": _replace,
     "_days_between": _days_between,
     "_cast": _cast,
     "_upper": _null_or(str.upper),
@@ -541,6 +550,10 @@ class ExpressionCompiler:
             return f"_upper({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Lower):
             return f"_lower({self._string(node.this, node)})", VARCHAR
+        if isinstance(node, exp.Replace):
+            args = [self._string(node.args[k], node) for k in ("this", "expression",
+                                                                 "replacement")]
+            return f"_replace({', '.join(args)})", VARCHAR
         if isinstance(node, exp.Length):
             return f"_length({self._string(node.this, node)})", BIGINT
         if isinstance(node, exp.Trim):

@@ -133,6 +133,16 @@ def _rewrite_filter(node: exp.Expression) -> exp.Expression:
     return agg
 
 
+def _rewrite_bool_aggregate(node: exp.Expression) -> exp.Expression:
+    """``BOOL_OR(c)`` is ``MAX(c)`` and ``BOOL_AND(c)`` is ``MIN(c)`` over booleans (false
+    sorts first, NULLs are skipped, no rows give NULL), as DuckDB computes them."""
+    if isinstance(node, exp.LogicalOr):
+        return exp.Max(this=node.this.copy())
+    if isinstance(node, exp.LogicalAnd):
+        return exp.Min(this=node.this.copy())
+    return node
+
+
 def _shared_columns(atoms: list[Atom], columns: list[Column],
                     shared: list[tuple[int, list[str] | None]]
                     ) -> tuple[dict[str, Column], set[tuple[str, str]], list[exp.Expression]]:
@@ -174,7 +184,7 @@ def _shared_columns(atoms: list[Atom], columns: list[Column],
 
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
-    node = node.transform(_rewrite_filter)
+    node = node.transform(_rewrite_filter).transform(_rewrite_bool_aggregate)
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
         if node.args.get(key):
             raise UnsupportedError(f"{key.upper()} in a view definition")
