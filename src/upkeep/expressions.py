@@ -773,6 +773,18 @@ def _flatten(node: exp.Expression, cls: type) -> list[exp.Expression]:
     return [node]
 
 
+#: a comparison with its sides swapped: ``a < b`` is ``b > a``
+FLIPPED_COMPARISON = {exp.LT: exp.GT, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.GTE: exp.LTE,
+                      exp.EQ: exp.EQ, exp.NEQ: exp.NEQ}
+
+
+def unparen(node: exp.Expression) -> exp.Expression:
+    """``node`` without the brackets around it."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
 def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     """Split a WHERE/ON condition into its AND-ed parts."""
     if node is None:

@@ -23,6 +23,7 @@ from .expressions import (
     as_condition,
     column_refs,
     conjuncts,
+    unparen,
 )
 from .theta import split_between
 from .types import SqlType
@@ -325,12 +326,9 @@ def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
 
 def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryFilter | None:
     """Bind ``[NOT] EXISTS (..)`` or ``x IN (..)``; None if ``cond`` is no such conjunct."""
-    while isinstance(cond, exp.Paren):  # AND (EXISTS (..))
-        cond = cond.this
+    cond = unparen(cond)  # AND (EXISTS (..))
     negated = isinstance(cond, exp.Not)
-    node = cond.this if negated else cond
-    while isinstance(node, exp.Paren):
-        node = node.this
+    node = unparen(cond.this) if negated else cond
     if isinstance(node, exp.Exists):
         query, probe = node.this, None
     elif isinstance(node, exp.In) and node.args.get("query") is not None:

@@ -39,13 +39,12 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .expressions import conjuncts
+from .expressions import FLIPPED_COMPARISON, conjuncts, unparen
 from .scalar_subqueries import block_relations
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
 
-_FLIPPED = {exp.LT: exp.GT, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.GTE: exp.LTE, exp.NEQ: exp.NEQ}
 _BODY_CLAUSES = ("group", "having", "order", "limit", "offset", "with", "with_", "distinct",
                  "windows", "qualify")
 
@@ -54,18 +53,12 @@ class _Skip(Exception):
     """Not a subquery these rewrites take."""
 
 
-def _strip(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
 def _predicate(cond: exp.Expression) -> tuple[bool, exp.Expression, exp.Expression | None] | None:
     """``(negated, body, probe)`` of a conjunct ``[NOT] EXISTS (body)`` or
     ``probe [NOT] IN (body)``; None for any other conjunct."""
-    cond = _strip(cond)
+    cond = unparen(cond)
     negated = isinstance(cond, exp.Not)
-    node = _strip(cond.this) if negated else cond
+    node = unparen(cond.this) if negated else cond
     if isinstance(node, exp.Exists):
         body, probe = node.this, None
     elif isinstance(node, exp.In) and node.args.get("query") is not None:
@@ -198,7 +191,7 @@ def _isolated(body: exp.Expression, picks: bool, outer: dict[str, list[str]],
         raise _Skip  # the correlation filters before grouping: it cannot move out
     keys: list[tuple[exp.Column, exp.Column]] = []
     for cond in correlated:
-        cond = _strip(cond)
+        cond = unparen(cond)
         if not (isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column)
                 and isinstance(cond.expression, exp.Column)):
             raise _Skip
@@ -323,7 +316,7 @@ def _quantified(cond: exp.Expression, outer: dict[str, list[str]], schema_of: Sc
     """``x OP ANY (SELECT c FROM r ..)`` as ``EXISTS (.. x OP c)``, and ``x OP ALL (..)``
     as SQL's rule in anti-joins: no ``c`` is NULL, none fails ``x OP c``, and ``x`` is not
     NULL unless the body is empty; ``cond`` itself if it is no such conjunct."""
-    cond = _strip(cond)
+    cond = unparen(cond)
     quantifier = cond.expression if type(cond) in _NEGATED else None
     if not isinstance(quantifier, (exp.All, exp.Any)):
         return cond
@@ -436,7 +429,7 @@ def _inequality_exists(body: exp.Select, sides: _Sides, alias: str, renamed: boo
     inequality = None
     rest = []
     for cond in _where(renamed):
-        cond = _strip(cond)
+        cond = unparen(cond)
         columns = [c for c in cond.find_all(exp.Column) if not c.is_star]
         where = {_sides_of(c, alias) for c in columns}
         if where <= {"inner"} or (isinstance(cond, exp.EQ) and where == {"inner", "outer"}
@@ -444,14 +437,15 @@ def _inequality_exists(body: exp.Select, sides: _Sides, alias: str, renamed: boo
                                    and isinstance(cond.expression, exp.Column)):
             rest.append(cond)
             continue
-        if type(cond) not in _FLIPPED or inequality is not None:
+        if type(cond) not in FLIPPED_COMPARISON or isinstance(cond, exp.EQ) or (
+                inequality is not None):
             raise _Skip
         left = {_sides_of(c, alias) for c in cond.this.find_all(exp.Column)}
         right = {_sides_of(c, alias) for c in cond.expression.find_all(exp.Column)}
         if left == {"inner"} and right == {"outer"}:
             inequality = (type(cond), cond.this, cond.expression)
         elif left == {"outer"} and right == {"inner"}:
-            inequality = (_FLIPPED[type(cond)], cond.expression, cond.this)
+            inequality = (FLIPPED_COMPARISON[type(cond)], cond.expression, cond.this)
         else:
             raise _Skip
     if inequality is None:

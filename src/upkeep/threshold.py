@@ -19,20 +19,21 @@ aggregation is left to the other strategies.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Callable
 
 from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
-from .expressions import conjuncts, nan_order
+from .expressions import FLIPPED_COMPARISON, conjuncts, nan_order, unparen
 from .types import SqlType
 from .views import Batch, Columns, Delta, MaterializedView
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
 
-_FLIP = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ,
-         exp.NEQ: exp.NEQ}
+_COMPARE = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+            "=": operator.eq, "<>": operator.ne}
 _SYMBOL = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "=", exp.NEQ: "<>"}
 COLUMN = "__threshold"
 
@@ -66,14 +67,13 @@ def split_threshold(query: exp.Expression, schema_of: Schema
 
 def _comparison(cond: exp.Expression, schema_of: Schema
                 ) -> tuple[exp.Expression, exp.Select, str] | None:
-    while isinstance(cond, exp.Paren):
-        cond = cond.this
-    if type(cond) not in _FLIP:
+    cond = unparen(cond)
+    if type(cond) not in FLIPPED_COMPARISON:
         return None
     left, right, kind = cond.this, cond.expression, type(cond)
-    if isinstance(_strip(left), exp.Subquery):
-        left, right, kind = right, left, _FLIP[kind]
-    right = _strip(right)
+    if isinstance(unparen(left), exp.Subquery):
+        left, right, kind = right, left, FLIPPED_COMPARISON[kind]
+    right = unparen(right)
     if not isinstance(right, exp.Subquery) or left.find(exp.Subquery, exp.Exists):
         return None
     sub = right.this
@@ -82,12 +82,6 @@ def _comparison(cond: exp.Expression, schema_of: Schema
             sub.args.get(k) for k in ("group", "having", "limit", "offset", "distinct")):
         return None  # one aggregate row, whatever the tables hold
     return left, sub, _SYMBOL[kind]
-
-
-def _strip(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
 
 
 def _uncorrelated(sub: exp.Select, schema_of: Schema) -> bool:
@@ -121,6 +115,7 @@ class ThresholdView(MaterializedView):
                  sql: str) -> None:
         super().__init__(name, columns[:-1], {block, scalar}, sql)
         self.block, self.scalar, self.op = block, scalar, op
+        self.compare = _COMPARE[op]  # once, not per row
         self.sorted = SortedKeyList(key=lambda row: nan_order(row[-1]))
         self.value: object = None
         self.ops = {"sorted_updates": 0, "rows_flipped": 0}
@@ -159,9 +154,7 @@ class ThresholdView(MaterializedView):
     def _passes(self, x: object, v: object) -> bool:
         if x is None or v is None:
             return False
-        a, b = nan_order(x), nan_order(v)
-        return {">": a > b, ">=": a >= b, "<": a < b, "<=": a <= b, "=": a == b,
-                "<>": a != b}[self.op]
+        return self.compare(nan_order(x), nan_order(v))
 
     def _ranges(self, v: object) -> list[tuple[int, int]]:
         """The index ranges of the sorted rows that pass against ``v``."""
