@@ -203,14 +203,15 @@ class RankedView(MaterializedView):
         rank = 0
         previous = None
         for i, row in enumerate(rows):
-            key = self.key(row)
-            if self.kind == "row_number":
+            if self.kind == "row_number":  # no key needed: the position is the rank
                 rank = i + 1
-            elif i == 0 or key != previous:
-                rank = i + 1 if self.kind == "rank" else rank + 1
+            else:
+                key = self.key(row)
+                if i == 0 or key != previous:
+                    rank = i + 1 if self.kind == "rank" else rank + 1
+                previous = key
             if rank > self.limit:
                 break
-            previous = key
             visible = row[:len(row) - self.hidden] if self.hidden else row
             out.append((*visible[:self.position], rank, *visible[self.position:]))
         return out
