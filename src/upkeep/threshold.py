@@ -19,6 +19,7 @@ aggregation is left to the other strategies.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections import Counter
 from collections.abc import Callable
@@ -36,6 +37,9 @@ _COMPARE = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operato
             "=": operator.eq, "<>": operator.ne}
 _SYMBOL = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=", exp.EQ: "=", exp.NEQ: "<>"}
 COLUMN = "__threshold"
+#: a one-sided comparison: (whether its cut is a right bisection, whether rows above pass)
+_ONE_SIDED = {">": (True, True), ">=": (False, True), "<": (False, False),
+              "<=": (True, False)}
 
 
 def split_threshold(query: exp.Expression, schema_of: Schema
@@ -116,7 +120,10 @@ class ThresholdView(MaterializedView):
         super().__init__(name, columns[:-1], {block, scalar}, sql)
         self.block, self.scalar, self.op = block, scalar, op
         self.compare = _COMPARE[op]  # once, not per row
-        self.sorted = SortedKeyList(key=lambda row: nan_order(row[-1]))
+        # rows sorted by their compared value; NaN (above every number, equal to itself,
+        # as in DuckDB) is kept apart so the sort compares plain values
+        self.sorted = SortedKeyList(key=operator.itemgetter(-1))
+        self.nans: Counter = Counter()
         self.value: object = None
         self.ops = {"sorted_updates": 0, "rows_flipped": 0}
         self.explanation = [
@@ -133,7 +140,12 @@ class ThresholdView(MaterializedView):
         delta: Counter = Counter()
         for row, weight in (batch.get(self.block) or {}).items():
             self.ops["sorted_updates"] += abs(weight)
-            if row[-1] is not None:
+            x = row[-1]
+            if x != x:
+                self.nans[row] += weight
+                if not self.nans[row]:
+                    del self.nans[row]
+            elif x is not None:
                 for _ in range(weight):
                     self.sorted.add(row)
                 for _ in range(-weight):
@@ -156,32 +168,57 @@ class ThresholdView(MaterializedView):
             return False
         return self.compare(nan_order(x), nan_order(v))
 
+    def _cut(self, v: object, right: bool) -> int:
+        """Where ``v`` falls among the sorted (non-NaN) values: a NaN after all of them."""
+        if v != v:
+            return len(self.sorted)
+        return (self.sorted.bisect_key_right if right else self.sorted.bisect_key_left)(v)
+
     def _ranges(self, v: object) -> list[tuple[int, int]]:
         """The index ranges of the sorted rows that pass against ``v``."""
-        n = len(self.sorted)
         if v is None:
             return []
-        key = nan_order(v)
-        lo = self.sorted.bisect_key_left(key)
-        hi = self.sorted.bisect_key_right(key)
-        return {">": [(hi, n)], ">=": [(lo, n)], "<": [(0, lo)], "<=": [(0, hi)],
-                "=": [(lo, hi)], "<>": [(0, lo), (hi, n)]}[self.op]
+        n, op = len(self.sorted), self.op
+        if op in _ONE_SIDED:
+            cut = self._cut(v, _ONE_SIDED[op][0])
+            return [(cut, n)] if _ONE_SIDED[op][1] else [(0, cut)]
+        lo, hi = self._cut(v, False), self._cut(v, True)
+        return [(lo, hi)] if op == "=" else [(0, lo), (hi, n)]
 
     def _move(self, old: object, new: object, delta: Counter) -> None:
-        """Emit the rows that pass against one of ``old`` and ``new`` and not the other."""
-        before, after = self._ranges(old), self._ranges(new)
-        cuts = sorted({i for r in before + after for i in r})
-        for lo, hi in zip(cuts, cuts[1:], strict=False):
-            was = any(a <= lo and hi <= b for a, b in before)
-            now = any(a <= lo and hi <= b for a, b in after)
-            if was == now:
-                continue
-            for row in self.sorted.islice(lo, hi):
-                self.ops["rows_flipped"] += 1
-                delta[row[:-1]] += 1 if now else -1
+        """Emit the rows that pass against one of ``old`` and ``new`` and not the other.
+
+        For a one-sided comparison between two values this is the rows between the two
+        cuts (one bisection each); otherwise the ranges of each side are compared.  The NaN
+        rows flip together."""
+        if old is not None and new is not None and self.op in _ONE_SIDED:
+            right, above = _ONE_SIDED[self.op]
+            a, b = self._cut(old, right), self._cut(new, right)
+            if a != b:  # rows in [min, max) pass against exactly one of the values
+                gained = (b < a) == above
+                self._flip(min(a, b), max(a, b), 1 if gained else -1, delta)
+        else:
+            before, after = self._ranges(old), self._ranges(new)
+            cuts = sorted({i for r in before + after for i in r})
+            for lo, hi in zip(cuts, cuts[1:], strict=False):
+                was = any(a <= lo and hi <= b for a, b in before)
+                now = any(a <= lo and hi <= b for a, b in after)
+                if was != now:
+                    self._flip(lo, hi, 1 if now else -1, delta)
+        if self.nans:
+            was, now = self._passes(math.nan, old), self._passes(math.nan, new)
+            if was != now:
+                for row, weight in self.nans.items():
+                    delta[row[:-1]] += weight if now else -weight
+                self.ops["rows_flipped"] += sum(self.nans.values())
+
+    def _flip(self, lo: int, hi: int, sign: int, delta: Counter) -> None:
+        for row in self.sorted.islice(lo, hi):
+            delta[row[:-1]] += sign
+        self.ops["rows_flipped"] += hi - lo
 
     def state_size(self) -> int:
-        return len(self.sorted)
+        return len(self.sorted) + len(self.nans)
 
     def counters(self) -> dict[str, int]:
         return dict(self.ops)
