@@ -74,7 +74,8 @@ from .session import spark_session
 
 T = TypeVar("T")
 STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
-CHANGE_FILE = re.compile(r"changes-\d+-t(?P<at>.+)\.jsonl")  # the commit time after -t
+# a commit's change file: its sequence number (the batch it commits) and commit time
+CHANGE_FILE = re.compile(r"changes-(?P<seq>\d+)-t(?P<at>.+)\.jsonl")
 
 
 def open_spark(database: str | os.PathLike | None = ":memory:", *,
@@ -173,7 +174,17 @@ class SparkConnection(Engine):
         self._generation = 1 + max((int(p.name.rsplit("-", 1)[1])
                                     for p in self.directory.glob("checkpoint-[0-9]*")), default=-1)
         self._last_batch = -1
-        self._sequence = itertools.count(len(list(self.changes.iterdir())) + 1)
+        #: the last committed batch: the sequence number of the newest change file
+        self.batches = max((int(m["seq"]) for m in map(CHANGE_FILE.fullmatch, (
+            p.name for p in self.changes.iterdir())) if m), default=0)
+        self._sequence = itertools.count(self.batches + 1)
+        # the views' changes folded since subscribers were last called; after a restart
+        # (which replays every change file) what they had been sent instead, so that they
+        # are sent the difference, not the replay (``_deliver``)
+        self._undelivered: dict[str, Counter] = {}
+        self._baseline: dict[str, Counter] | None = None
+        self._journal: Callable[[int, dict], Callable[[], None]] | None = None
+        self._journaled = self.batches  # the last batch the journal was called for
         self._lock = threading.Lock()  # the driver's copies of the views
         self._writes = threading.RLock()  # the streaming query: one user of it at a time
         self._group = GroupCommit(self._commit_group, commit_window)
@@ -403,12 +414,20 @@ class SparkConnection(Engine):
 
     def _catalog_changed(self) -> None:
         """A new catalog needs a new plan: the query restarts and replays every change file
-        (a view created late starts from all the data, like on the local engine)."""
+        (a view created late starts from all the data, like on the local engine).  What the
+        subscribers were sent is kept, so that they are sent only what differs."""
         if self._query is not None:
             self._stop_query()
             self._generation += 1
         self._plan = None
-        self._contents = {v: Counter() for v in self._catalog.view_names()}
+        with self._lock:
+            if self._baseline is None:
+                self._baseline = self._contents
+                for view, pending in self._undelivered.items():
+                    sent = self._baseline[view] = Counter(self._baseline.get(view, ()))
+                    sent.subtract(pending)
+                self._undelivered = {}
+            self._contents = {v: Counter() for v in self._catalog.view_names()}
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
@@ -505,8 +524,11 @@ class SparkConnection(Engine):
         lines = [dumps({"table": table, "op": "insert" if weight > 0 else "delete",
                         "row": [to_json(v) for v in row]}) + "\n"
                  for table, row, weight in staged]
-        path = self._write(f"changes-{next(self._sequence):08d}-t{now!r}.jsonl", "".join(lines))
-        self._run(path)
+        if self._query is None:  # (re)build the views first: the replay is no batch's change
+            self._sync()
+        seq = next(self._sequence)
+        path = self._write(f"changes-{seq:08d}-t{now!r}.jsonl", "".join(lines))
+        self._run(path, seq)
 
     # ------------------------------------------------------------ expiry
     def expire(self) -> int:
@@ -627,15 +649,27 @@ class SparkConnection(Engine):
         with self._lock:
             return read(self._contents[view.lower()])
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
+        """Build the views created since the last change, now (they are otherwise built
+        by the next change or read): subscribers attached after this get changes only."""
+        self._sync()
+
+    def _sync(self, batch: int | None = None) -> None:
+        """Process every change file written so far (``batch``: the newest one's number),
+        then hand the views' changes to the journal and the subscribers."""
         with self._writes:
             if self._query is None:
                 self._start()
             self._query.processAllAvailable()
+            if batch is not None:
+                self.batches = batch
+            self._deliver()
 
-    def _run(self, path: Path) -> None:
+    def _run(self, path: Path, batch: int) -> None:
+        """Commit the change file ``path`` (batch ``batch``); if Spark rejects it, or the
+        journal cannot record it, the file is removed and the state is as before."""
         try:
-            self._sync()
+            self._sync(batch)
         except StreamingQueryException as exc:
             error = query_error(exc)
             self._query = None
@@ -643,6 +677,12 @@ class SparkConnection(Engine):
             self._discard_uncommitted()
             self._sync()
             raise error from None
+        except _JournalFailed as failed:
+            path.unlink(missing_ok=True)  # its micro-batch committed: replay without it
+            self.batches = batch - 1
+            self._catalog_changed()
+            self._sync()
+            raise failed.__cause__ from None
 
     def _discard_uncommitted(self) -> None:
         """Forget a failed micro-batch's offsets, so the restarted query plans anew (the
@@ -678,17 +718,73 @@ class SparkConnection(Engine):
 
     def _apply_changes(self, changes: dict[str, list[tuple[tuple, int]]],
                        batch_id: int | None = None) -> None:
-        """Fold views' deltas into the driver's copies, then call subscribers."""
+        """Fold views' deltas into the driver's copies (subscribers are called once the
+        change files are processed: :meth:`_deliver`)."""
         with self._lock:
             for view, delta in changes.items():
                 contents = self._contents.setdefault(view, Counter())
+                pending = (self._undelivered.setdefault(view, Counter())
+                           if self._baseline is None else None)
                 for row, w in delta:
                     contents[row] += w
                     if contents[row] == 0:
                         del contents[row]
+                    if pending is not None:
+                        pending[row] += w
             if batch_id is not None:
                 self._last_batch = batch_id
-        deliver(self._subscribers, changes)
+
+    def _deliver(self) -> None:
+        """The views' changes since subscribers were last called: the journal records them
+        as batch :attr:`batches` (``set_journal``; if it fails the caller takes the batch
+        back), then each view's subscribers get them.  After a restart the change is the
+        difference between what they were sent and the replayed contents."""
+        fresh: set[str] = set()  # views created since: their contents are no batch's
+        with self._lock:
+            if self._baseline is not None:
+                before, self._baseline = self._baseline, None
+                fresh = set(self._contents) - set(before)
+                changed = {view: _difference(before.get(view, Counter()), now)
+                           for view, now in self._contents.items()}
+            else:
+                changed = {view: [(r, w) for r, w in pending.items() if w]
+                           for view, pending in self._undelivered.items()}
+            self._undelivered = {}
+        changed = {view: d for view, d in changed.items() if d}
+        journaled = {view: d for view, d in changed.items() if view not in fresh}
+        if self._journal is not None and (journaled or self.batches > self._journaled):
+            try:
+                self._journal(self.batches, journaled)
+            except Exception as exc:
+                with self._lock:  # the subscribers were not sent these: keep them pending
+                    for view, d in changed.items():
+                        self._undelivered.setdefault(view, Counter()).update(dict(d))
+                raise _JournalFailed() from exc
+            self._journaled = self.batches
+        if changed:
+            deliver(self._subscribers, changed)
+
+    #: the journal is called after the batch's change file (the log) is written, once for
+    #: every committed batch (also with no view changes): a journal that finds itself behind
+    #: :attr:`batches` when the database is opened lost the batches in between
+    journal_follows_log = True
+
+    def set_journal(self, journal: Callable[[int, dict], Callable[[], None]] | None) -> None:
+        """Install the hook called with each committed batch's view changes (``{view:
+        [(row, weight), ...]}``) before the commit returns, or remove it; if the hook
+        raises, the batch is taken back and its error raised to the committer (the
+        service's feed)."""
+        self._journal = journal
+        self._journaled = self.batches
+
+    def catalog(self) -> dict:
+        """The schema without rows, as the local engine's :meth:`catalog`."""
+        return self._catalog.describe()
+
+    @property
+    def local_catalog(self) -> LocalCatalog:
+        """The catalog that checks and plans the views (it holds no rows)."""
+        return self._catalog
 
     def stop(self) -> None:
         """Stop the streaming query; the next change restarts it from its checkpoint."""
@@ -699,3 +795,14 @@ class SparkConnection(Engine):
         self._stop_query()
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class _JournalFailed(Exception):
+    """The journal could not record a committed micro-batch (its error is the cause)."""
+
+
+def _difference(before: Counter, now: Counter) -> list[tuple[tuple, int]]:
+    """``now - before`` as ``(row, weight)`` changes."""
+    out = [(row, n - before.get(row, 0)) for row, n in now.items() if n != before.get(row, 0)]
+    out += [(row, -n) for row, n in before.items() if n and row not in now]
+    return out
