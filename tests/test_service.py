@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from collections import Counter
 from decimal import Decimal
 
@@ -352,8 +354,6 @@ def test_kill_nine_of_the_server_and_of_a_subscriber_loses_and_doubles_nothing(t
     file included, equals DuckDB's evaluation of its query once caught up."""
     import os
     import signal
-    import subprocess
-    import sys
     import threading
     import time
 
@@ -517,3 +517,16 @@ def test_a_stream_too_far_behind_is_ended_and_its_client_resumes_from_the_feed(t
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         server.stop()
+
+
+def test_serve_refuses_a_schema_file_for_a_local_database(tmp_path) -> None:
+    """``--schema`` declares a Spark connection's tables; a local database keeps its own,
+    so the option is an error there, before anything is served."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {ADMIN: {"name": "ops", "read": "*"}}}))
+    run = subprocess.run([sys.executable, "-m", "upkeep.cli", "serve", str(tmp_path / "db"),
+                          "--tokens", str(tokens), "--schema", str(tmp_path / "t.sql"),
+                          "--port", "0"], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "--schema is for --engine spark" in run.stderr
+    assert "serving" not in run.stdout

@@ -11,6 +11,7 @@ aborts at once (status 130).
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import Error
+from .errors import Error, UnsupportedError
 from .pipeline import PipelineRunner, explain_pipeline, load_config
 from .pipeline.config import ENGINES, ON_ERROR
 from .pipeline.progress import MODES
@@ -119,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "bearer token of the tokens file, which also grants the tables each "
                     "token may read and write (docs/service.md).")
     serve.add_argument("database", type=Path, help="the database directory")
+    serve.add_argument("--engine", choices=("local", "spark"), default="local",
+                       help="the engine that keeps the database (default local; spark: "
+                            "its working directory, on local[2] unless SPARK_MASTER is set)")
+    serve.add_argument("--schema", type=Path, default=None,
+                       help="with --engine spark: a SQL file of the CREATE TABLE statements "
+                            "(a Spark connection's owner declares its tables)")
     serve.add_argument("--tokens", type=Path, required=True, help="the tokens file (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8765, help="port to listen on")
@@ -246,6 +253,27 @@ def _open_target(target: Path):
     return upkeep.connect(target)
 
 
+def _served_database(args: argparse.Namespace):
+    """What ``upkeep serve`` serves: the local directory itself, or a Spark connection on
+    it with the schema file's tables declared."""
+    if args.engine == "local":
+        if args.schema is not None:
+            raise UnsupportedError("--schema is for --engine spark (a local database keeps "
+                                   "its tables)")
+        return args.database
+    from .engine import connect
+
+    options = {"master": os.environ["SPARK_MASTER"]} if "SPARK_MASTER" in os.environ else {}
+    db = connect(args.database, engine="spark", **options)
+    try:
+        if args.schema is not None:
+            db.execute(args.schema.read_text())
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 def _provenance(target: Path, table: str, row_text: str) -> str:
     """``upkeep provenance``: one row's annotation."""
     row = _json_row(row_text)
@@ -357,11 +385,16 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
         if args.command == "serve":
             from .service import serve
 
+            database = _served_database(args)
             console.print(f"upkeep: serving {args.database} on http://{args.host}:{args.port}",
                           highlight=False, markup=False)
-            serve(args.database, args.tokens, host=args.host, port=args.port,
-                  retention=args.retention, fanout=args.fanout, capacity=args.capacity,
-                  replan=args.replan)
+            try:
+                serve(database, args.tokens, host=args.host, port=args.port,
+                      retention=args.retention, fanout=args.fanout, capacity=args.capacity,
+                      replan=args.replan)
+            finally:
+                if database is not args.database:
+                    database.close()
             return 0
         if args.command == "subscribe":
             from .agent import follow_subscription

@@ -107,6 +107,18 @@ class Feed:
         if len(self.records) > 2 * self.retention:
             self._rewrite()
 
+    @property
+    def last(self) -> int:
+        """The newest batch the feed knows of (its last record, or the horizon)."""
+        return self.records[-1][0] if self.records else self.horizon
+
+    def restart_at(self, batch: int) -> None:
+        """Forget every record: nothing before ``batch`` can be resumed (the records of
+        batches between :attr:`last` and ``batch`` were lost)."""
+        self.records = []
+        self.horizon = batch
+        self._rewrite()
+
     def since(self, subscription: str, batch: int) -> Iterator[tuple[int, Changes]]:
         """The subscription's changes of every batch after ``batch``, in order."""
         start = bisect.bisect_right(self.records, batch, key=lambda r: r[0])

@@ -26,7 +26,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..dissemination.subscriptions import Subscription, SubscriptionError, parse
 from ..errors import Error, UnsupportedError
@@ -35,6 +35,9 @@ from ..zset import Changes, Delta
 from .feed import Feed
 from .grants import Principal
 from .placement import Assignment, Placements, reachable
+
+if TYPE_CHECKING:
+    from ..spark.connection import SparkConnection
 
 PREFIX = "__sub_"
 
@@ -77,6 +80,11 @@ class Served:
 Listener = Callable[[Event], None]
 
 
+def _changes(delta: Delta | Changes) -> Changes:
+    """A view's changes as ``(row, weight)`` pairs (the local engine passes a dict)."""
+    return delta.items() if isinstance(delta, dict) else delta
+
+
 def subscription_id(parsed: Subscription) -> str:
     """A subscription's id: a hash of its normalised query, the same on every server and
     relay, so a client can move between them with its token."""
@@ -99,12 +107,14 @@ class Hub:
     """The subscriptions of one local database.  Every database call goes through
     :attr:`lock` (the server's request threads and its commits share the connection)."""
 
-    def __init__(self, db: Connection, retention: int = 100_000,
+    def __init__(self, db: Connection | SparkConnection, retention: int = 100_000,
                  relay: Relay | None = None, placements: Placements | None = None) -> None:
-        if not isinstance(db, Connection):
-            raise UnsupportedError("upkeep serve runs over the local engine; a Spark "
-                                   "database is not served yet")
+        if not hasattr(db, "set_journal"):
+            raise UnsupportedError(f"upkeep serve cannot serve a {type(db).__name__}: it "
+                                   "needs the local or the Spark engine")
         self.db = db
+        # the Spark engine journals after its log, every batch: a feed behind it lost some
+        self._journal_follows_log = getattr(db, "journal_follows_log", False)
         self.relay = relay
         #: which site feeds which member (the server's; a relay places nobody)
         self.placements = placements if relay is None else None
@@ -114,6 +124,9 @@ class Hub:
         registry = self._read_registry()
         self.instance: str = (relay.instance if relay is not None else
                               registry.get("instance") or secrets.token_hex(6))
+        if relay is None and self._journal_follows_log:
+            self._declare_views(registry)
+            db.sync()  # built before the feed and the listeners attach
         self.subscriptions: dict[str, Served] = {
             sid: Served(sid, s["sql"], PREFIX + sid, frozenset(s["tables"]), s["created"],
                         s.get("owner", ""))
@@ -125,6 +138,8 @@ class Hub:
         self._write_registry()
         self.feed = Feed(directory / "feed.log" if directory is not None else None,
                          self.now(), retention)
+        if self._journal_follows_log and self.feed.last < self.now():
+            self.feed.restart_at(self.now())  # resuming clients get a reset: nothing lost
         self._listeners: dict[str, set[Listener]] = {}
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         for sid in self.subscriptions:
@@ -136,6 +151,15 @@ class Hub:
         if self._registry_path is None or not self._registry_path.exists():
             return {}
         return json.loads(self._registry_path.read_text())
+
+    def _declare_views(self, registry: dict) -> None:
+        """Create the registered subscriptions' views again: a Spark connection opened on
+        its directory has the tables its owner declared, not the views (they are rebuilt
+        from the change files, so the feed goes on from where it was)."""
+        for sid, entry in registry.get("subscriptions", {}).items():
+            if PREFIX + sid not in self.db.views():
+                parsed = parse("query", entry["sql"], self.schema())
+                self.db.create_view(PREFIX + sid, parsed.select_sql())
 
     def _write_registry(self) -> None:
         if self._registry_path is None:
@@ -154,9 +178,9 @@ class Hub:
     def _journal(self, batch: int, changed: dict[str, Delta]) -> Callable[[], None]:
         """The committer's hook: the batch's subscription changes, durable before the
         batch is logged (so no acknowledged batch lacks its feed record)."""
-        subs = {name[len(PREFIX):]: list(d.items()) for name, d in changed.items()
+        subs = {name[len(PREFIX):]: list(_changes(d)) for name, d in changed.items()
                 if name.startswith(PREFIX)}
-        if not subs:
+        if not subs and not self._journal_follows_log:
             return lambda: None
         batch = batch if self.relay is None else self.relay.batch
         self.feed.append(batch, subs)
@@ -201,6 +225,8 @@ class Hub:
                 return self.subscriptions[sid]
             body = parsed.select_sql() if self.relay is None else self.relay.rewrite(parsed)
             self.db.create_view(PREFIX + sid, body)
+            if self._journal_follows_log:
+                self.db.sync()  # built now: its contents are no batch's change
             served = Served(sid, sql, PREFIX + sid, parsed.tables(), self.now(),
                             principal.name)
             self.subscriptions[sid] = served

@@ -17,8 +17,8 @@ from pathlib import Path
 import uvicorn
 
 from ..cursor import Cursor
+from ..engine import Engine
 from ..errors import Error
-from ..local import Connection
 from ..local.connection import open_local
 from .app import Service
 from .grants import Tokens
@@ -33,14 +33,15 @@ class ServiceError(Error):
 
 
 class Server:
-    """A served database.  ``database``: a directory (opened and closed by the server) or
-    an open local :class:`~upkeep.local.Connection` (left open)."""
+    """A served database.  ``database``: a directory of the local engine (opened and
+    closed by the server) or an open connection of the local or the Spark engine (left
+    open)."""
 
-    def __init__(self, database: str | os.PathLike | Connection, tokens: Tokens | str | Path,
+    def __init__(self, database: str | os.PathLike | Engine, tokens: Tokens | str | Path,
                  *, host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
                  fsync: bool = True, relay: Relay | None = None, fanout: int | None = None,
                  capacity: int = 20, ttl: float = 45.0, replan: float = 60.0) -> None:
-        self.owns_db = not isinstance(database, Connection)
+        self.owns_db = isinstance(database, (str, os.PathLike))
         self._db_closed = False
         self.db = open_local(database, fsync=fsync) if self.owns_db else database
         try:
@@ -148,7 +149,7 @@ class _Uvicorn(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def serve(database: str | os.PathLike | Connection, tokens: Tokens | str | Path, *,
+def serve(database: str | os.PathLike | Engine, tokens: Tokens | str | Path, *,
           host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
           fanout: int | None = None, capacity: int = 20, replan: float = 60.0,
           block: bool = True) -> Server:
