@@ -165,3 +165,38 @@ def test_subscribers_are_not_sent_a_replay(spark, tmp_path) -> None:
     assert +received == Counter(db.view("v").rows()) == Counter({(1, 1): 1, (2, 2): 1, (4, 4): 1})
     assert sorted(db.view("w").rows()) == [(1,), (2,), (3,), (4,)]
     db.close()
+
+
+def test_a_journal_that_fails_takes_its_batch_back(spark, tmp_path) -> None:
+    """The journal (the service's feed) is called before a commit returns; if it raises,
+    the batch is taken back whole: the commit raises, the view and the change files are as
+    before, subscribers hear nothing, and the next batch commits."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER, b INTEGER)")
+    db.create_view("v", "SELECT a, b FROM t WHERE b > 0")
+    db.insert("t", [(1, 1)])
+    received: Counter = Counter()
+    db.view("v").subscribe(lambda changes: received.update(dict(changes)))
+    journaled = []
+
+    def journal(batch, changed):
+        if any(row == (2, 2) for row, _ in changed.get("v", [])):
+            raise OSError("disk full")
+        journaled.append((batch, changed))
+        return lambda: None
+
+    db.set_journal(journal)
+    def change_files() -> list[str]:  # (a restart adds a tick file of its own)
+        return sorted(p.name for p in db.changes.glob("*.jsonl"))
+
+    batches, files = db.batches, change_files()
+    with pytest.raises(OSError, match="disk full"):
+        db.insert("t", [(2, 2)])
+    assert db.batches == batches
+    assert change_files() == files
+    assert db.view("v").rows() == [(1, 1)] and not received
+    db.insert("t", [(3, 3)])
+    assert sorted(db.view("v").rows()) == [(1, 1), (3, 3)]
+    assert +received == Counter({(3, 3): 1})
+    assert journaled == [(db.batches, {"v": [((3, 3), 1)]})]
+    db.close()
