@@ -157,6 +157,63 @@ def test_bad_joins_are_refused_with_the_reason(listening) -> None:
         p.leave("s", "someone else")
 
 
+def test_placements_are_restored_whole_from_their_state(listening) -> None:
+    """A restarted server takes back its members and who feeds whom (``state`` /
+    ``restore``), with fresh leases; a member whose query no longer parses is left out, and
+    one that lost its feeder is placed again."""
+    saved = []
+    p = Placements(default_capacity=2)
+    p.on_change = saved.append
+    low = listening.replace("127.0.0.1", "localhost")
+    p.join("top", sub("top", OPEN), "r", url=listening)
+    p.join("low", sub("low", OPEN_ALL), "r", url=low)
+    for i in range(3):
+        p.join(f"m{i}", sub(f"m{i}", OPEN_DEAR), "r")
+    p.join("a", sub("a", OPEN_DEAR_STATUS), "r", url=listening.replace("127.0.0.1", "[::1]"))
+    p.join("both", sub("both", OPEN_DEAR_BOTH), "r", compose=True)
+    assert len(saved) == 7  # one state per change
+    p.join("m0", sub("m0", OPEN_DEAR), "r")
+    assert len(saved) == 7  # a renewal changes nothing
+    before = p.describe()
+    clock = Clock()
+    clock.now = 1_000.0
+    q = Placements(default_capacity=2, clock=clock, ttl=10.0)
+    q.restore(saved[-1], sub)
+    assert q.describe() == before
+    assert [q.assignment(m).feed for m in q.members] == [p.assignment(m).feed
+                                                          for m in p.members]
+    assert q.assignment("both").sql == p.assignment("both").sql
+    assert all(m.expires == 1_010.0 for m in q.members.values())
+
+    def without_low(name: str, sql: str):
+        if name == "low":
+            raise PlacementError("its table is gone")
+        return sub(name, sql)
+
+    r = Placements(default_capacity=2)
+    r.restore(saved[-1], without_low)
+    assert "low" not in r.members
+    assert all(r.assignment(m).feed in ([], [listening]) for m in r.members if m != "both")
+
+
+def test_a_restarted_server_keeps_its_placements(tmp_path, listening) -> None:
+    directory = tmp_path / "db"
+    server = start(directory, replan=0)
+    try:
+        Client(server.url, ADMIN).sql(TABLES)
+        reader = Client(server.url, READER)
+        reader.place(OPEN, "site", site=listening)
+        fed = [reader.place(OPEN_DEAR, f"m{i}")["feed"] for i in range(2)]
+        assert fed == [[listening], [listening]]
+        tree = Client(server.url, ADMIN).status()["placement"]
+        server.stop()
+        server = start(directory, port=server.port, replan=0)
+        assert Client(server.url, ADMIN).status()["placement"]["members"] == tree["members"]
+        assert reader.place(OPEN_DEAR, "m0")["feed"] == [listening]  # renewed where it was
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------ over the network
 def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimised(
         tmp_path) -> None:

@@ -26,6 +26,7 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..dissemination.subscriptions import Subscription, SubscriptionError, parse
@@ -78,6 +79,16 @@ class Served:
 
 
 Listener = Callable[[Event], None]
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Replace ``path`` with ``data`` whole (written, fsynced, renamed into place)."""
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def _changes(delta: Delta | Changes) -> Changes:
@@ -145,6 +156,14 @@ class Hub:
         for sid in self.subscriptions:
             self._attach(sid)
         db.set_journal(self._journal)
+        self._placements_path = (directory / "placements.json" if directory is not None
+                                 and self.placements is not None else None)
+        if self._placements_path is not None:
+            if self._placements_path.exists():
+                self.placements.restore(json.loads(self._placements_path.read_text()),
+                                        lambda name, sql: parse(name, sql, self.schema()))
+            self.placements.on_change = lambda state: _write_json(self._placements_path,
+                                                                  state)
 
     # ------------------------------------------------------------ the registry
     def _read_registry(self) -> dict:
@@ -164,15 +183,9 @@ class Hub:
     def _write_registry(self) -> None:
         if self._registry_path is None:
             return
-        data = {"instance": self.instance, "subscriptions": {
+        _write_json(self._registry_path, {"instance": self.instance, "subscriptions": {
             s.id: {"sql": s.sql, "tables": sorted(s.tables), "created": s.created,
-                   "owner": s.owner} for s in self.subscriptions.values()}}
-        tmp = self._registry_path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._registry_path)
+                   "owner": s.owner} for s in self.subscriptions.values()}})
 
     # ------------------------------------------------------------ committing
     def _journal(self, batch: int, changed: dict[str, Delta]) -> Callable[[], None]:

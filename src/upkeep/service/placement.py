@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -121,6 +122,10 @@ class Placements:
         self.rg = RewritabilityGraph()
         self.cfg: Configuration = {}
         self.moves = 0  # members whose feeder changed by a re-optimisation or a re-placement
+        #: called with :meth:`state` after a call that changed the members or the
+        #: configuration (the server keeps it in its directory: ``restore``)
+        self.on_change: Callable[[dict], None] | None = None
+        self._version = self._saved = 0  # changes made / changes handed to on_change
 
     # ------------------------------------------------------------ the graph
     def bounds(self) -> dict[str, int | None]:
@@ -158,6 +163,7 @@ class Placements:
             self.uses[rid] = uses
 
     def _add(self, member: Member) -> None:
+        self._version += 1
         self.members[member.name] = member
         self.rg.add_view(member.name)
         u, lat = self.costs.from_source(member.subscription)
@@ -174,6 +180,7 @@ class Placements:
                     self._joins(other, including=member.name)
 
     def _remove(self, name: str) -> None:
+        self._version += 1
         before = dict(self.cfg)
         self.members.pop(name)
         orphans = remove(self.rg, self.cfg, name, self.bounds())
@@ -226,6 +233,7 @@ class Placements:
             place(self.rg, self.cfg, name, self.bounds())
             current = member
         current.expires = self.clock() + self.ttl
+        self._save()
         return self.assignment(name)
 
     def leave(self, name: str, principal: str) -> None:
@@ -235,6 +243,7 @@ class Placements:
         if member.principal != principal:
             raise NameTaken(f"member name {name!r} is held by another principal")
         self._remove(name)
+        self._save()
 
     def expire(self) -> list[str]:
         """Remove the members whose lease lapsed (killed or gone without leaving)."""
@@ -243,6 +252,7 @@ class Placements:
         for name in gone:
             if name in self.members:
                 self._remove(name)
+        self._save()
         return gone
 
     def report(self, url: str, by: str, up: bool | None = None) -> None:
@@ -257,6 +267,7 @@ class Placements:
             return
         member = self.members.get(by)
         if member is not None and url not in member.avoid:
+            self._version += 1
             member.avoid.add(url)
             for r in self.rg.of(by):
                 if site.name in r.inputs:
@@ -267,6 +278,45 @@ class Placements:
             if by not in self.cfg:
                 place(self.rg, self.cfg, by, self.bounds())
                 self.moves += 1
+
+    # ------------------------------------------------------------ kept across restarts
+    def state(self) -> dict:
+        """The members (in the order they joined) and who feeds whom, as JSON data."""
+        return {"members": [
+            {"name": m.name, "sql": m.subscription.sql, "principal": m.principal,
+             "url": m.url, "capacity": m.capacity, "avoid": sorted(m.avoid), "sid": m.sid,
+             "compose": m.compose} for m in self.members.values()],
+            "cfg": dict(self.cfg), "moves": self.moves}
+
+    def restore(self, state: dict, parse: Callable[[str, str], Subscription]) -> None:
+        """Take the members and the configuration of :meth:`state` back (a restarted
+        server): each member's lease starts afresh, a member whose query no longer parses
+        is left out, and one whose rewriting is gone is placed again."""
+        for entry in state.get("members", []):
+            try:
+                subscription = parse(entry["name"], entry["sql"])
+            except Error:
+                continue  # its table was dropped: it will join again, or not
+            member = Member(entry["name"], subscription, entry["principal"],
+                            self.clock() + self.ttl, entry["url"], entry["capacity"],
+                            set(entry["avoid"]), entry["sid"], entry["compose"])
+            self._add(member)
+        saved = state.get("cfg", {})
+        for name in self.members:
+            rid = saved.get(name)
+            if rid in self.rg.rewritings and all(
+                    v == SOURCE or v in self.members for v in self.rg.rewritings[rid].inputs):
+                self.cfg[name] = rid
+        for name in self.members:
+            if name not in self.cfg:
+                place(self.rg, self.cfg, name, self.bounds())
+        self.moves = state.get("moves", 0)
+        self._saved = self._version
+
+    def _save(self) -> None:
+        if self._version != self._saved and self.on_change is not None:
+            self.on_change(self.state())
+        self._saved = self._version
 
     # ------------------------------------------------------------ the configuration
     def feed(self, name: str) -> list[str]:
@@ -305,6 +355,8 @@ class Placements:
         moved = sum(1 for v, r in cfg.items() if self.cfg.get(v) != r)
         self.cfg = cfg
         self.moves += moved
+        self._version += bool(moved)
+        self._save()
         return moved
 
     def describe(self) -> dict:
