@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from test_pipeline_support import (
     WRITERS,
     Stream,
     expected_views,
+    model_of,
     read_all_sinks,
     write_jsonl,
     write_pipeline,
@@ -194,3 +196,62 @@ def test_sigterm_ends_a_following_run_cleanly(tmp_path):
     assert proc.returncode == 0, err
     assert "stopped:" in out and f"{len(stream.records):,} records applied" in out
     assert "Traceback" not in err
+
+
+def test_a_served_pipeline_feeds_subscribers_while_it_runs(tmp_path):
+    """``upkeep run --serve``: the pipeline's database is served while the pipeline
+    follows its source; a subscriber's replica equals the customers the records lead to,
+    after the first records and after records appended later; SIGTERM ends both."""
+    import socket
+
+    from upkeep.client import Client
+
+    stream = Stream(seed=24).generate(200)
+    records = [json.dumps(r) for r in stream.records]
+    changes = tmp_path / "changes"
+    write_jsonl(changes, records[:120], files=1)
+    path = write_pipeline(tmp_path, state_dir="state", sinks={"order_count": ["jsonl"]})
+    token = "reader-token-0123456789"
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {token: {"name": "reader", "read": ["customers"]}}}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "upkeep.cli", "run", str(path), "--follow", "--progress", "none",
+         "--serve", str(tokens), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    query = "SELECT c.ck, c.segment FROM customers c WHERE c.segment = 'AUTO'"
+
+    def expected(lines: list[str]) -> Counter:
+        rows = model_of([json.loads(line) for line in lines])["customers"]
+        return Counter({(r[0], r[2]): n for r, n in rows.items() if r[2] == "AUTO"})
+
+    def projected(replica) -> Counter:
+        return Counter(r[:2] for r in replica.rows.elements())
+
+    try:
+        client = Client(f"http://127.0.0.1:{port}", token)
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                replica = client.replica(query)
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        for upto in (120, len(records)):
+            if upto > 120:
+                write_jsonl(changes, records[120:], files=1, first=2)
+            want = expected(records[:upto])
+            assert want, "the stream has AUTO customers"
+            if projected(replica) != want:
+                replica.follow(until=lambda r, want=want: projected(r) == want, timeout=60)
+            assert projected(replica) == want
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "serving the pipeline's database" in out and "Traceback" not in err

@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "spark (a Structured Streaming query; see docs/spark.md)")
     run.add_argument("--progress", choices=MODES, default="auto",
                      help="live display, plain lines, or none (default: live on a terminal)")
+    run.add_argument("--serve", type=Path, default=None, metavar="TOKENS",
+                     help="also serve the pipeline's database while it runs, as upkeep serve "
+                          "does (SQL and subscriptions over HTTP), with this tokens file")
+    run.add_argument("--host", default="127.0.0.1", help="with --serve: address to listen on")
+    run.add_argument("--port", type=int, default=8765, help="with --serve: port to listen on")
 
     explain = commands.add_parser("explain", help="show each view's strategy and join tree")
     explain.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
@@ -253,6 +258,33 @@ def _open_target(target: Path):
     return upkeep.connect(target)
 
 
+def _run_served(config, args: argparse.Namespace, console: Console,
+                stop: threading.Event) -> None:
+    """``upkeep run --serve``: the pipeline's database served while the pipeline runs; the
+    pipeline's batches and the server's requests take turns on the server's lock."""
+    from .pipeline.runner import open_database
+    from .pipeline.schema import ensure_schema
+    from .service import Server
+
+    if config.engine != "local":
+        raise UnsupportedError("upkeep run --serve runs the local engine's pipeline; serve "
+                               "a Spark database with upkeep serve --engine spark")
+    db = open_database(config)
+    try:
+        ensure_schema(db, config)
+        server = Server(db, args.serve, host=args.host, port=args.port).start()
+        console.print(f"upkeep: serving the pipeline's database on {server.url}",
+                      highlight=False, markup=False)
+        try:
+            with _graceful_stop(stop, console):
+                PipelineRunner(config, db=db, lock=server.hub.lock, console=console,
+                               progress=args.progress, stop=stop).run()
+        finally:
+            server.stop()
+    finally:
+        db.close()
+
+
 def _served_database(args: argparse.Namespace):
     """What ``upkeep serve`` serves: the local directory itself, or a Spark connection on
     it with the schema file's tables declared."""
@@ -427,6 +459,9 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
                                 dead_letter=args.dead_letter, state_dir=args.state_dir,
                                 engine=args.engine)
         stop = threading.Event()
+        if args.serve is not None:
+            _run_served(config, args, console, stop)
+            return 0
         if config.engine == "spark":
             from .spark.pipeline import SparkPipelineRunner
 

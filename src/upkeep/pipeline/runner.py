@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,11 @@ class PipelineRunner:
 
     def __init__(self, config: PipelineConfig, *, db: Engine | None = None,
                  console: Console | None = None, progress: str = "auto",
-                 stop: threading.Event | None = None, progress_interval: float = 5.0):
+                 stop: threading.Event | None = None, progress_interval: float = 5.0,
+                 lock: AbstractContextManager | None = None):
         self.config = config
+        # held around each batch (and the set-up) when others share ``db``: a server's lock
+        self._lock = lock if lock is not None else nullcontext()
         self.db = db
         self._own_db = db is None
         self.console = console or Console()
@@ -79,6 +83,7 @@ class PipelineRunner:
         self._totals = {"applied": 0, "rejected": 0}
         self._progress: Progress | None = None
         self._per_txn = False  # one commit per source transaction (provenance tables)
+        self._offset: dict | None = None  # where the last run stopped (its metadata)
 
     # ------------------------------------------------------------ the run
     def run(self) -> RunStats:
@@ -89,18 +94,53 @@ class PipelineRunner:
         try:
             return self._run(self.db)
         finally:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
             for unsubscribe in self._unsubscribe:
                 unsubscribe()
-            for sink in self.sinks:
-                try:
-                    sink.close()
-                except Exception as exc:  # noqa: BLE001 - report, keep closing the others
-                    self.console.print(f"closing {sink.label} failed: {exc}", markup=False)
-            self.dead_letter.close()
-            if self._own_db:
-                self.db.close()
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:  # noqa: BLE001 - report, keep closing the others
+                self.console.print(f"closing {sink.label} failed: {exc}", markup=False)
+        self.dead_letter.close()
+        if self._own_db:
+            self.db.close()
 
     def _run(self, db: Engine) -> RunStats:
+        with self._lock:
+            self._start(db)
+        source = FileSource(self.config.source, self._offset, stop=self.stop, warn=self._note)
+        self.stats.source = source.describe()
+        self.stats.lag = source.lag()
+        with Progress(self.stats, self.sinks, self.progress_mode, self.console,
+                      self.progress_interval) as progress:
+            self._progress = progress
+            try:
+                for batch in batches(source, self.config.batch, self.stop):
+                    if batch:
+                        self.stats.caught_up = False
+                        with self._lock:
+                            self._process(batch)
+                    else:
+                        self.stats.caught_up = True
+                    self.stats.lag = source.lag()
+                    progress.update()
+                    if self.stop.is_set():
+                        break
+                else:
+                    self.stats.caught_up = True
+            finally:
+                self.stats.stopped = self.stop.is_set()
+                self.stats.finished = self.stats.finished or time.monotonic()
+                progress.update(force=True)
+        progress.summary()
+        return self.stats
+
+    def _start(self, db: Engine) -> None:
+        """The schema, where the last run stopped, the views' subscriptions and the sinks."""
         ensure_schema(db, self.config)
         for sink in self.config.sinks:
             if sink.view not in db.views():
@@ -109,7 +149,7 @@ class PipelineRunner:
         meta = db.metadata() or {}
         self.stats.batch = int(meta.get("batch", 0))
         self._totals = {k: int(meta.get(k, 0)) for k in self._totals}
-        offset = meta.get("source")
+        offset = self._offset = meta.get("source")
         if offset:
             self.stats.resumed_from = str(Position(offset["file"], offset["position"],
                                                    offset.get("unit", "line")))
@@ -125,31 +165,6 @@ class PipelineRunner:
             sink = make_sink(sink_config, db)
             self.sinks.append(sink)
             sink.start(self.stats.batch)
-        source = FileSource(self.config.source, offset, stop=self.stop, warn=self._note)
-        self.stats.source = source.describe()
-        self.stats.lag = source.lag()
-        with Progress(self.stats, self.sinks, self.progress_mode, self.console,
-                      self.progress_interval) as progress:
-            self._progress = progress
-            try:
-                for batch in batches(source, self.config.batch, self.stop):
-                    if batch:
-                        self.stats.caught_up = False
-                        self._process(batch)
-                    else:
-                        self.stats.caught_up = True
-                    self.stats.lag = source.lag()
-                    progress.update()
-                    if self.stop.is_set():
-                        break
-                else:
-                    self.stats.caught_up = True
-            finally:
-                self.stats.stopped = self.stop.is_set()
-                self.stats.finished = self.stats.finished or time.monotonic()
-                progress.update(force=True)
-        progress.summary()
-        return self.stats
 
     def _note(self, text: str) -> None:
         if self._progress is not None:
