@@ -11,7 +11,7 @@ Two ways to keep them, sharing :class:`AggregateSpec` and :class:`Finalizer`:
 * :class:`GroupState` keeps one group for the general aggregate operator: counts, exact
   sums, and for MIN/MAX an ordered multiset (so deleting the current extreme needs no
   rescan; cf. ``lftj-incremental-maintenance.txt`` 2.3.3), and value counts for
-  COUNT(DISTINCT).
+  COUNT / SUM / AVG(DISTINCT) (a value enters the distinct sum when its count leaves 0).
 
 Float sums are kept exactly (:mod:`upkeep.exact`), so no drift under +x/-x streams.
 """
@@ -34,7 +34,9 @@ from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType
 
-KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct")
+KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
+         "avg_distinct")
+DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
 
 
 @dataclass
@@ -66,17 +68,22 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
             return AggregateSpec(node, "count_distinct", compiler.compile(arg.expressions[0]), BIGINT)
         return AggregateSpec(node, "count", compiler.compile(arg), BIGINT)
     arg_node = node.this
-    if isinstance(arg_node, exp.Distinct):
-        raise UnsupportedError(f"{node.sql()}: DISTINCT is supported in COUNT only")
+    distinct = isinstance(arg_node, exp.Distinct)
+    if distinct:
+        if not isinstance(node, (exp.Sum, exp.Avg, exp.Min, exp.Max)) or len(
+                arg_node.expressions) != 1:
+            raise UnsupportedError(f"{node.sql()}: DISTINCT in COUNT, SUM, AVG, MIN and MAX "
+                                   "of one expression only")
+        arg_node = arg_node.expressions[0]  # MIN / MAX: DISTINCT changes nothing
     arg = compiler.compile(arg_node)
     if isinstance(node, exp.Sum):
         if not arg.type.is_numeric and arg.type.kind != "NULL":
             raise UnsupportedError(f"SUM over {arg.type}")
         typ = HUGEINT if arg.type.is_integer else (
             SqlType("DECIMAL", 38, arg.type.scale) if arg.type.kind == "DECIMAL" else DOUBLE)
-        return AggregateSpec(node, "sum", arg, typ)
+        return AggregateSpec(node, "sum_distinct" if distinct else "sum", arg, typ)
     if isinstance(node, exp.Avg):
-        return AggregateSpec(node, "avg", arg, DOUBLE)
+        return AggregateSpec(node, "avg_distinct" if distinct else "avg", arg, DOUBLE)
     if isinstance(node, exp.Min):
         return AggregateSpec(node, "min", arg, arg.type)
     if isinstance(node, exp.Max):
@@ -138,14 +145,16 @@ class Finalizer:
 class GroupState:
     """The state of one group in the general aggregate operator."""
 
-    __slots__ = ("rows", "channels", "values")
+    __slots__ = ("rows", "channels", "values", "aggs")
 
     def __init__(self, aggs: list[AggregateSpec]):
         self.rows = 0
-        self.channels = [[0, 0] for _ in aggs]  # [non-null count, exact sum]
+        self.aggs = aggs
+        # [non-null count, exact sum]; of a DISTINCT sum: [distinct values, their exact sum]
+        self.channels = [[0, 0] for _ in aggs]
         self.values: list[SortedDict | dict | None] = [
-            SortedDict() if a.kind in ("min", "max") else {} if a.kind == "count_distinct"
-            else None
+            SortedDict() if a.kind in ("min", "max") else
+            {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else None
             for a in aggs
         ]
 
@@ -164,27 +173,41 @@ class GroupState:
                     ch[1] += a.exact(v) * weight
             else:
                 counts = self.values[i]
-                if a.kind != "count_distinct" and a.arg.type.kind == "DOUBLE":
+                if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
                     v = nan_order(v)  # NaN sorts above every number, as in DuckDB
-                n = counts.get(v, 0) + weight
+                before = counts.get(v, 0)
+                n = before + weight
                 if n:
                     counts[v] = n
                 else:
                     del counts[v]
+                if a.kind in DISTINCT_SUMS and (before == 0) != (n == 0):
+                    self._count_distinct(i, a, v, 1 if n else -1)
+
+    def _count_distinct(self, i: int, a: AggregateSpec, v: object, sign: int) -> None:
+        """Value ``v`` entered (``sign`` 1) or left (-1) the distinct values of a sum."""
+        ch = self.channels[i]
+        ch[0] += sign
+        ch[1] += a.exact(v) * sign
 
     def merge(self, other: GroupState) -> None:
         """Add another state of the same aggregates (a partial aggregate of more rows)."""
         self.rows += other.rows
-        for mine, theirs in zip(self.channels, other.channels, strict=True):
-            mine[0] += theirs[0]
-            mine[1] += theirs[1]
-        for counts, more in zip(self.values, other.values, strict=True):
+        for a, mine, theirs in zip(self.aggs, self.channels, other.channels, strict=True):
+            if a.kind not in DISTINCT_SUMS:
+                mine[0] += theirs[0]
+                mine[1] += theirs[1]
+        for i, (a, counts, more) in enumerate(zip(self.aggs, self.values, other.values,
+                                                  strict=True)):
             for v, c in (more or {}).items():
-                n = counts.get(v, 0) + c
+                before = counts.get(v, 0)
+                n = before + c
                 if n:
                     counts[v] = n
                 else:
                     del counts[v]
+                if a.kind in DISTINCT_SUMS and (before == 0) != (n == 0):
+                    self._count_distinct(i, a, v, 1 if n else -1)
 
     def result(self, aggs: list[AggregateSpec]) -> tuple:
         out = []
@@ -194,10 +217,10 @@ class GroupState:
                 out.append(self.rows)
             elif k == "count":
                 out.append(self.channels[i][0])
-            elif k == "sum":
+            elif k in ("sum", "sum_distinct"):
                 n, s = self.channels[i]
                 out.append(from_exact(s, a.type) if n else None)
-            elif k == "avg":
+            elif k in ("avg", "avg_distinct"):
                 n, s = self.channels[i]
                 out.append(average_of(s, n, a.arg.type) if n else None)
             elif k == "count_distinct":
