@@ -78,6 +78,15 @@ DATED = [
     "SELECT d1.k, d2.k AS other, d1.day - d2.day AS apart FROM d d1, d d2 "
     "WHERE d1.day - d2.day BETWEEN 1 AND 400",
     "SELECT k FROM d WHERE day + 1 = DATE '1995-01-01' OR day - 60 < DATE '1994-12-01'",
+    # intervals added to columns: a TIMESTAMP, months first (the day clamped to the
+    # month's end), then days and time
+    "SELECT k, day + INTERVAL 1 DAY AS next, day - INTERVAL 1 MONTH AS back, "
+    "INTERVAL '1 month 1 day' + day AS later, day - INTERVAL '2 hours' AS earlier FROM d",
+    "SELECT d1.k FROM d d1, d d2 WHERE d1.day + INTERVAL '1' YEAR > d2.day "
+    "AND d2.day > d1.day - INTERVAL 3 MONTH",
+    "SELECT k, date_trunc('year', day) AS y, date_trunc('quarter', day) AS q, "
+    "date_trunc('month', day) AS m, date_trunc('week', day) AS w, date_trunc('day', day) AS dd "
+    "FROM d WHERE date_trunc('month', day) <> DATE '1995-01-01'",
 ]
 
 
@@ -104,7 +113,7 @@ def test_dates_against_timestamps_and_date_parts_are_maintained(sql) -> None:
         else:
             rows[k] = rnd.choice([None, dt.date(1995, 1, 1), dt.date(1994, 12, 31),
                                   dt.date(1995, 3, 31), dt.date(1995, 4, 1),
-                                  dt.date(1996, 2, 29)])
+                                  dt.date(1996, 2, 29), dt.date(1995, 1, 31)])
             db.insert("d", [(k, rows[k])])
             con.execute("INSERT INTO d VALUES (?, ?)", [k, rows[k]])
         assert Counter(view.rows()) == Counter(con.execute(sql).fetchall())

@@ -9,6 +9,7 @@ exact DuckDB semantics for date and interval literals, casts of constants and so
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import math
 import re
@@ -29,6 +30,7 @@ from .types import (
     INTEGER,
     INTEGER_KINDS,
     NULLTYPE,
+    TIMESTAMP,
     VARCHAR,
     SqlType,
     canonical_float,
@@ -263,6 +265,46 @@ def _date_plus(d, days, minus=False):
         raise EvaluationError(f"date out of range ({d} + {days} days)") from None
 
 
+_TRUNCATED = ("year", "quarter", "month", "week", "day")
+
+
+def _truncate(part, d, as_timestamp):
+    """date_trunc of a DATE (``as_timestamp``: at midnight, as DuckDB returns it)."""
+    if d is None:
+        return None
+    if part == "year":
+        d = d.replace(month=1, day=1)
+    elif part == "quarter":
+        d = d.replace(month=(d.month - 1) // 3 * 3 + 1, day=1)
+    elif part == "month":
+        d = d.replace(day=1)
+    elif part == "week":
+        d = d - dt.timedelta(days=d.weekday())
+    return dt.datetime.combine(d, dt.time()) if as_timestamp else d
+
+
+def _is_interval(node: exp.Expression) -> bool:
+    """A constant INTERVAL (possibly negated or in brackets)."""
+    return isinstance(node, (exp.Interval, exp.Neg, exp.Paren)) and node.find(
+        exp.Interval) is not None and node.find(exp.Column) is None
+
+
+def _plus_interval(value, months, days, micros):
+    """A DATE (at midnight) or TIMESTAMP plus an interval, as DuckDB adds one."""
+    if value is None:
+        return None
+    t = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+    try:
+        if months:
+            year, month = divmod(t.year * 12 + t.month - 1 + months, 12)
+            day = min(t.day, calendar.monthrange(year, month + 1)[1])
+            t = t.replace(year=year, month=month + 1, day=day)
+        return t + dt.timedelta(days=days, microseconds=micros)
+    except (OverflowError, ValueError):
+        raise EvaluationError(f"timestamp out of range ({value} + {months} months "
+                              f"{days} days {micros} us)") from None
+
+
 def _days_between(a, b):
     """DATE - DATE: the days between them (BIGINT)."""
     return None if a is None or b is None else (a - b).days
@@ -346,6 +388,8 @@ _HELPERS: dict[str, object] = {
     "_round": _round,
     "_extract": _extract,
     "_date_plus": _date_plus,
+    "_plus_interval": _plus_interval,
+    "_truncate": _truncate,
     "_replace": _replace,
     "_days_between": _days_between,
     "_cast": _cast,
@@ -606,6 +650,8 @@ class ExpressionCompiler:
             if typ.kind not in ("DATE", "NULL"):
                 raise UnsupportedError(f"EXTRACT of a {typ.sql()}{_where(node)}")
             return f"_extract({part!r}, {a})", BIGINT
+        if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+            return self._truncate(node)
         if isinstance(node, (exp.Year, exp.Month, exp.Day)):
             part = type(node).__name__.lower()
             return f"_extract({part!r}, {self._gen(node.this)[0]})", BIGINT
@@ -649,6 +695,10 @@ class ExpressionCompiler:
         return f"_t{self._counter}"
 
     def _arith(self, node: exp.Expression, op: str) -> tuple[str, SqlType]:
+        if op in "+-" and _is_interval(node.expression):
+            return self._plus_interval(node, node.this, node.expression, op == "-")
+        if op == "+" and _is_interval(node.this):
+            return self._plus_interval(node, node.expression, node.this, False)
         a, ta = self._gen(node.this)
         b, tb = self._gen(node.expression)
         if ta.kind == "DATE" or tb.kind == "DATE":
@@ -671,6 +721,42 @@ class ExpressionCompiler:
             z = self._tmp()
             value = f"({z} if ({z} := {value}) == {z} else _nan)"
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
+
+    def _truncate(self, node: exp.Expression) -> tuple[str, SqlType]:
+        """``date_trunc(part, d)`` on a DATE: the first day of its year, quarter, month or
+        (Monday) week, typed as DuckDB types it."""
+        unit = node.args.get("unit")
+        part = (unit.name if unit is not None else "").lower()
+        if part not in _TRUNCATED:
+            raise UnsupportedError(f"date_trunc('{part}', ..){_where(node)}: year, quarter, "
+                                   "month, week and day are kept")
+        a, typ = self._gen(node.this)
+        if typ.kind not in ("DATE", "NULL"):
+            raise UnsupportedError(f"date_trunc of a {typ.sql()}{_where(node)}")
+        _, result = self._fold(exp.func("date_trunc", exp.Literal.string(part),
+                                        exp.cast(exp.Literal.string("2000-01-01"), "DATE")))
+        return f"_truncate({part!r}, {a}, {result.kind == 'TIMESTAMP'})", result
+
+    def _plus_interval(self, node: exp.Expression, value: exp.Expression,
+                       interval: exp.Expression, minus: bool) -> tuple[str, SqlType]:
+        """DATE or TIMESTAMP +/- a constant INTERVAL: a TIMESTAMP, as in DuckDB (months
+        first, the day clamped to the month's last, then days and microseconds)."""
+        a, ta = self._gen(value)
+        if ta.kind not in ("DATE", "TIMESTAMP", "NULL"):
+            raise SchemaError(f"cannot add an interval to {ta}{_where(node)}")
+        sql = interval.sql(dialect="duckdb")
+        try:
+            con = duckdb.connect()
+            months, days, micros = con.execute(
+                "SELECT 12 * datepart('year', i) + datepart('month', i), datepart('day', i), "
+                "datepart('hour', i) * 3600000000 + datepart('minute', i) * 60000000 + "
+                f"datepart('microsecond', i) FROM (SELECT ({sql}) AS i)").fetchone()
+            con.close()
+        except duckdb.Error as exc:
+            raise Error(f"cannot evaluate interval {sql}: {exc}") from exc
+        sign = -1 if minus else 1
+        return (f"_plus_interval({a}, {sign * months}, {sign * days}, {sign * micros})",
+                TIMESTAMP)
 
     def _date_arith(self, node: exp.Expression, op: str, left: tuple[str, SqlType],
                     right: tuple[str, SqlType]) -> tuple[str, SqlType]:

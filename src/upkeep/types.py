@@ -80,6 +80,7 @@ HUGEINT = SqlType("HUGEINT")
 DOUBLE = SqlType("DOUBLE")
 VARCHAR = SqlType("VARCHAR")
 DATE = SqlType("DATE")
+TIMESTAMP = SqlType("TIMESTAMP")
 BOOLEAN = SqlType("BOOLEAN")
 NULLTYPE = SqlType("NULL")
 
@@ -298,7 +299,7 @@ def type_from_name(name: str) -> SqlType:
         "SMALLINT": SqlType("SMALLINT"), "TINYINT": SqlType("TINYINT"),
         "DOUBLE": DOUBLE, "FLOAT": DOUBLE, "VARCHAR": VARCHAR, "DATE": DATE,
         "BOOLEAN": BOOLEAN, '"NULL"': NULLTYPE, "NULL": NULLTYPE,
-        "TIMESTAMP": SqlType("TIMESTAMP"),
+        "TIMESTAMP": TIMESTAMP,
     }.get(name, VARCHAR if name.startswith("VARCHAR") else SqlType(name))
 
 
