@@ -9,7 +9,14 @@ aggregates are the case where each change touches few groups).
   rows it decides (the inequality join of ``dyn``).
 * Correlated by equalities, ``(SELECT SUM(r2.b) FROM r r2 WHERE r2.a = r1.b AND ..)``: the
   derived table groups the subquery by its inner correlation columns and is LEFT JOINed on
-  them (``outer_joins.py`` maintains that join).  The derived table carries each aggregate
+  them (``outer_joins.py`` maintains that join).
+* Correlated otherwise (``r2.d < r1.d``, ``r2.k <> r1.k``, any condition naming an outer
+  column) when the outer columns are of one relation: the subquery is evaluated once per
+  distinct combination of those columns, the outer relation's *domain* (``SELECT DISTINCT``
+  of them, a helper view), joined to the subquery's relations by the correlation (an
+  inequality join of ``dyn``) and grouped by the domain's columns; the result is LEFT JOINed
+  back on them by equality.  A change of the inner relations moves the groups whose domain
+  values it satisfies.  The derived table carries each aggregate
   as a column and the subquery's expression is evaluated over them in the outer block, with
   ``COUNT(..)`` read as ``COALESCE(count, 0)``: an outer row with no group then sees exactly
   what the subquery returns on no rows (NULL for SUM, AVG, MIN, MAX; 0 for COUNT).
@@ -18,8 +25,8 @@ Subqueries of one block over the same relations, filter and correlation share on
 table (``MIN`` and ``MAX`` of the same group are one helper view).  Subqueries in ``WHERE``
 and in the SELECT list of a block without aggregates are rewritten; uncorrelated ones also in
 ``HAVING`` and aggregated SELECT lists (as ``MAX`` of the single value).  Anything else
-(correlations that are not equalities, subqueries over several levels, LIMIT / ORDER BY
-inside) is left as it is, and recomputed as before.
+(correlations over several outer relations other than by equalities, subqueries over
+several levels, LIMIT / ORDER BY inside) is left as it is, and recomputed as before.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
     outer = block_relations(out, schema_of)
     if outer is None:
         return select
+    tables = _relation_tables(out)
     aggregated = bool(out.args.get("group")) or any(_aggregates(e) for e in out.expressions)
     shared: dict[str, _Derived] = {}
     count = 0
@@ -56,7 +64,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                 if not _scalar(sub) or _nested_in_subquery(sub, part):
                     continue
                 try:
-                    derived, value_of = _decorrelate(sub, outer, schema_of)
+                    derived, value_of = _decorrelate(sub, outer, schema_of, tables)
                 except _Skip:
                     continue
                 if derived.keys and (key == "having" or (key == "expressions" and aggregated)):
@@ -199,7 +207,46 @@ def block_relations(select: exp.Select, schema_of: Schema) -> dict[str, list[str
     return out
 
 
-def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema
+def _over_domain(body: exp.Select, correlations: list[exp.Expression],
+                 kept: list[exp.Expression], side: Callable[[exp.Column], str],
+                 qualified: Callable[[exp.Column], exp.Column],
+                 tables: dict[str, str]) -> list[tuple[exp.Column, exp.Column]]:
+    """Make ``body`` range over the outer relation's domain: the distinct values of the
+    outer columns its correlations name (one relation's), joined in as ``__dom`` and put
+    in their place; returns the keys ``(__dom.__dN, outer column)`` to group and join by."""
+    columns: list[exp.Column] = []
+    for cond in correlations:
+        for c in cond.find_all(exp.Column):
+            if side(c) == "outer" and qualified(c) not in columns:
+                columns.append(qualified(c))
+    owners = {c.table for c in columns}
+    if len(owners) != 1:
+        raise _Skip  # the domain of one relation only
+    (owner,) = owners
+    domain = exp.select(*[c.copy().as_(f"__d{j}", quoted=True) for j, c in
+                          enumerate(columns)]).distinct().from_(
+        exp.Table(this=exp.to_identifier(tables[owner]), alias=exp.TableAlias(
+            this=exp.to_identifier(owner))))
+    slot = {c.sql(): exp.column(f"__d{j}", "__dom", quoted=True)
+            for j, c in enumerate(columns)}
+    moved = [cond.copy().transform(
+        lambda n: slot[qualified(n).sql()].copy()
+        if isinstance(n, exp.Column) and side(n) == "outer" else n) for cond in correlations]
+    body.append("joins", exp.Join(this=exp.Subquery(
+        this=domain, alias=exp.TableAlias(this=exp.to_identifier("__dom"))), kind="CROSS"))
+    body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept], *moved)))
+    return [(slot[c.sql()].copy(), c) for c in columns]
+
+
+def _relation_tables(select: exp.Select) -> dict[str, str]:
+    """The block's FROM items: alias -> table name (after :func:`block_relations`)."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    return {(t.alias or t.name).lower(): t.name.lower() for t in [
+        from_.this, *(j.this for j in select.args.get("joins") or [])]}
+
+
+def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema,
+                 tables: dict[str, str]
                  ) -> tuple[_Derived, Callable[[_Derived], exp.Expression]]:
     """The derived table ``sub``'s aggregates come from, and a function giving the
     expression that stands for ``sub`` once that table is joined in (under its name)."""
@@ -235,32 +282,39 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
             return "outer"
         raise _Skip
 
+    def qualified(o: exp.Column) -> exp.Column:
+        """An outer column with its relation's alias (the join's ON names both sides)."""
+        if o.table:
+            return exp.column(o.name, o.table.lower())
+        owners = [a for a, cols in outer.items() if o.name.lower() in cols]
+        if len(owners) != 1:
+            raise _Skip
+        return exp.column(o.name, owners[0])
+
     where = query.args.get("where")
     kept: list[exp.Expression] = []
+    correlations: list[exp.Expression] = []
     keys: list[tuple[exp.Column, exp.Column]] = []  # (inner, outer)
     for cond in conjuncts(where.this if where is not None else None):
         sides = {side(c) for c in cond.find_all(exp.Column)}
         if "outer" not in sides:
             kept.append(cond)
             continue
-        if not (isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column)
-                and isinstance(cond.expression, exp.Column)):
-            raise _Skip  # a correlation other than an equality of columns
-        a, b = cond.this, cond.expression
-        pair = {side(a): a, side(b): b}
-        if set(pair) != {"inner", "outer"}:
-            raise _Skip
-        o = pair["outer"]
-        if not o.table:  # qualified, so the join's ON names both sides
-            owners = [a for a, cols in outer.items() if o.name.lower() in cols]
-            if len(owners) != 1:
-                raise _Skip
-            o = exp.column(o.name, owners[0])
-        keys.append((pair["inner"], o))
+        correlations.append(cond)
+        if isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column) and isinstance(
+                cond.expression, exp.Column):
+            a, b = cond.this, cond.expression
+            pair = {side(a): a, side(b): b}
+            if set(pair) == {"inner", "outer"}:
+                keys.append((pair["inner"], qualified(pair["outer"])))
     if any(side(c) == "outer" for c in value.find_all(exp.Column)):
         raise _Skip
     body = query.copy()
-    body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept])) if kept else None)
+    if len(keys) < len(correlations):  # not all equalities: over the outer domain
+        keys = _over_domain(body, correlations, kept, side, qualified, tables)
+    else:
+        body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept]))
+                 if kept else None)
     body.set("expressions", [k.copy().as_(f"k{i}", quoted=True) for i, (k, _) in
                              enumerate(keys)])
     if keys:
