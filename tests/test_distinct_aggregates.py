@@ -78,5 +78,5 @@ def test_merged_partial_states_equal_one_state(first, second, data) -> None:
     for row in gone:  # a partial state may hold deletes of rows another one inserted
         whole.add(aggs, row, -1)
         b.add(aggs, row, -1)
-    a.merge(b)
+    a.merge(b, aggs)
     assert same(Counter([a.result(aggs)]), Counter([whole.result(aggs)]))

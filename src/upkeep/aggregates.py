@@ -145,11 +145,10 @@ class Finalizer:
 class GroupState:
     """The state of one group in the general aggregate operator."""
 
-    __slots__ = ("rows", "channels", "values", "aggs")
+    __slots__ = ("rows", "channels", "values")  # no functions: Spark pickles it
 
     def __init__(self, aggs: list[AggregateSpec]):
         self.rows = 0
-        self.aggs = aggs
         # [non-null count, exact sum]; of a DISTINCT sum: [distinct values, their exact sum]
         self.channels = [[0, 0] for _ in aggs]
         self.values: list[SortedDict | dict | None] = [
@@ -190,14 +189,14 @@ class GroupState:
         ch[0] += sign
         ch[1] += a.exact(v) * sign
 
-    def merge(self, other: GroupState) -> None:
+    def merge(self, other: GroupState, aggs: list[AggregateSpec]) -> None:
         """Add another state of the same aggregates (a partial aggregate of more rows)."""
         self.rows += other.rows
-        for a, mine, theirs in zip(self.aggs, self.channels, other.channels, strict=True):
+        for a, mine, theirs in zip(aggs, self.channels, other.channels, strict=True):
             if a.kind not in DISTINCT_SUMS:
                 mine[0] += theirs[0]
                 mine[1] += theirs[1]
-        for i, (a, counts, more) in enumerate(zip(self.aggs, self.values, other.values,
+        for i, (a, counts, more) in enumerate(zip(aggs, self.values, other.values,
                                                   strict=True)):
             for v, c in (more or {}).items():
                 before = counts.get(v, 0)

@@ -869,7 +869,7 @@ class KeyedStep(StatefulProcessor):
             entry = groups.get(g)
             if entry is None:
                 entry = groups[g] = [GroupState(view.aggs), None]
-            entry[0].merge(part)
+            entry[0].merge(part, view.aggs)
             touched.add(g)
         if fresh and global_group:
             touched.add(())
