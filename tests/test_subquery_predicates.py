@@ -55,11 +55,15 @@ MAINTAINED = [
     # forms the binder took only unbracketed or qualified
     "SELECT id FROM r WHERE w > 0 AND (EXISTS (SELECT * FROM s WHERE s.k = r.k))",
     "SELECT id FROM r WHERE k IN (SELECT k FROM t)",
+    # NOT IN correlated by equalities: the NULL probe keyed by them too (a NULL key of
+    # either side matches nothing)
+    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k = r.k)",
+    "SELECT id, k FROM r WHERE k NOT IN (SELECT s.v FROM s WHERE s.k = r.v AND s.w > 1)",
 ]
 RECOMPUTED = [
-    # correlated NOT IN, and two inequalities: left to DuckDB
-    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k = r.k)",
+    # two inequalities, and NOT IN correlated by an inequality: left to DuckDB
     "SELECT id FROM r WHERE EXISTS (SELECT * FROM s WHERE s.v < r.v AND s.w > r.w)",
+    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k < r.k)",
 ]
 
 

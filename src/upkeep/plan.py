@@ -52,8 +52,9 @@ class SubqueryFilter:
     local: list[exp.Expression]
     inner_scope: Scope = field(repr=False)
     sql: str = ""
-    #: correlated only by ``outer.x IS NULL`` (``NOT IN``'s rule for a NULL probe): the one
-    #: outer key is ``x``, every row of ``r`` has the key NULL, and NULL matches NULL
+    #: correlated by ``outer.x IS NULL`` (``NOT IN``'s rule for a NULL probe), and maybe
+    #: by equalities: the last outer key is ``x``, every row of ``r`` has it NULL, and
+    #: NULL matches NULL there (a row of ``r`` with a NULL equality key matches nothing)
     null_probe: bool = False
 
 
@@ -396,10 +397,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
         raise UnsupportedError(f"correlated condition {part.sql()[:60]} (only equalities "
                                "between a column of the subquery and an outer column)")
     if null_probe is not None:
-        if outer_keys:
-            raise UnsupportedError(f"{null_probe.sql()} IS NULL beside equalities in "
-                                   f"{cond.sql()[:60]}")
-        outer_keys.append(null_probe)
+        outer_keys.append(null_probe)  # last, after the equalities' keys
     return SubqueryFilter(negated, relation, inner_keys, outer_keys, local, inner,
                           cond.sql(dialect="duckdb"), null_probe is not None)
 

@@ -515,7 +515,13 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
                       for c in sub.outer_keys)
     compiler = ExpressionCompiler(sub.inner_scope)
     filters = [compiler.compile(c).fn for c in sub.local]
-    project = (lambda row: (None,)) if sub.null_probe else key_function(tuple(sub.inner_keys))
+    project = key_function(tuple(sub.inner_keys))
+    if sub.null_probe:  # the equalities' keys (none NULL), then the probe's NULL
+        keys = project
+
+        def project(row: tuple) -> tuple | None:
+            k = keys(row)
+            return None if None in k else (*k, None)
 
     def leaf(row: tuple) -> tuple | None:
         return project(row) if all(f(row) is True for f in filters) else None

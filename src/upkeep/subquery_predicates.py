@@ -13,8 +13,9 @@ scalar subqueries (``scalar_subqueries.py``):
   derived table's columns, and the equalities move to the semijoin.
 * :func:`rewrite_subquery_predicates`:
 
-  - ``x NOT IN (SELECT c FROM r WHERE ..)`` (uncorrelated, a top-level conjunct of
-    ``WHERE``) keeps a row when the subquery is empty, or when ``x`` is not NULL, no ``c``
+  - ``x NOT IN (SELECT c FROM r WHERE ..)`` (uncorrelated or correlated by equalities, a
+    top-level conjunct of ``WHERE``) keeps a row when the subquery is empty, or when ``x``
+    is not NULL, no ``c``
     is NULL and none equals ``x``: SQL's three-valued ``NOT IN``, where one anti-join would
     keep rows the NULLs exclude.  It is three anti-joins: ``NOT EXISTS (.. c IS NULL)``,
     ``NOT EXISTS (.. c = x)`` and ``NOT EXISTS (.. x IS NULL)`` (the binder's NULL probe:
@@ -398,8 +399,12 @@ def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
     probe, and the probe is not NULL unless the body is empty."""
     if not isinstance(probe, exp.Column) or len(body.expressions) != 1:
         raise _Skip
-    if any(sides(c) == "outer" for c in body.find_all(exp.Column) if not c.is_star):
-        raise _Skip  # correlated: left to recomputation
+    for cond in [*body.expressions, *_where(body)]:
+        if any(sides(c) == "outer" for c in cond.find_all(exp.Column) if not c.is_star) and not (
+                isinstance(cond, exp.EQ) and all(isinstance(x, exp.Column) for x in (
+                    cond.this, cond.expression)) and {sides(cond.this), sides(
+                    cond.expression)} == {"inner", "outer"}):
+            raise _Skip  # correlated other than by equalities: left to recomputation
     probe = sides.qualified(probe)
     renamed = _renamed(body, sides, alias)
     picked = renamed.expressions[0]
