@@ -115,8 +115,9 @@ class Relay(Protocol):
 
 
 class Hub:
-    """The subscriptions of one local database.  Every database call goes through
-    :attr:`lock` (the server's request threads and its commits share the connection)."""
+    """The subscriptions of one database (local or Spark engine).  Every database call
+    goes through :attr:`lock` (the server's request threads and its commits share the
+    connection)."""
 
     def __init__(self, db: Connection | SparkConnection, retention: int = 100_000,
                  relay: Relay | None = None, placements: Placements | None = None) -> None:
