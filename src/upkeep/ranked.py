@@ -24,6 +24,7 @@ among tied rows is unspecified in DuckDB too; here it is the order they arrived 
 
 from __future__ import annotations
 
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
 
 RANKINGS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+EVERY_RANK = sys.maxsize  # the bound of a view that keeps every rank
 
 
 @dataclass
@@ -52,6 +54,20 @@ class Ranking:
     position: int  # -1: after every column (``SELECT *, rank() OVER (..)``)
     rank_name: str
     hidden: int
+
+
+UNBOUNDED = "__unbounded"  # the alias a ranking select with no bound is kept under
+
+
+def unbounded_as_derived(query: exp.Expression) -> exp.Expression:
+    """A view that ranks every row (``SELECT .., rank() OVER (..) FROM ..``, no bound) as
+    ``SELECT * FROM (it) AS __unbounded``, which :class:`RankedView` keeps with every rank
+    (a change re-reads its partition, whose ranks after it may all move); other queries
+    unchanged."""
+    if split_ranking(query) is None:
+        return query
+    return exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
+        this=exp.to_identifier(UNBOUNDED))))
 
 
 def qualify_as_derived(query: exp.Expression) -> exp.Expression:
@@ -190,7 +206,11 @@ class RankedView(MaterializedView):
         self.explanation = [
             f"per-group top-k: {kind}() <= {limit} within each partition of helper view "
             f"{helper}, kept in one sorted list per partition (a change after its "
-            "partition's window costs O(log n); one inside it re-reads that window only)"]
+            "partition's window costs O(log n); one inside it re-reads that window only)"
+            if limit < EVERY_RANK else
+            f"every {kind}() within each partition of helper view {helper}, kept in one "
+            "sorted list per partition (a change re-reads its partition: the ranks after "
+            "it may all move)"]
 
     def fresh(self) -> RankedView:
         """An empty copy, to be built again from the helper's rows."""

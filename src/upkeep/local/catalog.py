@@ -27,7 +27,15 @@ from ..gc_pause import gc_paused
 from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
 from ..planner import Catalog, describe, plan_view, relations_read
-from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
+from ..ranked import (
+    EVERY_RANK,
+    UNBOUNDED,
+    qualify_as_derived,
+    rank_bound,
+    ranked_view,
+    split_ranking,
+    unbounded_as_derived,
+)
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
@@ -460,6 +468,8 @@ class LocalCatalog(Catalog):
         ranking = split_ranking(sub.this) if strategy is None else None
         alias = (sub.alias or "").lower()
         limit = rank_bound(select, alias, ranking.rank_name) if ranking else None
+        if limit is None and ranking is not None and alias == UNBOUNDED:
+            limit = EVERY_RANK
         if limit is None:
             return False
         base = f"{name}__base"
@@ -575,7 +585,7 @@ class LocalCatalog(Catalog):
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(_unordered)
         if strategy is None:
-            query = query.transform(qualify_as_derived)
+            query = unbounded_as_derived(query.transform(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
         if threshold is not None and not has_recursion:
             threshold.extend(split_threshold(query, self.schema_of) or [])
