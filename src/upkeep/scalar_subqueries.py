@@ -191,13 +191,20 @@ def _nested_in_subquery(sub: exp.Subquery, root: exp.Expression) -> bool:
     return False
 
 
+def _from_items(select: exp.Select) -> list[exp.Expression]:
+    """The block's FROM items, the FROM's and each join's, in order."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    return [] if from_ is None else [from_.this, *(j.this for j in select.args.get("joins")
+                                                  or [])]
+
+
 def block_relations(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | None:
     """The block's FROM items: alias -> column names (None unless all are known relations)."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    if from_ is None:
+    items = _from_items(select)
+    if not items:
         return None
     out = {}
-    for item in [from_.this, *(j.this for j in select.args.get("joins") or [])]:
+    for item in items:
         if not isinstance(item, exp.Table) or item.args.get("db"):
             return None
         try:
@@ -240,9 +247,7 @@ def _over_domain(body: exp.Select, correlations: list[exp.Expression],
 
 def _relation_tables(select: exp.Select) -> dict[str, str]:
     """The block's FROM items: alias -> table name (after :func:`block_relations`)."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    return {(t.alias or t.name).lower(): t.name.lower() for t in [
-        from_.this, *(j.this for j in select.args.get("joins") or [])]}
+    return {(t.alias or t.name).lower(): t.name.lower() for t in _from_items(select)}
 
 
 def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema,
