@@ -119,11 +119,12 @@ MATERIALIZE_STYLE = [
     "SELECT r.a, s.c FROM r, s WHERE r.b = s.b AND s.c NOT IN (SELECT d FROM t WHERE d > 0)",
     "SELECT id, score * 2 AS doubled, CAST(id AS DOUBLE) / 3 AS third FROM u",
     "SELECT day + 1 AS next_day, id FROM u",
+    "SELECT a, b, lag(b) OVER (PARTITION BY a ORDER BY b) AS prev FROM r",
 ]
 
 #: what upkeep leaves to DuckDB, knowingly (docs/sql.md, "What falls back to recomputation")
 RECOMPUTED_STYLE = [
-    "SELECT a, b, lag(b) OVER (PARTITION BY a ORDER BY b) AS prev FROM r",
+    "SELECT a, b - lag(b) OVER (PARTITION BY a ORDER BY b) AS step FROM r",
 ]
 
 #: top-k queries whose ORDER BY is total (``u.id`` is unique): one right answer

@@ -24,10 +24,8 @@ among tied rows is unspecified in DuckDB too; here it is the order they arrived 
 
 from __future__ import annotations
 
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sortedcontainers import SortedKeyList
 from sqlglot import exp
@@ -36,38 +34,7 @@ from .expressions import conjuncts
 from .topk import TopKError, sort_key
 from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
-
-RANKINGS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
-EVERY_RANK = sys.maxsize  # the bound of a view that keeps every rank
-
-
-@dataclass
-class Ranking:
-    """A ranking select split for :class:`RankedView`: ``base`` is the select without its
-    window column (plus hidden columns for partition and order items it does not output),
-    ``position`` where the rank goes in the output, ``hidden`` how many columns to drop."""
-
-    base: exp.Select
-    kind: str
-    partition: list[str]  # names of base columns
-    order: exp.Order  # over names of base columns
-    position: int  # -1: after every column (``SELECT *, rank() OVER (..)``)
-    rank_name: str
-    hidden: int
-
-
-UNBOUNDED = "__unbounded"  # the alias a ranking select with no bound is kept under
-
-
-def unbounded_as_derived(query: exp.Expression) -> exp.Expression:
-    """A view that ranks every row (``SELECT .., rank() OVER (..) FROM ..``, no bound) as
-    ``SELECT * FROM (it) AS __unbounded``, which :class:`RankedView` keeps with every rank
-    (a change re-reads its partition, whose ranks after it may all move); other queries
-    unchanged."""
-    if split_ranking(query) is None:
-        return query
-    return exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
-        this=exp.to_identifier(UNBOUNDED))))
+from .windows import RANKINGS, Windowing, output_layout, partition_function, ranks, split_windows
 
 
 def qualify_as_derived(query: exp.Expression) -> exp.Expression:
@@ -129,59 +96,17 @@ def _names_rank(node: exp.Expression, alias: str, rank_name: str) -> bool:
         not node.table or node.table.lower() == alias)
 
 
-def split_ranking(body: exp.Expression) -> Ranking | None:
-    """The :class:`Ranking` of a select with one ranking window in its select list (and no
-    other window), or None."""
-    if not isinstance(body, exp.Select) or any(body.args.get(k) for k in (
-            "qualify", "windows", "limit", "offset")):
+def split_ranking(body: exp.Expression) -> Windowing | None:
+    """The :class:`~upkeep.windows.Windowing` of a select with one ranking window with an
+    ORDER BY in its select list (and no other window), or None."""
+    windowing = split_windows(body)
+    if windowing is None or len(windowing.functions) != 1:
         return None
-    found = [(i, e) for i, e in enumerate(body.expressions) if e.find(exp.Window)]
-    if len(found) != 1:
+    (function,) = windowing.functions
+    if function.kind not in RANKINGS.values() or function.order is None or (
+            function.frame is not None):
         return None
-    position, item = found[0]
-    window = item.this if isinstance(item, exp.Alias) else None
-    if not isinstance(window, exp.Window) or type(window.this) not in RANKINGS or (
-            window.args.get("spec") is not None or window.args.get("order") is None):
-        return None
-    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
-           for e in body.expressions) and not _star_only(body, position):
-        return None
-    base = body.copy()
-    del base.expressions[position]
-    outputs = [e.alias_or_name.lower() for e in base.expressions]
-    hidden = 0
-
-    star = isinstance(base.expressions[0], exp.Star)
-
-    def name_of(node: exp.Expression) -> str:
-        """An output of ``base`` that is ``node``, added as a hidden column if none is."""
-        nonlocal hidden
-        if star and isinstance(node, exp.Column):
-            return node.name.lower()  # the star passes input names through
-        for e, name in zip(base.expressions, outputs, strict=True):
-            e = e.this if isinstance(e, exp.Alias) else e
-            if e == node or (isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
-                    e.name.lower() == node.name.lower()) and (
-                    not e.table or not node.table or e.table.lower() == node.table.lower())):
-                return name
-        name = f"__w{hidden}"
-        hidden += 1
-        base.append("expressions", node.copy().as_(name))
-        outputs.append(name)
-        return name
-
-    partition = [name_of(p) for p in window.args.get("partition_by") or []]
-    order = window.args["order"].copy()
-    for ordered in order.expressions:
-        ordered.set("this", exp.column(name_of(ordered.this)))
-    return Ranking(base, RANKINGS[type(window.this)], partition, order,
-                   -1 if star else position, item.alias.lower(), hidden)
-
-
-def _star_only(body: exp.Select, position: int) -> bool:
-    """``SELECT *, rank() OVER (..) AS rn``: the star first, then the window."""
-    return len(body.expressions) == 2 and position == 1 and isinstance(
-        body.expressions[0], exp.Star)
+    return windowing
 
 
 class RankedView(MaterializedView):
@@ -206,11 +131,7 @@ class RankedView(MaterializedView):
         self.explanation = [
             f"per-group top-k: {kind}() <= {limit} within each partition of helper view "
             f"{helper}, kept in one sorted list per partition (a change after its "
-            "partition's window costs O(log n); one inside it re-reads that window only)"
-            if limit < EVERY_RANK else
-            f"every {kind}() within each partition of helper view {helper}, kept in one "
-            "sorted list per partition (a change re-reads its partition: the ranks after "
-            "it may all move)"]
+            "partition's window costs O(log n); one inside it re-reads that window only)"]
 
     def fresh(self) -> RankedView:
         """An empty copy, to be built again from the helper's rows."""
@@ -220,16 +141,7 @@ class RankedView(MaterializedView):
     def _window(self, rows: SortedKeyList) -> list[tuple]:
         """The partition's rows ranked ``1..limit``, as output rows."""
         out = []
-        rank = 0
-        previous = None
-        for i, row in enumerate(rows):
-            if self.kind == "row_number":  # no key needed: the position is the rank
-                rank = i + 1
-            else:
-                key = self.key(row)
-                if i == 0 or key != previous:
-                    rank = i + 1 if self.kind == "rank" else rank + 1
-                previous = key
+        for row, rank in zip(rows, ranks(rows, self.key, self.kind), strict=True):
             if rank > self.limit:
                 break
             visible = row[:len(row) - self.hidden] if self.hidden else row
@@ -280,25 +192,16 @@ class RankedView(MaterializedView):
         return dict(self.ops)
 
 
-def ranked_view(name: str, ranking: Ranking, limit: int, helper: str, base_columns: Columns,
-                sql: str) -> RankedView:
-    """The :class:`RankedView` of ``ranking`` over helper view ``helper`` (whose columns
-    are ``base_columns``); TopKError if its order is not over them."""
+def ranked_view(name: str, ranking: Windowing, limit: int, helper: str,
+                base_columns: Columns, sql: str) -> RankedView:
+    """The :class:`RankedView` of ``ranking`` (from :func:`split_ranking`) over helper view
+    ``helper`` (whose columns are ``base_columns``); TopKError if its order is not over
+    them."""
     if limit < 1:
         raise TopKError(f"a rank bound of {limit} keeps no row")
-    names = [n.lower() for n, _ in base_columns]
-    indexes = []
-    for p in ranking.partition:
-        if names.count(p) != 1:
-            raise TopKError(f"PARTITION BY {p}")
-        indexes.append(names.index(p))
-    key = sort_key(ranking.order, base_columns)
-
-    def partition(row: tuple) -> tuple:
-        return tuple(row[i] for i in indexes)
-
-    visible = list(base_columns[:len(base_columns) - ranking.hidden])
-    position = len(visible) if ranking.position < 0 else ranking.position
-    columns = [*visible[:position], (ranking.rank_name, BIGINT), *visible[position:]]
-    return RankedView(name, columns, helper, sql, partition, key, ranking.kind, limit,
-                      position, ranking.hidden)
+    (function,) = ranking.functions
+    partition = partition_function(ranking, base_columns)
+    key = sort_key(function.order, base_columns)
+    layout, columns = output_layout(ranking, base_columns, [BIGINT])
+    return RankedView(name, columns, helper, sql, partition, key, function.kind, limit,
+                      layout.index(("window", 0)), ranking.hidden)

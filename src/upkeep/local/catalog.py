@@ -27,15 +27,7 @@ from ..gc_pause import gc_paused
 from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
 from ..planner import Catalog, describe, plan_view, relations_read
-from ..ranked import (
-    EVERY_RANK,
-    UNBOUNDED,
-    qualify_as_derived,
-    rank_bound,
-    ranked_view,
-    split_ranking,
-    unbounded_as_derived,
-)
+from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
@@ -47,6 +39,7 @@ from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
+from ..windows import WINDOWED, split_windows, window_view, windows_as_derived
 from ..zset import Delta
 from .provenance import ProvenanceTracker
 
@@ -463,20 +456,25 @@ class LocalCatalog(Catalog):
     def _ranked(self, name: str, select: exp.Select, sub: exp.Subquery, strategy: str | None,
                 created: list[str]) -> bool:
         """Keep derived table ``sub`` of ``select`` as a per-group top-k view ``name``
-        (``ranked.py``) when it ranks its rows and ``select`` bounds the rank; False when
-        it is no such table (it is a helper view as usual)."""
-        ranking = split_ranking(sub.this) if strategy is None else None
+        (``ranked.py``) when it ranks its rows and ``select`` bounds the rank, or as a
+        window view (``windows.py``) when it is a select with windows set apart by
+        :func:`~upkeep.windows.windows_as_derived`; False when it is neither (it is a
+        helper view as usual)."""
+        if strategy is not None:
+            return False
         alias = (sub.alias or "").lower()
-        limit = rank_bound(select, alias, ranking.rank_name) if ranking else None
-        if limit is None and ranking is not None and alias == UNBOUNDED:
-            limit = EVERY_RANK
-        if limit is None:
+        ranking = split_ranking(sub.this)
+        limit = rank_bound(select, alias, ranking.names[0]) if ranking else None
+        windowing = split_windows(sub.this) if limit is None and alias == WINDOWED else None
+        if limit is None and windowing is None:
             return False
         base = f"{name}__base"
-        self.create_view(base, ranking.base, None)
+        self.create_view(base, (ranking if limit is not None else windowing).base, None)
+        columns = self.views[base].columns
+        sql = sub.this.sql(dialect="duckdb")
         try:
-            view = ranked_view(name, ranking, limit, base, self.views[base].columns,
-                               sub.this.sql(dialect="duckdb"))
+            view = (ranked_view(name, ranking, limit, base, columns, sql) if limit is not None
+                    else window_view(name, windowing, base, columns, sql))
         except TopKError:
             self._drop_view(base)
             return False
@@ -585,7 +583,7 @@ class LocalCatalog(Catalog):
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(_unordered)
         if strategy is None:
-            query = unbounded_as_derived(query.transform(qualify_as_derived))
+            query = windows_as_derived(query.transform(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
         if threshold is not None and not has_recursion:
             threshold.extend(split_threshold(query, self.schema_of) or [])

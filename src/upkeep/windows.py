@@ -1,0 +1,569 @@
+"""Window functions kept per partition (issue 22): ``f(..) OVER (PARTITION BY p ORDER BY o
+[frame])`` in a view's select list, instead of recomputing the whole view.
+
+A select whose select list holds window functions, all over the same ``PARTITION BY``, is
+split (:func:`split_windows`) into a helper view, the select without its windows plus hidden
+columns for the partition, order and argument expressions, maintained by its own strategy,
+and a :class:`WindowView` over it.  The view keeps the helper's rows per partition in the
+order they arrived and, when a batch changes a partition, computes that partition's window
+values before and after and emits the difference.  A rank, a running total or a partition
+total can move for every row of the partition, so the work per change is the size of the
+partitions it touches, as Materialize keeps window functions; other partitions cost
+nothing.  A bounded rank (``rn <= k``) is kept more cheaply by :mod:`upkeep.ranked`.
+
+Functions and their DuckDB meaning:
+
+* ``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile(n)``;
+* ``lag`` / ``lead`` (constant offset and default), ``first_value`` / ``last_value``;
+* ``sum``, ``count``, ``count(*)``, ``avg``, ``min``, ``max`` over a frame: the whole
+  partition without ``ORDER BY``, else ``RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT
+  ROW`` (peers included) unless given.  Frames are ``ROWS`` with constant offsets, or
+  ``RANGE`` bounded by ``UNBOUNDED`` / ``CURRENT ROW``.  Sums are exact (:mod:`upkeep.exact`).
+
+Rows that tie on the order are taken in arrival order, where DuckDB's order among peers is
+unspecified too (``row_number`` or ``lag`` over ties can differ from DuckDB's choice).
+Anything else (a window inside an expression, windows over different partitions, ``IGNORE
+NULLS``, ``GROUPS`` or ``RANGE`` offsets, named windows) leaves the view to be recomputed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from .aggregates import average_of, exact_converter, from_exact
+from .expressions import nan_order
+from .topk import TopKError, sort_key
+from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
+from .views import Batch, Columns, Delta, MaterializedView
+
+RANKINGS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
+_DISTRIBUTIONS = {exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist",
+                  exp.Ntile: "ntile"}
+_VALUES = {exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+           exp.LastValue: "last_value"}
+_AGGREGATES = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min",
+               exp.Max: "max"}
+_FRAMED = ("first_value", "last_value", "sum", "count", "count_star", "avg", "min", "max")
+
+WINDOWED = "__windowed"  # the alias a select with windows is kept under (catalog)
+
+Bound = tuple[str, int]  # ("unbounded" | "preceding" | "current" | "following", offset)
+
+
+@dataclass
+class WindowFunction:
+    """One window call: its kind, argument columns (names in the helper view), order,
+    frame and the constant parameters of ``lag`` / ``lead`` / ``ntile``."""
+
+    kind: str
+    args: list[str]
+    order: exp.Order | None
+    frame: tuple[str, Bound, Bound] | None  # (ROWS | RANGE, start, end); None: the default
+    offset: int = 1
+    default: object = None
+
+
+@dataclass
+class Windowing:
+    """A select split for :class:`WindowView`: ``base`` is the select without its windows
+    (plus ``hidden`` columns at its end), ``items`` the output in order: ``("base", i)``
+    for the i-th item of ``base`` or ``("window", j)`` for ``functions[j]``."""
+
+    base: exp.Select
+    partition: list[str]
+    functions: list[WindowFunction]
+    names: list[str]  # the output names of the functions
+    items: list[tuple[str, int]] = field(default_factory=list)
+    hidden: int = 0
+
+
+def split_windows(body: exp.Expression) -> Windowing | None:
+    """The :class:`Windowing` of a select whose select list holds window functions the view
+    keeps (see the module), or None."""
+    if not isinstance(body, exp.Select) or any(body.args.get(k) for k in (
+            "qualify", "windows", "limit", "offset", "distinct")):
+        return None
+    windows = [i for i, e in enumerate(body.expressions) if e.find(exp.Window)]
+    if not windows or any(not isinstance(_unaliased(body.expressions[i]), exp.Window)
+                          for i in windows):
+        return None  # a window inside an expression
+    stars = [e for e in body.expressions
+             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)]
+    if len(stars) > 1 or (stars and not isinstance(stars[0], exp.Star)):
+        return None
+    base = body.copy()
+    base.set("expressions", [e.copy() for i, e in enumerate(body.expressions)
+                             if i not in windows])
+    star = bool(stars)
+    outputs = [e.alias_or_name.lower() for e in base.expressions]
+    hidden = 0
+
+    def name_of(node: exp.Expression) -> str:
+        """An output of ``base`` that is ``node``, added as a hidden column if none is."""
+        nonlocal hidden
+        if star and isinstance(node, exp.Column):
+            return node.name.lower()  # the star passes input names through
+        for e, name in zip(base.expressions, outputs, strict=False):
+            e = _unaliased(e)
+            if e == node or (isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
+                    e.name.lower() == node.name.lower()) and (
+                    not e.table or not node.table or e.table.lower() == node.table.lower())):
+                return name
+        name = f"__w{hidden}"
+        hidden += 1
+        base.append("expressions", node.copy().as_(name))
+        outputs.append(name)
+        return name
+
+    partitions = {tuple(p.sql() for p in _unaliased(body.expressions[i]).args.get(
+        "partition_by") or []) for i in windows}
+    if len(partitions) != 1:
+        return None
+    first = _unaliased(body.expressions[windows[0]])
+    functions, names, items = [], [], []
+    visible = 0
+    for i, e in enumerate(body.expressions):
+        if i not in windows:
+            items.append(("base", visible))
+            visible += 1
+            continue
+        function = _function(_unaliased(e), name_of)
+        if function is None:
+            return None
+        items.append(("window", len(functions)))
+        functions.append(function)
+        names.append(e.alias.lower() if isinstance(e, exp.Alias) else e.sql(dialect="duckdb"))
+    partition = [name_of(p) for p in first.args.get("partition_by") or []]
+    return Windowing(base, partition, functions, names, items, hidden)
+
+
+def _unaliased(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
+              ) -> WindowFunction | None:
+    """The :class:`WindowFunction` of one window, or None if the view cannot keep it."""
+    call = window.this
+    kind = (RANKINGS.get(type(call)) or _DISTRIBUTIONS.get(type(call))
+            or _VALUES.get(type(call)) or _AGGREGATES.get(type(call)))
+    if kind is None or isinstance(call.this, exp.Distinct):
+        return None
+    order = window.args.get("order")
+    if order is not None:
+        order = order.copy()
+        for ordered in order.expressions:
+            ordered.set("this", exp.column(name_of(ordered.this)))
+    needs_order = kind in RANKINGS.values() or kind in _DISTRIBUTIONS.values() or kind in (
+        "lag", "lead")
+    if needs_order and order is None and kind not in ("row_number", "ntile"):
+        return None
+    if kind in ("row_number", "ntile") and order is None:
+        return None  # numbered in an order DuckDB leaves unspecified
+    frame = _frame(window.args.get("spec"), order is not None)
+    if frame is False or (frame is not None and kind not in _FRAMED):
+        return None
+    function = WindowFunction(kind, [], order, frame)
+    if kind == "count" and (call.this is None or isinstance(call.this, exp.Star)):
+        function.kind = "count_star"
+    elif kind == "ntile":
+        if not (isinstance(call.this, exp.Literal) and call.this.is_int) or int(
+                call.this.this) < 1:
+            return None
+        function.offset = int(call.this.this)
+    elif kind in _VALUES.values() or kind in _AGGREGATES.values():
+        if call.this is None or call.args.get("expressions"):
+            return None
+        function.args = [name_of(call.this)]
+        if kind in ("lag", "lead"):
+            offset, default = call.args.get("offset"), call.args.get("default")
+            if offset is not None:
+                if not (isinstance(offset, exp.Literal) and offset.is_int):
+                    return None
+                function.offset = int(offset.this)
+            if default is not None:
+                if not isinstance(default, (exp.Literal, exp.Null, exp.Neg)):
+                    return None
+                function.default = default
+    return function
+
+
+def _frame(spec: exp.WindowSpec | None, ordered: bool
+           ) -> tuple[str, Bound, Bound] | None | bool:
+    """A frame as (``ROWS`` | ``RANGE``, start, end); None for the default; False for one
+    the view does not keep."""
+    if spec is None:
+        return None
+    kind = (spec.args.get("kind") or "").upper()
+    if kind not in ("ROWS", "RANGE") or spec.args.get("exclude"):
+        return False
+
+    def bound(value, side, default: Bound) -> Bound | None:
+        if value is None:
+            return default
+        if isinstance(value, str):
+            value = value.upper()
+            if value == "UNBOUNDED":
+                return ("unbounded", 0)
+            if value == "CURRENT ROW":
+                return ("current", 0)
+            return None
+        if isinstance(value, exp.Literal) and value.is_int and kind == "ROWS":
+            return ((side or "").lower(), int(value.this))
+        return None
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"), ("unbounded", 0))
+    end = bound(spec.args.get("end"), spec.args.get("end_side"), ("current", 0))
+    if start is None or end is None or (not ordered and (start, end) != (
+            ("unbounded", 0), ("unbounded", 0))):
+        return False
+    if start[0] == "unbounded" and (spec.args.get("start_side") or "").upper() == "FOLLOWING":
+        return False
+    if end[0] == "unbounded" and (spec.args.get("end_side") or "").upper() == "PRECEDING":
+        return False
+    return (kind, start, end)
+
+
+def ranks(rows: Iterable[tuple], key: Callable[[tuple], tuple], kind: str) -> Iterator[int]:
+    """``row_number`` / ``rank`` / ``dense_rank`` of ``rows``, which are in order, one by
+    one (a caller that needs the first k stops early)."""
+    rank = 0
+    previous = None
+    for i, row in enumerate(rows):
+        if kind == "row_number":  # no key needed: the position is the rank
+            rank = i + 1
+        else:
+            k = key(row)
+            if i == 0 or k != previous:
+                rank = i + 1 if kind == "rank" else rank + 1
+            previous = k
+        yield rank
+
+
+def _same(key: tuple) -> tuple:
+    return key
+
+
+def _peer_ranges(keys: list[tuple]) -> tuple[list[int], list[int]]:
+    """Per position, the first and last position of its peer group (equal keys)."""
+    n = len(keys)
+    starts, ends = [0] * n, [0] * n
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and keys[j + 1] == keys[i]:
+            j += 1
+        for p in range(i, j + 1):
+            starts[p], ends[p] = i, j
+        i = j + 1
+    return starts, ends
+
+
+def _ntile(n: int, buckets: int) -> list[int]:
+    """DuckDB's ``ntile``: the first ``n % buckets`` tiles take one row more."""
+    size, large = divmod(n, buckets)
+    small_start = large * (size + 1)
+    return [1 + (i // (size + 1) if i < small_start else large + (i - small_start) // size)
+            for i in range(n)]
+
+
+class WindowView(MaterializedView):
+    """The rows of ``helper`` with window values computed per partition (see the module)."""
+
+    strategy = "window"
+
+    def __init__(self, name: str, columns: Columns, helper: str, sql: str,
+                 partition: Callable[[tuple], tuple], evaluators: list[Callable],
+                 layout: list[tuple[str, int]]) -> None:
+        super().__init__(name, columns, {helper}, sql)
+        self.helper = helper
+        self.partition = partition
+        self.evaluators = evaluators
+        self.layout = layout
+        self.groups: dict[tuple, dict[tuple, int]] = {}
+        self.outputs: dict[tuple, list[tuple]] = {}  # per partition, its output rows now
+        self.ops = {"partition_rereads": 0, "rows_reread": 0}
+        self.explanation = [
+            f"window functions over helper view {helper}, its rows kept per partition (a "
+            "change re-reads the partitions it touches: every row's value may move)"]
+
+    def fresh(self) -> WindowView:
+        """An empty copy, to be built again from the helper's rows."""
+        return WindowView(self.name, self.columns, self.helper, self.sql, self.partition,
+                          self.evaluators, self.layout)
+
+    def _outputs(self, members: dict[tuple, int]) -> list[tuple]:
+        """The partition's output rows: each helper row with its window values."""
+        rows = [row for row, n in members.items() for _ in range(n)]
+        values = [evaluate(rows) for evaluate in self.evaluators]
+        layout = self.layout
+        return [tuple(row[i] if kind == "base" else values[i][p] for kind, i in layout)
+                for p, row in enumerate(rows)]
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        changes = batch.get(self.helper)
+        if not changes:
+            return {}
+        by_group: dict[tuple, list[tuple[tuple, int]]] = defaultdict(list)
+        for row, weight in changes.items():
+            by_group[self.partition(row)].append((row, weight))
+        delta: Counter = Counter()
+        for group, rows in by_group.items():
+            members = self.groups.get(group)
+            if members is None:
+                members = self.groups[group] = {}
+            delta.subtract(self.outputs.pop(group, ()))
+            for row, weight in rows:
+                n = members.get(row, 0) + weight
+                if n > 0:
+                    members[row] = n
+                else:
+                    members.pop(row, None)
+            self.ops["partition_rereads"] += 1
+            self.ops["rows_reread"] += sum(members.values())
+            if members:
+                outputs = self.outputs[group] = self._outputs(members)
+                delta.update(outputs)
+            else:
+                del self.groups[group]
+        out = {r: w for r, w in delta.items() if w}
+        self.record(out)
+        return out
+
+    def state_size(self) -> int:
+        return sum(len(g) for g in self.groups.values()) + 2 * len(self.output)
+    def counters(self) -> dict[str, int]:
+        return dict(self.ops)
+
+
+def window_view(name: str, windowing: Windowing, helper: str, base_columns: Columns,
+                sql: str) -> WindowView:
+    """The :class:`WindowView` of ``windowing`` over helper view ``helper`` (whose columns
+    are ``base_columns``); TopKError if a partition, order or argument is not one of them."""
+    partition = partition_function(windowing, base_columns)
+    evaluators, types = [], []
+    for f in windowing.functions:
+        args = [_column_index(a, base_columns, "window argument") for a in f.args]
+        arg_type = base_columns[args[0]][1] if args else None
+        key = sort_key(f.order, base_columns) if f.order is not None else None
+        evaluators.append(_evaluator(f, key, args[0] if args else None, arg_type))
+        types.append(_result_type(f.kind, arg_type))
+    layout, columns = output_layout(windowing, base_columns, types)
+    return WindowView(name, columns, helper, sql, partition, evaluators, layout)
+
+
+def _column_index(name: str, columns: Columns, what: str) -> int:
+    """The position of the one column called ``name``; TopKError if none or several."""
+    names = [n.lower() for n, _ in columns]
+    if names.count(name) != 1:
+        raise TopKError(f"{what} {name}")
+    return names.index(name)
+
+
+def partition_function(windowing: Windowing, base_columns: Columns
+                       ) -> Callable[[tuple], tuple]:
+    """``partition(row)``: a helper row's PARTITION BY values."""
+    indexes = [_column_index(p, base_columns, "PARTITION BY") for p in windowing.partition]
+
+    def partition(row: tuple) -> tuple:
+        return tuple(row[i] for i in indexes)
+
+    return partition
+
+
+def output_layout(windowing: Windowing, base_columns: Columns, types: list[SqlType]
+                  ) -> tuple[list[tuple[str, int]], Columns]:
+    """Where each output column comes from, ``("base", column of the helper view)`` or
+    ``("window", function)``, and the output columns (a ``*`` stands for the helper's
+    columns it expands to)."""
+    visible = len(base_columns) - windowing.hidden
+    base_items = sum(1 for kind, _ in windowing.items if kind == "base")
+    star = next((i for i, e in enumerate(windowing.base.expressions[:base_items])
+                 if isinstance(e, exp.Star)), None)
+    layout, columns = [], []
+    column = 0
+    for kind, i in windowing.items:
+        if kind == "window":
+            layout.append(("window", i))
+            columns.append((windowing.names[i], types[i]))
+            continue
+        width = visible - (base_items - 1) if i == star else 1
+        for c in range(column, column + width):
+            layout.append(("base", c))
+            columns.append(base_columns[c])
+        column += width
+    return layout, columns
+
+
+def windows_as_derived(query: exp.Expression) -> exp.Expression:
+    """A select with window functions the view keeps as ``SELECT * FROM (it) AS
+    __windowed``, which the catalog keeps as a :class:`WindowView` (or, for a bounded
+    rank in an enclosing query, :mod:`upkeep.ranked`); other queries unchanged."""
+    if split_windows(query) is None:
+        return query
+    return exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
+        this=exp.to_identifier(WINDOWED))))
+
+
+def _result_type(kind: str, arg_type: SqlType | None) -> SqlType:
+    """DuckDB's type of a window function's value."""
+    if kind in ("row_number", "rank", "dense_rank", "ntile", "count", "count_star"):
+        return BIGINT
+    if kind in ("percent_rank", "cume_dist", "avg"):
+        return DOUBLE
+    if kind == "sum":
+        return HUGEINT if arg_type.is_integer else (
+            SqlType("DECIMAL", 38, arg_type.scale) if arg_type.kind == "DECIMAL" else DOUBLE)
+    return arg_type
+
+
+def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
+               arg_type: SqlType | None) -> Callable[[list[tuple]], list]:
+    """``evaluate(rows) -> values``: the function's value for each of a partition's rows
+    (in the order given, arrival order), computed over the rows sorted by its ORDER BY."""
+    compute = _computation(f, arg, arg_type)
+
+    def evaluate(rows: list[tuple]) -> list:
+        n = len(rows)
+        order = sorted(range(n), key=lambda p: key(rows[p])) if key is not None else list(
+            range(n))
+        ordered = [rows[p] for p in order]
+        keys = [key(r) for r in ordered] if key is not None else [()] * n
+        sorted_values = compute(ordered, keys)
+        values = [None] * n
+        for position, p in enumerate(order):
+            values[p] = sorted_values[position]
+        return values
+
+    return evaluate
+
+
+def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
+                 ) -> Callable[[list[tuple], list[tuple]], list]:
+    """The function's values over rows in window order (with their order keys)."""
+    kind = f.kind
+    if kind in RANKINGS.values():
+        return lambda rows, keys: list(ranks(keys, _same, kind))
+    if kind == "percent_rank":
+        def percent_rank(rows, keys):
+            n = len(rows)
+            return [(r - 1) / (n - 1) if n > 1 else 0.0 for r in ranks(keys, _same, "rank")]
+        return percent_rank
+    if kind == "cume_dist":
+        def cume_dist(rows, keys):
+            _, ends = _peer_ranges(keys)
+            return [(e + 1) / len(rows) for e in ends]
+        return cume_dist
+    if kind == "ntile":
+        return lambda rows, keys: _ntile(len(rows), f.offset)
+    if kind in ("lag", "lead"):
+        step = -f.offset if kind == "lag" else f.offset
+        default = None if f.default is None else coerce_value(
+            _literal(f.default), arg_type)
+
+        def shifted(rows, keys):
+            n = len(rows)
+            return [rows[p + step][arg] if 0 <= p + step < n else default for p in range(n)]
+        return shifted
+    frame = f.frame or (("RANGE", ("unbounded", 0), ("current", 0)) if f.order is not None
+                        else ("ROWS", ("unbounded", 0), ("unbounded", 0)))
+
+    def framed(rows, keys):
+        lo, hi = _frame_bounds(frame, keys)
+        values = [r[arg] for r in rows] if arg is not None else [1] * len(rows)
+        return _aggregate(kind, values, lo, hi, arg_type)
+    return framed
+
+
+def _literal(node: exp.Expression) -> object:
+    """The value of a constant ``lag`` / ``lead`` default."""
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Neg):
+        value = _literal(node.this)
+        return -value
+    if node.is_string:
+        return node.this
+    return int(node.this) if node.is_int else float(node.this)
+
+
+def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple]
+                  ) -> tuple[list[int], list[int]]:
+    """Per position, the first and last position of its frame (last < first: empty)."""
+    kind, start, end = frame
+    n = len(keys)
+    starts, ends = _peer_ranges(keys) if kind == "RANGE" else (None, None)
+
+    def position(bound: Bound, p: int, first: bool) -> int:
+        side, offset = bound
+        if side == "unbounded":
+            return 0 if first else n - 1
+        if side == "current":
+            if starts is None:
+                return p
+            return starts[p] if first else ends[p]
+        return p - offset if side == "preceding" else p + offset
+
+    lo = [max(position(start, p, True), 0) for p in range(n)]
+    hi = [min(position(end, p, False), n - 1) for p in range(n)]
+    return lo, hi
+
+
+def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
+               arg_type: SqlType | None) -> list:
+    """An aggregate over each position's frame ``values[lo:hi + 1]``; both bounds never
+    decrease along the positions, so sums come from prefix sums and MIN / MAX from a
+    monotonic queue, in linear time."""
+    n = len(values)
+    if kind == "first_value":
+        return [values[a] if a <= b else None for a, b in zip(lo, hi, strict=True)]
+    if kind == "last_value":
+        return [values[b] if a <= b else None for a, b in zip(lo, hi, strict=True)]
+    if kind in ("min", "max"):
+        return _extremes(kind, values, lo, hi)
+    exact = exact_converter(arg_type) if arg_type is not None else int
+    counts, sums = [0] * (n + 1), [0] * (n + 1)
+    for p, v in enumerate(values):
+        present = v is not None
+        counts[p + 1] = counts[p] + present
+        sums[p + 1] = sums[p] + (exact(v) if present and kind in ("sum", "avg") else 0)
+    out = []
+    for a, b in zip(lo, hi, strict=True):
+        if a > b:
+            out.append(0 if kind in ("count", "count_star") else None)
+            continue
+        count = counts[b + 1] - counts[a]
+        if kind in ("count", "count_star"):
+            out.append(count)
+        elif count == 0:
+            out.append(None)
+        elif kind == "sum":
+            out.append(from_exact(sums[b + 1] - sums[a], _result_type("sum", arg_type)))
+        else:
+            out.append(average_of(sums[b + 1] - sums[a], count, arg_type))
+    return out
+
+
+def _extremes(kind: str, values: list, lo: list[int], hi: list[int]) -> list:
+    """MIN / MAX over sliding frames (NULLs skipped, NaN above every number)."""
+    keyed = [None if v is None else (nan_order(v) if isinstance(v, float) else v)
+             for v in values]
+    better = (lambda a, b: a <= b) if kind == "min" else (lambda a, b: a >= b)
+    window: deque[int] = deque()  # positions whose values may still be the extreme
+    out = []
+    added = 0
+    for a, b in zip(lo, hi, strict=True):
+        while added <= b:
+            if keyed[added] is not None:
+                while window and better(keyed[added], keyed[window[-1]]):
+                    window.pop()
+                window.append(added)
+            added += 1
+        while window and window[0] < a:
+            window.popleft()
+        out.append(values[window[0]] if window and a <= b else None)
+    return out
