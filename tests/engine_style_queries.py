@@ -120,11 +120,13 @@ MATERIALIZE_STYLE = [
     "SELECT id, score * 2 AS doubled, CAST(id AS DOUBLE) / 3 AS third FROM u",
     "SELECT day + 1 AS next_day, id FROM u",
     "SELECT a, b, lag(b) OVER (PARTITION BY a ORDER BY b) AS prev FROM r",
+    "SELECT a, b - lag(b) OVER (PARTITION BY a ORDER BY b) AS step FROM r",
 ]
 
 #: what upkeep leaves to DuckDB, knowingly (docs/sql.md, "What falls back to recomputation")
 RECOMPUTED_STYLE = [
-    "SELECT a, b - lag(b) OVER (PARTITION BY a ORDER BY b) AS step FROM r",
+    "SELECT a, rank() OVER (PARTITION BY a ORDER BY b) AS r1, rank() OVER (ORDER BY b) AS r2 "
+    "FROM r",
 ]
 
 #: top-k queries whose ORDER BY is total (``u.id`` is unique): one right answer

@@ -126,3 +126,17 @@ def test_a_change_rereads_its_own_partition_only() -> None:
     assert after["partition_rereads"] == before["partition_rereads"] + 1
     assert after["rows_reread"] == before["rows_reread"] + 11
     assert (500, 3, 0.5, 93.0) in view.rows()  # the row before it by k: k = 93
+
+
+# windows inside expressions: computed as columns of a derived table, the expressions outside
+NESTED = [
+    "SELECT k, x - lag(x) OVER (PARTITION BY g ORDER BY k) AS step FROM t",
+    "SELECT g, v, v * 2 + lead(v, 1, 0) OVER (PARTITION BY g ORDER BY v) FROM b",
+    "SELECT g, sum(v) - lag(sum(v)) OVER (ORDER BY g) AS change, count(*) AS n FROM b "
+    "GROUP BY g",
+]
+
+
+@pytest.mark.parametrize("sql", NESTED)
+def test_windows_inside_expressions_equal_duckdb(sql) -> None:
+    test_window_views_equal_duckdb_after_every_batch(sql)

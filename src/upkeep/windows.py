@@ -402,11 +402,54 @@ def output_layout(windowing: Windowing, base_columns: Columns, types: list[SqlTy
 def windows_as_derived(query: exp.Expression) -> exp.Expression:
     """A select with window functions the view keeps as ``SELECT * FROM (it) AS
     __windowed``, which the catalog keeps as a :class:`WindowView` (or, for a bounded
-    rank in an enclosing query, :mod:`upkeep.ranked`); other queries unchanged."""
-    if split_windows(query) is None:
-        return query
-    return exp.select("*").from_(exp.Subquery(this=query.copy(), alias=exp.TableAlias(
+    rank in an enclosing query, :mod:`upkeep.ranked`).  Windows inside expressions
+    (``b - LAG(b) OVER (..)``) are computed as columns of that derived table first, the
+    expressions over them outside.  Other queries unchanged."""
+    if split_windows(query) is not None:
+        inner, outer = query.copy(), [exp.Star()]
+    else:
+        inner, outer = _windows_apart(query) or (None, None)
+        if inner is None:
+            return query
+    return exp.select(*outer).from_(exp.Subquery(this=inner, alias=exp.TableAlias(
         this=exp.to_identifier(WINDOWED))))
+
+
+def _windows_apart(query: exp.Expression) -> tuple[exp.Select, list[exp.Expression]] | None:
+    """For a select with windows inside expressions: the select computing each window,
+    aggregate and column those expressions read as a column of its own, and the select
+    list over them; None if the windows still cannot be kept."""
+    if not isinstance(query, exp.Select) or any(query.args.get(k) for k in (
+            "qualify", "windows", "limit", "offset", "distinct")):
+        return None
+    items = query.expressions
+    if not any(e.find(exp.Window) for e in items) or any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+            for e in items):
+        return None
+    lifted: list[exp.Expression] = []
+    names: dict[str, str] = {}  # an inner expression's SQL -> its column
+
+    def lift(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, (exp.Window, exp.AggFunc, exp.Column)):
+            return node
+        name = names.get(node.sql())
+        if name is None:
+            name = names[node.sql()] = f"__x{len(names)}"
+            lifted.append(node.copy().as_(name))
+        return exp.column(name, WINDOWED)
+
+    outer = []
+    for item in items:
+        new = item.transform(lift)
+        if isinstance(item, exp.Column):
+            new = new.as_(item.name)
+        outer.append(new)
+    inner = query.copy()
+    inner.set("expressions", lifted)
+    if split_windows(inner) is None:
+        return None
+    return inner, outer
 
 
 def _result_type(kind: str, arg_type: SqlType | None) -> SqlType:
