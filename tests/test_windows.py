@@ -128,6 +128,19 @@ def test_a_change_rereads_its_own_partition_only() -> None:
     assert (500, 3, 0.5, 93.0) in view.rows()  # the row before it by k: k = 93
 
 
+# windows over different partitions: kept per the columns they share, each per its own
+DIFFERENT_PARTITIONS = [
+    "SELECT k, g, s, rank() OVER (PARTITION BY g ORDER BY x) AS r, "
+    "count(*) OVER (PARTITION BY g, s) AS n, row_number() OVER (ORDER BY k) AS rn FROM t",
+    "SELECT g, v, sum(v) OVER (PARTITION BY g) AS per_g, sum(v) OVER () AS everything FROM b",
+]
+
+
+@pytest.mark.parametrize("sql", DIFFERENT_PARTITIONS)
+def test_windows_over_different_partitions_equal_duckdb(sql) -> None:
+    test_window_views_equal_duckdb_after_every_batch(sql)
+
+
 # windows inside expressions: computed as columns of a derived table, the expressions outside
 NESTED = [
     "SELECT k, x - lag(x) OVER (PARTITION BY g ORDER BY k) AS step FROM t",

@@ -1,15 +1,18 @@
 """Window functions kept per partition (issue 22): ``f(..) OVER (PARTITION BY p ORDER BY o
 [frame])`` in a view's select list, instead of recomputing the whole view.
 
-A select whose select list holds window functions, all over the same ``PARTITION BY``, is
-split (:func:`split_windows`) into a helper view, the select without its windows plus hidden
-columns for the partition, order and argument expressions, maintained by its own strategy,
-and a :class:`WindowView` over it.  The view keeps the helper's rows per partition in the
-order they arrived and, when a batch changes a partition, computes that partition's window
-values before and after and emits the difference.  A rank, a running total or a partition
-total can move for every row of the partition, so the work per change is the size of the
-partitions it touches, as Materialize keeps window functions; other partitions cost
-nothing.  A bounded rank (``rn <= k``) is kept more cheaply by :mod:`upkeep.ranked`.
+A select whose select list holds window functions is split (:func:`split_windows`) into a
+helper view, the select without its windows plus hidden columns for the partition, order
+and argument expressions, maintained by its own strategy, and a :class:`WindowView` over
+it.  The view keeps the helper's rows per partition (the columns every window partitions
+by; a window with more is evaluated per part) in the order they arrived and, when a batch
+changes a partition, computes that partition's window values again and emits the
+difference.  A rank, a running total or a partition total can move for every row of the
+partition, so the work per change is the size of the partitions it touches, as
+Materialize keeps window functions; other partitions cost nothing.  A bounded rank
+(``rn <= k``) is kept more cheaply by :mod:`upkeep.ranked`.  Windows inside expressions
+(``x - LAG(x) OVER (..)``) are first columns of a derived table
+(:func:`windows_as_derived`), the expressions computed over them.
 
 Functions and their DuckDB meaning:
 
@@ -22,8 +25,8 @@ Functions and their DuckDB meaning:
 
 Rows that tie on the order are taken in arrival order, where DuckDB's order among peers is
 unspecified too (``row_number`` or ``lag`` over ties can differ from DuckDB's choice).
-Anything else (a window inside an expression, windows over different partitions, ``IGNORE
-NULLS``, ``GROUPS`` or ``RANGE`` offsets, named windows) leaves the view to be recomputed.
+Anything else (``IGNORE NULLS``, ``GROUPS`` frames or ``RANGE`` offsets, named windows)
+leaves the view to be recomputed.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class WindowFunction:
     args: list[str]
     order: exp.Order | None
     frame: tuple[str, Bound, Bound] | None  # (ROWS | RANGE, start, end); None: the default
+    partition: list[str] = field(default_factory=list)
     offset: int = 1
     default: object = None
 
@@ -119,11 +123,6 @@ def split_windows(body: exp.Expression) -> Windowing | None:
         outputs.append(name)
         return name
 
-    partitions = {tuple(p.sql() for p in _unaliased(body.expressions[i]).args.get(
-        "partition_by") or []) for i in windows}
-    if len(partitions) != 1:
-        return None
-    first = _unaliased(body.expressions[windows[0]])
     functions, names, items = [], [], []
     visible = 0
     for i, e in enumerate(body.expressions):
@@ -137,7 +136,7 @@ def split_windows(body: exp.Expression) -> Windowing | None:
         items.append(("window", len(functions)))
         functions.append(function)
         names.append(e.alias.lower() if isinstance(e, exp.Alias) else e.sql(dialect="duckdb"))
-    partition = [name_of(p) for p in first.args.get("partition_by") or []]
+    partition = [p for p in functions[0].partition if all(p in f.partition for f in functions)]
     return Windowing(base, partition, functions, names, items, hidden)
 
 
@@ -167,7 +166,8 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
     frame = _frame(window.args.get("spec"), order is not None)
     if frame is False or (frame is not None and kind not in _FRAMED):
         return None
-    function = WindowFunction(kind, [], order, frame)
+    partition = [name_of(p) for p in window.args.get("partition_by") or []]
+    function = WindowFunction(kind, [], order, frame, partition)
     if kind == "count" and (call.this is None or isinstance(call.this, exp.Star)):
         function.kind = "count_star"
     elif kind == "ntile":
@@ -350,7 +350,11 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
         args = [_column_index(a, base_columns, "window argument") for a in f.args]
         arg_type = base_columns[args[0]][1] if args else None
         key = sort_key(f.order, base_columns) if f.order is not None else None
-        evaluators.append(_evaluator(f, key, args[0] if args else None, arg_type))
+        evaluate = _evaluator(f, key, args[0] if args else None, arg_type)
+        if set(f.partition) != set(windowing.partition):  # finer than the view's
+            evaluate = _per_partition(evaluate, [
+                _column_index(p, base_columns, "PARTITION BY") for p in f.partition])
+        evaluators.append(evaluate)
         types.append(_result_type(f.kind, arg_type))
     layout, columns = output_layout(windowing, base_columns, types)
     return WindowView(name, columns, helper, sql, partition, evaluators, layout)
@@ -462,6 +466,25 @@ def _result_type(kind: str, arg_type: SqlType | None) -> SqlType:
         return HUGEINT if arg_type.is_integer else (
             SqlType("DECIMAL", 38, arg_type.scale) if arg_type.kind == "DECIMAL" else DOUBLE)
     return arg_type
+
+
+def _per_partition(evaluate: Callable[[list[tuple]], list], indexes: list[int]
+                   ) -> Callable[[list[tuple]], list]:
+    """``evaluate`` applied to each part of the rows with equal ``indexes`` columns: a
+    function whose PARTITION BY is finer than the partitions the view keeps."""
+
+    def per_part(rows: list[tuple]) -> list:
+        parts: dict[tuple, list[int]] = defaultdict(list)
+        for p, row in enumerate(rows):
+            parts[tuple(row[i] for i in indexes)].append(p)
+        values = [None] * len(rows)
+        for positions in parts.values():
+            for p, value in zip(positions, evaluate([rows[p] for p in positions]),
+                                strict=True):
+                values[p] = value
+        return values
+
+    return per_part
 
 
 def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
