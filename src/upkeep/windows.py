@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from sqlglot import exp
 
@@ -278,12 +279,12 @@ class WindowView(MaterializedView):
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  partition: Callable[[tuple], tuple], evaluators: list[Callable],
-                 layout: list[tuple[str, int]]) -> None:
+                 project: Callable[[tuple], tuple]) -> None:
         super().__init__(name, columns, {helper}, sql)
         self.helper = helper
         self.partition = partition
         self.evaluators = evaluators
-        self.layout = layout
+        self.project = project  # a helper row followed by its window values -> output row
         self.groups: dict[tuple, dict[tuple, int]] = {}
         self.outputs: dict[tuple, list[tuple]] = {}  # per partition, its output rows now
         self.ops = {"partition_rereads": 0, "rows_reread": 0}
@@ -294,15 +295,15 @@ class WindowView(MaterializedView):
     def fresh(self) -> WindowView:
         """An empty copy, to be built again from the helper's rows."""
         return WindowView(self.name, self.columns, self.helper, self.sql, self.partition,
-                          self.evaluators, self.layout)
+                          self.evaluators, self.project)
 
     def _outputs(self, members: dict[tuple, int]) -> list[tuple]:
         """The partition's output rows: each helper row with its window values."""
         rows = [row for row, n in members.items() for _ in range(n)]
         values = [evaluate(rows) for evaluate in self.evaluators]
-        layout = self.layout
-        return [tuple(row[i] if kind == "base" else values[i][p] for kind, i in layout)
-                for p, row in enumerate(rows)]
+        project = self.project
+        extras = zip(*values, strict=True)  # each row's window values
+        return [project(row + extra) for row, extra in zip(rows, extras, strict=True)]
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = batch.get(self.helper)
@@ -357,7 +358,19 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
         evaluators.append(evaluate)
         types.append(_result_type(f.kind, arg_type))
     layout, columns = output_layout(windowing, base_columns, types)
-    return WindowView(name, columns, helper, sql, partition, evaluators, layout)
+    width = len(base_columns)
+    project = itemgetter(*[i if kind == "base" else width + i for kind, i in layout])
+    if len(layout) == 1:
+        project = _one(project)
+    return WindowView(name, columns, helper, sql, partition, evaluators, project)
+
+
+def _one(get: Callable[[tuple], object]) -> Callable[[tuple], tuple]:
+    """``itemgetter`` of one index as a function returning a 1-tuple."""
+    def project(row: tuple) -> tuple:
+        return (get(row),)
+
+    return project
 
 
 def _column_index(name: str, columns: Columns, what: str) -> int:
