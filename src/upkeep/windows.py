@@ -31,7 +31,7 @@ leaves the view to be recomputed.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict, deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -43,6 +43,7 @@ from .expressions import nan_order
 from .topk import TopKError, sort_key
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
+from .zset import add_into
 
 RANKINGS = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank"}
 _DISTRIBUTIONS = {exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist",
@@ -312,12 +313,13 @@ class WindowView(MaterializedView):
         by_group: dict[tuple, list[tuple[tuple, int]]] = defaultdict(list)
         for row, weight in changes.items():
             by_group[self.partition(row)].append((row, weight))
-        delta: Counter = Counter()
+        delta: Delta = {}
         for group, rows in by_group.items():
             members = self.groups.get(group)
             if members is None:
                 members = self.groups[group] = {}
-            delta.subtract(self.outputs.pop(group, ()))
+            for row in self.outputs.pop(group, ()):
+                add_into(delta, row, -1)
             for row, weight in rows:
                 n = members.get(row, 0) + weight
                 if n > 0:
@@ -328,12 +330,12 @@ class WindowView(MaterializedView):
             self.ops["rows_reread"] += sum(members.values())
             if members:
                 outputs = self.outputs[group] = self._outputs(members)
-                delta.update(outputs)
+                for row in outputs:
+                    add_into(delta, row, 1)
             else:
                 del self.groups[group]
-        out = {r: w for r, w in delta.items() if w}
-        self.record(out)
-        return out
+        self.record(delta)
+        return delta
 
     def state_size(self) -> int:
         return sum(len(g) for g in self.groups.values()) + 2 * len(self.output)
@@ -508,14 +510,14 @@ def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
 
     def evaluate(rows: list[tuple]) -> list:
         n = len(rows)
-        order = sorted(range(n), key=lambda p: key(rows[p])) if key is not None else list(
-            range(n))
-        ordered = [rows[p] for p in order]
-        keys = [key(r) for r in ordered] if key is not None else [()] * n
-        sorted_values = compute(ordered, keys)
+        if key is None:
+            return compute(rows, [()] * n)
+        keys = [key(r) for r in rows]
+        order = sorted(range(n), key=keys.__getitem__)  # stable: ties in arrival order
+        sorted_values = compute([rows[p] for p in order], [keys[p] for p in order])
         values = [None] * n
-        for position, p in enumerate(order):
-            values[p] = sorted_values[position]
+        for p, value in zip(order, sorted_values, strict=True):
+            values[p] = value
         return values
 
     return evaluate
