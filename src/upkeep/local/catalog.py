@@ -24,6 +24,7 @@ from ..engine import Subscriber
 from ..errors import ConstraintError, Error, SchemaError, StrategyError, UnsupportedError
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
+from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..plan import rename_tables
 from ..planner import Catalog, describe, plan_view, relations_read
@@ -581,7 +582,8 @@ class LocalCatalog(Catalog):
                                    if isinstance(n, exp.Select) else n)
 
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
-        query = query.transform(_unordered)
+        query = query.transform(_unordered).transform(
+            lambda n: expand_grouping_sets(n, self._types_of))
         if strategy is None:
             query = windows_as_derived(query.transform(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
@@ -597,6 +599,11 @@ class LocalCatalog(Catalog):
         query = each_select(rewrite_outer_joins)
         hoist(query)
         return query
+
+    def _types_of(self, select: exp.Select) -> list[str]:
+        """DuckDB's types of ``select``'s columns (duckdb.Error if it cannot bind it)."""
+        return [t for _, t in describe(select.sql(dialect="duckdb"), relations_read(select),
+                                       self)]
 
     def _drop_view(self, name: str) -> None:
         self.changed()

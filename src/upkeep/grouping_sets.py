@@ -1,0 +1,138 @@
+"""``GROUP BY GROUPING SETS / ROLLUP / CUBE`` as a ``UNION ALL`` of plain grouped blocks
+(issue 22), each maintained by its own strategy, instead of recomputing the view.
+
+A select grouped by several grouping sets is the bag union of one block per set: the same
+``FROM``, ``WHERE`` and ``HAVING``, grouped by the set's expressions, with every grouping
+expression outside the set read as a NULL of its type, and ``GROUPING(..)`` /
+``GROUPING_ID(..)`` as the set's constant bit mask (a bit is 1 where its argument is not in
+the set, the first argument the highest bit, as DuckDB computes it).  The empty set is a
+block without ``GROUP BY``: one row even over no input, as DuckDB gives.  ``ROLLUP (a, b)``
+is the sets ``(a, b), (a), ()``; ``CUBE (a, b)`` every subset; plain ``GROUP BY`` items
+beside them are in every set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import combinations, product
+
+from sqlglot import exp
+
+#: at most this many blocks (``CUBE`` of n expressions makes 2**n)
+MAX_SETS = 64
+
+
+def expand_grouping_sets(select: exp.Expression,
+                         types_of: Callable[[exp.Select], list[str]]) -> exp.Expression:
+    """``select`` as a ``UNION ALL`` of one grouped block per grouping set; any other node
+    unchanged.  ``types_of(probe)`` gives the DuckDB types of a select's columns (the
+    grouping expressions' types, for their NULLs); None-returning or failing callers leave
+    the select as it is."""
+    if not isinstance(select, exp.Select):
+        return select
+    group = select.args.get("group")
+    if group is None or not any(isinstance(e, (exp.GroupingSets, exp.Rollup, exp.Cube))
+                                for e in group.expressions):
+        return select
+    sets = _grouping_sets(group.expressions)
+    if sets is None or len(sets) > MAX_SETS:
+        return select
+    universe: list[exp.Expression] = []
+    for s in sets:
+        for e in s:
+            if not any(_same(e, u) for u in universe):
+                universe.append(e)
+    probe = select.copy()
+    for key in ("group", "having", "order", "limit", "offset", "qualify"):
+        probe.set(key, None)
+    probe.set("expressions", [e.copy() for e in universe])
+    try:
+        types = types_of(probe)
+    except Exception:  # noqa: BLE001 - DuckDB cannot bind it: left to recomputation
+        return select
+    if types is None or len(types) != len(universe):
+        return select
+    blocks = [_block(select, s, universe, types) for s in sets]
+    union = blocks[0]
+    for block in blocks[1:]:
+        union = exp.Union(this=union, expression=block, distinct=False)
+    return union
+
+
+def _grouping_sets(items: list[exp.Expression]) -> list[list[exp.Expression]] | None:
+    """The grouping sets of a ``GROUP BY`` list, in DuckDB's order."""
+    choices: list[list[list[exp.Expression]]] = []
+    for item in items:
+        if isinstance(item, exp.GroupingSets):
+            options = []
+            for s in item.expressions:
+                if isinstance(s, exp.Tuple):
+                    options.append(list(s.expressions))
+                elif isinstance(s, exp.Paren):
+                    options.append([s.this])
+                elif isinstance(s, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+                    return None  # nested grouping constructs
+                else:
+                    options.append([s])
+            choices.append(options)
+        elif isinstance(item, exp.Rollup):
+            exprs = list(item.expressions)
+            choices.append([exprs[:n] for n in range(len(exprs), -1, -1)])
+        elif isinstance(item, exp.Cube):
+            exprs = list(item.expressions)
+            choices.append([list(c) for n in range(len(exprs), -1, -1)
+                            for c in combinations(exprs, n)])
+        else:
+            choices.append([[item]])
+    return [[e for part in combination for e in part] for combination in product(*choices)]
+
+
+def _same(a: exp.Expression, b: exp.Expression) -> bool:
+    """Whether two grouping expressions are the same (a column with or without its table)."""
+    if isinstance(a, exp.Column) and isinstance(b, exp.Column):
+        return a.name.lower() == b.name.lower() and (
+            not a.table or not b.table or a.table.lower() == b.table.lower())
+    return a == b
+
+
+def _block(select: exp.Select, grouping_set: list[exp.Expression],
+           universe: list[exp.Expression], types: list[str]) -> exp.Select:
+    """The select of one grouping set."""
+    absent = [(u, t) for u, t in zip(universe, types, strict=True)
+              if not any(_same(u, e) for e in grouping_set)]
+
+    def in_set(e: exp.Expression) -> bool:
+        return any(_same(e, g) for g in grouping_set)
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Grouping, exp.GroupingId)):
+            mask = 0
+            for arg in node.expressions:
+                mask = 2 * mask + (0 if in_set(arg) else 1)
+            return exp.cast(exp.Literal.number(mask), "BIGINT")
+        if isinstance(node, exp.AggFunc):
+            return node.copy()  # a new node: transform does not descend into the rows read
+        for expression, typ in absent:
+            if _same(node, expression):
+                return exp.Cast(this=exp.Null(), to=exp.DataType.build(typ, dialect="duckdb"))
+        return node
+
+    block = select.copy()
+    items = []
+    for item in block.expressions:
+        new = item.transform(rewrite)
+        if isinstance(item, exp.Column) and new is not item:
+            new = new.as_(item.name)
+        items.append(new)
+    block.set("expressions", items)
+    having = block.args.get("having")
+    if having is not None:
+        block.set("having", exp.Having(this=having.this.transform(rewrite)))
+    block.set("group", exp.Group(expressions=[e.copy() for e in grouping_set])
+              if grouping_set else None)
+    return block
+def _transform_outside_aggregates(node: exp.Expression,
+                                  rewrite: Callable[[exp.Expression], exp.Expression]
+                                  ) -> exp.Expression:
+    """``node`` with ``rewrite`` applied top-down, not descending into aggregate calls."""
+    return node.copy().transform(rewrite)
