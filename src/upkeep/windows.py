@@ -606,12 +606,14 @@ def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
         return [values[b] if a <= b else None for a, b in zip(lo, hi, strict=True)]
     if kind in ("min", "max"):
         return _extremes(kind, values, lo, hi)
-    exact = exact_converter(arg_type) if arg_type is not None else int
     counts, sums = [0] * (n + 1), [0] * (n + 1)
+    summed = kind in ("sum", "avg")
+    exact = exact_converter(arg_type) if summed else int
     for p, v in enumerate(values):
         present = v is not None
         counts[p + 1] = counts[p] + present
-        sums[p + 1] = sums[p] + (exact(v) if present and kind in ("sum", "avg") else 0)
+        sums[p + 1] = sums[p] + exact(v) if present and summed else sums[p]
+    result_type = _result_type("sum", arg_type) if kind == "sum" else None
     out = []
     for a, b in zip(lo, hi, strict=True):
         if a > b:
@@ -623,7 +625,7 @@ def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
         elif count == 0:
             out.append(None)
         elif kind == "sum":
-            out.append(from_exact(sums[b + 1] - sums[a], _result_type("sum", arg_type)))
+            out.append(from_exact(sums[b + 1] - sums[a], result_type))
         else:
             out.append(average_of(sums[b + 1] - sums[a], count, arg_type))
     return out

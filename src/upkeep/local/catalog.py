@@ -40,7 +40,7 @@ from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
-from ..windows import WINDOWED, split_windows, window_view, windows_as_derived
+from ..windows import WINDOWED, WindowView, split_windows, window_view, windows_as_derived
 from ..zset import Delta
 from .provenance import ProvenanceTracker
 
@@ -390,12 +390,14 @@ class LocalCatalog(Catalog):
         created: list[str] = []
         original = query
         try:
-            threshold: list = []
-            query = self._hoist_subqueries(name, query, strategy, created,
-                                           threshold if strategy is None else None)
-            view = (self._threshold(name, threshold, created) if threshold else
-                    self._top_k(name, query, strategy, created) or plan_view(
-                        name, query, self, strategy))
+            view = self._windowed(name, query, strategy, created)
+            if view is None:
+                threshold: list = []
+                query = self._hoist_subqueries(name, query, strategy, created,
+                                               threshold if strategy is None else None)
+                view = (self._threshold(name, threshold, created) if threshold else
+                        self._top_k(name, query, strategy, created) or plan_view(
+                            name, query, self, strategy))
             self._name_as_duckdb(original, view)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
@@ -444,6 +446,25 @@ class LocalCatalog(Catalog):
         return TopKView(name, self.views[helper].columns, helper, query.sql(dialect="duckdb"),
                         key, limit, offset, hidden)
 
+    def _windowed(self, name: str, query: exp.Expression, strategy: str | None,
+                  created: list[str]) -> WindowView | None:
+        """A select with window functions in its select list kept as window view ``name``
+        itself (``windows.py``) over a helper view of the rest; None when the query is no
+        such select (it is planned as usual)."""
+        windowing = split_windows(query.transform(_unordered)) if strategy is None else None
+        if windowing is None:
+            return None
+        base = f"{name}__base"
+        self.create_view(base, windowing.base, None)
+        try:
+            view = window_view(name, windowing, base, self.views[base].columns,
+                               query.sql(dialect="duckdb"))
+        except TopKError:
+            self._drop_view(base)
+            return None
+        created.append(base)
+        return view
+
     def _threshold(self, name: str, split: list, created: list[str]) -> ThresholdView:
         """A comparison with an uncorrelated scalar subquery as a moving threshold over the
         block's rows (``threshold.py``): the block and the subquery are helper views."""
@@ -466,20 +487,20 @@ class LocalCatalog(Catalog):
         alias = (sub.alias or "").lower()
         ranking = split_ranking(sub.this)
         limit = rank_bound(select, alias, ranking.names[0]) if ranking else None
-        windowing = split_windows(sub.this) if limit is None and alias == WINDOWED else None
-        if limit is None and windowing is None:
-            return False
-        base = f"{name}__base"
-        self.create_view(base, (ranking if limit is not None else windowing).base, None)
-        columns = self.views[base].columns
-        sql = sub.this.sql(dialect="duckdb")
-        try:
-            view = (ranked_view(name, ranking, limit, base, columns, sql) if limit is not None
-                    else window_view(name, windowing, base, columns, sql))
-        except TopKError:
-            self._drop_view(base)
-            return False
-        created.append(base)
+        if limit is None:
+            view = self._windowed(name, sub.this, None, created) if alias == WINDOWED else None
+            if view is None:
+                return False
+        else:
+            base = f"{name}__base"
+            self.create_view(base, ranking.base, None)
+            try:
+                view = ranked_view(name, ranking, limit, base, self.views[base].columns,
+                                   sub.this.sql(dialect="duckdb"))
+            except TopKError:
+                self._drop_view(base)
+                return False
+            created.append(base)
         view.build(self.contents(view.inputs))
         self.views[name] = view
         self._definitions[name] = (sub.this, strategy)
