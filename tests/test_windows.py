@@ -118,14 +118,53 @@ def test_a_change_rereads_its_own_partition_only() -> None:
     for ddl in DDL:
         db.execute(ddl)
     db.insert("t", [(k, k % 10, float(k), "a") for k in range(100)])
-    view = db.create_view("v", QUERIES[3])
+    view = db.create_view("v", QUERIES[0])  # every rank: the whole partition may move
     counters = db.view(_window_view(db)).counters
     before = counters()
     db.insert("t", [(500, 3, 0.5, "b")])  # partition 3: its 10 rows and the new one
     after = counters()
     assert after["partition_rereads"] == before["partition_rereads"] + 1
     assert after["rows_reread"] == before["rows_reread"] + 11
-    assert (500, 3, 0.5, 93.0) in view.rows()  # the row before it by k: k = 93
+    assert (500, 3, 1) in view.rows() and (93, 3, 11) in view.rows()
+
+
+# functions that read a bounded number of rows around their own, in one order: a change
+# re-reads the rows near it, not its partition
+NEAR = [
+    "SELECT g, v, sum(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN 1 PRECEDING AND "
+    "2 FOLLOWING) AS s, min(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN 2 PRECEDING "
+    "AND 1 PRECEDING) AS m, first_value(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN "
+    "1 FOLLOWING AND 3 FOLLOWING) AS f, lag(v, 3) OVER (PARTITION BY g ORDER BY v) AS l "
+    "FROM b",
+    "SELECT k, x, lead(x) OVER (ORDER BY k) AS n, avg(x) OVER (ORDER BY k ROWS 2 PRECEDING) "
+    "AS a, count(s) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS c FROM t",
+]
+
+
+@pytest.mark.parametrize("sql", NEAR + [QUERIES[3], QUERIES[4], QUERIES[5]])
+def test_bounded_windows_reread_only_near_rows(sql) -> None:
+    db = upkeep.connect()
+    for ddl in DDL:
+        db.execute(ddl)
+    db.create_view("v", sql)
+    assert "re-reads the rows within" in db.explain("v"), db.explain("v")
+    test_window_views_equal_duckdb_after_every_batch(sql)
+
+
+def test_a_change_in_a_long_series_rereads_a_few_rows() -> None:
+    db = upkeep.connect()
+    for ddl in DDL:
+        db.execute(ddl)
+    db.insert("t", [(k, 0, float(k * k), "a") for k in range(0, 2000, 2)])
+    view = db.create_view("v", QUERIES[3])  # lag(x) by k in partition g
+    counters = db.view(_window_view(db)).counters
+    before = counters()["rows_reread"]
+    db.insert("t", [(1001, 0, -1.0, "b")])  # in the middle of 1,000 rows
+    db.delete("t", [(500, 0, 250000.0, "a")])
+    assert counters()["rows_reread"] - before <= 2 * 10
+    rows = set(view.rows())
+    assert (1001, 0, -1.0, 1000.0 ** 2) in rows and (1002, 0, 1002.0 ** 2, -1.0) in rows
+    assert (502, 0, 502.0 ** 2, 498.0 ** 2) in rows
 
 
 # windows over different partitions: kept per the columns they share, each per its own
