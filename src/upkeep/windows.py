@@ -9,8 +9,10 @@ by; a window with more is evaluated per part) in the order they arrived and, whe
 changes a partition, computes that partition's window values again and emits the
 difference.  A rank, a running total or a partition total can move for every row of the
 partition, so the work per change is the size of the partitions it touches, as
-Materialize keeps window functions; other partitions cost nothing.  A bounded rank
-(``rn <= k``) is kept more cheaply by :mod:`upkeep.ranked`.  Windows inside expressions
+Materialize keeps window functions; other partitions cost nothing.  Functions that read
+a bounded number of rows around their own (``lag`` / ``lead``, ``ROWS`` frames with
+constant offsets) keep their partitions sorted instead, and a change re-reads only the
+rows near it.  A bounded rank (``rn <= k``) is kept more cheaply by :mod:`upkeep.ranked`.  Windows inside expressions
 (``x - LAG(x) OVER (..)``) are first columns of a derived table
 (:func:`windows_as_derived`), the expressions computed over them.
 
