@@ -1,6 +1,7 @@
 """Why-provenance of ordinary views (``WITH (provenance = 'why')``, :mod:`upkeep.why`):
 every derivation of every row, under every strategy, equal to brute-force enumeration of
-the combinations of input rows after every batch of random changes."""
+the combinations of input rows after every batch of random changes (also through derived
+tables, down to base rows)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ VIEWS = {
               lambda x: x[0] != 2, lambda x: ()),
     "below": ("SELECT r.a, s.c FROM r JOIN s ON r.b < s.b", ("r", "s"),
               lambda x, y: x[1] < y[0], lambda x, y: (x[0], y[1])),
+    # several blocks: a derivation goes through the derived tables' rows to base rows
+    "nested": ("SELECT y.a, y.c FROM (SELECT x.a, s.c FROM (SELECT a, b FROM r WHERE a <> 1) x "
+               "JOIN s ON x.b = s.b) y WHERE y.c > 0", ("r", "s"),
+               lambda x, y: x[0] != 1 and x[1] == y[0] and y[1] > 0,
+               lambda x, y: (x[0], y[1])),
+    "distinct_inside": ("SELECT d.b, s.c FROM (SELECT DISTINCT b FROM r) d JOIN s ON d.b = s.b",
+                        ("r", "s"), lambda x, y: x[1] == y[0], lambda x, y: (x[1], y[1])),
 }
 STRATEGIES = [None, "dyn", "general", "lftj"]
 

@@ -223,17 +223,29 @@ class LocalCatalog(Catalog):
                 "it (recursive views keep theirs always)")
         if runtime.multiplicity(row) <= 0:
             raise ConstraintError(f"row {format_row(row)} is not in view {view}", row)
-        products, annotations = [], {}
-        for hidden, layout in layouts:
+        products = self._derivations(view, row)
+        annotations = {(rel, base): self.provenance.annotation(rel, base)
+                       for rows in products for rel, base in rows
+                       if self.provenance.tracks(rel)}
+        products.sort(key=repr)
+        return Explanation(view, row, products, None, False, annotations)
+
+    def _derivations(self, view: str, row: tuple) -> list[list[tuple[str, tuple]]]:
+        """Every derivation of ``row`` in ``view`` (one with witnesses) over base rows: a
+        witness's row of a view that keeps witnesses too is replaced by each of its own
+        derivations."""
+        products = []
+        for hidden, layout in self.witnesses[view]:
             key = tuple(row[p] for p in layout.key_positions)
             for witness in self._witnesses_of(hidden, len(layout.key_positions)).get(key, ()):
                 _, rows = layout.split(witness)
-                products.append(rows)
-                for rel, base in rows:
-                    if self.provenance.tracks(rel):
-                        annotations[(rel, base)] = self.provenance.annotation(rel, base)
-        products.sort(key=repr)
-        return Explanation(view, row, products, None, False, annotations)
+                combined: list[list[tuple[str, tuple]]] = [[]]
+                for rel, used in rows:
+                    options = (self._derivations(rel, used) if rel in self.witnesses
+                               else [[(rel, used)]])
+                    combined = [done + more for done in combined for more in options]
+                products.extend(combined)
+        return products
 
     def _witnesses_of(self, hidden: str, width: int) -> dict[tuple, dict[tuple, int]]:
         """A witness view's rows by output key (their first ``width`` columns): one scan on
@@ -377,6 +389,15 @@ class LocalCatalog(Catalog):
             raise
         self._helpers.setdefault(name, []).extend(made)
         self.witnesses[name] = [(hidden, layout) for hidden, _, layout in witnesses]
+        # the hidden helper views it reads (derived tables, subqueries) keep theirs too, so
+        # a derivation reaches base rows; a helper whose form has none stays an input row
+        read = {rel for _, _, layout in witnesses for rel, _ in layout.relations}
+        for helper in self._helpers.get(name, []):
+            if helper in read and helper not in self.witnesses:
+                try:
+                    self.add_witnesses(helper)
+                except UnsupportedError:
+                    pass
 
     def drop_view(self, name: str) -> None:
         self._check_unread(name, "drop")
