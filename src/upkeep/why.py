@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from .errors import UnsupportedError
+from .expressions import conjuncts
 from .types import SqlType
 
 
@@ -92,10 +93,13 @@ def witness_query(view: str, query: exp.Expression,
     if not isinstance(query, exp.Select):
         kind = {exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}.get(type(query))
         raise _refuse(view, kind or f"a {type(query).__name__.upper()} query")
+    query, negated = _subqueries_as_joins(view, query, schema_of)
     for node in query.find_all(exp.Subquery, exp.Exists, exp.Window):
-        raise _refuse(view, f"{node.sql()[:60]!r}")
+        if not any(node is n or _inside(node, n) for n in negated):
+            raise _refuse(view, f"{node.sql()[:60]!r}")
     for node in query.find_all(exp.In):
-        if node.args.get("query") is not None:
+        if node.args.get("query") is not None and not any(
+                node is n or _inside(node, n) for n in negated):
             raise _refuse(view, f"{node.sql()[:60]!r}")
     if query.args.get("with") or query.args.get("with_"):
         raise _refuse(view, "WITH")
@@ -134,3 +138,99 @@ def witness_query(view: str, query: exp.Expression,
         witness.set(arg, None)
     witness.set("expressions", keys + columns)
     return witness, WitnessLayout(tuple(relations), key_positions)
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _subquery_body(cond: exp.Expression) -> tuple[exp.Select, exp.Expression | None] | None:
+    """The body of a top-level ``EXISTS (..)`` / ``x IN (SELECT c ..)`` conjunct and, for
+    ``IN``, the equality it asks (``x = c``); None for any other conjunct."""
+    if isinstance(cond, exp.Exists) and isinstance(cond.this, exp.Select):
+        return cond.this, None
+    if isinstance(cond, exp.In) and cond.args.get("query") is not None:
+        body = cond.args["query"]
+        body = body.this if isinstance(body, exp.Subquery) else body
+        if isinstance(body, exp.Select) and len(body.expressions) == 1:
+            return body, exp.EQ(this=cond.this.copy(), expression=body.expressions[0].unalias(
+                ).copy())
+    return None
+
+
+def _qualified(node: exp.Expression, tables: list[tuple[str, set[str]]]) -> exp.Expression:
+    """``node`` with each unqualified column named by the first of ``tables`` (alias,
+    column names) that has it, so it stays unambiguous once more relations are joined."""
+    def qualify(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and not n.table and not n.is_star:
+            for alias, names in tables:
+                if n.name.lower() in names:
+                    return exp.column(n.name, table=alias)
+        return n
+
+    return node.transform(qualify)
+
+
+def _subqueries_as_joins(view: str, query: exp.Select,
+                         schema_of: Callable[[str], list[tuple[str, SqlType]]]
+                         ) -> tuple[exp.Select, list[exp.Expression]]:
+    """``query`` with each top-level ``EXISTS`` / ``IN`` subquery over one relation joined
+    instead (each matching row of it is part of a derivation), and the top-level ``NOT
+    EXISTS`` / ``NOT IN`` conjuncts, which stay filters: a negated subquery derives
+    nothing, it only lets a row through."""
+    where = query.args.get("where")
+    if where is None or not where.find(exp.Exists, exp.In):
+        return query, []
+    outer_tables = [(h.this.alias_or_name, {c.lower() for c, _ in schema_of(h.this.name)})
+                    for h in [query.args.get("from_") or query.args.get("from"),
+                              *(query.args.get("joins") or [])]
+                    if h is not None and isinstance(h.this, exp.Table)]
+    outer = {alias.lower() for alias, _ in outer_tables}
+    kept, joins, negated = [], [], []
+    for cond in conjuncts(where.this):
+        inner = cond.this if isinstance(cond, exp.Not) else None
+        if inner is not None and _subquery_body(inner) is not None:
+            kept.append(cond)
+            negated.append(cond)
+            continue
+        found = _subquery_body(cond)
+        if found is None:
+            kept.append(cond)
+            continue
+        body, equality = found
+        source = body.args.get("from_") or body.args.get("from")
+        if source is None or not isinstance(source.this, exp.Table) or any(
+                body.args.get(k) for k in ("joins", "group", "having", "limit", "offset",
+                                           "distinct", "with", "with_")):
+            raise _refuse(view, f"{cond.sql()[:60]!r}")
+        table = source.this
+        if table.alias_or_name.lower() in outer:
+            raise _refuse(view, f"{cond.sql()[:60]!r} (its relation's name is the outer one's)")
+        outer.add(table.alias_or_name.lower())
+        joins.append(exp.Join(this=table.copy()))
+        inner = [(table.alias_or_name, {c.lower() for c, _ in schema_of(table.name)})]
+        body_where = body.args.get("where")
+        for part in conjuncts(body_where.this) if body_where is not None else []:
+            kept.append(_qualified(part.copy(), inner + outer_tables))
+        if equality is not None:
+            kept.append(exp.EQ(this=_qualified(equality.this, outer_tables),
+                               expression=_qualified(equality.expression, inner)))
+    if not joins:
+        return query, negated
+    out = query.copy()
+    out.set("expressions", [_qualified(e, outer_tables) for e in out.expressions])
+    kept = [c if any(c is k for k in negated) or c.parent is None else
+            _qualified(c, outer_tables) for c in kept]
+    out.set("joins", [*(out.args.get("joins") or []), *joins])
+    condition = kept[0].copy() if kept else None
+    for part in kept[1:]:
+        condition = exp.and_(condition, part.copy())
+    out.set("where", exp.Where(this=condition) if condition is not None else None)
+    negated = [c for c in conjuncts(condition)
+               if isinstance(c, exp.Not) and _subquery_body(c.this) is not None]
+    return out, negated
