@@ -192,3 +192,22 @@ NESTED = [
 @pytest.mark.parametrize("sql", NESTED)
 def test_windows_inside_expressions_equal_duckdb(sql) -> None:
     test_window_views_equal_duckdb_after_every_batch(sql)
+
+
+def test_windows_the_view_cannot_keep_are_computed_by_duckdb() -> None:
+    """A ``lag`` default that is not of its argument's type is DuckDB's to cast: the window
+    falls back to DuckDB (once, not by re-wrapping itself); a default DuckDB cannot cast
+    is its error."""
+    db = upkeep.connect()
+    for ddl in DDL:
+        db.execute(ddl)
+    db.insert("t", [(1, 0, 1.0, "a"), (2, 0, 3.0, "b")])
+    sql = "SELECT k, lag(k, 1, 2.5) OVER (ORDER BY k) AS p FROM t"
+    view = db.create_view("v", sql)
+    assert "strategy recompute" in db.explain("v")
+    tables = {"t": Counter(r for r, n in db.weighted_rows("t") for _ in range(n)),
+              "b": Counter()}
+    assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql)
+    with pytest.raises(upkeep.Error, match="Could not convert"):
+        db.create_view("w", "SELECT k, lag(x, 1, 'abc') OVER (ORDER BY k) FROM t")
+    assert "w" not in db.views()

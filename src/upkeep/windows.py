@@ -628,8 +628,11 @@ def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
         return lambda rows, keys: _ntile(len(rows), f.offset)
     if kind in ("lag", "lead"):
         step = -f.offset if kind == "lag" else f.offset
-        default = None if f.default is None else coerce_value(
-            _literal(f.default), arg_type)
+        try:
+            default = None if f.default is None else coerce_value(
+                _literal(f.default), arg_type)
+        except ValueError as exc:  # not of the argument's type: left to DuckDB
+            raise TopKError(f"{kind} default {f.default.sql()}: {exc}") from None
 
         def shifted(rows, keys):
             n = len(rows)

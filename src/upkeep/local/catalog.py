@@ -509,9 +509,12 @@ class LocalCatalog(Catalog):
         ranking = split_ranking(sub.this)
         limit = rank_bound(select, alias, ranking.names[0]) if ranking else None
         if limit is None:
-            view = self._windowed(name, sub.this, None, created) if alias == WINDOWED else None
-            if view is None:
+            if alias != WINDOWED:
                 return False
+            view = self._windowed(name, sub.this, None, created)
+            if view is None:  # windows the view cannot keep: DuckDB computes them
+                self.create_view(name, sub.this, "recompute")
+                return True
         else:
             base = f"{name}__base"
             self.create_view(base, ranking.base, None)
