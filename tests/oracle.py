@@ -199,6 +199,41 @@ def random_change(db, tables: dict[str, Counter], rnd, table: str,
     rows[row] += 1
 
 
+#: a keyed table and a bag, for ordered-state views (ranks, windows)
+WINDOW_DDL = ["CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE, s VARCHAR)",
+              "CREATE TABLE b (g INTEGER, v INTEGER)"]
+
+
+def window_change(rnd, tables: dict[str, Counter], db) -> None:
+    """One random change to WINDOW_DDL's tables (NULL and NaN values, NULL partitions, ties,
+    duplicates in ``b``, deletes), in ``db`` and in ``tables``."""
+    if rnd.random() < 0.5:  # t, keyed
+        rows = tables["t"]
+        k = rnd.randrange(14)
+        mine = [r for r in rows if r[0] == k]
+        if mine and rnd.random() < 0.6:
+            db.delete("t", mine)
+            del rows[mine[0]]
+        elif not mine:
+            row = (k, rnd.choice([None, 0, 1, 2]), rnd.choice([None, math.nan, 1.0, 2.0, 2.0,
+                                                                5.5, -1.0]),
+                   rnd.choice([None, "a", "b", "c"]))
+            db.insert("t", [row])
+            rows[row] += 1
+        return
+    rows = tables["b"]
+    if rows and rnd.random() < 0.4:
+        row = rnd.choice(sorted(rows, key=repr))
+        db.delete("b", [row])
+        rows[row] -= 1
+        if not rows[row]:
+            del rows[row]
+        return
+    row = (rnd.choice([None, 0, 1]), rnd.choice([None, -1, 0, 1, 2, 3]))
+    db.insert("b", [row])
+    rows[row] += 1
+
+
 # ---------------------------------------------------------------------------
 # SQL literal rendering
 # ---------------------------------------------------------------------------

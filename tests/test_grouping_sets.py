@@ -9,7 +9,7 @@ import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, random_change
 
 import upkeep
 
@@ -30,21 +30,14 @@ QUERIES = [
 
 def _change(rnd: random.Random, tables: dict[str, Counter], db) -> None:
     table = rnd.choice(["t", "t", "u"])
-    rows = tables[table]
-    if rows and rnd.random() < 0.45:
-        row = rnd.choice(sorted(rows, key=repr))
-        db.delete(table, [row])
-        rows[row] -= 1
-        if not rows[row]:
-            del rows[row]
-        return
     if table == "t":
-        row = (rnd.choice([None, 1, 2]), rnd.choice([None, "x", "y"]),
-               rnd.choice([None, 1.0, 2.5, -3.0]))
+        def new_row() -> tuple:
+            return (rnd.choice([None, 1, 2]), rnd.choice([None, "x", "y"]),
+                    rnd.choice([None, 1.0, 2.5, -3.0]))
     else:
-        row = (rnd.choice([None, "x", "y"]), rnd.choice([None, 1, 5]))
-    db.insert(table, [row])
-    rows[row] += 1
+        def new_row() -> tuple:
+            return (rnd.choice([None, "x", "y"]), rnd.choice([None, 1, 5]))
+    random_change(db, tables, rnd, table, new_row, deletes=0.45)
 
 
 @pytest.mark.parametrize("sql", QUERIES)

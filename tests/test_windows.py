@@ -7,17 +7,15 @@ counts show that a change re-reads its own partition only."""
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import WINDOW_DDL, assert_bag_equal, duckdb_query, window_change
 
 import upkeep
 
-DDL = ["CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE, s VARCHAR)",
-       "CREATE TABLE b (g INTEGER, v INTEGER)"]  # a bag
+DDL = WINDOW_DDL
 QUERIES = [
     # every rank, no bound (a change re-reads its partition)
     "SELECT k, g, rank() OVER (PARTITION BY g ORDER BY x) AS r FROM t",
@@ -58,34 +56,6 @@ QUERIES = [
 ]
 
 
-def _change(rnd: random.Random, tables: dict[str, Counter], db) -> None:
-    if rnd.random() < 0.5:  # t, keyed
-        rows = tables["t"]
-        k = rnd.randrange(14)
-        mine = [r for r in rows if r[0] == k]
-        if mine and rnd.random() < 0.6:
-            db.delete("t", mine)
-            del rows[mine[0]]
-        elif not mine:
-            row = (k, rnd.choice([None, 0, 1, 2]), rnd.choice([None, math.nan, 1.0, 2.0, 2.0,
-                                                                5.5, -1.0]),
-                   rnd.choice([None, "a", "b", "c"]))
-            db.insert("t", [row])
-            rows[row] += 1
-        return
-    rows = tables["b"]
-    if rows and rnd.random() < 0.4:
-        row = rnd.choice(sorted(rows, key=repr))
-        db.delete("b", [row])
-        rows[row] -= 1
-        if not rows[row]:
-            del rows[row]
-        return
-    row = (rnd.choice([None, 0, 1]), rnd.choice([None, -1, 0, 1, 2, 3]))
-    db.insert("b", [row])
-    rows[row] += 1
-
-
 def _window_view(db) -> str:
     """The name of the view's window view (itself or a helper)."""
     explained = db.explain("v")
@@ -109,7 +79,7 @@ def test_window_views_equal_duckdb_after_every_batch(sql) -> None:
     for step in range(50):
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
-                _change(rnd, tables, db)
+                window_change(rnd, tables, db)
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
 
 

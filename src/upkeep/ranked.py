@@ -24,7 +24,7 @@ among tied rows is unspecified in DuckDB too; here it is the order they arrived 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 
 from sortedcontainers import SortedKeyList
@@ -34,7 +34,15 @@ from .expressions import conjuncts
 from .topk import TopKError, sort_key
 from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
-from .windows import RANKINGS, Windowing, output_layout, partition_function, ranks, split_windows
+from .windows import (
+    RANKINGS,
+    Windowing,
+    by_partition,
+    output_layout,
+    partition_function,
+    ranks,
+    split_windows,
+)
 
 
 def qualify_as_derived(query: exp.Expression) -> exp.Expression:
@@ -149,14 +157,8 @@ class RankedView(MaterializedView):
         return out
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = batch.get(self.helper)
-        if not changes:
-            return {}
-        by_group: dict[tuple, list[tuple[tuple, int]]] = defaultdict(list)
-        for row, weight in changes.items():
-            by_group[self.partition(row)].append((row, weight))
         delta: Counter = Counter()
-        for group, rows in by_group.items():
+        for group, rows in by_partition(batch.get(self.helper), self.partition).items():
             members = self.groups.get(group)
             if members is None:
                 members = self.groups[group] = SortedKeyList(key=self.key)

@@ -276,6 +276,15 @@ def _ntile(n: int, buckets: int) -> list[int]:
             for i in range(n)]
 
 
+def by_partition(changes: Delta | None, partition: Callable[[tuple], tuple]
+                 ) -> dict[tuple, list[tuple[tuple, int]]]:
+    """A helper view's changed rows with their weights, by partition."""
+    out: dict[tuple, list[tuple[tuple, int]]] = defaultdict(list)
+    for row, weight in (changes or {}).items():
+        out[partition(row)].append((row, weight))
+    return out
+
+
 class WindowView(MaterializedView):
     """The rows of ``helper`` with window values computed per partition (see the module).
 
@@ -321,15 +330,9 @@ class WindowView(MaterializedView):
         return [project(row + extra) for row, extra in zip(rows, extras, strict=True)]
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = batch.get(self.helper)
-        if not changes:
-            return {}
-        by_group: dict[tuple, list[tuple[tuple, int]]] = defaultdict(list)
-        for row, weight in changes.items():
-            by_group[self.partition(row)].append((row, weight))
         delta: Delta = {}
         reread = self._reread if self.reach is None else self._reread_near
-        for group, rows in by_group.items():
+        for group, rows in by_partition(batch.get(self.helper), self.partition).items():
             reread(group, rows, delta)
         self.record(delta)
         return delta
