@@ -234,6 +234,27 @@ def window_change(rnd, tables: dict[str, Counter], db) -> None:
     rows[row] += 1
 
 
+def check_window_stream(sql: str, says: str, steps: int = 50) -> None:
+    """View ``sql`` over WINDOW_DDL's tables, kept as EXPLAIN ``says`` (never recomputed),
+    equals DuckDB after every one of ``steps`` batches of random changes."""
+    import upkeep
+
+    db = upkeep.connect()
+    for statement in WINDOW_DDL:
+        db.execute(statement)
+    view = db.create_view("v", sql)
+    explained = db.explain("v")
+    assert says in explained and "recompute" not in explained, explained
+    rnd = random.Random(sql)
+    tables: dict[str, Counter] = {"t": Counter(), "b": Counter()}
+    for step in range(steps):
+        with db.transaction():
+            for _ in range(rnd.randint(1, 4)):
+                window_change(rnd, tables, db)
+        assert_bag_equal(duckdb_query(WINDOW_DDL, tables, sql), view.rows(), sql,
+                         f"step {step}")
+
+
 # ---------------------------------------------------------------------------
 # SQL literal rendering
 # ---------------------------------------------------------------------------
