@@ -42,7 +42,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, from_exact
-from .expressions import nan_order
+from .expressions import ExpressionCompiler, nan_order, table_scope
 from .topk import TopKError, sort_key
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
@@ -411,9 +411,11 @@ class WindowView(MaterializedView):
 
 
 def window_view(name: str, windowing: Windowing, helper: str, base_columns: Columns,
-                sql: str) -> WindowView:
+                sql: str, outer: list[exp.Expression] | None = None) -> WindowView:
     """The :class:`WindowView` of ``windowing`` over helper view ``helper`` (whose columns
-    are ``base_columns``); TopKError if a partition, order or argument is not one of them."""
+    are ``base_columns``); TopKError if a partition, order or argument is not one of them.
+    ``outer``: expressions over the windowed rows (:func:`windows_apart`) that the view
+    outputs instead of them (upkeep.Error if one cannot be compiled)."""
     partition = partition_function(windowing, base_columns)
     evaluators, types = [], []
     for f in windowing.functions:
@@ -431,6 +433,15 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
     project = itemgetter(*[i if kind == "base" else width + i for kind, i in layout])
     if len(layout) == 1:
         project = _one(project)
+    if outer is not None:
+        compiler = ExpressionCompiler(table_scope(WINDOWED, columns))
+        expressions = compiler.compile_tuple([e.unalias() for e in outer])
+        columns = [(e.alias_or_name if isinstance(e, exp.Alias) else e.sql(dialect="duckdb"),
+                    compiler.type_of(e.unalias())) for e in outer]
+        windowed = project
+
+        def project(row: tuple) -> tuple:
+            return expressions(windowed(row))
     functions = windowing.functions
     reaches = [_reach(f) for f in functions]
     local = None not in reaches and len({f.order.sql() for f in functions}) == 1 and all(
@@ -515,14 +526,14 @@ def windows_as_derived(query: exp.Expression) -> exp.Expression:
     if split_windows(query) is not None:
         inner, outer = query.copy(), [exp.Star()]
     else:
-        inner, outer = _windows_apart(query) or (None, None)
+        inner, outer = windows_apart(query) or (None, None)
         if inner is None:
             return query
     return exp.select(*outer).from_(exp.Subquery(this=inner, alias=exp.TableAlias(
         this=exp.to_identifier(WINDOWED))))
 
 
-def _windows_apart(query: exp.Expression) -> tuple[exp.Select, list[exp.Expression]] | None:
+def windows_apart(query: exp.Expression) -> tuple[exp.Select, list[exp.Expression]] | None:
     """For a select with windows inside expressions: the select computing each window,
     aggregate and column those expressions read as a column of its own, and the select
     list over them; None if the windows still cannot be kept."""

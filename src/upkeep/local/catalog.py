@@ -40,7 +40,14 @@ from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
-from ..windows import WINDOWED, WindowView, split_windows, window_view, windows_as_derived
+from ..windows import (
+    WINDOWED,
+    WindowView,
+    split_windows,
+    window_view,
+    windows_apart,
+    windows_as_derived,
+)
 from ..zset import Delta
 from .provenance import ProvenanceTracker
 
@@ -472,15 +479,21 @@ class LocalCatalog(Catalog):
         """A select with window functions in its select list kept as window view ``name``
         itself (``windows.py``) over a helper view of the rest; None when the query is no
         such select (it is planned as usual)."""
-        windowing = split_windows(query.transform(_unordered)) if strategy is None else None
+        if strategy is not None:
+            return None
+        body, outer = query.transform(_unordered), None
+        windowing = split_windows(body)
+        if windowing is None:  # windows inside expressions: computed over the windows
+            body, outer = windows_apart(body) or (None, None)
+            windowing = split_windows(body) if body is not None else None
         if windowing is None:
             return None
         base = f"{name}__base"
         self.create_view(base, windowing.base, None)
         try:
             view = window_view(name, windowing, base, self.views[base].columns,
-                               query.sql(dialect="duckdb"))
-        except TopKError:
+                               query.sql(dialect="duckdb"), outer)
+        except (TopKError, Error):
             self._drop_view(base)
             return None
         created.append(base)
