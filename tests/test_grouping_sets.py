@@ -25,6 +25,7 @@ QUERIES = [
     "GROUP BY CUBE (a, b)",
     "SELECT t.b, sum(u.w) AS total, count(*) AS n FROM t JOIN u ON t.b = u.b "
     "GROUP BY ROLLUP (t.b)",
+    "SELECT a % 2 AS odd, b, count(*) AS n FROM t GROUP BY ROLLUP (odd, b)",  # by an alias
 ]
 
 

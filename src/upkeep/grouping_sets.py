@@ -34,7 +34,16 @@ def expand_grouping_sets(select: exp.Expression,
     if group is None or not any(isinstance(e, (exp.GroupingSets, exp.Rollup, exp.Cube))
                                 for e in group.expressions):
         return select
-    sets = _grouping_sets(group.expressions)
+    aliases = {e.alias.lower(): e.this for e in select.expressions
+               if isinstance(e, exp.Alias) and not isinstance(e.this, exp.Column)}
+
+    def unaliased(node: exp.Expression) -> exp.Expression:
+        """A select-list alias grouped by (``GROUP BY ROLLUP (odd)``) as its expression."""
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+            return aliases[node.name.lower()].copy()
+        return node
+
+    sets = _grouping_sets([e.transform(unaliased) for e in group.expressions])
     if sets is None or len(sets) > MAX_SETS:
         return select
     universe: list[exp.Expression] = []
