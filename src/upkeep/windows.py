@@ -97,7 +97,7 @@ def split_windows(body: exp.Expression) -> Windowing | None:
             "qualify", "windows", "limit", "offset", "distinct")):
         return None
     windows = [i for i, e in enumerate(body.expressions) if e.find(exp.Window)]
-    if not windows or any(not isinstance(_unaliased(body.expressions[i]), exp.Window)
+    if not windows or any(not isinstance(body.expressions[i].unalias(), exp.Window)
                           for i in windows):
         return None  # a window inside an expression
     stars = [e for e in body.expressions
@@ -117,7 +117,7 @@ def split_windows(body: exp.Expression) -> Windowing | None:
         if star and isinstance(node, exp.Column):
             return node.name.lower()  # the star passes input names through
         for e, name in zip(base.expressions, outputs, strict=False):
-            e = _unaliased(e)
+            e = e.unalias()
             if e == node or (isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
                     e.name.lower() == node.name.lower()) and (
                     not e.table or not node.table or e.table.lower() == node.table.lower())):
@@ -135,7 +135,7 @@ def split_windows(body: exp.Expression) -> Windowing | None:
             items.append(("base", visible))
             visible += 1
             continue
-        function = _function(_unaliased(e), name_of)
+        function = _function(e.unalias(), name_of)
         if function is None:
             return None
         items.append(("window", len(functions)))
@@ -143,10 +143,6 @@ def split_windows(body: exp.Expression) -> Windowing | None:
         names.append(e.alias.lower() if isinstance(e, exp.Alias) else e.sql(dialect="duckdb"))
     partition = [p for p in functions[0].partition if all(p in f.partition for f in functions)]
     return Windowing(base, partition, functions, names, items, hidden)
-
-
-def _unaliased(node: exp.Expression) -> exp.Expression:
-    return node.this if isinstance(node, exp.Alias) else node
 
 
 def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
@@ -162,12 +158,9 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
         order = order.copy()
         for ordered in order.expressions:
             ordered.set("this", exp.column(name_of(ordered.this)))
-    needs_order = kind in RANKINGS.values() or kind in _DISTRIBUTIONS.values() or kind in (
-        "lag", "lead")
-    if needs_order and order is None and kind not in ("row_number", "ntile"):
-        return None
-    if kind in ("row_number", "ntile") and order is None:
-        return None  # numbered in an order DuckDB leaves unspecified
+    if order is None and (kind in RANKINGS.values() or kind in _DISTRIBUTIONS.values()
+                          or kind in ("lag", "lead")):
+        return None  # they would read an order DuckDB leaves unspecified
     frame = _frame(window.args.get("spec"), order is not None)
     if frame is False or (frame is not None and kind not in _FRAMED):
         return None
