@@ -67,7 +67,7 @@ def _window_view(db) -> str:
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_window_views_equal_duckdb_after_every_batch(sql) -> None:
-    check_window_stream(sql, "strategy window")
+    check_window_stream(sql, "strategy window", steps=30)
 
 
 def test_a_change_rereads_its_own_partition_only() -> None:
@@ -105,7 +105,7 @@ def test_bounded_windows_reread_only_near_rows(sql) -> None:
         db.execute(ddl)
     db.create_view("v", sql)
     assert "re-reads the rows within" in db.explain("v"), db.explain("v")
-    check_window_stream(sql, "strategy window")
+    check_window_stream(sql, "strategy window", steps=30)
 
 
 def test_a_change_in_a_long_series_rereads_a_few_rows() -> None:
@@ -134,7 +134,7 @@ DIFFERENT_PARTITIONS = [
 
 @pytest.mark.parametrize("sql", DIFFERENT_PARTITIONS)
 def test_windows_over_different_partitions_equal_duckdb(sql) -> None:
-    check_window_stream(sql, "strategy window")
+    check_window_stream(sql, "strategy window", steps=30)
 
 
 # windows inside expressions: computed as columns of a derived table, the expressions outside
@@ -148,7 +148,7 @@ NESTED = [
 
 @pytest.mark.parametrize("sql", NESTED)
 def test_windows_inside_expressions_equal_duckdb(sql) -> None:
-    check_window_stream(sql, "strategy window")
+    check_window_stream(sql, "strategy window", steps=30)
 
 
 def test_windows_the_view_cannot_keep_are_computed_by_duckdb() -> None:
