@@ -43,6 +43,13 @@ QUERIES = [
     "(PARTITION BY g ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) "
     "AS l, count(s) OVER (PARTITION BY g ORDER BY s RANGE BETWEEN CURRENT ROW AND "
     "UNBOUNDED FOLLOWING) AS c FROM t",
+    # RANGE frames by the order value's distance (NULL and NaN values frame their peers)
+    "SELECT k, x, sum(x) OVER (PARTITION BY g ORDER BY x RANGE BETWEEN 1.5 PRECEDING AND "
+    "CURRENT ROW) AS s, count(*) OVER (ORDER BY x DESC RANGE BETWEEN 1 PRECEDING AND "
+    "2 FOLLOWING) AS c FROM t",
+    "SELECT g, v, sum(v) OVER (PARTITION BY g ORDER BY v RANGE BETWEEN 1 FOLLOWING AND "
+    "3 FOLLOWING) AS s, max(v) OVER (ORDER BY v NULLS FIRST RANGE BETWEEN 2 PRECEDING AND "
+    "1 PRECEDING) AS m FROM b",
     # distributions
     "SELECT *, cume_dist() OVER (ORDER BY v) AS cd, percent_rank() OVER (ORDER BY v) AS pr, "
     "ntile(3) OVER (ORDER BY v, g) AS t3 FROM b",

@@ -23,19 +23,22 @@ Functions and their DuckDB meaning:
 * ``sum``, ``count``, ``count(*)``, ``avg``, ``min``, ``max`` over a frame: the whole
   partition without ``ORDER BY``, else ``RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT
   ROW`` (peers included) unless given.  Frames are ``ROWS`` with constant offsets, or
-  ``RANGE`` bounded by ``UNBOUNDED`` / ``CURRENT ROW``.  Sums are exact (:mod:`upkeep.exact`).
+  ``RANGE`` bounded by ``UNBOUNDED`` / ``CURRENT ROW`` or by constant distances from a
+  numeric order column's value.  Sums are exact (:mod:`upkeep.exact`).
 
 Rows that tie on the order are taken in arrival order, where DuckDB's order among peers is
 unspecified too (``row_number`` or ``lag`` over ties can differ from DuckDB's choice).
-Anything else (``IGNORE NULLS``, ``GROUPS`` frames or ``RANGE`` offsets, named windows)
-leaves the view to be recomputed.
+Anything else (``IGNORE NULLS``, ``GROUPS`` frames, ``RANGE`` offsets over dates or
+several order columns, named windows) leaves the view to be recomputed.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from operator import itemgetter
 
 from sortedcontainers import SortedKeyList
@@ -59,7 +62,9 @@ _FRAMED = ("first_value", "last_value", "sum", "count", "count_star", "avg", "mi
 
 WINDOWED = "__windowed"  # the alias a select with windows is kept under (catalog)
 
-Bound = tuple[str, int]  # ("unbounded" | "preceding" | "current" | "following", offset)
+#: ("unbounded" | "preceding" | "current" | "following", offset): rows (int) or, in a RANGE
+#: frame, the order value's distance (Decimal)
+Bound = tuple[str, int | Decimal]
 
 
 @dataclass
@@ -73,6 +78,7 @@ class WindowFunction:
     frame: tuple[str, Bound, Bound] | None  # (ROWS | RANGE, start, end); None: the default
     partition: list[str] = field(default_factory=list)
     offset: int = 1
+    by_value: tuple[int, bool] | None = None  # RANGE offsets: (order column, descending)
     default: object = None
 
 
@@ -164,6 +170,9 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
     frame = _frame(window.args.get("spec"), order is not None)
     if frame is False or (frame is not None and kind not in _FRAMED):
         return None
+    if frame is not None and any(isinstance(b[1], Decimal) for b in frame[1:]) and len(
+            order.expressions) != 1:
+        return None  # RANGE offsets measure one order column
     partition = [name_of(p) for p in window.args.get("partition_by") or []]
     function = WindowFunction(kind, [], order, frame, partition)
     if kind == "count" and (call.this is None or isinstance(call.this, exp.Star)):
@@ -212,6 +221,9 @@ def _frame(spec: exp.WindowSpec | None, ordered: bool
             return None
         if isinstance(value, exp.Literal) and value.is_int and kind == "ROWS":
             return ((side or "").lower(), int(value.this))
+        if isinstance(value, exp.Literal) and value.is_number and kind == "RANGE":
+            number = Decimal(value.this)  # by value: the order column's distance
+            return ((side or "").lower(), number)
         return None
 
     start = bound(spec.args.get("start"), spec.args.get("start_side"), ("unbounded", 0))
@@ -415,6 +427,12 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
         args = [_column_index(a, base_columns, "window argument") for a in f.args]
         arg_type = base_columns[args[0]][1] if args else None
         key = sort_key(f.order, base_columns) if f.order is not None else None
+        if f.frame is not None and any(isinstance(b[1], Decimal) for b in f.frame[1:]):
+            item = f.order.expressions[0]
+            column = _column_index(item.this.name, base_columns, "ORDER BY")
+            if not base_columns[column][1].is_numeric:
+                raise TopKError(f"RANGE offsets over {base_columns[column][1]}")
+            f.by_value = (column, bool(item.args.get("desc")))
         evaluate = _evaluator(f, key, args[0] if args else None, arg_type)
         if set(f.partition) != set(windowing.partition):  # finer than the view's
             evaluate = _per_partition(evaluate, [
@@ -649,7 +667,7 @@ def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
                         else ("ROWS", ("unbounded", 0), ("unbounded", 0)))
 
     def framed(rows, keys):
-        lo, hi = _frame_bounds(frame, keys)
+        lo, hi = _frame_bounds(frame, keys, rows, f.by_value)
         values = [r[arg] for r in rows] if arg is not None else [1] * len(rows)
         return _aggregate(kind, values, lo, hi, arg_type)
     return framed
@@ -667,12 +685,23 @@ def _literal(node: exp.Expression) -> object:
     return int(node.this) if node.is_int else float(node.this)
 
 
-def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple]
+def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple],
+                  rows: list[tuple] | None = None, by_value: tuple[int, bool] | None = None
                   ) -> tuple[list[int], list[int]]:
-    """Per position, the first and last position of its frame (last < first: empty)."""
+    """Per position, the first and last position of its frame (last < first: empty).
+    ``RANGE`` offsets (``by_value``: the order column and whether it descends) bound the
+    frame by the order value's distance, DuckDB's way: rows whose value is NULL or NaN
+    frame their peers."""
     kind, start, end = frame
     n = len(keys)
     starts, ends = _peer_ranges(keys) if kind == "RANGE" else (None, None)
+    if by_value is not None:
+        column, descending = by_value
+        numbers = [p for p, r in enumerate(rows) if r[column] is not None
+                   and r[column] == r[column]]  # a contiguous run in the order
+        first_number = numbers[0] if numbers else 0
+        # ascending in u, whichever way the order goes: PRECEDING is u - offset
+        u = [(-1 if descending else 1) * rows[p][column] for p in numbers]
 
     def position(bound: Bound, p: int, first: bool) -> int:
         side, offset = bound
@@ -682,11 +711,28 @@ def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple]
             if starts is None:
                 return p
             return starts[p] if first else ends[p]
-        return p - offset if side == "preceding" else p + offset
+        if by_value is None:
+            return p - offset if side == "preceding" else p + offset
+        value = rows[p][column]
+        if value is None or value != value:
+            return starts[p] if first else ends[p]
+        here = (-1 if descending else 1) * value
+        target = _shifted(here, -offset if side == "preceding" else offset)
+        return first_number + (bisect_left(u, target) if first
+                               else bisect_right(u, target) - 1)
 
     lo = [max(position(start, p, True), 0) for p in range(n)]
     hi = [min(position(end, p, False), n - 1) for p in range(n)]
     return lo, hi
+
+
+def _shifted(value: object, offset: Decimal) -> object:
+    """``value + offset`` in the value's own arithmetic."""
+    if isinstance(value, Decimal):
+        return value + offset
+    if isinstance(value, int) and offset == offset.to_integral_value():
+        return value + int(offset)
+    return float(value) + float(offset)
 
 
 def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
