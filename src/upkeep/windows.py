@@ -19,7 +19,8 @@ rows near it.  A bounded rank (``rn <= k``) is kept more cheaply by :mod:`upkeep
 Functions and their DuckDB meaning:
 
 * ``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile(n)``;
-* ``lag`` / ``lead`` (constant offset and default), ``first_value`` / ``last_value``;
+* ``lag`` / ``lead`` (constant offset and default), ``first_value`` / ``last_value``, also
+  ``IGNORE NULLS`` (the nearest rows with a value);
 * ``sum``, ``count``, ``count(*)``, ``avg``, ``min``, ``max`` over a frame: the whole
   partition without ``ORDER BY``, else ``RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT
   ROW`` (peers included) unless given.  Frames are ``ROWS`` with constant offsets, or
@@ -28,8 +29,8 @@ Functions and their DuckDB meaning:
 
 Rows that tie on the order are taken in arrival order, where DuckDB's order among peers is
 unspecified too (``row_number`` or ``lag`` over ties can differ from DuckDB's choice).
-Anything else (``IGNORE NULLS``, ``GROUPS`` frames, ``RANGE`` offsets over dates or
-several order columns, named windows) leaves the view to be recomputed.
+Anything else (``GROUPS`` frames, ``RANGE`` offsets over dates or several order columns,
+named windows, ``DISTINCT`` arguments) leaves the view to be recomputed.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class WindowFunction:
     partition: list[str] = field(default_factory=list)
     offset: int = 1
     by_value: tuple[int, bool] | None = None  # RANGE offsets: (order column, descending)
+    ignore_nulls: bool = False  # lag / lead / first_value / last_value skip NULL values
     default: object = None
 
 
@@ -155,9 +157,13 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
               ) -> WindowFunction | None:
     """The :class:`WindowFunction` of one window, or None if the view cannot keep it."""
     call = window.this
+    ignore_nulls = isinstance(call, exp.IgnoreNulls)
+    if ignore_nulls:
+        call = call.this
     kind = (RANKINGS.get(type(call)) or _DISTRIBUTIONS.get(type(call))
             or _VALUES.get(type(call)) or _AGGREGATES.get(type(call)))
-    if kind is None or isinstance(call.this, exp.Distinct):
+    if kind is None or isinstance(call.this, exp.Distinct) or (
+            ignore_nulls and kind not in _VALUES.values()):
         return None
     order = window.args.get("order")
     if order is not None:
@@ -196,6 +202,10 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
                 if not isinstance(default, (exp.Literal, exp.Null, exp.Neg)):
                     return None
                 function.default = default
+    if ignore_nulls:
+        if function.offset < 1:
+            return None
+        function.ignore_nulls = True
     return function
 
 
@@ -468,7 +478,7 @@ def _reach(f: WindowFunction) -> int | None:
     if f.order is None:
         return None
     if f.kind in ("lag", "lead"):
-        return abs(f.offset)
+        return None if f.ignore_nulls else abs(f.offset)
     if f.frame is None or f.frame[0] != "ROWS":
         return None
     _, start, end = f.frame
@@ -661,7 +671,16 @@ def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
 
         def shifted(rows, keys):
             n = len(rows)
-            return [rows[p + step][arg] if 0 <= p + step < n else default for p in range(n)]
+            if not f.ignore_nulls:
+                return [rows[p + step][arg] if 0 <= p + step < n else default
+                        for p in range(n)]
+            present = [p for p in range(n) if rows[p][arg] is not None]
+            out = []
+            for p in range(n):  # the offset-th row before (after) p with a value
+                i = (bisect_left(present, p) - f.offset if kind == "lag"
+                     else bisect_right(present, p) + f.offset - 1)
+                out.append(rows[present[i]][arg] if 0 <= i < len(present) else default)
+            return out
         return shifted
     frame = f.frame or (("RANGE", ("unbounded", 0), ("current", 0)) if f.order is not None
                         else ("ROWS", ("unbounded", 0), ("unbounded", 0)))
@@ -669,6 +688,13 @@ def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
     def framed(rows, keys):
         lo, hi = _frame_bounds(frame, keys, rows, f.by_value)
         values = [r[arg] for r in rows] if arg is not None else [1] * len(rows)
+        if f.ignore_nulls:  # first_value / last_value: the first (last) value in the frame
+            present = [p for p, v in enumerate(values) if v is not None]
+            picks = ([bisect_left(present, a) for a in lo] if kind == "first_value"
+                     else [bisect_right(present, b) - 1 for b in hi])
+            return [values[present[i]] if 0 <= i < len(present)
+                    and a <= present[i] <= b else None
+                    for i, a, b in zip(picks, lo, hi, strict=True)]
         return _aggregate(kind, values, lo, hi, arg_type)
     return framed
 
