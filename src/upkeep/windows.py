@@ -79,7 +79,6 @@ class WindowFunction:
     frame: tuple[str, Bound, Bound] | None  # (ROWS | RANGE, start, end); None: the default
     partition: list[str] = field(default_factory=list)
     offset: int = 1
-    by_value: tuple[int, bool] | None = None  # RANGE offsets: (order column, descending)
     ignore_nulls: bool = False  # lag / lead / first_value / last_value skip NULL values
     default: object = None
 
@@ -393,16 +392,14 @@ class WindowView(MaterializedView):
             else:
                 p = members.bisect_right(row)  # an insert lands after its equals
                 before, after = min(before, p), min(after, n - p)
-        reach = self.reach
-        first, kept = max(before - reach, 0), max(after - reach, 0)
-        for weight, segment in ((-1, self._segment(members, first, kept)), (1, None)):
-            if segment is None:
-                for row, w in rows:
-                    for _ in range(abs(w)):
-                        (members.add if w > 0 else members.remove)(row)
-                segment = self._segment(members, first, kept)
-            for row in segment:
-                add_into(delta, row, weight)
+        first, kept = max(before - self.reach, 0), max(after - self.reach, 0)
+        for row in self._segment(members, first, kept):
+            add_into(delta, row, -1)
+        for row, w in rows:
+            for _ in range(abs(w)):
+                (members.add if w > 0 else members.remove)(row)
+        for row in self._segment(members, first, kept):
+            add_into(delta, row, 1)
         if not members:
             del self.sorted[group]
 
@@ -437,13 +434,14 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
         args = [_column_index(a, base_columns, "window argument") for a in f.args]
         arg_type = base_columns[args[0]][1] if args else None
         key = sort_key(f.order, base_columns) if f.order is not None else None
+        by_value = None  # RANGE offsets: (order column, descending)
         if f.frame is not None and any(isinstance(b[1], Decimal) for b in f.frame[1:]):
             item = f.order.expressions[0]
             column = _column_index(item.this.name, base_columns, "ORDER BY")
             if not base_columns[column][1].is_numeric:
                 raise TopKError(f"RANGE offsets over {base_columns[column][1]}")
-            f.by_value = (column, bool(item.args.get("desc")))
-        evaluate = _evaluator(f, key, args[0] if args else None, arg_type)
+            by_value = (column, bool(item.args.get("desc")))
+        evaluate = _evaluator(f, key, args[0] if args else None, arg_type, by_value)
         if set(f.partition) != set(windowing.partition):  # finer than the view's
             evaluate = _per_partition(evaluate, [
                 _column_index(p, base_columns, "PARTITION BY") for p in f.partition])
@@ -623,10 +621,11 @@ def _per_partition(evaluate: Callable[[list[tuple]], list], indexes: list[int]
 
 
 def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
-               arg_type: SqlType | None) -> Callable[[list[tuple]], list]:
+               arg_type: SqlType | None, by_value: tuple[int, bool] | None = None
+               ) -> Callable[[list[tuple]], list]:
     """``evaluate(rows) -> values``: the function's value for each of a partition's rows
     (in the order given, arrival order), computed over the rows sorted by its ORDER BY."""
-    compute = _computation(f, arg, arg_type)
+    compute = _computation(f, arg, arg_type, by_value)
 
     def evaluate(rows: list[tuple]) -> list:
         n = len(rows)
@@ -643,7 +642,8 @@ def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
     return evaluate
 
 
-def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
+def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None,
+                 by_value: tuple[int, bool] | None = None
                  ) -> Callable[[list[tuple], list[tuple]], list]:
     """The function's values over rows in window order (with their order keys)."""
     kind = f.kind
@@ -686,7 +686,7 @@ def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None
                         else ("ROWS", ("unbounded", 0), ("unbounded", 0)))
 
     def framed(rows, keys):
-        lo, hi = _frame_bounds(frame, keys, rows, f.by_value)
+        lo, hi = _frame_bounds(frame, keys, rows, by_value)
         values = [r[arg] for r in rows] if arg is not None else [1] * len(rows)
         if f.ignore_nulls:  # first_value / last_value: the first (last) value in the frame
             present = [p for p, v in enumerate(values) if v is not None]
