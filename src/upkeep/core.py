@@ -3,7 +3,8 @@ join both maintain.
 
 Columns joined by ``=`` share one variable (a union-find over the block's wide-row slots).
 Each atom becomes a hyperedge of variables; its *leaf function* applies the atom's own
-filters, drops rows with NULL join keys (NULL never joins), and projects a base row onto
+filters, drops rows with NULL join keys (NULL never joins, except by ``IS NOT DISTINCT
+FROM``), and projects a base row onto
 the atom's variables, optionally adding *derived variables*: expressions over that atom
 alone (e.g. ``EXTRACT(YEAR FROM o_orderdate)`` as a grouping key), computed once per row.
 """
@@ -79,14 +80,15 @@ class Core:
             self.vars.append(v)
             self.derived_var[key] = v.id
             self.atom_vars[i].append(v.id)
-        self.leaf_fns = [self._leaf(i, join_slots) for i in range(len(block.atoms))]
+        nonnull = analysis.nonnull_slots()
+        self.leaf_fns = [self._leaf(i, nonnull) for i in range(len(block.atoms))]
 
     def atom_scope(self, i: int) -> Scope:
         atom = self.block.atoms[i]
         return Scope([Column(atom.alias, name, typ, k)
                       for k, (name, typ) in enumerate(atom.columns)])
 
-    def _leaf(self, i: int, join_slots: set[int]) -> Callable[[tuple], tuple | None]:
+    def _leaf(self, i: int, nonnull: set[int]) -> Callable[[tuple], tuple | None]:
         atom = self.block.atoms[i]
         scope = self.atom_scope(i)
         compiler = ExpressionCompiler(scope)
@@ -98,7 +100,7 @@ class Core:
         first_pos: dict[int, int] = {}
         for k in range(len(atom.columns)):
             slot = atom.offset + k
-            if slot in join_slots:
+            if slot in nonnull:
                 checks.append(f"r[{k}] is not None")
             v = self.var_of_slot.get(slot)
             if v is None:

@@ -11,7 +11,8 @@ so a padded row appears when a left row's last match goes and disappears when a 
 arrives.  ``RIGHT`` swaps the sides and ``FULL`` adds the right side's unmatched rows.
 
 :func:`rewrite_outer_joins` replaces a SELECT block's FROM clause, up to and including its
-last outer join, by a derived table of that union (which the catalog then maintains as a
+last outer join, by a derived table of that union, unless its outer joins are LEFT joins
+that :mod:`upkeep.padded_joins` turns into inner joins (one join tree instead of a union) (which the catalog then maintains as a
 hidden helper view), with every column renamed ``<alias>__<column>`` and the block's column
 references rewritten to it.  It rewrites only what the anti-join can maintain: ``ON`` a
 conjunction of equalities between the two sides and filters on the padded side alone; each
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .expressions import conjuncts
+from .padded_joins import padded_left_joins
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -42,6 +44,9 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema) -> exp.Select:
         return select
     try:
         select = _using_as_on(select, schema_of)
+        padded = padded_left_joins(select, schema_of)
+        if padded is not None:
+            return padded
         return _rewrite(select, list(select.args.get("joins") or []), schema_of)
     except _Skip:
         return select

@@ -468,32 +468,41 @@ class JoinAnalysis:
     """The conjunctive core of a block.
 
     ``local[i]``: conditions on atom i alone; ``equalities``: pairs of wide-row slots joined by
-    ``=``; ``residual``: multi-atom conditions that are not equalities (theta predicates).
+    ``=`` or ``IS NOT DISTINCT FROM`` (those pairs also in ``null_safe``: NULL joins NULL);
+    ``residual``: multi-atom conditions that are not equalities (theta predicates).
     """
 
     local: list[list[exp.Expression]]
     equalities: list[tuple[int, int]]
     residual: list[exp.Expression]
+    null_safe: set[tuple[int, int]] = field(default_factory=set)
+
+    def nonnull_slots(self) -> set[int]:
+        """The joined slots whose NULLs join nothing: those in an ``=`` equality."""
+        return {s for pair in self.equalities if pair not in self.null_safe for s in pair}
 
 
 def analyse_joins(block: Block) -> JoinAnalysis:
     local: list[list[exp.Expression]] = [[] for _ in block.atoms]
     equalities: list[tuple[int, int]] = []
+    null_safe: set[tuple[int, int]] = set()
     residual: list[exp.Expression] = []
     for cond in block.conditions:
         used = atoms_of(cond, block)
-        if isinstance(cond, exp.EQ) and isinstance(cond.this, exp.Column) and isinstance(
-                cond.expression, exp.Column):
+        if isinstance(cond, (exp.EQ, exp.NullSafeEQ)) and isinstance(
+                cond.this, exp.Column) and isinstance(cond.expression, exp.Column):
             a = block.scope.resolve(cond.this)
             b = block.scope.resolve(cond.expression)
             if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot):
                 equalities.append((a.slot, b.slot))
+                if isinstance(cond, exp.NullSafeEQ):
+                    null_safe.add((a.slot, b.slot))
                 continue
         if len(used) <= 1:
             local[next(iter(used)) if used else 0].append(cond)
         else:
             residual.extend(split_between([cond]))
-    return JoinAnalysis(local, equalities, residual)
+    return JoinAnalysis(local, equalities, residual, null_safe)
 
 
 def rename_tables(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:

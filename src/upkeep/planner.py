@@ -609,12 +609,12 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
 def _trie_signature(block: Block, analysis, core: Core, i: int) -> tuple:
     """Atoms with equal signatures produce equal tuples from equal rows: one trie serves them."""
     atom = block.atoms[i]
-    join_slots = {s for pair in analysis.equalities for s in pair}
+    nonnull_slots = analysis.nonnull_slots()
     columns = []
     for v in core.atom_vars[i]:
         columns.append(min(s - atom.offset for s in core.vars[v].slots
                            if atom.offset <= s < atom.offset + len(atom.columns)))
-    nonnull = tuple(k for k in range(len(atom.columns)) if atom.offset + k in join_slots)
+    nonnull = tuple(k for k in range(len(atom.columns)) if atom.offset + k in nonnull_slots)
     local = tuple(c.sql() for c in analysis.local[i])
     return (atom.relation, local, tuple(columns), nonnull)
 

@@ -26,6 +26,7 @@ from ..expiry import Expiry
 from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
+from ..padded_joins import is_pad
 from ..plan import rename_tables
 from ..planner import Catalog, describe, plan_view, relations_read
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
@@ -248,6 +249,8 @@ class LocalCatalog(Catalog):
                 _, rows = layout.split(witness)
                 combined: list[list[tuple[str, tuple]]] = [[]]
                 for rel, used in rows:
+                    if rel in self.views and is_pad(self.views[rel].columns, used):
+                        continue  # a LEFT join's NULL row: derived from nothing
                     options = (self._derivations(rel, used) if rel in self.witnesses
                                else [[(rel, used)]])
                     combined = [done + more for done in combined for more in options]

@@ -108,6 +108,8 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
             return f"it reads view {relation}, which is not in keyed state"
     if block.distinct and block.is_aggregate:
         return "DISTINCT over an aggregate"
+    if analyse_joins(block).null_safe:
+        return "a join by IS NOT DISTINCT FROM (NULL joining NULL)"
     return None
 
 
