@@ -885,6 +885,22 @@ EXTRAS = [
         tags="extra window",
     ),
     Q(
+        "x_left_join_counts",
+        """SELECT c_custkey, c_nationkey, COUNT(o_orderkey) AS n, SUM(o_totalprice) AS total,
+                  COUNT(*) AS c
+           FROM customer LEFT JOIN orders ON o_custkey = c_custkey AND o_orderstatus <> 'F'
+           GROUP BY c_custkey, c_nationkey""",
+        "customer orders",
+        tags="extra outer",
+    ),
+    Q(
+        "x_null_safe_join",
+        """SELECT c_custkey, s_suppkey FROM customer JOIN supplier
+           ON c_nationkey IS NOT DISTINCT FROM s_nationkey""",
+        "customer supplier",
+        tags="extra null",
+    ),
+    Q(
         "x_top_k",
         """SELECT o_orderkey, o_totalprice FROM orders
            ORDER BY o_totalprice DESC NULLS LAST, o_orderkey LIMIT 3""",

@@ -37,16 +37,19 @@ class _Skip(Exception):
     """The block is not one this rewrite maintains: leave it to recomputation."""
 
 
-def rewrite_outer_joins(select: exp.Select, schema_of: Schema) -> exp.Select:
-    """``select`` with its outer joins as a derived table (see the module), or unchanged."""
+def rewrite_outer_joins(select: exp.Select, schema_of: Schema, padded: bool = True
+                        ) -> exp.Select:
+    """``select`` with its outer joins as a derived table (see the module), or unchanged.
+    ``padded``: LEFT joins as padded relations where they can be (not for ``lftj``, whose
+    triejoin cannot join NULL keys)."""
     joins = list(select.args.get("joins") or [])
     if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
         return select
     try:
         select = _using_as_on(select, schema_of)
-        padded = padded_left_joins(select, schema_of)
-        if padded is not None:
-            return padded
+        inner = padded_left_joins(select, schema_of) if padded else None
+        if inner is not None:
+            return inner
         return _rewrite(select, list(select.args.get("joins") or []), schema_of)
     except _Skip:
         return select

@@ -553,7 +553,11 @@ def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
         why = ("the join with its theta predicates is cyclic" if analysis.residual
                else "the join is cyclic")
         raise StrategyError(f"strategy dyn cannot maintain this query: {why}", "dyn")
-    if strategy in (None, "lftj"):
+    if strategy == "lftj" and analysis.null_safe:
+        raise StrategyError("strategy lftj cannot maintain this query: a join by IS NOT "
+                            "DISTINCT FROM (the triejoin orders join values; NULL has no "
+                            "order among them)", "lftj")
+    if strategy == "lftj" or (strategy is None and not analysis.null_safe):
         op, notes = _lftj_core(block, analysis, core, out, thetas, sources)
         return op, "lftj", notes
     notes = classify(core, out, None) + ["join: general materializing hash joins"]

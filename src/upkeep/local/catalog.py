@@ -657,7 +657,8 @@ class LocalCatalog(Catalog):
         query = each_select(rewrite_subquery_predicates)
         query = each_select(rewrite_scalar_subqueries)
         hoist(query)
-        query = each_select(rewrite_outer_joins)
+        query = each_select(lambda select, schema_of: rewrite_outer_joins(
+            select, schema_of, padded=strategy != "lftj"))
         hoist(query)
         return query
 
