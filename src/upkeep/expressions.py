@@ -434,6 +434,16 @@ class ExpressionCompiler:
         parts = [self._gen(node)[0] for node in nodes]
         return self._function("(" + "".join(f"{src}, " for src in parts) + ")")
 
+    def compile_filtered_tuple(self, nodes: list[exp.Expression],
+                               condition: exp.Expression | None
+                               ) -> Callable[[tuple], tuple | None]:
+        """``row -> (value of each node, ...)`` for the rows ``condition`` holds for, None
+        for the others: a one-relation block's filter and select list as one function."""
+        body = "(" + "".join(f"{self._gen(node)[0]}, " for node in nodes) + ")"
+        if condition is None:
+            return self._function(body)
+        return self._function(f"{body} if ({self._truth(condition)}) is True else None")
+
     def _function(self, src: str) -> Callable[[tuple], object]:
         """``lambda r: src`` with the runtime helpers and this compiler's constants."""
         namespace = dict(_HELPERS)

@@ -36,7 +36,7 @@ from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
 from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
 from ..table import Table
-from ..threshold import ThresholdView, split_threshold
+from ..threshold import ThresholdView, one_relation_block, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
@@ -504,13 +504,24 @@ class LocalCatalog(Catalog):
 
     def _threshold(self, name: str, split: list, created: list[str]) -> ThresholdView:
         """A comparison with an uncorrelated scalar subquery as a moving threshold over the
-        block's rows (``threshold.py``): the block and the subquery are helper views."""
+        block's rows (``threshold.py``): the subquery is a helper view, and so is the block
+        unless it is one relation's filter and select list, which the view applies itself."""
         block, scalar, op = split
-        for suffix, body in (("block", block), ("scalar", scalar)):
-            self.create_view(f"{name}__{suffix}", body, None)
-            created.append(f"{name}__{suffix}")
+        scalar_name = f"{name}__scalar"
+        try:
+            self.create_view(scalar_name, scalar, _scalar_strategy(scalar))
+        except StrategyError:
+            self.create_view(scalar_name, scalar, None)
+        created.append(scalar_name)
+        sql = block.sql(dialect="duckdb")
+        direct = one_relation_block(block, self.schema_of)
+        if direct is not None:  # the block's rows come straight from its one relation
+            relation, columns, rows = direct
+            return ThresholdView(name, columns, relation, scalar_name, op, sql, rows)
+        self.create_view(f"{name}__block", block, None)
+        created.append(f"{name}__block")
         return ThresholdView(name, self.views[f"{name}__block"].columns, f"{name}__block",
-                             f"{name}__scalar", op, block.sql(dialect="duckdb"))
+                             scalar_name, op, sql)
 
     def _ranked(self, name: str, select: exp.Select, sub: exp.Subquery, strategy: str | None,
                 created: list[str]) -> bool:
@@ -743,6 +754,16 @@ class LocalCatalog(Catalog):
         return {n: self.tables[n].rows if n in self.tables
                 else dict(self.views[n].weighted_rows())
                 for n in names}
+
+
+def _scalar_strategy(scalar: exp.Select) -> str | None:
+    """A threshold's one-row aggregate over one relation is kept by the operators'
+    aggregate (a join tree brings nothing to one group of one relation, and costs a third
+    more per change); over joins the planner chooses."""
+    from_ = scalar.args.get("from_") or scalar.args.get("from")
+    one = (from_ is not None and isinstance(from_.this, exp.Table)
+           and not scalar.args.get("joins"))
+    return "general" if one else None
 
 
 def view_provenance(stmt: exp.Create, view: str) -> bool:
