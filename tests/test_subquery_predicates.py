@@ -59,11 +59,16 @@ MAINTAINED = [
     # either side matches nothing)
     "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k = r.k)",
     "SELECT id, k FROM r WHERE k NOT IN (SELECT s.v FROM s WHERE s.k = r.v AND s.w > 1)",
+    # NOT IN correlated by one inequality (and equalities): each anti-join an extremum
+    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k < r.k)",
+    "SELECT id, v FROM r WHERE v NOT IN (SELECT s.v FROM s WHERE s.k = r.k AND s.w <> r.w)",
+    "SELECT k, count(*) AS n FROM r WHERE k NOT IN (SELECT s.k FROM s WHERE s.w >= r.w "
+    "AND s.v > 0) GROUP BY k",
 ]
 RECOMPUTED = [
-    # two inequalities, and NOT IN correlated by an inequality: left to DuckDB
+    # two inequalities: left to DuckDB
     "SELECT id FROM r WHERE EXISTS (SELECT * FROM s WHERE s.v < r.v AND s.w > r.w)",
-    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k < r.k)",
+    "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k < r.k AND s.w > r.w)",
 ]
 
 

@@ -20,7 +20,8 @@ scalar subqueries (``scalar_subqueries.py``):
     keep rows the NULLs exclude.  It is three anti-joins: ``NOT EXISTS (.. c IS NULL)``,
     ``NOT EXISTS (.. c = x)`` and ``NOT EXISTS (.. x IS NULL)`` (the binder's NULL probe:
     a NULL ``x`` matches any row of ``r``), each changing a row only when its count crosses
-    zero.
+    zero.  Correlated by one inequality too (``r.d < o.d``), each of the three is an
+    extremum comparison, as for ``EXISTS`` below.
   - ``[NOT] EXISTS (SELECT .. FROM r WHERE r.k = o.k AND r.c < o.v ..)``, correlated by one
     inequality besides equalities (Q21's ``l2.l_suppkey <> l1.l_suppkey``), compares ``o.v``
     with an extremum of the group: some ``c < v`` exactly when ``MIN(c) < v`` (``>``:
@@ -396,15 +397,19 @@ def _scalar(body: exp.Select, value: exp.Expression, extra: list[exp.Expression]
 def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
             ) -> exp.Expression:
     """``probe NOT IN (body)`` as three anti-joins: no value is NULL, none equals the
-    probe, and the probe is not NULL unless the body is empty."""
-    if not isinstance(probe, exp.Column) or len(body.expressions) != 1:
+    probe, and the probe is not NULL unless the body is empty.  A body correlated by one
+    inequality besides equalities makes each of them an extremum comparison
+    (:func:`_inequality_exists`)."""
+    if not isinstance(probe, exp.Column) or len(body.expressions) != 1 or any(
+            sides(c) == "outer" for c in body.expressions[0].find_all(exp.Column)
+            if not c.is_star):
         raise _Skip
-    for cond in [*body.expressions, *_where(body)]:
-        if any(sides(c) == "outer" for c in cond.find_all(exp.Column) if not c.is_star) and not (
-                isinstance(cond, exp.EQ) and all(isinstance(x, exp.Column) for x in (
-                    cond.this, cond.expression)) and {sides(cond.this), sides(
-                    cond.expression)} == {"inner", "outer"}):
-            raise _Skip  # correlated other than by equalities: left to recomputation
+    by_inequality = any(
+        any(sides(c) == "outer" for c in cond.find_all(exp.Column) if not c.is_star) and not (
+            isinstance(cond, exp.EQ) and all(isinstance(x, exp.Column) for x in (
+                cond.this, cond.expression)) and {sides(cond.this), sides(
+                cond.expression)} == {"inner", "outer"})
+        for cond in _where(body))
     probe = sides.qualified(probe)
     renamed = _renamed(body, sides, alias)
     picked = renamed.expressions[0]
@@ -412,17 +417,28 @@ def _not_in(probe: exp.Expression, body: exp.Select, sides: _Sides, alias: str
     if not isinstance(picked, exp.Column):
         raise _Skip
 
-    def none_where(extra: exp.Expression) -> exp.Expression:
+    def body_where(extra: exp.Expression | None) -> exp.Select:
         out = renamed.copy()
         out.set("expressions", [exp.Literal.number(1)])
-        out.set("where", exp.Where(this=exp.and_(*(c.copy() for c in _where(renamed)),
-                                                 extra)))
-        return exp.Not(this=exp.Exists(this=out))
+        conditions = [*(c.copy() for c in _where(renamed)), *([extra] if extra else [])]
+        out.set("where", exp.Where(this=exp.and_(*conditions)) if conditions else None)
+        return out
 
+    def none_where(extra: exp.Expression) -> exp.Expression:
+        if by_inequality:
+            return exp.Not(this=_inequality_exists(body_where(extra), sides, alias, True))
+        return exp.Not(this=exp.Exists(this=body_where(extra)))
+
+    probe_is_null = exp.Is(this=probe.copy(), expression=exp.Null())
+    # a NULL probe passes only an empty body: the binder's NULL probe, or with an
+    # inequality, ``probe IS NOT NULL OR NOT EXISTS (body)`` by the extremum
+    probe_rule = (exp.or_(exp.Not(this=probe_is_null.copy()), exp.Not(
+        this=_inequality_exists(body_where(None), sides, alias, True)))
+        if by_inequality else none_where(probe_is_null))
     return exp.and_(
         none_where(exp.Is(this=picked.copy(), expression=exp.Null())),
         none_where(exp.EQ(this=picked.copy(), expression=probe.copy())),
-        none_where(exp.Is(this=probe.copy(), expression=exp.Null())))
+        probe_rule)
 
 
 def _inequality_exists(body: exp.Select, sides: _Sides, alias: str, renamed: bool = False
