@@ -61,6 +61,12 @@ VIEWS = {
                   "(SELECT 1 FROM per_segment p WHERE p.segment = s.segment AND p.n > 1)",
     "if_any_four": "SELECT COUNT(*) AS n FROM nation WHERE EXISTS "
                    "(SELECT 1 FROM orders WHERE qty = 4)",
+    # NOT IN: three anti-joins, one of them NOT IN's NULL probe (a NULL qty passes only
+    # while the subquery is empty; a NULL among the values passes nothing)
+    "not_eu_qty": "SELECT o.ok, o.qty FROM orders o WHERE o.qty NOT IN "
+                  "(SELECT n.nk FROM nation n WHERE n.region = 'EU')",
+    "other_nk": "SELECT c.ck FROM customer c WHERE c.nk NOT IN "
+                "(SELECT o.qty FROM orders o WHERE o.ck = c.ck)",
 }
 
 
@@ -116,6 +122,8 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
         "-> aggregate by group key (level 2)")
     assert "semijoin with customer by (o.ck) (level 0) -> anti-join with nation by (o.qty) " \
         "(level 1)" in keyed.explain("auto_orders")
+    assert "anti-join with nation by (o.qty) (level 2)" in keyed.explain("not_eu_qty")
+    assert "anti-join with orders by (c.ck, c.nk) (level 2)" in keyed.explain("other_nk")
     assert keyed.explain("if_any_four").endswith(
         "nation -> semijoin with orders, one key (level 0) -> aggregate by group key (level 1)")
 

@@ -56,11 +56,12 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
-from ..errors import ConstraintError, Error, UnsupportedError
+from ..errors import ConstraintError, Error
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
 from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query
 from ..sql import parse_one
+from ..subquery_predicates import rewrite_subquery_predicates
 from .errors import BatchRejected
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
@@ -229,6 +230,9 @@ class SubqueryStep:
     inner_key: object  # relation's row -> key values
     local: list  # conditions on the relation's row alone
     key_names: str  # the view's key columns, for EXPLAIN
+    #: NOT IN's NULL probe (``plan.SubqueryFilter.null_probe``): the last outer key is
+    #: matched only by NULL, which every row of the relation has there
+    null_probe: bool = False
 
     def enter(self, row: tuple, w: int, side: int) -> list[tuple]:
         """A change of the relation's row: its key values to this step's right log."""
@@ -237,8 +241,19 @@ class SubqueryStep:
         key = self.inner_key(row)
         if None in key:
             return []
+        if self.null_probe:
+            key = (*key, None)
         return [record(self.step, self.view.bucket(key), RIGHT, pickle.dumps(key, protocol=5),
                        w, join=True)]
+
+
+    def probe_key(self, wide: tuple) -> tuple | None:
+        """The key a joined row looks up, or None when it can match no row (a NULL
+        equality key; with a NULL probe, a probe that is not NULL)."""
+        key = self.outer_key(wide)
+        if self.null_probe:
+            return key if key[-1] is None and None not in key[:-1] else None
+        return None if None in key else key
 
 
 @dataclass
@@ -318,7 +333,8 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
     step = len(tables)
     for name, sql in views:
         try:
-            plan = bind_query(parse_one(sql), schema)
+            plan = bind_query(parse_one(sql).transform(
+                lambda n: rewrite_subquery_predicates(n, schema)), schema)
             why = keyable(plan, set(tables), set(compiled.roots))
             if why is None:  # compiled whole before it is wired to the views it reads
                 chains, sets = [], []
@@ -424,15 +440,12 @@ def _compile_view(name: str, block: Block, step: int) -> CompiledView:
     view = CompiledView(name, block, order, step, step + len(order) - 1 + len(subs), kind,
                         local, left_keys, right_keys, key_names, residual)
     for i, sub in enumerate(subs):
-        if sub.null_probe:
-            raise UnsupportedError(f"{sub.sql} (a NULL probe, NOT IN's rule) on the Spark "
-                                   "engine")
         inner = ExpressionCompiler(sub.inner_scope)
         view.subqueries.append(SubqueryStep(
             view, i, step + len(order) - 1 + i, sub.negated, sub.relation,
             _getter(tuple(block.scope.resolve(c).slot for c in sub.outer_keys)),
             _getter(tuple(sub.inner_keys)), [inner.compile(c).fn for c in sub.local],
-            ", ".join(c.sql() for c in sub.outer_keys)))
+            ", ".join(c.sql() for c in sub.outer_keys), sub.null_probe))
     if kind == "aggregate":
         keys = [compiler.compile(g) for g in block.group_by]
         view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
@@ -795,14 +808,14 @@ class KeyedStep(StatefulProcessor):
         old_left, left_length = self._side(LEFT) if flipped else ({}, 0)
         for lb, lw in old_left.items():  # rows of a key whose count crossed zero
             wide = pickle.loads(lb)
-            now = flipped.get(sub.outer_key(wide))
+            now = flipped.get(sub.probe_key(wide))
             if now is not None:
                 sign = 1 if now != sub.negated else -1
                 out += filtered(sub.view, wide, sign * lw, sub.index + 1)
         for lb, lw in d_left.items():  # new rows against the new counts
             wide = pickle.loads(lb)
-            key = sub.outer_key(wide)
-            if (None not in key and after[key] > 0) != sub.negated:
+            key = sub.probe_key(wide)
+            if (key is not None and after[key] > 0) != sub.negated:
                 out += filtered(sub.view, wide, lw, sub.index + 1)
         self._store(LEFT, d_left, old_left if flipped else None, left_length)
         self._store(RIGHT, d_right, held, right_length)
