@@ -19,8 +19,9 @@ columns as before: NULL in a pad, as the outer join gives.
 
 :func:`padded_left_joins` rewrites a block whose outer joins are all LEFT joins (or a
 first ``RIGHT`` join of two relations, swapped), each of a relation ``R`` by equalities
-with the columns of one earlier relation ``T`` that no LEFT join pads, plus filters on
-``R``.  Anything else returns None, and :mod:`upkeep.outer_joins` maintains it as a union.
+with the columns of one earlier relation ``T``, plus filters on ``R``.  When a LEFT join
+pads ``T`` too (a chain), the keys to pad are those of ``T``'s padded relation, NULL
+included.  Anything else returns None, and :mod:`upkeep.outer_joins` maintains it as a union.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def padded_left_joins(select: exp.Select, schema_of: Schema) -> exp.Select | Non
     if start is None:
         return None
     relations[start[0]] = start[1:]
-    padded: set[str] = set()
+    padded: dict[str, exp.Subquery] = {}  # alias -> its padded relation
     out_joins = []
     for join in joins:
         right = _relation(join.this, schema_of)
@@ -86,7 +87,7 @@ def padded_left_joins(select: exp.Select, schema_of: Schema) -> exp.Select | Non
         if padded_join is None:
             return None
         out_joins.append(padded_join)
-        padded.add(right[0])
+        padded[right[0]] = padded_join.this
     if not padded:
         return None
     out = select.copy()
@@ -112,7 +113,7 @@ def _relation(item: exp.Expression, schema_of: Schema
     return (item.alias or item.name).lower(), item, columns
 
 
-def _padded(join: exp.Join, right: tuple, relations: dict, padded: set[str]
+def _padded(join: exp.Join, right: tuple, relations: dict, padded: dict[str, exp.Subquery]
             ) -> exp.Join | None:
     """The LEFT ``join`` of ``right`` as an inner join of its padded relation, or None."""
     alias, table, types = right
@@ -134,8 +135,8 @@ def _padded(join: exp.Join, right: tuple, relations: dict, padded: set[str]
         mine, other = ((cond.this, cond.expression) if cond.this.table.lower() == alias
                        else (cond.expression, cond.this))
         t = other.table.lower()
-        if owner not in (None, t) or t in padded:
-            return None  # keys of two relations, or of a padded one (NULL keys)
+        if owner not in (None, t):
+            return None  # keys of two relations
         if relations[t][1][other.name.lower()] != types[mine.name.lower()]:
             return None
         owner = t
@@ -148,7 +149,9 @@ def _padded(join: exp.Join, right: tuple, relations: dict, padded: set[str]
         *[exp.column(c, alias, quoted=True).as_(c, quoted=True) for c in types]).from_(table.copy()).where(
         exp.and_(*[exp.Not(this=exp.Is(this=r.copy(), expression=exp.Null()))
                    for r, _ in keys], *[f.copy() for f in filters]))
-    owner_table = relations[owner][0]
+    # the keys to pad: the owner's values, of its padded relation when a LEFT join pads it
+    # too (whose NULL rows need this relation's NULL row: a chain of LEFT joins)
+    owner_table = padded.get(owner, relations[owner][0])
     probe = exp.select("1").from_(table.copy()).where(exp.and_(
         *[exp.EQ(this=r.copy(), expression=t.copy()) for r, t in keys],
         *[f.copy() for f in filters]))
