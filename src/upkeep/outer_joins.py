@@ -27,7 +27,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .expressions import conjuncts
-from .padded_joins import padded_left_joins
+from .padded_joins import padded_left_joins, qualified, relation_in_from
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -119,13 +119,11 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
 
 
 def _relation(item: exp.Expression, schema_of: Schema) -> tuple[str, exp.Table, list[str]]:
-    if not isinstance(item, exp.Table) or item.args.get("db"):
+    found = relation_in_from(item, schema_of)
+    if found is None:
         raise _Skip
-    try:
-        columns = [c for c, _ in schema_of(item.name.lower())]
-    except Exception as exc:  # noqa: BLE001 - an unknown relation: the binder says so
-        raise _Skip from exc
-    return (item.alias or item.name).lower(), item, columns
+    alias, table, types = found
+    return alias, table, list(types)
 
 
 def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> exp.Select:
@@ -318,14 +316,10 @@ def _shadowed(col: exp.Column, root: exp.Expression, schema_of: Schema) -> bool:
 
 def _qualify(on: exp.Expression, types: dict[str, dict]) -> exp.Expression:
     """``on`` with each unqualified column named by the one relation that has it."""
-    def qualify(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table:
-            owners = [a for a, columns in types.items() if node.name.lower() in columns]
-            if len(owners) != 1:
-                raise _Skip
-            return exp.column(node.name, owners[0])
-        return node
-    return on.transform(qualify)
+    out = qualified(on, types)
+    if out is None:
+        raise _Skip
+    return out
 
 
 def _push_filters(select: exp.Select, joins: list[exp.Join], last: int, schema_of: Schema

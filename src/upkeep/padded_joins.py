@@ -62,14 +62,14 @@ def padded_left_joins(select: exp.Select, schema_of: Schema) -> exp.Select | Non
         joins[0].set("this", from_.this.copy())
         joins[0].set("side", "LEFT")
     relations = {}
-    start = _relation(first, schema_of)
+    start = relation_in_from(first, schema_of)
     if start is None:
         return None
     relations[start[0]] = start[1:]
     padded: dict[str, exp.Subquery] = {}  # alias -> its padded relation
     out_joins = []
     for join in joins:
-        right = _relation(join.this, schema_of)
+        right = relation_in_from(join.this, schema_of)
         if right is None or right[0] in relations or join.args.get("using") or (
                 join.args.get("method") or "").upper() == "NATURAL":
             return None
@@ -101,9 +101,10 @@ def _side(join: exp.Join) -> str:
     return (join.args.get("side") or "").upper()
 
 
-def _relation(item: exp.Expression, schema_of: Schema
-              ) -> tuple[str, exp.Table, dict[str, SqlType]] | None:
-    """(alias, table, column types) of a named relation in FROM, or None."""
+def relation_in_from(item: exp.Expression, schema_of: Schema
+                     ) -> tuple[str, exp.Table, dict[str, SqlType]] | None:
+    """(alias, table, column types) of a named relation in FROM, or None (also for
+    ``outer_joins.py``)."""
     if not isinstance(item, exp.Table) or item.args.get("db"):
         return None
     try:
@@ -121,7 +122,7 @@ def _padded(join: exp.Join, right: tuple, relations: dict, padded: dict[str, exp
     filters: list[exp.Expression] = []
     owner = None
     for cond in conjuncts(join.args["on"]):
-        cond = _qualified(cond, relations)
+        cond = qualified(cond, {a: types for a, (_, types) in relations.items()})
         if cond is None or cond.find(exp.Subquery, exp.Exists, exp.AggFunc):
             return None
         tables = {c.table.lower() for c in cond.find_all(exp.Column)}
@@ -171,17 +172,17 @@ def _padded(join: exp.Join, right: tuple, relations: dict, padded: dict[str, exp
     return out
 
 
-def _qualified(cond: exp.Expression, relations: dict) -> exp.Expression | None:
-    """``cond`` with every column named by its relation's alias, or None if one is
-    unknown or ambiguous."""
+def qualified(cond: exp.Expression, types: dict[str, dict]) -> exp.Expression | None:
+    """``cond`` with every column named by the alias of the one relation (of ``types``:
+    alias -> column types) that has it, or None if one is unknown or ambiguous."""
     out = cond.copy()
     for col in list(out.find_all(exp.Column)):
         name, table = col.name.lower(), col.table.lower()
         if table:
-            if table not in relations or name not in relations[table][1]:
+            if table not in types or name not in types[table]:
                 return None
             continue
-        owners = [a for a, (_, types) in relations.items() if name in types]
+        owners = [a for a, columns in types.items() if name in columns]
         if len(owners) != 1:
             return None
         new = exp.column(col.name, owners[0])
