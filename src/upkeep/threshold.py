@@ -79,6 +79,16 @@ def split_threshold(query: exp.Expression, schema_of: Schema
     return None
 
 
+def scalar_strategy(scalar: exp.Select) -> str | None:
+    """A threshold's one-row aggregate over one relation is kept by the operators'
+    aggregate (a join tree brings nothing to one group of one relation, and costs a third
+    more per change); over joins the planner chooses."""
+    from_ = scalar.args.get("from_") or scalar.args.get("from")
+    one = (from_ is not None and isinstance(from_.this, exp.Table)
+           and not scalar.args.get("joins"))
+    return "general" if one else None
+
+
 def one_relation_block(block: exp.Select, schema_of: Schema
                        ) -> tuple[str, Columns, Callable[[tuple], tuple | None]] | None:
     """For a block over one relation without aggregates, DISTINCT or subqueries: the

@@ -36,7 +36,7 @@ from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one
 from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
 from ..table import Table
-from ..threshold import ThresholdView, one_relation_block, split_threshold
+from ..threshold import ThresholdView, one_relation_block, scalar_strategy, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
 from ..views import ViewRuntime
@@ -509,7 +509,7 @@ class LocalCatalog(Catalog):
         block, scalar, op = split
         scalar_name = f"{name}__scalar"
         try:
-            self.create_view(scalar_name, scalar, _scalar_strategy(scalar))
+            self.create_view(scalar_name, scalar, scalar_strategy(scalar))
         except StrategyError:
             self.create_view(scalar_name, scalar, None)
         created.append(scalar_name)
@@ -754,16 +754,6 @@ class LocalCatalog(Catalog):
         return {n: self.tables[n].rows if n in self.tables
                 else dict(self.views[n].weighted_rows())
                 for n in names}
-
-
-def _scalar_strategy(scalar: exp.Select) -> str | None:
-    """A threshold's one-row aggregate over one relation is kept by the operators'
-    aggregate (a join tree brings nothing to one group of one relation, and costs a third
-    more per change); over joins the planner chooses."""
-    from_ = scalar.args.get("from_") or scalar.args.get("from")
-    one = (from_ is not None and isinstance(from_.this, exp.Table)
-           and not scalar.args.get("joins"))
-    return "general" if one else None
 
 
 def view_provenance(stmt: exp.Create, view: str) -> bool:
