@@ -69,6 +69,36 @@ def test_equal_values_share_an_entry():
     assert back == row and str(back[4]) == "1.50" and str(back[5]) == "0E-10"
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(values, min_size=1, max_size=12), st.integers(1_000, 1_300))
+def test_bulk_reads_share_repeated_values(pool, n):
+    """Reading a whole store (what a view's build does) gives the same rows, with one object
+    per value in the columns whose values repeat, and its own objects in a unique column."""
+    columns = [*COLUMNS, ("id", type_from_name("BIGINT"))]
+    pool = [coerce_row(raw, COLUMNS, "t", 0) for raw in pool]
+    expected = {pool[i % len(pool)] + (10**12 + i,): 1 + i % 2 for i in range(n)}
+    store = RowStore(columns)
+    for row, weight in expected.items():
+        store.add(row, weight)
+    got = store.as_dict()
+    assert got == expected
+    decoded = {row: row for row in got}
+    for row in expected:
+        assert [type(v) for v in decoded[row]] == [type(v) for v in row]
+    for col in range(len(COLUMNS)):
+        objects = {}
+        for row in got:
+            objects.setdefault(_comparable(row[col]), set()).add(id(row[col]))
+        assert all(len(ids) == 1 for ids in objects.values()), COLUMNS[col][0]
+    assert len({id(row[-1]) for row in got}) == n
+
+
+def _comparable(value):
+    """A dict key for a decoded value: by its representation, so that 0.0 and -0.0, or
+    Decimal 1.50 and 1.5, would count as different objects' values."""
+    return (type(value).__name__, repr(value))
+
+
 def test_unencoded_types_keep_tuples():
     columns = [("t", type_from_name("TIMESTAMP")), ("k", type_from_name("INTEGER"))]
     store = RowStore(columns)
