@@ -194,6 +194,13 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
     target[k] = w if old is None else old + w
 
 
+def _nonzero(delta: dict) -> dict:
+    """A delta without the entries that summed to zero."""
+    if all(delta.values()):
+        return delta
+    return {k: w for k, w in delta.items() if w}
+
+
 def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list[tuple]]:
     """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
     groups: dict[tuple, list[tuple]] = {}
@@ -522,14 +529,18 @@ class Representation:
         deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
         if not deltas:  # every changed row was filtered out below the leaves
             return {} if want_delta else None
-        lower, upper = self._schedule(frozenset(deltas))
-        for st in lower:
-            self._process(st, deltas)
+        upper = self._update_below_n(deltas)
         if not want_delta:
             for st in upper:
                 self._process(st, deltas)
             return None
         touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
+        return self._changes(upper, touched, deltas)
+
+    def _changes(self, upper: list[NodeState], touched: list[NodeState],
+                 deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:
+        """UPDATE of N's nodes ``upper``, returning ``{output tuple: (old, new)}`` for the
+        output tuples extending the ``touched`` frontier nodes' changed tuples."""
         if not self.states[self.pair.root.id].rho:
             for st in upper:
                 self._process(st, deltas)
@@ -549,6 +560,73 @@ class Representation:
         for k, w in new.items():
             changes[k] = (None, w)
         return changes
+
+    def _update_below_n(self, deltas: dict[int, dict]) -> list[NodeState]:
+        """UPDATE of the nodes outside N a batch reaches; returns N's nodes it reaches,
+        children before parents, still to be updated."""
+        lower, upper = self._schedule(frozenset(deltas))
+        for st in lower:
+            self._process(st, deltas)
+        return upper
+
+    def difference(self, leaf_deltas: dict[int, dict[tuple, int]],
+                   row: Callable[[tuple], tuple] = _identity) -> dict[tuple, int]:
+        """Apply per-atom deltas and return ``{row(output tuple): new weight - old weight}``
+        (Z-set weights): what a view that only hands its rows' changes on needs, without
+        the ``(old, new)`` pairs :meth:`update` keeps per output tuple.  When one frontier
+        node changes (every single-table batch) each changed anchor tuple s contributes
+        ``others * (new(s) - old(s))`` per context entry, so s's output tuples are combined
+        once, not once before and once after the batch (section 5, delta enumeration)."""
+        deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
+        out: dict[tuple, int] = {}
+        if not deltas:
+            return out
+        upper = self._update_below_n(deltas)
+        touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
+        if len(touched) != 1 or not self.states[self.pair.root.id].rho:
+            for t, (old, new) in self._changes(upper, touched, deltas).items():
+                d = (new or 0) - (old or 0)
+                if d:
+                    _accumulate(out, row(t), d)
+            return _nonzero(out)
+        st = touched[0]
+        anchor, rho = st.node, st.rho
+        delta = deltas[anchor.id]
+        old = {s: rho.get(s) for s, w in delta.items() if w}
+        self.push_anchors += len(old)
+        get = rho.get
+        if self._root_out is not None:  # N is the root alone: an output tuple is s itself
+            for node_state in upper:
+                self._process(node_state, deltas)
+            project = self._root_out
+            for s, w in old.items():
+                d = (get(s) or 0) - (w or 0)
+                if d:
+                    _accumulate(out, row(project(s)), d)
+            self.push_outputs += len(old)
+            return _nonzero(out)
+        key, context, combine = self._anchored(anchor)
+        groups = _grouped(key, old)
+        # a key's context is the same before and after the batch while the key has anchor
+        # tuples on both sides: taken before the batch for keys present then, after it for
+        # the keys the batch brings (as in _delta_of_one_frontier)
+        contexts = {k: context(k) for k, group in groups.items()
+                    if any(old[s] is not None for s in group)}
+        for node_state in upper:
+            self._process(node_state, deltas)
+        outputs = 0
+        for k, group in groups.items():
+            found = contexts.get(k)
+            if found is None:
+                found = context(k)
+            for s in group:
+                d = (get(s) or 0) - (old[s] or 0)
+                if d:
+                    outputs += len(found)
+                    for c, others in found:
+                        _accumulate(out, row(combine(s, c)), others * d)
+        self.push_outputs += outputs
+        return _nonzero(out)
 
     def _delta_of_one_frontier(self, st: NodeState, upper: list[NodeState],
                                deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:

@@ -431,13 +431,7 @@ class DynCore(Operator):
 
     def step(self, batch: Batch) -> Delta:
         leaf = {i: s.step(batch) for i, s in enumerate(self.sources)}
-        changes = self.rep.update(leaf, want_delta=True)
-        out: Delta = {}
-        for t, (old, new) in changes.items():
-            d = (new or 0) - (old or 0)
-            if d:
-                out[t] = d
-        return out
+        return self.rep.difference(leaf)
 
     def describe(self) -> list[str]:
         return ["dynamic yannakakis (push mode)"]

@@ -119,17 +119,11 @@ class DynView(ViewRuntime):
         self.eager = False
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = update_representation(self.rep, self.sources, batch,
-                                        want_delta or self.eager)
-        if changes is None:
+        if not (want_delta or self.eager):
+            update_representation(self.rep, self.sources, batch, False)
             return None
-        out: Delta = {}
-        select = self.select
-        for t, (old, new) in changes.items():
-            d = (new or 0) - (old or 0)
-            if d:
-                add_into(out, select(t), d)
-        return out
+        leaf = {i: s.step(batch) for i, s in enumerate(self.sources) if s.relation in batch}
+        return self.rep.difference(leaf, self.select) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         select = self.select
