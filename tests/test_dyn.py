@@ -80,6 +80,7 @@ def test_representation_matches_brute_force_under_random_updates(name):
     pair = build_gjt_pair(edges, out)
     assert pair is not None
     rep = Representation(pair)
+    twin = Representation(pair)  # the same changes through ``difference``
     rng = random.Random(name)
     db = [{} for _ in edges]
     for _ in range(60):
@@ -97,18 +98,26 @@ def test_representation_matches_brute_force_under_random_updates(name):
             leaf[i] = delta
         before = brute_force(edges, out, db)
         changes = rep.update(leaf, want_delta=True)
+        difference = twin.difference({i: dict(d) for i, d in leaf.items()}, _reversed)
         for i, d in leaf.items():
             db[i] = zset.plus(db[i], d)
         after = brute_force(edges, out, db)
         assert dict(rep.enumerate()) == after
+        assert dict(twin.enumerate()) == after
         expected_delta = zset.minus(after, before)
         got_delta = {}
         for t, (old, new) in changes.items():
             zset.add_into(got_delta, t, (new or 0) - (old or 0))
         assert got_delta == expected_delta
+        assert difference == {t[::-1]: w for t, w in expected_delta.items()}
         for t, w in after.items():
             assert rep.weight(t) == w
         assert rep.weight(tuple(99 for _ in out)) is None or not out
+
+
+def _reversed(t: tuple) -> tuple:
+    """A row function for ``Representation.difference``: the output tuple backwards."""
+    return t[::-1]
 
 
 @pytest.mark.parametrize("size", [2_000, 20_000])
@@ -181,6 +190,26 @@ def test_push_mode_enumerates_each_changed_output_row_once(size):
         for key in set(before) | set(after):
             got = changes.get(key, (before.get(key), before.get(key)))
             assert got == (before.get(key), after.get(key)), key
+        before = after
+
+
+@pytest.mark.parametrize("size", [1_000, 10_000])
+def test_difference_combines_each_changed_output_row_once(size):
+    """``difference`` (what plain join views use) does the same k outputs per single-row
+    change as ``update``, whatever the database size, and hands each row's change of weight."""
+    k = 7
+    pair = build_gjt_pair([(X, Y), (Y, Z)], (X, Y, Z))
+    rep = Representation(pair)
+    rep.update({0: {(x, x % 10): 1 for x in range(size)},
+                1: {(y, z): 1 for y in range(10) for z in range(k if y == 3 else 50)}},
+               want_delta=False)
+    before = dict(rep.enumerate())
+    for change in ({(size, 3): 1}, {(size, 3): 1}, {(size, 3): -2}):
+        outputs = rep.counters()["push_outputs"]
+        got = rep.difference({0: change})
+        assert rep.counters()["push_outputs"] - outputs == k
+        after = dict(rep.enumerate())
+        assert got == zset.minus(after, before) and len(got) == k
         before = after
 
 

@@ -5,6 +5,7 @@ the collector as the caller keeps it, and a failed batch leaves it as it was."""
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
@@ -102,3 +103,45 @@ def test_a_failed_batch_leaves_the_collector_on(db):
         db.insert("o", [(k, 0) for k in range(1000, 1000 + ROWS)] + [(1, 1)])  # duplicate key
     assert gc.isenabled()
     assert db.view("v").rows() == before
+
+
+def test_bulk_work_leaves_the_state_out_of_the_young_generations(db):
+    """The view's dicts that a bulk batch gave new tuples are tracked again; they end the
+    batch in the oldest generation, so the next young collections do not walk them."""
+    db.create_view("w", "SELECT o.ok, o.cust, l.n, l.price FROM o JOIN l ON o.ok = l.ok",
+                   strategy="dyn")
+    gc.collect()  # state dicts holding only untracked tuples are untracked now
+    db.insert("l", _rows(0))
+    rep = db.local_catalog.runtime("w").rep
+    state = [d for st in rep.states.values() for d in (st.rho, *(
+        i.buckets for i in st.indexes.values())) if gc.is_tracked(d)]
+    assert state, "the batch tracks some state dict again"
+    young = {id(o) for g in (0, 1) for o in gc.get_objects(generation=g)}
+    assert not any(id(d) in young for d in state)
+    assert gc.isenabled()
+
+
+def test_a_single_row_commit_leaves_young_garbage_to_the_collector(db):
+    """Promotion is for bulk work only: a caller's young cyclic garbage is still collected
+    by a young collection after a single-row commit."""
+    class Cycle:
+        pass
+
+    garbage = Cycle()
+    garbage.self = garbage
+    alive = weakref.ref(garbage)
+    del garbage
+    db.insert("l", [(1, 1, 1.0)])
+    gc.collect(0)
+    assert alive() is None
+
+
+def test_a_callers_frozen_objects_stay_frozen(db):
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        db.insert("l", _rows(0))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert len(db.view("v").rows()) == ROWS

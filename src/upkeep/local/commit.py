@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..engine import deliver
-from ..gc_pause import gc_paused
+from ..gc_pause import BULK_ROWS, gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
 from .durability import Durability
@@ -43,7 +43,7 @@ class Committer:
         The open provenance transaction (``catalog.provenance``), if any, is logged with
         the batch and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
-        with gc_paused():
+        with gc_paused(bulk=sum(map(len, deltas.values())) >= BULK_ROWS):
             try:
                 changed = self._commit(deltas, checked, metadata, expiring,
                                        provenance.pending())
@@ -116,7 +116,7 @@ class Committer:
         needed = catalog.reads(name)
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
-        with gc_paused():
+        with gc_paused(bulk=sum(map(len, deltas.values())) >= BULK_ROWS):
             forward = self._push(deltas, order, None, undo=True)
             self._push(inverse, order, None, undo=False)
         return forward.get(name, {})
