@@ -30,6 +30,7 @@ from operator import itemgetter
 from .dyn_loops import anchor_key_vars, combiner, generate
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
+from .zset import add_into
 
 Compile = Callable[[object, list[int]], Callable[[tuple], object]]
 
@@ -192,13 +193,6 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
     """Sum into a delta; zero sums stay (they are skipped when applied)."""
     old = target.get(k)
     target[k] = w if old is None else old + w
-
-
-def _nonzero(delta: dict) -> dict:
-    """A delta without the entries that summed to zero."""
-    if all(delta.values()):
-        return delta
-    return {k: w for k, w in delta.items() if w}
 
 
 def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list[tuple]]:
@@ -587,8 +581,8 @@ class Representation:
             for t, (old, new) in self._changes(upper, touched, deltas).items():
                 d = (new or 0) - (old or 0)
                 if d:
-                    _accumulate(out, row(t), d)
-            return _nonzero(out)
+                    add_into(out, row(t), d)
+            return out
         st = touched[0]
         anchor, rho = st.node, st.rho
         delta = deltas[anchor.id]
@@ -602,9 +596,9 @@ class Representation:
             for s, w in old.items():
                 d = (get(s) or 0) - (w or 0)
                 if d:
-                    _accumulate(out, row(project(s)), d)
+                    add_into(out, row(project(s)), d)
             self.push_outputs += len(old)
-            return _nonzero(out)
+            return out
         key, context, combine = self._anchored(anchor)
         groups = _grouped(key, old)
         # a key's context is the same before and after the batch while the key has anchor
@@ -624,9 +618,9 @@ class Representation:
                 if d:
                     outputs += len(found)
                     for c, others in found:
-                        _accumulate(out, row(combine(s, c)), others * d)
+                        add_into(out, row(combine(s, c)), others * d)
         self.push_outputs += outputs
-        return _nonzero(out)
+        return out
 
     def _delta_of_one_frontier(self, st: NodeState, upper: list[NodeState],
                                deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:

@@ -91,11 +91,16 @@ class ViewRuntime:
         return "\n".join(head + self.explanation)
 
 
+def leaf_deltas(sources: list, batch: Batch) -> dict[int, Delta]:
+    """The batch's changes of a (T,N)-rep's atoms, by atom, for the relations it changes."""
+    return {i: s.step(batch) for i, s in enumerate(sources) if s.relation in batch}
+
+
 def update_representation(rep: Representation, sources: list, batch: Batch,
                           want_delta: bool) -> dict | None:
     """Feed a batch's leaf deltas to a (T,N)-rep: ``{output tuple: (old, new)}`` in push mode,
     None in pull mode."""
-    leaf = {i: s.step(batch) for i, s in enumerate(sources) if s.relation in batch}
+    leaf = leaf_deltas(sources, batch)
     if not leaf:
         return {} if want_delta else None
     return rep.update(leaf, want_delta)
@@ -122,7 +127,7 @@ class DynView(ViewRuntime):
         if not (want_delta or self.eager):
             update_representation(self.rep, self.sources, batch, False)
             return None
-        leaf = {i: s.step(batch) for i, s in enumerate(self.sources) if s.relation in batch}
+        leaf = leaf_deltas(self.sources, batch)
         return self.rep.difference(leaf, self.select) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:

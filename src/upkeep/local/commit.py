@@ -19,6 +19,11 @@ from .catalog import LocalCatalog
 from .durability import Durability
 
 
+def _bulk(deltas: dict[str, Delta]) -> bool:
+    """Whether a batch is bulk work for the collector (``gc_pause.py``)."""
+    return sum(map(len, deltas.values())) >= BULK_ROWS
+
+
 class Committer:
     """Applies batches to one catalog; counts them and keeps the latest metadata."""
 
@@ -43,7 +48,7 @@ class Committer:
         The open provenance transaction (``catalog.provenance``), if any, is logged with
         the batch and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
-        with gc_paused(bulk=sum(map(len, deltas.values())) >= BULK_ROWS):
+        with gc_paused(bulk=_bulk(deltas)):
             try:
                 changed = self._commit(deltas, checked, metadata, expiring,
                                        provenance.pending())
@@ -116,7 +121,7 @@ class Committer:
         needed = catalog.reads(name)
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
-        with gc_paused(bulk=sum(map(len, deltas.values())) >= BULK_ROWS):
+        with gc_paused(bulk=_bulk(deltas)):
             forward = self._push(deltas, order, None, undo=True)
             self._push(inverse, order, None, undo=False)
         return forward.get(name, {})
