@@ -145,3 +145,27 @@ def test_a_callers_frozen_objects_stay_frozen(db):
     finally:
         gc.unfreeze()
     assert len(db.view("v").rows()) == ROWS
+
+
+@pytest.mark.parametrize("strategy", ["dyn", "general"])
+def test_single_row_commits_leave_the_state_out_of_the_young_generations(strategy):
+    """A state dict of untracked tuples is never untracked by the collector (it is a
+    ``StateDict``), so a single-row insert's new tuple does not put the whole dict back into
+    the young generation, where every young collection would walk it."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE o (ok BIGINT PRIMARY KEY, cust BIGINT)")
+    db.execute("CREATE TABLE l (ok BIGINT, n INTEGER, price DOUBLE)")
+    db.insert("o", [(k, k % 7) for k in range(ROWS)])
+    db.insert("l", [(k, k, float(k)) for k in range(ROWS)])
+    db.create_view("w", "SELECT o.ok, COUNT(*) AS c, SUM(l.price) AS p "
+                   "FROM o JOIN l ON o.ok = l.ok GROUP BY o.ok", strategy=strategy)
+    db.create_view("j", "SELECT o.ok, o.cust, l.n FROM o JOIN l ON o.ok = l.ok",
+                   strategy=strategy)
+    gc.collect()
+    for n in range(3):
+        db.insert("l", [(n, ROWS + n, 0.5)])
+        db.insert("o", [(ROWS + n, 1)])
+    young = [o for g in (0, 1) for o in gc.get_objects(generation=g)]
+    big = [len(o) for o in young if isinstance(o, dict) and len(o) >= ROWS]
+    assert big == []
+    assert len(db.view("j").rows()) == ROWS + 3

@@ -28,6 +28,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 from .dyn_loops import anchor_key_vars, combiner, generate
+from .gc_pause import StateDict
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 from .zset import add_into
@@ -68,8 +69,8 @@ class Index:
 
     def __init__(self, positions: tuple[int, ...], with_totals: bool, width: int | None = None):
         self.key = key_function(positions, width)
-        self.buckets: dict[tuple, tuple | dict[tuple, None]] = {}
-        self.totals: dict[tuple, object] | None = {} if with_totals else None
+        self.buckets: dict[tuple, tuple | dict[tuple, None]] = StateDict()
+        self.totals: dict[tuple, object] | None = StateDict() if with_totals else None
 
     def insert(self, t: tuple, w: object) -> None:
         k = self.key(t)
@@ -122,7 +123,7 @@ class NodeState:
 
     def __init__(self, node: Node):
         self.node = node
-        self.rho: dict[tuple, object] = {}
+        self.rho: dict[tuple, object] = StateDict()
         self.indexes: dict[tuple, Index | RangeIndex] = {}
         self.weighted: list[Index | RangeIndex] = []  # the indexes that keep weights
         self.push: Callable[[dict, dict], None] | None = None

@@ -19,6 +19,14 @@ frozen objects are left frozen: then nothing is moved.  Only bulk work does this
 single-row commit leaves the young generation to the collector (moving the caller's
 young objects at every commit would keep its cyclic garbage from being collected until a
 full collection).
+
+Single-row work meets the same walk another way: the collector untracks a plain dict whose
+keys and values are all untracked (tuples of numbers and strings are), and the next new
+tuple put into it tracks it again, as young.  A state dict of 600,000 entries was then
+walked by every young collection a stream of single-row inserts ran (FQ1 at SF 0.1: 38 us
+per insert against 29 with the collector off).  State dicts are therefore ``StateDict``:
+a dict subclass, which CPython never untracks, so it ages into the oldest generation once
+and stays there.
 """
 
 from __future__ import annotations
@@ -29,6 +37,13 @@ from contextlib import contextmanager
 
 #: a batch of this many rows or more is bulk work (its young objects are promoted)
 BULK_ROWS = 1_000
+
+
+class StateDict(dict):
+    """A dict of maintained state that the collector keeps tracked, so it ages out of the
+    young generations instead of being walked whole by their collections (module doc)."""
+
+    __slots__ = ()
 
 
 @contextmanager

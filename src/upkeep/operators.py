@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
 from .dyn import Representation, key_function
+from .gc_pause import StateDict
 from .zset import Delta, add_into, clamp, replace_row
 
 Batch = dict[str, Delta]
@@ -114,7 +115,7 @@ class _IndexedState:
 
     def __init__(self, key_positions: tuple[int, ...]):
         self.key = key_function(key_positions)
-        self.buckets: dict[tuple, dict[tuple, int]] = {}
+        self.buckets: dict[tuple, dict[tuple, int]] = StateDict()
         self.size = 0
 
     def apply(self, delta: Delta) -> None:
@@ -213,7 +214,7 @@ class SemiJoin(Operator):
         self.nulls_match = nulls_match
         self.label = label
         self.rows = _IndexedState(key_positions)
-        self.right_counts: dict[tuple, int] = {}
+        self.right_counts: dict[tuple, int] = StateDict()
         self.left_keys: CountedKeys | None = None  # kept once serve_reads is called
         self.matched_keys: CountedKeys | None = None
         self.complement_queries = 0
@@ -314,7 +315,7 @@ class BagSetOperation(Operator):
     def __init__(self, left: Operator, right: Operator, kind: str):
         self.left, self.right = left, right
         self.kind = kind
-        self.counts: dict[tuple, list[int]] = {}
+        self.counts: dict[tuple, list[int]] = StateDict()
 
     def _out(self, pair: list[int]) -> int:
         left, right = pair
@@ -348,7 +349,7 @@ class Distinct(Operator):
 
     def __init__(self, child: Operator):
         self.child = child
-        self.counts: dict[tuple, int] = {}
+        self.counts: dict[tuple, int] = StateDict()
 
     def step(self, batch: Batch) -> Delta:
         return clamp(self.counts, self.child.step(batch))
@@ -369,8 +370,8 @@ class Aggregate(Operator):
         self.group_key = group_key
         self.aggs = aggs
         self.finalizer = finalizer
-        self.groups: dict[tuple, GroupState] = {}
-        self.outputs: dict[tuple, tuple | None] = {}
+        self.groups: dict[tuple, GroupState] = StateDict()
+        self.outputs: dict[tuple, tuple | None] = StateDict()
         self.global_group = global_group
         self._started = False
         if global_group:

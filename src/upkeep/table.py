@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .errors import ConstraintError
 from .expiry import Expiry
+from .gc_pause import StateDict
 from .row_store import RowStore
 from .types import SqlType, coerce_row, fast_row_check, format_row
 from .value_index import index_add, index_get, index_remove
@@ -21,7 +22,7 @@ class Table:
         self.rows = RowStore(columns)
         self.not_null = not_null or set()
         self.key = key
-        self.keys: dict[tuple, int] = {}
+        self.keys: dict[tuple, int] = StateDict()
         self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
         self.provenance: str | None = None  # "update" / "update-naive" (local/provenance.py)
         # column -> value -> the stored key of the row holding it (one) or a set of keys;
@@ -100,7 +101,7 @@ class Table:
         index = self._by_column.get(col)
         store = self.rows
         if index is None:
-            index = self._by_column[col] = {}
+            index = self._by_column[col] = StateDict()
             for key in store.keys():
                 index_add(index, store.row(key)[col], key)
         return [store.row(key) for key in index_get(index, value)]

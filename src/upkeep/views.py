@@ -24,6 +24,7 @@ from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_e
 from .codecs.arrow_values import to_arrow
 from .dyn import Representation
 from .errors import Error
+from .gc_pause import StateDict
 from .operators import Batch, Delta, Operator, Source
 from .types import SqlType, type_from_name
 from .zset import add_into, replace_row
@@ -274,7 +275,7 @@ class MaterializedView(ViewRuntime):
 
     def __init__(self, name, columns, inputs, sql):
         super().__init__(name, columns, inputs, sql)
-        self.output: dict[tuple, int] = {}
+        self.output: dict[tuple, int] = StateDict()
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         return iter(list(self.output.items()))
@@ -354,7 +355,7 @@ class RecomputeView(MaterializedView):
         self.contents_of = contents_of
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        new = dict(Counter(run_duckdb(self.sql, self.inputs, self.contents_of)))
+        new = StateDict(Counter(run_duckdb(self.sql, self.inputs, self.contents_of)))
         delta = zset.minus(new, self.output)
         self.output = new
         return delta
