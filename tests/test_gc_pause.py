@@ -11,7 +11,7 @@ import pytest
 
 import upkeep
 from upkeep.errors import Error
-from upkeep.gc_pause import gc_paused
+from upkeep.gc_pause import PAUSE_ROWS, gc_paused
 
 ROWS = 5_000
 
@@ -88,11 +88,23 @@ def test_a_caller_who_disabled_the_collector_keeps_it_disabled(db):
     gc.disable()
     try:
         db.insert("l", _rows(0))
-        with gc_paused():
+        with gc_paused(ROWS):
             assert not gc.isenabled()
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_small_work_leaves_the_collector_running():
+    """Pausing for a few rows buys nothing; the pause starts at ``PAUSE_ROWS`` rows."""
+    with gc_paused(PAUSE_ROWS - 1):
+        assert gc.isenabled()
+    with gc_paused(PAUSE_ROWS):
+        assert not gc.isenabled()
+        with gc_paused(PAUSE_ROWS):  # nested
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
 
 
 def test_a_failed_batch_leaves_the_collector_on(db):

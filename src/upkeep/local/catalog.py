@@ -23,7 +23,7 @@ from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
 from ..errors import ConstraintError, Error, SchemaError, StrategyError, UnsupportedError
 from ..expiry import Expiry
-from ..gc_pause import BULK_ROWS, gc_paused
+from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
@@ -432,8 +432,7 @@ class LocalCatalog(Catalog):
             self._name_as_duckdb(original, view)
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
-            with gc_paused(bulk=rows >= BULK_ROWS), bulk_progress(f"building view {name}", rows,
-                                                                  counted=False):
+            with gc_paused(rows), bulk_progress(f"building view {name}", rows, counted=False):
                 view.build(contents)
         except BaseException:
             for hidden in reversed(created):

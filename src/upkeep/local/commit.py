@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..engine import deliver
-from ..gc_pause import BULK_ROWS, gc_paused
+from ..gc_pause import gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
 from .durability import Durability
 
 
-def _bulk(deltas: dict[str, Delta]) -> bool:
-    """Whether a batch is bulk work for the collector (``gc_pause.py``)."""
-    return sum(map(len, deltas.values())) >= BULK_ROWS
+def _rows(deltas: dict[str, Delta]) -> int:
+    """A batch's size, as the collector's pause counts it (``gc_pause.py``)."""
+    return sum(map(len, deltas.values()))
 
 
 class Committer:
@@ -48,7 +48,7 @@ class Committer:
         The open provenance transaction (``catalog.provenance``), if any, is logged with
         the batch and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
-        with gc_paused(bulk=_bulk(deltas)):
+        with gc_paused(_rows(deltas)):
             try:
                 changed = self._commit(deltas, checked, metadata, expiring,
                                        provenance.pending())
@@ -121,7 +121,7 @@ class Committer:
         needed = catalog.reads(name)
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
-        with gc_paused(bulk=_bulk(deltas)):
+        with gc_paused(_rows(deltas)):
             forward = self._push(deltas, order, None, undo=True)
             self._push(inverse, order, None, undo=False)
         return forward.get(name, {})
