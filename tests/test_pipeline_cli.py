@@ -65,7 +65,7 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
      "key 'on_error' must be one of stop, skip, dead-letter, got 'ignore'"),
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "tabel"\n',
      "[[sinks]] #1 (view v): unknown sink type 'tabel' in key 'type'; expected one of duckdb, "
-     "jsonl, parquet, sqlite, terminal"),
+     "jsonl, parquet, parquet-deltas, sqlite, terminal"),
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\ntype = "jsonl"\n',
      "[[sinks]] #1: missing key 'view'"),
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 from collections import Counter
 from decimal import Decimal
 
@@ -20,6 +21,7 @@ from test_pipeline_support import (
 )
 
 import upkeep
+from upkeep.io.errors import PipelineError
 from upkeep.io.sinks import TerminalSink
 from upkeep.pipeline import PipelineRunner, load_config
 
@@ -45,7 +47,7 @@ def test_every_sink_matches_duckdb_on_the_final_tables(tmp_path, fmt):
     for view in VIEW_KINDS:
         assert normalise(view, runner.db.view(view).rows()) == expected[view], view
         sinks = read_all_sinks(tmp_path / "out", view)
-        assert set(sinks) == {"duckdb", "sqlite", "parquet", "jsonl"}
+        assert set(sinks) == {"duckdb", "sqlite", "parquet", "jsonl", "parquet-deltas"}
         for kind, rows in sinks.items():
             assert rows == expected[view], f"{kind} sink of {view}"
         terminal = next(s for s in runner.sinks
@@ -188,6 +190,38 @@ def test_a_truncated_jsonl_sink_is_repaired_with_a_reset(tmp_path):
     assert any(e.get("reset") for e in lines[1:])
     assert read_all_sinks(tmp_path / "out", "big_orders")["jsonl"] == \
         expected_views(stream.model)["big_orders"]
+
+
+def test_a_parquet_deltas_sink_missing_a_batch_is_corrected_at_start(tmp_path):
+    """A batch committed but never written (a crash between the two): the next run writes
+    the difference as a correction file, and the directory adds up to the view again."""
+    stream = Stream(seed=9).generate(200)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records[:120], files=1)
+    config = load_config(write_pipeline(tmp_path, state_dir="state", rows_per_batch=25,
+                                        sinks={"revenue": ["parquet-deltas"]}))
+    quiet = Console(file=io.StringIO())
+    PipelineRunner(config, console=quiet, progress="none").run()
+    sink = tmp_path / "out" / "revenue.deltas"
+    batches = sorted(sink.glob("batch=*"), key=lambda d: int(d.name[6:]))
+    assert len(batches) >= 3
+    shutil.rmtree(batches[-2])  # lose a batch in the middle
+    WRITERS["jsonl"](tmp_path / "changes", stream.records[120:], files=1, first=2)
+    PipelineRunner(config, console=quiet, progress="none").run()
+    assert list(sink.glob("batch=*/correction-*.parquet"))
+    assert read_all_sinks(tmp_path / "out", "revenue")["parquet-deltas"] == \
+        expected_views(stream.model)["revenue"]
+
+
+def test_a_parquet_deltas_sink_refuses_a_view_column_named_like_its_own(tmp_path):
+    (tmp_path / "changes").mkdir()
+    path = write_pipeline(tmp_path, sinks={"weights": ["parquet-deltas"]})
+    path.with_name("views.sql").write_text(
+        path.with_name("views.sql").read_text()
+        + "\nCREATE VIEW weights AS SELECT ck, COUNT(*) AS weight FROM orders GROUP BY ck;\n")
+    with pytest.raises(PipelineError, match="column named 'weight'"):
+        PipelineRunner(load_config(path), console=Console(file=io.StringIO()),
+                       progress="none").run()
+    assert not list((tmp_path / "out").glob("weights.deltas/batch=*"))
 
 
 def test_plain_progress_lines_and_summary_without_a_terminal(tmp_path):

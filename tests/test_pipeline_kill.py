@@ -41,7 +41,7 @@ def test_kill_nine_at_random_points_then_resume_to_the_end(tmp_path):
     stream = Stream(seed=11).generate(3000)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
     path = write_pipeline(tmp_path, state_dir="state", rows_per_batch=20,
-                          sinks={view: ["duckdb", "jsonl"] for view in VIEW_KINDS})
+                          sinks={view: ["duckdb", "jsonl", "parquet-deltas"] for view in VIEW_KINDS})
     rng = random.Random(3)
     command = [sys.executable, "-m", "upkeep.cli", "run", str(path)]
     kills = 0

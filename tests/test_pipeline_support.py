@@ -199,7 +199,7 @@ def write_pipeline(directory: Path, source: str = "changes", *, state_dir: str =
     (directory / "tables.sql").write_text(TABLES_SQL)
     (directory / "views.sql").write_text(VIEWS_SQL)
     if sinks is None:
-        sinks = {view: ["duckdb", "sqlite", "jsonl", "parquet", "terminal"]
+        sinks = {view: ["duckdb", "sqlite", "jsonl", "parquet", "parquet-deltas", "terminal"]
                  for view in VIEW_KINDS}
     parts = [f'state_dir = "{state_dir}"', 'tables = ["tables.sql"]', 'views = ["views.sql"]',
              extra, "[source]", f'path = "{source}"', "[batch]",
@@ -211,6 +211,8 @@ def write_pipeline(directory: Path, source: str = "changes", *, state_dir: str =
                 parts.append(f'path = "out/views.{kind}"')
             elif kind in ("jsonl", "parquet"):
                 parts.append(f'path = "out/{view}.{kind}"')
+            elif kind == "parquet-deltas":
+                parts.append(f'path = "out/{view}.deltas"')
     path = directory / "pipeline.toml"
     path.write_text("\n".join(parts) + "\n")
     return path
@@ -279,6 +281,25 @@ def read_parquet(path: Path, view: str) -> Counter[tuple]:
     return normalise(view, [tuple(r.values()) for r in pq.read_table(path).to_pylist()])
 
 
+def read_parquet_deltas(path: Path, view: str) -> Counter[tuple]:
+    """A parquet-deltas directory read by DuckDB: every batch's weights summed per row (no
+    weight is 0, no row's sum negative)."""
+    files = f"{path}/batch=*/*.parquet"
+    if not list(path.glob("batch=*/*.parquet")):
+        return Counter()
+    con = duckdb.connect()
+    zero = con.execute(f"SELECT count(*) FROM read_parquet('{files}') WHERE weight = 0")
+    assert zero.fetchone()[0] == 0
+    summed = con.execute(f"SELECT * EXCLUDE (weight, batch), SUM(weight) FROM "
+                         f"read_parquet('{files}', hive_partitioning = true) "
+                         f"GROUP BY ALL HAVING SUM(weight) <> 0").fetchall()
+    state: Counter[tuple] = Counter()
+    for *row, n in summed:
+        assert n > 0, f"{path}: row {row} summed to {n}"
+        state.update({next(iter(normalise(view, [tuple(row)]))): int(n)})
+    return state
+
+
 def jsonl_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -308,6 +329,8 @@ def read_all_sinks(out: Path, view: str) -> dict[str, Counter[tuple]]:
         found["parquet"] = read_parquet(out / f"{view}.parquet", view)
     if (out / f"{view}.jsonl").exists():
         found["jsonl"] = read_jsonl(out / f"{view}.jsonl", view)
+    if (out / f"{view}.deltas").exists():
+        found["parquet-deltas"] = read_parquet_deltas(out / f"{view}.deltas", view)
     return {kind: rows for kind, rows in found.items() if rows is not None}
 
 

@@ -27,6 +27,7 @@ from test_pipeline_support import (
     model_of,
     normalise,
     read_jsonl,
+    read_parquet_deltas,
     write_jsonl,
     write_pipeline,
 )
@@ -48,7 +49,7 @@ conf = { "spark.sql.shuffle.partitions" = "2" }
 
 def spark_pipeline(tmp_path: Path, state_dir: str = "state", formats=("jsonl",)) -> Path:
     return write_pipeline(tmp_path, state_dir=state_dir, extra=SPARK,
-                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+                          sinks={view: ["jsonl", "parquet", "parquet-deltas"] for view in VIEW_KINDS})
 
 
 def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
@@ -58,9 +59,13 @@ def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
     return Counter(normalise(view, [tuple(r.values()) for r in table.to_pylist()]))
 
 
-def sink_views(tmp_path: Path) -> dict[str, tuple[Counter, Counter]]:
+def sink_views(tmp_path: Path) -> dict[str, dict[str, Counter]]:
+    """Each view's contents as each sink holds it (the parquet deltas written by Spark's
+    executors)."""
     out = tmp_path / "out"
-    return {v: (read_jsonl(out / f"{v}.jsonl", v), read_parquet_snapshot(out / f"{v}.parquet", v))
+    return {v: {"jsonl": read_jsonl(out / f"{v}.jsonl", v),
+                "parquet": read_parquet_snapshot(out / f"{v}.parquet", v),
+                "parquet-deltas": read_parquet_deltas(out / f"{v}.deltas", v)}
             for v in VIEW_KINDS}
 
 
@@ -72,9 +77,34 @@ def test_pipeline_on_spark_equals_the_model(spark, tmp_path) -> None:
     runner = SparkPipelineRunner(load_config(path), spark=spark)
     assert runner.run() >= 6
     expected = expected_views(model_of(stream.records))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
+
+
+def test_executor_written_deltas_never_reach_the_driver(spark, tmp_path, monkeypatch) -> None:
+    """With only ``parquet-deltas`` sinks the driver collects no view rows: the executors
+    write them, and the directories still add up to the model."""
+    import upkeep.spark.pipeline as pipeline
+
+    collected: list[str] = []
+    decode = pipeline.decode_deltas
+
+    def watched(rows, *args):
+        rows = list(rows)
+        collected.extend(view for view, _, _ in rows)
+        return decode(rows, *args)
+
+    monkeypatch.setattr(pipeline, "decode_deltas", watched)
+    stream = Stream(seed=6).generate(300)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
+    path = write_pipeline(tmp_path, state_dir="state", extra=SPARK,
+                          sinks={view: ["parquet-deltas"] for view in VIEW_KINDS})
+    assert SparkPipelineRunner(load_config(path), spark=spark).run() >= 3
+    assert collected == []
+    expected = expected_views(model_of(stream.records))
+    for view in VIEW_KINDS:
+        assert read_parquet_deltas(tmp_path / "out" / f"{view}.deltas", view) == expected[view]
 
 
 def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
@@ -84,16 +114,16 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
-                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+                          sinks={view: ["jsonl", "parquet", "parquet-deltas"] for view in VIEW_KINDS})
     config = load_config(path)
     runner = SparkPipelineRunner(config, spark=spark)
     plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
     assert plan.keyed is not None and plan.keyed.views, plan.unkeyed
     assert runner.run() >= 1
     expected = expected_views(model_of(stream.records))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
     with pytest.raises(PipelineError, match="on_error must be \"stop\""):
         SparkPipelineRunner(config.replace(on_error="skip"), spark=spark)
 
@@ -127,9 +157,9 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     # eight change files and the start tick, at most one batch each
     assert len(seen.keys() | resumed.keys()) <= 9
     expected = expected_views(model_of(stream.records))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
     resharded = dataclasses.replace(config, spark_shards=3)
     with pytest.raises(PipelineError, match="shard count changed"):
         SparkPipelineRunner(resharded, spark=spark).run()
@@ -156,9 +186,9 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert finish.returncode == 0, finish.stderr[-3000:]
     expected = expected_views(model_of(stream.records))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
 
 
 def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
@@ -169,7 +199,7 @@ def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("local[2]", "spark://nowhere:7077"),
-                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+                          sinks={view: ["jsonl", "parquet", "parquet-deltas"] for view in VIEW_KINDS})
     app = subprocess.run([sys.executable, "-m", "upkeep.spark.submit", "--path"],
                          capture_output=True, text=True, check=True).stdout.strip()
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
@@ -179,9 +209,9 @@ def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = expected_views(model_of(stream.records))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
 
 
 def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
@@ -209,14 +239,14 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
     write_jsonl(tmp_path / "changes", lines, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=f'on_error = "{on_error}"\n' + SPARK,
-                          sinks={view: ["jsonl", "parquet"] for view in VIEW_KINDS})
+                          sinks={view: ["jsonl", "parquet", "parquet-deltas"] for view in VIEW_KINDS})
     runner = SparkPipelineRunner(load_config(path), spark=spark)
     runner.run()
     assert runner.rejected == len(BAD)
     expected = expected_views(model_of(good))
-    for view, (jsonl, parquet) in sink_views(tmp_path).items():
-        assert jsonl == expected[view], view
-        assert parquet == expected[view], view
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
     dead = tmp_path / "pipeline.dead-letter.jsonl"
     if on_error == "skip":
         assert not dead.exists()

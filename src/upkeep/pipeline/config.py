@@ -27,6 +27,7 @@ SINK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], Any, bool]]] = {
     "terminal": {"limit": ((int,), 10, False), "order_by": ((str,), None, False)},
     "jsonl": {"path": _PATH},
     "parquet": {"path": _PATH, "every": ((int,), 1, False)},
+    "parquet-deltas": {"path": _PATH},
     "duckdb": {"path": _PATH, "table": ((str,), None, False)},
     "sqlite": {"path": _PATH, "table": ((str,), None, False)},
 }
@@ -234,8 +235,8 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
         if kind in ("duckdb", "sqlite"):
             options["table"] = options["table"] or view
             target = (kind, str(options["path"].resolve()), options["table"].lower())
-        elif kind in ("jsonl", "parquet"):
-            target = (kind, str(options["path"].resolve()), "")
+        elif kind in ("jsonl", "parquet", "parquet-deltas"):
+            target = ("file", str(options["path"].resolve()), "")
         else:
             target = (kind, view, str(i))
         if target in targets:

@@ -11,6 +11,10 @@ Sinks receive each micro-batch's view deltas exactly once:
   replayed batch is not applied twice and a resumed run continues from the file;
 * ``jsonl``: the local sink's lines ``{"batch", "weight", "row"}``; lines of batches the
   checkpoint has not committed are cut at start, so a replayed batch is not written twice;
+* ``parquet-deltas``: each micro-batch's net delta of the view, written by the executors as a
+  DataFrame (``<path>/batch=<id>/``, the local sink's layout); a batch Spark replays
+  overwrites its own directory, and directories of batches the checkpoint has not committed
+  are removed at start.  The view's rows never pass through the driver;
 * ``terminal``: each batch's deltas printed (at least once; display only).
 """
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
@@ -36,6 +41,7 @@ from ..errors import SchemaError
 from ..io.errors import PipelineError
 from ..io.sinks.base import SinkConfig
 from ..io.sinks.jsonl import delta_lines
+from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
@@ -43,10 +49,10 @@ from ..types import SqlType
 from .codec import decode_deltas
 from .errors import query_error
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
-from .query import RateSource, delta_stream, make_plan
+from .query import RateSource, delta_stream, make_plan, typed_deltas
 from .session import spark_session
 
-SPARK_SINKS = ("parquet", "jsonl", "terminal")
+SPARK_SINKS = ("parquet", "parquet-deltas", "jsonl", "terminal")
 Callback = Callable[[int, dict[str, list[tuple[tuple, int]]]], object]
 
 
@@ -144,22 +150,42 @@ class SparkPipelineRunner:
                 shutil.rmtree(directory, ignore_errors=True)
 
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[_Sink]) -> None:
+        """One micro-batch's deltas to the sinks: executor-written sinks write the frame
+        themselves; only the views a driver-side sink or ``on_batch`` needs (and rejected
+        records) are collected."""
         started = time.monotonic()
-        changes, rejected = decode_deltas(frame.collect(), self.catalog.schema_of,
-                                          DEAD_LETTER_VIEW)
+        written = [s for s in sinks if isinstance(s, _ExecutorSink)]
+        collected = None if self.on_batch is not None else {
+            s.view for s in sinks if not isinstance(s, _ExecutorSink)}
+        if written:
+            frame = frame.persist()
+        try:
+            for sink in written:
+                sink.write(frame, batch_id)
+            wanted = frame if collected is None else frame.where(
+                F.col("view").isin([*collected, DEAD_LETTER_VIEW]))
+            changes, rejected = decode_deltas(wanted.collect(), self.catalog.schema_of,
+                                              DEAD_LETTER_VIEW)
+            counts = {v: (sum(w for _, w in c if w > 0), -sum(w for _, w in c if w < 0))
+                      for v, c in changes.items()}
+            if written and collected is not None:
+                counts.update(_emitted_counts(frame, {s.view for s in written} - collected))
+        finally:
+            if written:
+                frame.unpersist()
         for sink in sinks:
-            sink.deliver(batch_id, changes.get(sink.view, []))
+            if not isinstance(sink, _ExecutorSink):
+                sink.deliver(batch_id, changes.get(sink.view, []))
         if self.on_batch is not None:
             self.on_batch(batch_id, changes)
         if rejected:
             self._reject(batch_id, rejected)
         self.batches += 1
-        self.changes += sum(len(c) for c in changes.values())
+        self.changes += sum(plus + minus for plus, minus in counts.values())
         self.console.print(f"batch {batch_id}: " + (", ".join(
-            f"{v} +{sum(w for _, w in c if w > 0)} -{-sum(w for _, w in c if w < 0)}"
-            for v, c in sorted(changes.items()) if c) or "no view changes")
+            f"{v} +{plus} -{minus}" for v, (plus, minus) in sorted(counts.items())
+            if plus or minus) or "no view changes")
             + f" ({time.monotonic() - started:.2f} s to deliver)", highlight=False)
-
 
     def _reject(self, batch_id: int, lines: list[str]) -> None:
         """Skipped or dead-lettered records of a micro-batch (at least once, like the local
@@ -308,7 +334,50 @@ class _Terminal(_Sink):
             self.console.print(f"  {self.view}: {len(changes) - limit} more", highlight=False)
 
 
+class _ExecutorSink(_Sink):
+    """A sink whose micro-batches Spark's executors write (the driver never holds them)."""
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        raise NotImplementedError
+
+
+class _ParquetDeltas(_ExecutorSink):
+    """The local ``parquet-deltas`` sink's layout, written by the executors: the view's net
+    delta of each micro-batch in ``<path>/batch=<id>/``, overwritten if Spark replays it."""
+
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
+        super().__init__(config, catalog.schema_of(config.view))
+        check_columns(self.columns, config.label)
+        self.catalog = catalog
+        self.path: Path = config.options["path"]
+        self.path.mkdir(parents=True, exist_ok=True)
+        for stale in self.path.glob("batch=*"):  # written, but never committed
+            if not stale.name[6:].isdigit() or int(stale.name[6:]) > committed:
+                shutil.rmtree(stale)
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        typed = typed_deltas(frame, self.catalog, self.view)
+        keys = [F.col("`" + name.replace("`", "``") + "`") for name, _ in self.columns]
+        net = (typed.groupBy(*keys).agg(F.sum("weight").alias("weight"))
+               .where(F.col("weight") != 0))
+        net.write.mode("overwrite").parquet(str(self.path / f"batch={batch}"))
+
+
+def _emitted_counts(frame: DataFrame, views: set[str]) -> dict[str, tuple[int, int]]:
+    """Rows added and removed per view as the steps emitted them (before consolidation),
+    counted by Spark: for the progress line of views the driver does not collect."""
+    if not views:
+        return {}
+    weight = F.col("weight")
+    rows = (frame.where(F.col("view").isin(list(views))).groupBy("view")
+            .agg(F.sum(F.when(weight > 0, weight).otherwise(0)).alias("plus"),
+                 F.sum(F.when(weight < 0, -weight).otherwise(0)).alias("minus")).collect())
+    return {r["view"]: (int(r["plus"]), int(r["minus"])) for r in rows}
+
+
 def _open_sink(config: SinkConfig, catalog: Connection, committed: int) -> _Sink:
+    if config.type == "parquet-deltas":
+        return _ParquetDeltas(config, catalog, committed)
     columns = catalog.schema_of(config.view)
     if config.type == "parquet":
         return _ParquetSnapshot(config, columns)

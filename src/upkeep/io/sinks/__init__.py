@@ -7,6 +7,7 @@ from .base import Changes, Sink, SinkConfig
 from .duckdb_table import DuckDBSink
 from .jsonl import JsonlSink
 from .parquet import ParquetSink
+from .parquet_deltas import ParquetDeltasSink
 from .sqlite_table import SQLiteSink
 from .terminal import TerminalSink
 
@@ -14,6 +15,7 @@ SINKS: dict[str, type[Sink]] = {
     "terminal": TerminalSink,
     "jsonl": JsonlSink,
     "parquet": ParquetSink,
+    "parquet-deltas": ParquetDeltasSink,
     "duckdb": DuckDBSink,
     "sqlite": SQLiteSink,
 }
@@ -24,5 +26,5 @@ def make_sink(config: SinkConfig, db: Engine) -> Sink:
     return SINKS[config.type](config, db.view(config.view), list(db.schema_of(config.view)))
 
 
-__all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetSink", "SQLiteSink", "Sink",
+__all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetDeltasSink", "ParquetSink", "SQLiteSink", "Sink",
            "TerminalSink", "make_sink"]
