@@ -119,3 +119,20 @@ def test_a_row_costs_fewer_bytes_than_a_tuple(sql):
     row = tuple(value(i) for i in range(8))
     key = RowStore(columns)._encode(row)
     assert sys.getsizeof(key) < sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row)
+
+
+def test_integers_beyond_64_bits_round_trip_at_the_boundaries():
+    """MessagePack holds 64-bit integers; wider HUGEINT and DECIMAL(38) values are kept as
+    their text. At each side of the boundaries, rows come back equal and with int/Decimal
+    types, and one value always gets one key."""
+    store = RowStore(COLUMNS)
+    for h in (2**63 - 1, -2**63, -2**63 - 1, 2**64 - 1, 2**64, -2**127, 2**127 - 1):
+        wide = Decimal(h % 10**28).scaleb(-10)
+        row = coerce_row((1, 2, h, 1.0, Decimal("1.00"), wide, "s", False, None), COLUMNS, "t", 0)
+        store.add(row, 1)
+        store.add(coerce_row(row, COLUMNS, "t", 0), 1)
+        assert store.get(row) == 2
+        (back,) = [r for r in store if r == row]
+        assert type(back[2]) is int and back[2] == h and back[5] == wide
+        store.add(row, -2)
+    assert len(store) == 0

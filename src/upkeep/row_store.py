@@ -2,11 +2,15 @@
 
 A row held as a Python tuple costs a tuple header plus one boxed object per value (a float
 24 bytes, a date 32, a short string 50 and more): about 700 bytes for a TPC-H line item.
-Here each row is one ``bytes`` object written by :mod:`marshal` from plain values (dates as
-day numbers, decimals as integers at the column's scale), about 170 bytes for the same line
+Here each row is one ``bytes`` object written by MessagePack from plain values (dates as
+day numbers, decimals as integers at the column's scale), about 150 bytes for the same line
 item; rows are decoded back to tuples only when they are read in bulk (a view's build, a
-query, a snapshot).  Equal rows encode equally: doubles are normalised (``-0.0`` is ``0.0``)
-and decimals hold their column's scale, as :func:`upkeep.types.coerce_value` guarantees.
+query, a snapshot).  MessagePack spends one byte on a small integer and on a short string's
+header where :mod:`marshal` spends five, and it has no back-references, so equal rows
+always encode equally: doubles are normalised (``-0.0`` is ``0.0``) and decimals hold their
+column's scale, as :func:`upkeep.types.coerce_value` guarantees.  An integer outside
+MessagePack's 64 bits (a HUGEINT, a DECIMAL of more than 18 digits) is stored as its decimal
+text.  Keys live in memory only: snapshots and the log hold decoded rows.
 
 Tables with a column type outside the encoded ones (TIMESTAMP) keep tuples as keys, with the
 same interface.
@@ -15,11 +19,12 @@ same interface.
 from __future__ import annotations
 
 import datetime as dt
-import marshal
 import math
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from itertools import islice
+
+import msgpack
 
 from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
 
@@ -42,7 +47,10 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
     enc = []
     for i, (_, t) in enumerate(columns):
         v = f"r[{i}]"
-        if t.kind in _PLAIN:
+        if _wide(t):
+            enc.append(f"(None if {v} is None else wide({v}))" if t.kind == "HUGEINT" else
+                       f"(None if {v} is None else wide(int({v}.scaleb({t.scale}, WIDE))))")
+        elif t.kind in _PLAIN:
             enc.append(v)
         elif t.kind == "DOUBLE":
             enc.append(f"(None if {v} is None else {v} + 0.0)")
@@ -54,7 +62,7 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
         encode = _dumps
     else:
         encode = eval("lambda r: dumps((" + "".join(f"{e}, " for e in enc) + "))",  # noqa: S307
-                      {"dumps": _dumps, "WIDE": WIDE_CONTEXT})
+                      {"dumps": _dumps, "WIDE": WIDE_CONTEXT, "wide": _wide_int})
     return encode, _decoder(columns)
 
 
@@ -65,11 +73,13 @@ def _decoder(columns: list[tuple[str, SqlType]], shared: frozenset[int] = frozen
     of such a column (a view built over the table keeps one date object per day, not one per
     row)."""
     dec = []
-    namespace: dict[str, object] = {"loads": marshal.loads, "fromordinal": dt.date.fromordinal,
+    namespace: dict[str, object] = {"unpackb": msgpack.unpackb, "fromordinal": dt.date.fromordinal,
                                     "Decimal": Decimal, "WIDE": WIDE_CONTEXT, "nan": math.nan}
     for i, (_, t) in enumerate(columns):
         v = f"r[{i}]"
-        if t.kind in _PLAIN or t.kind == "DOUBLE":
+        if t.kind == "HUGEINT":
+            made = f"(int({v}) if {v}.__class__ is str else {v})"
+        elif t.kind in _PLAIN or t.kind == "DOUBLE":
             made = v
         elif t.kind == "DATE":
             made = f"fromordinal({v})"
@@ -81,20 +91,33 @@ def _decoder(columns: list[tuple[str, SqlType]], shared: frozenset[int] = frozen
                     else f"(S{i}[{v}] if {v} in S{i} else S{i}.setdefault({v}, {made}))")
         if t.kind == "DOUBLE":  # NaN decodes to the one math.nan (types.canonical_float)
             dec.append(f"({made} if {v} == {v} else nan)")
-        elif t.kind in _PLAIN:
+        elif t.kind in _PLAIN and t.kind != "HUGEINT":
             dec.append(made)
         else:
             dec.append(f"(None if {v} is None else {made})")
     if dec == [f"r[{i}]" for i in range(len(columns))]:
-        return marshal.loads
+        return _loads
     return eval("lambda b: (lambda r: (" + "".join(f"{d}, " for d in dec)  # noqa: S307
-                + "))(loads(b))", namespace)
+                + "))(unpackb(b, use_list=False, unicode_errors='surrogatepass'))", namespace)
 
 
-def _dumps(value: tuple) -> bytes:
-    """marshal version 2: no back-references, whose use depends on objects' reference
-    counts, so equal rows always give equal bytes."""
-    return marshal.dumps(value, 2)
+#: a row's bytes (MessagePack; strings with lone surrogates round-trip, as in a str)
+_dumps = msgpack.Packer(unicode_errors="surrogatepass").pack
+
+
+def _loads(data: bytes) -> tuple:
+    return msgpack.unpackb(data, use_list=False, unicode_errors="surrogatepass")
+
+
+def _wide(t: SqlType) -> bool:
+    """Whether a column's stored integers may exceed MessagePack's 64 bits."""
+    return t.kind == "HUGEINT" or (t.kind == "DECIMAL" and (t.precision or 38) > 18)
+
+
+def _wide_int(v: int) -> int | str:
+    """An integer as MessagePack can hold it: as itself within 64 bits, else as its text
+    (always the same form for the same value, so equal rows keep equal keys)."""
+    return v if -(1 << 63) <= v < (1 << 64) else str(v)
 
 
 def _same(x):
@@ -163,7 +186,7 @@ class RowStore:
         if self._decode is _same or len(counts) < _SHARE_MIN_ROWS:
             return self._decode
         step = max(1, len(counts) // _SHARE_SAMPLE)
-        sample = [marshal.loads(k) for k in islice(counts, 0, None, step)]
+        sample = [_loads(k) for k in islice(counts, 0, None, step)]
         shared = frozenset(i for i in range(len(self._columns))
                            if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
         return _decoder(self._columns, shared) if shared else self._decode
