@@ -174,19 +174,29 @@ def test_stopping_mid_stream_and_resuming_applies_every_record_once(tmp_path):
             assert rows == expected[view], f"{kind} sink of {view}"
 
 
-def test_a_truncated_jsonl_sink_is_repaired_with_a_reset(tmp_path):
-    stream = Stream(seed=8).generate(200)
+def _run_damaged(tmp_path, seed: int, view: str, kind: str, damage) -> Stream:
+    """Run the first 120 records into a ``kind`` sink of ``view``, ``damage(out)`` the sink
+    as a crash would, then run the rest of the stream; returns the stream."""
+    stream = Stream(seed=seed).generate(200)
     WRITERS["jsonl"](tmp_path / "changes", stream.records[:120], files=1)
     config = load_config(write_pipeline(tmp_path, state_dir="state", rows_per_batch=25,
-                                        sinks={"big_orders": ["jsonl"]}))
+                                        sinks={view: [kind]}))
     quiet = Console(file=io.StringIO())
     PipelineRunner(config, console=quiet, progress="none").run()
-    sink = tmp_path / "out" / "big_orders.jsonl"
-    text = sink.read_text()
-    sink.write_text(text[: len(text) // 2])  # lose the tail, including a torn line
+    damage(tmp_path / "out")
     WRITERS["jsonl"](tmp_path / "changes", stream.records[120:], files=1, first=2)
     PipelineRunner(config, console=quiet, progress="none").run()
-    lines = jsonl_lines(sink)
+    return stream
+
+
+def test_a_truncated_jsonl_sink_is_repaired_with_a_reset(tmp_path):
+    def truncate(out):
+        sink = out / "big_orders.jsonl"
+        text = sink.read_text()
+        sink.write_text(text[: len(text) // 2])  # lose the tail, including a torn line
+
+    stream = _run_damaged(tmp_path, 8, "big_orders", "jsonl", truncate)
+    lines = jsonl_lines(tmp_path / "out" / "big_orders.jsonl")
     assert any(e.get("reset") for e in lines[1:])
     assert read_all_sinks(tmp_path / "out", "big_orders")["jsonl"] == \
         expected_views(stream.model)["big_orders"]
@@ -195,19 +205,14 @@ def test_a_truncated_jsonl_sink_is_repaired_with_a_reset(tmp_path):
 def test_a_parquet_deltas_sink_missing_a_batch_is_corrected_at_start(tmp_path):
     """A batch committed but never written (a crash between the two): the next run writes
     the difference as a correction file, and the directory adds up to the view again."""
-    stream = Stream(seed=9).generate(200)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records[:120], files=1)
-    config = load_config(write_pipeline(tmp_path, state_dir="state", rows_per_batch=25,
-                                        sinks={"revenue": ["parquet-deltas"]}))
-    quiet = Console(file=io.StringIO())
-    PipelineRunner(config, console=quiet, progress="none").run()
-    sink = tmp_path / "out" / "revenue.deltas"
-    batches = sorted(sink.glob("batch=*"), key=lambda d: int(d.name[6:]))
-    assert len(batches) >= 3
-    shutil.rmtree(batches[-2])  # lose a batch in the middle
-    WRITERS["jsonl"](tmp_path / "changes", stream.records[120:], files=1, first=2)
-    PipelineRunner(config, console=quiet, progress="none").run()
-    assert list(sink.glob("batch=*/correction-*.parquet"))
+    def lose_a_batch(out):
+        batches = sorted((out / "revenue.deltas").glob("batch=*"),
+                         key=lambda d: int(d.name[6:]))
+        assert len(batches) >= 3
+        shutil.rmtree(batches[-2])  # lose a batch in the middle
+
+    stream = _run_damaged(tmp_path, 9, "revenue", "parquet-deltas", lose_a_batch)
+    assert list((tmp_path / "out" / "revenue.deltas").glob("batch=*/correction-*.parquet"))
     assert read_all_sinks(tmp_path / "out", "revenue")["parquet-deltas"] == \
         expected_views(stream.model)["revenue"]
 
