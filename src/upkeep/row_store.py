@@ -47,17 +47,17 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
     enc = []
     for i, (_, t) in enumerate(columns):
         v = f"r[{i}]"
-        if _wide(t):
-            enc.append(f"(None if {v} is None else wide({v}))" if t.kind == "HUGEINT" else
-                       f"(None if {v} is None else wide(int({v}.scaleb({t.scale}, WIDE))))")
-        elif t.kind in _PLAIN:
-            enc.append(v)
-        elif t.kind == "DOUBLE":
-            enc.append(f"(None if {v} is None else {v} + 0.0)")
+        if t.kind == "DOUBLE":
+            stored = f"{v} + 0.0"
         elif t.kind == "DATE":
-            enc.append(f"(None if {v} is None else {v}.toordinal())")
-        else:  # DECIMAL, quantized to the column's scale by coercion
-            enc.append(f"(None if {v} is None else int({v}.scaleb({t.scale}, WIDE)))")
+            stored = f"{v}.toordinal()"
+        elif t.kind == "DECIMAL":  # quantized to the column's scale by coercion
+            stored = f"int({v}.scaleb({t.scale}, WIDE))"
+        else:
+            stored = v
+        if _wide(t):
+            stored = f"wide({stored})"
+        enc.append(v if stored == v else f"(None if {v} is None else {stored})")
     if enc == [f"r[{i}]" for i in range(len(columns))]:
         encode = _dumps
     else:
@@ -83,7 +83,7 @@ def _decoder(columns: list[tuple[str, SqlType]], shared: frozenset[int] = frozen
             made = v
         elif t.kind == "DATE":
             made = f"fromordinal({v})"
-        else:
+        else:  # a wide DECIMAL's text makes the same Decimal as its integer
             made = f"Decimal({v}).scaleb({-t.scale}, WIDE)"
         if i in shared:  # the first object made for a stored value serves every row
             namespace[f"S{i}"] = {}

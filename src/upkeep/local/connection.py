@@ -23,7 +23,7 @@ from ..engine import Engine, Subscriber, WhatIf
 from ..engine import ViewHandle as ViewHandleContract
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import due_changes
-from ..gc_pause import BULK_ROWS, gc_paused
+from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
 from ..rows import iter_rows
@@ -280,8 +280,8 @@ class Connection(Engine):
         n = 0
         coerce = t.coerce
         verb = "loading rows into" if weight > 0 else "deleting rows from"
-        with (gc_paused(BULK_ROWS if size is None else size),
-              bulk_progress(f"{verb} {t.name}", size) as advance):
+        # coercion pauses the collector; the commit that follows promotes bulk work once
+        with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
             for i, row in enumerate(iter_rows(rows, t.name, t.column_names)):
                 r = coerce(row, i)
                 delta[r] = delta.get(r, 0) + weight

@@ -26,5 +26,5 @@ def make_sink(config: SinkConfig, db: Engine) -> Sink:
     return SINKS[config.type](config, db.view(config.view), list(db.schema_of(config.view)))
 
 
-__all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetDeltasSink", "ParquetSink", "SQLiteSink", "Sink",
-           "TerminalSink", "make_sink"]
+__all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetDeltasSink", "ParquetSink",
+           "SQLiteSink", "Sink", "TerminalSink", "make_sink"]
