@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
 import time
 
 import pytest
@@ -281,6 +282,110 @@ def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimis
         for relay in relays:
             relay.stop()
         server.stop()
+
+
+def test_moves_are_pushed_without_waiting_for_the_lease(tmp_path) -> None:
+    """With leases of ten minutes (renewed every 200 s), members placed before a relay came
+    move to it as soon as the configuration is re-optimised: the server pushes the move
+    (``GET /placements/<name>``, watched by each lease) and they take it at their next
+    event, exactly (no reset, nothing lost or doubled)."""
+    server, relay = start(tmp_path / "db", replan=0, ttl=600.0), None
+    try:
+        admin, writer, stream = published(server, 5)
+        reader = Client(server.url, READER)
+        queries = [OPEN_DEAR, OPEN_CHEAP]
+        replicas = [reader.replica(q, placed=True, name=f"pushed{i}")
+                    for i, q in enumerate(queries)]
+        relay = RelaySite(server.url, READER, OPEN, TOKENS, name="relay-open",
+                          capacity=3).start()
+
+        def check() -> None:
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            for replica, query in zip(replicas, queries, strict=True):
+                replica.follow(until=lambda r: r.batch >= batch, timeout=30)
+                assert projected(replica, query) == expected(admin, query), query
+
+        check()
+        assert all(r.client is r.server for r in replicas)  # joined before the relay
+        admin._call("POST", "/placements/optimise")
+        tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
+        assert tree["pushed0"]["fed_by"] == tree["pushed1"]["fed_by"] == "relay-open"
+        for _ in range(20):
+            check()
+            if all(r.client.url == relay.url for r in replicas):
+                break
+            time.sleep(0.1)
+        assert [r.client.url for r in replicas] == [relay.url] * 2
+        assert all(r.resets == 0 and r.moves == 1 for r in replicas)
+        assert all(time.monotonic() - r.lease.renewed < 60 for r in replicas)
+    finally:
+        if relay is not None:
+            relay.stop()
+        server.stop()
+
+
+def test_a_watch_answers_when_its_assignment_moves_and_refuses_bad_requests(tmp_path) -> None:
+    server, relay = start(tmp_path / "db", replan=0, ttl=600.0), None
+    try:
+        admin, writer, _ = published(server, 7)
+        reader = Client(server.url, READER)
+        digest = reader.place(OPEN_DEAR, "watcher")["digest"]
+        started = time.monotonic()
+        same = reader.placement("watcher", digest, wait=0.5)  # nothing moves: waits it out
+        assert same["digest"] == digest and same["feed"] == []
+        assert time.monotonic() - started >= 0.5
+        answer: dict = {}
+        watch = threading.Thread(
+            target=lambda: answer.update(reader.placement("watcher", digest, wait=30)))
+        watch.start()
+        # a relay joining changes the placements but not this member's: the watch goes on
+        relay = RelaySite(server.url, READER, OPEN, TOKENS, name="relay-w", capacity=3).start()
+        time.sleep(0.3)
+        assert watch.is_alive()
+        admin._call("POST", "/placements/optimise")  # the member moves to the relay
+        watch.join(10)
+        assert not watch.is_alive()
+        assert answer["feed"] == [relay.url] and answer["digest"] != digest
+        for client, params, status in [
+                (reader, {"wait": 0}, 200),
+                (reader, {"wait": "soon"}, 400), (reader, {"wait": -1}, 400),
+                (reader, {"wait": 61}, 400), (writer, {}, 409),
+                (Client(server.url, "no-such-token"), {}, 401)]:
+            if status == 200:
+                assert client._call("GET", "/placements/watcher", params=params).json(
+                    )["digest"] == answer["digest"]
+                continue
+            with pytest.raises(ServiceError) as refused:
+                client._call("GET", "/placements/watcher", params=params)
+            assert refused.value.status == status, params
+        with pytest.raises(ServiceError) as unknown:
+            reader.placement("nobody")
+        assert unknown.value.status == 404 and "nobody" in str(unknown.value)
+        # a watch held open when the server stops ends with the stop, not at its wait
+        watch = threading.Thread(target=lambda: _ignore_errors(
+            lambda: reader.placement("watcher", answer["digest"], wait=30)))
+        watch.start()
+        time.sleep(0.3)
+        relay.stop()
+        relay = None
+        stopping = time.monotonic()
+        server.stop()
+        watch.join(10)
+        assert not watch.is_alive() and time.monotonic() - stopping < 5
+        server = None
+    finally:
+        if relay is not None:
+            relay.stop()
+        if server is not None:
+            server.stop()
+
+
+def _ignore_errors(call) -> None:
+    try:
+        call()
+    except (ServiceError, OSError):
+        pass
 
 
 def test_kill_nine_of_a_placed_relay_re_homes_its_subscribers_exactly(tmp_path) -> None:

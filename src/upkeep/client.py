@@ -125,6 +125,16 @@ class Client:
     def leave(self, name: str) -> None:
         self._call("DELETE", f"/placements/{name}")
 
+    def placement(self, name: str, known: str | None = None, wait: float = 0.0) -> dict:
+        """Member ``name``'s assignment (``feed`` or ``inputs`` and ``sql``, ``ttl``,
+        ``digest``); with ``known`` (a digest), answered once it differs or after ``wait``
+        seconds: how a :class:`Lease` has its moves pushed."""
+        params: dict = {"wait": wait}
+        if known is not None:
+            params["known"] = known
+        return self._call("GET", f"/placements/{name}", params=params,
+                          timeout=httpx.Timeout(10.0, read=wait + 10.0)).json()
+
     def at(self, url: str) -> Client:
         """A client of another site (a relay) with this client's token."""
         return Client(url, self._http.headers["Authorization"][7:], self._http.timeout.read
@@ -153,9 +163,15 @@ class Client:
         self.close()
 
 
+#: how long one watch of a lease's assignment waits at the server (then it asks again)
+WATCH_SECONDS = 30.0
+
+
 class Lease:
     """A member's place at the server, renewed within its lease (a member that stops
-    renewing is dropped, and the members it fed are placed again)."""
+    renewing is dropped, and the members it fed are placed again).  Once :meth:`watch`
+    runs, a move the server makes is pushed: :attr:`moved` is set, so :meth:`due` asks
+    for a renewal at the follower's next event instead of a third of the lease later."""
 
     def __init__(self, server: Client, query: str, name: str | None = None, *,
                  site: str | None = None, capacity: int | None = None,
@@ -173,23 +189,67 @@ class Lease:
         self.renewed = -math.inf
         self.joined = False
         self.left = False  # after leave(): never renewed again
+        self.digest: str | None = None  # of the assignment renewed last
+        self.moved = threading.Event()  # the server's assignment differs from it
+        self._watcher: Client | None = None  # watch() was called: the watch's own client
+        self._watching: threading.Thread | None = None
 
     def renew(self, failed: list[str] = ()) -> dict:
         if self.left:
             raise ServiceError(f"member {self.name} left the placements")
+        self.moved.clear()  # before the call: a move made during it is pushed again
         data = self.server.place(self.query, self.name, site=self.site,
                                  capacity=self.capacity, failed=failed, compose=self.compose)
         self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
         self.inputs, self.sql = data.get("inputs"), data.get("sql")
+        self.digest = data.get("digest")
         self.renewed = time.monotonic()
         self.joined = True
+        self._start_watching()
         return data
 
     def due(self) -> bool:
-        return time.monotonic() - self.renewed >= self.ttl / 3
+        return self.moved.is_set() or time.monotonic() - self.renewed >= self.ttl / 3
+
+    def watch(self) -> None:
+        """Have moves pushed (idempotent): while the lease is held, a daemon thread
+        long-polls the server for this member's assignment and sets :attr:`moved` when it
+        differs from the one renewed last."""
+        if self._watcher is None and not self.left:
+            self._watcher = self.server.at(self.server.url)
+        self._start_watching()
+
+    def _start_watching(self) -> None:
+        if (self._watcher is None or self.left or not self.joined
+                or (self._watching is not None and self._watching.is_alive())):
+            return
+        self._watching = threading.Thread(target=self._watch, args=(self._watcher,),
+                                          daemon=True, name=f"upkeep-lease-{self.name}")
+        self._watching.start()
+
+    def _watch(self, client: Client) -> None:
+        """Until the lease is left or lapses (a renewal starts the watch again)."""
+        known = self.digest
+        while not self.left and time.monotonic() - self.renewed < self.ttl:
+            try:
+                data = client.placement(self.name, known, wait=min(WATCH_SECONDS, self.ttl))
+            except (httpx.HTTPError, ServiceError, RuntimeError):
+                # the server is away, or no longer knows this member (a lapsed lease):
+                # renewing joins it again; asked again a second later
+                if self.left:
+                    return
+                self.moved.set()
+                time.sleep(1.0)
+                known = None
+                continue
+            known = data.get("digest")
+            if known != self.digest:
+                self.moved.set()
 
     def leave(self) -> None:
         self.left = True
+        if self._watcher is not None:
+            self._watcher.close()
         if self.joined:
             self.joined = False
             try:
@@ -263,8 +323,10 @@ class Replica:
         moves between sites as placed.  ``on_event`` is called after each event is
         applied.  Raises TimeoutError after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        if self.lease is not None and self.token is None:
-            self.client = self._placed()
+        if self.lease is not None:
+            self.lease.watch()
+            if self.token is None:
+                self.client = self._placed()
         while stop is None or not stop.is_set():
             if self.lease is not None and self.lease.inputs:
                 if self._follow_inputs(until, deadline, on_event, stop):

@@ -13,6 +13,11 @@ browser's EventSource, which cannot set headers); errors are JSON, ``{"error": {
 * ``GET /subscriptions/<id>/events``: Server-Sent Events, ``id:`` the resume token;
   resume with ``?after=<token>`` or the ``Last-Event-ID`` header.
 * ``WS /subscriptions/<id>/ws?after=<token>``: the same events as JSON messages.
+* ``POST /placements`` ``{"query", "name", "site", "capacity", "failed", "compose"}``:
+  join (or renew) a member: where it is fed (``feed``, or ``inputs`` and ``sql``), its
+  ``ttl`` and ``digest``; ``GET /placements/<name>?known=<digest>&wait=<s>``: the same
+  once it differs from ``known`` or after ``wait`` seconds (moves pushed by long poll);
+  ``DELETE /placements/<name>``: leave; ``POST /placements/optimise`` (admin).
 * ``GET /status``: subscriptions with their listeners and lag, the last batch, the feed.
 * ``GET /``: the status page (views, the dissemination tree, each subscription's lag, and
   a subscription's rows live).
@@ -41,13 +46,15 @@ from ..errors import ConstraintError, Error
 from ..sql import is_query, parse
 from .grants import GrantError, Principal, Tokens
 from .hub import PREFIX, Event, Hub, UnknownSubscription
-from .placement import NameTaken
+from .placement import Assignment, NameTaken, UnknownMember
 
 ARROW = "application/vnd.apache.arrow.stream"
 PAGE = Path(__file__).with_name("page.html")
 KEEPALIVE_SECONDS = 15.0
 PROGRESS_SECONDS = 1.0
 MAX_QUEUED = 10_000
+#: the longest a member's watch of its assignment is held open (``GET /placements/{name}``)
+MAX_WATCH_SECONDS = 60.0
 log = logging.getLogger("upkeep.service")
 
 #: DuckDB table functions that read files or the network: never reachable over HTTP
@@ -62,7 +69,7 @@ class BadRequest(Error):
 def status_of(error: Exception) -> int:
     if isinstance(error, GrantError):
         return 403
-    if isinstance(error, UnknownSubscription):
+    if isinstance(error, (UnknownSubscription, UnknownMember)):
         return 404
     if isinstance(error, (ConstraintError, NameTaken)):
         return 409
@@ -98,6 +105,14 @@ class Service:
         self.bytes_sent = 0
         #: events queued for one stream beyond which it is ended with ``lagging``
         self.max_queued = MAX_QUEUED
+        # members watching their assignments wait on _moved, set and replaced (in the
+        # server's loop) whenever the placements change or the server stops
+        self._moved: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+        if hub.placements is not None:
+            hub.placements.on_moved = self._placements_changed
+        hub.on_shutdown.append(self._shutting_down)
         self.app = Starlette(routes=[
             Route("/", self.page, methods=["GET"]),
             Route("/sql", self.sql, methods=["POST"]),
@@ -108,7 +123,7 @@ class Service:
             Route("/subscriptions/{sid}/events", self.events, methods=["GET"]),
             Route("/placements", self.place, methods=["POST"]),
             Route("/placements/optimise", self.optimise, methods=["POST"]),
-            Route("/placements/{name}", self.leave, methods=["DELETE"]),
+            Route("/placements/{name}", self.member, methods=["GET", "DELETE"]),
             WebSocketRoute("/subscriptions/{sid}/ws", self.websocket),
         ])
 
@@ -333,23 +348,80 @@ class Service:
             served, assignment = await run_in_threadpool(
                 self.hub.place, principal, query, name, site=site, capacity=capacity,
                 failed=failed, compose=compose)
-            out = {"name": assignment.name, "feed": assignment.feed, "ttl": assignment.ttl,
-                   "subscription": await run_in_threadpool(self._describe, principal,
-                                                           served.id)}
-            if assignment.inputs is not None:
-                out["inputs"], out["sql"] = assignment.inputs, assignment.sql
+            out = assignment_json(assignment)
+            out["subscription"] = await run_in_threadpool(self._describe, principal, served.id)
             return JSONResponse(out)
         return await self.guarded(request, handle)
 
-    async def leave(self, request: Request) -> Response:
+    async def member(self, request: Request) -> Response:
+        """``GET``: watch the member's assignment (moves pushed); ``DELETE``: leave."""
+        name = request.path_params["name"]
+
         async def handle(principal: Principal) -> Response:
+            if request.method == "GET":
+                return JSONResponse(await self._watch(principal, name, request.query_params))
+
             def run() -> None:
                 with self.hub.lock:
                     if self.hub.placements is not None:
-                        self.hub.placements.leave(request.path_params["name"], principal.name)
+                        self.hub.placements.leave(name, principal.name)
             await run_in_threadpool(run)
             return Response(status_code=204)
         return await self.guarded(request, handle)
+
+    async def _watch(self, principal: Principal, name: str, params) -> dict:
+        """The member's assignment once its digest differs from ``known``, or after
+        ``wait`` seconds (a long poll: how the server pushes moves to its members, who
+        would otherwise learn them at their next lease renewal)."""
+        try:
+            wait = float(params.get("wait", 0))
+        except ValueError:
+            raise BadRequest('"wait" must be a number of seconds') from None
+        if not 0 <= wait <= MAX_WATCH_SECONDS:
+            raise BadRequest(f'"wait" must be between 0 and {MAX_WATCH_SECONDS:g} seconds')
+        known = params.get("known")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+
+        def read() -> Assignment:
+            with self.hub.lock:
+                if self.hub.placements is None:
+                    raise BadRequest("placements are made by the server this relay follows")
+                return self.hub.placements.assignment_of(name, principal.name)
+        while True:
+            changed = self._moved_event(loop)  # taken first: a change after the read wakes it
+            out = assignment_json(await run_in_threadpool(read))
+            remaining = deadline - loop.time()
+            if out["digest"] != known or remaining <= 0 or self._stopping:
+                return out
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def _moved_event(self, loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+        if self._loop is not loop:  # first watch (or a server started again)
+            self._loop, self._moved = loop, asyncio.Event()
+        return self._moved
+
+    def _wake_watchers(self) -> None:
+        """In the server's loop: wake every watch (each reads its assignment again)."""
+        if self._moved is not None:
+            self._moved.set()
+            self._moved = asyncio.Event()
+
+    def _placements_changed(self) -> None:
+        """Called by the placements, from any thread, after they changed."""
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._wake_watchers)
+            except RuntimeError:  # the server's loop is closed: nobody is watching
+                pass
+
+    def _shutting_down(self) -> None:
+        self._stopping = True
+        self._placements_changed()
 
     async def optimise(self, request: Request) -> Response:
         """Re-optimise the whole configuration now (admin): Table 1's ILP, then LOGA."""
@@ -468,6 +540,15 @@ class Service:
         finally:
             self.streams.pop(id(sent), None)
             self.hub.unlisten(sid, listener)
+
+
+def assignment_json(assignment: Assignment) -> dict:
+    """A member's assignment as it is answered, with the digest it watches."""
+    out = {"name": assignment.name, "feed": assignment.feed, "ttl": assignment.ttl,
+           "digest": assignment.digest()}
+    if assignment.inputs is not None:
+        out["inputs"], out["sql"] = assignment.inputs, assignment.sql
+    return out
 
 
 def _sse(event: Event) -> bytes:

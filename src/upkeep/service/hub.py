@@ -153,6 +153,8 @@ class Hub:
         if self._journal_follows_log and self.feed.last < self.now():
             self.feed.restart_at(self.now())  # resuming clients get a reset: nothing lost
         self._listeners: dict[str, set[Listener]] = {}
+        #: called when the server stops (no lock), after the listeners got ``shutdown``
+        self.on_shutdown: list[Callable[[], None]] = []
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         for sid in self.subscriptions:
             self._attach(sid)
@@ -345,6 +347,8 @@ class Hub:
         for listeners in list(self._listeners.values()):
             for listener in list(listeners):
                 listener(Event("shutdown", now, self.token(now)))
+        for hook in list(self.on_shutdown):
+            hook()
 
     def close(self) -> None:
         """Detach from the database (its journal and view subscribers)."""

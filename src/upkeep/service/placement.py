@@ -13,14 +13,18 @@ unreachable is removed, and the members it fed are placed again.  :meth:`reoptim
 the ILP of Table 1 (HiGHS) and LOGA (Algorithm 2) over the whole graph, the paper's periodic
 re-optimisation.
 
-A member learns where it is fed, and any move, from the answer to its join, which it renews
-within its lease (``ttl``): a chain of site URLs from its feeder up to the server, each of
-which serves the same subscription with the same tokens, so a member moves or falls back
-along it without losing or repeating a change.
+A member learns where it is fed from the answer to its join, which it renews within its
+lease (``ttl``): a chain of site URLs from its feeder up to the server, each of which serves
+the same subscription with the same tokens, so a member moves or falls back along it
+without losing or repeating a change.  Moves are pushed: a member also watches its
+assignment's :meth:`Assignment.digest` (``GET /placements/{name}``, a long poll woken by
+:attr:`Placements.on_moved`) and renews as soon as it differs, instead of at its next renewal.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import socket
 import time
@@ -56,6 +60,10 @@ class NameTaken(PlacementError):
     """A member name held by another principal."""
 
 
+class UnknownMember(PlacementError):
+    """No member of that name (never joined, left, or its lease lapsed)."""
+
+
 @dataclass
 class Member:
     """A follower of the server: its query, its principal, and, for a site, the URL where it
@@ -87,6 +95,11 @@ class Assignment:
     ttl: float
     inputs: list[dict] | None = None  # fed by several sites: each one's name, sql, id, feed
     sql: str | None = None  # then: the rewriting over the inputs (named by their names)
+
+    def digest(self) -> str:
+        """A short hash of where the member is fed: equal digests, no move."""
+        where = json.dumps([self.feed, self.inputs, self.sql], sort_keys=True)
+        return hashlib.sha256(where.encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -125,6 +138,9 @@ class Placements:
         #: called with :meth:`state` after a call that changed the members or the
         #: configuration (the server keeps it in its directory: ``restore``)
         self.on_change: Callable[[dict], None] | None = None
+        #: called (from the caller's thread) after such a call too: members' assignments
+        #: may have changed (the server wakes the members watching theirs)
+        self.on_moved: Callable[[], None] | None = None
         self._version = self._saved = 0  # changes made / changes handed to on_change
 
     # ------------------------------------------------------------ the graph
@@ -314,8 +330,11 @@ class Placements:
         self._saved = self._version
 
     def _save(self) -> None:
-        if self._version != self._saved and self.on_change is not None:
-            self.on_change(self.state())
+        if self._version != self._saved:
+            if self.on_change is not None:
+                self.on_change(self.state())
+            if self.on_moved is not None:
+                self.on_moved()
         self._saved = self._version
 
     # ------------------------------------------------------------ the configuration
@@ -343,6 +362,15 @@ class Placements:
                    "feed": [self.members[v].url, *self.feed(v)]} for v in r.inputs]
         return Assignment(name, [], self.ttl, inputs,
                           rewriting_sql(self.members[name].subscription, self.uses[rid]))
+
+    def assignment_of(self, name: str, principal: str) -> Assignment:
+        """Member ``name``'s assignment, asked by ``principal`` (its own only)."""
+        member = self.members.get(name)
+        if member is None:
+            raise UnknownMember(f"no member {name!r}: it left, or its lease lapsed")
+        if member.principal != principal:
+            raise NameTaken(f"member name {name!r} is held by another principal")
+        return self.assignment(name)
 
     def reoptimise(self, loga_factor: float = 1.5) -> int:
         """Table 1's ILP, then LOGA, over every member; returns how many members move."""
