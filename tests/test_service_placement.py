@@ -559,3 +559,39 @@ def test_a_composed_subscriber_equals_duckdb_through_an_input_leaving(tmp_path) 
         for relay in relays:
             relay.stop()
         server.stop()
+
+
+def test_a_relay_fed_by_several_relays_serves_its_subscribers_exactly(tmp_path) -> None:
+    """Relays compose: a relay whose query only two relays together can compute is fed by a
+    rewriting over both, applies its result to its own table and serves from it; when one
+    input leaves, it goes on from the server, and its subscriber never sees a reset."""
+    server = start(tmp_path / "db", replan=0, ttl=1.5)
+    relays: list[RelaySite] = []
+    try:
+        admin, writer, stream = published(server, 31)
+        relays = [RelaySite(server.url, READER, q, TOKENS, name=n).start()
+                  for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
+        both = RelaySite(server.url, READER, OPEN_DEAR_BOTH, TOKENS, name="both").start()
+        relays.append(both)
+        assert [i["name"] for i in both.lease.inputs] == ["price", "status"]
+        query = ("SELECT o.ok, o.status, o.price FROM orders o "
+                 "WHERE o.status = 'open' AND o.price > 70")
+        replica = Client(both.url, READER).replica(query)
+        composed = []
+        for step in range(14):
+            writer.sql(stream.batch())
+            batch = admin.status()["batch"]
+            replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+            assert replica.batch == batch
+            assert projected(replica, query) == expected(admin, query), step
+            composed.append(both.follower._composite is not None)
+            if step == 6:
+                relays.pop(0).stop()  # an input leaves: the server feeds the relay
+        assert composed[:6] == [True] * 6 and not composed[-1]
+        assert replica.resets == 0 and replica.rehomed == 0
+        tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
+        assert tree["both"]["fed_by"] is None and "status" not in tree
+    finally:
+        for relay in relays:
+            relay.stop()
+        server.stop()

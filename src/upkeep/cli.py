@@ -184,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="its member name at the server (default: one is drawn)")
     relay.add_argument("--capacity", type=int, default=None,
                        help="how many subscribers it feeds at most (default: the server's)")
+    relay.add_argument("--no-compose", dest="compose", action="store_false",
+                       help="follow one feeder only (by default the server may feed it by a "
+                            "rewriting over several relays, which it computes itself)")
 
     repair = commands.add_parser(
         "repair", help="keep every intact record of a damaged database directory",
@@ -202,7 +205,8 @@ def _relay(args: argparse.Namespace, console: Console) -> None:
 
     token = Path(args.token[1:]).read_text().strip() if args.token.startswith("@") else args.token
     relay = RelaySite(args.source, token, args.query, Tokens.load(args.tokens), host=args.host,
-                      port=args.port, name=args.name, capacity=args.capacity).start()
+                      port=args.port, name=args.name, capacity=args.capacity,
+                      compose=args.compose).start()
     console.print(f"upkeep: relaying subscription {relay.info.id} of {args.source} on "
                   f"{relay.url}", highlight=False, markup=False)
     stop = threading.Event()

@@ -392,18 +392,9 @@ class Replica:
             wait = max(deadline - time.monotonic(), 0.1)
             t = composite.step(min(wait, 60.0))
             if t is not None and t >= self.batch:
-                changes = composite.take(self.rows if fresh else None)
+                changes = composite.take(self._held() if fresh else None)
                 fresh = False
-                for row, weight in changes.items():
-                    count = self.rows[row] + weight
-                    if count < 0 or count > 1:
-                        raise ReplicaError(f"batch {t}: row {row} would be held {count} "
-                                           "times (a change lost or doubled)")
-                    if count:
-                        self.rows[row] = count
-                    else:
-                        del self.rows[row]
-                self.token, self.batch = f"{composite.instance()}:{t}", t
+                self._composed(changes, f"{composite.instance()}:{t}", t)
                 if on_event is not None:
                     on_event({"kind": "delta", "token": self.token, "batch": t,
                               "changes": [[[to_json(v) for v in r], w]
@@ -425,6 +416,24 @@ class Replica:
                     self.client = self.server  # exact from this token; moved on from there
                     return False
         return True
+
+    def _held(self) -> Counter:
+        """The rows held now (a composite this replica starts following is diffed
+        against them, so the switch brings changes, not a reset)."""
+        return self.rows
+
+    def _composed(self, changes: Counter, token: str, batch: int) -> None:
+        """Apply a composite's net changes (rows as Python values) up to ``batch``."""
+        for row, weight in changes.items():
+            count = self.rows[row] + weight
+            if count < 0 or count > 1:
+                raise ReplicaError(f"batch {batch}: row {row} would be held {count} "
+                                   "times (a change lost or doubled)")
+            if count:
+                self.rows[row] = count
+            else:
+                del self.rows[row]
+        self.token, self.batch = token, batch
 
     # ------------------------------------------------------------ moving between sites
     def _site(self, url: str) -> Client:

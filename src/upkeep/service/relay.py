@@ -10,8 +10,10 @@ maintained like any view as the relay applies each of the source's batches as on
 transaction.
 
 The relay is a member of its server's placements (``service/placement.py``): it follows the
-feeder the server places it at (the server, or another relay: a tree of any depth), and once
-it serves, it is offered as a site, so the server places members whose queries it can compute
+feeder the server places it at (the server, or another relay: a tree of any depth), or,
+since relays compose, several relays whose subscriptions a rewriting combines (computed by
+:class:`upkeep.client.Composite`, its result applied to the relay's table batch by batch, as
+a single feeder's changes are).  Once it serves, it is offered as a site, so the server places members whose queries it can compute
 at it, up to its ``capacity``.
 
 Tokens stay the server's.  The relay's hub counts in source batches (a relay applies source
@@ -27,6 +29,8 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from ..client import Client, Lease, Replica, SubscriptionInfo, decode_row, subscription_info
@@ -43,16 +47,17 @@ log = logging.getLogger("upkeep.service")
 class RelaySite:
     """Follows ``query`` from ``source`` (the server, with ``token``), placed by it
     (``service/placement.py``), and serves what can be computed from it to the principals
-    of ``tokens``; a site of fan-out ``capacity`` (None: the server's default)."""
+    of ``tokens``; a site of fan-out ``capacity`` (None: the server's default).  With
+    ``compose`` (the default) the server may feed it by a rewriting over several relays."""
 
     def __init__(self, source: str, token: str, query: str, tokens: Tokens, *,
                  host: str = "127.0.0.1", port: int = 0, name: str | None = None,
-                 capacity: int | None = None) -> None:
+                 capacity: int | None = None, compose: bool = True) -> None:
         self.client = Client(source, token)
         tables = self.client.tables()
         self.schema = {name: ([c for c, _ in t["columns"]], t.get("key", []))
                        for name, t in tables.items() if t["kind"] == "table"}
-        self.lease = Lease(self.client, query, name, capacity=capacity)
+        self.lease = Lease(self.client, query, name, capacity=capacity, compose=compose)
         self.info: SubscriptionInfo = subscription_info(self.lease.renew()["subscription"])
         self.table = f"source_{self.info.id}"
         self.source: Subscription = parse(self.table, query, self.schema)
@@ -85,32 +90,40 @@ class RelaySite:
     # ------------------------------------------------------------ following the source
     def _apply(self, event: dict) -> None:
         kind = event["kind"]
-        if kind not in ("snapshot", "reset", "delta", "progress"):
+        if kind in ("snapshot", "reset"):
+            def changes() -> tuple[set, set]:
+                new = {decode_row(r, self.types) for r in event["rows"]}
+                return self.rows - new, new - self.rows
+        elif kind == "delta":
+            def changes() -> tuple[set, set]:
+                rows = [(decode_row(r, self.types), w) for r, w in event["changes"]]
+                return {r for r, w in rows if w < 0}, {r for r, w in rows if w > 0}
+        elif kind == "progress":
+            def changes() -> tuple[set, set]:
+                return set(), set()
+        else:
             return
+        self._commit(changes, event["batch"], event["token"])
+
+    def _commit(self, changes: Callable[[], tuple[set, set]], batch: int, token: str) -> None:
+        """Bring the relay's table to ``batch``: ``changes()`` (the rows gone and the rows
+        added, taken under the hub's lock) in one transaction, or nothing."""
         server = getattr(self, "server", None)  # None while the snapshot is applied
         with server.hub.lock if server is not None else nullcontext():
             before = self.batch
-            self.batch = event["batch"]
+            self.batch = batch
             try:
-                if kind in ("snapshot", "reset"):
-                    new = {decode_row(r, self.types) for r in event["rows"]}
-                    gone, added = self.rows - new, new - self.rows
-                elif kind == "delta":
-                    changes = [(decode_row(r, self.types), w) for r, w in event["changes"]]
-                    gone = {r for r, w in changes if w < 0}
-                    added = {r for r, w in changes if w > 0}
-                else:
-                    gone = added = set()
+                gone, added = changes()
                 if gone or added:
-                    with self.db.transaction(metadata={"source": event["token"]}):
+                    with self.db.transaction(metadata={"source": token}):
                         self.db.delete(self.table, sorted(gone, key=repr))
                         self.db.insert(self.table, sorted(added, key=repr))
                     self.rows = (self.rows - gone) | added
             except BaseException:
                 self.batch = before
                 raise
-            self.token = event["token"]
-            self.instance = self.token.rpartition(":")[0]
+            self.token = token
+            self.instance = token.rpartition(":")[0]
 
     def _follow(self) -> None:
         while not self._stop.is_set():
@@ -156,3 +169,13 @@ class _Follower(Replica):
         if event["kind"] in ("snapshot", "reset", "delta", "progress"):
             self.site._apply(event)
             self.token, self.batch = event["token"], event["batch"]
+
+    def _held(self) -> Counter:
+        return Counter(self.site.rows)
+
+    def _composed(self, changes: Counter, token: str, batch: int) -> None:
+        """A composite's changes (the relay is fed by several relays) go to its table."""
+        gone = {r for r, w in changes.items() if w < 0}
+        added = {r for r, w in changes.items() if w > 0}
+        self.site._commit(lambda: (gone, added), batch, token)
+        self.token, self.batch = token, batch
