@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..errors import ConstraintError, ProvenanceError, UnsupportedError
+from ..gc_pause import StateDict
 from ..table import Table
 from ..types import format_row
 from ..update_provenance.annotators import ANNOTATORS
@@ -105,7 +106,7 @@ class ProvenanceTracker:
         if table.provenance is not None:
             self.relations[table.name] = ProvenanceRelation(ANNOTATORS[table.provenance](),
                                                             len(table.columns))
-            self.inputs[table.name] = {}
+            self.inputs[table.name] = StateDict()  # row -> its variable(s): see gc_pause.py
             self.next_input.setdefault(table.name, 1)
 
     def drop_table(self, name: str) -> None:
@@ -212,7 +213,7 @@ class ProvenanceTracker:
         for table, op in ops:
             if op[0] == "inputs":
                 _, rows, first = op
-                inputs = self.inputs.setdefault(table, {})
+                inputs = self.inputs.setdefault(table, StateDict())
                 for n, row in enumerate(rows, first):
                     name = f"{table}#{n}"
                     got = inputs.get(row)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 
+from ..gc_pause import StateDict
 from ..value_index import index_add, index_get, index_remove
 from .annotators import Annotator
 from .expression import VAR, Node
@@ -32,13 +33,15 @@ class ProvenanceRelation:
     def __init__(self, annotator: Annotator, arity: int):
         self.annotator = annotator
         self.arity = arity
-        self.annotations: dict[tuple, object] = {}
+        # StateDicts: the collector never untracks them, so a new row put into one does not
+        # make it young again, to be walked whole by young collections (gc_pause.py)
+        self.annotations: dict[tuple, object] = StateDict()
         self._indexes: dict[int, dict[object, tuple | set[tuple]]] = {}
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         # which rows a valuation can change: a row annotated by one variable only when that
         # variable changes (``by_variable``: the row, or a set of rows when several share
         # the variable), any other row possibly (``compound``)
-        self.by_variable: dict[str, tuple | set[tuple]] = {}
+        self.by_variable: dict[str, tuple | set[tuple]] = StateDict()
         self.compound: set[tuple] = set()
 
     def __len__(self) -> int:
@@ -51,7 +54,7 @@ class ProvenanceRelation:
         """Column ``col``'s index: value -> the one row holding it, or a set of rows."""
         index = self._indexes.get(col)
         if index is None:
-            index = self._indexes[col] = {}
+            index = self._indexes[col] = StateDict()
             for row in self.annotations:
                 index_add(index, row[col], row)
         return index
