@@ -107,3 +107,63 @@ def test_failed_keyed_update_changes_nothing():
     assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 1), (3, 3)]
     db.execute("DELETE FROM t WHERE k = 3")
     assert db.execute("SELECT * FROM t").fetchall() == [(1, 1)]
+
+
+COMPOSITE = "CREATE TABLE c (a INTEGER, b VARCHAR, n INTEGER, PRIMARY KEY (a, b))"
+KEYS = st.tuples(st.integers(0, 3), st.sampled_from(["x", "y", "z"]))
+COMPOSITE_STATEMENTS = st.one_of(
+    st.builds(lambda k: f"DELETE FROM c WHERE a = {k[0]} AND b = '{k[1]}'", KEYS),
+    st.builds(lambda k, n: f"DELETE FROM c WHERE b = '{k[1]}' AND a = {k[0]} AND n > {n}",
+              KEYS, st.integers(0, 5)),
+    st.builds(lambda k, n: f"UPDATE c SET n = {n} WHERE a = {k[0]} AND b = '{k[1]}'",
+              KEYS, st.integers(0, 5)),
+    st.builds(lambda k: f"UPDATE c SET n = n + 1 WHERE c.b = '{k[1]}' AND c.a = {k[0]}", KEYS),
+    st.builds(lambda a: f"UPDATE c SET n = 0 WHERE a = {a}", st.integers(0, 3)),
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(KEYS, st.integers(0, 5)), max_size=12, unique_by=lambda r: r[0]),
+       st.lists(st.lists(COMPOSITE_STATEMENTS, min_size=1, max_size=4), min_size=1,
+                max_size=5))
+def test_statements_fixing_a_composite_key_equal_duckdb(initial, transactions):
+    """DELETE / UPDATE whose WHERE fixes every column of a composite PRIMARY KEY go
+    through an index on the key's columns together, also over staged changes."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute(COMPOSITE)
+    rows = [(a, b, n) for (a, b), n in initial]
+    db.insert("c", rows)
+    if rows:
+        con.executemany("INSERT INTO c VALUES (?, ?, ?)", rows)
+    for statements in transactions:
+        with db.transaction():
+            for sql in statements:
+                db.execute(sql)
+                con.execute(sql)
+        assert _rows(db.execute("SELECT * FROM c")) == _rows(con.execute("SELECT * FROM c"))
+
+
+def test_a_statement_fixing_a_composite_key_reads_only_its_row(monkeypatch):
+    db = upkeep.connect()
+    db.execute(COMPOSITE)
+    db.insert("c", [(a, f"b{i}", 0) for a in range(3) for i in range(2000)])
+    read: list[int] = []
+    staged_rows_with = db._catalog.staged_rows_with
+
+    def counted(*args):
+        got = staged_rows_with(*args)
+        read.append(len(got))
+        return got
+
+    monkeypatch.setattr(db._catalog, "staged_rows_with", counted)
+    with db.transaction():
+        db.insert("c", [(1, "new", 0)])
+        assert db.execute("UPDATE c SET n = 7 WHERE a = 1 AND b = 'new'").rowcount == 1
+        assert db.execute("UPDATE c SET n = 5 WHERE b = 'b17' AND a = 2").rowcount == 1
+        assert db.execute("DELETE FROM c WHERE a = 0 AND b = 'b3' AND n = 1").rowcount == 0
+    assert read == [1, 1, 1]
+    monkeypatch.undo()
+    assert db.execute("SELECT n FROM c WHERE a = 1 AND b = 'new'").fetchall() == [(7,)]
+    assert db.execute("SELECT n FROM c WHERE a = 2 AND b = 'b17'").fetchall() == [(5,)]
+    assert db.execute("SELECT COUNT(*) FROM c").fetchall() == [(6001,)]

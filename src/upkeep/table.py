@@ -8,7 +8,7 @@ from .expiry import Expiry
 from .gc_pause import StateDict
 from .row_store import RowStore
 from .types import SqlType, coerce_row, fast_row_check, format_row
-from .value_index import index_add, index_get, index_remove
+from .value_index import column_value, index_add, index_get, index_remove
 
 
 class Table:
@@ -25,9 +25,10 @@ class Table:
         self.keys: dict[tuple, int] = StateDict()
         self.expiry: Expiry | None = None  # rows' time-to-live (expiry.py)
         self.provenance: str | None = None  # "update" / "update-naive" (local/provenance.py)
-        # column -> value -> the stored key of the row holding it (one) or a set of keys;
-        # built by rows_with on first use (keyed DELETE / UPDATE), then kept by apply
-        self._by_column: dict[int, dict] = {}
+        # column (or the tuple of a composite PRIMARY KEY's columns) -> value -> the stored
+        # key of the row holding it (one) or a set of keys; built by rows_with on first use
+        # (keyed DELETE / UPDATE), then kept by apply
+        self._by_column: dict[int | tuple[int, ...], dict] = {}
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         valid = fast_row_check(columns)
 
@@ -94,16 +95,17 @@ class Table:
         if self._by_column:
             self._reindex(delta)
 
-    def rows_with(self, col: int, value: object) -> list[tuple]:
-        """The distinct rows whose column ``col`` holds ``value`` (Python equality), from a
-        hash index built on the first call for that column and kept by :meth:`apply`: a
-        DELETE or UPDATE whose WHERE fixes a column costs the rows it matches, not a scan."""
+    def rows_with(self, col: int | tuple[int, ...], value: object) -> list[tuple]:
+        """The distinct rows whose column ``col`` holds ``value`` (Python equality; for a
+        tuple of columns, a tuple of values), from a hash index built on the first call for
+        that column and kept by :meth:`apply`: a DELETE or UPDATE whose WHERE fixes a column
+        (or a composite PRIMARY KEY) costs the rows it matches, not a scan."""
         index = self._by_column.get(col)
         store = self.rows
         if index is None:
             index = self._by_column[col] = StateDict()
             for key in store.keys():
-                index_add(index, store.row(key)[col], key)
+                index_add(index, column_value(store.row(key), col), key)
         return [store.row(key) for key in index_get(index, value)]
 
     def distinct_in_sample(self, col: int, size: int = 1_000) -> int:
@@ -132,7 +134,7 @@ class Table:
             present = store.count(key) > 0
             for col, index in self._by_column.items():
                 if present:
-                    index_add(index, row[col], key)
+                    index_add(index, column_value(row, col), key)
                 else:
-                    index_remove(index, row[col], key)
+                    index_remove(index, column_value(row, col), key)
 

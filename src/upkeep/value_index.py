@@ -9,6 +9,12 @@ becomes a set only when a second one arrives: no set per row for unique columns.
 from __future__ import annotations
 
 
+def column_value(row: tuple, col: int | tuple[int, ...]) -> object:
+    """What an index on ``col`` files ``row`` under: its value in that column, or, for an
+    index on several columns (a composite PRIMARY KEY), the tuple of their values."""
+    return row[col] if type(col) is int else tuple(row[c] for c in col)
+
+
 def index_add(index: dict, value: object, entry: object) -> None:
     """Record ``entry`` (a row or a row's stored key; never a set) under ``value``."""
     got = index.get(value)

@@ -39,6 +39,7 @@ from ..table import Table
 from ..threshold import ThresholdView, one_relation_block, scalar_strategy, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
 from ..types import SqlType, coerce_row, format_row
+from ..value_index import column_value
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
 from ..windows import (
@@ -185,13 +186,15 @@ class LocalCatalog(Catalog):
         pending = self._overlay(table.name)
         return zset.plus(table.rows.items(), pending) if pending else table.rows.as_dict()
 
-    def staged_rows_with(self, table: Table, col: int, value: object) -> dict[tuple, int]:
-        """:meth:`staged_rows` restricted to rows whose column ``col`` holds ``value``,
-        found through the table's column index (:meth:`Table.rows_with`)."""
+    def staged_rows_with(self, table: Table, col: int | tuple[int, ...], value: object
+                         ) -> dict[tuple, int]:
+        """:meth:`staged_rows` restricted to rows whose column ``col`` holds ``value`` (or
+        whose columns ``col`` hold the tuple ``value``), found through the table's index
+        (:meth:`Table.rows_with`)."""
         get = table.rows.get
         rows = {r: get(r, 0) for r in table.rows_with(col, value)}
         for r, w in (self._overlay(table.name) or {}).items():
-            if r[col] == value:
+            if column_value(r, col) == value:
                 rows[r] = rows.get(r, 0) + w
         return {r: w for r, w in rows.items() if w}
 

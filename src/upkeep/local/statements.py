@@ -110,13 +110,18 @@ def matching(db: Connection, table: Table, where: exp.Expression | None
     """The table's rows (as staged) that satisfy ``where``, with multiplicities. A WHERE
     that fixes a column (``col = literal`` among its conjuncts) reads only the rows holding
     that value, through the table's column index (of the fixed column with the most
-    distinct values in a sample); the whole predicate is still checked."""
+    distinct values in a sample; of the PRIMARY KEY's columns together when it fixes them
+    all); the whole predicate is still checked."""
     if where is None:
         return list(db._catalog.staged_rows(table).items())
     pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
     probes = _equality_probes(table, where.this)
+    fixed = dict(probes)
     if not probes:
         rows = db._catalog.staged_rows(table)
+    elif table.key is not None and len(table.key) > 1 and all(c in fixed for c in table.key):
+        rows = db._catalog.staged_rows_with(table, tuple(table.key),
+                                            tuple(fixed[c] for c in table.key))
     else:  # the column whose values are most varied in a sample: one index, not one each
         col, value = max(probes, key=lambda probe: table.distinct_in_sample(probe[0]))
         rows = db._catalog.staged_rows_with(table, col, value)

@@ -103,9 +103,9 @@ class RelaySite:
                 return set(), set()
         else:
             return
-        self._commit(changes, event["batch"], event["token"])
+        self._apply_rows(changes, event["batch"], event["token"])
 
-    def _commit(self, changes: Callable[[], tuple[set, set]], batch: int, token: str) -> None:
+    def _apply_rows(self, changes: Callable[[], tuple[set, set]], batch: int, token: str) -> None:
         """Bring the relay's table to ``batch``: ``changes()`` (the rows gone and the rows
         added, taken under the hub's lock) in one transaction, or nothing."""
         server = getattr(self, "server", None)  # None while the snapshot is applied
@@ -177,5 +177,5 @@ class _Follower(Replica):
         """A composite's changes (the relay is fed by several relays) go to its table."""
         gone = {r for r, w in changes.items() if w < 0}
         added = {r for r, w in changes.items() if w > 0}
-        self.site._commit(lambda: (gone, added), batch, token)
+        self.site._apply_rows(lambda: (gone, added), batch, token)
         self.token, self.batch = token, batch
