@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from decimal import Decimal
 import duckdb
 from sqlglot import exp
 
+from .duckdb_scratch import scratch
 from .errors import Error, EvaluationError, SchemaError, UnsupportedError
 from .types import (
     BIGINT,
@@ -408,6 +410,29 @@ _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 _COMPARE = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
+def _literal(node: exp.Literal) -> tuple[object, SqlType]:
+    """A literal's Python value and its type, as DuckDB types it."""
+    if node.is_string:
+        return node.this, VARCHAR
+    text = node.this
+    if re.fullmatch(r"\d+", text):
+        value = int(text)
+        return value, INTEGER if value < 2**31 else BIGINT
+    if re.fullmatch(r"\d*\.\d*", text):  # DuckDB: one digit of width per digit written
+        width, scale = len(text) - 1, len(text.split(".")[1])
+        if width <= 38:
+            return Decimal(text), SqlType("DECIMAL", width, scale)
+    return float(text), DOUBLE  # 1e400 is inf, as in DuckDB; so are over 38 digits
+
+
+@functools.lru_cache(maxsize=4096)
+def _code(src: str):
+    """The compiled code of ``lambda r: src``: compiling is most of what a generated
+    function costs (~50 us), and a keyed statement run again with other constants generates
+    the same source."""
+    return compile(f"lambda r: {src}", "<upkeep expression>", "eval")
+
+
 class ExpressionCompiler:
     """Turns sqlglot expressions into :class:`Compiled` functions over a :class:`Scope`."""
 
@@ -445,10 +470,12 @@ class ExpressionCompiler:
         return self._function(f"{body} if ({self._truth(condition)}) is True else None")
 
     def _function(self, src: str) -> Callable[[tuple], object]:
-        """``lambda r: src`` with the runtime helpers and this compiler's constants."""
+        """``lambda r: src`` with the runtime helpers and this compiler's constants (every
+        literal is one, so statements that differ only in their constants share the
+        compiled code: :func:`_code`)."""
         namespace = dict(_HELPERS)
         namespace.update(self._consts)
-        return eval(f"lambda r: {src}", namespace)  # noqa: S307 - generated from a typed AST
+        return eval(_code(src), namespace)  # noqa: S307 - generated from a typed AST
 
     def type_of(self, node: exp.Expression) -> SqlType:
         return self._gen(node)[1]
@@ -479,17 +506,8 @@ class ExpressionCompiler:
         if isinstance(node, exp.Null):
             return "None", NULLTYPE
         if isinstance(node, exp.Literal):
-            if node.is_string:
-                return repr(node.this), VARCHAR
-            text = node.this
-            if re.fullmatch(r"\d+", text):
-                value = int(text)
-                return repr(value), INTEGER if value < 2**31 else BIGINT
-            if re.fullmatch(r"\d*\.\d*", text):
-                digits = text.replace(".", "").lstrip("0") or "0"
-                scale = len(text.split(".")[1])
-                return self._const(Decimal(text)), SqlType("DECIMAL", max(len(digits), scale + 1), scale)
-            return self._const(float(text)), DOUBLE  # 1e400 is inf, as in DuckDB
+            value, typ = _literal(node)
+            return self._const(value), typ
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
             isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
         ):
@@ -497,12 +515,21 @@ class ExpressionCompiler:
         return self._gen_operator(node)
 
     def _fold(self, node: exp.Expression) -> tuple[str, SqlType]:
-        """Evaluate a column-free expression once, with DuckDB, for exact semantics."""
+        """Evaluate a column-free expression once, with DuckDB, for exact semantics (a
+        negated number without it, typed as DuckDB types it)."""
+        if (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
+                and not node.this.is_string):
+            value, typ = _literal(node.this)
+            if typ.is_integer and value <= 2**63:
+                return self._const(-value), INTEGER if value <= 2**31 else BIGINT
+            if typ.kind == "DOUBLE":
+                return self._const(-value), typ
+            if not typ.is_integer:  # exact at any width; a DECIMAL zero keeps no sign
+                return self._const(value.copy_negate() if value else value), typ
         sql = node.sql(dialect="duckdb")
         try:
-            con = duckdb.connect()
-            value, type_name = con.execute(f"SELECT {sql} AS v, typeof({sql})").fetchone()
-            con.close()
+            with scratch() as con:
+                value, type_name = con.execute(f"SELECT {sql} AS v, typeof({sql})").fetchone()
         except duckdb.Error as exc:
             raise Error(f"cannot evaluate constant {sql}: {exc}") from exc
         if isinstance(value, dt.datetime):
@@ -756,12 +783,12 @@ class ExpressionCompiler:
             raise SchemaError(f"cannot add an interval to {ta}{_where(node)}")
         sql = interval.sql(dialect="duckdb")
         try:
-            con = duckdb.connect()
-            months, days, micros = con.execute(
-                "SELECT 12 * datepart('year', i) + datepart('month', i), datepart('day', i), "
-                "datepart('hour', i) * 3600000000 + datepart('minute', i) * 60000000 + "
-                f"datepart('microsecond', i) FROM (SELECT ({sql}) AS i)").fetchone()
-            con.close()
+            with scratch() as con:
+                months, days, micros = con.execute(
+                    "SELECT 12 * datepart('year', i) + datepart('month', i), "
+                    "datepart('day', i), datepart('hour', i) * 3600000000 + "
+                    "datepart('minute', i) * 60000000 + "
+                    f"datepart('microsecond', i) FROM (SELECT ({sql}) AS i)").fetchone()
         except duckdb.Error as exc:
             raise Error(f"cannot evaluate interval {sql}: {exc}") from exc
         sign = -1 if minus else 1

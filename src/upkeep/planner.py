@@ -35,6 +35,7 @@ from sqlglot import exp
 
 from .aggregates import Finalizer, compile_aggregate
 from .core import Core, needed_slots
+from .duckdb_scratch import scratch
 from .dyn import Representation, key_function
 from .errors import SchemaError, StrategyError, UnsupportedError
 from .expressions import AGGREGATE_TYPES, ExpressionCompiler, column_refs
@@ -186,15 +187,12 @@ def relations_read(query: exp.Expression) -> set[str]:
 def describe(sql: str, inputs: set[str], catalog: Catalog) -> list[tuple[str, str]]:
     """DuckDB's names and types of ``sql``'s columns, over empty relations of the inputs'
     schemas (duckdb.Error if DuckDB cannot bind it)."""
-    con = duckdb.connect()
-    try:
+    with scratch() as con:
         for t in inputs:
             cols = catalog.schema_of(t)
-            con.execute(f'CREATE TABLE "{t}" (' + ", ".join(f'"{n}" {typ.sql()}'
-                                                          for n, typ in cols) + ")")
+            con.execute(f'CREATE TEMP TABLE "{t}" (' + ", ".join(f'"{n}" {typ.sql()}'
+                                                               for n, typ in cols) + ")")
         return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
-    finally:
-        con.close()
 
 
 def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:

@@ -22,6 +22,7 @@ import duckdb
 from . import zset
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
 from .codecs.arrow_values import to_arrow
+from .duckdb_scratch import scratch
 from .dyn import Representation
 from .errors import Error
 from .gc_pause import StateDict
@@ -373,20 +374,18 @@ def sum_counters(parts: Iterable[dict[str, int]]) -> dict[str, int]:
 def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]
                  ) -> tuple[Columns, list[tuple]]:
     """Evaluate ``sql`` in DuckDB over the current contents of ``relations``."""
-    con = duckdb.connect()
-    try:
-        for name in relations:
-            columns, rows = contents_of(name)
-            con.register(name, to_arrow(columns, rows))
-        result = con.execute(sql)
-        names = [d[0] for d in result.description]
-        rows = [tuple(r) for r in result.fetchall()]
-        types = con.execute(f"DESCRIBE {sql}").fetchall()
-        return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
-    except duckdb.Error as exc:
-        raise Error(f"DuckDB could not evaluate the query: {exc}") from exc
-    finally:
-        con.close()
+    with scratch() as con:
+        try:
+            for name in relations:
+                columns, rows = contents_of(name)
+                con.register(name, to_arrow(columns, rows))
+            result = con.execute(sql)
+            names = [d[0] for d in result.description]
+            rows = [tuple(r) for r in result.fetchall()]
+            types = con.execute(f"DESCRIBE {sql}").fetchall()
+            return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
+        except duckdb.Error as exc:
+            raise Error(f"DuckDB could not evaluate the query: {exc}") from exc
 
 
 def run_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]) -> list[tuple]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 from sqlglot import exp
 
+from ..duckdb_scratch import scratch
 from ..errors import UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
 from ..plan import Block, _bind_select
@@ -140,21 +141,21 @@ def _cte_schemas(with_: exp.With, ordered: list[str], bodies: dict[str, exp.CTE]
     """Column names and types of each CTE as DuckDB types them (the oracle's own typing)."""
     tables = {t.name.lower() for c in ordered for t in bodies[c].this.find_all(exp.Table)}
     tables -= set(bodies)
-    con = duckdb.connect()
-    try:
-        for t in tables:
-            cols = schema_of(t)
-            con.execute(f"CREATE TABLE {t} ({', '.join(f'{n} {typ.sql()}' for n, typ in cols)})")
-        out = {}
-        for name in ordered:
-            described = con.execute(f"DESCRIBE {_program_sql(with_, ordered, name)}").fetchall()
-            out[name] = [(row[0].lower(), type_from_name(row[1])) for row in described]
-        return out
-    except duckdb.Error:
-        # DuckDB rejects mutual recursion, so type the CTEs ourselves
-        return _infer_schemas(ordered, bodies, schema_of)
-    finally:
-        con.close()
+    with scratch() as con:
+        try:
+            for t in tables:
+                cols = schema_of(t)
+                con.execute(f"CREATE TEMP TABLE {t} "
+                            f"({', '.join(f'{n} {typ.sql()}' for n, typ in cols)})")
+            out = {}
+            for name in ordered:
+                described = con.execute(
+                    f"DESCRIBE {_program_sql(with_, ordered, name)}").fetchall()
+                out[name] = [(row[0].lower(), type_from_name(row[1])) for row in described]
+            return out
+        except duckdb.Error:
+            # DuckDB rejects mutual recursion, so type the CTEs ourselves
+            return _infer_schemas(ordered, bodies, schema_of)
 
 
 def _infer_schemas(ordered: list[str], bodies: dict[str, exp.CTE], schema_of

@@ -1,0 +1,35 @@
+"""One scratch DuckDB database for upkeep's short internal queries: typing a view,
+folding a constant, evaluating an ad-hoc SELECT over the current contents.
+
+Opening a DuckDB connection costs ~15 ms; a cursor of an open one ~0.3 ms.  So the
+in-memory database is opened once per process, and each use takes a cursor of it: a
+connection of its own, whose registered relations and TEMP tables are its own and go when
+it closes, so uses (from any thread) never see each other's tables.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+_LOCK = threading.Lock()
+_DATABASE: dict[int, duckdb.DuckDBPyConnection] = {}  # pid -> the database (not across fork)
+
+
+@contextmanager
+def scratch() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh connection to the scratch database, closed after the block."""
+    with _LOCK:
+        database = _DATABASE.get(os.getpid())
+        if database is None:
+            _DATABASE.clear()
+            database = _DATABASE[os.getpid()] = duckdb.connect()
+        con = database.cursor()
+    try:
+        yield con
+    finally:
+        con.close()
