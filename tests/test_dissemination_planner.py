@@ -206,3 +206,20 @@ def test_ilp_and_loga_against_every_configuration(instance):
         validate(rg, within, bounds)
         assert utilisation(rg, within) <= u0 * (1 + budget) + 1e-9
         assert total_latency(rg, within) <= total_latency(rg, solution.cfg)
+
+
+def test_loga_breaks_a_latency_tie_by_the_cheaper_rewriting():
+    """v3 sits two levels below the publisher (over v4, over v5); two swaps bring it one
+    level up (over v1 or over v2) for the same latency, and LOGA makes the one that adds
+    less utilisation, whichever CGR listed first."""
+    for order in ((("a", 9), ("b", 4)), (("b", 4), ("a", 9))):
+        rewritings = [Rewriting("d1", "v1", (D,), 10, 1), Rewriting("d2", "v2", (D,), 10, 1),
+                      Rewriting("d5", "v5", (D,), 10, 1), Rewriting("e", "v4", ("v5",), 1, 1),
+                      Rewriting("c", "v3", ("v4",), 1, 1)]
+        rewritings += [Rewriting(rid, "v3", ("v1" if rid == "a" else "v2",), u, 1)
+                       for rid, u in order]
+        rg = graph_of(rewritings)
+        cfg = {"v1": "d1", "v2": "d2", "v5": "d5", "v4": "e", "v3": "c"}
+        better = minimise_latency(rg, cfg)
+        assert better["v3"] == "b", order
+        assert total_latency(rg, better) == total_latency(rg, cfg) - 1

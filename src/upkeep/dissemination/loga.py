@@ -35,6 +35,9 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
     :func:`loga_bounds`) and acyclicity.  A candidate swap is priced incrementally, over
     the views downstream of the swapped one only (section 3.4).
 
+    Among swaps that gain the same latency (common: a view's latency follows its level),
+    the one adding the least utilisation is made (the paper leaves ties open).
+
     ``budget`` [OURS]: the most the total utilisation may grow, as a fraction of ``cfg``'s
     (the paper's LOGA has none; its figures report what the swaps cost).  A swap that
     would overrun it is not made."""
@@ -58,7 +61,7 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
             current = rg.rewritings[cfg[v]]
             below = _downstream(v, children)
             best, best_change = None, {}
-            best_delta = 0.0
+            best_key = (0.0, 0.0)  # (latency gained, utilisation added): ties go cheaper
             for alternative in rg.of(v):
                 if alternative.from_source or alternative.id == current.id:
                     continue
@@ -71,8 +74,11 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
                     continue
                 change = _relatency(rg, cfg, lam, v, alternative, below, children)
                 delta = sum(change[w] - lam[w] for w in change)
-                if delta < best_delta - 1e-12:
-                    best, best_change, best_delta = alternative, change, delta
+                if delta >= -1e-12:
+                    continue  # no latency gained
+                key = (round(delta, 9), alternative.utilisation - current.utilisation)
+                if best is None or key < best_key:
+                    best, best_change, best_key = alternative, change, key
             if best is None:
                 continue
             for u in current.inputs:
