@@ -51,6 +51,16 @@ def _rows(cur) -> list:
     return sorted(map(repr, cur.fetchall()))
 
 
+def _run(db, con, statements: list[str], table: str) -> None:
+    """The statements as one transaction in upkeep, one by one in DuckDB: equal tables."""
+    with db.transaction():
+        for sql in statements:
+            db.execute(sql)
+            con.execute(sql)
+    assert _rows(db.execute(f"SELECT * FROM {table}")) == _rows(
+        con.execute(f"SELECT * FROM {table}"))
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.lists(VALUES, max_size=8),
        st.lists(st.lists(STATEMENTS, min_size=1, max_size=4), min_size=1, max_size=5))
@@ -65,11 +75,7 @@ def test_keyed_dml_equals_duckdb(initial, transactions):
         db.execute(sql)
         con.execute(sql)
     for statements in transactions:
-        with db.transaction():
-            for sql in statements:
-                db.execute(sql)
-                con.execute(sql)
-        assert _rows(db.execute("SELECT * FROM t")) == _rows(con.execute("SELECT * FROM t"))
+        _run(db, con, statements, "t")
         assert _rows(db.execute("SELECT * FROM v")) == _rows(
             con.execute("SELECT k, s, COUNT(*) AS n FROM t GROUP BY k, s"))
 
@@ -137,11 +143,7 @@ def test_statements_fixing_a_composite_key_equal_duckdb(initial, transactions):
     if rows:
         con.executemany("INSERT INTO c VALUES (?, ?, ?)", rows)
     for statements in transactions:
-        with db.transaction():
-            for sql in statements:
-                db.execute(sql)
-                con.execute(sql)
-        assert _rows(db.execute("SELECT * FROM c")) == _rows(con.execute("SELECT * FROM c"))
+        _run(db, con, statements, "c")
 
 
 def test_a_statement_fixing_a_composite_key_reads_only_its_row(monkeypatch):

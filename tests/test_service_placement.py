@@ -54,6 +54,18 @@ def published(server, seed: int) -> tuple[Client, Client, Changes]:
     return admin, writer, stream
 
 
+def publish_and_check(admin: Client, writer: Client, stream: Changes, replicas: list,
+                      queries: list[str]) -> int:
+    """Commit one random batch, then follow every replica to it: each equals DuckDB.
+    Returns the batch."""
+    writer.sql(stream.batch())
+    batch = admin.status()["batch"]
+    for replica, query in zip(replicas, queries, strict=True):
+        replica.follow(until=lambda r: r.batch >= batch, timeout=30)
+        assert projected(replica, query) == expected(admin, query), query
+    return batch
+
+
 def sub(name: str, sql: str):
     return parse(name, sql, SCHEMA)
 
@@ -229,11 +241,7 @@ def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimis
         assert all(r.lease.feed == [] for r in replicas)  # no site yet: fed by the server
 
         def check() -> None:
-            writer.sql(stream.batch())
-            batch = admin.status()["batch"]
-            for replica, query in zip(replicas, queries, strict=True):
-                replica.follow(until=lambda r: r.batch >= batch, timeout=30)
-                assert projected(replica, query) == expected(admin, query), query
+            publish_and_check(admin, writer, stream, replicas, queries)
 
         for _ in range(2):
             check()
@@ -300,11 +308,7 @@ def test_moves_are_pushed_without_waiting_for_the_lease(tmp_path) -> None:
                           capacity=3).start()
 
         def check() -> None:
-            writer.sql(stream.batch())
-            batch = admin.status()["batch"]
-            for replica, query in zip(replicas, queries, strict=True):
-                replica.follow(until=lambda r: r.batch >= batch, timeout=30)
-                assert projected(replica, query) == expected(admin, query), query
+            publish_and_check(admin, writer, stream, replicas, queries)
 
         check()
         assert all(r.client is r.server for r in replicas)  # joined before the relay
@@ -534,22 +538,24 @@ def test_a_member_that_composes_is_fed_by_several_sites(listening) -> None:
     assert after.inputs is None and after.feed == []
 
 
+def input_relays(server) -> list[RelaySite]:
+    """Two relays that only together compute OPEN_DEAR_BOTH: "status", then "price"."""
+    return [RelaySite(server.url, READER, q, TOKENS, name=n).start()
+            for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
+
+
 def test_a_composed_subscriber_equals_duckdb_through_an_input_leaving(tmp_path) -> None:
     server = start(tmp_path / "db", replan=0, ttl=1.5)
     relays: list[RelaySite] = []
     try:
         admin, writer, stream = published(server, 21)
-        relays = [RelaySite(server.url, READER, q, TOKENS, name=n).start()
-                  for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
+        relays = input_relays(server)
         replica = Client(server.url, READER).replica(OPEN_DEAR_BOTH, placed=True)
         assert [i["name"] for i in replica.lease.inputs] == ["price", "status"]
         composed = []
         for step in range(16):
-            writer.sql(stream.batch())
-            batch = admin.status()["batch"]
-            replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+            batch = publish_and_check(admin, writer, stream, [replica], [OPEN_DEAR_BOTH])
             assert replica.batch == batch
-            assert projected(replica, OPEN_DEAR_BOTH) == expected(admin, OPEN_DEAR_BOTH)
             composed.append(replica._composite is not None)
             if step == 8:
                 relays.pop(0).stop()  # an input leaves: the server feeds the replica
@@ -570,8 +576,7 @@ def test_a_relay_fed_by_several_relays_serves_its_subscribers_exactly(tmp_path) 
     relays: list[RelaySite] = []
     try:
         admin, writer, stream = published(server, 31)
-        relays = [RelaySite(server.url, READER, q, TOKENS, name=n).start()
-                  for n, q in (("status", OPEN_DEAR_STATUS), ("price", OPEN_DEAR_PRICE))]
+        relays = input_relays(server)
         both = RelaySite(server.url, READER, OPEN_DEAR_BOTH, TOKENS, name="both").start()
         relays.append(both)
         assert [i["name"] for i in both.lease.inputs] == ["price", "status"]
@@ -580,11 +585,8 @@ def test_a_relay_fed_by_several_relays_serves_its_subscribers_exactly(tmp_path) 
         replica = Client(both.url, READER).replica(query)
         composed = []
         for step in range(14):
-            writer.sql(stream.batch())
-            batch = admin.status()["batch"]
-            replica.follow(until=lambda r, b=batch: r.batch >= b, timeout=30)
+            batch = publish_and_check(admin, writer, stream, [replica], [query])
             assert replica.batch == batch
-            assert projected(replica, query) == expected(admin, query), step
             composed.append(both.follower._composite is not None)
             if step == 6:
                 relays.pop(0).stop()  # an input leaves: the server feeds the relay
