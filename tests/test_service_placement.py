@@ -315,7 +315,7 @@ def test_moves_are_pushed_without_waiting_for_the_lease(tmp_path) -> None:
         admin._call("POST", "/placements/optimise")
         tree = {m["name"]: m for m in admin.status()["placement"]["members"]}
         assert tree["pushed0"]["fed_by"] == tree["pushed1"]["fed_by"] == "relay-open"
-        for _ in range(20):
+        for _ in range(40):  # each moves once the relay has caught up (make before break)
             check()
             if all(r.client.url == relay.url for r in replicas):
                 break
@@ -376,7 +376,8 @@ def test_a_watch_answers_when_its_assignment_moves_and_refuses_bad_requests(tmp_
         stopping = time.monotonic()
         server.stop()
         watch.join(10)
-        assert not watch.is_alive() and time.monotonic() - stopping < 5
+        # well before its 30 s wait (the server's own stop may take a few seconds)
+        assert not watch.is_alive() and time.monotonic() - stopping < 20
         server = None
     finally:
         if relay is not None:
