@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -18,6 +17,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from .duckdb_scratch import parse_statements, scratch
 from .errors import ParseError, SchemaError
 from .expressions import ExpressionCompiler, Scope
 
@@ -31,9 +31,7 @@ def check_syntax(sql: str) -> None:
     if sql in _ACCEPTED:
         return
     try:
-        text = _VIEW_OPTIONS.sub(r"\1", _MATERIALIZED.sub("VIEW", sql))
-        with _BINDER_LOCK:  # the binder's connection parses twice as fast as the module's
-            _binder().extract_statements(text)
+        parse_statements(_VIEW_OPTIONS.sub(r"\1", _MATERIALIZED.sub("VIEW", sql)))
     except duckdb.ParserException as exc:
         text = str(exc)
         first = text.split("\n", 1)[0].replace("Parser Error: ", "")
@@ -74,12 +72,10 @@ def check_types(query: exp.Expression, schema_of) -> None:
             return  # an unknown relation: the planner names it
         specs.append((name, ", ".join(f'"{c}" {"INTEGER" if t.kind == "NULL" else t.sql()}'
                                       for c, t in columns)))
-    with _BINDER_LOCK:  # one connection, each check a transaction rolled back (< 1 ms)
-        con = _binder()
-        con.execute("BEGIN")
+    with scratch() as con:  # its TEMP tables are its own and go with it
         try:
             for name, spec in specs:
-                con.execute(f'CREATE TABLE "{name}" ({spec})')
+                con.execute(f'CREATE TEMP TABLE "{name}" ({spec})')
             con.execute("DESCRIBE " + query.sql(dialect="duckdb"))
         except duckdb.Error as exc:
             text = str(exc)
@@ -87,19 +83,6 @@ def check_types(query: exp.Expression, schema_of) -> None:
                 first = text.split("\n", 1)[0].replace("Binder Error: ", "")
                 raise SchemaError(f"{first} (as DuckDB binds "
                                   f"{query.sql(dialect='duckdb')[:80]})") from None
-        finally:
-            con.execute("ROLLBACK")
-
-
-_BINDER_LOCK = threading.Lock()
-_BINDER: list[duckdb.DuckDBPyConnection] = []
-
-
-def _binder() -> duckdb.DuckDBPyConnection:
-    """The in-memory DuckDB connection views are bound in (opened on first use)."""
-    if not _BINDER:
-        _BINDER.append(duckdb.connect())
-    return _BINDER[0]
 
 
 def parse(sql: str) -> list[exp.Expression]:
