@@ -26,7 +26,6 @@ from test_pipeline_support import (
     jsonl_lines,
     model_of,
     normalise,
-    read_jsonl,
     read_parquet_deltas,
     write_jsonl,
     write_pipeline,
@@ -37,6 +36,7 @@ from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
 from upkeep.spark.pipeline import SparkPipelineRunner
 from upkeep.spark.query import make_plan
+from upkeep.spark.sinks import batch_id
 
 SPARK = '''engine = "spark"
 [spark]
@@ -57,40 +57,52 @@ def spark_pipeline(tmp_path: Path, kinds: tuple[str, ...] = ALL_SINKS) -> Path:
 
 
 def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
-    """A parquet sink's snapshot of the view (the local engine's meaning of the sink)."""
+    """A Spark ``parquet`` sink's snapshot of the view (the local engine's meaning of the
+    sink): ``path`` links to the directory of the last micro-batch it includes."""
+    assert path.is_symlink() and batch_id(Path(os.readlink(path))) >= 0
     table = pq.read_table(path)
-    assert int(table.schema.metadata[b"upkeep.batch"]) >= 0
     return Counter(normalise(view, [tuple(r.values()) for r in table.to_pylist()]))
+
+
+def jsonl_batches(path: Path) -> dict[int, list[dict]]:
+    """A Spark ``jsonl`` sink's lines, per micro-batch (each batch's part files in turn)."""
+    batches = {int(d.name[6:]): [json.loads(line) for part in sorted(d.glob("part-*"))
+                                 for line in part.read_text().splitlines()]
+               for d in path.glob("batch=*")}
+    for batch, lines in batches.items():
+        assert all(line["batch"] == batch for line in lines)
+    return dict(sorted(batches.items()))
+
+
+def read_jsonl_batches(path: Path, view: str) -> Counter[tuple]:
+    """Replay a Spark ``jsonl`` sink in batch order; within a batch each row has one sign."""
+    state: Counter[tuple] = Counter()
+    for lines in jsonl_batches(path).values():
+        signs: dict[tuple, int] = {}
+        for entry in lines:
+            assert entry["weight"] in (1, -1)
+            row = next(iter(normalise(view, [tuple(entry["row"].values())])))
+            assert signs.setdefault(row, entry["weight"]) == entry["weight"], (path, row)
+            state[row] += entry["weight"]
+    assert all(n >= 0 for n in state.values()), f"{path}: a row deleted that was not there"
+    return +state
 
 
 def sink_views(tmp_path: Path, kinds: tuple[str, ...] = ALL_SINKS
                ) -> dict[str, dict[str, Counter]]:
-    """Each view's contents as each of the ``kinds`` of sink holds it (the parquet deltas
-    are written by Spark's executors)."""
+    """Each view's contents as each of the ``kinds`` of sink holds it (all written by
+    Spark's executors)."""
     out = tmp_path / "out"
-    readers = {"jsonl": lambda v: read_jsonl(out / f"{v}.jsonl", v),
+    readers = {"jsonl": lambda v: read_jsonl_batches(out / f"{v}.jsonl", v),
                "parquet": lambda v: read_parquet_snapshot(out / f"{v}.parquet", v),
                "parquet-deltas": lambda v: read_parquet_deltas(out / f"{v}.deltas", v)}
     return {v: {kind: readers[kind](v) for kind in kinds} for v in VIEW_KINDS}
 
 
-def test_pipeline_on_spark_equals_the_model(spark, tmp_path) -> None:
-    stream = Stream(seed=5).generate(600)
-    WRITERS["parquet"](tmp_path / "changes", stream.records[:300], files=3)
-    WRITERS["csv"](tmp_path / "changes", stream.records[300:], files=3, first=4)
-    driver_written = ("jsonl", "parquet")  # the executors' sink has a test of its own
-    path = spark_pipeline(tmp_path, driver_written)
-    runner = SparkPipelineRunner(load_config(path), spark=spark)
-    assert runner.run() >= 6
-    expected = expected_views(model_of(stream.records))
-    for view, sinks in sink_views(tmp_path, driver_written).items():
-        for kind, rows in sinks.items():
-            assert rows == expected[view], (view, kind)
-
-
-def test_executor_written_deltas_never_reach_the_driver(spark, tmp_path, monkeypatch) -> None:
-    """With only ``parquet-deltas`` sinks the driver collects no view rows: the executors
-    write them, and the directories still add up to the model."""
+def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
+        spark, tmp_path, monkeypatch) -> None:
+    """Every file sink is written by the executors: the driver collects no view rows, and
+    each sink still holds the model's views."""
     import upkeep.spark.pipeline as pipeline
 
     collected: list[str] = []
@@ -102,15 +114,16 @@ def test_executor_written_deltas_never_reach_the_driver(spark, tmp_path, monkeyp
         return decode(rows, *args)
 
     monkeypatch.setattr(pipeline, "decode_deltas", watched)
-    stream = Stream(seed=6).generate(300)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
-    path = write_pipeline(tmp_path, state_dir="state", extra=SPARK,
-                          sinks={view: ["parquet-deltas"] for view in VIEW_KINDS})
-    assert SparkPipelineRunner(load_config(path), spark=spark).run() >= 3
+    stream = Stream(seed=5).generate(600)
+    WRITERS["parquet"](tmp_path / "changes", stream.records[:300], files=3)
+    WRITERS["csv"](tmp_path / "changes", stream.records[300:], files=3, first=4)
+    runner = SparkPipelineRunner(load_config(spark_pipeline(tmp_path)), spark=spark)
+    assert runner.run() >= 6
     assert collected == []
     expected = expected_views(model_of(stream.records))
-    for view in VIEW_KINDS:
-        assert read_parquet_deltas(tmp_path / "out" / f"{view}.deltas", view) == expected[view]
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
 
 
 def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
@@ -229,7 +242,7 @@ def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
     assert "changes-00001.jsonl, line 2" in err and "day" in err
-    assert not (tmp_path / "out" / "revenue.jsonl").read_text()
+    assert [b for b in jsonl_batches(tmp_path / "out" / "revenue.jsonl").values() if b] == []
 
 
 @pytest.mark.parametrize("on_error", ["skip", "dead-letter"])
@@ -295,7 +308,7 @@ columns = { ok = "value", ck = "value % 7", day = "date_add(DATE'2024-01-01', CA
     SparkPipelineRunner(load_config(path), spark=spark, stop=stop,
                         on_batch=stop_once_orders_arrived).run()
     assert stop.is_set(), "no generated rows arrived within run_seconds"
-    views = {v: read_jsonl(tmp_path / "out" / f"{v}.jsonl", v) for v in VIEW_KINDS}
+    views = {v: read_jsonl_batches(tmp_path / "out" / f"{v}.jsonl", v) for v in VIEW_KINDS}
     [(n, _)] = views["order_count"]
     assert n > 0
     import datetime as dt

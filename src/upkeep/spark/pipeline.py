@@ -4,18 +4,8 @@ The source directory is Spark's file-stream source (each file read whole and dec
 upkeep's readers, so records and error positions are the local pipeline's); the views are
 kept in shards (:mod:`upkeep.spark.processor`); the checkpoint in ``<state_dir>/checkpoint``
 makes a stopped or killed run resume exactly where the last committed micro-batch ended.
-Sinks receive each micro-batch's view deltas exactly once:
-
-* ``parquet``: as on the local engine, a snapshot of the view's rows rewritten atomically
-  after batches that change it; the file records the last micro-batch it includes, so a
-  replayed batch is not applied twice and a resumed run continues from the file;
-* ``jsonl``: the local sink's lines ``{"batch", "weight", "row"}``; lines of batches the
-  checkpoint has not committed are cut at start, so a replayed batch is not written twice;
-* ``parquet-deltas``: each micro-batch's net delta of the view, written by the executors as a
-  DataFrame (``<path>/batch=<id>/``, the local sink's layout); a batch Spark replays
-  overwrites its own directory, and directories of batches the checkpoint has not committed
-  are removed at start.  The view's rows never pass through the driver;
-* ``terminal``: each batch's deltas printed (at least once; display only).
+Sinks receive each micro-batch's view deltas exactly once; the file sinks are written by the
+executors (:mod:`upkeep.spark.sinks`).
 """
 
 from __future__ import annotations
@@ -26,33 +16,25 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
-from ..codecs.arrow_values import from_arrow, to_arrow
-from ..errors import SchemaError
 from ..io.errors import PipelineError
-from ..io.sinks.base import SinkConfig
-from ..io.sinks.jsonl import delta_lines
-from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
-from ..types import SqlType
 from .codec import decode_deltas
 from .errors import query_error
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
-from .query import RateSource, delta_stream, make_plan, typed_deltas
+from .query import RateSource, delta_stream, make_plan
 from .session import spark_session
+from .sinks import SPARK_SINKS, ExecutorSink, Sink, open_sink
 
-SPARK_SINKS = ("parquet", "parquet-deltas", "jsonl", "terminal")
 Callback = Callable[[int, dict[str, list[tuple[tuple, int]]]], object]
 
 
@@ -109,7 +91,7 @@ class SparkPipelineRunner:
                 if not tick.exists():
                     tick.write_text("start\n")  # not empty: Spark skips empty files
             order_by_name(self.config.source.path)
-            sinks = [_open_sink(s, self.catalog, committed) for s in self.config.sinks]
+            sinks = [open_sink(s, self.catalog, committed, spark) for s in self.config.sinks]
             rates = [RateSource(**r) for r in self.config.spark_rates]
             deltas = delta_stream(spark, plan, str(self.config.source.path),
                                   max_files_per_trigger=self.config.spark_files_per_batch,
@@ -149,14 +131,14 @@ class SparkPipelineRunner:
             if temporary:
                 shutil.rmtree(directory, ignore_errors=True)
 
-    def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[_Sink]) -> None:
+    def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[Sink]) -> None:
         """One micro-batch's deltas to the sinks: executor-written sinks write the frame
         themselves; only the views a driver-side sink or ``on_batch`` needs (and rejected
         records) are collected."""
         started = time.monotonic()
-        written = [s for s in sinks if isinstance(s, _ExecutorSink)]
+        written = [s for s in sinks if isinstance(s, ExecutorSink)]
         collected = None if self.on_batch is not None else {
-            s.view for s in sinks if not isinstance(s, _ExecutorSink)}
+            s.view for s in sinks if not isinstance(s, ExecutorSink)}
         if written:
             frame = frame.persist()
         try:
@@ -174,7 +156,7 @@ class SparkPipelineRunner:
             if written:
                 frame.unpersist()
         for sink in sinks:
-            if not isinstance(sink, _ExecutorSink):
+            if not isinstance(sink, ExecutorSink):
                 sink.deliver(batch_id, changes.get(sink.view, []))
         if self.on_batch is not None:
             self.on_batch(batch_id, changes)
@@ -235,134 +217,6 @@ def _committed(checkpoint: Path) -> int:
     return max(ids, default=-1)
 
 
-# ---------------------------------------------------------------- sinks
-class _Sink:
-    def __init__(self, config: SinkConfig, columns: list[tuple[str, SqlType]]):
-        self.config = config
-        self.view = config.view
-        self.columns = columns
-
-    def deliver(self, batch: int, changes: list[tuple[tuple, int]]) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-class _ParquetSnapshot(_Sink):
-    """The local ``parquet`` sink's meaning: a snapshot of the view's rows, written to a
-    temporary file and renamed over the old one after every ``every`` batches that change
-    the view.  The file's metadata names the last micro-batch it includes, so a batch Spark
-    replays after a restart is not applied twice, and a resumed run starts from the file."""
-
-    def __init__(self, config: SinkConfig, columns):
-        super().__init__(config, columns)
-        self.path: Path = config.options["path"]
-        self.every = int(config.options.get("every") or 1)
-        self.rows: Counter[tuple] = Counter()
-        self.included = -1
-        self._since = 0
-        if self.path.exists():
-            # The file may include a batch the checkpoint has not committed (written, then
-            # killed before Spark's commit): Spark replays that batch from the same offsets
-            # and state, with the same deltas, which deliver() then skips.
-            table = pq.read_table(self.path)
-            self.included = int((table.schema.metadata or {}).get(b"upkeep.batch", b"-1"))
-            self.rows.update(from_arrow(table, columns))
-        else:
-            self._write()
-
-    def deliver(self, batch, changes) -> None:
-        if batch <= self.included:
-            return  # a replayed batch the file already includes
-        for row, weight in changes:
-            self.rows[row] += weight
-        self.rows = +self.rows
-        self.included = batch
-        self._since += 1
-        if changes and self._since >= self.every:
-            self._write()
-
-    def _write(self) -> None:
-        try:
-            table = to_arrow(self.columns, list(self.rows.elements()))
-        except SchemaError as exc:
-            raise PipelineError(f"parquet sink {self.path} (view {self.view}): {exc}") from None
-        table = table.replace_schema_metadata({"upkeep.batch": str(self.included)})
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.path)
-        self._since = 0
-
-    def close(self) -> None:
-        if self._since:
-            self._write()
-
-
-class _JsonlDeltas(_Sink):
-    def __init__(self, config: SinkConfig, columns, committed: int):
-        super().__init__(config, columns)
-        self.path: Path = config.options["path"]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists():  # cut lines of batches the checkpoint never committed
-            kept = [line for line in self.path.read_text().splitlines(keepends=True)
-                    if line.endswith("\n") and json.loads(line)["batch"] <= committed]
-            self.path.write_text("".join(kept))
-        self.file = self.path.open("a", encoding="utf-8")
-
-    def deliver(self, batch, changes) -> None:
-        self.file.write("".join(delta_lines([n for n, _ in self.columns], changes, batch)))
-        self.file.flush()
-        os.fsync(self.file.fileno())
-
-    def close(self) -> None:
-        self.file.close()
-
-
-class _Terminal(_Sink):
-    def __init__(self, config: SinkConfig, columns, console: Console):
-        super().__init__(config, columns)
-        self.console = console
-
-    def deliver(self, batch, changes) -> None:
-        limit = self.config.options.get("limit") or 10
-        for row, weight in changes[:limit]:
-            self.console.print(f"  {self.view} {'+' if weight > 0 else '-'}{abs(weight)} {row}",
-                               highlight=False, markup=False)
-        if len(changes) > limit:
-            self.console.print(f"  {self.view}: {len(changes) - limit} more", highlight=False)
-
-
-class _ExecutorSink(_Sink):
-    """A sink whose micro-batches Spark's executors write (the driver never holds them)."""
-
-    def write(self, frame: DataFrame, batch: int) -> None:
-        raise NotImplementedError
-
-
-class _ParquetDeltas(_ExecutorSink):
-    """The local ``parquet-deltas`` sink's layout, written by the executors: the view's net
-    delta of each micro-batch in ``<path>/batch=<id>/``, overwritten if Spark replays it."""
-
-    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
-        super().__init__(config, catalog.schema_of(config.view))
-        check_columns(self.columns, config.label)
-        self.catalog = catalog
-        self.path: Path = config.options["path"]
-        self.path.mkdir(parents=True, exist_ok=True)
-        for stale in self.path.glob("batch=*"):  # written, but never committed
-            if not stale.name[6:].isdigit() or int(stale.name[6:]) > committed:
-                shutil.rmtree(stale)
-
-    def write(self, frame: DataFrame, batch: int) -> None:
-        typed = typed_deltas(frame, self.catalog, self.view)
-        keys = [F.col("`" + name.replace("`", "``") + "`") for name, _ in self.columns]
-        net = (typed.groupBy(*keys).agg(F.sum("weight").alias("weight"))
-               .where(F.col("weight") != 0))
-        net.write.mode("overwrite").parquet(str(self.path / f"batch={batch}"))
-
-
 def _emitted_counts(frame: DataFrame, views: set[str]) -> dict[str, tuple[int, int]]:
     """Rows added and removed per view as the steps emitted them (before consolidation),
     counted by Spark: for the progress line of views the driver does not collect."""
@@ -373,14 +227,3 @@ def _emitted_counts(frame: DataFrame, views: set[str]) -> dict[str, tuple[int, i
             .agg(F.sum(F.when(weight > 0, weight).otherwise(0)).alias("plus"),
                  F.sum(F.when(weight < 0, -weight).otherwise(0)).alias("minus")).collect())
     return {r["view"]: (int(r["plus"]), int(r["minus"])) for r in rows}
-
-
-def _open_sink(config: SinkConfig, catalog: Connection, committed: int) -> _Sink:
-    if config.type == "parquet-deltas":
-        return _ParquetDeltas(config, catalog, committed)
-    columns = catalog.schema_of(config.view)
-    if config.type == "parquet":
-        return _ParquetSnapshot(config, columns)
-    if config.type == "jsonl":
-        return _JsonlDeltas(config, columns, committed)
-    return _Terminal(config, columns, Console())

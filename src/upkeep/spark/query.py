@@ -170,9 +170,15 @@ def plan_schema(plan: QueryPlan, table: str) -> list:
     raise SchemaError(f"unknown table {table}")
 
 
-def typed_deltas(deltas: DataFrame, db: LocalCatalog, view: str) -> DataFrame:
-    """One view's deltas with its own column names and Spark types, plus ``weight``."""
+def typed_deltas(deltas: DataFrame, db: LocalCatalog, view: str, weight: str = "weight",
+                 encoded: str | None = None) -> DataFrame:
+    """One view's deltas with its own column names and Spark types, plus the weight (named
+    ``weight``) and, named ``encoded``, the row as the stream encodes it."""
     columns = db.schema_of(view)
     parsed = F.from_json("row", spark_schema(columns)).alias("r")
-    return deltas.where(F.col("view") == view).select(parsed, "weight").select(
-        *[F.col(f"r.c{i}").alias(name) for i, (name, _) in enumerate(columns)], "weight")
+    extra = [F.col("weight").alias(weight)]
+    if encoded:
+        extra.append(F.col("row").alias(encoded))
+    return deltas.where(F.col("view") == view).select(parsed, *extra).select(
+        *[F.col(f"r.c{i}").alias(name) for i, (name, _) in enumerate(columns)],
+        *[F.col(f"`{c}`") for c in [weight, encoded] if c])

@@ -1,0 +1,261 @@
+"""The Spark pipeline's sinks: each micro-batch's view deltas, exactly once per batch id.
+
+The file sinks are written by Spark's executors through the DataFrame writer, so a view's
+rows never pass through the driver.  Each keeps the meaning the sink has on one machine
+(docs/pipelines.md) in the layout Spark writes, directories of part files:
+
+* ``parquet-deltas``: ``<path>/batch=<id>/``, the micro-batch's net delta of the view (the
+  view's columns plus ``weight``), the local sink's layout;
+* ``jsonl``: ``<path>/batch=<id>/part-*.txt``, the local sink's lines
+  ``{"batch", "weight", "row"}``, one per row occurrence, encoded by upkeep's own value codec
+  on the executors.  A batch's delta is net, so each row appears in a batch with one sign
+  and the order of lines within a batch does not matter;
+* ``parquet``: ``<path>`` is a symbolic link to the latest snapshot of the view's rows
+  (``<path>.snapshots/batch=<id>/``, duplicates repeated), swapped atomically after every
+  ``every`` micro-batches: the previous snapshot plus the net deltas since, summed by Spark.
+  The link's target names the last micro-batch the snapshot includes, so a batch Spark
+  replays after a restart is skipped.
+
+A micro-batch Spark replays overwrites its own directory, and at start directories of
+batches the checkpoint never committed are removed: each batch is there exactly once.
+``terminal`` prints deltas from the driver (at least once; display only).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from rich.console import Console
+
+from ..codecs.arrow_values import to_arrow
+from ..codecs.spark_rows import decode_row
+from ..io.errors import PipelineError
+from ..io.sinks.base import SinkConfig
+from ..io.sinks.jsonl import delta_lines
+from ..io.sinks.parquet_deltas import check_columns
+from ..local import Connection
+from ..types import SqlType
+from .query import typed_deltas
+
+SPARK_SINKS = ("parquet", "parquet-deltas", "jsonl", "terminal")
+Changes = list[tuple[tuple, int]]
+# internal column names, apart from any view column's: a row as the delta stream encodes it,
+# its weight, and a snapshot row's multiplicity
+ENCODED, WEIGHT, COUNT = "__upkeep_row", "__upkeep_weight", "__upkeep_count"
+
+
+class Sink:
+    """A view's sink in a Spark pipeline; the driver-side ones get decoded changes."""
+
+    def __init__(self, config: SinkConfig, columns: list[tuple[str, SqlType]]):
+        self.config = config
+        self.view = config.view
+        self.columns = columns
+
+    def deliver(self, batch: int, changes: Changes) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Terminal(Sink):
+    def __init__(self, config: SinkConfig, columns, console: Console):
+        super().__init__(config, columns)
+        self.console = console
+
+    def deliver(self, batch, changes) -> None:
+        limit = self.config.options.get("limit") or 10
+        for row, weight in changes[:limit]:
+            self.console.print(f"  {self.view} {'+' if weight > 0 else '-'}{abs(weight)} {row}",
+                               highlight=False, markup=False)
+        if len(changes) > limit:
+            self.console.print(f"  {self.view}: {len(changes) - limit} more", highlight=False)
+
+
+def batch_id(directory: Path) -> int | None:
+    """The micro-batch of a ``batch=<id>`` directory (None for anything else)."""
+    name = directory.name
+    if name.startswith("batch=") and name[6:].lstrip("-").isdigit():
+        return int(name[6:])
+    return None
+
+
+def remove_uncommitted(directory: Path, committed: int) -> None:
+    """Remove the ``batch=<id>`` directories (and strays) of batches after ``committed``:
+    written by a run that was stopped before Spark's checkpoint committed them."""
+    for stale in directory.glob("batch=*"):
+        b = batch_id(stale)
+        if b is None or b > committed:
+            shutil.rmtree(stale)
+
+
+class ExecutorSink(Sink):
+    """A sink whose micro-batches Spark's executors write: each batch's net delta of the
+    view, summed by Spark over the view's typed columns (the driver never holds them)."""
+
+    def __init__(self, config: SinkConfig, catalog: Connection):
+        super().__init__(config, catalog.schema_of(config.view))
+        self.catalog = catalog
+        self.path: Path = config.options["path"]
+        if self.path.exists() and not self.path.is_dir() and not self.path.is_symlink():
+            raise PipelineError(f"{config.label}: {self.path} is a file; on the spark engine "
+                                f"the {config.type} sink writes a directory of micro-batches "
+                                f"there (move the file away or choose another path)")
+
+    def keys(self) -> list:
+        return [F.col("`" + name.replace("`", "``") + "`") for name, _ in self.columns]
+
+    def net(self, frame: DataFrame, weight: str = "weight",
+            encoded: str | None = None) -> DataFrame:
+        """The view's net delta in this micro-batch: its typed columns and the weight (never
+        0, named ``weight``), plus, named ``encoded``, one of the stream's spellings of the
+        row."""
+        typed = typed_deltas(frame, self.catalog, self.view, weight, encoded)
+        spelling = [F.first(encoded).alias(encoded)] if encoded else []
+        return (typed.groupBy(*self.keys()).agg(*spelling, F.sum(weight).alias(weight))
+                .where(F.col(weight) != 0))
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        raise NotImplementedError
+
+
+class ParquetDeltas(ExecutorSink):
+    """``<path>/batch=<id>/``: each micro-batch's net delta as Parquet."""
+
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
+        super().__init__(config, catalog)
+        check_columns(self.columns, config.label)
+        self.path.mkdir(parents=True, exist_ok=True)
+        remove_uncommitted(self.path, committed)
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        self.net(frame).write.mode("overwrite").parquet(str(self.path / f"batch={batch}"))
+
+
+class JsonlBatches(ExecutorSink):
+    """``<path>/batch=<id>/part-*.txt``: each micro-batch's delta lines, encoded on the
+    executors by the local sink's own code (:func:`~upkeep.io.sinks.jsonl.delta_lines`)."""
+
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
+        super().__init__(config, catalog)
+        self.path.mkdir(parents=True, exist_ok=True)
+        remove_uncommitted(self.path, committed)
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        names = [n for n, _ in self.columns]
+        types = [t for _, t in self.columns]
+
+        def lines(chunks):
+            for chunk in chunks:
+                rows = chunk.column(ENCODED).to_pylist()
+                weights = chunk.column(WEIGHT).to_pylist()
+                changes = [(decode_row(text, types), w)
+                           for text, w in zip(rows, weights, strict=True)]
+                yield pa.RecordBatch.from_pydict(
+                    {"value": [line[:-1] for line in delta_lines(names, changes, batch)]},
+                    schema=pa.schema([("value", pa.string())]))
+
+        (self.net(frame, WEIGHT, ENCODED).select(ENCODED, WEIGHT).mapInArrow(lines, "value string")
+         .write.mode("overwrite").text(str(self.path / f"batch={batch}")))
+
+
+class ParquetSnapshot(ExecutorSink):
+    """``<path>`` -> ``<path>.snapshots/batch=<id>/``: the view's rows after micro-batch
+    ``id``, merged by Spark from the previous snapshot and the net deltas since
+    (``<path>.snapshots/pending/batch=<id>/``) after every ``every`` batches and at close."""
+
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
+                 spark: SparkSession):
+        super().__init__(config, catalog)
+        self.spark = spark
+        self.every = int(config.options.get("every") or 1)
+        self.store = self.path.with_name(self.path.name + ".snapshots")
+        self.pending_dir = self.store / "pending"
+        self.pending_dir.mkdir(parents=True, exist_ok=True)
+        # The snapshot may include a batch the checkpoint has not committed (written, then
+        # killed before Spark's commit): Spark replays that batch with the same deltas,
+        # which write() then skips.
+        self.included = batch_id(Path(os.readlink(self.path))) if self.path.is_symlink() else None
+        if self.included is None:
+            self.included = -1
+            self._publish(self._empty(), -1)
+        for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
+            if batch_id(stray) != self.included:
+                shutil.rmtree(stray)
+        remove_uncommitted(self.pending_dir, committed)
+        self.pending = sorted(b for p in self.pending_dir.glob("batch=*")
+                              if (b := batch_id(p)) is not None and b > self.included)
+        for b in {batch_id(p) for p in self.pending_dir.glob("batch=*")} - set(self.pending):
+            shutil.rmtree(self.pending_dir / f"batch={b}")  # merged already
+
+    def _empty(self) -> Path:
+        """The first snapshot, of no rows, written with the view's Arrow types."""
+        directory = self.store / "batch=-1"
+        directory.mkdir(parents=True, exist_ok=True)
+        pq.write_table(to_arrow(self.columns, []), directory / "part-0.parquet")
+        return directory
+
+    def _publish(self, directory: Path, batch: int) -> None:
+        """Point ``<path>`` at ``directory`` atomically (a new link renamed over the old)."""
+        link = self.path.with_name(f".{self.path.name}.{os.getpid()}.link")
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(directory, self.path.parent))
+        os.replace(link, self.path)
+        self.included = batch
+
+    def write(self, frame: DataFrame, batch: int) -> None:
+        if batch <= self.included:
+            return  # a replayed batch the snapshot already includes
+        (self.net(frame, WEIGHT).write.mode("overwrite")
+         .parquet(str(self.pending_dir / f"batch={batch}")))
+        if batch not in self.pending:
+            self.pending.append(batch)
+        if len(self.pending) >= self.every:
+            self._merge()
+
+    def _merge(self) -> None:
+        """The previous snapshot plus the pending deltas, summed by Spark and written as the
+        new snapshot, which the link then points at; the merged inputs are removed."""
+        batch, previous = self.pending[-1], self.store / f"batch={self.included}"
+        keys = self.keys()
+        deltas = self.spark.read.parquet(*[str(self.pending_dir / f"batch={b}")
+                                           for b in self.pending])
+        combined = deltas.select(*keys, WEIGHT)
+        if self.included >= 0:
+            rows = self.spark.read.parquet(str(previous)).select(*keys)
+            combined = combined.unionByName(rows.withColumn(WEIGHT, F.lit(1).cast("long")))
+        merged = (combined.groupBy(*keys).agg(F.sum(WEIGHT).alias(COUNT))
+                  .where(F.col(COUNT) > 0)
+                  .withColumn(COUNT, F.explode(F.array_repeat(F.lit(0), F.col(COUNT).cast("int"))))
+                  .select(*keys))
+        target = self.store / f"batch={batch}"
+        merged.write.mode("overwrite").parquet(str(target))
+        self._publish(target, batch)
+        shutil.rmtree(previous, ignore_errors=True)
+        for b in self.pending:
+            shutil.rmtree(self.pending_dir / f"batch={b}", ignore_errors=True)
+        self.pending = []
+
+    def close(self) -> None:
+        if self.pending:
+            self._merge()
+
+
+def open_sink(config: SinkConfig, catalog: Connection, committed: int,
+              spark: SparkSession) -> Sink:
+    """The Spark pipeline's sink for ``config``; ``committed`` is the checkpoint's last
+    committed micro-batch (-1 if none)."""
+    if config.type == "parquet-deltas":
+        return ParquetDeltas(config, catalog, committed)
+    if config.type == "parquet":
+        return ParquetSnapshot(config, catalog, committed, spark)
+    if config.type == "jsonl":
+        return JsonlBatches(config, catalog, committed)
+    return Terminal(config, catalog.schema_of(config.view), Console())

@@ -1,0 +1,135 @@
+"""The Spark pipeline's file sinks, written by the executors (``upkeep.spark.sinks``): each
+micro-batch lands exactly once whatever Spark replays, a stopped run's uncommitted output is
+removed at start, and a ``parquet`` snapshot keeps duplicates and the batch it includes.
+Micro-batches are given as the delta stream's frames, so no streaming query is needed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from upkeep.codecs.spark_rows import encode_row
+from upkeep.io.errors import PipelineError
+from upkeep.io.sinks.base import SinkConfig
+from upkeep.local import Connection
+from upkeep.spark.codec import OUTPUT_SCHEMA
+from upkeep.spark.sinks import batch_id, open_sink
+
+VIEW = "v"
+
+
+@pytest.fixture
+def catalog() -> Connection:
+    """A view whose columns clash with the sinks' own names (``weight``, ``row``)."""
+    db = Connection()
+    db.execute("CREATE TABLE t (k INTEGER, weight DECIMAL(6,2), \"row\" VARCHAR)")
+    db.execute(f"CREATE VIEW {VIEW} AS SELECT k, weight, \"row\" FROM t")
+    return db
+
+
+def frame(spark, changes: list[tuple[tuple, int]]):
+    """A micro-batch of the delta stream: the view's changes, spread over partitions and
+    with each change split in two (+2 as +1 +1), as shards emit them."""
+    rows = [(VIEW, encode_row(row), w // abs(w)) for row, w in changes for _ in range(abs(w))]
+    rows.append(("other", encode_row((1,)), 1))  # another view's change: not this sink's
+    return spark.createDataFrame(rows, OUTPUT_SCHEMA).repartition(3)
+
+
+BATCHES = [
+    [((1, Decimal("1.50"), "a"), 2), ((2, None, "b"), 1)],
+    [((1, Decimal("1.50"), "a"), -1), ((3, Decimal("0.10"), None), 1)],
+    [((2, None, "b"), -1), ((4, Decimal("9.99"), "d"), 3)],
+    [((4, Decimal("9.99"), "d"), -1), ((1, Decimal("1.50"), "a"), 1)],
+]
+
+
+def model(upto: int) -> Counter:
+    state: Counter = Counter()
+    for changes in BATCHES[:upto + 1]:
+        for row, w in changes:
+            state[row] += w
+    return +state
+
+
+def sink(catalog, kind: str, path: Path, committed: int, spark, **options):
+    return open_sink(SinkConfig(VIEW, kind, f"sink {kind}", {"path": path, **options}),
+                     catalog, committed, spark)
+
+
+def snapshot(path: Path) -> tuple[int, Counter]:
+    """The batch a parquet snapshot includes, and its rows."""
+    rows = pq.read_table(path).to_pylist()
+    return batch_id(Path(os.readlink(path))), Counter(tuple(r.values()) for r in rows)
+
+
+def test_parquet_snapshot_every_replay_and_restart(spark, catalog, tmp_path) -> None:
+    path = tmp_path / "v.parquet"
+    first = sink(catalog, "parquet", path, -1, spark, every=2)
+    assert snapshot(path) == (-1, Counter())  # there from the start, empty
+    first.write(frame(spark, BATCHES[0]), 0)
+    assert snapshot(path) == (-1, Counter())  # every 2 batches
+    first.write(frame(spark, BATCHES[1]), 1)
+    assert snapshot(path) == (1, model(1))
+    first.write(frame(spark, BATCHES[0]), 1)  # a replay of a batch it includes: skipped
+    assert snapshot(path) == (1, model(1))
+    first.write(frame(spark, BATCHES[2]), 2)  # pending; the run stops before Spark commits
+    # a new run: batch 2 was never committed, so Spark replays it; its pending delta goes
+    second = sink(catalog, "parquet", path, 1, spark, every=1)
+    assert snapshot(path) == (1, model(1))
+    second.write(frame(spark, BATCHES[2]), 2)
+    second.write(frame(spark, BATCHES[3]), 3)
+    assert snapshot(path) == (3, model(3))
+    # merged and linked, but killed before Spark committed batch 3: the replay is skipped
+    third = sink(catalog, "parquet", path, 2, spark)
+    third.write(frame(spark, BATCHES[3]), 3)
+    third.close()
+    assert snapshot(path) == (3, model(3))
+    store = tmp_path / "v.parquet.snapshots"
+    assert sorted(p.name for p in store.iterdir()) == ["batch=3", "pending"]
+    assert list((store / "pending").iterdir()) == []
+
+
+def test_parquet_snapshot_merges_what_is_pending_at_close(spark, catalog, tmp_path) -> None:
+    path = tmp_path / "v.parquet"
+    s = sink(catalog, "parquet", path, -1, spark, every=10)
+    for b in range(3):
+        s.write(frame(spark, BATCHES[b]), b)
+    assert snapshot(path) == (-1, Counter())
+    s.close()
+    assert snapshot(path) == (2, model(2))
+
+
+def test_jsonl_batches_are_exactly_once(spark, catalog, tmp_path) -> None:
+    path = tmp_path / "v.jsonl"
+    first = sink(catalog, "jsonl", path, -1, spark)
+    for b in range(3):
+        first.write(frame(spark, BATCHES[b]), b)
+    first.write(frame(spark, BATCHES[1]), 1)  # Spark replays batch 1: overwritten, not added
+    sink(catalog, "jsonl", path, 1, spark)  # batch 2 never committed: removed at start
+    assert sorted(p.name for p in path.iterdir()) == ["batch=0", "batch=1"]
+    state: Counter = Counter()
+    for b in (0, 1):
+        for part in sorted((path / f"batch={b}").glob("part-*")):
+            for line in part.read_text().splitlines():
+                entry = json.loads(line)
+                assert entry["batch"] == b and entry["weight"] in (1, -1)
+                row = entry["row"]
+                assert list(row) == ["k", "weight", "row"]  # the view's own names
+                state[(row["k"], None if row["weight"] is None else Decimal(row["weight"]),
+                       row["row"])] += entry["weight"]
+    assert +state == model(1)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet", "parquet-deltas"])
+def test_a_file_in_the_way_is_refused(spark, catalog, tmp_path, kind) -> None:
+    path = tmp_path / "v.out"
+    path.write_text("written by the local engine\n")
+    with pytest.raises(PipelineError, match="is a file; on the spark engine"):
+        sink(catalog, kind, path, -1, spark)
+    assert path.read_text() == "written by the local engine\n"
