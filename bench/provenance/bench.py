@@ -213,15 +213,25 @@ def _database(w: Workload, mode: str) -> tuple[object, dict]:
     load_s = time.perf_counter() - t0
     db.create_view("v", w.view)
     gc.collect()
-    t0 = time.perf_counter()
-    for tx in w.transactions:
-        with db.transaction():
-            for sql in tx:
-                db.execute(sql)
-    log_s = time.perf_counter() - t0
-    return db, {"mode": mode, "load_s": round(load_s, 2), "log_s": round(log_s, 3),
-                "statements_per_s": round(sum(len(tx) for tx in w.transactions) / log_s),
-                "rss_mb": round(peak_rss_mb(), 1)}
+
+    def commit(transactions: list[list[str]]) -> float:
+        t = time.perf_counter()
+        for tx in transactions:
+            with db.transaction():
+                for sql in tx:
+                    db.execute(sql)
+        return time.perf_counter() - t
+
+    # The log's first tenth warms up, timed on its own: it builds the column indexes the
+    # keyed statements find their rows by (ordinary tables build them on first use,
+    # provenance tables while loading), a cost a running database pays once.
+    warm = len(w.transactions) // 10
+    warm_s = commit(w.transactions[:warm])
+    log_s = commit(w.transactions[warm:])
+    timed = sum(len(tx) for tx in w.transactions[warm:])
+    return db, {"mode": mode, "load_s": round(load_s, 2), "warm_s": round(warm_s, 3),
+                "log_s": round(log_s, 3), "timed_statements": timed,
+                "statements_per_s": round(timed / log_s), "rss_mb": round(peak_rss_mb(), 1)}
 
 
 def database(args: argparse.Namespace) -> dict:
@@ -279,7 +289,7 @@ def whatif(args: argparse.Namespace) -> dict:
     rerun_without_s, expected = timed(lambda: rerun(None, victim_row))
     assert set(world.rows) == expected, "what-if (without) differs from the re-run"
     return {"load_s": round(load_s, 2), "log_s": round(log_s, 2),
-            "statements_per_s": round(sum(len(tx) for tx in w.transactions) / log_s),
+            "statements_per_s": stats["statements_per_s"],
             "abort_view_s": round(abort_s, 4), "rerun_abort_s": round(rerun_abort_s, 3),
             "abort_speedup": round(rerun_abort_s / abort_s, 1),
             "without_view_s": round(without_s, 4), "rerun_without_s": round(rerun_without_s, 3),
@@ -358,11 +368,14 @@ def report(result: dict) -> str:
         lines += [
             "",
             "Through the database (the case users live in: tables loaded, the join + aggregate "
-            "view maintained, one transaction per statement; log time best of "
+            "view maintained, one transaction per statement; the log's first tenth warms up "
+            "(builds the column indexes keyed statements use), then the other "
+            f"{plain.get('timed_statements', 0):,} statements are timed; best of "
             f"{len(plain['log_s_runs'])} fresh processes, resident memory after the log):",
             "",
-            "| tables | load s | log s (runs) | log overhead | memory MB | memory ratio |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| tables | load s | warm-up s | log s (runs) | log overhead | memory MB | "
+            "memory ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for mode, label in (("none", "ordinary"), ("update", "provenance, normal form"),
                             ("update-naive", "provenance, naive")):
@@ -370,8 +383,8 @@ def report(result: dict) -> str:
             runs = ", ".join(f"{x:.2f}" for x in r["log_s_runs"])
             over = "–" if mode == "none" else f"{(r['log_s'] / plain['log_s'] - 1) * 100:+.1f}%"
             ratio = "–" if mode == "none" else f"{r['rss_mb'] / plain['rss_mb']:.2f}x"
-            lines.append(f"| {label} | {r['load_s_best']:.1f} | {r['log_s']:.2f} ({runs}) | "
-                         f"{over} | {r['rss_mb']:,.0f} | {ratio} |")
+            lines.append(f"| {label} | {r['load_s_best']:.1f} | {r.get('warm_s', 0):.2f} | "
+                         f"{r['log_s']:.2f} ({runs}) | {over} | {r['rss_mb']:,.0f} | {ratio} |")
     w = result["whatif"]
     lines += [
         "",
