@@ -105,6 +105,17 @@ def test_parquet_snapshot_merges_what_is_pending_at_close(spark, catalog, tmp_pa
     assert snapshot(path) == (2, model(2))
 
 
+def test_parquet_snapshot_of_a_view_that_empties_and_fills_again(spark, catalog,
+                                                                   tmp_path) -> None:
+    path = tmp_path / "v.parquet"
+    s = sink(catalog, "parquet", path, -1, spark)
+    s.write(frame(spark, BATCHES[0]), 0)
+    s.write(frame(spark, [(row, -w) for row, w in BATCHES[0]]), 1)
+    assert snapshot(path) == (1, Counter())  # a snapshot of no rows, still readable
+    s.write(frame(spark, BATCHES[0]), 2)
+    assert snapshot(path) == (2, model(0))
+
+
 def test_jsonl_batches_are_exactly_once(spark, catalog, tmp_path) -> None:
     path = tmp_path / "v.jsonl"
     first = sink(catalog, "jsonl", path, -1, spark)
