@@ -223,8 +223,8 @@ def _database(w: Workload, mode: str) -> tuple[object, dict]:
         return time.perf_counter() - t
 
     # The log's first tenth warms up, timed on its own: it builds the column indexes the
-    # keyed statements find their rows by (ordinary tables build them on first use,
-    # provenance tables while loading), a cost a running database pays once.
+    # keyed statements find their rows by (both kinds of table build them on first use;
+    # ordinary tables decode their stored rows for it), a cost a running database pays once.
     warm = len(w.transactions) // 10
     warm_s = commit(w.transactions[:warm])
     log_s = commit(w.transactions[warm:])
