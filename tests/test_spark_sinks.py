@@ -144,3 +144,11 @@ def test_a_file_in_the_way_is_refused(spark, catalog, tmp_path, kind) -> None:
     with pytest.raises(PipelineError, match="is a file; on the spark engine"):
         sink(catalog, kind, path, -1, spark)
     assert path.read_text() == "written by the local engine\n"
+
+
+def test_a_directory_in_the_way_of_a_snapshot_is_refused(spark, catalog, tmp_path) -> None:
+    path = tmp_path / "v.parquet"
+    (path / "batch=0").mkdir(parents=True)  # say, a parquet-deltas sink's directory
+    with pytest.raises(PipelineError, match="is a directory; on the spark engine"):
+        sink(catalog, "parquet", path, -1, spark)
+    assert [p.name for p in path.iterdir()] == ["batch=0"]

@@ -133,8 +133,9 @@ class SparkPipelineRunner:
 
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[Sink]) -> None:
         """One micro-batch's deltas to the sinks: executor-written sinks write the frame
-        themselves; only the views a driver-side sink or ``on_batch`` needs (and rejected
-        records) are collected."""
+        themselves, for the views the batch changes (as the local sinks write only batches
+        that change their view); only the views a driver-side sink or ``on_batch`` needs
+        (and rejected records) are collected."""
         started = time.monotonic()
         written = [s for s in sinks if isinstance(s, ExecutorSink)]
         collected = None if self.on_batch is not None else {
@@ -142,8 +143,6 @@ class SparkPipelineRunner:
         if written:
             frame = frame.persist()
         try:
-            for sink in written:
-                sink.write(frame, batch_id)
             wanted = frame if collected is None else frame.where(
                 F.col("view").isin([*collected, DEAD_LETTER_VIEW]))
             changes, rejected = decode_deltas(wanted.collect(), self.catalog.schema_of,
@@ -152,6 +151,9 @@ class SparkPipelineRunner:
                       for v, c in changes.items()}
             if written and collected is not None:
                 counts.update(_emitted_counts(frame, {s.view for s in written} - collected))
+            for sink in written:
+                if any(counts.get(sink.view, ())):
+                    sink.write(frame, batch_id)
         finally:
             if written:
                 frame.unpersist()

@@ -2,7 +2,8 @@
 
 The file sinks are written by Spark's executors through the DataFrame writer, so a view's
 rows never pass through the driver.  Each keeps the meaning the sink has on one machine
-(docs/pipelines.md) in the layout Spark writes, directories of part files:
+(docs/pipelines.md) in the layout Spark writes, directories of part files, and is written
+only for the micro-batches that change its view (the runner counts them):
 
 * ``parquet-deltas``: ``<path>/batch=<id>/``, the micro-batch's net delta of the view (the
   view's columns plus ``weight``), the local sink's layout;
@@ -12,7 +13,8 @@ rows never pass through the driver.  Each keeps the meaning the sink has on one 
   and the order of lines within a batch does not matter;
 * ``parquet``: ``<path>`` is a symbolic link to the latest snapshot of the view's rows
   (``<path>.snapshots/batch=<id>/``, duplicates repeated), swapped atomically after every
-  ``every`` micro-batches: the previous snapshot plus the net deltas since, summed by Spark.
+  ``every`` micro-batches that change the view: the previous snapshot plus the net deltas
+  since, summed by Spark.
   The link's target names the last micro-batch the snapshot includes, so a batch Spark
   replays after a restart is skipped.
 
@@ -174,6 +176,10 @@ class ParquetSnapshot(ExecutorSink):
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
                  spark: SparkSession):
         super().__init__(config, catalog)
+        if self.path.is_dir() and not self.path.is_symlink():
+            raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
+                                f"engine the parquet sink keeps a link to its latest snapshot "
+                                f"there (move the directory away or choose another path)")
         self.spark = spark
         self.every = int(config.options.get("every") or 1)
         self.store = self.path.with_name(self.path.name + ".snapshots")
