@@ -223,3 +223,30 @@ def test_loga_breaks_a_latency_tie_by_the_cheaper_rewriting():
         better = minimise_latency(rg, cfg)
         assert better["v3"] == "b", order
         assert total_latency(rg, better) == total_latency(rg, cfg) - 1
+
+
+def test_loga_within_a_budget_fills_it_by_latency_gained_per_utilisation():
+    """A utilisation budget of 7: ``big`` (first in impact order) can move up four levels
+    for 7 more utilisation, each of s1-s3 two levels for 1 more.  Algorithm 2's order
+    spends the whole budget on ``big`` (latency -4); gain per utilisation spends it on
+    s1-s3 (latency -6), so that is the configuration kept."""
+    rewritings = [Rewriting("d", "r", (D,), 10, 1)]
+    chain = ["r", "c1", "c2", "c3", "c4"]
+    rewritings += [Rewriting(f"x{i}", v, (u,), 1, 1)
+                   for i, (u, v) in enumerate(itertools.pairwise(chain))]
+    rewritings += [Rewriting("big_deep", "big", ("c4",), 1, 1),
+                   Rewriting("big_up", "big", ("r",), 8, 1)]
+    for s in ("s1", "s2", "s3"):
+        rewritings += [Rewriting(f"{s}_deep", s, ("c2",), 1, 1),
+                       Rewriting(f"{s}_up", s, ("r",), 2, 1)]
+    rg = graph_of(rewritings)
+    cfg = {"r": "d", "c1": "x0", "c2": "x1", "c3": "x2", "c4": "x3", "big": "big_deep",
+           "s1": "s1_deep", "s2": "s2_deep", "s3": "s3_deep"}
+    assert utilisation(rg, cfg) == 18
+    unlimited = minimise_latency(rg, cfg)
+    assert total_latency(rg, unlimited) == total_latency(rg, cfg) - 10  # every swap made
+    within = minimise_latency(rg, cfg, budget=7 / 18)
+    assert within["big"] == "big_deep"
+    assert [within[s] for s in ("s1", "s2", "s3")] == ["s1_up", "s2_up", "s3_up"]
+    assert total_latency(rg, within) == total_latency(rg, cfg) - 6
+    assert utilisation(rg, within) == 21

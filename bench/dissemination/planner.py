@@ -124,9 +124,9 @@ def report(result: dict) -> str:
     lines = [f"`{result['command']}` ({result['date']}, {result['git']}, {result['machine']})",
              "",
              "| subscriptions | candidates | EG edges | RG rewritings | EG s | CGR s | "
-             "end to end s | B_out | ILP s | gap | fed by others | LOGA latency | "
+             "end to end s | B_out | ILP s | gap | fed by others | at most | LOGA latency | "
              "LOGA utilisation | LOGA within +7%: latency | utilisation |",
-             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in result["runs"]:
         first = True
         for bound, b in r["bounds"].items():
@@ -136,8 +136,11 @@ def report(result: dict) -> str:
                     f"{r['seconds']['rewritings']:.1f} | {r['seconds']['end_to_end']:.1f} |"
                     if first else "| | | | | | | |")
             first = False
+            least = b.get("least_source_fanout")  # the publisher feeds at least that many
+            most = "–" if least is None else f"{1 - least / r['subscriptions']:.1%}"
             lines.append(f"{head} {'unbounded' if bound == 'None' else bound} | "
                          f"{b['ilp_s']:.1f} | {b['gap']:.2%} | {b['fed_by_others']:.1%} | "
+                         f"{most} | "
                          f"-{b['latency_reduction']:.1%} | +{b['utilisation_increase']:.1%} | "
                          f"-{b.get('budget_latency_reduction', 0):.1%} | "
                          f"+{b.get('budget_utilisation_increase', 0):.1%} |")

@@ -20,6 +20,8 @@ from .graph import (
     latencies,
     out_degrees,
     reach,
+    total_latency,
+    utilisation,
 )
 
 
@@ -40,11 +42,23 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
 
     ``budget`` [OURS]: the most the total utilisation may grow, as a fraction of ``cfg``'s
     (the paper's LOGA has none; its figures report what the swaps cost).  A swap that
-    would overrun it is not made."""
-    bounds = dict(bounds or {})
-    cfg = dict(cfg)
-    room = math.inf if budget is None else budget * sum(
-        rg.rewritings[r].utilisation for r in cfg.values())
+    would overrun it is not made.  Within a budget, Algorithm 2's order can spend it on a
+    few costly swaps, so a second run fills it as a knapsack is filled greedily (each pass
+    offers every view's swap with the most latency gained per unit of utilisation added,
+    swaps that add none first, and makes them best ratio first, each re-priced against
+    the swaps made before it); the configuration with the lower total latency is kept."""
+    if budget is None:
+        return _passes(rg, dict(cfg), dict(bounds or {}), math.inf, priced=False)
+    room = budget * sum(rg.rewritings[r].utilisation for r in cfg.values())
+    runs = [_passes(rg, dict(cfg), dict(bounds or {}), room, priced)
+            for priced in (False, True)]
+    return min(runs, key=lambda c: (total_latency(rg, c), utilisation(rg, c)))
+
+
+def _passes(rg: RewritabilityGraph, cfg: Configuration, bounds: Bounds, room: float,
+            priced: bool) -> Configuration:
+    """LOGA's passes over ``cfg`` (changed in place) until one makes no swap; ``room``:
+    the utilisation the swaps may still add."""
     while True:
         lam = latencies(rg, cfg)
         out = out_degrees(rg, cfg)
@@ -56,31 +70,26 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
         reached = reach(rg, cfg)
         chosen = [v for v in rg.views if not rg.rewritings[cfg[v]].from_source]
         chosen.sort(key=lambda v: (-lam[v] * len(reached[v]), v))
+        if priced:  # every view's offer at this pass's latencies, best ratio first
+            offers = []
+            for v in chosen:
+                swap = _best_swap(rg, cfg, lam, out, children, bounds, room, v, True)
+                if swap is not None:
+                    offers.append((swap[2], v, swap[0]))
+            offers.sort(key=lambda t: t[0])  # stable: ties keep the order of impact
+            plan = [(v, alternative) for _, v, alternative in offers]
+        else:
+            plan = [(v, None) for v in chosen]
         swapped = False
-        for v in chosen:
-            current = rg.rewritings[cfg[v]]
-            below = _downstream(v, children)
-            best, best_change = None, {}
-            best_key = (0.0, 0.0)  # (latency gained, utilisation added): ties go cheaper
-            for alternative in rg.of(v):
-                if alternative.from_source or alternative.id == current.id:
-                    continue
-                if any(u == v or u in below for u in alternative.inputs):
-                    continue  # the swap would close a cycle
-                if any(bounds.get(u) is not None and u not in current.inputs
-                       and out[u] + 1 > bounds[u] for u in alternative.inputs):
-                    continue
-                if alternative.utilisation - current.utilisation > room:
-                    continue
-                change = _relatency(rg, cfg, lam, v, alternative, below, children)
-                delta = sum(change[w] - lam[w] for w in change)
-                if delta >= -1e-12:
-                    continue  # no latency gained
-                key = (round(delta, 9), alternative.utilisation - current.utilisation)
-                if best is None or key < best_key:
-                    best, best_change, best_key = alternative, change, key
-            if best is None:
+        for v, offered in plan:
+            if offered is None:
+                swap = _best_swap(rg, cfg, lam, out, children, bounds, room, v, False)
+            else:  # re-priced after the swaps made before it
+                swap = _reprice(rg, cfg, lam, out, children, bounds, room, v, offered)
+            if swap is None:
                 continue
+            best, best_change = swap[0], swap[1]
+            current = rg.rewritings[cfg[v]]
             for u in current.inputs:
                 out[u] -= 1
                 if u != SOURCE:
@@ -94,6 +103,62 @@ def minimise_latency(rg: RewritabilityGraph, cfg: Configuration,
             swapped = True
         if not swapped:
             return cfg
+
+
+def _allowed(rg: RewritabilityGraph, cfg: Configuration, out: dict[str, int],
+             bounds: Bounds, room: float, v: str, alternative, below: set[str]) -> bool:
+    """Whether ``v`` may swap to ``alternative``: not the publisher's, no cycle, the
+    fan-out bounds and the utilisation budget kept."""
+    current = rg.rewritings[cfg[v]]
+    if alternative.from_source or alternative.id == current.id:
+        return False
+    if any(u == v or u in below for u in alternative.inputs):
+        return False  # the swap would close a cycle
+    if any(bounds.get(u) is not None and u not in current.inputs
+           and out[u] + 1 > bounds[u] for u in alternative.inputs):
+        return False
+    return alternative.utilisation - current.utilisation <= room
+
+
+def _best_swap(rg: RewritabilityGraph, cfg: Configuration, lam: dict[str, float],
+               out: dict[str, int], children: dict[str, set[str]], bounds: Bounds,
+               room: float, v: str, priced: bool):
+    """The rewriting of ``v`` LOGA would swap in, with the views' new latencies and its
+    sort key (smaller is better), or None.  The key is (latency change, utilisation
+    added), or, ``priced``, (-gain per utilisation added, latency change): a swap that
+    adds no utilisation has an infinite ratio."""
+    current = rg.rewritings[cfg[v]]
+    below = _downstream(v, children)
+    best, best_change, best_key = None, {}, None
+    for alternative in rg.of(v):
+        if not _allowed(rg, cfg, out, bounds, room, v, alternative, below):
+            continue
+        added = alternative.utilisation - current.utilisation
+        change = _relatency(rg, cfg, lam, v, alternative, below, children)
+        delta = sum(change[w] - lam[w] for w in change)
+        if delta >= -1e-12:
+            continue  # no latency gained
+        if priced:
+            key = (-math.inf if added <= 0 else delta / added, round(delta, 9))
+        else:
+            key = (round(delta, 9), added)
+        if best_key is None or key < best_key:
+            best, best_change, best_key = alternative, change, key
+    return None if best is None else (best, best_change, best_key)
+
+
+def _reprice(rg: RewritabilityGraph, cfg: Configuration, lam: dict[str, float],
+             out: dict[str, int], children: dict[str, set[str]], bounds: Bounds,
+             room: float, v: str, alternative):
+    """``v``'s offered swap against the configuration as it is now: the rewriting and
+    the views' new latencies, or None if it is no longer allowed or gains nothing."""
+    below = _downstream(v, children)
+    if not _allowed(rg, cfg, out, bounds, room, v, alternative, below):
+        return None
+    change = _relatency(rg, cfg, lam, v, alternative, below, children)
+    if sum(change[w] - lam[w] for w in change) >= -1e-12:
+        return None
+    return alternative, change
 
 
 def _downstream(v: str, children: dict[str, set[str]]) -> set[str]:
