@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("subscriptions", type=Path, help="SQL file of CREATE VIEW statements")
     plan.add_argument("--tables", type=Path, required=True,
                       help="SQL file of the published tables' CREATE TABLE statements")
-    plan.add_argument("-k", type=int, default=3, help="rewritings kept per subscription")
+    plan.add_argument("-k", type=int, default=30,
+                      help="rewritings kept per subscription (the paper's 30)")
     plan.add_argument("--bound", type=int, default=None,
                       help="the most rewritings one subscription may feed (default: no bound)")
     plan.add_argument("--source-bound", type=int, default=None,

@@ -117,7 +117,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def plan(subscriptions: list[Subscription], *, k: int = 3, bound: int | None = None,
+def plan(subscriptions: list[Subscription], *, k: int = 30, bound: int | None = None,
          source_bound: int | None = None, loga_factor: float = 1.5,
          costs: CostModel | None = None, time_limit: float | None = None,
          candidates: int | None = None,
