@@ -38,6 +38,10 @@ def test_bounds_move_subscriptions_off_the_publisher():
     summary = bounded.summary()
     assert summary["fed_by_others"] == 0.5 and summary["levels"] == 2
     assert summary["latency"] < summary["latency_ilp"]
+    # that swap costs utilisation: with no budget for it, LOGA leaves the ILP's choice
+    frugal = plan(subs, source_bound=2, latency_budget=0.0)
+    assert frugal.cfg == frugal.ilp.cfg
+    assert frugal.summary()["utilisation"] == frugal.summary()["utilisation_ilp"]
     assert summary["utilisation"] > summary["utilisation_ilp"]
     assert bounded.sql("s1") is None and "JOIN" not in (bounded.sql("s3") or "JOIN")
 
@@ -58,6 +62,13 @@ def test_command_line_plan(tmp_path, capsys):
     assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                  "--candidates", "-1"]) == 1
     assert "--candidates -1: must be >= 0" in capsys.readouterr().err
+    for budget in ("-0.1", "nan"):
+        assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+                     "--latency-budget", budget]) == 1
+        assert f"--latency-budget {float(budget)}: must be >= 0" in capsys.readouterr().err
+    assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+                 "--source-bound", "2", "--latency-budget", "0.07"]) == 0
+    assert "LOGA -" in capsys.readouterr().out
     for candidates in ("3", "0"):  # s3 needs s1, s2 (and s4 is its twin); 0: all
         assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                      "--source-bound", "2", "--candidates", candidates]) == 0

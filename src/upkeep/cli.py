@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="subscriptions considered to feed each one, the most specific "
                            "first (default 32; 0: all, which grows with the square of the "
                            "subscriptions)")
+    plan.add_argument("--latency-budget", type=float, default=None, metavar="FRACTION",
+                      help="the most lowering latency may add to the utilisation, as a "
+                           "fraction of it (e.g. 0.07; default: no limit)")
     plan.add_argument("--sql", action="store_true", help="also print each rewriting's SQL")
 
     serve = commands.add_parser(
@@ -351,9 +354,13 @@ def _plan(args) -> str:
         raise Error(f"cannot read {exc.filename}: {exc.strerror}") from None
     if args.candidates < 0:
         raise Error(f"--candidates {args.candidates}: must be >= 0")
+    budget = args.latency_budget
+    if budget is not None and not budget >= 0:  # NaN too
+        raise Error(f"--latency-budget {budget}: must be >= 0")
     with Console(stderr=True).status("planning") as status:
         result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
                       source_bound=args.source_bound, candidates=args.candidates or None,
+                      latency_budget=budget,
                       on_phase=lambda phase: status.update(f"planning: {phase}"))
     text = result.describe()
     if args.sql:

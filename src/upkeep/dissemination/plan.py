@@ -120,12 +120,14 @@ class Plan:
 def plan(subscriptions: list[Subscription], *, k: int = 30, bound: int | None = None,
          source_bound: int | None = None, loga_factor: float = 1.5,
          costs: CostModel | None = None, time_limit: float | None = None,
-         candidates: int | None = None,
+         candidates: int | None = None, latency_budget: float | None = None,
          on_phase: Callable[[str], object] | None = None) -> Plan:
     """Plan the dissemination of ``subscriptions``: every subscription may feed at most
     ``bound`` rewritings and the publisher ``source_bound`` (None: unbounded).
     ``candidates``: at most that many (the most specific) subscriptions are considered to
     feed each one (:func:`.rewriting.embedding_graph`'s ``limit``; None: all).
+    ``latency_budget``: the most LOGA may add to the ILP's utilisation, as a fraction of
+    it (:func:`.loga.minimise_latency`'s ``budget``; None: no limit).
     ``on_phase`` is told each phase as it starts (progress on a long plan)."""
     tell = on_phase or (lambda phase: None)
     costs = costs or CostModel()
@@ -158,7 +160,8 @@ def plan(subscriptions: list[Subscription], *, k: int = 30, bound: int | None = 
     seconds["ilp"] = solution.seconds
     t = time.perf_counter()
     tell("latency (LOGA)")
-    cfg = minimise_latency(rg, solution.cfg, loga_bounds(bounds, loga_factor))
+    cfg = minimise_latency(rg, solution.cfg, loga_bounds(bounds, loga_factor),
+                           budget=latency_budget)
     seconds["loga"] = time.perf_counter() - t
     return Plan(by_name, rg, uses, solution, cfg, seconds,
                 sum(len(v) for v in into.values()))
