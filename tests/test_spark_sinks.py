@@ -19,6 +19,7 @@ from upkeep.io.errors import PipelineError
 from upkeep.io.sinks.base import SinkConfig
 from upkeep.local import Connection
 from upkeep.spark.codec import OUTPUT_SCHEMA
+from upkeep.spark.pipeline import _emitted_counts
 from upkeep.spark.sinks import batch_id, open_sink
 
 VIEW = "v"
@@ -152,3 +153,83 @@ def test_a_directory_in_the_way_of_a_snapshot_is_refused(spark, catalog, tmp_pat
     with pytest.raises(PipelineError, match="is a directory; on the spark engine"):
         sink(catalog, "parquet", path, -1, spark)
     assert [p.name for p in path.iterdir()] == ["batch=0"]
+
+
+def test_a_fresh_run_starts_a_snapshot_afresh(spark, catalog, tmp_path) -> None:
+    """A checkpoint that has committed nothing (a new or in-memory state_dir) is a new run:
+    its batch 0 is not skipped as one the old snapshot includes, and the old rows go, as
+    the local sink overwrites its file."""
+    path = tmp_path / "v.parquet"
+    old = sink(catalog, "parquet", path, -1, spark)
+    for b in range(3):
+        old.write(frame(spark, BATCHES[b]), b)
+    assert snapshot(path) == (2, model(2))
+    new = sink(catalog, "parquet", path, -1, spark)
+    assert snapshot(path) == (-1, Counter())
+    new.write(frame(spark, BATCHES[1]), 0)
+    assert snapshot(path) == (0, +Counter(dict(BATCHES[1])))
+    # a checkpoint behind the snapshot by more than one batch is another run's, too
+    later = sink(catalog, "parquet", tmp_path / "w.parquet", -1, spark)
+    for b in range(3):
+        later.write(frame(spark, BATCHES[b]), b)
+    sink(catalog, "parquet", tmp_path / "w.parquet", 0, spark)
+    assert snapshot(tmp_path / "w.parquet") == (-1, Counter())
+
+
+def test_the_snapshot_before_the_latest_stays_for_readers(spark, catalog, tmp_path) -> None:
+    """A reader that followed the link just before a swap still finds its snapshot."""
+    path = tmp_path / "v.parquet"
+    s = sink(catalog, "parquet", path, -1, spark)
+    for b in range(3):
+        s.write(frame(spark, BATCHES[b]), b)
+        assert snapshot(path) == (b, model(b))
+    store = tmp_path / "v.parquet.snapshots"
+    assert sorted(p.name for p in store.iterdir()) == ["batch=1", "batch=2", "pending"]
+    assert Counter(tuple(r.values()) for r in pq.read_table(store / "batch=1").to_pylist()) \
+        == model(1)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet-deltas"])
+def test_a_half_written_batch_is_never_in_place(spark, catalog, tmp_path, kind) -> None:
+    """A batch is written under a hidden name and renamed into place; one a stopped run
+    left half-written is removed at start."""
+    if kind == "parquet-deltas":  # which adds a weight column of its own
+        catalog = Connection()
+        catalog.execute("CREATE TABLE t (k INTEGER, amount DECIMAL(6,2), label VARCHAR)")
+        catalog.execute(f"CREATE VIEW {VIEW} AS SELECT k, amount, label FROM t")
+    path = tmp_path / "v.out"
+    s = sink(catalog, kind, path, -1, spark)
+    s.write(frame(spark, BATCHES[0]), 0)
+    assert [p.name for p in path.iterdir()] == ["batch=0"]
+    (path / ".batch=1.writing").mkdir()
+    (path / ".batch=1.writing" / "part-0").write_text("half\n")
+    sink(catalog, kind, path, 0, spark)
+    assert [p.name for p in path.iterdir()] == ["batch=0"]
+
+
+def test_sink_errors_are_pipeline_errors(spark, catalog, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(PipelineError, match="sink jsonl: cannot prepare"):
+        sink(catalog, "jsonl", blocker / "v.jsonl", -1, spark)
+    path = tmp_path / "v.parquet"
+    s = sink(catalog, "parquet", path, -1, spark, every=10)
+    s.write(frame(spark, BATCHES[0]), 0)
+    pending = tmp_path / "v.parquet.snapshots" / "pending" / "batch=0"
+    for part in pending.iterdir():
+        part.unlink()
+    pending.rmdir()
+    with pytest.raises(PipelineError, match="sink parquet: the last snapshot could not be"):
+        s.close()
+    assert snapshot(path) == (-1, Counter())
+
+
+def test_a_row_removed_and_added_back_is_no_change(spark) -> None:
+    """Whether an executor sink writes a batch: counted net, as the driver's decoded
+    changes are, so a batch that removes a row and adds it back changes nothing."""
+    row = encode_row((1, Decimal("1.50"), "a"))
+    changes = [(VIEW, row, -1), (VIEW, row, 1), ("w", row, 1), ("w", row, 1),
+               ("w", encode_row((2, None, None)), -1)]
+    counts = _emitted_counts(spark.createDataFrame(changes, OUTPUT_SCHEMA), {VIEW, "w"})
+    assert counts.get(VIEW, (0, 0)) == (0, 0)
+    assert counts["w"] == (2, 1)

@@ -220,12 +220,14 @@ def _committed(checkpoint: Path) -> int:
 
 
 def _emitted_counts(frame: DataFrame, views: set[str]) -> dict[str, tuple[int, int]]:
-    """Rows added and removed per view as the steps emitted them (before consolidation),
-    counted by Spark: for the progress line of views the driver does not collect."""
+    """Rows added and removed per view, net of a row removed and added back in the same
+    micro-batch (as the driver's decoded changes are), counted by Spark: for the views the
+    driver does not collect, whether their sinks write this batch, and the progress line."""
     if not views:
         return {}
     weight = F.col("weight")
-    rows = (frame.where(F.col("view").isin(list(views))).groupBy("view")
+    rows = (frame.where(F.col("view").isin(list(views))).groupBy("view", "row")
+            .agg(F.sum("weight").alias("weight")).groupBy("view")
             .agg(F.sum(F.when(weight > 0, weight).otherwise(0)).alias("plus"),
                  F.sum(F.when(weight < 0, -weight).otherwise(0)).alias("minus")).collect())
     return {r["view"]: (int(r["plus"]), int(r["minus"])) for r in rows}

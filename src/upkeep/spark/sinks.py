@@ -18,15 +18,20 @@ only for the micro-batches that change its view (the runner counts them):
   The link's target names the last micro-batch the snapshot includes, so a batch Spark
   replays after a restart is skipped.
 
-A micro-batch Spark replays overwrites its own directory, and at start directories of
-batches the checkpoint never committed are removed: each batch is there exactly once.
+A micro-batch's directory is written under a hidden name and renamed into place, so a
+reader never sees half of one; a micro-batch Spark replays replaces its own directory, and
+at start directories of batches the checkpoint never committed are removed: each batch is
+there exactly once.  A run with a fresh checkpoint starts every sink afresh, as the local
+sinks overwrite their files.
 ``terminal`` prints deltas from the driver (at least once; display only).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -83,19 +88,39 @@ class Terminal(Sink):
 
 def batch_id(directory: Path) -> int | None:
     """The micro-batch of a ``batch=<id>`` directory (None for anything else)."""
-    name = directory.name
-    if name.startswith("batch=") and name[6:].lstrip("-").isdigit():
-        return int(name[6:])
-    return None
+    found = re.fullmatch(r"batch=(-?[0-9]+)", directory.name)
+    return int(found[1]) if found else None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def remove_uncommitted(directory: Path, committed: int) -> None:
     """Remove the ``batch=<id>`` directories (and strays) of batches after ``committed``:
-    written by a run that was stopped before Spark's checkpoint committed them."""
+    written by a run that was stopped before Spark's checkpoint committed them; and any
+    batch a stopped run left half-written under its hidden name."""
     for stale in directory.glob("batch=*"):
         b = batch_id(stale)
         if b is None or b > committed:
-            shutil.rmtree(stale)
+            _remove(stale)
+    for partial in directory.glob(".batch=*.writing"):
+        _remove(partial)
+
+
+def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> None:
+    """Micro-batch ``batch``'s directory under ``directory``: ``write(path)`` writes it
+    under a hidden name (which Spark's and upkeep's readers skip), then it is renamed into
+    place (replacing the directory of a replayed batch)."""
+    final = directory / f"batch={batch}"
+    partial = directory / f".batch={batch}.writing"
+    write(str(partial))
+    if final.exists() or final.is_symlink():
+        _remove(final)
+    os.replace(partial, final)
 
 
 class ExecutorSink(Sink):
@@ -138,7 +163,7 @@ class ParquetDeltas(ExecutorSink):
         remove_uncommitted(self.path, committed)
 
     def write(self, frame: DataFrame, batch: int) -> None:
-        self.net(frame).write.mode("overwrite").parquet(str(self.path / f"batch={batch}"))
+        write_batch(self.path, batch, self.net(frame).write.mode("overwrite").parquet)
 
 
 class JsonlBatches(ExecutorSink):
@@ -164,8 +189,9 @@ class JsonlBatches(ExecutorSink):
                     {"value": [line[:-1] for line in delta_lines(names, changes, batch)]},
                     schema=pa.schema([("value", pa.string())]))
 
-        (self.net(frame, WEIGHT, ENCODED).select(ENCODED, WEIGHT).mapInArrow(lines, "value string")
-         .write.mode("overwrite").text(str(self.path / f"batch={batch}")))
+        encoded = self.net(frame, WEIGHT, ENCODED).select(ENCODED, WEIGHT)
+        write_batch(self.path, batch,
+                    encoded.mapInArrow(lines, "value string").write.mode("overwrite").text)
 
 
 class ParquetSnapshot(ExecutorSink):
@@ -187,24 +213,28 @@ class ParquetSnapshot(ExecutorSink):
         self.pending_dir.mkdir(parents=True, exist_ok=True)
         # The snapshot may include a batch the checkpoint has not committed (written, then
         # killed before Spark's commit): Spark replays that batch with the same deltas,
-        # which write() then skips.
+        # which write() then skips.  A snapshot further ahead, or any snapshot when the
+        # checkpoint has committed nothing, is another run's: start from no rows.
         self.included = batch_id(Path(os.readlink(self.path))) if self.path.is_symlink() else None
-        if self.included is None:
+        if self.included is None or committed < 0 or self.included > committed + 1:
             self.included = -1
             self._publish(self._empty(), -1)
         for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
             if batch_id(stray) != self.included:
-                shutil.rmtree(stray)
+                _remove(stray)
+        self.retired: Path | None = None  # the snapshot before the latest, kept for readers
         remove_uncommitted(self.pending_dir, committed)
         self.pending = sorted(b for p in self.pending_dir.glob("batch=*")
                               if (b := batch_id(p)) is not None and b > self.included)
         for b in {batch_id(p) for p in self.pending_dir.glob("batch=*")} - set(self.pending):
-            shutil.rmtree(self.pending_dir / f"batch={b}")  # merged already
+            _remove(self.pending_dir / f"batch={b}")  # merged already
 
     def _empty(self) -> Path:
         """The first snapshot, of no rows, written with the view's Arrow types."""
         directory = self.store / "batch=-1"
-        directory.mkdir(parents=True, exist_ok=True)
+        if directory.exists() or directory.is_symlink():
+            _remove(directory)
+        directory.mkdir(parents=True)
         pq.write_table(to_arrow(self.columns, []), directory / "part-0.parquet")
         return directory
 
@@ -219,8 +249,7 @@ class ParquetSnapshot(ExecutorSink):
     def write(self, frame: DataFrame, batch: int) -> None:
         if batch <= self.included:
             return  # a replayed batch the snapshot already includes
-        (self.net(frame, WEIGHT).write.mode("overwrite")
-         .parquet(str(self.pending_dir / f"batch={batch}")))
+        write_batch(self.pending_dir, batch, self.net(frame, WEIGHT).write.mode("overwrite").parquet)
         if batch not in self.pending:
             self.pending.append(batch)
         if len(self.pending) >= self.every:
@@ -244,24 +273,37 @@ class ParquetSnapshot(ExecutorSink):
         target = self.store / f"batch={batch}"
         merged.write.mode("overwrite").parquet(str(target))
         self._publish(target, batch)
-        shutil.rmtree(previous, ignore_errors=True)
+        # the snapshot before the previous one goes: a reader that followed the link just
+        # before this swap still finds the previous one
+        if self.retired is not None:
+            shutil.rmtree(self.retired, ignore_errors=True)
+        self.retired = previous
         for b in self.pending:
             shutil.rmtree(self.pending_dir / f"batch={b}", ignore_errors=True)
         self.pending = []
 
     def close(self) -> None:
         if self.pending:
-            self._merge()
+            try:
+                self._merge()
+            except Exception as exc:  # Spark's errors and the file system's alike
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise PipelineError(f"{self.config.label}: the last snapshot could not be "
+                                    f"written to {self.path}: {first}") from None
 
 
 def open_sink(config: SinkConfig, catalog: Connection, committed: int,
               spark: SparkSession) -> Sink:
     """The Spark pipeline's sink for ``config``; ``committed`` is the checkpoint's last
     committed micro-batch (-1 if none)."""
-    if config.type == "parquet-deltas":
-        return ParquetDeltas(config, catalog, committed)
-    if config.type == "parquet":
-        return ParquetSnapshot(config, catalog, committed, spark)
-    if config.type == "jsonl":
-        return JsonlBatches(config, catalog, committed)
+    try:
+        if config.type == "parquet-deltas":
+            return ParquetDeltas(config, catalog, committed)
+        if config.type == "parquet":
+            return ParquetSnapshot(config, catalog, committed, spark)
+        if config.type == "jsonl":
+            return JsonlBatches(config, catalog, committed)
+    except OSError as exc:
+        raise PipelineError(f"{config.label}: cannot prepare {exc.filename or config.label}: "
+                            f"{exc.strerror or exc}") from None
     return Terminal(config, catalog.schema_of(config.view), Console())
