@@ -163,9 +163,9 @@ class NodeState:
 
     def add(self, t: tuple, w: object) -> None:
         rho = self.rho
-        old = rho.get(t)
-        if old is None:
-            rho[t] = w
+        n = len(rho)
+        old = rho.setdefault(t, w)  # a new tuple is hashed once (zset.add_into)
+        if len(rho) != n:
             for idx in self.indexes.values():
                 idx.insert(t, w)
             return
@@ -239,6 +239,7 @@ class Representation:
         self._plan_of_n: dict[int, Callable] | None = None
         self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
         self._anchored_by_id: dict[int, tuple[Callable, Callable, Callable]] = {}
+        self._row_makers: dict[tuple[int, tuple[int, ...]], Callable] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
@@ -565,13 +566,17 @@ class Representation:
         return upper
 
     def difference(self, leaf_deltas: dict[int, dict[tuple, int]],
-                   row: Callable[[tuple], tuple] = _identity) -> dict[tuple, int]:
+                   row: Callable[[tuple], tuple] = _identity,
+                   positions: tuple[int, ...] | None = None) -> dict[tuple, int]:
         """Apply per-atom deltas and return ``{row(output tuple): new weight - old weight}``
         (Z-set weights): what a view that only hands its rows' changes on needs, without
         the ``(old, new)`` pairs :meth:`update` keeps per output tuple.  When one frontier
         node changes (every single-table batch) each changed anchor tuple s contributes
         ``others * (new(s) - old(s))`` per context entry, so s's output tuples are combined
-        once, not once before and once after the batch (section 5, delta enumeration)."""
+        once, not once before and once after the batch (section 5, delta enumeration).
+        ``positions``, when ``row`` only picks output-tuple positions (a select list of
+        plain columns): those positions, so that each row is built from the anchor tuple
+        and its context at once, not through an output tuple."""
         deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
         out: dict[tuple, int] = {}
         if not deltas:
@@ -586,27 +591,48 @@ class Representation:
             return out
         st = touched[0]
         anchor, rho = st.node, st.rho
-        delta = deltas[anchor.id]
-        old = {s: rho.get(s) for s, w in delta.items() if w}
-        self.push_anchors += len(old)
         get = rho.get
+        # (anchor tuple s, its weight before the batch, its change w): the batch adds w to
+        # s, so s's output tuples change by ``others * w``; each changed anchor tuple is
+        # hashed once here (a wide row's hash costs about half a microsecond)
+        changed = [(s, get(s), w) for s, w in deltas[anchor.id].items() if w]
+        self.push_anchors += len(changed)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
                 self._process(node_state, deltas)
             project = self._root_out
-            for s, w in old.items():
-                d = (get(s) or 0) - (w or 0)
-                if d:
-                    add_into(out, row(project(s)), d)
-            self.push_outputs += len(old)
+            for s, _, w in changed:
+                add_into(out, row(project(s)), w)
+            self.push_outputs += len(changed)
             return out
         key, context, combine = self._anchored(anchor)
-        groups = _grouped(key, old)
+        if positions is not None:
+            combine, row = self._row_maker(anchor, positions), _identity
         # a key's context is the same before and after the batch while the key has anchor
         # tuples on both sides: taken before the batch for keys present then, after it for
         # the keys the batch brings (as in _delta_of_one_frontier)
+        if len(changed) == 1:  # a single-row change
+            s, before, w = changed[0]
+            k = key(s)
+            found = None if before is None else context(k)
+            for node_state in upper:
+                self._process(node_state, deltas)
+            if found is None:
+                found = context(k)
+            self.push_outputs += len(found)
+            for c, others in found:
+                add_into(out, row(combine(s, c)), others * w)
+            return out
+        groups: dict[tuple, list] = {}
+        for change in changed:
+            k = key(change[0])
+            group = groups.get(k)
+            if group is None:
+                groups[k] = [change]
+            else:
+                group.append(change)
         contexts = {k: context(k) for k, group in groups.items()
-                    if any(old[s] is not None for s in group)}
+                    if any(before is not None for _, before, _ in group)}
         for node_state in upper:
             self._process(node_state, deltas)
         outputs = 0
@@ -614,12 +640,10 @@ class Representation:
             found = contexts.get(k)
             if found is None:
                 found = context(k)
-            for s in group:
-                d = (get(s) or 0) - (old[s] or 0)
-                if d:
-                    outputs += len(found)
-                    for c, others in found:
-                        add_into(out, row(combine(s, c)), others * d)
+            outputs += len(found) * len(group)
+            for s, _, w in group:
+                for c, others in found:
+                    add_into(out, row(combine(s, c)), others * w)
         self.push_outputs += outputs
         return out
 
@@ -766,6 +790,15 @@ class Representation:
             got = self._anchored_by_id[anchor.id] = (
                 key_function(positions, len(anchor.vars)), generate(self, anchor),
                 combiner(self, anchor))
+        return got
+
+    def _row_maker(self, anchor: Node, positions: tuple[int, ...]
+                   ) -> Callable[[tuple, tuple], tuple]:
+        """``(anchor tuple, context values) -> the output tuple's values at positions``
+        (:meth:`difference`), generated on first use."""
+        got = self._row_makers.get((anchor.id, positions))
+        if got is None:
+            got = self._row_makers[anchor.id, positions] = combiner(self, anchor, positions)
         return got
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:

@@ -206,9 +206,13 @@ def _context_vars(rep: Representation, anchor: Node) -> tuple[int, ...]:
     return tuple(v for v in rep.pair.out if v not in anchor.vars)
 
 
-def combiner(rep: Representation, anchor: Node) -> Callable[[tuple, tuple], tuple]:
-    """``(anchor tuple, context values) -> output tuple``."""
+def combiner(rep: Representation, anchor: Node, positions: tuple[int, ...] | None = None
+             ) -> Callable[[tuple, tuple], tuple]:
+    """``(anchor tuple, context values) -> output tuple``, or only the output tuple's
+    values at ``positions`` (in that order, repeats allowed)."""
     context = _context_vars(rep, anchor)
     parts = [f"s[{anchor.vars.index(v)}]" if v in anchor.vars else f"c[{context.index(v)}]"
              for v in rep.pair.out]
+    if positions is not None:
+        parts = [parts[p] for p in positions]
     return eval("lambda s, c: " + _tuple(parts))  # noqa: S307 - positions only

@@ -325,6 +325,7 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     view = DynView(name, _block_columns(block, types), inputs, sql,
                    Representation(pair, thetas, compiler_over(core)), sources, select)
     view.invert = _inverse_of_select(block, core, out)
+    view.positions = _select_positions(block, core, out)
     view.eager = any(not isinstance(e, exp.Column) for _, e in block.select)
     view.explanation = classify(core, out, pair, thetas) + [
         "mode: push (delta enumeration) on every batch: the select list computes values, "
@@ -410,6 +411,16 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         "it cannot compute rejects its batch" if view.eager else
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
     return view
+
+
+def _select_positions(block: Block, core: Core, out: tuple[int, ...]
+                      ) -> tuple[int, ...] | None:
+    """Each select item's position in the output tuple, when every item is a plain column
+    (the select list then only picks values: :class:`DynView`'s ``positions``)."""
+    if not all(isinstance(e, exp.Column) for _, e in block.select):
+        return None
+    return tuple(out.index(core.var_of_slot[block.scope.resolve(e).slot])
+                 for _, e in block.select)
 
 
 def _inverse_of_select(block: Block, core: Core, out: tuple[int, ...]

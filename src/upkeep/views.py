@@ -124,13 +124,16 @@ class DynView(ViewRuntime):
         # a select list that computes values (which may fail: a cast, ``//``, an overflow)
         # runs in push mode always, so a row it cannot compute rejects its batch
         self.eager = False
+        # the output-tuple position of each select item, when every one is a plain column:
+        # push mode then builds rows straight from anchor tuples and contexts
+        self.positions: tuple[int, ...] | None = None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         if not (want_delta or self.eager):
             update_representation(self.rep, self.sources, batch, False)
             return None
         leaf = leaf_deltas(self.sources, batch)
-        return self.rep.difference(leaf, self.select) if leaf else {}
+        return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         select = self.select
