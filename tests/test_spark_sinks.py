@@ -233,3 +233,14 @@ def test_a_row_removed_and_added_back_is_no_change(spark) -> None:
     counts = _emitted_counts(spark.createDataFrame(changes, OUTPUT_SCHEMA), {VIEW, "w"})
     assert counts.get(VIEW, (0, 0)) == (0, 0)
     assert counts["w"] == (2, 1)
+
+
+def test_a_snapshot_under_a_path_with_glob_characters(spark, catalog, tmp_path) -> None:
+    """Hadoop reads a path as a glob pattern: a snapshot under ``runs[1]`` or ``{a,b}``
+    once failed its first merge with PATH_NOT_FOUND (a raw AnalysisException)."""
+    path = tmp_path / "runs[1]" / "{a,b}*?" / "v.parquet"
+    out = sink(catalog, "parquet", path, -1, spark, every=2)
+    for batch, changes in enumerate(BATCHES):
+        out.write(frame(spark, changes), batch)
+    out.close()
+    assert snapshot(path) == (len(BATCHES) - 1, model(len(BATCHES) - 1))
