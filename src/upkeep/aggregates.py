@@ -252,8 +252,13 @@ class DualWeight:
         self.c = c
         self.v = v
 
+    # one sum channel (a count and a sum: two values) is the common case, spelled out: a
+    # tuple built from its items, not through map or a generator (a third of the time)
     def __add__(self, other: DualWeight) -> DualWeight:
-        return DualWeight(self.c + other.c, tuple(map(_add, self.v, other.v)))
+        v, u = self.v, other.v
+        if len(v) == 2:
+            return DualWeight(self.c + other.c, (v[0] + u[0], v[1] + u[1]))
+        return DualWeight(self.c + other.c, tuple(map(_add, v, u)))
 
     def __sub__(self, other: DualWeight) -> DualWeight:
         return DualWeight(self.c - other.c, tuple(map(_sub, self.v, other.v)))
@@ -262,12 +267,17 @@ class DualWeight:
         return DualWeight(-self.c, tuple(map(_neg, self.v)))
 
     def __mul__(self, other: DualWeight | int) -> DualWeight:
+        v = self.v
         if type(other) is int:
-            return DualWeight(self.c * other, tuple(a * other for a in self.v))
-        c1, c2 = self.c, other.c
-        if c2 == 1 and not any(other.v):
+            if len(v) == 2:
+                return DualWeight(self.c * other, (v[0] * other, v[1] * other))
+            return DualWeight(self.c * other, tuple([a * other for a in v]))
+        c1, c2, u = self.c, other.c, other.v
+        if c2 == 1 and not any(u):
             return self
-        return DualWeight(c1 * c2, tuple(c1 * b + c2 * a for a, b in zip(self.v, other.v, strict=True)))
+        if len(v) == 2:
+            return DualWeight(c1 * c2, (c1 * u[0] + c2 * v[0], c1 * u[1] + c2 * v[1]))
+        return DualWeight(c1 * c2, tuple([c1 * b + c2 * a for a, b in zip(v, u, strict=True)]))
 
     __rmul__ = __mul__
 

@@ -36,6 +36,8 @@ _COARSE_BASE = 1 << 2200
 _FINE_BASE = 1 << 3300
 _LOW_FINE_BITS = (1 << _MOVE) - 1
 _POS_INF, _NEG_INF, _NAN = _COARSE_BASE, _COARSE_BASE**2, _COARSE_BASE**3
+_COARSE_HALF = _COARSE_BASE >> 1  # a coarse sum within +-this is finite
+_COARSE_ONE = 1 << _COARSE_SHIFT
 
 
 def _split(n: int, base: int) -> tuple[int, int, int, int]:
@@ -144,6 +146,11 @@ def _finite_and_special(total: int | FineSum) -> tuple[int, int, float | None]:
 
 def exact_to_float(total: int | FineSum) -> float:
     """Inverse of :func:`float_to_exact` for a sum, correctly rounded."""
+    if type(total) is int and -_COARSE_HALF <= total < _COARSE_HALF:
+        try:  # a finite sum at the coarse scale: the common case, without splitting digits
+            return total / _COARSE_ONE
+        except OverflowError:
+            return math.inf if total > 0 else -math.inf
     finite, shift, special = _finite_and_special(total)
     if special is not None:
         return special
