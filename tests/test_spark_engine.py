@@ -200,3 +200,13 @@ def test_a_journal_that_fails_takes_its_batch_back(spark, tmp_path) -> None:
     assert +received == Counter({(3, 3): 1})
     assert journaled == [(db.batches, {"v": [((3, 3), 1)]})]
     db.close()
+
+
+def test_a_database_directory_with_glob_characters_is_refused(spark, tmp_path) -> None:
+    """Spark reads a database's change files through a Hadoop glob pattern: under ``db[1]``
+    a reopened database counted a change three times (measured), so such a directory is
+    refused by name, and nothing is created."""
+    path = tmp_path / "db{a,b}[1]"
+    with pytest.raises(upkeep.UnsupportedError, match=r"holding '\{\}\[\]'.*db\{a,b\}\[1\]"):
+        upkeep.connect(engine="spark", spark=spark, shards=2, database=path)
+    assert not path.exists()

@@ -325,3 +325,16 @@ def test_explain_shows_each_views_shard_layout(tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert "spark: 2 shards, orders by column" in out  # big_orders: orders partitioned
     assert "spark: one shard" in out  # order_count: a global aggregate
+
+
+def test_a_source_directory_with_glob_characters_is_refused(spark, tmp_path) -> None:
+    """Spark's file-stream source reads its directory as a Hadoop glob pattern: a source
+    under ``runs[1]`` is refused by name before anything runs."""
+    base = tmp_path / "runs[1]"
+    base.mkdir()
+    (base / "changes").mkdir()
+    config = load_config(spark_pipeline(base))
+    with pytest.raises(PipelineError, match=r"holds '\[\]', which Spark reads as a Hadoop glob"):
+        SparkPipelineRunner(config, spark=spark)
+    assert sorted(p.name for p in base.iterdir()) == ["changes", "pipeline.toml", "tables.sql",
+                                                      "views.sql"]

@@ -68,6 +68,7 @@ from .errors import query_error
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
 from .keyed import bulk_build
+from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, keyed_load_records, make_plan
 from .session import spark_session
@@ -156,6 +157,11 @@ class SparkConnection(Engine):
         self.state = state
         self._own_dir = directory is None
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
+        odd = glob_characters(self.directory.resolve())
+        if odd:
+            raise UnsupportedError(f"a Spark database directory holding {odd!r}: Spark reads "
+                                   f"its change files through a Hadoop glob pattern "
+                                   f"({self.directory}); choose a directory without them")
         self.changes = self.directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
         self.loads = self.directory / "loads"  # <table>/<n>: the rows of each db.load

@@ -30,6 +30,7 @@ from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
 from .codec import decode_deltas
 from .errors import query_error
+from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
 from .query import RateSource, delta_stream, make_plan
 from .session import spark_session
@@ -58,6 +59,11 @@ class SparkPipelineRunner:
         if not config.source.path.is_dir():
             raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
                                 f"files; {config.source.path} is not a directory")
+        odd = glob_characters(config.source.path.resolve())
+        if odd:
+            raise PipelineError(f"{config.file}: the source directory {config.source.path} "
+                                f"holds {odd!r}, which Spark reads as a Hadoop glob pattern; "
+                                f"choose a directory without them")
         self.catalog = Connection()
         ensure_schema(self.catalog, config)
         for sink in config.sinks:

@@ -48,6 +48,7 @@ from ..io.sinks.jsonl import delta_lines
 from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..types import SqlType
+from .paths import literal_path
 from .query import typed_deltas
 
 SPARK_SINKS = ("parquet", "parquet-deltas", "jsonl", "terminal")
@@ -55,17 +56,6 @@ Changes = list[tuple[tuple, int]]
 # internal column names, apart from any view column's: a row as the delta stream encodes it,
 # its weight, and a snapshot row's multiplicity
 ENCODED, WEIGHT, COUNT = "__upkeep_row", "__upkeep_weight", "__upkeep_count"
-
-
-#: what Hadoop reads as glob syntax in a path Spark is asked to read (escaped by a backslash)
-_GLOB = re.compile(r"([\\\[\]{}*?])")
-
-
-def _literal(path: Path) -> str:
-    """``path`` as Spark's reader takes it literally: Hadoop matches a path to read as a glob
-    pattern, so a sink under a directory such as ``runs[1]`` or ``{a,b}`` would read
-    nothing (writes take paths as they are)."""
-    return _GLOB.sub(r"\\\1", str(path))
 
 
 class Sink:
@@ -271,11 +261,11 @@ class ParquetSnapshot(ExecutorSink):
         new snapshot, which the link then points at; the merged inputs are removed."""
         batch, previous = self.pending[-1], self.store / f"batch={self.included}"
         keys = self.keys()
-        deltas = self.spark.read.parquet(*[_literal(self.pending_dir / f"batch={b}")
+        deltas = self.spark.read.parquet(*[literal_path(self.pending_dir / f"batch={b}")
                                            for b in self.pending])
         combined = deltas.select(*keys, WEIGHT)
         if self.included >= 0:
-            rows = self.spark.read.parquet(_literal(previous)).select(*keys)
+            rows = self.spark.read.parquet(literal_path(previous)).select(*keys)
             combined = combined.unionByName(rows.withColumn(WEIGHT, F.lit(1).cast("long")))
         merged = (combined.groupBy(*keys).agg(F.sum(WEIGHT).alias(COUNT))
                   .where(F.col(COUNT) > 0)
