@@ -196,8 +196,9 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
     target[k] = w if old is None else old + w
 
 
-def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list[tuple]]:
-    """Anchor tuples by the key their context depends on (:func:`anchor_key_vars`)."""
+def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list]:
+    """Anchor tuples (or items holding them) by the key their context depends on
+    (:func:`anchor_key_vars`)."""
     groups: dict[tuple, list[tuple]] = {}
     for s in tuples:
         k = key(s)
@@ -623,14 +624,7 @@ class Representation:
             for c, others in found:
                 add_into(out, row(combine(s, c)), others * w)
             return out
-        groups: dict[tuple, list] = {}
-        for change in changed:
-            k = key(change[0])
-            group = groups.get(k)
-            if group is None:
-                groups[k] = [change]
-            else:
-                group.append(change)
+        groups = _grouped(lambda change: key(change[0]), changed)
         contexts = {k: context(k) for k, group in groups.items()
                     if any(before is not None for _, before, _ in group)}
         for node_state in upper:

@@ -324,9 +324,9 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     types = [compiler.type_of(e) for _, e in block.select]
     view = DynView(name, _block_columns(block, types), inputs, sql,
                    Representation(pair, thetas, compiler_over(core)), sources, select)
-    view.invert = _inverse_of_select(block, core, out)
     view.positions = _select_positions(block, core, out)
-    view.eager = any(not isinstance(e, exp.Column) for _, e in block.select)
+    view.invert = _inverse_of_select(view.positions, len(out))
+    view.eager = view.positions is None  # some select item computes a value
     view.explanation = classify(core, out, pair, thetas) + [
         "mode: push (delta enumeration) on every batch: the select list computes values, "
         "so a row it cannot compute rejects its batch" if view.eager else
@@ -423,28 +423,27 @@ def _select_positions(block: Block, core: Core, out: tuple[int, ...]
                  for _, e in block.select)
 
 
-def _inverse_of_select(block: Block, core: Core, out: tuple[int, ...]
+def _inverse_of_select(positions: tuple[int, ...] | None, width: int
                        ) -> Callable[[tuple], tuple | None] | None:
-    """Map a view row back to its output tuple when every select item is a plain column and
-    every output variable is selected (then membership is a lookup, not a scan)."""
-    where: dict[int, int] = {}
-    checks: list[tuple[int, int]] = []
-    for k, (_, e) in enumerate(block.select):
-        if not isinstance(e, exp.Column):
-            return None
-        v = core.var_of_slot[block.scope.resolve(e).slot]
-        if v in where:
-            checks.append((where[v], k))
-        else:
-            where[v] = k
-    if set(where) != set(out):
+    """Map a view row back to its output tuple (of ``width`` variables) when every select
+    item is a plain column (``positions``, :func:`_select_positions`) and every output
+    variable is selected (then membership is a lookup, not a scan)."""
+    if positions is None or set(positions) != set(range(width)):
         return None
-    positions = [where[v] for v in out]
+    first: dict[int, int] = {}  # output position -> the first select item holding it
+    checks: list[tuple[int, int]] = []  # select items that must hold equal values
+    for k, p in enumerate(positions):
+        if p in first:
+            checks.append((first[p], k))
+        else:
+            first[p] = k
+    back = [first[p] for p in range(width)]
+    items = len(positions)
 
     def invert(row: tuple) -> tuple | None:
-        if len(row) != len(block.select) or any(row[a] != row[b] for a, b in checks):
+        if len(row) != items or any(row[a] != row[b] for a, b in checks):
             return None
-        return tuple(row[p] for p in positions)
+        return tuple(row[p] for p in back)
 
     return invert
 

@@ -16,7 +16,7 @@ Changes = list[tuple[tuple, int]]  # a view's committed change, as subscribers g
 TableChanges = list[tuple[str, tuple, int]]  # (table or view, row, weight) of several relations
 
 
-def add_into(target: dict, row: tuple, w) -> None:
+def add_into(target: ZSet, row: tuple, w) -> None:
     """``target += {row: w}``, dropping the row when its weight becomes zero.
 
     A row new to ``target`` (the common case: a delta of distinct rows) is hashed once:
