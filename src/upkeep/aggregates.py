@@ -253,7 +253,8 @@ class DualWeight:
         self.v = v
 
     # one sum channel (a count and a sum: two values) is the common case, spelled out: a
-    # tuple built from its items, not through map or a generator (a third of the time)
+    # tuple built from its items, not through map or a generator (add 0.39 -> 0.24 us,
+    # multiply by a DualWeight 0.92 -> 0.30 us)
     def __add__(self, other: DualWeight) -> DualWeight:
         v, u = self.v, other.v
         if len(v) == 2:

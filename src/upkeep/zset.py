@@ -21,8 +21,8 @@ def add_into(target: ZSet, row: tuple, w) -> None:
 
     A row new to ``target`` (the common case: a delta of distinct rows) is hashed once:
     ``setdefault`` inserts it, and only a row already there is looked up again.  Hashing a
-    wide row costs about half a microsecond (CPython caches no tuple hash), so this is
-    a third of what a ``get`` then a store cost on the single-row path."""
+    wide row costs about half a microsecond (CPython caches no tuple hash), so this
+    halves the hashing a ``get`` then a store did on the single-row path."""
     n = len(target)
     old = target.setdefault(row, w)
     if len(target) != n:  # inserted
