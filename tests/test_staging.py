@@ -69,3 +69,23 @@ def test_a_rejected_statement_stages_nothing() -> None:
         db.delete("t", [(1, "x")])
         db.insert("t", [(1, "w")])  # the key is free again once its row is deleted
     assert db.execute("SELECT * FROM t").fetchall() == [(1, "w")]
+
+
+def test_rows_staged_and_taken_back_leave_nothing() -> None:
+    """A later statement that cancels staged rows removes them from the staged change (the
+    first statement of a table is staged whole, later ones merged into it)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    db.insert("t", [(0, "kept")])
+    with db.transaction():
+        db.insert("t", [(1, "x"), (2, "y"), (2, "y")])
+        db.delete("t", [(1, "x"), (2, "y"), (2, "y")])
+        assert db.staged() == {}
+        db.delete("t", [(0, "kept")])
+        db.insert("t", [(3, "z"), (0, "kept")])
+        db.delete("t", [(3, "z")])
+        assert db.staged() == {}
+        db.insert("t", [(4, "w"), (5, "v")])
+        db.delete("t", [(4, "w")])
+        assert db.staged() == {"t": {(5, "v"): 1}}
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(0, "kept"), (5, "v")]

@@ -284,7 +284,10 @@ class Connection(Engine):
         with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
             for i, row in enumerate(iter_rows(rows, t.name, t.column_names)):
                 r = coerce(row, i)
-                delta[r] = delta.get(r, 0) + weight
+                before = len(delta)
+                w = delta.setdefault(r, weight)  # a new row is hashed once
+                if len(delta) == before:
+                    delta[r] = w + weight
                 n += 1
                 if not n % STEP:
                     advance(STEP)

@@ -25,11 +25,22 @@ class Staging:
         return self.deltas.get(table)
 
     def stage(self, table: Table, delta: Delta) -> None:
-        """Check ``delta`` against the table as staged so far, then merge it in."""
-        pending = self.deltas.setdefault(table.name, {})
-        merged: Delta = {}
-        for row, w in delta.items():
-            merged[row] = pending.get(row, 0) + w
+        """Check ``delta`` against the table as staged so far, then merge it in.
+
+        A row tuple's hash is not cached, and hashing a wide row is a good part of staging
+        it: the first change of a table in the transaction is checked and copied whole
+        (the copy reuses the stored hashes), and a later one hashes each of its rows twice
+        (a lookup in what is staged, a store in the merged change) and is merged in by
+        ``dict.update``, which reuses the merged change's hashes too."""
+        pending = self.deltas.get(table.name)
+        if pending:
+            merged: Delta = {}
+            get = pending.get
+            for row, w in delta.items():
+                old = get(row)
+                merged[row] = w if old is None else old + w
+        else:
+            merged = delta
         self.rows_examined += len(delta)
         table.check_rows(merged)
         keys = None
@@ -41,8 +52,10 @@ class Staging:
                 touched[k] = touched.get(k, keys.get(k, 0)) + w
             table.check_keys(touched)
             keys.update(touched)
-        for row, w in merged.items():
-            if w:
-                pending[row] = w
-            else:
-                pending.pop(row, None)
+        if not pending:
+            pending = self.deltas[table.name] = dict(delta)
+        else:
+            pending.update(merged)
+        if 0 in merged.values():  # rows staged and then taken back
+            for row in [row for row, w in merged.items() if not w]:
+                del pending[row]
