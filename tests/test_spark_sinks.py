@@ -235,10 +235,14 @@ def test_a_row_removed_and_added_back_is_no_change(spark) -> None:
     assert counts["w"] == (2, 1)
 
 
-def test_a_snapshot_under_a_path_with_glob_characters(spark, catalog, tmp_path) -> None:
+@pytest.mark.parametrize("directory", ["runs[1]/{a,b}*?", "run:[1]", "at:{x,y}/x:y*?"])
+def test_a_snapshot_under_a_path_with_glob_characters(spark, catalog, tmp_path,
+                                                      directory: str) -> None:
     """Hadoop reads a path as a glob pattern: a snapshot under ``runs[1]`` or ``{a,b}``
-    once failed its first merge with PATH_NOT_FOUND (a raw AnalysisException)."""
-    path = tmp_path / "runs[1]" / "{a,b}*?" / "v.parquet"
+    once failed its first merge with PATH_NOT_FOUND (a raw AnalysisException), and with
+    the glob characters escaped, one under ``run:[1]`` (a ``:`` and a glob character in
+    one component) failed with "Relative path in absolute URI"."""
+    path = tmp_path / directory / "v.parquet"
     out = sink(catalog, "parquet", path, -1, spark, every=2)
     for batch, changes in enumerate(BATCHES):
         out.write(frame(spark, changes), batch)

@@ -48,7 +48,7 @@ from ..io.sinks.jsonl import delta_lines
 from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..types import SqlType
-from .paths import literal_path
+from .paths import read_parquet_literally
 from .query import typed_deltas
 
 SPARK_SINKS = ("parquet", "parquet-deltas", "jsonl", "terminal")
@@ -261,11 +261,11 @@ class ParquetSnapshot(ExecutorSink):
         new snapshot, which the link then points at; the merged inputs are removed."""
         batch, previous = self.pending[-1], self.store / f"batch={self.included}"
         keys = self.keys()
-        deltas = self.spark.read.parquet(*[literal_path(self.pending_dir / f"batch={b}")
-                                           for b in self.pending])
+        deltas = read_parquet_literally(self.spark, [self.pending_dir / f"batch={b}"
+                                                     for b in self.pending])
         combined = deltas.select(*keys, WEIGHT)
         if self.included >= 0:
-            rows = self.spark.read.parquet(literal_path(previous)).select(*keys)
+            rows = read_parquet_literally(self.spark, [previous]).select(*keys)
             combined = combined.unionByName(rows.withColumn(WEIGHT, F.lit(1).cast("long")))
         merged = (combined.groupBy(*keys).agg(F.sum(WEIGHT).alias(COUNT))
                   .where(F.col(COUNT) > 0)
