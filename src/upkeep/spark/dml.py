@@ -10,6 +10,7 @@ transaction.  Rows staged earlier in the same transaction are matched on the dri
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections import Counter
 from collections.abc import Iterator
@@ -53,6 +54,8 @@ def committed_matches(spark: SparkSession, checkpoint: str, step: int, name: str
     metadata = spark.read.format("state-metadata").load(checkpoint).collect()
     found: Counter = Counter()
     for operator in metadata:
+        if not _keeps_tables(operator.operatorProperties):
+            continue  # the shards' log, when some views run in shards
         state = (spark.read.format("statestore").option("operatorId", operator.operatorId)
                  .option("stateVarName", "values").load(checkpoint)
                  .where(F.col("key.step") == step)
@@ -61,6 +64,13 @@ def committed_matches(spark: SparkSession, checkpoint: str, step: int, name: str
         for r in hits.collect():
             found[pickle.loads(r.row)] += int(r.weight)
     return found
+
+
+def _keeps_tables(properties: str | None) -> bool:
+    """Whether a stateful operator (its ``state-metadata`` properties, JSON) is a level of
+    keyed steps: the one kind that declares the ``values`` map state table steps keep."""
+    variables = json.loads(properties or "{}").get("stateVariables", [])
+    return any(v.get("stateName") == "values" for v in variables)
 
 
 def where_sql(stmt: exp.Delete | exp.Update) -> str | None:

@@ -53,15 +53,18 @@ from functools import cached_property, lru_cache
 import pandas as pd
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from sqlglot import exp
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
 from ..errors import ConstraintError, Error
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
+from ..outer_joins import rewrite_outer_joins
 from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
+from ..types import SqlType
 from .errors import BatchRejected
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
@@ -95,8 +98,11 @@ class KeyedLayout:
     buckets: int = 1024  # every step's key: a hash of its values modulo this
 
     def describe(self, view: str, catalog: dict) -> str:
+        roots = compile_views(self, freeze(catalog)).roots
+        helpers = "".join(f"; {name} = {_describe(root)}" for name, root in roots.items()
+                          if name.startswith(f"{view}__sub"))
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
-                + _describe(compile_views(self, freeze(catalog)).roots[view]))
+                + _describe(roots[view]) + helpers)
 
 
 def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | None:
@@ -136,7 +142,7 @@ def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
     buckets = bucket_count(loaded_rows)
     compiled, refused = _compile_all(list(views.items()), _schema_of(freeze(catalog)), tables,
                                      buckets)
-    return KeyedLayout(tables, tuple(compiled.roots), compiled.levels, buckets), refused
+    return KeyedLayout(tables, tuple(compiled.views), compiled.levels, buckets), refused
 
 
 # ---------------------------------------------------------------- compiled on executors
@@ -305,6 +311,7 @@ class Compiled:
     such chains), every chain (set operations' inputs too) and set step, and the levels."""
 
     roots: dict[str, CompiledView | SetStep] = field(default_factory=dict)
+    views: list[str] = field(default_factory=list)  # the roots that are views, not helpers
     chains: list[CompiledView] = field(default_factory=list)
     sets: list[SetStep] = field(default_factory=list)
     levels: int = 1
@@ -328,36 +335,115 @@ def compile_views(layout: KeyedLayout, frozen: str) -> Compiled:
 def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], buckets: int
                  ) -> tuple[Compiled, dict[str, str]]:
     """Views in definition order as keyed steps numbered after the table steps, each after
-    the levels where the keyed views it reads emit their rows; and why the others cannot."""
+    the levels where the keyed views it reads emit their rows; and why the others cannot.
+    A view with derived tables or outer joins reads hidden helper roots
+    (:func:`_with_helpers`)."""
     compiled, refused = Compiled(), {}
     step = len(tables)
+    helper_columns: dict[str, list] = {}
+
+    def schema_of(name: str):
+        return helper_columns.get(name.lower()) or schema(name)
+
     for name, sql in views:
+        parts: list[tuple[str, object]] = []
         try:
-            plan = bind_query(parse_one(sql).transform(
-                lambda n: rewrite_subquery_predicates(n, schema)), schema)
-            why = keyable(plan, set(tables), set(compiled.roots))
+            query = parse_one(sql).transform(
+                lambda n: rewrite_subquery_predicates(n, schema_of))
+            why = None
+            for part, node in _with_helpers(name, query, schema_of):
+                plan = bind_query(node, schema_of)
+                why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
+                if why is not None:
+                    break
+                if part != name:
+                    helper_columns[part] = _plan_columns(plan)
+                parts.append((part, plan))
             if why is None:  # compiled whole before it is wired to the views it reads
-                chains, sets = [], []
-                root = _compile_plan(name, plan, step, buckets, compiled, chains, sets)
+                _compile_parts(parts, name, step, buckets, compiled, wire=False)
         except Error as exc:
             why = str(exc)
         if why is not None:
             refused[name] = why
+            for part, _ in parts:
+                helper_columns.pop(part, None)
             continue
-        root.hidden = False
-        for chain in chains:
-            for i, atom in enumerate(chain.block.atoms):
-                if atom.relation in compiled.roots:
-                    compiled.roots[atom.relation].readers.append((chain, i))
-            for sub in chain.subqueries:
-                if sub.relation in compiled.roots:
-                    compiled.roots[sub.relation].readers.append((sub, RIGHT))
-        step = _after(step, chains, sets)
-        compiled.roots[name] = root
-        compiled.chains += chains
-        compiled.sets += sets
-        compiled.levels = max(compiled.levels, root.ready)
+        step = _compile_parts(parts, name, step, buckets, compiled, wire=True)
     return compiled, refused
+
+
+def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
+                   compiled: Compiled, wire: bool) -> int:
+    """A view's bound parts (its helpers, then itself) as steps numbered from ``step``;
+    returns the next free step.  ``wire``: add them to ``compiled`` and to the readers of
+    the roots they read; otherwise only compile them, to see that they compile."""
+    target = compiled if wire else Compiled(roots=dict(compiled.roots))
+    for part, plan in parts:
+        chains, sets = [], []
+        root = _compile_plan(part, plan, step, buckets, target, chains, sets)
+        root.hidden = part != name
+        if wire:
+            for chain in chains:
+                for i, atom in enumerate(chain.block.atoms):
+                    if atom.relation in compiled.roots:
+                        compiled.roots[atom.relation].readers.append((chain, i))
+                for sub in chain.subqueries:
+                    if sub.relation in compiled.roots:
+                        compiled.roots[sub.relation].readers.append((sub, RIGHT))
+            compiled.chains += chains
+            compiled.sets += sets
+            compiled.levels = max(compiled.levels, root.ready)
+        target.roots[part] = root
+        step = _after(step, chains, sets)
+    if wire:
+        compiled.views.append(name)
+    return step
+
+
+def _with_helpers(name: str, query, schema_of) -> list[tuple[str, object]]:
+    """``[(helper, its query), ..., (name, query)]``: each derived table in a FROM clause
+    becomes a hidden helper root named ``<view>__sub<i>`` (its own derived tables first),
+    which the block then reads as it reads a view.  Outer joins are first rewritten as the
+    local engine rewrites them (:mod:`upkeep.outer_joins`, unpadded): a derived table of
+    the inner join UNION ALL each outer side's unmatched rows (an anti-join), padded with
+    NULLs, or that union itself where the block only projects."""
+    query = query.transform(lambda n: rewrite_outer_joins(n, schema_of, padded=False)
+                            if isinstance(n, exp.Select) else n)
+    helpers: list[tuple[str, object]] = []
+
+    def hoist(node):
+        if isinstance(node, exp.Subquery):
+            hoist(node.this)
+        elif isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
+            hoist(node.this)
+            hoist(node.expression)
+        elif isinstance(node, exp.Select):
+            for holder in [node.args.get("from_") or node.args.get("from"),
+                           *(node.args.get("joins") or [])]:
+                sub = None if holder is None else holder.this
+                if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
+                    inner = sub.this.copy()
+                    hoist(inner)
+                    helper = f"{name}__sub{len(helpers) + 1}"
+                    helpers.append((helper, inner))
+                    holder.set("this", exp.Table(
+                        this=exp.to_identifier(helper),
+                        alias=exp.TableAlias(this=exp.to_identifier(sub.alias or helper))))
+
+    hoist(query)
+    return [*helpers, (name, query)]
+
+
+def _plan_columns(plan) -> list[tuple[str, SqlType]]:
+    """A bound plan's output columns with their types (from its first block)."""
+    while isinstance(plan, SetOperation):
+        plan = plan.left
+    if plan.is_aggregate:  # typed as the aggregate step's finalizer types its rows
+        types = _compile_view("", plan, 0).finalizer.types
+    else:
+        compiler = ExpressionCompiler(plan.scope)
+        types = [compiler.compile(e).type for _, e in plan.select]
+    return [(column, t) for (column, _), t in zip(plan.select, types, strict=True)]
 
 
 def _after(step: int, chains: list, sets: list) -> int:
