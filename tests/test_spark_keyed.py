@@ -216,7 +216,7 @@ def test_bulk_load_builds_keyed_state(spark, tmp_path) -> None:
     view of each kind of step (and the views they read)."""
     views = {name: VIEWS[name] for name in (
         "per_segment", "per_region", "everything", "segments", "big_orders", "big_per_region",
-        "idle", "idle_per_region", "auto_orders")}
+        "idle", "idle_per_region", "auto_orders", "per_customer", "nested_sub")}
     rnd = random.Random(11)
     nations = [(k, ["EU", "ASIA", None][k % 3]) for k in range(5)]
     customers = [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(40)]
