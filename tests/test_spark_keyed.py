@@ -81,6 +81,15 @@ VIEWS = {
     "nested_sub": "SELECT s.segment, MAX(s.n) AS most FROM (SELECT c.segment, t.n FROM "
                   "customer c JOIN (SELECT ck, COUNT(*) AS n FROM orders GROUP BY ck) t "
                   "ON t.ck = c.ck) s GROUP BY s.segment",
+    # scalar subqueries: decorrelated into aggregate helpers joined back (by their
+    # correlation values, LEFT JOINed where a missing group must read as COUNT 0)
+    "pricey": "SELECT o.ok FROM orders o WHERE o.price > (SELECT MIN(price) * 2 FROM orders)",
+    "order_count": "SELECT c.ck, (SELECT COUNT(*) FROM orders o WHERE o.ck = c.ck) AS n "
+                   "FROM customer c",
+    "under_max": "SELECT c.ck FROM customer c "
+                 "WHERE c.nk < (SELECT MAX(o.qty) FROM orders o WHERE o.ck = c.ck)",
+    "few_below": "SELECT c.ck FROM customer c "
+                 "WHERE c.nk < (SELECT COUNT(*) FROM orders o WHERE o.qty < c.nk)",
 }
 
 
@@ -142,6 +151,9 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
         "per_customer__sub1 -> aggregate by group key (level 1); per_customer__sub1 = "
         "(customer -> join orders by (o.ck) (level 0)) UNION ALL "
         "(customer -> anti-join with orders by (c.ck) (level 0))")
+    assert keyed.explain("pricey").endswith(
+        "orders -> cross product with pricey__sub1, one key (level 1); "
+        "pricey__sub1 = orders -> aggregate by group key (level 0)")
     assert keyed.explain("nested_sub").endswith(
         "nested_sub__sub2 -> aggregate by group key (level 2); nested_sub__sub1 = orders -> "
         "aggregate by group key (level 0); nested_sub__sub2 = customer -> join "

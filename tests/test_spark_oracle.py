@@ -78,7 +78,10 @@ def test_oracle_queries_on_spark(engines) -> None:
     assert len(orc.views) > 80
     if remote.state == "keyed":
         keyed = [v for v in orc.views if "Spark keyed state" in remote.explain(v)]
-        assert len(keyed) >= 110, keyed  # 111 of 124: set operations, views over views, EXISTS and IN too
+        # 123 of 126: set operations, views over views, EXISTS and IN, outer joins, CTEs,
+        # derived tables and scalar subqueries too; not a window, top-k or a join by IS NOT
+        # DISTINCT FROM
+        assert len(keyed) >= 123, sorted(set(orc.views) - set(keyed))
     rnd = random.Random(20261122)
     for step in range(BATCHES):
         ops = _random_batch(rnd, orc, step)

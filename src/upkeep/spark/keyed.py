@@ -57,11 +57,12 @@ from sqlglot import exp
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
-from ..errors import ConstraintError, Error
+from ..errors import ConstraintError, Error, SchemaError
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
 from ..outer_joins import rewrite_outer_joins
-from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query
+from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query, rename_tables
+from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..types import SqlType
@@ -336,32 +337,39 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
                  ) -> tuple[Compiled, dict[str, str]]:
     """Views in definition order as keyed steps numbered after the table steps, each after
     the levels where the keyed views it reads emit their rows; and why the others cannot.
-    A view with derived tables or outer joins reads hidden helper roots
-    (:func:`_with_helpers`)."""
+    A view with CTEs, derived tables, outer joins or scalar subqueries reads hidden
+    helper roots (:func:`_bind_parts`)."""
     compiled, refused = Compiled(), {}
     step = len(tables)
     helper_columns: dict[str, list] = {}
 
     def schema_of(name: str):
-        return helper_columns.get(name.lower()) or schema(name)
+        columns = helper_columns.get(name.lower())
+        if columns is not None:
+            return columns
+        try:
+            return schema(name)
+        except KeyError:
+            raise SchemaError(f"unknown table or view {name}") from None
 
     for name, sql in views:
         parts: list[tuple[str, object]] = []
+
+        def bind(part: str, node, name=name, parts=parts) -> None:
+            plan = bind_query(node, schema_of)
+            why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
+            if why is not None:
+                raise _NotKeyed(why)
+            if part != name:
+                helper_columns[part] = _plan_columns(plan)
+            parts.append((part, plan))
+
         try:
-            query = parse_one(sql).transform(
-                lambda n: rewrite_subquery_predicates(n, schema_of))
+            _bind_parts(name, sql, schema_of, bind)
+            # compiled whole before it is wired to the views it reads
+            _compile_parts(parts, name, step, buckets, compiled, wire=False)
             why = None
-            for part, node in _with_helpers(name, query, schema_of):
-                plan = bind_query(node, schema_of)
-                why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
-                if why is not None:
-                    break
-                if part != name:
-                    helper_columns[part] = _plan_columns(plan)
-                parts.append((part, plan))
-            if why is None:  # compiled whole before it is wired to the views it reads
-                _compile_parts(parts, name, step, buckets, compiled, wire=False)
-        except Error as exc:
+        except (Error, _NotKeyed) as exc:
             why = str(exc)
         if why is not None:
             refused[name] = why
@@ -370,6 +378,10 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
             continue
         step = _compile_parts(parts, name, step, buckets, compiled, wire=True)
     return compiled, refused
+
+
+class _NotKeyed(Exception):
+    """Why a view (or one of its parts) cannot run as keyed steps."""
 
 
 def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
@@ -400,18 +412,32 @@ def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, bucket
     return step
 
 
-def _with_helpers(name: str, query, schema_of) -> list[tuple[str, object]]:
-    """``[(helper, its query), ..., (name, query)]``: each derived table in a FROM clause
-    becomes a hidden helper root named ``<view>__sub<i>`` (its own derived tables first),
-    which the block then reads as it reads a view.  Outer joins are first rewritten as the
-    local engine rewrites them (:mod:`upkeep.outer_joins`, unpadded): a derived table of
-    the inner join UNION ALL each outer side's unmatched rows (an anti-join), padded with
-    NULLs, or that union itself where the block only projects."""
-    query = query.transform(lambda n: rewrite_outer_joins(n, schema_of, padded=False)
-                            if isinstance(n, exp.Select) else n)
-    helpers: list[tuple[str, object]] = []
+def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
+    """Bind a view's parts, ``bind(part, query)`` each: first its hidden helpers, then the
+    view itself.  A view is rewritten as the local engine rewrites it: each non-recursive
+    CTE a helper named ``<view>__<cte>``; ``[NOT] IN`` / ``[NOT] EXISTS`` as subquery
+    predicates; scalar subqueries joined in as derived tables
+    (:mod:`upkeep.scalar_subqueries`); outer joins as the inner join UNION ALL each outer
+    side's unmatched rows, found by an anti-join and padded with NULLs
+    (:mod:`upkeep.outer_joins`, unpadded); and each derived table in a FROM clause a helper
+    named ``<view>__sub<i>`` (its own derived tables first), which the block reads as it
+    reads a view."""
+    helpers = 0
 
-    def hoist(node):
+    def rewritten(query):
+        query = query.transform(lambda n: rewrite_subquery_predicates(n, schema_of))
+        return prepared(query.transform(lambda n: rewrite_scalar_subqueries(n, schema_of)
+                                        if isinstance(n, exp.Select) else n))
+
+    def prepared(query):
+        hoist(query)  # the outer-join rewrite reads the helpers' columns
+        query = query.transform(lambda n: rewrite_outer_joins(n, schema_of, padded=False)
+                                if isinstance(n, exp.Select) else n)
+        hoist(query)
+        return query
+
+    def hoist(node) -> None:
+        nonlocal helpers
         if isinstance(node, exp.Subquery):
             hoist(node.this)
         elif isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
@@ -422,16 +448,26 @@ def _with_helpers(name: str, query, schema_of) -> list[tuple[str, object]]:
                            *(node.args.get("joins") or [])]:
                 sub = None if holder is None else holder.this
                 if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
-                    inner = sub.this.copy()
-                    hoist(inner)
-                    helper = f"{name}__sub{len(helpers) + 1}"
-                    helpers.append((helper, inner))
+                    inner = prepared(sub.this.copy())
+                    helpers += 1
+                    helper = f"{name}__sub{helpers}"
+                    bind(helper, inner)
                     holder.set("this", exp.Table(
                         this=exp.to_identifier(helper),
                         alias=exp.TableAlias(this=exp.to_identifier(sub.alias or helper))))
 
-    hoist(query)
-    return [*helpers, (name, query)]
+    query = parse_one(sql)
+    with_key = "with_" if "with_" in query.args else "with"
+    with_ = query.args.get(with_key)
+    if with_ is not None and not with_.args.get("recursive"):
+        ctes: dict[str, str] = {}
+        for cte in with_.expressions:
+            helper = f"{name}__{cte.alias_or_name.lower()}"
+            bind(helper, rewritten(rename_tables(cte.this, ctes)))
+            ctes[cte.alias_or_name.lower()] = helper
+        query.set(with_key, None)
+        query = rename_tables(query, ctes)
+    bind(name, rewritten(query))
 
 
 def _plan_columns(plan) -> list[tuple[str, SqlType]]:
