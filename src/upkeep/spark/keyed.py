@@ -101,7 +101,7 @@ class KeyedLayout:
     def describe(self, view: str, catalog: dict) -> str:
         roots = compile_views(self, freeze(catalog)).roots
         helpers = "".join(f"; {name} = {_describe(root)}" for name, root in roots.items()
-                          if name.startswith(f"{view}__sub"))
+                          if root.hidden and name.startswith(f"{view}__"))
         return ("spark: Spark keyed state, partitioned by key across all partitions: "
                 + _describe(roots[view]) + helpers)
 
