@@ -505,6 +505,26 @@ def analyse_joins(block: Block) -> JoinAnalysis:
     return JoinAnalysis(local, equalities, residual, null_safe)
 
 
+def ctes_as_relations(query: exp.Expression, name: str
+                      ) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
+    """A query's non-recursive CTEs as relations named ``<name>__<cte>``: their bodies in
+    order (each reading the earlier ones by those names) and the query without its WITH,
+    reading them.  No bodies and the query as it is when it has no WITH or a recursive one."""
+    with_key = "with_" if "with_" in query.args else "with"
+    with_ = query.args.get(with_key)
+    if with_ is None or with_.args.get("recursive"):
+        return [], query
+    bodies: list[tuple[str, exp.Expression]] = []
+    mapping: dict[str, str] = {}
+    for cte in with_.expressions:
+        relation = f"{name}__{cte.alias_or_name.lower()}"
+        bodies.append((relation, rename_tables(cte.this, mapping)))
+        mapping[cte.alias_or_name.lower()] = relation
+    query = query.copy()
+    query.set(with_key, None)
+    return bodies, rename_tables(query, mapping)
+
+
 def rename_tables(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
     """Point references to the named relations at other names, keeping the visible alias."""
     if not mapping:

@@ -27,7 +27,7 @@ from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
-from ..plan import rename_tables
+from ..plan import ctes_as_relations
 from ..planner import Catalog, describe, plan_view, relations_read
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
@@ -604,19 +604,11 @@ class LocalCatalog(Catalog):
         When the query compares with an uncorrelated scalar subquery (``threshold.py``)
         and ``threshold`` is a list, its split is put there and the query returned with
         only its relations hoisted."""
+        bodies, query = ctes_as_relations(query, name)
         query = query.copy()
-        with_key = "with_" if "with_" in query.args else "with"
-        with_ = query.args.get(with_key)
-        if with_ is not None and not with_.args.get("recursive"):
-            mapping: dict[str, str] = {}
-            for cte in with_.expressions:
-                hidden = f"{name}__{cte.alias_or_name.lower()}"
-                body = rename_tables(cte.this, mapping)
-                self.create_view(hidden, body, strategy)
-                created.append(hidden)
-                mapping[cte.alias_or_name.lower()] = hidden
-            query.set(with_key, None)
-            query = rename_tables(query, mapping)
+        for hidden, body in bodies:
+            self.create_view(hidden, body, strategy)
+            created.append(hidden)
 
         def hoist(node: exp.Expression, nested: bool = False) -> None:
             if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
@@ -656,6 +648,7 @@ class LocalCatalog(Catalog):
             return query.transform(lambda n: rewrite(n, self.schema_of)
                                    if isinstance(n, exp.Select) else n)
 
+        with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(_unordered).transform(
             lambda n: expand_grouping_sets(n, self._types_of))

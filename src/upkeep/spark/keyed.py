@@ -61,7 +61,7 @@ from ..errors import ConstraintError, Error, SchemaError
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
 from ..outer_joins import rewrite_outer_joins
-from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query, rename_tables
+from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query, ctes_as_relations
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
@@ -456,17 +456,9 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
                         this=exp.to_identifier(helper),
                         alias=exp.TableAlias(this=exp.to_identifier(sub.alias or helper))))
 
-    query = parse_one(sql)
-    with_key = "with_" if "with_" in query.args else "with"
-    with_ = query.args.get(with_key)
-    if with_ is not None and not with_.args.get("recursive"):
-        ctes: dict[str, str] = {}
-        for cte in with_.expressions:
-            helper = f"{name}__{cte.alias_or_name.lower()}"
-            bind(helper, rewritten(rename_tables(cte.this, ctes)))
-            ctes[cte.alias_or_name.lower()] = helper
-        query.set(with_key, None)
-        query = rename_tables(query, ctes)
+    bodies, query = ctes_as_relations(parse_one(sql), name)
+    for helper, body in bodies:
+        bind(helper, rewritten(body))
     bind(name, rewritten(query))
 
 
