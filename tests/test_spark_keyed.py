@@ -365,3 +365,20 @@ def test_statement_dml_needs_keyed_state(spark, tmp_path) -> None:
     with pytest.raises(upkeep.UnsupportedError, match="state='keyed'"):
         db.execute("DELETE FROM orders WHERE ok = 1")
     db.close()
+
+
+def test_a_helper_never_takes_a_views_name() -> None:
+    """A derived table's helper root is named ``<view>__sub<i>``; where a view already has
+    that name, the view reading the derived table stays out of keyed state and says why
+    (the helper would have replaced the other view's steps)."""
+    local = upkeep.connect()
+    local.execute(TABLES)
+    schema = keyed_state._schema_of(keyed_state.freeze(local._catalog.describe()))
+    views = [("v__sub1", "SELECT ck FROM orders"),
+             ("v", "SELECT t.ck FROM (SELECT ck FROM orders WHERE qty > 1) t"),
+             ("w", "SELECT t.ck FROM (SELECT ck FROM orders WHERE qty > 1) t")]
+    compiled, refused = keyed_state._compile_all(views, schema, ("nation", "customer", "orders"),
+                                                 4)
+    assert compiled.views == ["v__sub1", "w"]
+    assert refused == {"v": "its helper's name v__sub1 is a view's"}
+    assert compiled.roots["w__sub1"].hidden and not compiled.roots["v__sub1"].hidden

@@ -342,6 +342,7 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
     compiled, refused = Compiled(), {}
     step = len(tables)
     helper_columns: dict[str, list] = {}
+    names = {name for name, _ in views}
 
     def schema_of(name: str):
         columns = helper_columns.get(name.lower())
@@ -356,6 +357,8 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
         parts: list[tuple[str, object]] = []
 
         def bind(part: str, node, name=name, parts=parts) -> None:
+            if part != name and (part in compiled.roots or part in names):
+                raise _NotKeyed(f"its helper's name {part} is a view's")
             plan = bind_query(node, schema_of)
             why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
             if why is not None:
