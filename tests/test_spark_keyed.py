@@ -78,6 +78,8 @@ VIEWS = {
     # derived tables in FROM: hidden helper roots, read as views are
     "busiest": "SELECT t.ck, t.n, c.segment FROM (SELECT ck, COUNT(*) AS n FROM orders "
                "GROUP BY ck) t JOIN customer c ON c.ck = t.ck WHERE t.n > 1",
+    "renamed": "SELECT t.k, t.n FROM (SELECT ck, COUNT(*) FROM orders GROUP BY ck) "
+               "AS t(k, n) WHERE t.n > 1",
     "nested_sub": "SELECT s.segment, MAX(s.n) AS most FROM (SELECT c.segment, t.n FROM "
                   "customer c JOIN (SELECT ck, COUNT(*) AS n FROM orders GROUP BY ck) t "
                   "ON t.ck = c.ck) s GROUP BY s.segment",

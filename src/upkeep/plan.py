@@ -505,6 +505,39 @@ def analyse_joins(block: Block) -> JoinAnalysis:
     return JoinAnalysis(local, equalities, residual, null_safe)
 
 
+def derived_tables(select: exp.Select) -> list[exp.Expression]:
+    """The items of ``select``'s FROM and JOINs that are derived tables (not LATERAL): each
+    one's ``this`` is the subquery, which :func:`read_relation` replaces."""
+    items = [select.args.get("from_") or select.args.get("from"),
+             *(select.args.get("joins") or [])]
+    return [item for item in items if item is not None and isinstance(item.this, exp.Subquery)
+            and not item.this.args.get("lateral")]
+
+
+def derived_table_body(sub: exp.Subquery) -> exp.Expression:
+    """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``
+    (in a UNION, the first block names the columns)."""
+    names = sub.args["alias"].columns if sub.args.get("alias") else []
+    body = sub.this.copy()
+    first = body
+    while isinstance(first, exp.Union):
+        first = first.this
+    if not names or not isinstance(first, exp.Select) or len(first.expressions) != len(
+            names) or any(isinstance(e, exp.Star) for e in first.expressions):
+        return sub.this.copy()
+    first.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
+                              for e, n in zip(first.expressions, names, strict=True)])
+    return body
+
+
+def read_relation(item: exp.Expression, relation: str) -> None:
+    """Make a FROM / JOIN item that holds a derived table read ``relation`` instead, under
+    the derived table's alias (or the relation's name)."""
+    alias = item.this.alias or relation
+    item.set("this", exp.Table(this=exp.to_identifier(relation),
+                               alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+
 def ctes_as_relations(query: exp.Expression, name: str
                       ) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
     """A query's non-recursive CTEs as relations named ``<name>__<cte>``: their bodies in

@@ -27,7 +27,7 @@ from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
-from ..plan import ctes_as_relations
+from ..plan import ctes_as_relations, derived_table_body, derived_tables, read_relation
 from ..planner import Catalog, describe, plan_view, relations_read
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
@@ -68,22 +68,6 @@ def _unordered(node: exp.Expression) -> exp.Expression:
         node = node.copy()
         node.set("order", None)
     return node
-
-
-def _named_columns(sub: exp.Subquery) -> exp.Expression:
-    """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``
-    (in a UNION, the first block names the columns)."""
-    names = sub.args["alias"].columns if sub.args.get("alias") else []
-    body = sub.this.copy()
-    first = body
-    while isinstance(first, exp.Union):
-        first = first.this
-    if not names or not isinstance(first, exp.Select) or len(first.expressions) != len(
-            names) or any(isinstance(e, exp.Star) for e in first.expressions):
-        return sub.this
-    first.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
-                              for e, n in zip(first.expressions, names, strict=True)])
-    return body
 
 
 def _with_column_list(stmt: exp.Create) -> exp.Expression:
@@ -617,23 +601,18 @@ class LocalCatalog(Catalog):
                 return
             if not isinstance(node, exp.Select):
                 return
-            from_ = node.args.get("from_") or node.args.get("from")
-            items = ([from_] if from_ is not None else []) + list(node.args.get("joins") or [])
-            for holder in items:
+            for holder in derived_tables(node):
                 sub = holder.this
-                if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
-                    hidden = f"{name}__sub{len(created) + 1}"
-                    try:
-                        if not self._ranked(hidden, node, sub, strategy, created):
-                            self.create_view(hidden, _named_columns(sub), strategy)
-                    except Error:
-                        if not nested:
-                            raise
-                        continue  # correlated with an enclosing block: left to DuckDB
-                    created.append(hidden)
-                    alias = sub.alias or hidden
-                    holder.set("this", exp.Table(this=exp.to_identifier(hidden),
-                                                 alias=exp.TableAlias(this=exp.to_identifier(alias))))
+                hidden = f"{name}__sub{len(created) + 1}"
+                try:
+                    if not self._ranked(hidden, node, sub, strategy, created):
+                        self.create_view(hidden, derived_table_body(sub), strategy)
+                except Error:
+                    if not nested:
+                        raise
+                    continue  # correlated with an enclosing block: left to DuckDB
+                created.append(hidden)
+                read_relation(holder, hidden)
             if not has_recursion:  # subqueries' own derived tables, as helper views too
                 for key in ("where", "having", "expressions"):
                     value = node.args.get(key)

@@ -61,7 +61,17 @@ from ..errors import ConstraintError, Error, SchemaError
 from ..expressions import ExpressionCompiler
 from ..hashing import stable_hash
 from ..outer_joins import rewrite_outer_joins
-from ..plan import Block, SetOperation, analyse_joins, atom_of_slot, bind_query, ctes_as_relations
+from ..plan import (
+    Block,
+    SetOperation,
+    analyse_joins,
+    atom_of_slot,
+    bind_query,
+    ctes_as_relations,
+    derived_table_body,
+    derived_tables,
+    read_relation,
+)
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
@@ -447,17 +457,12 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
             hoist(node.this)
             hoist(node.expression)
         elif isinstance(node, exp.Select):
-            for holder in [node.args.get("from_") or node.args.get("from"),
-                           *(node.args.get("joins") or [])]:
-                sub = None if holder is None else holder.this
-                if isinstance(sub, exp.Subquery) and not sub.args.get("lateral"):
-                    inner = prepared(sub.this.copy())
-                    helpers += 1
-                    helper = f"{name}__sub{helpers}"
-                    bind(helper, inner)
-                    holder.set("this", exp.Table(
-                        this=exp.to_identifier(helper),
-                        alias=exp.TableAlias(this=exp.to_identifier(sub.alias or helper))))
+            for holder in derived_tables(node):
+                inner = prepared(derived_table_body(holder.this))
+                helpers += 1
+                helper = f"{name}__sub{helpers}"
+                bind(helper, inner)
+                read_relation(holder, helper)
 
     bodies, query = ctes_as_relations(parse_one(sql), name)
     for helper, body in bodies:
