@@ -322,10 +322,14 @@ class Compiled:
     such chains), every chain (set operations' inputs too) and set step, and the levels."""
 
     roots: dict[str, CompiledView | SetStep] = field(default_factory=dict)
-    views: list[str] = field(default_factory=list)  # the roots that are views, not helpers
     chains: list[CompiledView] = field(default_factory=list)
     sets: list[SetStep] = field(default_factory=list)
     levels: int = 1
+
+    @property
+    def views(self) -> list[str]:
+        """The roots that are views (not a view's hidden helpers), in definition order."""
+        return [name for name, root in self.roots.items() if not root.hidden]
 
     @cached_property
     def finals(self) -> dict[int, CompiledView]:
@@ -379,17 +383,14 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
 
         try:
             _bind_parts(name, sql, schema_of, bind)
-            # compiled whole before it is wired to the views it reads
-            _compile_parts(parts, name, step, buckets, compiled, wire=False)
-            why = None
+            built, after = _compile_parts(parts, name, step, buckets, compiled)
         except (Error, _NotKeyed) as exc:
-            why = str(exc)
-        if why is not None:
-            refused[name] = why
+            refused[name] = str(exc)
             for part, _ in parts:
                 helper_columns.pop(part, None)
             continue
-        step = _compile_parts(parts, name, step, buckets, compiled, wire=True)
+        _wire(compiled, built)
+        step = after
     return compiled, refused
 
 
@@ -398,31 +399,37 @@ class _NotKeyed(Exception):
 
 
 def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
-                   compiled: Compiled, wire: bool) -> int:
-    """A view's bound parts (its helpers, then itself) as steps numbered from ``step``;
-    returns the next free step.  ``wire``: add them to ``compiled`` and to the readers of
-    the roots they read; otherwise only compile them, to see that they compile."""
-    target = compiled if wire else Compiled(roots=dict(compiled.roots))
+                   compiled: Compiled) -> tuple[list[tuple], int]:
+    """A view's bound parts (its helpers, then itself) as steps numbered from ``step``, each
+    ``(part, root, chains, sets)``, and the next free step; ``compiled`` is left as it is
+    (a part that fails to compile leaves nothing of the view behind)."""
+    scratch = Compiled(roots=dict(compiled.roots))
+    built = []
     for part, plan in parts:
         chains, sets = [], []
-        root = _compile_plan(part, plan, step, buckets, target, chains, sets)
+        root = _compile_plan(part, plan, step, buckets, scratch, chains, sets)
         root.hidden = part != name
-        if wire:
-            for chain in chains:
-                for i, atom in enumerate(chain.block.atoms):
-                    if atom.relation in compiled.roots:
-                        compiled.roots[atom.relation].readers.append((chain, i))
-                for sub in chain.subqueries:
-                    if sub.relation in compiled.roots:
-                        compiled.roots[sub.relation].readers.append((sub, RIGHT))
-            compiled.chains += chains
-            compiled.sets += sets
-            compiled.levels = max(compiled.levels, root.ready)
-        target.roots[part] = root
+        scratch.roots[part] = root
+        built.append((part, root, chains, sets))
         step = _after(step, chains, sets)
-    if wire:
-        compiled.views.append(name)
-    return step
+    return built, step
+
+
+def _wire(compiled: Compiled, built: list[tuple]) -> None:
+    """Add a view's compiled parts to ``compiled``, each after the roots it reads, which
+    then hand it their rows."""
+    for part, root, chains, sets in built:
+        for chain in chains:
+            for i, atom in enumerate(chain.block.atoms):
+                if atom.relation in compiled.roots:
+                    compiled.roots[atom.relation].readers.append((chain, i))
+            for sub in chain.subqueries:
+                if sub.relation in compiled.roots:
+                    compiled.roots[sub.relation].readers.append((sub, RIGHT))
+        compiled.roots[part] = root
+        compiled.chains += chains
+        compiled.sets += sets
+        compiled.levels = max(compiled.levels, root.ready)
 
 
 def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
