@@ -92,6 +92,19 @@ VIEWS = {
                  "WHERE c.nk < (SELECT MAX(o.qty) FROM orders o WHERE o.ck = c.ck)",
     "few_below": "SELECT c.ck FROM customer c "
                  "WHERE c.nk < (SELECT COUNT(*) FROM orders o WHERE o.qty < c.nk)",
+    # a join by IS NOT DISTINCT FROM: a NULL qty joins a NULL qty
+    "same_qty": "SELECT a.ok, b.ok AS other FROM orders a JOIN orders b "
+                "ON a.qty IS NOT DISTINCT FROM b.qty AND a.ck = b.ck",
+    # window functions, keyed by partition (or one key), over a helper of the rest
+    "ranked": "SELECT ok, ck, RANK() OVER (PARTITION BY ck ORDER BY price) AS rk, "
+              "SUM(price) OVER (PARTITION BY ck) AS tot FROM orders WHERE qty > 1",
+    "running": "SELECT ok, SUM(qty) OVER (ORDER BY ok) AS r, "
+               "LAG(qty) OVER (ORDER BY ok) AS prev FROM orders",
+    "firsts": "SELECT ck, COUNT(*) AS n FROM ranked WHERE rk = 1 GROUP BY ck",
+    # ORDER BY .. LIMIT: each key's first rows, then one key merging them
+    "top_orders": "SELECT ok, price FROM orders ORDER BY price DESC NULLS LAST, ok LIMIT 3",
+    "top_hidden": "SELECT ok FROM orders ORDER BY qty NULLS FIRST, ok LIMIT 2 OFFSET 1",
+    "top_segments": "SELECT segment, total FROM per_segment ORDER BY total DESC LIMIT 1",
 }
 
 
@@ -157,9 +170,16 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
         "orders -> cross product with pricey__sub1, one key (level 1); "
         "pricey__sub1 = orders -> aggregate by group key (level 0)")
     assert keyed.explain("nested_sub").endswith(
-        "nested_sub__sub2 -> aggregate by group key (level 2); nested_sub__sub1 = orders -> "
-        "aggregate by group key (level 0); nested_sub__sub2 = customer -> join "
-        "nested_sub__sub1 by (t.ck) (level 1)")
+        "nested_sub__sub1 -> aggregate by group key (level 2); nested_sub__sub2 = orders -> "
+        "aggregate by group key (level 0); nested_sub__sub1 = customer -> join "
+        "nested_sub__sub2 by (t.ck) (level 1)")
+    assert keyed.explain("ranked").endswith(
+        "ranked__base -> window functions by partition (ck) (level 0); "
+        "ranked__base = orders")
+    assert keyed.explain("top_hidden").endswith(
+        "top_hidden__topk -> first 3 rows per key (level 0) -> rows 2..3 of them, one key "
+        "(level 1); top_hidden__topk = orders")
+    assert keyed.explain("firsts").endswith("ranked -> aggregate by group key (level 1)")
     assert keyed.explain("if_any_four").endswith(
         "nation -> semijoin with orders, one key (level 0) -> aggregate by group key (level 1)")
 
@@ -171,12 +191,13 @@ def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> Non
                         database=tmp_path / "db")
     db.execute(TABLES)
     db.create_view("per_segment", VIEWS["per_segment"])
-    db.create_view("labels", "SELECT segment, RANK() OVER (ORDER BY total) AS r "
-                             "FROM per_segment")
+    db.create_view("labels", "WITH RECURSIVE t(segment, d) AS (SELECT segment, 0 FROM "
+                             "per_segment UNION SELECT segment, d + 1 FROM t WHERE d < 2) "
+                             "SELECT segment, d FROM t")
     db.create_view("alone", VIEWS["everything"])
     assert "not in keyed state: view labels reads it and runs in shards" in \
         db.explain("per_segment")
-    assert "not in keyed state: window function" in db.explain("labels")
+    assert "not in keyed state: a recursive CTE" in db.explain("labels")
     assert "Spark keyed state" in db.explain("alone")
     db.close()
 
@@ -230,7 +251,8 @@ def test_bulk_load_builds_keyed_state(spark, tmp_path) -> None:
     view of each kind of step (and the views they read)."""
     views = {name: VIEWS[name] for name in (
         "per_segment", "per_region", "everything", "segments", "big_orders", "big_per_region",
-        "idle", "idle_per_region", "auto_orders", "per_customer", "nested_sub")}
+        "idle", "idle_per_region", "auto_orders", "per_customer", "nested_sub", "same_qty",
+        "ranked", "top_orders")}
     rnd = random.Random(11)
     nations = [(k, ["EU", "ASIA", None][k % 3]) for k in range(5)]
     customers = [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(40)]
@@ -329,7 +351,8 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
     # a view in shards too: its operator's state is not a table step's (it once failed
     # the statements' read of the keyed state with a raw Spark error)
     views = {**VIEWS, "all_orders": "SELECT * FROM orders", "all_nations": "SELECT * FROM nation",
-             "ranked": "SELECT ok, RANK() OVER (ORDER BY price, ok) AS r FROM orders"}
+             "reached": "WITH RECURSIVE t(ok, d) AS (SELECT ok, 0 FROM orders UNION "
+                        "SELECT ok, d + 1 FROM t WHERE d < 1) SELECT ok, d FROM t"}
     for name, sql in views.items():
         db.create_view(name, sql)
     statements = [
@@ -342,7 +365,7 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
         "UPDATE nation SET region = 'AFRICA' WHERE region IS NULL",
         "DELETE FROM orders WHERE qty IS NULL",
     ]
-    assert "not in keyed state: window function" in db.explain("ranked")
+    assert "not in keyed state: a recursive CTE" in db.explain("reached")
     for sql in statements:
         db.execute(sql)
         con.execute(sql)

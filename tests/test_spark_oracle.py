@@ -78,10 +78,9 @@ def test_oracle_queries_on_spark(engines) -> None:
     assert len(orc.views) > 80
     if remote.state == "keyed":
         keyed = [v for v in orc.views if "Spark keyed state" in remote.explain(v)]
-        # 123 of 126: set operations, views over views, EXISTS and IN, outer joins, CTEs,
-        # derived tables and scalar subqueries too; not a window, top-k or a join by IS NOT
-        # DISTINCT FROM
-        assert len(keyed) >= 123, sorted(set(orc.views) - set(keyed))
+        # every one: set operations, views over views, EXISTS and IN, outer joins, CTEs,
+        # derived tables, scalar subqueries, windows, top-k and IS NOT DISTINCT FROM too
+        assert keyed == list(orc.views), sorted(set(orc.views) - set(keyed))
     rnd = random.Random(20261122)
     for step in range(BATCHES):
         ops = _random_batch(rnd, orc, step)

@@ -505,6 +505,16 @@ def analyse_joins(block: Block) -> JoinAnalysis:
     return JoinAnalysis(local, equalities, residual, null_safe)
 
 
+def unordered(node: exp.Expression) -> exp.Expression:
+    """A block's ``ORDER BY`` without ``LIMIT`` / ``OFFSET`` dropped: a view's rows are a
+    bag, so the order is presentation only (as Materialize and PostgreSQL views treat it)."""
+    if (isinstance(node, (exp.Select, exp.Union)) and node.args.get("order")
+            and not node.args.get("limit") and not node.args.get("offset")):
+        node = node.copy()
+        node.set("order", None)
+    return node
+
+
 def derived_tables(select: exp.Select) -> list[exp.Expression]:
     """The items of ``select``'s FROM and JOINs that are derived tables (not LATERAL): each
     one's ``this`` is the subquery, which :func:`read_relation` replaces."""

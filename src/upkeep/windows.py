@@ -336,8 +336,9 @@ class WindowView(MaterializedView):
         return WindowView(self.name, self.columns, self.helper, self.sql, self.partition,
                           self.evaluators, self.project, self.order, self.reach)
 
-    def _outputs(self, rows: list[tuple]) -> list[tuple]:
-        """The output rows of a partition's rows (or of a run of them in order)."""
+    def evaluate(self, rows: list[tuple]) -> list[tuple]:
+        """The output rows of a partition's rows (or of a run of them in order); Spark's
+        keyed window step evaluates its partitions with it too."""
         values = [evaluate(rows) for evaluate in self.evaluators]
         project = self.project
         extras = zip(*values, strict=True)  # each row's window values
@@ -370,7 +371,7 @@ class WindowView(MaterializedView):
             return
         listed = [row for row, n in members.items() for _ in range(n)]
         self.ops["rows_reread"] += len(listed)
-        outputs = self.outputs[group] = self._outputs(listed)
+        outputs = self.outputs[group] = self.evaluate(listed)
         for row in outputs:
             add_into(delta, row, 1)
 
@@ -412,7 +413,7 @@ class WindowView(MaterializedView):
         start, end = max(first - self.reach, 0), min(last + self.reach, len(members) - 1)
         context = members[start:end + 1]
         self.ops["rows_reread"] += len(context)
-        return self._outputs(context)[first - start:last - start + 1]
+        return self.evaluate(context)[first - start:last - start + 1]
 
     def state_size(self) -> int:
         return (sum(len(g) for g in self.groups.values())

@@ -27,7 +27,13 @@ from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
-from ..plan import ctes_as_relations, derived_table_body, derived_tables, read_relation
+from ..plan import (
+    ctes_as_relations,
+    derived_table_body,
+    derived_tables,
+    read_relation,
+    unordered,
+)
 from ..planner import Catalog, describe, plan_view, relations_read
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
@@ -58,16 +64,6 @@ Overlay = Callable[[str], Delta | None]
 
 def _no_log(record: tuple) -> None:
     """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
-
-
-def _unordered(node: exp.Expression) -> exp.Expression:
-    """A block's ``ORDER BY`` without ``LIMIT`` / ``OFFSET`` dropped: a view's rows are a
-    bag, so the order is presentation only (as Materialize and PostgreSQL views treat it)."""
-    if (isinstance(node, (exp.Select, exp.Union)) and node.args.get("order")
-            and not node.args.get("limit") and not node.args.get("offset")):
-        node = node.copy()
-        node.set("order", None)
-    return node
 
 
 def _with_column_list(stmt: exp.Create) -> exp.Expression:
@@ -471,7 +467,7 @@ class LocalCatalog(Catalog):
         such select (it is planned as usual)."""
         if strategy is not None:
             return None
-        body, outer = query.transform(_unordered), None
+        body, outer = query.transform(unordered), None
         windowing = split_windows(body)
         if windowing is None:  # windows inside expressions: computed over the windows
             body, outer = windows_apart(body) or (None, None)
@@ -629,7 +625,7 @@ class LocalCatalog(Catalog):
 
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
-        query = query.transform(_unordered).transform(
+        query = query.transform(unordered).transform(
             lambda n: expand_grouping_sets(n, self._types_of))
         if strategy is None:
             query = windows_as_derived(query.transform(qualify_as_derived))

@@ -26,7 +26,11 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   merges; or a **distinct step** keyed by the row;
 * a **set step** per UNION / EXCEPT / INTERSECT (DISTINCT or ALL) of a view's blocks, each
   block its own chain, keyed by the row: each row's multiplicity on either side, the
-  output's a function of both (:class:`SetStep`; UNION ALL keeps no state).
+  output's a function of both (:class:`SetStep`; UNION ALL keeps no state);
+* an **ordering step** for window functions (keyed by the PARTITION BY values) or
+  ``ORDER BY .. LIMIT`` (a step keyed by the row passing on each key's first rows, then
+  one key merging them) over a hidden helper root of the rest of the query
+  (:class:`OrderedStep`).
 
 Steps run in levels: a change goes at once to its table step and (past its table's
 filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
@@ -44,10 +48,11 @@ executor from the view's SQL (:func:`compile_views`), the same code the local en
 
 from __future__ import annotations
 
+import heapq
 import pickle
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import pandas as pd
@@ -71,11 +76,15 @@ from ..plan import (
     derived_table_body,
     derived_tables,
     read_relation,
+    unordered,
 )
+from ..ranked import qualify_as_derived
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
+from ..topk import TopKError, sort_key, split_top_k
 from ..types import SqlType
+from ..windows import WindowView, by_partition, split_windows, window_view, windows_apart
 from .errors import BatchRejected
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
@@ -126,8 +135,6 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
             return f"it reads view {relation}, which is not in keyed state"
     if block.distinct and block.is_aggregate:
         return "DISTINCT over an aggregate"
-    if analyse_joins(block).null_safe:
-        return "a join by IS NOT DISTINCT FROM (NULL joining NULL)"
     return None
 
 
@@ -188,6 +195,8 @@ class CompiledView:
     left_keys: list  # per join step j (1-based): wide row -> key values on the prefix side
     right_keys: list  # ... on atom order[j]'s side
     key_names: list
+    strict: list  # per join step j: the key positions joined by ``=`` (NULL joins
+    # nothing there; the others are ``IS NOT DISTINCT FROM``: NULL joins NULL)
     residual: list
     project: object = None
     group_key: object = None
@@ -293,6 +302,13 @@ class SetStep:
         return key_hash(values) % self.buckets
 
     @property
+    def last_step(self) -> int:
+        return self.step
+
+    def level_of(self, j: int) -> int:
+        return self.level
+
+    @property
     def passes(self) -> bool:
         return self.kind == "union" and not self.distinct
 
@@ -317,13 +333,83 @@ class SetStep:
 
 
 @dataclass
-class Compiled:
-    """The keyed views compiled: each view's root (a chain of steps, or a set step over
-    such chains), every chain (set operations' inputs too) and set step, and the levels."""
+class OrderedStep:
+    """A keyed view whose rows depend on their order among others, over the rows of a
+    hidden helper root (the rest of its query), as the local engine keeps it over a helper
+    view:
 
-    roots: dict[str, CompiledView | SetStep] = field(default_factory=dict)
+    * ``window``: window functions (``windows.py``), one step keyed by the PARTITION BY
+      values; each key holds its partitions' rows with counts, and a change re-evaluates
+      the partitions it touches with :meth:`WindowView.evaluate` (no PARTITION BY: one key);
+    * ``top-k``: ``ORDER BY .. LIMIT`` (``topk.py``), two steps: keyed by the row, each key
+      holds its rows and passes on its first ``offset + limit`` in order; then one key
+      holds those candidates and outputs rows ``offset + 1 .. offset + limit`` of them.
+      Every row of the result is among its own key's first ``offset + limit``, so the
+      merge reads at most ``offset + limit`` rows per key of the first step.  Rows that
+      tie in the ORDER BY are ordered by their hash, the same in every process."""
+
+    name: str
+    kind: str  # "window" or "top-k"
+    source: str  # the helper root's name
+    columns: list  # the output columns ``(name, SqlType)``
+    window: WindowView | None = None
+    partition: tuple[str, ...] = ()  # windows: the PARTITION BY columns
+    order: Callable[[tuple], tuple] | None = None  # top-k: a helper row's ORDER BY key
+    limit: int = 0
+    offset: int = 0
+    hidden_columns: int = 0  # top-k: trailing helper columns kept only to order by
+    step: int = 0
+    level: int = 0
+    buckets: int = 1024
+    hidden: bool = False
+    readers: list = field(default_factory=list)
+
+    @property
+    def last_step(self) -> int:
+        return self.step + (self.kind == "top-k")
+
+    def level_of(self, j: int) -> int:
+        return self.level + j
+
+    @property
+    def ready(self) -> int:
+        return self.last_step - self.step + self.level + 1
+
+    def bucket(self, values: tuple) -> int:
+        return key_hash(values) % self.buckets
+
+    def enter(self, row: tuple, w: int, side: int) -> list[tuple]:
+        """A change of the helper's row: to the key of its partition, or of itself."""
+        key = self.window.partition(row) if self.kind == "window" else row
+        return [record(self.step, self.bucket(key), LEFT, pickle.dumps(row, protocol=5), w,
+                       join=False)]
+
+    def first(self, rows: dict[tuple, int], n: int) -> list[tuple]:
+        """The first ``n`` of ``rows`` (row -> count) in ORDER BY order, ties by hash."""
+        out: list[tuple] = []
+        for row in heapq.nsmallest(n, rows, key=lambda r: (self.order(r), key_hash(r))):
+            out += [row] * min(rows[row], n - len(out))
+        return out
+
+    def describe(self) -> str:
+        if self.kind == "window":
+            by = ", ".join(self.partition)
+            return (f"{self.source} -> window functions by partition"
+                    f"{f' ({by})' if by else ', one key'} (level {self.level})")
+        first = self.offset + self.limit
+        return (f"{self.source} -> first {first} rows per key (level {self.level}) -> rows "
+                f"{self.offset + 1}..{first} of them, one key (level {self.level + 1})")
+
+
+@dataclass
+class Compiled:
+    """The keyed views compiled: each view's root (a chain of steps, or a set or ordering
+    step over others), every chain (set operations' inputs too), every set and ordering
+    step (``nodes``), and the levels."""
+
+    roots: dict[str, CompiledView | SetStep | OrderedStep] = field(default_factory=dict)
     chains: list[CompiledView] = field(default_factory=list)
-    sets: list[SetStep] = field(default_factory=list)
+    nodes: list[SetStep | OrderedStep] = field(default_factory=list)
     levels: int = 1
 
     @property
@@ -373,12 +459,16 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
         def bind(part: str, node, name=name, parts=parts) -> None:
             if part != name and (part in compiled.roots or part in names):
                 raise _NotKeyed(f"its helper's name {part} is a view's")
-            plan = bind_query(node, schema_of)
-            why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
-            if why is not None:
-                raise _NotKeyed(why)
+            if isinstance(node, OrderedStep):  # over a helper bound just before
+                plan, columns = node, node.columns
+            else:
+                plan = bind_query(node, schema_of)
+                why = keyable(plan, set(tables), set(compiled.roots) | {p for p, _ in parts})
+                if why is not None:
+                    raise _NotKeyed(why)
+                columns = None
             if part != name:
-                helper_columns[part] = _plan_columns(plan)
+                helper_columns[part] = columns or _plan_columns(plan)
             parts.append((part, plan))
 
         try:
@@ -401,24 +491,31 @@ class _NotKeyed(Exception):
 def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
                    compiled: Compiled) -> tuple[list[tuple], int]:
     """A view's bound parts (its helpers, then itself) as steps numbered from ``step``, each
-    ``(part, root, chains, sets)``, and the next free step; ``compiled`` is left as it is
+    ``(part, root, chains, nodes)``, and the next free step; ``compiled`` is left as it is
     (a part that fails to compile leaves nothing of the view behind)."""
     scratch = Compiled(roots=dict(compiled.roots))
     built = []
     for part, plan in parts:
-        chains, sets = [], []
-        root = _compile_plan(part, plan, step, buckets, scratch, chains, sets)
+        chains, nodes = [], []
+        if isinstance(plan, OrderedStep):
+            root = replace(plan, step=step, level=scratch.roots[plan.source].ready,
+                           buckets=buckets, readers=[])
+            nodes.append(root)
+        else:
+            root = _compile_plan(part, plan, step, buckets, scratch, chains, nodes)
         root.hidden = part != name
         scratch.roots[part] = root
-        built.append((part, root, chains, sets))
-        step = _after(step, chains, sets)
+        built.append((part, root, chains, nodes))
+        step = _after(step, chains, nodes)
     return built, step
 
 
 def _wire(compiled: Compiled, built: list[tuple]) -> None:
     """Add a view's compiled parts to ``compiled``, each after the roots it reads, which
     then hand it their rows."""
-    for part, root, chains, sets in built:
+    for part, root, chains, nodes in built:
+        if isinstance(root, OrderedStep):
+            compiled.roots[root.source].readers.append((root, LEFT))
         for chain in chains:
             for i, atom in enumerate(chain.block.atoms):
                 if atom.relation in compiled.roots:
@@ -428,7 +525,7 @@ def _wire(compiled: Compiled, built: list[tuple]) -> None:
                     compiled.roots[sub.relation].readers.append((sub, RIGHT))
         compiled.roots[part] = root
         compiled.chains += chains
-        compiled.sets += sets
+        compiled.nodes += nodes
         compiled.levels = max(compiled.levels, root.ready)
 
 
@@ -445,7 +542,8 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     helpers = 0
 
     def rewritten(query):
-        query = query.transform(lambda n: rewrite_subquery_predicates(n, schema_of))
+        query = query.transform(qualify_as_derived).transform(
+            lambda n: rewrite_subquery_predicates(n, schema_of))
         return prepared(query.transform(lambda n: rewrite_scalar_subqueries(n, schema_of)
                                         if isinstance(n, exp.Select) else n))
 
@@ -465,16 +563,53 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
             hoist(node.expression)
         elif isinstance(node, exp.Select):
             for holder in derived_tables(node):
-                inner = prepared(derived_table_body(holder.this))
                 helpers += 1
                 helper = f"{name}__sub{helpers}"
-                bind(helper, inner)
+                ordered(helper, derived_table_body(holder.this), prepared)
                 read_relation(holder, helper)
 
-    bodies, query = ctes_as_relations(parse_one(sql), name)
+    def ordered(part: str, query, prepare=rewritten) -> None:
+        """``part`` as an :class:`OrderedStep` over a helper of the rest of ``query`` when
+        it is a top-k or has window functions in its select list (or in expressions there,
+        which the step then computes), else as ``prepare(query)``."""
+        top = split_top_k(query)
+        if top is not None:
+            body, order, limit, offset, hidden = top
+            ordered(f"{part}__topk", body, prepare)
+            columns = schema_of(f"{part}__topk")
+            try:
+                key = sort_key(order, columns)
+            except TopKError as exc:
+                raise _NotKeyed(f"top-k by {exc}") from None
+            bind(part, OrderedStep(part, "top-k", f"{part}__topk",
+                                   columns[:len(columns) - hidden], order=key, limit=limit,
+                                   offset=offset, hidden_columns=hidden))
+            return
+        body, outer = query.transform(unordered), None
+        windowing = split_windows(body)
+        if windowing is None:  # windows inside expressions: computed over the windows
+            body, outer = windows_apart(body) or (None, None)
+            windowing = split_windows(body) if body is not None else None
+        if windowing is None:
+            bind(part, prepare(query))
+            return
+        bind(f"{part}__base", prepare(windowing.base))
+        try:
+            window = window_view(part, windowing, f"{part}__base", schema_of(f"{part}__base"),
+                                 query.sql(dialect="duckdb"), outer)
+        except (TopKError, Error) as exc:
+            raise _NotKeyed(f"window functions: {exc}") from None
+        bind(part, OrderedStep(part, "window", f"{part}__base", window.columns,
+                               window=window, partition=tuple(windowing.partition)))
+
+    tree = parse_one(sql)
+    with_ = tree.args.get("with_" if "with_" in tree.args else "with")
+    if with_ is not None and with_.args.get("recursive"):
+        raise _NotKeyed("a recursive CTE (WITH RECURSIVE)")
+    bodies, query = ctes_as_relations(tree, name)
     for helper, body in bodies:
-        bind(helper, rewritten(body))
-    bind(name, rewritten(query))
+        ordered(helper, body)
+    ordered(name, query)
 
 
 def _plan_columns(plan) -> list[tuple[str, SqlType]]:
@@ -489,15 +624,16 @@ def _plan_columns(plan) -> list[tuple[str, SqlType]]:
     return [(column, t) for (column, _), t in zip(plan.select, types, strict=True)]
 
 
-def _after(step: int, chains: list, sets: list) -> int:
-    """The first step id after ``step`` and the steps of ``chains`` and ``sets``."""
-    return max([step, *(c.final_step + 1 for c in chains), *(t.step + 1 for t in sets)])
+def _after(step: int, chains: list, nodes: list) -> int:
+    """The first step id after ``step`` and the steps of ``chains`` and ``nodes``."""
+    return max([step, *(c.final_step + 1 for c in chains),
+                *(t.last_step + 1 for t in nodes)])
 
 
 def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
-                  chains: list, sets: list):
+                  chains: list, nodes: list):
     """A bound view (or one input of its set operations) as steps numbered from ``step``;
-    its chains and set steps are appended to ``chains`` and ``sets``."""
+    its chains and set steps are appended to ``chains`` and ``nodes``."""
     if isinstance(plan, Block):
         chain = _compile_view(name, plan, step)
         chain.buckets, chain.hidden = buckets, True
@@ -506,20 +642,22 @@ def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
                            default=0)
         chains.append(chain)
         return chain
-    left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, sets)
-    right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, sets), buckets,
-                          compiled, chains, sets)
-    step = _after(step, chains, sets)
+    left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, nodes)
+    right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, nodes), buckets,
+                          compiled, chains, nodes)
+    step = _after(step, chains, nodes)
     node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
                    max(left.ready, right.ready), buckets, hidden=True)
     left.readers.append((node, LEFT))
     right.readers.append((node, RIGHT))
-    sets.append(node)
+    nodes.append(node)
     return node
 
 
 def _describe(root) -> str:
     """A keyed view's steps in words, with their levels."""
+    if isinstance(root, OrderedStep):
+        return root.describe()
     if isinstance(root, SetStep):
         op = root.kind.upper() + ("" if root.distinct else " ALL")
         inner = f"({_describe(root.inputs[0])}) {op} ({_describe(root.inputs[1])})"
@@ -547,27 +685,29 @@ def _compile_view(name: str, block: Block, step: int) -> CompiledView:
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
     local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
-    left_keys, right_keys, key_names = [None], [None], [[]]
+    left_keys, right_keys, key_names, strict = [None], [None], [[]], [()]
     for j in range(1, len(order)):
         prefix = set(order[:j])
         pairs = []
         for a, b in analysis.equalities:
             ia, ib = atom_of_slot(block, a), atom_of_slot(block, b)
+            safe = (a, b) in analysis.null_safe
             if ia in prefix and ib == order[j]:
-                pairs.append((a, b))
+                pairs.append((a, b, safe))
             elif ib in prefix and ia == order[j]:
-                pairs.append((b, a))
-        lslots = tuple(p for p, _ in pairs)
-        rslots = tuple(q for _, q in pairs)
+                pairs.append((b, a, safe))
+        lslots = tuple(p for p, _, _ in pairs)
+        rslots = tuple(q for _, q, _ in pairs)
         left_keys.append(_getter(lslots))
         right_keys.append(_getter(rslots))
+        strict.append(tuple(i for i, (_, _, safe) in enumerate(pairs) if not safe))
         names = {c.slot: f"{c.qualifier}.{c.name}" for c in block.scope.columns}
         key_names.append([names[q] for q in rslots])
     residual = [compiler.compile_condition(c).fn for c in analysis.residual]
     kind = "aggregate" if block.is_aggregate else "distinct" if block.distinct else "project"
     subs = block.subqueries
     view = CompiledView(name, block, order, step, step + len(order) - 1 + len(subs), kind,
-                        local, left_keys, right_keys, key_names, residual)
+                        local, left_keys, right_keys, key_names, strict, residual)
     for i, sub in enumerate(subs):
         inner = ExpressionCompiler(sub.inner_scope)
         view.subqueries.append(SubqueryStep(
@@ -700,7 +840,7 @@ def emit(source: CompiledView | SetStep, row: tuple, w: int) -> list[tuple]:
 def reach(reader, slot: int, row: tuple, w: int) -> list[tuple]:
     """A changed row of a table or view into one step reading it: a view's atom ``slot``
     (past that atom's filters), a set step's side, or a subquery step's right side."""
-    if isinstance(reader, (SetStep, SubqueryStep)):
+    if isinstance(reader, (SetStep, SubqueryStep, OrderedStep)):
         return reader.enter(row, w, slot)
     wide = reader.atom_row(slot, row)
     if all(f(wide) is True for f in reader.local[slot]):
@@ -779,8 +919,9 @@ class KeyedStep(StatefulProcessor):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
                 self.by_step[v.final_step] = (v, len(v.order) + len(v.subqueries))
-        for node in compiled.sets:
-            self.by_step[node.step] = (node, 0)
+        for node in compiled.nodes:
+            for j in range(node.last_step - node.step + 1):
+                self.by_step[node.step + j] = (node, j)
 
     def setup(self, sides, values) -> None:
         """The state of the current group: Spark's, or the in-memory stand-ins of a bulk
@@ -798,7 +939,9 @@ class KeyedStep(StatefulProcessor):
         if step < len(self.layout.tables):
             return 0
         view, j = self.by_step[step]
-        return view.level if isinstance(view, SetStep) else view.step_level(j)
+        if isinstance(view, (SetStep, OrderedStep)):
+            return view.level_of(j)
+        return view.step_level(j)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per group costs far less
@@ -828,6 +971,8 @@ class KeyedStep(StatefulProcessor):
         view, j = self.by_step[step]
         if isinstance(view, SetStep):
             return self._set(view, key, frame)
+        if isinstance(view, OrderedStep):
+            return self._ordered(view, j, key, frame)
         sides = [Counter(), Counter()]
         partials = []
         for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
@@ -894,6 +1039,7 @@ class KeyedStep(StatefulProcessor):
         old_left, left_length = self._side(LEFT) if d_right else ({}, 0)
         old_right, right_length = self._side(RIGHT) if d_left else ({}, 0)
         lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
+        strict = view.strict[j]
         new_right = Counter(old_right)
         for r, w in d_right.items():
             new_right[r] += w
@@ -905,7 +1051,7 @@ class KeyedStep(StatefulProcessor):
             for lb, lw in left.items():
                 lt = pickle.loads(lb)
                 k = lkey(lt)
-                if any(v is None for v in k):
+                if any(k[i] is None for i in strict):
                     continue
                 for rb, rw in right.items():
                     if rw and keys[rb] == k:  # a key holds every join value of its bucket
@@ -1073,6 +1219,48 @@ class KeyedStep(StatefulProcessor):
         self._keep(key, counts)
         return out
 
+    # -- ordering steps: a key's rows with counts, and the outputs they order
+    def _ordered(self, node: OrderedStep, j: int, key: int, frame: dict[str, list]
+                 ) -> list[tuple]:
+        delta: Counter = Counter()
+        for row, weight in zip(frame["row"], frame["weight"], strict=True):
+            delta[pickle.loads(row)] += int(weight)  # tuples: 1 and 1.0 are one row
+        delta = Counter({r: w for r, w in delta.items() if w})
+        held = self._load(key) or {}
+        out: list[tuple] = []
+        if node.kind == "window":
+            view = node.window
+            for part, rows in by_partition(delta, view.partition).items():
+                members = held.setdefault(part, {})
+                before = view.evaluate(_listed(members))
+                _add(members, rows)
+                change = Counter(view.evaluate(_listed(members)))
+                change.subtract(before)
+                if not members:
+                    del held[part]
+                for r, w in change.items():
+                    if w:
+                        out += emit(node, r, w)
+        else:
+            n = node.offset + node.limit
+            before = node.first(held, n)
+            _add(held, delta.items())
+            after = node.first(held, n)
+            if j == 0:  # a key's first rows, to the merge
+                change = Counter(after)
+                change.subtract(before)
+                out = [record(node.step + 1, 0, LEFT, pickle.dumps(r, protocol=5), w,
+                              join=False) for r, w in change.items() if w]
+            else:  # the candidates: rows offset + 1 .. offset + limit of them
+                width = len(node.columns)
+                change = Counter(r[:width] for r in after[node.offset:])
+                change.subtract(r[:width] for r in before[node.offset:])
+                for r, w in change.items():
+                    if w:
+                        out += emit(node, r, w)
+        self._keep(key, held)
+        return out
+
     def handleInitialState(self, key, initialState: Row, timerValues) -> None:
         """The bulk build's state of this group (:func:`bulk_build`): a join side's log,
         whole, as one pickled list; or every key's value of the group, as a pickled dict."""
@@ -1085,6 +1273,21 @@ class KeyedStep(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+def _listed(rows: dict[tuple, int]) -> list[tuple]:
+    """Rows with counts as a list, each row as often as it counts."""
+    return [row for row, n in rows.items() for _ in range(n)]
+
+
+def _add(rows: dict[tuple, int], changes) -> None:
+    """``(row, weight)`` changes into ``rows`` (row -> count), dropping rows at zero."""
+    for row, w in changes:
+        n = rows.get(row, 0) + w
+        if n:
+            rows[row] = n
+        else:
+            rows.pop(row, None)
 
 
 def _unpacked(row: bytes, weight: int) -> list[tuple[bytes, int]]:
