@@ -47,6 +47,7 @@ from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, from_exact
 from .expressions import ExpressionCompiler, nan_order, table_scope
+from .plan import unordered
 from .topk import TopKError, sort_key
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
@@ -535,6 +536,19 @@ def output_layout(windowing: Windowing, base_columns: Columns, types: list[SqlTy
             columns.append(base_columns[c])
         column += width
     return layout, columns
+
+
+def windowing_of(query: exp.Expression
+                 ) -> tuple[Windowing, list[exp.Expression] | None] | None:
+    """The :class:`Windowing` of a select with window functions in its select list, or
+    inside expressions there (then also those expressions over the windowed rows,
+    :func:`windows_apart`), ORDER BY without LIMIT dropped; None when it has neither."""
+    body, outer = query.transform(unordered), None
+    windowing = split_windows(body)
+    if windowing is None:  # windows inside expressions: computed over the windows
+        body, outer = windows_apart(body) or (None, None)
+        windowing = split_windows(body) if body is not None else None
+    return None if windowing is None else (windowing, outer)
 
 
 def windows_as_derived(query: exp.Expression) -> exp.Expression:

@@ -51,9 +51,8 @@ from ..why import WitnessLayout, witness_queries
 from ..windows import (
     WINDOWED,
     WindowView,
-    split_windows,
     window_view,
-    windows_apart,
+    windowing_of,
     windows_as_derived,
 )
 from ..zset import Delta
@@ -467,13 +466,10 @@ class LocalCatalog(Catalog):
         such select (it is planned as usual)."""
         if strategy is not None:
             return None
-        body, outer = query.transform(unordered), None
-        windowing = split_windows(body)
-        if windowing is None:  # windows inside expressions: computed over the windows
-            body, outer = windows_apart(body) or (None, None)
-            windowing = split_windows(body) if body is not None else None
-        if windowing is None:
+        split = windowing_of(query)
+        if split is None:
             return None
+        windowing, outer = split
         base = f"{name}__base"
         self.create_view(base, windowing.base, None)
         try:

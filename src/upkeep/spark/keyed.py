@@ -76,15 +76,15 @@ from ..plan import (
     derived_table_body,
     derived_tables,
     read_relation,
-    unordered,
 )
 from ..ranked import qualify_as_derived
+from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k
 from ..types import SqlType
-from ..windows import WindowView, by_partition, split_windows, window_view, windows_apart
+from ..windows import WindowView, by_partition, window_view, windowing_of
 from .errors import BatchRejected
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
@@ -585,14 +585,11 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
                                    columns[:len(columns) - hidden], order=key, limit=limit,
                                    offset=offset, hidden_columns=hidden))
             return
-        body, outer = query.transform(unordered), None
-        windowing = split_windows(body)
-        if windowing is None:  # windows inside expressions: computed over the windows
-            body, outer = windows_apart(body) or (None, None)
-            windowing = split_windows(body) if body is not None else None
-        if windowing is None:
+        split = windowing_of(query)
+        if split is None:
             bind(part, prepare(query))
             return
+        windowing, outer = split
         bind(f"{part}__base", prepare(windowing.base))
         try:
             window = window_view(part, windowing, f"{part}__base", schema_of(f"{part}__base"),
@@ -603,8 +600,7 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
                                window=window, partition=tuple(windowing.partition)))
 
     tree = parse_one(sql)
-    with_ = tree.args.get("with_" if "with_" in tree.args else "with")
-    if with_ is not None and with_.args.get("recursive"):
+    if recursive_with(tree) is not None:
         raise _NotKeyed("a recursive CTE (WITH RECURSIVE)")
     bodies, query = ctes_as_relations(tree, name)
     for helper, body in bodies:
