@@ -311,6 +311,7 @@ def _state_read_by_one_row(spark, tmp_path, orders: int) -> dict[str, int]:
                         database=tmp_path / f"db{orders}")
     db.execute(TABLES)
     db.create_view("per_segment", VIEWS["per_segment"])
+    assert "Spark keyed state" in db.explain("per_segment")  # planned before the load
     db.load("customer", spark.createDataFrame(
         [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(50)],
         "ck int, nk int, segment string"))
@@ -328,7 +329,8 @@ def test_one_row_batch_reads_what_its_keys_hold(spark, tmp_path, monkeypatch) ->
     """A 1-row micro-batch reads the state of the keys it touches (Spark's own RocksDB
     metrics), not the state a view holds: about the same bytes at 10x the loaded rows,
     since the keys a step hashes into grow with the load (scaled down here: 8 rows per
-    key instead of 128, so that 500 and 5,000 rows get different key counts)."""
+    key instead of 128, so that 500 and 5,000 rows get different key counts), also when
+    the view was explained before the load."""
     monkeypatch.setattr(keyed_state, "ROWS_PER_KEY", 8)
     monkeypatch.setattr(keyed_state, "MIN_BUCKETS", 16)
     small = _state_read_by_one_row(spark, tmp_path, 500)

@@ -397,6 +397,7 @@ class SparkConnection(Engine):
         tmp = target / f".{uuid.uuid4().hex}.tmp"
         data.select(*names).write.parquet(str(tmp))
         tmp.rename(target / f"{len(self._load_parts(table)):08d}")
+        self._plan = None  # keyed steps' keys are sized for the rows loaded
 
     def _load_parts(self, table: str) -> list[Path]:
         return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
