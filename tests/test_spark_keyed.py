@@ -105,6 +105,14 @@ VIEWS = {
     "top_orders": "SELECT ok, price FROM orders ORDER BY price DESC NULLS LAST, ok LIMIT 3",
     "top_hidden": "SELECT ok FROM orders ORDER BY qty NULLS FIRST, ok LIMIT 2 OFFSET 1",
     "top_segments": "SELECT segment, total FROM per_segment ORDER BY total DESC LIMIT 1",
+    # QUALIFY, a window inside an expression, a top-k CTE: the same steps
+    "latest": "SELECT ok, ck FROM orders "
+              "QUALIFY ROW_NUMBER() OVER (PARTITION BY ck ORDER BY ok DESC) = 1",
+    "rises": "SELECT ok, price - LAG(price) OVER (PARTITION BY ck ORDER BY ok) AS up "
+             "FROM orders",
+    "top_buyers": "WITH t AS (SELECT ck, COUNT(*) AS n FROM orders GROUP BY ck "
+                  "ORDER BY n DESC, ck LIMIT 2) "
+                  "SELECT c.segment, t.n FROM t JOIN customer c ON c.ck = t.ck",
 }
 
 
