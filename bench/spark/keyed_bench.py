@@ -25,6 +25,13 @@ Usage::
     .venv/bin/python -m bench.spark.keyed_bench --scales 0.1
     .venv/bin/python -m bench.spark.keyed_bench --scales 0.01 --big 1000 \\
         --out bench/results/spark_keyed_small.json
+    .venv/bin/python -m bench.spark.keyed_bench --scales 1 --views join_agg --systems keyed \\
+        --singles 1 --big 100000 --bigs 2 \\
+        --masters 'local-cluster[1,1,1024];local-cluster[2,1,1024]' \\
+        --out bench/results/spark_keyed_executors.json
+
+``--masters`` runs each case on each Spark master (``;``-separated): executor JVMs of
+``local-cluster[N,cores,MB]`` against one another for the throughput of big batches.
 """
 
 from __future__ import annotations
@@ -76,12 +83,13 @@ def normalized(rows) -> Counter:
                          else v for v in r) for r in rows)
 
 
-def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: int) -> dict:
-    """One (scale, view, system) in this process."""
+def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: int,
+            master: str = "local[2]") -> dict:
+    """One (scale, view, system) in this process, on Spark master ``master``."""
     from upkeep.spark import spark_session
 
-    spark = spark_session("local[2]", config={"spark.sql.shuffle.partitions": "4",
-                                              "spark.driver.memory": "6g"})
+    spark = spark_session(master, config={"spark.sql.shuffle.partitions": "4",
+                                          "spark.driver.memory": "6g"})
     data = {t: load_table(scale, t) for t in TABLES}
     held = singles + big * bigs
     orders = data["orders"]
@@ -90,7 +98,7 @@ def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: 
     for t in TABLES:
         (work / t).mkdir()
         pq.write_table(initial if t == "orders" else data[t], work / t / "part-0.parquet")
-    out: dict = {"scale": scale, "view": view, "system": system,
+    out: dict = {"scale": scale, "view": view, "system": system, "master": master,
                  "state_rows": sum(data[t].num_rows for t in TABLES) - held}
     sql = VIEWS[view]
     batches = [_rows(rest.slice(i, 1)) for i in range(singles)]
@@ -158,13 +166,16 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=10_000)
     parser.add_argument("--bigs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--masters", default="local[2]",
+                        help="Spark masters to run each case on, comma-separated with ';' "
+                        "(e.g. 'local-cluster[1,1,1024];local-cluster[2,1,1024]')")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         scale, view, system = args.child
         print(json.dumps(run_one(float(scale), view, system, args.singles, args.big,
-                                 args.bigs)))
+                                 args.bigs, args.masters)))
         sys.stdout.flush()
         import os
 
@@ -173,32 +184,35 @@ def main() -> None:
     results = []
     for scale in [float(s) for s in args.scales.split(",")]:
         generate(scale)
-        for view in args.views.split(","):
-            for system in args.systems.split(","):
-                cmd = [sys.executable, "-m", "bench.spark.keyed_bench", "--singles",
-                       str(args.singles), "--big", str(args.big), "--bigs", str(args.bigs),
-                       "--child", str(scale), view, system]
-                try:
-                    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                                          timeout=args.timeout)
-                    lines = done.stdout.strip().splitlines()
-                    result = json.loads(lines[-1]) if lines else {
-                        "scale": scale, "view": view, "system": system,
-                        "error": done.stderr.strip().splitlines()[-1:]}
-                except subprocess.TimeoutExpired:
-                    result = {"scale": scale, "view": view, "system": system,
-                              "error": "timeout"}
-                print(json.dumps(result), flush=True)
-                results.append(result)
+        for view, system, master in [(v, s, m) for v in args.views.split(",")
+                                     for s in args.systems.split(",")
+                                     for m in args.masters.split(";")]:
+            cmd = [sys.executable, "-m", "bench.spark.keyed_bench", "--singles",
+                   str(args.singles), "--big", str(args.big), "--bigs", str(args.bigs),
+                   "--masters", master, "--child", str(scale), view, system]
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                                      timeout=args.timeout)
+                lines = done.stdout.strip().splitlines()
+                result = json.loads(lines[-1]) if lines else {
+                    "scale": scale, "view": view, "system": system, "master": master,
+                    "error": done.stderr.strip().splitlines()[-1:]}
+            except subprocess.TimeoutExpired:
+                result = {"scale": scale, "view": view, "system": system,
+                          "master": master, "error": "timeout"}
+            print(json.dumps(result), flush=True)
+            results.append(result)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     runs = [{"command": command, "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
              "results": results}]
     if out.exists():  # a partial rerun replaces its own (scale, view, system) results only
-        done = {(r["scale"], r["view"], r["system"]) for r in results}
+        def case(r: dict) -> tuple:
+            return r["scale"], r["view"], r["system"], r.get("master", "local[2]")
+
+        done = {case(r) for r in results}
         for run in json.loads(out.read_text()).get("runs", []):
-            run["results"] = [r for r in run["results"]
-                              if (r["scale"], r["view"], r["system"]) not in done]
+            run["results"] = [r for r in run["results"] if case(r) not in done]
             if run["results"]:
                 runs.append(run)
     out.write_text(json.dumps({"runs": runs}, indent=1))
