@@ -84,11 +84,11 @@ def normalized(rows) -> Counter:
 
 
 def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: int,
-            master: str = "local[2]") -> dict:
+            master: str = "local[2]", partitions: int = 4) -> dict:
     """One (scale, view, system) in this process, on Spark master ``master``."""
     from upkeep.spark import spark_session
 
-    spark = spark_session(master, config={"spark.sql.shuffle.partitions": "4",
+    spark = spark_session(master, config={"spark.sql.shuffle.partitions": str(partitions),
                                           "spark.driver.memory": "6g"})
     data = {t: load_table(scale, t) for t in TABLES}
     held = singles + big * bigs
@@ -99,6 +99,7 @@ def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: 
         (work / t).mkdir()
         pq.write_table(initial if t == "orders" else data[t], work / t / "part-0.parquet")
     out: dict = {"scale": scale, "view": view, "system": system, "master": master,
+                 "partitions": partitions,
                  "state_rows": sum(data[t].num_rows for t in TABLES) - held}
     sql = VIEWS[view]
     batches = [_rows(rest.slice(i, 1)) for i in range(singles)]
@@ -166,6 +167,8 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=10_000)
     parser.add_argument("--bigs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--partitions", type=int, default=4,
+                        help="spark.sql.shuffle.partitions (the keyed state's partitions)")
     parser.add_argument("--masters", default="local[2]",
                         help="Spark masters to run each case on, comma-separated with ';' "
                         "(e.g. 'local-cluster[1,1,1024];local-cluster[2,1,1024]')")
@@ -175,7 +178,7 @@ def main() -> None:
     if args.child:
         scale, view, system = args.child
         print(json.dumps(run_one(float(scale), view, system, args.singles, args.big,
-                                 args.bigs, args.masters)))
+                                 args.bigs, args.masters, args.partitions)))
         sys.stdout.flush()
         import os
 
@@ -189,7 +192,8 @@ def main() -> None:
                                      for m in args.masters.split(";")]:
             cmd = [sys.executable, "-m", "bench.spark.keyed_bench", "--singles",
                    str(args.singles), "--big", str(args.big), "--bigs", str(args.bigs),
-                   "--masters", master, "--child", str(scale), view, system]
+                   "--masters", master, "--partitions", str(args.partitions),
+                   "--child", str(scale), view, system]
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                                       timeout=args.timeout)
@@ -208,7 +212,8 @@ def main() -> None:
              "results": results}]
     if out.exists():  # a partial rerun replaces its own (scale, view, system) results only
         def case(r: dict) -> tuple:
-            return r["scale"], r["view"], r["system"], r.get("master", "local[2]")
+            return (r["scale"], r["view"], r["system"], r.get("master", "local[2]"),
+                    r.get("partitions", 4))
 
         done = {case(r) for r in results}
         for run in json.loads(out.read_text()).get("runs", []):
