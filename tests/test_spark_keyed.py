@@ -148,48 +148,48 @@ def keyed(spark, tmp_path_factory):
         db.close()
 
 
+#: how EXPLAIN ends for some views: their steps, levels and helper roots
+EXPLAIN_ENDINGS = {
+    "busy_segments": "per_segment",  # after its level 1
+    "idle": "(customer) EXCEPT (orders) -> except by row (level 0)",
+    "over_set": "idle -> aggregate by group key (level 1)",
+    "idle_per_region": "join nation by (n.nk) (level 0) -> anti-join with orders by (c.ck) "
+                       "(level 1) -> aggregate by group key (level 2)",
+    "per_customer": "per_customer__sub1 -> aggregate by group key (level 1); "
+                    "per_customer__sub1 = (customer -> join orders by (o.ck) (level 0)) "
+                    "UNION ALL (customer -> anti-join with orders by (c.ck) (level 0))",
+    "pricey": "orders -> cross product with pricey__sub1, one key (level 1); "
+              "pricey__sub1 = orders -> aggregate by group key (level 0)",
+    "nested_sub": "nested_sub__sub1 -> aggregate by group key (level 2); nested_sub__sub2 = "
+                  "orders -> aggregate by group key (level 0); nested_sub__sub1 = customer "
+                  "-> join nested_sub__sub2 by (t.ck) (level 1)",
+    "ranked": "ranked__base -> window functions by partition (ck) (level 0); "
+              "ranked__base = orders",
+    "top_hidden": "top_hidden__topk -> first 3 rows per key (level 0) -> rows 2..3 of "
+                  "them, one key (level 1); top_hidden__topk = orders",
+    "firsts": "ranked -> aggregate by group key (level 1)",
+    "if_any_four": "nation -> semijoin with orders, one key (level 0) -> aggregate by group "
+                   "key (level 1)",
+}
+
+
 def test_every_view_runs_in_keyed_state(keyed) -> None:
     for name in VIEWS:
         text = keyed.explain(name)
         assert "Spark keyed state" in text, (name, text)
+    for name, ending in EXPLAIN_ENDINGS.items():
+        assert keyed.explain(name).endswith(ending), (name, keyed.explain(name))
     assert "join customer by (c.ck)" in keyed.explain("per_region")
     assert "aggregate by group key (level 2)" in keyed.explain("per_region")
     assert "cross product with orders, one key" in keyed.explain("theta")
-    assert keyed.explain("busy_segments").endswith("per_segment")  # after its level 1
     assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
         "(level 3)" in keyed.explain("big_per_region")
-    assert keyed.explain("idle").endswith(
-        "(customer) EXCEPT (orders) -> except by row (level 0)")
     assert "(orders) UNION ALL (customer)) EXCEPT (orders) -> except by row (level 0)" in \
         keyed.explain("nested")
-    assert keyed.explain("over_set").endswith("idle -> aggregate by group key (level 1)")
-    assert keyed.explain("idle_per_region").endswith(
-        "join nation by (n.nk) (level 0) -> anti-join with orders by (c.ck) (level 1) "
-        "-> aggregate by group key (level 2)")
     assert "semijoin with customer by (o.ck) (level 0) -> anti-join with nation by (o.qty) " \
         "(level 1)" in keyed.explain("auto_orders")
     assert "anti-join with nation by (o.qty) (level 2)" in keyed.explain("not_eu_qty")
     assert "anti-join with orders by (c.ck, c.nk) (level 2)" in keyed.explain("other_nk")
-    assert keyed.explain("per_customer").endswith(
-        "per_customer__sub1 -> aggregate by group key (level 1); per_customer__sub1 = "
-        "(customer -> join orders by (o.ck) (level 0)) UNION ALL "
-        "(customer -> anti-join with orders by (c.ck) (level 0))")
-    assert keyed.explain("pricey").endswith(
-        "orders -> cross product with pricey__sub1, one key (level 1); "
-        "pricey__sub1 = orders -> aggregate by group key (level 0)")
-    assert keyed.explain("nested_sub").endswith(
-        "nested_sub__sub1 -> aggregate by group key (level 2); nested_sub__sub2 = orders -> "
-        "aggregate by group key (level 0); nested_sub__sub1 = customer -> join "
-        "nested_sub__sub2 by (t.ck) (level 1)")
-    assert keyed.explain("ranked").endswith(
-        "ranked__base -> window functions by partition (ck) (level 0); "
-        "ranked__base = orders")
-    assert keyed.explain("top_hidden").endswith(
-        "top_hidden__topk -> first 3 rows per key (level 0) -> rows 2..3 of them, one key "
-        "(level 1); top_hidden__topk = orders")
-    assert keyed.explain("firsts").endswith("ranked -> aggregate by group key (level 1)")
-    assert keyed.explain("if_any_four").endswith(
-        "nation -> semijoin with orders, one key (level 0) -> aggregate by group key (level 1)")
 
 
 def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> None:
