@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import upkeep
+from upkeep.spark.session import default_partitions
 from upkeep.spark.shard_client import server_stats
 
 TABLES = """
@@ -49,6 +50,14 @@ def both(spark, tmp_path):
 def assert_same(local, remote) -> None:
     for name in VIEWS:
         assert Counter(remote.view(name).rows()) == Counter(local.view(name).rows()), name
+
+
+@pytest.mark.parametrize(("master", "partitions"), [
+    ("local[2]", 2), ("local[3, 2]", 3), ("local", 1), ("local-cluster[2,1,1024]", 2),
+    ("local-cluster[3, 2, 512]", 6), ("spark://host:7077", 4), ("yarn", 4)])
+def test_shuffle_partitions_default_to_the_cores(master, partitions) -> None:
+    """A state store per partition commits every micro-batch: as many as the cores."""
+    assert default_partitions(master) == partitions
 
 
 def test_bulk_load_then_changes(spark, tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from pyspark.sql import SparkSession
@@ -16,13 +17,14 @@ def spark_session(master: str = "local[2]", app_name: str = "upkeep",
 
     Python workers must run this interpreter (it has upkeep, pandas and pyarrow), so
     ``PYSPARK_PYTHON`` defaults to it.  On a real cluster, set ``PYSPARK_PYTHON`` to an
-    interpreter with upkeep installed on every node (docs/spark.md).
+    interpreter with upkeep installed on every node (docs/spark.md).  Shuffle partitions
+    default to :func:`default_partitions` of ``master``.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.shuffle.partitions", str(default_partitions(master)))
                .config("spark.sql.session.timeZone", "UTC"))
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
@@ -30,6 +32,22 @@ def spark_session(master: str = "local[2]", app_name: str = "upkeep",
     spark.sparkContext.setLogLevel(os.environ.get("UPKEEP_SPARK_LOG_LEVEL", "ERROR"))
     configure(spark)
     return spark
+
+
+def default_partitions(master: str) -> int:
+    """Shuffle partitions for ``master``: its cores for ``local[N]``, ``local[*]`` and
+    ``local-cluster[executors,cores,MB]``, else 4.  Every stateful operator commits each
+    partition's state store every micro-batch, so partitions beyond the cores only add
+    commits (on ``local[2]``, 2 instead of 4 take a 1-row keyed batch from about 1.7 s to
+    1.1 s: docs/benchmarks.md)."""
+    local = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master.strip())
+    if local:
+        return (os.cpu_count() or 4) if local.group(1) == "*" else int(local.group(1))
+    cluster = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]",
+                           master.strip())
+    if cluster:
+        return int(cluster.group(1)) * int(cluster.group(2))
+    return 1 if master.strip() == "local" else 4
 
 
 def configure(spark: SparkSession) -> None:
