@@ -92,6 +92,8 @@ VIEWS = {
                  "WHERE c.nk < (SELECT MAX(o.qty) FROM orders o WHERE o.ck = c.ck)",
     "few_below": "SELECT c.ck FROM customer c "
                  "WHERE c.nk < (SELECT COUNT(*) FROM orders o WHERE o.qty < c.nk)",
+    # SELECT DISTINCT over GROUP BY: a distinct step after the aggregate step
+    "sizes": "SELECT DISTINCT COUNT(*) AS n, MAX(qty) AS most FROM orders GROUP BY ck",
     # a join by IS NOT DISTINCT FROM: a NULL qty joins a NULL qty
     "same_qty": "SELECT a.ok, b.ok AS other FROM orders a JOIN orders b "
                 "ON a.qty IS NOT DISTINCT FROM b.qty AND a.ck = b.ck",
@@ -168,6 +170,7 @@ EXPLAIN_ENDINGS = {
     "top_hidden": "top_hidden__topk -> first 3 rows per key (level 0) -> rows 2..3 of "
                   "them, one key (level 1); top_hidden__topk = orders",
     "firsts": "ranked -> aggregate by group key (level 1)",
+    "sizes": "orders -> aggregate by group key (level 0) -> distinct by row (level 1)",
     "if_any_four": "nation -> semijoin with orders, one key (level 0) -> aggregate by group "
                    "key (level 1)",
 }
@@ -260,7 +263,7 @@ def test_bulk_load_builds_keyed_state(spark, tmp_path) -> None:
     views = {name: VIEWS[name] for name in (
         "per_segment", "per_region", "everything", "segments", "big_orders", "big_per_region",
         "idle", "idle_per_region", "auto_orders", "per_customer", "nested_sub", "same_qty",
-        "ranked", "top_orders")}
+        "ranked", "top_orders", "sizes")}
     rnd = random.Random(11)
     nations = [(k, ["EU", "ASIA", None][k % 3]) for k in range(5)]
     customers = [(k, k % 6, ["AUTO", "HOUSE"][k % 2]) for k in range(40)]

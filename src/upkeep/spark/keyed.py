@@ -133,8 +133,6 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
     for relation in [a.relation for a in block.atoms] + [s.relation for s in block.subqueries]:
         if relation not in tables and relation not in keyed_views:
             return f"it reads view {relation}, which is not in keyed state"
-    if block.distinct and block.is_aggregate:
-        return "DISTINCT over an aggregate"
     return None
 
 
@@ -207,12 +205,17 @@ class CompiledView:
     readers: list = field(default_factory=list)  # (keyed view, atom) or (set step, side)
     hidden: bool = False  # an input of a set operation: its rows go only to its readers
     subqueries: list = field(default_factory=list)  # its SubqueryStep per EXISTS / IN
+    distinct_after: bool = False  # SELECT DISTINCT .. GROUP BY: a distinct step follows
+
+    @property
+    def last_step(self) -> int:
+        return self.final_step + self.distinct_after
 
     @property
     def ready(self) -> int:
         """The first level its rows can reach (they are emitted the level before)."""
         return self.step_level(len(self.order) + len(self.subqueries)) + (
-            0 if self.kind == "project" else 1)
+            0 if self.kind == "project" else 1) + self.distinct_after
 
     def step_level(self, j: int) -> int:
         """The level of its ``j``-th step: join steps ``1 .. len(order) - 1``, then its
@@ -622,7 +625,7 @@ def _plan_columns(plan) -> list[tuple[str, SqlType]]:
 
 def _after(step: int, chains: list, nodes: list) -> int:
     """The first step id after ``step`` and the steps of ``chains`` and ``nodes``."""
-    return max([step, *(c.final_step + 1 for c in chains),
+    return max([step, *(c.last_step + 1 for c in chains),
                 *(t.last_step + 1 for t in nodes)])
 
 
@@ -672,6 +675,9 @@ def _describe(root) -> str:
     if root.kind != "project":
         parts.append(f"{root.kind} by group key "
                      f"(level {root.step_level(len(root.order) + len(root.subqueries))})")
+    if root.distinct_after:
+        parts.append("distinct by row "
+                     f"(level {root.step_level(len(root.order) + len(root.subqueries) + 1)})")
     return " -> ".join(parts)
 
 
@@ -712,6 +718,7 @@ def _compile_view(name: str, block: Block, step: int) -> CompiledView:
             _getter(tuple(sub.inner_keys)), [inner.compile(c).fn for c in sub.local],
             ", ".join(c.sql() for c in sub.outer_keys), sub.null_probe))
     if kind == "aggregate":
+        view.distinct_after = block.distinct
         keys = [compiler.compile(g) for g in block.group_by]
         view.aggs = [compile_aggregate(a, compiler) for a in block.aggregates]
         view.finalizer = Finalizer([e for _, e in block.select], block.having,
@@ -915,6 +922,8 @@ class KeyedStep(StatefulProcessor):
                 self.by_step[v.first_step + j - 1] = (v, j)
             if v.kind != "project":
                 self.by_step[v.final_step] = (v, len(v.order) + len(v.subqueries))
+            if v.distinct_after:
+                self.by_step[v.last_step] = (v, len(v.order) + len(v.subqueries) + 1)
         for node in compiled.nodes:
             for j in range(node.last_step - node.step + 1):
                 self.by_step[node.step + j] = (node, j)
@@ -982,7 +991,7 @@ class KeyedStep(StatefulProcessor):
         if j < len(view.order) + len(view.subqueries):
             return self._semi(view.subqueries[j - len(view.order)], sides[LEFT], sides[RIGHT])
         delta = {r: w for r, w in sides[LEFT].items() if w}
-        if view.kind == "aggregate":
+        if view.kind == "aggregate" and step == view.final_step:
             return self._aggregate(view, key, delta, partials)
         return self._distinct(view, key, delta)
 
@@ -1170,11 +1179,19 @@ class KeyedStep(StatefulProcessor):
                 groups[g][1] = new
             if old != new:
                 if old is not None:
-                    out += emit(view, old, -1)
+                    out += self._grouped_row(view, old, -1)
                 if new is not None:
-                    out += emit(view, new, 1)
+                    out += self._grouped_row(view, new, 1)
         self._keep(key, groups)
         return out
+
+    @staticmethod
+    def _grouped_row(view: CompiledView, row: tuple, w: int) -> list[tuple]:
+        """An aggregate's changed row: on, or (SELECT DISTINCT) to its distinct step."""
+        if view.distinct_after:
+            return [record(view.last_step, view.bucket(row), LEFT,
+                           pickle.dumps(row, protocol=5), w, join=False)]
+        return emit(view, row, w)
 
     # -- distinct step: a row's count crossing zero
     def _distinct(self, view: CompiledView, key: int, delta: dict[bytes, int]) -> list[tuple]:
