@@ -85,6 +85,7 @@ from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k
 from ..types import SqlType
 from ..windows import WindowView, by_partition, window_view, windowing_of
+from ..zset import add_into
 from .errors import BatchRejected
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
@@ -360,7 +361,6 @@ class OrderedStep:
     order: Callable[[tuple], tuple] | None = None  # top-k: a helper row's ORDER BY key
     limit: int = 0
     offset: int = 0
-    hidden_columns: int = 0  # top-k: trailing helper columns kept only to order by
     step: int = 0
     level: int = 0
     buckets: int = 1024
@@ -586,7 +586,7 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
                 raise _NotKeyed(f"top-k by {exc}") from None
             bind(part, OrderedStep(part, "top-k", f"{part}__topk",
                                    columns[:len(columns) - hidden], order=key, limit=limit,
-                                   offset=offset, hidden_columns=hidden))
+                                   offset=offset))
             return
         split = windowing_of(query)
         if split is None:
@@ -1246,7 +1246,8 @@ class KeyedStep(StatefulProcessor):
             for part, rows in by_partition(delta, view.partition).items():
                 members = held.setdefault(part, {})
                 before = view.evaluate(_listed(members))
-                _add(members, rows)
+                for r, w in rows:
+                    add_into(members, r, w)
                 change = Counter(view.evaluate(_listed(members)))
                 change.subtract(before)
                 if not members:
@@ -1257,7 +1258,8 @@ class KeyedStep(StatefulProcessor):
         else:
             n = node.offset + node.limit
             before = node.first(held, n)
-            _add(held, delta.items())
+            for r, w in delta.items():
+                add_into(held, r, w)
             after = node.first(held, n)
             if j == 0:  # a key's first rows, to the merge
                 change = Counter(after)
@@ -1291,16 +1293,6 @@ class KeyedStep(StatefulProcessor):
 def _listed(rows: dict[tuple, int]) -> list[tuple]:
     """Rows with counts as a list, each row as often as it counts."""
     return [row for row, n in rows.items() for _ in range(n)]
-
-
-def _add(rows: dict[tuple, int], changes) -> None:
-    """``(row, weight)`` changes into ``rows`` (row -> count), dropping rows at zero."""
-    for row, w in changes:
-        n = rows.get(row, 0) + w
-        if n:
-            rows[row] = n
-        else:
-            rows.pop(row, None)
 
 
 def _unpacked(row: bytes, weight: int) -> list[tuple[bytes, int]]:
