@@ -11,7 +11,7 @@ from decimal import Decimal
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import upkeep
@@ -134,3 +134,102 @@ def test_negative_numbers_are_valued_and_typed_as_duckdb_does_without_asking_it(
         assert typ.sql() == want_type, n
     db.execute("UPDATE t SET k = -7 WHERE k = -(-1)")  # a statement: the same fold
     assert db.execute("SELECT k FROM t").fetchall() == [(-7,)]
+
+
+def test_arrow_columns_become_python_values_once_per_distinct_value() -> None:
+    """Dates, timestamps and decimals are made once per distinct value of a chunk (and
+    shared); every type gives what ``to_pylist`` gives, nulls and chunks included."""
+    import pyarrow as pa
+
+    from upkeep.codecs.arrow_values import column_values
+
+    days = [dt.date(2024, 1, 1), None, dt.date(2024, 1, 2), dt.date(2024, 1, 1)]
+    columns = [
+        pa.chunked_array([pa.array(days), pa.array(days[::-1]), pa.array([], pa.date32())]),
+        pa.array([dt.datetime(2024, 1, 1, 5), None] * 3, pa.timestamp("us", tz="UTC")),
+        pa.array([Decimal("1.50"), None, Decimal("-0.25")] * 2, pa.decimal128(9, 2)),
+        pa.array([dt.time(1, 2), None], pa.time64("us")),
+        pa.array(["a", None, "a"]),
+        pa.array([None, None], pa.date32()),
+    ]
+    for column in columns:
+        assert column_values(column) == column.to_pylist(), column.type
+    values = column_values(columns[0])
+    assert values[0] is values[3] and values[4] is values[7]  # one object per day
+
+
+@settings(deadline=None, max_examples=60)
+@given(columns_and_rows, st.integers(1, 3))
+def test_an_arrow_load_equals_the_same_rows_as_tuples(data, chunks) -> None:
+    """Rows given as an Arrow table of the columns' own types skip the per-row check
+    (``rows.arrow_typed``): they must land exactly as the same rows given as tuples, with
+    NaN made canonical (so a row holding one can be deleted again), duplicates counted."""
+    import pyarrow as pa
+
+    columns, rows = data
+    assume(all(t.kind != "TIMESTAMP" for _, t in columns))  # no TIMESTAMP in CREATE TABLE
+    rows = normal(rows, columns) * 2  # every row twice: a duplicate in each load
+    table = to_arrow(columns, rows)
+    if rows:  # several chunks, as a Parquet file or a concatenation gives
+        step = max(1, len(rows) // chunks)
+        table = pa.concat_tables([table.slice(i, step) for i in range(0, len(rows), step)])
+    schema = ", ".join(f"{n} {t.sql()}" for n, t in columns)
+    dbs = []
+    for given_rows in (rows, table):
+        db = upkeep.connect()
+        db.execute(f"CREATE TABLE t ({schema})")
+        with db.transaction():
+            db.insert("t", given_rows)
+        dbs.append(db)
+    as_tuples, as_arrow = (sorted(map(repr, db.execute("SELECT * FROM t").fetchall()))
+                           for db in dbs)
+    assert as_arrow == as_tuples
+    dbs[1].delete("t", rows)  # every row found by its tuple: equal keys, canonical NaN
+    assert dbs[1].execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+
+
+def test_arrow_data_of_other_types_is_checked_row_by_row() -> None:
+    """Arrow columns that are not the columns' own types go through the per-row check: a
+    value that does not fit is named with its row."""
+    import pyarrow as pa
+
+    from upkeep.errors import SchemaError
+    from upkeep.rows import arrow_typed
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, x DOUBLE)")
+    columns = db.schema_of("t")
+    fits = pa.table({"k": pa.array([1, 2], pa.int32()), "x": [0.5, -0.0]})
+    wide = pa.table({"k": pa.array([1, 2**40], pa.int64()), "x": [0.5, 1.0]})
+    nan = pa.table({"k": pa.array([1], pa.int32()), "x": [math.nan]})
+    assert arrow_typed(fits, "t", columns)
+    assert not arrow_typed(wide, "t", columns) and not arrow_typed(nan, "t", columns)
+    assert not arrow_typed([(1, 0.5)], "t", columns)
+    with pytest.raises(SchemaError, match="row 1"):
+        db.insert("t", wide)
+    assert db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+    db.insert("t", fits)
+    db.delete("t", [(2, 0.0)])  # -0.0 is stored as 0.0, as from a tuple
+    assert db.execute("SELECT k, x FROM t").fetchall() == [(1, 0.5)]
+
+
+def test_a_hugeint_column_reads_arrow_integers_and_refuses_fractions() -> None:
+    """What upkeep's own Arrow results hold for a HUGEINT (``decimal128(38, 0)``) loads
+    back as integers; a fraction or a date for it is refused with its row."""
+    import pyarrow as pa
+
+    from upkeep.errors import SchemaError
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (h HUGEINT)")
+    db.insert("t", [(10**30,), (None,), (-7,)])
+    out = db.execute("SELECT h FROM t").arrow()
+    assert pa.types.is_decimal(out.schema.field("h").type)
+    db.insert("t", out)
+    assert sorted(db.execute("SELECT h FROM t WHERE h IS NOT NULL").fetchall()) == [
+        (-7,), (-7,), (10**30,), (10**30,)]
+    for bad in (pa.array([Decimal("1.50")], pa.decimal128(5, 2)),
+                pa.array([dt.date(2024, 1, 1)], pa.date32())):
+        with pytest.raises(SchemaError, match="row 0"):
+            db.insert("t", pa.table({"h": bad}))
+    assert db.execute("SELECT count(*) FROM t").fetchall() == [(6,)]

@@ -26,7 +26,7 @@ from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
-from ..rows import iter_rows
+from ..rows import arrow_typed, iter_rows
 from ..sql import parse_one
 from ..storage import Storage
 from ..table import Table
@@ -40,6 +40,11 @@ from .commit import Committer
 from .durability import Durability
 from .provenance import delete_queries, txn_name
 from .staging import Staging
+
+
+def _as_is(row: tuple, index: int) -> tuple:
+    """The coercion of rows known to be valid already (:func:`upkeep.rows.arrow_typed`)."""
+    return row
 
 
 def open_local(database: str | os.PathLike | None = ":memory:", *, fsync: bool = True,
@@ -257,7 +262,7 @@ class Connection(Engine):
     @staticmethod
     def _rows(t: Table, rows) -> list[tuple]:
         coerce = t.coerce
-        return [coerce(row, i) for i, row in enumerate(iter_rows(rows, t.name, t.column_names))]
+        return [coerce(row, i) for i, row in enumerate(iter_rows(rows, t.name, t.columns))]
 
     def _hyperplane(self, t: Table, queries: list, **options) -> int:
         """Run hyperplane queries on a provenance table as one statement (in its own
@@ -278,11 +283,11 @@ class Connection(Engine):
             return 1
         delta: Delta = {}
         n = 0
-        coerce = t.coerce
+        coerce = _as_is if arrow_typed(rows, t.name, t.columns) else t.coerce
         verb = "loading rows into" if weight > 0 else "deleting rows from"
         # coercion pauses the collector; the commit that follows promotes bulk work once
         with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
-            for i, row in enumerate(iter_rows(rows, t.name, t.column_names)):
+            for i, row in enumerate(iter_rows(rows, t.name, t.columns)):
                 r = coerce(row, i)
                 before = len(delta)
                 w = delta.setdefault(r, weight)  # a new row is hashed once

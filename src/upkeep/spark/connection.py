@@ -460,7 +460,7 @@ class SparkConnection(Engine):
         table = self._catalog.table(table).name
         schema = self._catalog.schema_of(table)
         staged = [(table, coerce_row(r, schema, table, i), weight)
-                  for i, r in enumerate(iter_rows(rows, table, [n for n, _ in schema]))]
+                  for i, r in enumerate(iter_rows(rows, table, schema))]
         if self._pending is not None:
             self._pending.extend(staged)
         elif staged:  # nothing to change: no change file, no micro-batch
