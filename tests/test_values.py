@@ -233,3 +233,36 @@ def test_a_hugeint_column_reads_arrow_integers_and_refuses_fractions() -> None:
         with pytest.raises(SchemaError, match="row 0"):
             db.insert("t", pa.table({"h": bad}))
     assert db.execute("SELECT count(*) FROM t").fetchall() == [(6,)]
+
+
+def _contents_after_insert(columns, data):
+    """The table's rows after inserting ``data`` (sorted reprs), or the error's type."""
+    db = upkeep.connect()
+    db.execute(f"CREATE TABLE t ({', '.join(f'{n} {t.sql()}' for n, t in columns)})")
+    try:
+        db.insert("t", data)
+    except upkeep.Error as exc:
+        return type(exc)
+    return sorted(map(repr, db.execute("SELECT * FROM t").fetchall()))
+
+
+@settings(deadline=None, max_examples=60)
+@given(columns_and_rows)
+def test_a_pandas_load_through_arrow_equals_the_row_by_row_path(data) -> None:
+    """A DataFrame whose columns Arrow reads as pandas does goes through Arrow
+    (``rows.as_arrow``); it must land exactly as the row-by-row path lands it, or fail
+    alike."""
+    import pandas as pd
+
+    import upkeep.local.connection as local
+    import upkeep.rows as rows_module
+
+    columns, rows = data
+    assume(all(t.kind != "TIMESTAMP" for _, t in columns))
+    frame = pd.DataFrame(normal(rows, columns), columns=[n for n, _ in columns])
+    through_arrow = _contents_after_insert(columns, frame)
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (local, rows_module):
+            patch.setattr(module, "as_arrow", lambda rows, _columns: rows)
+        row_by_row = _contents_after_insert(columns, frame)
+    assert through_arrow == row_by_row

@@ -20,6 +20,7 @@ ARROW_SLICE = 65_536  # rows converted from Arrow to Python objects at a time
 def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
     """The rows of ``rows`` for ``table`` (whose columns are ``columns``); each is then
     checked and coerced by the table's own rules."""
+    rows = as_arrow(rows, columns)
     module = type(rows).__module__
     if module.startswith("pandas"):
         import pandas as pd
@@ -40,6 +41,38 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
         raise SchemaError(f"rows for table {table} must be an iterable of rows, not "
                           f"{type(rows).__name__}")
     yield from rows
+
+
+def as_arrow(rows, columns: list[tuple[str, SqlType]]):
+    """A pandas DataFrame as Arrow, when Arrow reads it as the row-by-row path would (its
+    columns are the table's, in order, of numbers, booleans, strings, dates in object
+    columns or nullable types; NaN and NA become NULL): its rows then take the Arrow
+    path, about twice as fast.  Anything else (datetime64 columns, which that path makes
+    into dates, mixed objects, other names) comes back unchanged."""
+    if not type(rows).__module__.startswith("pandas") or not hasattr(rows, "dtypes"):
+        return rows
+    if [str(c).lower() for c in rows.columns] != [n for n, _ in columns]:
+        return rows
+    if not all(_plain_dtype(dtype) for dtype in rows.dtypes):
+        return rows
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(rows, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return rows
+
+
+# pandas' nullable types, which Arrow reads with NA as NULL
+_NULLABLE = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+             "Float32", "Float64", "boolean", "string")
+
+
+def _plain_dtype(dtype) -> bool:
+    """A column of numbers, booleans or Python objects, or of a nullable type of those."""
+    if str(dtype) in _NULLABLE:
+        return True
+    return type(dtype).__module__.startswith("numpy") and dtype.kind in "iufbO"
 
 
 def _arrow_columns(rows, table: str, column_names: list[str]):

@@ -26,7 +26,7 @@ from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
-from ..rows import arrow_typed, iter_rows
+from ..rows import arrow_typed, as_arrow, iter_rows
 from ..sql import parse_one
 from ..storage import Storage
 from ..table import Table
@@ -283,6 +283,7 @@ class Connection(Engine):
             return 1
         delta: Delta = {}
         n = 0
+        rows = as_arrow(rows, t.columns)
         coerce = _as_is if arrow_typed(rows, t.name, t.columns) else t.coerce
         verb = "loading rows into" if weight > 0 else "deleting rows from"
         # coercion pauses the collector; the commit that follows promotes bulk work once
