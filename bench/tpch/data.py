@@ -7,9 +7,11 @@ scale factor.  Loaded tables are cast to the types of :mod:`schema`
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -62,3 +64,38 @@ def load_table(scale: float, table: str) -> pa.Table:
     target = arrow_schema(table)
     columns = [raw.column(field.name).cast(field.type) for field in target]
     return pa.Table.from_arrays(columns, schema=target)
+
+
+def _cast(batch: pa.RecordBatch | pa.Table, table: str) -> pa.Table:
+    target = arrow_schema(table)
+    return pa.Table.from_arrays([batch.column(f.name).cast(f.type) for f in target],
+                                schema=target)
+
+
+def iter_table(scale: float, table: str, rows: int) -> Iterator[pa.Table]:
+    """One generated table in chunks of about ``rows`` rows, each cast to the benchmark
+    schema, read from Parquet as they are needed: a scale whose tables do not fit in
+    memory beside the system under test can still be loaded."""
+    parquet = pq.ParquetFile(scale_dir(scale) / f"{table}.parquet")
+    for batch in parquet.iter_batches(batch_size=rows):
+        yield _cast(batch, table)
+
+
+def sample_rows(scale: float, table: str, count: int, seed: int) -> list[tuple]:
+    """``count`` distinct rows of a generated table chosen at random (in random order),
+    read a chunk at a time."""
+    parquet = pq.ParquetFile(scale_dir(scale) / f"{table}.parquet")
+    rng = random.Random(seed)
+    order = rng.sample(range(parquet.metadata.num_rows), count)
+    wanted = sorted(order)
+    found: dict[int, tuple] = {}
+    start = 0
+    for batch in parquet.iter_batches(batch_size=1_000_000):
+        end = start + batch.num_rows
+        local = [i - start for i in wanted if start <= i < end]
+        if local:
+            picked = _cast(batch, table).take(local)
+            for i, row in zip(local, picked.to_pylist(), strict=True):
+                found[start + i] = tuple(row.values())
+        start = end
+    return [found[i] for i in order]

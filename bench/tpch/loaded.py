@@ -2,7 +2,9 @@
 
 One process per (scale, query, system) measures, in this order:
 
-1. bulk load of the query's tables (one transaction per table) and the view's build;
+1. bulk load of the query's tables, read from Parquet a chunk of ``LOAD_CHUNK`` rows at a
+   time, one transaction per chunk (so a scale whose tables do not fit in memory twice still
+   loads), and the view's build;
 2. ``--changes`` single-row changes, each its own transaction: updates of random existing
    fact rows, each written as the delete of the old row and the insert of a new version
    (so two changes), with a subscriber attached that counts the rows it is sent;
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from bench.common.environment import flink_python, git_rev, machine, now
 from bench.common.measure import current_rss_mb, peak_rss_mb
-from bench.tpch.data import generate, load_table
+from bench.tpch.data import generate, iter_table, sample_rows
 from bench.tpch.queries import QUERIES, Query
 from bench.tpch.schema import column_names, create_table_sql
 
@@ -47,6 +49,7 @@ LOADED_QUERIES = ("QH", "FQ1", "Q3")
 FACT = "lineitem"
 PRICE = "l_extendedprice"
 FACT_KEY = ("l_orderkey", "l_linenumber")  # how a user deletes one line item
+LOAD_CHUNK = 1_000_000  # rows per load transaction, read from Parquet as they load
 
 
 def updates(rows: list[tuple], count: int, price: int, seed: int) -> list[tuple[int, tuple]]:
@@ -60,13 +63,22 @@ def updates(rows: list[tuple], count: int, price: int, seed: int) -> list[tuple[
     return changes
 
 
-def _inputs(args: argparse.Namespace) -> tuple[Query, dict, list[tuple], float]:
-    """The query, its tables as Arrow, the fact table's rows, and the resident memory held
-    once they are loaded (what each system's memory is measured from)."""
+def _inputs(args: argparse.Namespace) -> tuple[Query, list[tuple], float]:
+    """The query, the fact rows the changes update (drawn at random, distinct: the
+    single-row changes' first, then the batch's), and the resident memory before anything
+    is loaded (what each system's memory is measured from).  Tables are read from Parquet
+    a chunk at a time while they load, so no copy of them is held beside the system."""
     query = QUERIES[args.query]
-    tables = {t: load_table(args.scale, t) for t in query.tables}
-    fact_rows = [tuple(r.values()) for r in tables[FACT].to_pylist()]
-    return query, tables, fact_rows, current_rss_mb()
+    pool = sample_rows(args.scale, FACT, args.changes // 2 + args.batch // 2, args.seed)
+    return query, pool, current_rss_mb()
+
+
+def _changes(args: argparse.Namespace, pool: list[tuple]) -> tuple[list, list]:
+    """The single-row changes and the batch's, over disjoint rows of ``pool``."""
+    price = column_names(FACT).index(PRICE)
+    first = args.changes // 2
+    return (updates(pool[:first], args.changes, price, args.seed),
+            updates(pool[first:], args.batch, price, args.seed + 1))
 
 
 def _result(load_s: float, build_s: float, single_s: float, singles: int, view_rows: int,
@@ -89,15 +101,15 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     """Load, build, subscribe, then time single-row transactions and one big batch."""
     import upkeep
 
-    query, tables, fact_rows, base_mb = _inputs(args)
+    query, pool, base_mb = _inputs(args)
     db = upkeep.connect()
     t0 = time.perf_counter()
-    for name, arrow in tables.items():
+    for name in query.tables:
         db.execute(create_table_sql(name))
-        with db.transaction():
-            db.insert(name, arrow)
+        for chunk in iter_table(args.scale, name, LOAD_CHUNK):
+            with db.transaction():
+                db.insert(name, chunk)
     load_s = time.perf_counter() - t0
-    del tables
     t0 = time.perf_counter()
     db.create_view(VIEW, query.sql, strategy=args.system, provenance=args.provenance)
     build_s = time.perf_counter() - t0
@@ -105,12 +117,8 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     received = [0]
     db.view(VIEW).subscribe(lambda changes: received.__setitem__(0, received[0] + len(changes)))
 
-    price = column_names(FACT).index(PRICE)
-    singles = updates(fact_rows, args.changes, price, args.seed)
-    touched = {row for _, row in singles}
-    pool = [r for r in fact_rows if r not in touched]
-    batch = updates(pool, args.batch, price, args.seed + 1)
-    del fact_rows, pool
+    singles, batch = _changes(args, pool)
+    del pool
     insert, delete = db.insert, db.delete
     t0 = time.perf_counter()
     for w, row in singles:
@@ -134,24 +142,22 @@ def run_duckdb(args: argparse.Namespace) -> dict:
     """The same changes as single-row statements, the view recomputed every 1,000."""
     import duckdb
 
-    query, tables, fact_rows, base_mb = _inputs(args)
+    query, pool, base_mb = _inputs(args)
     con = duckdb.connect()
     t0 = time.perf_counter()
-    for name, arrow in tables.items():
+    for name in query.tables:
         con.execute(create_table_sql(name))
-        con.register("arrow_input", arrow)
-        con.execute(f"INSERT INTO {name} SELECT * FROM arrow_input")
-        con.unregister("arrow_input")
-    del tables
+        for chunk in iter_table(args.scale, name, LOAD_CHUNK):
+            con.register("arrow_input", chunk)
+            con.execute(f"INSERT INTO {name} SELECT * FROM arrow_input")
+            con.unregister("arrow_input")
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     con.execute(f"CREATE TABLE {VIEW} AS {query.sql}")
     build_s = time.perf_counter() - t0
     loaded_mb = current_rss_mb()
     columns = column_names(FACT)
-    price = columns.index(PRICE)
-    singles = updates(fact_rows, args.changes, price, args.seed)
-    del fact_rows
+    singles, _ = _changes(args, pool)
     key = [columns.index(c) for c in FACT_KEY]
     where = " AND ".join(f"{c} = ?" for c in FACT_KEY)
     marks = ", ".join("?" for _ in columns)
