@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
+from ..codecs.arrow_values import column_values
 from ..codecs.spark_rows import encode_row
 from ..errors import SchemaError
 from ..io.apply import Applier, BadRecord
@@ -219,7 +220,7 @@ def coerce_arrow(plan: QueryPlan, table: str, batch: pa.RecordBatch) -> list[tup
     """A snapshot's Arrow rows coerced to ``table``'s types (a bad value rejects the load)."""
     converters = _applier(plan).converters[table]
     rows = []
-    for values in zip(*[column.to_pylist() for column in batch.columns], strict=True):
+    for values in zip(*map(column_values, batch.columns), strict=True):
         try:
             rows.append(tuple([None if v is None else f(v)
                                for f, v in zip(converters, values, strict=True)]))
