@@ -60,13 +60,11 @@ def generate(scale: float) -> Path:
 
 def load_table(scale: float, table: str) -> pa.Table:
     """Read one generated table and cast it to the benchmark schema."""
-    raw = pq.read_table(scale_dir(scale) / f"{table}.parquet")
-    target = arrow_schema(table)
-    columns = [raw.column(field.name).cast(field.type) for field in target]
-    return pa.Table.from_arrays(columns, schema=target)
+    return _cast(pq.read_table(scale_dir(scale) / f"{table}.parquet"), table)
 
 
 def _cast(batch: pa.RecordBatch | pa.Table, table: str) -> pa.Table:
+    """Rows of a generated table cast to the benchmark schema."""
     target = arrow_schema(table)
     return pa.Table.from_arrays([batch.column(f.name).cast(f.type) for f in target],
                                 schema=target)

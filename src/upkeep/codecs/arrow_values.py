@@ -44,7 +44,7 @@ def _through_distinct(data_type: pa.DataType) -> bool:
     values: each date, timestamp, time or decimal object costs about a microsecond to make
     (``to_pylist`` of a TPC-H line item's three date columns: 2 s of a 600,000-row load),
     and such columns repeat their values (days, prices)."""
-    return (pa.types.is_temporal(data_type) or pa.types.is_decimal(data_type))
+    return pa.types.is_temporal(data_type) or pa.types.is_decimal(data_type)
 
 
 def column_values(column: pa.ChunkedArray | pa.Array, typ: SqlType | None = None) -> list:
