@@ -18,7 +18,10 @@ def test_exact_roundtrip_of_extreme_doubles():
 
 
 @pytest.mark.parametrize("strategy", ["dyn", "general"])
-def test_million_plus_minus_pairs_leave_the_exact_sum(strategy):
+def test_hundreds_of_thousands_of_plus_minus_pairs_leave_the_exact_sum(strategy):
+    """300,000 inserted-then-deleted values from 1e-12 to 1e12 in magnitude: a float
+    running sum is already off in the first batch (1,000 such pairs leave it ~0.01 from
+    zero); the exact one keeps the ten values per batch that stay to the last bit."""
     rng = random.Random(strategy)
     db = upkeep.connect()
     db.execute("CREATE TABLE t (g INTEGER, x DOUBLE)")
@@ -28,7 +31,7 @@ def test_million_plus_minus_pairs_leave_the_exact_sum(strategy):
                         "FROM t JOIN k ON t.g = k.g GROUP BY k.g", strategy=strategy)
     kept = []
     pairs = 0
-    while pairs < 1_000_000:
+    while pairs < 300_000:
         batch = [(0, rng.choice((1, -1)) * 10.0 ** rng.uniform(-12, 12)) for _ in range(100_000)]
         db.insert("t", batch)
         rng.shuffle(batch)

@@ -34,7 +34,7 @@ from test_pipeline_support import (
 from upkeep.cli import main
 from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
-from upkeep.spark.pipeline import SparkPipelineRunner
+from upkeep.spark.pipeline import SparkPipelineRunner, write_concurrently
 from upkeep.spark.query import make_plan
 from upkeep.spark.sinks import batch_id
 
@@ -148,8 +148,8 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
 
 
 def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
-    stream = Stream(seed=8).generate(500)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=8)
+    stream = Stream(seed=8).generate(360)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
     config = load_config(spark_pipeline(tmp_path))
     stop = threading.Event()
     seen: dict[int, dict] = {}
@@ -160,7 +160,7 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
             stop.set()
 
     first = SparkPipelineRunner(config, spark=spark, stop=stop, on_batch=stop_after_three).run()
-    assert 3 <= first < 9
+    assert 3 <= first < 7
     resumed: dict[int, dict] = {}
     rest = SparkPipelineRunner(config, spark=spark,
                                on_batch=lambda batch_id, c: resumed.setdefault(batch_id, c)).run()
@@ -173,8 +173,8 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     if min(resumed) == last:
         assert resumed[last] == seen[last]
     assert sorted(resumed) == list(range(min(resumed), min(resumed) + rest))
-    # eight change files and the start tick, at most one batch each
-    assert len(seen.keys() | resumed.keys()) <= 9
+    # six change files and the start tick, at most one batch each
+    assert len(seen.keys() | resumed.keys()) <= 7
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
@@ -186,8 +186,8 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
 
 def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     """SIGKILL the whole Spark application mid-stream, then run it again to the end."""
-    stream = Stream(seed=13).generate(800)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=10)
+    stream = Stream(seed=13).generate(480)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
     path = spark_pipeline(tmp_path)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     command = [sys.executable, "-m", "upkeep.cli", "run", str(path)]
@@ -195,13 +195,14 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
                             stderr=subprocess.DEVNULL, start_new_session=True)
     commits = tmp_path / "state" / "checkpoint" / "commits"
     deadline = time.monotonic() + 240
-    while len(list(commits.glob("[0-9]*"))) < 4 and proc.poll() is None:
+    while len(list(commits.glob("[0-9]*"))) < 3 and proc.poll() is None:
         assert time.monotonic() < deadline, "the first run made no progress"
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     killed_at = len(list(commits.glob("[0-9]*")))
-    assert 4 <= killed_at < 11, "the kill came too late to test anything"
+    # six change files and the start tick: at most seven batches
+    assert 3 <= killed_at < 7, "the kill came too late to test anything"
     finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert finish.returncode == 0, finish.stderr[-3000:]
     expected = expected_views(model_of(stream.records))
@@ -214,8 +215,8 @@ def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
     """``spark-submit`` of :mod:`upkeep.spark.submit` on a ``local-cluster`` master (two
     executor JVMs): the master and settings come from spark-submit (the pipeline's
     ``[spark] master`` names another), and the sinks equal the model."""
-    stream = Stream(seed=23).generate(300)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
+    stream = Stream(seed=23).generate(200)
+    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("local[2]", "spark://nowhere:7077"),
                           sinks={view: list(ALL_SINKS) for view in VIEW_KINDS})
@@ -231,6 +232,38 @@ def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
             assert rows == expected[view], (view, kind)
+
+
+def test_sinks_write_a_batch_concurrently_and_a_failure_is_raised_when_all_have_ended() -> None:
+    """The executor sinks of one micro-batch write at once (each waits here for the others:
+    one after another they would never meet), and one sink's failure is raised only after
+    the others have written (a retried batch rewrites them all)."""
+    meeting = threading.Barrier(3, timeout=30)
+    wrote: list[str] = []
+
+    class Meeting:
+        def __init__(self, view: str, fails: bool = False):
+            self.view, self.fails = view, fails
+
+        def write(self, frame, batch: int) -> None:
+            meeting.wait()
+            if self.fails:
+                raise OSError(f"{self.view}: disk full")
+            time.sleep(0.2)
+            wrote.append(f"{self.view}@{batch}")
+
+    with pytest.raises(OSError, match="b: disk full"):
+        write_concurrently([Meeting("a"), Meeting("b", fails=True), Meeting("c")], None, 4)
+    assert sorted(wrote) == ["a@4", "c@4"]
+
+
+def test_two_sinks_on_one_path_are_refused(tmp_path) -> None:
+    config = load_config(spark_pipeline(tmp_path, kinds=("jsonl",)))
+    first = config.sinks[0]
+    twin = dataclasses.replace(first, view="order_count", label="[[sinks]] #9")
+    clash = dataclasses.replace(config, sinks=[*config.sinks, twin])
+    with pytest.raises(PipelineError, match=r"#9 writes .*give each sink a path of its own"):
+        SparkPipelineRunner(clash)
 
 
 def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
