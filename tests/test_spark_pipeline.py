@@ -205,6 +205,7 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     assert 3 <= killed_at < 7, "the kill came too late to test anything"
     finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert finish.returncode == 0, finish.stderr[-3000:]
+    assert "leaked" not in finish.stderr, finish.stderr[-3000:]  # nothing left to teardown
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():

@@ -9,6 +9,7 @@ it closes, so uses (from any thread) never see each other's tables.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections.abc import Iterator
@@ -27,6 +28,17 @@ def _database() -> duckdb.DuckDBPyConnection:
         _DATABASE.clear()
         database = _DATABASE[os.getpid()] = duckdb.connect()
     return database
+
+
+@atexit.register
+def _close() -> None:
+    """Close the scratch database before the interpreter's teardown: left to it, DuckDB's
+    bindings report the connection and its types as leaked (seen at the end of Spark runs,
+    whose callback threads keep modules alive longer)."""
+    with _LOCK:
+        for database in _DATABASE.values():
+            database.close()
+        _DATABASE.clear()
 
 
 @contextmanager
