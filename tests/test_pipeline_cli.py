@@ -75,6 +75,10 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "duckdb"\n'
      'path = "a.db"\n[[sinks]]\nview = "w"\ntype = "duckdb"\npath = "a.db"\ntable = "v"\n',
      "[[sinks]] #2 (view w) writes to the same duckdb target as [[sinks]] #1 (view v)"),
+    # one file, two writers: also what lets a Spark micro-batch's sinks write concurrently
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
+     'path = "o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\npath = "o/../o/x"\n',
+     "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
     ('tables = [\n', "invalid TOML"),
 ])
 def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, message):

@@ -205,7 +205,7 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     assert 3 <= killed_at < 7, "the kill came too late to test anything"
     finish = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert finish.returncode == 0, finish.stderr[-3000:]
-    assert "leaked" not in finish.stderr, finish.stderr[-3000:]  # nothing left to teardown
+    assert "nanobind: leaked" not in finish.stderr, finish.stderr[-3000:]
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
@@ -256,15 +256,6 @@ def test_sinks_write_a_batch_concurrently_and_a_failure_is_raised_when_all_have_
     with pytest.raises(OSError, match="b: disk full"):
         write_concurrently([Meeting("a"), Meeting("b", fails=True), Meeting("c")], None, 4)
     assert sorted(wrote) == ["a@4", "c@4"]
-
-
-def test_two_sinks_on_one_path_are_refused(tmp_path) -> None:
-    config = load_config(spark_pipeline(tmp_path, kinds=("jsonl",)))
-    first = config.sinks[0]
-    twin = dataclasses.replace(first, view="order_count", label="[[sinks]] #9")
-    clash = dataclasses.replace(config, sinks=[*config.sinks, twin])
-    with pytest.raises(PipelineError, match=r"#9 writes .*give each sink a path of its own"):
-        SparkPipelineRunner(clash)
 
 
 def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:

@@ -53,15 +53,6 @@ class SparkPipelineRunner:
             if sink.type not in SPARK_SINKS:
                 raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
                                     f"available on the spark engine ({', '.join(SPARK_SINKS)})")
-        written: dict[Path, str] = {}
-        for sink in config.sinks:
-            if sink.path is None:
-                continue
-            where = Path(sink.path).resolve()
-            if where in written:
-                raise PipelineError(f"{config.file}: {sink.label} writes {sink.path}, as "
-                                    f"{written[where]} does; give each sink a path of its own")
-            written[where] = sink.label
         if config.spark_state == "keyed" and config.on_error != "stop":
             raise PipelineError(f"{config.file}: views in keyed state ([spark] state = "
                                 f"\"keyed\") stop at a rejected record; on_error must be "
