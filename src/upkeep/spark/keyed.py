@@ -906,9 +906,12 @@ class KeyedStep(StatefulProcessor):
         self.level = level
         self.by_step: dict[int, tuple[CompiledView, int]] = {}
         self.finals: dict[int, CompiledView] = {}
+        self.compiled = False
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.compile()
+        """Declare the state; the views compile at the first rows (:meth:`handleInputRows`),
+        since Spark also calls ``init`` in a Python process of its own when the query
+        starts, only to learn the state's schemas (about 0.8 s per level saved there)."""
         self.setup([handle.getListState(name, "row binary, weight long")
                     for name in ("lefts", "rights")],
                    handle.getMapState("values", "key long", "value binary"))
@@ -927,6 +930,7 @@ class KeyedStep(StatefulProcessor):
         for node in compiled.nodes:
             for j in range(node.last_step - node.step + 1):
                 self.by_step[node.step + j] = (node, j)
+        self.compiled = True
 
     def setup(self, sides, values) -> None:
         """The state of the current group: Spark's, or the in-memory stand-ins of a bulk
@@ -951,6 +955,8 @@ class KeyedStep(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
         """Spark's Row API (``transformWithState``): one call per group costs far less
         than a pandas frame per group, and most groups hold a few rows."""
+        if not self.compiled:
+            self.compile()
         step = int(key[0])
         if self.level_of(step) != self.level:
             yield from rows
