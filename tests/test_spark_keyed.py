@@ -11,6 +11,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 import duckdb
+import pandas as pd
 import pytest
 
 import upkeep
@@ -430,3 +431,24 @@ def test_a_helper_never_takes_a_views_name() -> None:
     assert compiled.views == ["v__sub1", "w"]
     assert refused == {"v": "its helper's name v__sub1 is a view's"}
     assert compiled.roots["w__sub1"].hidden and not compiled.roots["v__sub1"].hidden
+
+
+def test_workers_freeze_their_heap_once_and_the_driver_never(spark) -> None:
+    """PySpark's daemon collects garbage after every task: a worker moves what its first
+    task loaded out of the collector's reach (:func:`keyed_state.freeze_worker_heap`),
+    the driver's process is left alone."""
+    import gc
+
+    def frozen(frames):
+        for frame in frames:
+            keyed_state.freeze_worker_heap()
+            first = gc.get_freeze_count()
+            keyed_state.freeze_worker_heap()
+            yield pd.DataFrame({"first": [first] * len(frame),
+                                "again": [gc.get_freeze_count()] * len(frame)})
+
+    before = gc.get_freeze_count()
+    keyed_state.freeze_worker_heap()
+    assert gc.get_freeze_count() == before
+    counts = spark.range(4).mapInPandas(frozen, "first long, again long").collect()
+    assert counts and all(r.first > 1000 and r.again == r.first for r in counts), counts

@@ -38,6 +38,7 @@ from .keyed import (
     KeyedLayout,
     compile_views,
     freeze,
+    freeze_worker_heap,
     partial_aggregates,
     route_changes,
     start_records,
@@ -251,6 +252,7 @@ class ShardProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.meta = handle.getValueState("meta", "token string, logged long, emitted boolean")
         self.log = handle.getListState("log", "chunk binary")
+        freeze_worker_heap()
 
     def _state(self) -> tuple[str | None, int, bool]:
         value = self.meta.get() if self.meta.exists() else None
