@@ -1307,7 +1307,7 @@ def freeze_worker_heap() -> None:
     has allocated (modules, compiled views) out of the cyclic collector's reach.
     PySpark's daemon runs ``gc.collect()`` after every task, and a full collection walks
     every tracked object: with pandas, pyarrow, sqlglot and the views loaded that was
-    about 40% of the workers' CPU time in the oracle's keyed test.  Objects made by later
+    44% of the workers' py-spy samples in the keyed oracle test.  Objects made by later
     tasks stay collectable."""
     global _heap_frozen
     if not _heap_frozen and TaskContext.get() is not None:
