@@ -10,7 +10,7 @@ from hypothesis import settings
 
 # Every JVM the suite starts (the shared SparkSession, `upkeep run` and `spark-submit`
 # subprocesses, local-cluster executors) lives for minutes and runs tiny micro-batches:
-# there, the client compiler alone and the serial collector cost about 40% less CPU than
+# there, the client compiler alone and the serial collector cost 30-40% less CPU than
 # the JVM's server defaults (docs/design.md, "The test suite").  Production sessions keep
 # the defaults.  Set here, before any JVM starts, so child processes inherit it.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

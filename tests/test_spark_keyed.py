@@ -16,6 +16,7 @@ import pytest
 
 import upkeep
 import upkeep.spark.keyed as keyed_state
+from upkeep.spark import worker_heap
 
 TABLES = """
 CREATE TABLE nation (nk INTEGER PRIMARY KEY, region VARCHAR);
@@ -368,9 +369,9 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
     for name, definition in VIEWS.items():
         con.execute(f"CREATE VIEW {name} AS {definition}")
     db.execute(TABLES)
-    # a view in shards too: its operator's state is not a table step's (it once failed
-    # the statements' read of the keyed state with a raw Spark error)
-    # one view of each kind of step (the random stream above runs them all)
+    # one view of each kind of step (the random stream above runs them all), the tables
+    # seen through views, and a view in shards: its operator's state is not a table
+    # step's (it once failed the statements' read of the keyed state with a raw Spark error)
     kinds = ("per_segment", "per_region", "big_orders", "busy_segments", "keys", "idle",
              "buyers", "not_eu_qty", "with_orders", "all_sides", "ranked", "top_orders")
     views = {**{name: VIEWS[name] for name in kinds},
@@ -435,20 +436,20 @@ def test_a_helper_never_takes_a_views_name() -> None:
 
 def test_workers_freeze_their_heap_once_and_the_driver_never(spark) -> None:
     """PySpark's daemon collects garbage after every task: a worker moves what its first
-    task loaded out of the collector's reach (:func:`keyed_state.freeze_worker_heap`),
+    task loaded out of the collector's reach (:func:`worker_heap.freeze_worker_heap`),
     the driver's process is left alone."""
     import gc
 
     def frozen(frames):
         for frame in frames:
-            keyed_state.freeze_worker_heap()
+            worker_heap.freeze_worker_heap()
             first = gc.get_freeze_count()
-            keyed_state.freeze_worker_heap()
+            worker_heap.freeze_worker_heap()
             yield pd.DataFrame({"first": [first] * len(frame),
                                 "again": [gc.get_freeze_count()] * len(frame)})
 
     before = gc.get_freeze_count()
-    keyed_state.freeze_worker_heap()
+    worker_heap.freeze_worker_heap()
     assert gc.get_freeze_count() == before
     counts = spark.range(4).mapInPandas(frozen, "first long, again long").collect()
     assert counts and all(r.first > 1000 and r.again == r.first for r in counts), counts

@@ -48,7 +48,6 @@ executor from the view's SQL (:func:`compile_views`), the same code the local en
 
 from __future__ import annotations
 
-import gc
 import heapq
 import pickle
 from collections import Counter
@@ -57,7 +56,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import pandas as pd
-from pyspark import TaskContext
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from sqlglot import exp
@@ -89,6 +87,7 @@ from ..types import SqlType
 from ..windows import WindowView, by_partition, window_view, windowing_of
 from ..zset import add_into
 from .errors import BatchRejected
+from .worker_heap import freeze_worker_heap
 
 KEYED_SCHEMA = "step int, group long, key long, side int, row binary, weight long"
 OUTPUT_STEP = -1  # a view delta on its way out: row = pickle((view, encoded row))
@@ -1297,23 +1296,6 @@ class KeyedStep(StatefulProcessor):
 
     def close(self) -> None:
         pass
-
-
-_heap_frozen = False
-
-
-def freeze_worker_heap() -> None:
-    """Once per executor Python worker, after its first views are compiled: move what it
-    has allocated (modules, compiled views) out of the cyclic collector's reach.
-    PySpark's daemon runs ``gc.collect()`` after every task, and a full collection walks
-    every tracked object: with pandas, pyarrow, sqlglot and the views loaded that was
-    44% of the workers' py-spy samples in the keyed oracle test.  Objects made by later
-    tasks stay collectable."""
-    global _heap_frozen
-    if not _heap_frozen and TaskContext.get() is not None:
-        gc.collect()
-        gc.freeze()
-        _heap_frozen = True
 
 
 def _listed(rows: dict[tuple, int]) -> list[tuple]:

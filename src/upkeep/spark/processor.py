@@ -38,13 +38,13 @@ from .keyed import (
     KeyedLayout,
     compile_views,
     freeze,
-    freeze_worker_heap,
     partial_aggregates,
     route_changes,
     start_records,
 )
 from .routing import Group
 from .shard_client import call
+from .worker_heap import freeze_worker_heap
 
 ROUTED_SCHEMA = "grp string, shard int, file string, payload binary"
 DEAD = "__dead__"  # the key that carries records rejected while decoding
