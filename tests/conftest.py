@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -17,6 +18,13 @@ JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 if JVM_OPTIONS not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
     os.environ["JAVA_TOOL_OPTIONS"] = " ".join(
         filter(None, [os.environ.get("JAVA_TOOL_OPTIONS"), JVM_OPTIONS]))
+
+# Spark's Python workers start from the interpreter's installed PySpark instead of Spark's
+# pyspark.zip, which Python recompiles at every process start (tests/spark_worker_python;
+# docs/design.md, "The test suite").  Child processes (`upkeep run`, `spark-submit`)
+# inherit both variables.
+os.environ.setdefault("UPKEEP_TEST_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_PYTHON", str(Path(__file__).with_name("spark_worker_python")))
 
 # No per-example deadline anywhere: the suite must not fail by timing on a busy machine.
 settings.register_profile("upkeep", deadline=None)

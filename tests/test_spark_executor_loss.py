@@ -133,7 +133,7 @@ def test_killed_executor_mid_batch_loses_and_doubles_nothing(tmp_path) -> None:
         "tables": TABLES, "views": VIEWS, "batches": batches,
         "load": {"customer": customers, "orders": orders}}))
     (tmp_path / "job.py").write_text(JOB)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = dict(os.environ)  # PYSPARK_PYTHON from tests/conftest.py
     done = subprocess.run([sys.executable, str(tmp_path / "job.py"), str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -189,7 +189,7 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     stream = Stream(seed=13).generate(480)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
     path = spark_pipeline(tmp_path)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env = dict(os.environ)  # PYSPARK_PYTHON from tests/conftest.py
     command = [sys.executable, "-m", "upkeep.cli", "run", str(path)]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -223,7 +223,7 @@ def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
                           sinks={view: list(ALL_SINKS) for view in VIEW_KINDS})
     app = subprocess.run([sys.executable, "-m", "upkeep.spark.submit", "--path"],
                          capture_output=True, text=True, check=True).stdout.strip()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {**os.environ, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master",
                            "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
                            "--conf", "spark.sql.shuffle.partitions=2", app, str(path)],
