@@ -263,6 +263,6 @@ def test_a_pandas_load_through_arrow_equals_the_row_by_row_path(data) -> None:
     through_arrow = _contents_after_insert(columns, frame)
     with pytest.MonkeyPatch.context() as patch:
         for module in (local, rows_module):
-            patch.setattr(module, "as_arrow", lambda rows, _columns: rows)
+            patch.setattr(module, "as_arrow", lambda rows, _columns, _table="": rows)
         row_by_row = _contents_after_insert(columns, frame)
     assert through_arrow == row_by_row

@@ -18,7 +18,7 @@ import importlib
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,7 +26,7 @@ from functools import cached_property
 from sqlglot import exp
 
 from .cursor import Cursor
-from .errors import Error, UnsupportedError
+from .errors import Error, SchemaError, UnsupportedError
 from .sql import bind_parameters, parse, simple_insert
 from .types import SqlType
 from .zset import Changes
@@ -96,6 +96,7 @@ class Engine(ABC):
         """Run one or more SQL statements; a cursor over the last one's result."""
         parsed = parse(sql)
         if parameters is not None:
+            _positional(parameters)
             if len(parsed) != 1:
                 raise UnsupportedError("parameters with several statements")
             parsed = [bind_parameters(parsed[0], list(parameters))]
@@ -112,6 +113,11 @@ class Engine(ABC):
         table = simple_insert(stmt)
         # INSERT INTO t VALUES (?, ...): the rows in one call (a provenance table's INSERT
         # statements are hyperplane queries of the transaction, not input rows)
+        if isinstance(seq_of_parameters, (str, bytes)) or not isinstance(seq_of_parameters,
+                                                                         Iterable):
+            raise SchemaError(f"executemany takes a sequence of parameter sequences, not "
+                              f"{type(seq_of_parameters).__name__}")
+        seq_of_parameters = [_positional(p) for p in seq_of_parameters]
         if table is not None and not self.has_update_provenance(table):
             return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
         total = 0
@@ -141,6 +147,9 @@ class Engine(ABC):
         the batch is empty; :meth:`metadata` returns the latest committed one."""
         if self.in_transaction():
             raise Error("transactions do not nest")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise SchemaError(f"transaction metadata must be a dict, not "
+                              f"{type(metadata).__name__}")
         self.expire()
         self._begin()
         try:
@@ -261,6 +270,15 @@ class Engine(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _positional(parameters):
+    """``parameters`` for one statement's ``?`` placeholders: a sequence (a mapping's
+    keys would bind silently in its place)."""
+    if isinstance(parameters, (str, bytes, Mapping)) or not isinstance(parameters, Iterable):
+        raise SchemaError(f"parameters must be a sequence of values for the statement's "
+                          f"placeholders, not {type(parameters).__name__}")
+    return parameters
 
 
 @dataclass

@@ -105,6 +105,7 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
     if strategy not in (None, *STRATEGIES):
         raise StrategyError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}",
                             strategy)
+    refuse_volatile(name, query)
     view = _plan(name, query, catalog, strategy)
     if view.reasons:  # a fallback to recomputation says why
         return view
@@ -116,6 +117,28 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
         view.reasons = ("the first strategy that applies, in the order dyn-aggregate, dyn, "
                         "lftj, operators",)
     return view
+
+
+#: functions whose value is not a function of the tables: a view over them would be
+#: frozen at its first evaluation, unlike DuckDB's answer to the same query
+_VOLATILE = (exp.Rand, exp.Randn, exp.Uuid, exp.CurrentDate, exp.CurrentTime,
+             exp.CurrentTimestamp, exp.CurrentDatetime, exp.TableSample)
+_VOLATILE_NAMES = frozenset({"now", "random", "gen_random_uuid", "uuid", "setseed",
+                             "get_current_timestamp", "transaction_timestamp",
+                             "current_localtime", "current_localtimestamp"})
+
+
+def refuse_volatile(name: str, query: exp.Expression) -> None:
+    """Refuse a view whose rows would depend on when or how often it is evaluated
+    (random numbers, UUIDs, the clock, sampling): maintained, it could never equal the
+    same query evaluated now.  Rows that expire are tables' ``ttl_seconds``."""
+    for node in query.walk():
+        volatile = isinstance(node, _VOLATILE) or (
+            isinstance(node, exp.Anonymous) and str(node.this).lower() in _VOLATILE_NAMES)
+        if volatile:
+            raise UnsupportedError(f"view {name}: {node.sql(dialect='duckdb')[:60]} is not a "
+                                   f"function of the tables (it changes with time or at "
+                                   f"random), so the view cannot be maintained")
 
 
 def _plan(name: str, query: exp.Expression, catalog: Catalog,

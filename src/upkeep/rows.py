@@ -7,6 +7,7 @@ Engine-neutral: both engines read user rows through :func:`iter_rows`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from numbers import Integral
 
 import pyarrow.compute as pc
 
@@ -20,7 +21,7 @@ ARROW_SLICE = 65_536  # rows converted from Arrow to Python objects at a time
 def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
     """The rows of ``rows`` for ``table`` (whose columns are ``columns``); each is then
     checked and coerced by the table's own rules."""
-    rows = as_arrow(rows, columns)
+    rows = as_arrow(rows, columns, table)
     module = type(rows).__module__
     if module.startswith("pandas"):
         import pandas as pd
@@ -43,14 +44,15 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
     yield from rows
 
 
-def as_arrow(rows, columns: list[tuple[str, SqlType]]):
+def as_arrow(rows, columns: list[tuple[str, SqlType]], table: str = ""):
     """A pandas DataFrame as Arrow, when Arrow reads it as the row-by-row path would (its
-    columns are the table's, in order, of numbers, booleans, strings, dates in object
-    columns or nullable types; NaN and NA become NULL): its rows then take the Arrow
-    path, about twice as fast.  Anything else (datetime64 columns, which that path makes
-    into dates, mixed objects, other names) comes back unchanged."""
+    columns, found by name, of numbers, booleans, strings, dates in object columns or
+    nullable types; NaN and NA become NULL): its rows then take the Arrow path, about
+    twice as fast.  Anything else (datetime64 columns, which that path makes into dates,
+    mixed objects) comes back as a DataFrame of the table's columns in order."""
     if not type(rows).__module__.startswith("pandas") or not hasattr(rows, "dtypes"):
         return rows
+    rows = frame_columns(rows, table, [n for n, _ in columns])
     if [str(c).lower() for c in rows.columns] != [n for n, _ in columns]:
         return rows
     if not all(_plain_dtype(dtype) for dtype in rows.dtypes):
@@ -61,6 +63,22 @@ def as_arrow(rows, columns: list[tuple[str, SqlType]]):
         return pa.Table.from_pandas(rows, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return rows
+
+
+def frame_columns(frame, table: str, column_names: list[str]):
+    """A DataFrame's columns of ``table`` in its order, found by name whatever their case,
+    as Arrow tables' are.  A frame with unnamed columns (``pd.DataFrame(list_of_tuples)``
+    labels them 0, 1, ...) is taken by position."""
+    labels = list(frame.columns)
+    if all(isinstance(c, Integral) for c in labels):
+        return frame
+    lowered = {str(c).lower(): c for c in labels}
+    if len(lowered) != len(labels) or set(lowered) != set(column_names):
+        raise SchemaError(f"a DataFrame for table {table} has columns "
+                          f"{[str(c) for c in labels]}; the table's are {column_names}")
+    if list(lowered) == column_names:
+        return frame
+    return frame[[lowered[n] for n in column_names]]
 
 
 # pandas' nullable types, which Arrow reads with NA as NULL

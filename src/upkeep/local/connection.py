@@ -283,7 +283,7 @@ class Connection(Engine):
             return 1
         delta: Delta = {}
         n = 0
-        rows = as_arrow(rows, t.columns)
+        rows = as_arrow(rows, t.columns, t.name)
         coerce = _as_is if arrow_typed(rows, t.name, t.columns) else t.coerce
         verb = "loading rows into" if weight > 0 else "deleting rows from"
         # coercion pauses the collector; the commit that follows promotes bulk work once
@@ -305,6 +305,7 @@ class Connection(Engine):
         commit or stage it."""
         if not delta:
             return
+        self._durability.check_open()
         if self._staging is None:
             if self._catalog.expiring:
                 self.expire()
@@ -320,6 +321,7 @@ class Connection(Engine):
         return self._staging is not None
 
     def _begin(self) -> None:
+        self._durability.check_open()
         self._staging = Staging()
 
     def _discard(self) -> None:

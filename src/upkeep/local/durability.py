@@ -25,10 +25,18 @@ class Durability:
 
     def __init__(self, storage: Storage | None) -> None:
         self.storage = storage
+        self.closed = False
+
+    def check_open(self) -> None:
+        """Refuse a change to a closed database: it could not be logged, and a change
+        acknowledged but not logged would be lost at the next open."""
+        if self.closed:
+            raise StorageError("the database is closed: open it again to change it")
 
     def log(self, record: tuple) -> None:
         """Append one record; it is on disk (fsynced) when this returns, and when this
         raises (:class:`~upkeep.storage.StorageError`) the log is as it was."""
+        self.check_open()
         if self.storage is not None:
             self.storage.append(record)
 
@@ -133,6 +141,7 @@ class Durability:
         return batches, metadata
 
     def close(self) -> None:
+        self.closed = True
         if self.storage is not None:
             self.storage.close()
             self.storage = None

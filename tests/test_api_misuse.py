@@ -1,0 +1,126 @@
+"""Calls a user can get wrong: each is refused with an upkeep error before anything
+changes, never accepted with a silently different meaning (a closed database, pandas
+columns in another order, named parameters, transaction metadata, views over functions
+that are not functions of the tables)."""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import upkeep
+from upkeep import SchemaError, StorageError, UnsupportedError
+
+
+def test_a_closed_durable_database_refuses_changes_and_keeps_what_it_logged(tmp_path) -> None:
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE r (a INTEGER)")
+    db.insert("r", [(1,)])
+    db.close()
+    for change in (lambda: db.insert("r", [(2,)]), lambda: db.delete("r", [(1,)]),
+                   lambda: db.execute("INSERT INTO r VALUES (3)"),
+                   lambda: db.execute("CREATE TABLE s (b INTEGER)"),
+                   lambda: db.create_view("v", "SELECT a FROM r")):
+        with pytest.raises(StorageError, match="closed"):
+            change()
+    with pytest.raises(StorageError, match="closed"), db.transaction():
+        db.insert("r", [(4,)])
+    reopened = upkeep.connect(tmp_path / "db")
+    assert reopened.execute("SELECT a FROM r").fetchall() == [(1,)]
+    assert reopened.tables() == ["r"] and reopened.views() == []
+    reopened.close()
+
+
+def test_a_closed_database_in_memory_refuses_changes() -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER)")
+    db.close()
+    with pytest.raises(StorageError, match="closed"):
+        db.insert("r", [(1,)])
+    assert db.execute("SELECT count(*) FROM r").fetchall() == [(0,)]
+
+
+@pytest.fixture
+def people():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (first VARCHAR, last VARCHAR, born INTEGER)")
+    db.create_view("v", "SELECT first, last FROM p WHERE born > 1800")
+    return db
+
+
+def test_pandas_columns_are_found_by_name_like_arrow_columns(people) -> None:
+    people.insert("p", pd.DataFrame({"last": ["Lovelace"], "born": [1815], "first": ["Ada"]}))
+    people.insert("p", pa.table({"born": [1906], "last": ["Hopper"], "first": ["Grace"]}))
+    # a frame whose mixed column kinds keep it off the Arrow path is mapped the same way
+    people.insert("p", pd.DataFrame({"BORN": [1912], "First": ["Alan"],
+                                     "last": [pd.Timestamp("2020-01-01").isoformat()]}))
+    # unnamed columns (pd.DataFrame(rows)) are taken by position
+    people.insert("p", pd.DataFrame([("Edsger", "Dijkstra", 1930)]))
+    expected = [("Ada", "Lovelace"), ("Grace", "Hopper"), ("Alan", "2020-01-01T00:00:00"),
+                ("Edsger", "Dijkstra")]
+    assert sorted(people.view("v").rows()) == sorted(expected)
+    rows = people.execute("SELECT first, last, born FROM p").fetchall()
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE p (first VARCHAR, last VARCHAR, born INTEGER)")
+    oracle.executemany("INSERT INTO p VALUES (?, ?, ?)", rows)
+    assert sorted(oracle.execute("SELECT first, last FROM p WHERE born > 1800").fetchall()) \
+        == sorted(people.view("v").rows())
+
+
+@pytest.mark.parametrize("columns", [["x", "y", "z"], ["first", "last"],
+                                     ["first", "last", "born", "extra"],
+                                     ["first", "FIRST", "born"]])
+def test_pandas_columns_that_are_not_the_tables_are_refused(people, columns) -> None:
+    frame = pd.DataFrame([["a", "b", 1, 2][:len(columns)]], columns=columns)
+    with pytest.raises(SchemaError, match="DataFrame for table p has columns"):
+        people.insert("p", frame)
+    assert people.execute("SELECT count(*) FROM p").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: db.execute("INSERT INTO p VALUES (?, ?, ?)", {"first": "a", "last": "b",
+                                                               "born": 1}),
+    lambda db: db.execute("INSERT INTO p VALUES (?, ?, ?)", "abc"),
+    lambda db: db.executemany("INSERT INTO p VALUES (?, ?, ?)", [{"a": 1, "b": 2, "c": 3}]),
+    lambda db: db.executemany("INSERT INTO p VALUES (?, ?, ?)", None),
+    lambda db: db.executemany("INSERT INTO p VALUES (?, ?, ?)", [("a", "b", 1), 5]),
+])
+def test_parameters_must_be_sequences(people, call) -> None:
+    with pytest.raises(SchemaError, match="sequence"):
+        call(people)
+    assert people.execute("SELECT count(*) FROM p").fetchall() == [(0,)]
+
+
+def test_transaction_metadata_must_be_a_dict_and_is_checked_before_anything_commits(
+        people) -> None:
+    with pytest.raises(SchemaError, match="metadata must be a dict"), \
+            people.transaction(metadata="offset 7"):
+        people.insert("p", [("a", "b", 1900)])
+    assert people.execute("SELECT count(*) FROM p").fetchall() == [(0,)]
+    assert people.view("v").rows() == [] and people.batches == 0
+    with people.transaction(metadata={"offset": 7}):
+        people.insert("p", [("a", "b", 1900)])
+    assert people.metadata() == {"offset": 7} and people.view("v").rows() == [("a", "b")]
+
+
+@pytest.mark.parametrize("select", [
+    "SELECT a, random() AS x FROM r",
+    "SELECT a, gen_random_uuid() AS u FROM r",
+    "SELECT a FROM r WHERE d > current_date - 7",
+    "SELECT a, now() AS t FROM r",
+    "SELECT a, get_current_time() AS t FROM r",
+    "SELECT a FROM r USING SAMPLE 50%",
+    "SELECT count(*) AS n FROM r WHERE a < (SELECT max(a) * random() FROM r)",
+])
+def test_views_over_functions_that_are_not_functions_of_the_tables_are_refused(
+        select: str) -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, d DATE)")
+    for strategy in (None, "recompute"):
+        with pytest.raises(UnsupportedError, match="not a function of the tables"):
+            db.create_view("v", select, strategy=strategy)
+    assert db.views() == []
+    # the same SQL as an ad hoc query is DuckDB's to answer
+    db.execute(select).fetchall()
