@@ -298,11 +298,53 @@ def test_queries_outside_the_language_are_refused(served, query, where, column) 
     assert record["column"] == column and record["line"] == (column and 1)
 
 
+def test_oversized_deeply_nested_and_misrouted_requests_get_json_errors(
+        served, monkeypatch) -> None:
+    from upkeep.service import app
+
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    monkeypatch.setattr(app, "MAX_BODY_BYTES", 1000)
+    big = json.dumps({"sql": "SELECT 1 -- " + "a" * 2000}).encode()
+    declared = httpx.post(served.url + "/sql", content=big, headers=auth)
+    streamed = httpx.post(served.url + "/sql", content=iter([big[:600], big[600:]]),
+                          headers=auth)  # chunked: no Content-Length to go by
+    for response in (declared, streamed):
+        assert response.status_code == 413, response.text
+        assert "over the limit of 1000 bytes" in response.json()["error"]["message"]
+    monkeypatch.undo()
+    deep = httpx.post(served.url + "/sql", content=b"[" * 100_000 + b"]" * 100_000, headers=auth)
+    assert deep.status_code == 400 and deep.json()["error"]["class"] == "BadRequest"
+    for method, path, status in [("GET", "/nowhere", 404), ("GET", "/sql", 405),
+                                 ("PUT", "/subscriptions", 405)]:
+        response = httpx.request(method, served.url + path, headers=auth)
+        assert response.status_code == status
+        assert path in response.json()["error"]["message"]
+    assert Client(served.url, ADMIN).sql("SELECT 1 AS one").rows == [(1,)]  # still serving
+
+
+def test_values_beyond_the_tables_types_are_spelled_in_json(served) -> None:
+    rows = Client(served.url, ADMIN).sql(
+        "SELECT [1, 2] AS l, {'a': 1} AS s, TIME '12:00:01' AS t, INTERVAL 90 MINUTE AS i, "
+        "'ab'::BLOB AS b, '00000000-0000-0000-0000-000000000005'::UUID AS u").rows
+    assert rows == [([1, 2], {"a": 1}, "12:00:01", "P0DT5400S", "YWI=",
+                     "00000000-0000-0000-0000-000000000005")]
+
+
+@pytest.mark.parametrize("failed", ["http://[::1", "http://127.0.0.1:99999", "not a url"])
+def test_placements_refuse_malformed_failed_urls(served, failed) -> None:
+    response = httpx.post(served.url + "/placements", headers={"Authorization": f"Bearer {READER}"},
+                          json={"query": "SELECT o.ok FROM orders o", "failed": [failed]})
+    assert response.status_code == 400 and failed in response.json()["error"]["message"]
+
+
 def test_bad_resume_tokens_and_unknown_subscriptions(served) -> None:
     reader = Client(served.url, READER)
     sid = reader.subscribe(QUERIES[0]).id
     for token, where in [("garbage", "malformed"), ("other:1", "another database"),
-                         (f"{served.hub.instance}:999999", "ahead")]:
+                         (f"{served.hub.instance}:999999", "ahead"),
+                         (f"{served.hub.instance}:\u00b2", "malformed"),
+                         (f"{served.hub.instance}:\u0669", "malformed"),
+                         (f"{served.hub.instance}:{'9' * 5000}", "malformed")]:
         with pytest.raises(ServiceError) as err:
             list(reader.events(sid, after=token))
         assert err.value.status == 400 and where in err.value.record["message"]

@@ -1,17 +1,24 @@
 """SQL values as JSON (the table in :mod:`upkeep.codecs`): exact, and valid JSON always
 (DECIMAL as a string of its digits, non-finite DOUBLEs as the strings ``"NaN"``,
-``"Infinity"`` and ``"-Infinity"``, dates and timestamps in ISO 8601)."""
+``"Infinity"`` and ``"-Infinity"``, dates, times and timestamps in ISO 8601).  Values an
+ad hoc query can produce beyond the types of tables (``SELECT`` over DuckDB) are spelled
+too: an INTERVAL as an ISO 8601 duration, a BLOB in base64, a UUID as its text, lists
+and structs as JSON arrays and objects."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import math
+import uuid
 from decimal import Decimal
 from typing import Any
 
-from ..types import SqlType, coerce_value
+from ..types import INTEGER_KINDS, SqlType, coerce_value
 
+_TABLE_KINDS = frozenset({*INTEGER_KINDS, "DOUBLE", "DECIMAL", "VARCHAR", "DATE", "TIMESTAMP",
+                          "BOOLEAN"})
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
@@ -25,8 +32,19 @@ def to_json(value: Any) -> Any:
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, Decimal):
         return str(value)
-    if isinstance(value, (dt.date, dt.datetime)):
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        seconds = Decimal(value.microseconds).scaleb(-6) + value.seconds
+        return f"P{value.days}DT{seconds.normalize():f}S"
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
     raise TypeError(f"no JSON spelling for {type(value).__name__} value {value!r}")
 
 
@@ -40,8 +58,8 @@ def from_json(value: Any, typ: SqlType) -> Any:
         return float(value)
     if typ.kind == "TIMESTAMP" and isinstance(value, str):
         return dt.datetime.fromisoformat(value)
-    if typ.kind == "NULL":
-        return value
+    if typ.kind == "NULL" or typ.kind not in _TABLE_KINDS:
+        return value  # a query's value of a type no table holds: as to_json spelled it
     return coerce_value(value, typ)
 
 

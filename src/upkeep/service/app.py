@@ -30,12 +30,14 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
+from http import HTTPStatus
 from pathlib import Path
 
 import pyarrow as pa
 from sqlglot import exp
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
@@ -62,11 +64,22 @@ _FILE_FUNCTIONS = ("read_", "glob", "parquet_", "sniff_csv", "iceberg_", "delta_
                    "sqlite_scan", "postgres_scan", "mysql_scan")
 
 
+#: the largest request body read (SQL text, a subscription, a placement): a larger one is
+#: refused with 413 before it is read whole
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
 class BadRequest(Error):
     """A request that is not of the documented shape."""
 
 
+class TooLarge(BadRequest):
+    """A request body over :data:`MAX_BODY_BYTES`."""
+
+
 def status_of(error: Exception) -> int:
+    if isinstance(error, TooLarge):
+        return 413
     if isinstance(error, GrantError):
         return 403
     if isinstance(error, (UnknownSubscription, UnknownMember)):
@@ -82,6 +95,17 @@ def error_response(error: Exception) -> JSONResponse:
     log.exception("internal error", exc_info=error)
     return JSONResponse({"error": {"class": "InternalError",
                                    "message": f"{type(error).__name__}: {error}"}}, 500)
+
+
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    """Starlette's own answers (no such path, a method the path does not take) in the
+    service's JSON error shape."""
+    if exc.status_code < 400:
+        return Response(status_code=exc.status_code, headers=exc.headers)
+    name = "".join(w.capitalize() for w in HTTPStatus(exc.status_code).phrase.split())
+    return JSONResponse({"error": {"class": name, "message":
+                                   f"{exc.detail}: {request.method} {request.url.path}"}},
+                        exc.status_code, headers=exc.headers)
 
 
 def event_json(event: Event) -> dict:
@@ -125,7 +149,7 @@ class Service:
             Route("/placements/optimise", self.optimise, methods=["POST"]),
             Route("/placements/{name}", self.member, methods=["GET", "DELETE"]),
             WebSocketRoute("/subscriptions/{sid}/ws", self.websocket),
-        ])
+        ], exception_handlers={HTTPException: http_error})
 
     # ------------------------------------------------------------ helpers
     def _count(self, message: bytes | str) -> bytes | str:
@@ -139,10 +163,20 @@ class Service:
 
     @staticmethod
     async def body(request: Request) -> dict:
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            raise TooLarge(f"the request body ({declared} bytes) is over the limit of "
+                           f"{MAX_BODY_BYTES} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise TooLarge(f"the request body is over the limit of {MAX_BODY_BYTES} bytes")
+            chunks.append(chunk)
         try:
-            data = json.loads(await request.body() or b"null")
-        except ValueError as exc:
-            raise BadRequest(f"the request body is not JSON: {exc}") from None
+            data = json.loads(b"".join(chunks) or b"null")
+        except (ValueError, RecursionError) as exc:
+            raise BadRequest(f"the request body is not JSON: {str(exc)[:200]}") from None
         if not isinstance(data, dict):
             raise BadRequest("the request body must be a JSON object")
         return data

@@ -35,7 +35,7 @@ from ..local import Connection
 from ..zset import Changes, Delta
 from .feed import Feed
 from .grants import Principal
-from .placement import Assignment, Placements, reachable
+from .placement import Assignment, Placements, reachable, site_url
 
 if TYPE_CHECKING:
     from ..spark.connection import SparkConnection
@@ -260,7 +260,8 @@ class Hub:
               compose: bool = False) -> tuple[Served, Assignment]:
         """Join (or renew) member ``name`` following ``sql``: the subscription is registered
         here too, so this server's feed is every member's exact fallback."""
-        up = {url.rstrip("/"): reachable(url) for url in failed}  # not under the lock
+        failed = [site_url(url) for url in failed]
+        up = {url: reachable(url) for url in failed}  # not under the lock
         with self.lock:
             if self.placements is None:
                 raise UnsupportedError("placements are made by the server this relay follows")
@@ -331,7 +332,7 @@ class Hub:
 
     def _parse_token(self, token: str, now: int) -> int:
         instance, _, batch = token.rpartition(":")
-        if not instance or not batch.isdigit():
+        if not instance or not (batch.isascii() and batch.isdigit()) or len(batch) > 20:
             raise TokenError(f"malformed resume token {token!r} (expected "
                              "<instance>:<batch>)")
         if instance != self.instance:

@@ -222,11 +222,7 @@ class Placements:
         if not NAME.fullmatch(name):
             raise PlacementError(f"member name {name!r}: 1-64 letters, digits, '_', '.', '-'")
         if url is not None:
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in (
-                    "", "/"):
-                raise PlacementError(f"site URL {url!r}: expected http://host:port")
-            url = url.rstrip("/")
+            url = site_url(url)
         if capacity is not None and capacity < 0:
             raise PlacementError(f"capacity {capacity}: must be >= 0")
         self.expire()
@@ -404,6 +400,20 @@ class Placements:
                 "server_feeds": out.get(SOURCE, 0), "server_bound": self.source_bound,
                 "fed_by_others": fed / len(members) if members else 0.0,
                 "utilisation": utilisation(self.rg, self.cfg), "moves": self.moves}
+
+
+def site_url(url: str) -> str:
+    """``url`` checked as a site's address (``http(s)://host:port``), without a trailing
+    slash; a malformed one is a :class:`PlacementError` naming it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port out of range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or \
+            parts.path not in ("", "/"):
+        raise PlacementError(f"site URL {url!r}: expected http://host:port")
+    return url.rstrip("/")
 
 
 def reachable(url: str, timeout: float = 1.0) -> bool:
