@@ -124,3 +124,18 @@ def test_views_over_functions_that_are_not_functions_of_the_tables_are_refused(
     assert db.views() == []
     # the same SQL as an ad hoc query is DuckDB's to answer
     db.execute(select).fetchall()
+
+
+def test_several_statements_commit_as_one_batch_unless_ddl_is_among_them(people) -> None:
+    with pytest.raises(SchemaError, match="born"):
+        people.execute("INSERT INTO p VALUES ('a', 'b', 1900); "
+                       "INSERT INTO p VALUES ('c', 'd', 'not a year')")
+    assert people.execute("SELECT count(*) FROM p").fetchall() == [(0,)]
+    assert people.view("v").rows() == [] and people.batches == 0
+    people.execute("INSERT INTO p VALUES ('a', 'b', 1900); DELETE FROM p WHERE first = 'a'; "
+                   "INSERT INTO p VALUES ('c', 'd', 1950)")
+    assert people.batches == 1 and people.view("v").rows() == [("c", "d")]
+    # with DDL among them, each statement runs on its own, in order
+    with pytest.raises(SchemaError):
+        people.execute("CREATE TABLE q (a INTEGER); INSERT INTO q VALUES ('x')")
+    assert people.tables() == ["p", "q"]

@@ -93,15 +93,20 @@ class Engine(ABC):
 
     # ------------------------------------------------------------ statements and rows
     def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
-        """Run one or more SQL statements; a cursor over the last one's result."""
+        """Run one or more SQL statements; a cursor over the last one's result.  Several
+        statements commit as one atomic batch, unless a CREATE, DROP or ALTER is among
+        them: then each runs on its own, in order, as DDL cannot be part of a batch."""
         parsed = parse(sql)
         if parameters is not None:
             _positional(parameters)
             if len(parsed) != 1:
                 raise UnsupportedError("parameters with several statements")
             parsed = [bind_parameters(parsed[0], list(parameters))]
-        for stmt in parsed:
-            cursor = self.execute_parsed(stmt)
+        atomic = len(parsed) > 1 and not self.in_transaction() and not any(
+            isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)) for stmt in parsed)
+        with self.transaction() if atomic else nullcontext(self):
+            for stmt in parsed:
+                cursor = self.execute_parsed(stmt)
         return cursor
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
