@@ -139,3 +139,11 @@ def test_several_statements_commit_as_one_batch_unless_ddl_is_among_them(people)
     with pytest.raises(SchemaError):
         people.execute("CREATE TABLE q (a INTEGER); INSERT INTO q VALUES ('x')")
     assert people.tables() == ["p", "q"]
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/below"])
+def test_a_database_path_that_cannot_be_a_directory_is_a_storage_error(tmp_path, where) -> None:
+    (tmp_path / "a-file").write_text("not a database")
+    with pytest.raises(StorageError, match="cannot be opened as a directory") as error:
+        upkeep.connect(tmp_path / where)
+    assert error.value.path == str(tmp_path / where)

@@ -110,6 +110,35 @@ def test_sql_file_errors_name_the_file_and_line(tmp_path, capsys, sql, message):
     assert message in capsys.readouterr().err
 
 
+def test_files_that_are_not_utf8_or_hold_nothing_are_named_without_a_traceback(tmp_path,
+                                                                              capsys):
+    (tmp_path / "binary.toml").write_bytes(b"\x00\xff\xfe")
+    (tmp_path / "binary.sql").write_bytes(b"\xff\xfe")
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (a INTEGER PRIMARY KEY);\n")
+    (tmp_path / "empty.sql").write_text("\n")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "p.toml").write_text('state_dir = ":memory:"\ntables = "binary.sql"\n'
+                                     '[source]\npath = "c"\n')
+    for args, message in [
+        (["run", str(tmp_path / "binary.toml")], "binary.toml: not UTF-8 text (byte 1)"),
+        (["run", str(tmp_path / "p.toml")], "binary.sql is not UTF-8 text (byte 0)"),
+        (["plan", str(tmp_path / "binary.sql"), "--tables", str(tmp_path / "tables.sql")],
+         "binary.sql is not UTF-8 text"),
+        (["plan", str(tmp_path / "empty.sql"), "--tables", str(tmp_path / "tables.sql")],
+         "empty.sql holds no subscriptions"),
+    ]:
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("port", ["99999999", "-5", "http"])
+def test_a_port_out_of_range_is_a_usage_error(tmp_path, capsys, port):
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", str(tmp_path / "db"), "--tokens", "t.json", "--port", port])
+    assert exit_.value.code == 2 and "is not a port (0-65535)" in capsys.readouterr().err
+
+
 def test_a_sink_for_an_unknown_view(tmp_path, capsys):
     path = write_pipeline(tmp_path, sinks={"revenu": ["jsonl"]})
     (tmp_path / "changes").mkdir()

@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also serve the pipeline's database while it runs, as upkeep serve "
                           "does (SQL and subscriptions over HTTP), with this tokens file")
     run.add_argument("--host", default="127.0.0.1", help="with --serve: address to listen on")
-    run.add_argument("--port", type=int, default=8765, help="with --serve: port to listen on")
+    run.add_argument("--port", type=_port, default=8765, help="with --serve: port to listen on")
 
     explain = commands.add_parser("explain", help="show each view's strategy and join tree")
     explain.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(a Spark connection's owner declares its tables)")
     serve.add_argument("--tokens", type=Path, required=True, help="the tokens file (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8765, help="port to listen on")
+    serve.add_argument("--port", type=_port, default=8765, help="port to listen on")
     serve.add_argument("--retention", type=int, default=100_000,
                        help="batches of subscription changes kept for clients to resume")
     serve.add_argument("--fanout", type=int, default=None,
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     relay.add_argument("--tokens", type=Path, required=True,
                        help="the tokens file of the relay's own subscribers (JSON)")
     relay.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    relay.add_argument("--port", type=int, default=8766, help="port to listen on")
+    relay.add_argument("--port", type=_port, default=8766, help="port to listen on")
     relay.add_argument("--name", default=None,
                        help="its member name at the server (default: one is drawn)")
     relay.add_argument("--capacity", type=int, default=None,
@@ -307,7 +307,7 @@ def _served_database(args: argparse.Namespace):
     db = connect(args.database, engine="spark", **options)
     try:
         if args.schema is not None:
-            db.execute(args.schema.read_text())
+            db.execute(_text(args.schema))
     except BaseException:
         db.close()
         raise
@@ -344,14 +344,34 @@ def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]]
     return "\n".join(lines) or f"{name} would not change"
 
 
+def _port(text: str) -> int:
+    """A TCP port argument (0: any free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return port
+
+
+def _text(path: Path) -> str:
+    """A text file given on the command line, or an :class:`Error` naming it."""
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise Error(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise Error(f"{path} is not UTF-8 text (byte {exc.start})") from None
+
+
 def _plan(args) -> str:
     """``upkeep plan``: the dissemination configuration of a file of subscriptions."""
     from .dissemination.plan import load, plan
 
-    try:
-        tables, subscriptions = args.tables.read_text(), args.subscriptions.read_text()
-    except OSError as exc:
-        raise Error(f"cannot read {exc.filename}: {exc.strerror}") from None
+    tables, subscriptions = _text(args.tables), _text(args.subscriptions)
+    if not subscriptions.strip():
+        raise Error(f"{args.subscriptions} holds no subscriptions")
     if args.candidates < 0:
         raise Error(f"--candidates {args.candidates}: must be >= 0")
     budget = args.latency_budget

@@ -148,10 +148,15 @@ class Storage:
     def __init__(self, path: str | os.PathLike, fsync: bool = True,
                  snapshot_bytes: int = 64 << 20):
         self.path = Path(path)
-        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            lock = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StorageError(f"database {self.path} cannot be opened as a directory: "
+                               f"{exc.strerror or exc}", path=str(self.path)) from None
         self.fsync = fsync
         self.snapshot_bytes = snapshot_bytes
-        self._lock = os.fdopen(os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600), "r+")
+        self._lock = os.fdopen(lock, "r+")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

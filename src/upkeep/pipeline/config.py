@@ -98,6 +98,8 @@ def load_config(path: str | Path) -> PipelineConfig:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(file, f"invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(file, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(file, f"cannot read: {exc}") from None
     return parse_config(data, file)

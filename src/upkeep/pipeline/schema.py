@@ -40,6 +40,8 @@ def split_statements(file: Path) -> list[tuple[int, str]]:
         sql = file.read_text()
     except OSError as exc:
         raise PipelineError(f"cannot read SQL file {file}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PipelineError(f"SQL file {file} is not UTF-8 text (byte {exc.start})") from None
     try:
         tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
     except sqlglot.errors.TokenError as exc:
