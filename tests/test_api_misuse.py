@@ -147,3 +147,19 @@ def test_a_database_path_that_cannot_be_a_directory_is_a_storage_error(tmp_path,
     with pytest.raises(StorageError, match="cannot be opened as a directory") as error:
         upkeep.connect(tmp_path / where)
     assert error.value.path == str(tmp_path / where)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda db: db.insert(None, [(1,)]), "table name must be a string"),
+    (lambda db: db.delete(3, [(1,)]), "table name must be a string"),
+    (lambda db: db.view(None), "view name must be a string"),
+    (lambda db: db.create_view(5, "SELECT first FROM p"), "name and SQL as strings"),
+])
+def test_names_that_are_not_strings_are_schema_errors(people, call, error) -> None:
+    with pytest.raises(SchemaError, match=error):
+        call(people)
+
+
+def test_a_database_that_is_not_a_path_is_refused() -> None:
+    with pytest.raises(StorageError, match="directory path"):
+        upkeep.connect(5)

@@ -28,6 +28,7 @@ from sqlglot import exp
 from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError
 from .sql import bind_parameters, parse, simple_insert
+from .storage import StorageError
 from .types import SqlType
 from .zset import Changes
 
@@ -359,6 +360,9 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     ``commit_window`` (seconds a group commit waits for more threads' statements, default
     0); ``database`` is the working directory of change files and checkpoints.
     """
+    if database is not None and not isinstance(database, (str, os.PathLike)):
+        raise StorageError(f"database must be a directory path or ':memory:', not "
+                           f"{type(database).__name__}")
     target = ENGINES.get(engine)
     if target is None:
         raise UnsupportedError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")

@@ -125,7 +125,7 @@ class LocalCatalog(Catalog):
 
     def table(self, name: str) -> Table:
         """The base table ``name`` (a view or an unknown name is an error)."""
-        table = self.tables.get(name.lower())
+        table = self.tables.get(_name(name, "table"))
         if table is None:
             if name.lower() in self.views:
                 raise UnsupportedError(f"{name} is a view; views cannot be changed directly")
@@ -134,7 +134,7 @@ class LocalCatalog(Catalog):
 
     def runtime(self, name: str) -> ViewRuntime:
         """The maintained view ``name`` (its strategy's runtime object)."""
-        view = self.views.get(name.lower())
+        view = self.views.get(_name(name, "view"))
         if view is None:
             raise SchemaError(f"unknown view {name}")
         return view
@@ -748,3 +748,11 @@ def table_record(table: Table) -> tuple:
     record = ("table", table.name, table.columns, table.not_null, table.key,
               table.expiry.ttl if table.expiry else None)
     return record if table.provenance is None else (*record, table.provenance)
+
+
+def _name(name: object, kind: str) -> str:
+    """A table's or view's name as the catalog keys it (lower case); a name that is not a
+    string is a :class:`SchemaError`, not an ``AttributeError`` from deep inside."""
+    if not isinstance(name, str):
+        raise SchemaError(f"a {kind} name must be a string, not {type(name).__name__}")
+    return name.lower()

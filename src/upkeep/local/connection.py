@@ -231,6 +231,9 @@ class Connection(Engine):
         """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
         ("dyn", "lftj", "general", "recompute" or a recursive one); ``provenance="why"``
         keeps its why-provenance (as ``WITH (provenance = 'why')``)."""
+        if not isinstance(name, str) or not isinstance(sql, str):
+            raise SchemaError(f"create_view takes a name and SQL as strings, not "
+                              f"{type(name).__name__} and {type(sql).__name__}")
         if provenance not in (None, "why"):
             raise SchemaError(f"provenance of view {name} must be 'why', not {provenance!r}")
         statements.define_view(self, name.lower(), parse_one(sql), strategy,
