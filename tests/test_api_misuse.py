@@ -5,13 +5,15 @@ that are not functions of the tables)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import duckdb
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 import upkeep
-from upkeep import SchemaError, StorageError, UnsupportedError
+from upkeep import EvaluationError, SchemaError, StorageError, UnsupportedError
 
 
 def test_a_closed_durable_database_refuses_changes_and_keeps_what_it_logged(tmp_path) -> None:
@@ -163,3 +165,25 @@ def test_names_that_are_not_strings_are_schema_errors(people, call, error) -> No
 def test_a_database_that_is_not_a_path_is_refused() -> None:
     with pytest.raises(StorageError, match="directory path"):
         upkeep.connect(5)
+
+
+@pytest.mark.parametrize("strategy", [None, "dyn", "general"])
+@pytest.mark.parametrize("column, values", [
+    ("h HUGEINT", [2, 2**127 - 1]),
+    ("h DECIMAL(38, 2)", [Decimal("1.00"), Decimal("999999999999999999999999999999999999.99")]),
+])
+def test_a_sum_its_type_cannot_hold_rejects_its_batch_as_duckdb_does(strategy, column,
+                                                                     values) -> None:
+    db = upkeep.connect()
+    db.execute(f"CREATE TABLE t (k INTEGER, {column})")
+    db.create_view("s", "SELECT k, SUM(h) AS total FROM t GROUP BY k", strategy=strategy)
+    oracle = duckdb.connect()
+    oracle.execute(f"CREATE TABLE t (k INTEGER, {column})")
+    db.insert("t", [(1, values[0])])
+    oracle.execute("INSERT INTO t VALUES (1, ?)", [values[0]])
+    with pytest.raises(EvaluationError, match="overflow in SUM"):
+        db.insert("t", [(1, values[1])])
+    assert db.view("s").rows() == oracle.execute("SELECT k, SUM(h) FROM t GROUP BY k").fetchall()
+    oracle.execute("INSERT INTO t VALUES (1, ?)", [values[1]])
+    with pytest.raises(duckdb.Error, match="Overflow|[Oo]ut of [Rr]ange"):
+        oracle.execute("SELECT k, SUM(h) FROM t GROUP BY k").fetchall()

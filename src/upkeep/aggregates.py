@@ -29,10 +29,10 @@ from operator import sub as _sub
 from sortedcontainers import SortedDict
 from sqlglot import exp
 
-from .errors import UnsupportedError
+from .errors import EvaluationError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
-from .types import BIGINT, DOUBLE, HUGEINT, SqlType
+from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, SqlType
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
          "avg_distinct")
@@ -100,9 +100,22 @@ def exact_converter(arg_type: SqlType) -> Callable[[object], object]:
     return int
 
 
+def may_overflow(spec: AggregateSpec) -> bool:
+    """Whether a SUM can exceed its result type (DuckDB's: HUGEINT, DECIMAL(38, s)) before
+    2**64 rows: only over HUGEINT or DECIMAL wider than 18 digits."""
+    arg = spec.arg.type
+    return arg.kind == "HUGEINT" or (arg.kind == "DECIMAL" and arg.precision > 18)
+
+
 def from_exact(total: object, typ: SqlType) -> object:
+    """A SUM's value of its result type from the exact channel; a sum its type cannot
+    hold is an :class:`EvaluationError`, as DuckDB's overflow is (the batch is rejected)."""
     if typ.kind == "DOUBLE":
         return exact_to_float(total)
+    if typ.kind == "HUGEINT" and not -INT_RANGES["HUGEINT"] <= total < INT_RANGES["HUGEINT"]:
+        raise EvaluationError(f"overflow in SUM of HUGEINT: {total} does not fit")
+    if typ.kind == "DECIMAL" and total and total.adjusted() >= typ.precision - typ.scale:
+        raise EvaluationError(f"overflow in SUM of {typ.sql()}: {total:f} does not fit")
     return total
 
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import duckdb
 from sqlglot import exp
 
-from .aggregates import Finalizer, compile_aggregate
+from .aggregates import Finalizer, compile_aggregate, may_overflow
 from .core import Core, needed_slots
 from .duckdb_scratch import scratch
 from .dyn import Representation, key_function
@@ -424,9 +424,11 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql,
                             Representation(pair, thetas, compiler_over(core)), sources, specs,
                             finalizer, global_group=not block.group_by)
-    # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail
+    # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail,
+    # and so can a SUM whose result type cannot hold every sum of its argument's values
     view.eager = block.having is not None or any(
-        not isinstance(e, (exp.Column, *AGGREGATE_TYPES)) for _, e in block.select)
+        not isinstance(e, (exp.Column, *AGGREGATE_TYPES)) for _, e in block.select) or any(
+        s.kind == "sum" and may_overflow(s) for s in specs)
     view.explanation = classify(core, out_t, pair, thetas) + [
         "aggregates: " + ", ".join(s.node.sql() for s in specs)
         + " carried in the weight ring (count and exact sums per tuple)",
