@@ -187,3 +187,12 @@ def test_a_sum_its_type_cannot_hold_rejects_its_batch_as_duckdb_does(strategy, c
     oracle.execute("INSERT INTO t VALUES (1, ?)", [values[1]])
     with pytest.raises(duckdb.Error, match="Overflow|[Oo]ut of [Rr]ange"):
         oracle.execute("SELECT k, SUM(h) FROM t GROUP BY k").fetchall()
+
+
+def test_a_subscriber_that_cannot_be_called_is_refused_when_it_subscribes(people) -> None:
+    with pytest.raises(SchemaError, match="subscriber must be callable"):
+        people.view("v").subscribe(5)
+    seen = []
+    people.view("v").subscribe(seen.append)
+    people.insert("p", [("a", "b", 1900)])
+    assert seen == [[(("a", "b"), 1)]]

@@ -278,6 +278,13 @@ class Engine(ABC):
         self.close()
 
 
+def check_subscriber(fn: object) -> None:
+    """A subscriber must be callable: refused when it subscribes, not at every commit."""
+    if not callable(fn):
+        raise SchemaError(f"a subscriber must be callable (changes -> None), not "
+                          f"{type(fn).__name__}")
+
+
 def _positional(parameters):
     """``parameters`` for one statement's ``?`` placeholders: a sequence (a mapping's
     keys would bind silently in its place)."""

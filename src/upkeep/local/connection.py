@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
-from ..engine import Engine, Subscriber, WhatIf
+from ..engine import Engine, Subscriber, WhatIf, check_subscriber
 from ..engine import ViewHandle as ViewHandleContract
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import due_changes
@@ -95,6 +95,7 @@ class ViewHandle(ViewHandleContract):
         return self._db._catalog.runtime(self.name)
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        check_subscriber(fn)
         self._runtime()
         return self._db._catalog.subscribe(self.name, fn)
 

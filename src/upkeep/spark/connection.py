@@ -46,7 +46,7 @@ from sqlglot import exp
 from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_properties
-from ..engine import Engine, Subscriber, ViewHandle, deliver
+from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
@@ -113,6 +113,7 @@ class SparkViewHandle(ViewHandle):
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(changes)`` after every micro-batch that changes the view."""
+        check_subscriber(fn)
         subs = self._db._subscribers.setdefault(self.name, [])
         subs.append(fn)
         return lambda: subs.remove(fn) if fn in subs else None
