@@ -50,6 +50,10 @@ class AggregateSpec:
 
     def __post_init__(self) -> None:
         self.exact = exact_converter(self.arg.type) if self.arg is not None else int
+        #: a SUM's value from its exact channel; checked only where it can overflow, as the
+        #: per-group result is on the per-change path
+        self.sum_value = (fitted_sum if self.arg is not None and may_overflow(self.arg.type)
+                          else from_exact)
 
     @property
     def channel(self) -> bool:
@@ -100,18 +104,21 @@ def exact_converter(arg_type: SqlType) -> Callable[[object], object]:
     return int
 
 
-def may_overflow(spec: AggregateSpec) -> bool:
-    """Whether a SUM can exceed its result type (DuckDB's: HUGEINT, DECIMAL(38, s)) before
-    2**64 rows: only over HUGEINT or DECIMAL wider than 18 digits."""
-    arg = spec.arg.type
-    return arg.kind == "HUGEINT" or (arg.kind == "DECIMAL" and arg.precision > 18)
+def may_overflow(arg_type: SqlType) -> bool:
+    """Whether a SUM over ``arg_type`` can exceed its result type (DuckDB's: HUGEINT,
+    DECIMAL(38, s)) before 2**64 rows: only over HUGEINT or DECIMAL wider than 18 digits."""
+    return arg_type.kind == "HUGEINT" or (arg_type.kind == "DECIMAL" and arg_type.precision > 18)
 
 
 def from_exact(total: object, typ: SqlType) -> object:
-    """A SUM's value of its result type from the exact channel; a sum its type cannot
-    hold is an :class:`EvaluationError`, as DuckDB's overflow is (the batch is rejected)."""
     if typ.kind == "DOUBLE":
         return exact_to_float(total)
+    return total
+
+
+def fitted_sum(total: object, typ: SqlType) -> object:
+    """:func:`from_exact` of a SUM that may not fit its result type: then an
+    :class:`EvaluationError`, as DuckDB's overflow is (the batch is rejected)."""
     if typ.kind == "HUGEINT" and not -INT_RANGES["HUGEINT"] <= total < INT_RANGES["HUGEINT"]:
         raise EvaluationError(f"overflow in SUM of HUGEINT: {total} does not fit")
     if typ.kind == "DECIMAL" and total and total.adjusted() >= typ.precision - typ.scale:
@@ -231,7 +238,7 @@ class GroupState:
                 out.append(self.channels[i][0])
             elif k in ("sum", "sum_distinct"):
                 n, s = self.channels[i]
-                out.append(from_exact(s, a.type) if n else None)
+                out.append(a.sum_value(s, a.type) if n else None)
             elif k in ("avg", "avg_distinct"):
                 n, s = self.channels[i]
                 out.append(average_of(s, n, a.arg.type) if n else None)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import duckdb
 
 from . import zset
-from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
+from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import scratch
 from .dyn import Representation
@@ -240,7 +240,7 @@ class DynAggregateView(ViewRuntime):
             if a.kind == "count":
                 vals.append(nn)
             elif a.kind == "sum":
-                vals.append(from_exact(s, a.type) if nn else None)
+                vals.append(a.sum_value(s, a.type) if nn else None)
             else:
                 vals.append(average_of(s, nn, a.arg.type) if nn else None)
         return self.finalizer.finish((*key, *vals))

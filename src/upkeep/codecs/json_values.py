@@ -58,7 +58,7 @@ def from_json(value: Any, typ: SqlType) -> Any:
         return float(value)
     if typ.kind == "TIMESTAMP" and isinstance(value, str):
         return dt.datetime.fromisoformat(value)
-    if typ.kind == "NULL" or typ.kind not in _TABLE_KINDS:
+    if typ.kind not in _TABLE_KINDS:  # NULL too
         return value  # a query's value of a type no table holds: as to_json spelled it
     return coerce_value(value, typ)
 

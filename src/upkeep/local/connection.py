@@ -309,8 +309,8 @@ class Connection(Engine):
         commit or stage it."""
         if not delta:
             return
-        self._durability.check_open()
         if self._staging is None:
+            self._durability.check_open()  # (a transaction checked it when it began)
             if self._catalog.expiring:
                 self.expire()
             with gc_paused(len(delta)):
