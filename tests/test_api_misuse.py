@@ -196,3 +196,33 @@ def test_a_subscriber_that_cannot_be_called_is_refused_when_it_subscribes(people
     people.view("v").subscribe(seen.append)
     people.insert("p", [("a", "b", 1900)])
     assert seen == [[(("a", "b"), 1)]]
+
+
+@pytest.mark.parametrize(("sql", "error", "names"), [
+    ("SELECT nope FROM p", SchemaError, "nope"),
+    ("SELECT trim(born) FROM p", SchemaError, "trim"),
+    ("SELECT CAST(first AS INTEGER) FROM p", EvaluationError, "Ada"),
+    ("SELECT born // 0 FROM p", EvaluationError, "Division by zero"),
+])
+def test_an_ad_hoc_select_duckdb_refuses_raises_the_matching_error(people, sql, error,
+                                                                   names) -> None:
+    """DuckDB evaluates ad-hoc SELECTs; its refusals come back as upkeep's family, by
+    cause (an unknown name or a type mismatch, a value it cannot compute), with its words."""
+    duckdb_raises = duckdb.connect()
+    duckdb_raises.execute("CREATE TABLE p (first VARCHAR, last VARCHAR, born INTEGER)")
+    duckdb_raises.execute("INSERT INTO p VALUES ('Ada', 'Lovelace', 1815)")
+    with pytest.raises(duckdb.Error):
+        duckdb_raises.execute(sql).fetchall()
+    people.insert("p", [("Ada", "Lovelace", 1815)])
+    with pytest.raises(error, match=names):
+        people.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM p WHERE born = ?",
+                                 "CREATE TABLE q (a INTEGER)"])
+def test_executemany_runs_only_changes(people, sql) -> None:
+    """executemany of a query would throw every result away (DB-API leaves it undefined):
+    it is refused, and nothing runs."""
+    with pytest.raises(UnsupportedError, match="executemany runs INSERT"):
+        people.executemany(sql, [(1815,), (1906,)])
+    assert people.tables() == ["p"]

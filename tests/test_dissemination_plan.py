@@ -59,13 +59,18 @@ def test_command_line_plan(tmp_path, capsys):
     assert "no configuration meets the fan-out bounds (publisher 1)" in capsys.readouterr().err
     assert main(["plan", str(tmp_path / "nope.sql"), "--tables", str(tmp_path / "t.sql")]) == 1
     assert "cannot read" in capsys.readouterr().err
-    assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
-                 "--candidates", "-1"]) == 1
-    assert "--candidates -1: must be >= 0" in capsys.readouterr().err
-    for budget in ("-0.1", "nan"):
-        assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
-                     "--latency-budget", budget]) == 1
-        assert f"--latency-budget {float(budget)}: must be >= 0" in capsys.readouterr().err
+    for option, value, says in [("--candidates", "-1", "-1 is less than 0"),
+                                ("--bound", "-1", "-1 is less than 0"),
+                                ("--source-bound", "-3", "-3 is less than 0"),
+                                ("-k", "0", "0 is less than 1"),
+                                ("--bound", "two", "'two' is not an integer"),
+                                ("--latency-budget", "-0.1", "-0.1 is not a number >= 0"),
+                                ("--latency-budget", "nan", "nan is not a number >= 0")]:
+        with pytest.raises(SystemExit) as usage:  # a usage error, before any planning
+            main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+                  option, value])
+        assert usage.value.code == 2
+        assert f"argument {option}: {says}" in capsys.readouterr().err
     assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                  "--source-bound", "2", "--latency-budget", "0.07"]) == 0
     assert "LOGA -" in capsys.readouterr().out

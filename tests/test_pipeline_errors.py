@@ -256,8 +256,9 @@ def test_a_record_that_fails_only_when_the_views_are_updated(tmp_path, on_error)
     runner, go = run(path)
     if on_error == "stop":
         with pytest.raises(upkeep.Error, match=r"the batch of records changes-001\.jsonl, line 1 "
-                                               r"to changes-001\.jsonl, line 4 failed: could not "
-                                               r"cast 'x' to INTEGER; nothing of it was applied"):
+                                               r"to changes-001\.jsonl, line 4 failed: view v: could "
+                                               r"not cast 'x' to INTEGER; nothing of it was "
+                                               r"applied"):
             go()
         assert runner.db.view("v").rows() == []
         return

@@ -159,3 +159,14 @@ def _records(values, txns=None):
     txns = txns or [None] * len(values)
     return [ChangeRecord(Position("f", i + 1), table="t", op="insert", row=[v], txn=txn)
             for i, (v, txn) in enumerate(zip(values, txns, strict=True))]
+
+
+@pytest.mark.parametrize(("header", "says"), [
+    ("table,op,rows", "unknown column 'rows'"), ("table,row", "no column 'op'")])
+@pytest.mark.parametrize("records_after", [0, 1])
+def test_a_csv_header_at_fault_is_an_error_at_line_1_even_with_no_records(
+        tmp_path, header, says, records_after):
+    (tmp_path / "c.csv").write_text(header + "\n" + 't,insert,"[1]"\n' * records_after)
+    got = records(FileSource(SourceConfig(tmp_path / "c.csv")))
+    assert got and got[0].position.number == 1 and says in got[0].error
+    assert all(r.error for r in got)  # no record is read under a header at fault

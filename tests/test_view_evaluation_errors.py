@@ -82,10 +82,11 @@ def test_a_row_a_view_cannot_compute_rejects_its_batch(case, shape, subscribed) 
     assert duckdb_raises(expression, row), "the oracle must raise on this row"
     db, seen = database(subscribed, SHAPES[shape].format(e=expression))
     before = Counter(db.view("v").rows())
-    with pytest.raises(upkeep.Error):
+    with pytest.raises(upkeep.EvaluationError) as failed:
         with db.transaction():
             db.insert("p", [(5, 1, "5", 5)])
             db.insert("p", [row])
+    assert failed.value.view == "v" and str(failed.value).startswith("view v: ")
     assert Counter(db.execute("SELECT * FROM p").fetchall()) == Counter([GOOD_ROW])
     assert Counter(db.view("v").rows()) == before  # readable, as before
     db.insert("p", [(7, 1, "7", 7)])  # and the database goes on
@@ -98,8 +99,9 @@ def test_a_view_over_rows_it_cannot_compute_is_refused_at_definition(case) -> No
     db = upkeep.connect()
     db.execute("CREATE TABLE p (a INTEGER, b INTEGER, s VARCHAR, x BIGINT)")
     db.insert("p", [row])
-    with pytest.raises(upkeep.Error):
+    with pytest.raises(upkeep.EvaluationError) as failed:
         db.execute(f"CREATE VIEW v AS SELECT {expression} AS e FROM p")
+    assert failed.value.view == "v"
     assert db.views() == []
 
 

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -106,17 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("subscriptions", type=Path, help="SQL file of CREATE VIEW statements")
     plan.add_argument("--tables", type=Path, required=True,
                       help="SQL file of the published tables' CREATE TABLE statements")
-    plan.add_argument("-k", type=int, default=30,
+    plan.add_argument("-k", type=_at_least(1), default=30,
                       help="rewritings kept per subscription (the paper's 30)")
-    plan.add_argument("--bound", type=int, default=None,
+    plan.add_argument("--bound", type=_at_least(0), default=None,
                       help="the most rewritings one subscription may feed (default: no bound)")
-    plan.add_argument("--source-bound", type=int, default=None,
+    plan.add_argument("--source-bound", type=_at_least(0), default=None,
                       help="the most subscriptions the server feeds itself (default: no bound)")
-    plan.add_argument("--candidates", type=int, default=32,
+    plan.add_argument("--candidates", type=_at_least(0), default=32,
                       help="subscriptions considered to feed each one, the most specific "
                            "first (default 32; 0: all, which grows with the square of the "
                            "subscriptions)")
-    plan.add_argument("--latency-budget", type=float, default=None, metavar="FRACTION",
+    plan.add_argument("--latency-budget", type=_not_negative, default=None, metavar="FRACTION",
                       help="the most lowering latency may add to the utilisation, as a "
                            "fraction of it (e.g. 0.07; default: no limit)")
     plan.add_argument("--sql", action="store_true", help="also print each rewriting's SQL")
@@ -138,14 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tokens", type=Path, required=True, help="the tokens file (JSON)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=_port, default=8765, help="port to listen on")
-    serve.add_argument("--retention", type=int, default=100_000,
+    serve.add_argument("--retention", type=_at_least(1), default=100_000,
                        help="batches of subscription changes kept for clients to resume")
-    serve.add_argument("--fanout", type=int, default=None,
+    serve.add_argument("--fanout", type=_at_least(0), default=None,
                        help="members the server feeds itself before placing the rest at "
                             "relays only (default: no bound)")
-    serve.add_argument("--capacity", type=int, default=20,
+    serve.add_argument("--capacity", type=_at_least(1), default=20,
                        help="a relay's fan-out bound when it names none (default 20)")
-    serve.add_argument("--replan", type=float, default=60.0,
+    serve.add_argument("--replan", type=_not_negative, default=60.0,
                        help="seconds between re-optimisations of the placements (ILP + "
                             "LOGA; 0: never; default 60)")
 
@@ -160,12 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     subscribe.add_argument("--token", required=True, help="bearer token (or @FILE)")
     subscribe.add_argument("--state", type=Path, default=None,
                            help="JSON file keeping the replica and its token")
-    subscribe.add_argument("--batches", type=int, default=None,
+    subscribe.add_argument("--batches", type=_at_least(0), default=None,
                            help="stop once the replica is at this batch")
     subscribe.add_argument("--placed", action=argparse.BooleanOptionalAction, default=True,
                            help="let the server place it at a relay that can feed it "
                                 "(default); --no-placed: follow the server itself")
-    subscribe.add_argument("--timeout", type=float, default=float("inf"),
+    subscribe.add_argument("--timeout", type=_not_negative, default=float("inf"),
                            help="stop after this many seconds")
 
     relay = commands.add_parser(
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     relay.add_argument("--port", type=_port, default=8766, help="port to listen on")
     relay.add_argument("--name", default=None,
                        help="its member name at the server (default: one is drawn)")
-    relay.add_argument("--capacity", type=int, default=None,
+    relay.add_argument("--capacity", type=_at_least(1), default=None,
                        help="how many subscribers it feeds at most (default: the server's)")
     relay.add_argument("--no-compose", dest="compose", action="store_false",
                        help="follow one feeder only (by default the server may feed it by a "
@@ -355,6 +355,30 @@ def _port(text: str) -> int:
     return port
 
 
+def _at_least(least: int) -> Callable[[str], int]:
+    """An integer argument of at least ``least`` (a count or a bound)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is less than {least}")
+        return value
+    return parse
+
+
+def _not_negative(text: str) -> float:
+    """A number argument of at least 0 (a fraction, seconds; ``inf`` allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text} is not a number >= 0")
+    return value
+
+
 def _text(path: Path) -> str:
     """A text file given on the command line, or an :class:`Error` naming it."""
     try:
@@ -372,11 +396,7 @@ def _plan(args) -> str:
     tables, subscriptions = _text(args.tables), _text(args.subscriptions)
     if not subscriptions.strip():
         raise Error(f"{args.subscriptions} holds no subscriptions")
-    if args.candidates < 0:
-        raise Error(f"--candidates {args.candidates}: must be >= 0")
     budget = args.latency_budget
-    if budget is not None and not budget >= 0:  # NaN too
-        raise Error(f"--latency-budget {budget}: must be >= 0")
     with Console(stderr=True).status("planning") as status:
         result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
                       source_bound=args.source_bound, candidates=args.candidates or None,

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
+
+from .errors import Error, EvaluationError, ParseError, SchemaError
 
 _LOCK = threading.Lock()
 _DATABASE: dict[int, duckdb.DuckDBPyConnection] = {}  # pid -> the database (not across fork)
@@ -58,3 +61,27 @@ def parse_statements(sql: str) -> list:
     times the parse."""
     with _LOCK:
         return _database().extract_statements(sql)
+
+
+def error_position(text: str) -> tuple[int | None, int | None]:
+    """The line and column DuckDB's message marks with ``LINE n: ...`` and a caret."""
+    m = re.search(r"LINE (\d+): (.*)\n(\s*)\^", text)
+    if m is None:
+        return None, None
+    return int(m.group(1)), len(m.group(3)) - len(f"LINE {m.group(1)}: ") + 1
+
+
+def as_error(exc: duckdb.Error, doing: str) -> Error:
+    """DuckDB's error as upkeep's family: a parse error with its position, an unknown name
+    or a type mismatch as a :class:`SchemaError`, a value DuckDB cannot compute (a cast,
+    an overflow, a division by zero) as an :class:`EvaluationError`."""
+    text = str(exc)
+    message = f"{doing}: {text}"
+    if isinstance(exc, duckdb.ParserException):
+        return ParseError(f"{doing}: {text.splitlines()[0]}", *error_position(text))
+    if isinstance(exc, duckdb.BinderException | duckdb.CatalogException):
+        return SchemaError(message)
+    if isinstance(exc, duckdb.ConversionException | duckdb.OutOfRangeException
+                  | duckdb.InvalidInputException):
+        return EvaluationError(message)
+    return Error(message)

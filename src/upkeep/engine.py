@@ -116,6 +116,9 @@ class Engine(ABC):
         if len(parsed) != 1:
             raise UnsupportedError("executemany takes exactly one statement")
         (stmt,) = parsed
+        if not isinstance(stmt, (exp.Insert, exp.Update, exp.Delete)):
+            raise UnsupportedError(f"executemany runs INSERT, UPDATE or DELETE, not "
+                                   f"{stmt.key.upper()}: run it with execute")
         table = simple_insert(stmt)
         # INSERT INTO t VALUES (?, ...): the rows in one call (a provenance table's INSERT
         # statements are hyperplane queries of the transaction, not input rows)

@@ -75,7 +75,21 @@ class SchemaError(Error):
 class EvaluationError(Error):
     """A value a view cannot compute for some row, where DuckDB raises too: division by zero
     in ``//`` or ``%``, integer overflow, a failed cast.  The batch that produced the row is
-    rejected whole, subscribed or not."""
+    rejected whole, subscribed or not; ``view`` names the view that failed."""
+
+    fields = ("view",)
+
+    def __init__(self, message: str, view: str | None = None):
+        super().__init__(message)
+        self.view = view
+
+    def in_view(self, view: str) -> EvaluationError:
+        """This error, said of ``view`` (itself if it already names one)."""
+        if self.view is not None:
+            return self
+        named = EvaluationError(f"view {view}: {self}", view)
+        named.__cause__ = self.__cause__
+        return named
 
 
 class ProvenanceError(Error):

@@ -17,7 +17,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from .duckdb_scratch import parse_statements, scratch
+from .duckdb_scratch import error_position, parse_statements, scratch
 from .errors import ParseError, SchemaError
 from .expressions import ExpressionCompiler, Scope
 
@@ -35,12 +35,7 @@ def check_syntax(sql: str) -> None:
     except duckdb.ParserException as exc:
         text = str(exc)
         first = text.split("\n", 1)[0].replace("Parser Error: ", "")
-        line = col = None
-        m = re.search(r"LINE (\d+): (.*)\n(\s*)\^", text)
-        if m:
-            line = int(m.group(1))
-            col = len(m.group(3)) - len(f"LINE {m.group(1)}: ") + 1
-        raise ParseError(f"cannot parse SQL: {first}", line, col) from None
+        raise ParseError(f"cannot parse SQL: {first}", *error_position(text)) from None
     except duckdb.Error as exc:  # e.g. a column defined twice, caught while parsing
         raise SchemaError(str(exc).split("\n", 1)[0]) from None
     if len(_ACCEPTED) >= _ACCEPTED_MAX:  # the texts statements repeat (with parameters)

@@ -22,9 +22,8 @@ import duckdb
 from . import zset
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
-from .duckdb_scratch import scratch
+from .duckdb_scratch import as_error, scratch
 from .dyn import Representation
-from .errors import Error
 from .gc_pause import StateDict
 from .operators import Batch, Delta, Operator, Source
 from .types import SqlType, type_from_name
@@ -388,7 +387,7 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             types = con.execute(f"DESCRIBE {sql}").fetchall()
             return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
         except duckdb.Error as exc:
-            raise Error(f"DuckDB could not evaluate the query: {exc}") from exc
+            raise as_error(exc, "DuckDB could not evaluate the query") from exc
 
 
 def run_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]) -> list[tuple]:

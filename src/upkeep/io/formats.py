@@ -155,6 +155,9 @@ class CsvReader(_LineReader):
                 self.offset, self.seen = state
                 if self.header is None:
                     self._set_header(fields)
+                    if self.header_error:  # said even if no record follows it
+                        yield ChangeRecord(self._position(start), error=self.header_error,
+                                           raw=",".join(fields))
                     continue
                 if start <= self.skip or not fields:
                     continue

@@ -21,7 +21,14 @@ from .. import zset
 from ..bulk_progress import bulk_progress
 from ..ddl import created_name, table_from_create
 from ..engine import Subscriber
-from ..errors import ConstraintError, Error, SchemaError, StrategyError, UnsupportedError
+from ..errors import (
+    ConstraintError,
+    Error,
+    EvaluationError,
+    SchemaError,
+    StrategyError,
+    UnsupportedError,
+)
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
@@ -415,7 +422,10 @@ class LocalCatalog(Catalog):
             contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
             with gc_paused(rows), bulk_progress(f"building view {name}", rows, counted=False):
-                view.build(contents)
+                try:
+                    view.build(contents)
+                except EvaluationError as exc:
+                    raise exc.in_view(name) from exc.__cause__
         except BaseException:
             for hidden in reversed(created):
                 self._drop_view(hidden)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..engine import deliver
+from ..errors import EvaluationError
 from ..gc_pause import gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
@@ -144,7 +145,10 @@ class Committer:
                 view = views[name]
                 if view.inputs.isdisjoint(batch):
                     continue
-                d = view.step(batch, want_delta=want is None or name in want)
+                try:
+                    d = view.step(batch, want_delta=want is None or name in want)
+                except EvaluationError as exc:
+                    raise exc.in_view(name) from exc.__cause__
                 if d:
                     batch[name] = d
                     changed[name] = d
