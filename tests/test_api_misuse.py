@@ -5,6 +5,7 @@ that are not functions of the tables)."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import duckdb
@@ -226,3 +227,21 @@ def test_executemany_runs_only_changes(people, sql) -> None:
     with pytest.raises(UnsupportedError, match="executemany runs INSERT"):
         people.executemany(sql, [(1815,), (1906,)])
     assert people.tables() == ["p"]
+
+
+@pytest.mark.parametrize(("sql", "says"), [
+    ("EXPLAIN SELECT * FROM p", "EXPLAIN statements are not supported: use db.explain"),
+    ("BEGIN", "BEGIN statements are not supported: use `with db.transaction():`"),
+    ("COMMIT", "COMMIT statements are not supported"),
+    ("SHOW TABLES", "SHOW statements are not supported: use db.tables()"),
+    ("SET threads = 1", "SET statements are not supported"),
+    ("VACUUM", "VACUUM statements are not supported"),
+])
+def test_a_statement_upkeep_does_not_run_says_which_and_what_instead(people, caplog, sql,
+                                                                       says) -> None:
+    """No warning of the SQL parser on stderr (sqlglot's "falling back to a Command"), one
+    UnsupportedError naming the statement, and nothing changed."""
+    with pytest.raises(UnsupportedError, match=re.escape(says)):
+        people.execute(sql)
+    assert not [r for r in caplog.records if r.name.startswith("sqlglot")]
+    assert people.tables() == ["p"] and people.views() == ["v"]

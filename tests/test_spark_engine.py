@@ -120,6 +120,10 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     assert remote.view("joined").rows() == [(7, "AUTO")]
     with pytest.raises(upkeep.UnsupportedError, match="db.delete"):
         remote.execute("DELETE FROM orders WHERE ok = 7")
+    with pytest.raises(upkeep.UnsupportedError,
+                       match="EXPLAIN statements are not supported on the spark engine: "
+                             "use db.explain"):
+        remote.execute("EXPLAIN SELECT * FROM joined")
     with pytest.raises(upkeep.SchemaError):
         remote.insert("orders", [("x", 1, None, None)])
     with pytest.raises(upkeep.ParseError):

@@ -9,8 +9,11 @@ other layer reads (docs/design.md, "Layers").
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 import duckdb
@@ -18,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from .duckdb_scratch import error_position, parse_statements, scratch
-from .errors import ParseError, SchemaError
+from .errors import ParseError, SchemaError, UnsupportedError
 from .expressions import ExpressionCompiler, Scope
 
 _MATERIALIZED = re.compile(r"\bMATERIALIZED\s+VIEW\b", re.IGNORECASE)
@@ -80,13 +83,65 @@ def check_types(query: exp.Expression, schema_of) -> None:
                                   f"{query.sql(dialect='duckdb')[:80]})") from None
 
 
+class _Quiet(logging.Filter):
+    """Drops sqlglot's warnings on the threads inside :func:`quiet_sqlglot`: its "falling
+    back to parsing as a Command" goes to stderr, where upkeep answers a statement it
+    cannot run with an :class:`UnsupportedError` of its own (:func:`unsupported`)."""
+
+    inside = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.inside, "on", False)
+
+
+logging.getLogger("sqlglot").addFilter(_Quiet())
+
+
+@contextmanager
+def quiet_sqlglot() -> Iterator[None]:
+    """sqlglot's warnings silenced on this thread while the block runs."""
+    was = getattr(_Quiet.inside, "on", False)
+    _Quiet.inside.on = True
+    try:
+        yield
+    finally:
+        _Quiet.inside.on = was
+
+
+# what to use instead of a statement upkeep does not run, by its first keyword
+_INSTEAD = {
+    "EXPLAIN": "use db.explain(view) or `upkeep explain`",
+    "BEGIN": "use `with db.transaction():` (a block that raises is rolled back)",
+    "TRANSACTION": "use `with db.transaction():` (a block that raises is rolled back)",
+    "COMMIT": "a `with db.transaction():` block commits when it ends",
+    "ROLLBACK": "a `with db.transaction():` block that raises is rolled back",
+    "SHOW": "use db.tables() and db.views()",
+    "DESCRIBE": "use cursor.description of a SELECT, or db.explain(view)",
+    "PRAGMA": "upkeep's settings are arguments of upkeep.connect()",
+    "SET": "upkeep's settings are arguments of upkeep.connect()",
+}
+
+
+def unsupported(stmt: exp.Expression, engine: str = "") -> UnsupportedError:
+    """The error for a statement upkeep does not run: its keyword and what to use instead."""
+    if isinstance(stmt, exp.Command):
+        keyword = str(stmt.this).upper()
+    else:
+        keyword = {"Transaction": "BEGIN"}.get(type(stmt).__name__, type(stmt).__name__.upper())
+    instead = _INSTEAD.get(keyword)
+    where = f" on the {engine} engine" if engine else ""
+    return UnsupportedError(f"{keyword} statements are not supported{where}"
+                            + (f": {instead}" if instead else ""))
+
+
 def parse(sql: str) -> list[exp.Expression]:
     """The statements of ``sql`` (at least one), or a :class:`ParseError`."""
     if not isinstance(sql, str):
         raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
     check_syntax(sql)
     try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        with quiet_sqlglot():
+            statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise ParseError(f"cannot parse SQL: {err.get('description', exc)}",

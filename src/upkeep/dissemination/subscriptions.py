@@ -21,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import Error
+from ..sql import quiet_sqlglot
 
 OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -125,7 +126,8 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     """``sql`` as a subscription over the tables of ``schema``, or SubscriptionError
     naming the construct outside the language."""
     try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         raise SubscriptionError(f"subscription {name}: {first.get('description', exc)}",

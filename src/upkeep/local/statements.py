@@ -16,7 +16,7 @@ from ..cursor import Cursor
 from ..ddl import created_name
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
-from ..sql import insert_rows, insert_target, is_query, simple_scan
+from ..sql import insert_rows, insert_target, is_query, simple_scan, unsupported
 from ..table import Table
 from ..types import coerce_value, format_row
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
@@ -44,7 +44,7 @@ def run_statement(db: Connection, stmt: exp.Expression) -> Cursor:
         return update(db, stmt)
     if isinstance(stmt, (exp.Alias, exp.Column, exp.Identifier, exp.Literal)):
         raise ParseError(f"not a statement: {stmt.sql()[:60]}", 1, 1)
-    raise UnsupportedError(f"statement {type(stmt).__name__.upper()} is not supported")
+    raise unsupported(stmt)
 
 
 def create(db: Connection, stmt: exp.Create) -> Cursor:

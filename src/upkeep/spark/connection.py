@@ -58,6 +58,7 @@ from ..sql import (
     insert_target,
     is_query,
     parse_one,
+    unsupported,
 )
 from ..types import SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
@@ -237,9 +238,7 @@ class SparkConnection(Engine):
             return Cursor()
         if is_query(stmt):
             return self._query_views(stmt)
-        raise UnsupportedError(
-            f"{type(stmt).__name__.upper()} on the spark engine: the driver does not hold "
-            f"table contents; use db.insert(table, rows) and db.delete(table, rows)")
+        raise unsupported(stmt, "spark")
 
     def _modify(self, stmt: exp.Delete | exp.Update) -> Cursor:
         """DELETE / UPDATE ... WHERE: the matching rows found by a Spark job over the
