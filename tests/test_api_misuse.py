@@ -245,3 +245,23 @@ def test_a_statement_upkeep_does_not_run_says_which_and_what_instead(people, cap
         people.execute(sql)
     assert not [r for r in caplog.records if r.name.startswith("sqlglot")]
     assert people.tables() == ["p"] and people.views() == ["v"]
+
+
+@pytest.mark.parametrize("sql", [
+    "WITH p AS (SELECT born + 1 AS born FROM p) SELECT * FROM p",  # the inner p: the table
+    "WITH u AS (SELECT born FROM p), p AS (SELECT born * 2 AS born FROM u) SELECT * FROM p",
+    "WITH RECURSIVE p AS (SELECT 1 AS born UNION ALL SELECT born + 1 FROM p WHERE born < 3) "
+    "SELECT * FROM p",  # recursive: the inner p is the CTE
+    "SELECT * FROM (WITH q AS (SELECT born FROM p) SELECT * FROM q) x, p WHERE x.born = p.born",
+])
+def test_a_cte_named_as_a_table_is_scoped_as_duckdb_scopes_it(people, sql) -> None:
+    """A CTE's body reads the table of its own name unless WITH RECURSIVE; ad-hoc queries
+    and views agree with DuckDB (``sql.names_cte``)."""
+    people.insert("p", [("Ada", "Lovelace", 1815), ("Alan", "Turing", 1912)])
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE p (first VARCHAR, last VARCHAR, born INTEGER)")
+    oracle.execute("INSERT INTO p VALUES ('Ada', 'Lovelace', 1815), ('Alan', 'Turing', 1912)")
+    expected = sorted(oracle.execute(sql).fetchall())
+    assert sorted(people.execute(sql).fetchall()) == expected
+    people.create_view("w", sql)
+    assert sorted(people.view("w").rows()) == expected

@@ -233,6 +233,8 @@ def test_no_endpoint_answers_without_a_valid_token(served, authorization) -> Non
     "SELECT note FROM leak",
     "SELECT o.ok FROM orders o WHERE o.ck IN (SELECT id FROM secret)",
     "WITH s AS (SELECT * FROM secret) SELECT * FROM s",
+    "WITH secret AS (SELECT * FROM secret) SELECT * FROM secret",  # the inner one is the table
+    "WITH orders AS (SELECT * FROM secret) SELECT * FROM orders",
     "SELECT * FROM read_csv('/etc/passwd')",
     "INSERT INTO orders VALUES (9, 1, 'open', 1)",
     "CREATE TABLE mine (a INTEGER)",

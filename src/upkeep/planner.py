@@ -73,6 +73,7 @@ from .plan import (
 from .recursive.program import recursive_with
 from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
 from .recursive.view import RecursiveView, plan_recursive
+from .sql import relations_read
 from .theta import ThetaPredicate, analyse_predicate
 from .types import SqlType, type_from_name
 from .views import (
@@ -199,12 +200,6 @@ def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
     semijoin.serve_reads()
     return semijoin, project
 
-
-def relations_read(query: exp.Expression) -> set[str]:
-    """The tables and views ``query`` reads (not its CTEs, nor table functions)."""
-    tables = {t.name.lower() for t in query.find_all(exp.Table)
-              if isinstance(t.this, exp.Identifier)}
-    return tables - {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
 
 
 def describe(sql: str, inputs: set[str], catalog: Catalog) -> list[tuple[str, str]]:

@@ -161,6 +161,36 @@ def parse_one(sql: str) -> exp.Expression:
     return statements[0]
 
 
+def names_cte(table: exp.Table) -> bool:
+    """Whether ``table`` names a CTE in scope where it stands, as DuckDB binds it: a WITH's
+    CTEs are seen by its query and by the CTEs after them, a CTE's own name inside its
+    body only under WITH RECURSIVE (``WITH t AS (SELECT .. FROM t)`` reads the table t)."""
+    if table.args.get("db") is not None or not isinstance(table.this, exp.Identifier):
+        return False
+    name = table.name.lower()
+    child, node = table, table.parent
+    while node is not None:
+        if isinstance(node, exp.With):  # come up from the body of one of its CTEs
+            ctes = list(node.expressions)
+            at = next((i for i, c in enumerate(ctes) if c is child), len(ctes))
+            seen = ctes[:at + 1] if node.args.get("recursive") else ctes[:at]
+            if any(c.alias_or_name.lower() == name for c in seen):
+                return True
+        else:
+            with_ = node.args.get("with") or node.args.get("with_")
+            if isinstance(with_, exp.With) and child is not with_ and any(
+                    c.alias_or_name.lower() == name for c in with_.expressions):
+                return True
+        child, node = node, node.parent
+    return False
+
+
+def relations_read(query: exp.Expression) -> set[str]:
+    """The tables and views ``query`` reads (not its CTEs, nor table functions)."""
+    return {t.name.lower() for t in query.find_all(exp.Table)
+            if isinstance(t.this, exp.Identifier) and not names_cte(t)}
+
+
 def is_query(stmt: exp.Expression) -> bool:
     """A statement that returns rows (SELECT and set operations)."""
     return isinstance(stmt, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery))

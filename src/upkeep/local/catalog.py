@@ -41,12 +41,12 @@ from ..plan import (
     read_relation,
     unordered,
 )
-from ..planner import Catalog, describe, plan_view, relations_read
+from ..planner import Catalog, describe, plan_view
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
-from ..sql import check_types, parse_one
+from ..sql import check_types, parse_one, relations_read
 from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
 from ..table import Table
 from ..threshold import ThresholdView, one_relation_block, scalar_strategy, split_threshold

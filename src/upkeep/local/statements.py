@@ -16,7 +16,7 @@ from ..cursor import Cursor
 from ..ddl import created_name
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
-from ..sql import insert_rows, insert_target, is_query, simple_scan, unsupported
+from ..sql import insert_rows, insert_target, is_query, relations_read, simple_scan, unsupported
 from ..table import Table
 from ..types import coerce_value, format_row
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
@@ -227,10 +227,8 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
                 rows = rows[:limit]
                 break
         return Cursor(columns, rows)
-    relations = {t.name.lower() for t in stmt.find_all(exp.Table)}
-    ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
-    for r in relations - ctes:
+    relations = relations_read(stmt)
+    for r in relations:
         catalog.schema_of(r)
-    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations - ctes,
-                                 catalog.contents_of)
+    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, catalog.contents_of)
     return Cursor(columns, rows)

@@ -45,7 +45,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..codecs.json_values import to_json
 from ..errors import ConstraintError, Error
-from ..sql import is_query, parse
+from ..sql import is_query, names_cte, parse
 from .grants import GrantError, Principal, Tokens
 from .hub import PREFIX, Event, Hub, UnknownSubscription
 from .placement import Assignment, NameTaken, UnknownMember
@@ -206,11 +206,10 @@ class Service:
                     str(func.this)).lower()
             if name.startswith(_FILE_FUNCTIONS):
                 raise GrantError(f"{principal.name} may not call {name} (it reads files)")
-        ctes = {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
         names = set()
         for table in stmt.find_all(exp.Table):
             name = table.name.lower()
-            if name in ctes:
+            if names_cte(table):
                 continue
             if name.startswith(PREFIX) and not is_query(stmt):
                 raise GrantError(f"{name} is a subscription's view: end the subscription with "

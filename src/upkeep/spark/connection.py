@@ -58,6 +58,7 @@ from ..sql import (
     insert_target,
     is_query,
     parse_one,
+    relations_read,
     unsupported,
 )
 from ..types import SqlType, coerce_row, coerce_value, format_row
@@ -291,8 +292,7 @@ class SparkConnection(Engine):
 
     def _query_views(self, stmt: exp.Expression) -> Cursor:
         """A query over views only, evaluated by DuckDB over the driver's copies."""
-        relations = {t.name.lower() for t in stmt.find_all(exp.Table)}
-        relations -= {c.alias_or_name.lower() for c in stmt.find_all(exp.CTE)}
+        relations = relations_read(stmt)
         for name in relations:
             self.schema_of(name)
             if name in self._catalog.tables:

@@ -22,7 +22,7 @@ from ..errors import Error
 from ..hashing import stable_hash
 from ..local.catalog import LocalCatalog
 from ..plan import Block, analyse_joins, atom_of_slot, bind_query
-from ..sql import parse_one
+from ..sql import parse_one, relations_read
 from .fixpoint import FixpointSpec, fixpoint_layout
 
 SINGLE = "single"
@@ -113,9 +113,7 @@ def view_inputs(views: dict) -> dict[str, set[str]]:
     """Per user view (``{name: (sql, strategy)}``), the tables and views its SQL reads."""
     reads: dict[str, set[str]] = {}
     for name, (sql, _strategy) in views.items():
-        query = parse_one(sql)
-        ctes = {c.alias_or_name.lower() for c in query.find_all(exp.CTE)}
-        reads[name] = {t.name.lower() for t in query.find_all(exp.Table)} - ctes
+        reads[name] = relations_read(parse_one(sql))
     return reads
 
 
