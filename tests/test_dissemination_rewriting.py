@@ -192,3 +192,20 @@ def test_a_bounded_embedding_graph_keeps_the_most_specific_embeddings(sqls, limi
             if kept and every - kept:
                 fewest = min(len(labels(by_name[u])) for u in kept)
                 assert all(len(labels(by_name[u])) <= fewest for u in every - kept)
+
+
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT a, COUNT(*) FROM r GROUP BY a", "a"),
+    ("SELECT a FROM r\nORDER BY a", "a"),
+    ("SELECT a FROM r LIMIT 3", "3"),
+    ("WITH w AS (SELECT 1) SELECT a FROM r", "w AS"),
+    ("SELECT a, b AS a FROM r", "b AS a"),
+])
+def test_a_refused_clause_is_located_in_the_text(sql, construct):
+    """The error's line and column point at the clause at fault (its first token)."""
+    with pytest.raises(SubscriptionError) as refused:
+        parse("bad", sql, SCHEMA)
+    at = sql.rindex(construct)
+    line = sql.count("\n", 0, at) + 1
+    column = at - (sql.rfind("\n", 0, at) + 1) + 1
+    assert (refused.value.line, refused.value.column) == (line, column)

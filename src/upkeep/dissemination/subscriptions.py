@@ -137,10 +137,11 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     for arg in ("group", "having", "order", "limit", "offset", "distinct", "with", "with_"):
         if tree.args.get(arg):
             raise SubscriptionError(f"subscription {name}: {arg.strip('_').upper()} is not in "
-                                    "the subscription language (SELECT-PROJECT-JOIN)")
+                                    "the subscription language (SELECT-PROJECT-JOIN)",
+                                    at=_node(tree.args[arg]) or tree)
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None:
-        raise SubscriptionError(f"subscription {name}: no FROM")
+        raise SubscriptionError(f"subscription {name}: no FROM", at=tree)
     atoms: dict[str, str] = {}
     conditions: list[exp.Expression] = []
     for holder in [from_, *(tree.args.get("joins") or [])]:
@@ -221,12 +222,19 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     names = [n for n, _ in outputs]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise SubscriptionError(f"subscription {name}: output {dup} appears twice")
+        twice = [e for e in tree.expressions if e.alias_or_name.lower() == dup]
+        raise SubscriptionError(f"subscription {name}: output {dup} appears twice",
+                                at=twice[-1] if twice else tree)
     sub = Subscription(name, sql, atoms, outputs, joins, predicates, keys)
     for k, cls in enumerate(_classes(joins)):
         for c in cls:
             sub._class[c] = k
     return sub
+
+
+def _node(arg: object) -> exp.Expression | None:
+    """The expression of a clause's argument (DISTINCT is a flag, a boolean)."""
+    return arg if isinstance(arg, exp.Expression) else None
 
 
 def _constant(name: str, node: exp.Expression) -> object:
