@@ -402,6 +402,11 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
         assert normal(db.view(name).rows()) == normal(con.execute(sql).fetchall()), name
     with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
         db.execute("UPDATE nation SET nk = 1")
+    # a primary key's columns are NOT NULL, as on the local engine: refused on the driver
+    with pytest.raises(upkeep.ConstraintError, match="NULL in NOT NULL column nk"):
+        db.execute("UPDATE nation SET nk = NULL WHERE nk = 2")
+    with pytest.raises(upkeep.ConstraintError, match="NULL in NOT NULL column ck"):
+        db.insert("customer", [(None, 1, "AUTO")])
     assert normal(db.view("all_nations").rows()) == normal(
         con.execute("SELECT * FROM nation").fetchall())
     with pytest.raises(upkeep.SchemaError):

@@ -63,15 +63,20 @@ class Table:
         table does not hold that many times (``delta``: row -> net weight)."""
         for row, w in delta.items():
             if w > 0:
-                for i in self.not_null:
-                    if row[i] is None:
-                        raise ConstraintError(
-                            f"NULL in NOT NULL column {self.columns[i][0]} of table {self.name}: "
-                            f"{format_row(row)}", row)
+                self.check_not_null(row)
             elif self.rows.get(row, 0) + w < 0:
                 raise ConstraintError(
                     f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
+
+    def check_not_null(self, row: tuple, index: int | None = None) -> None:
+        """Reject a row with NULL in a NOT NULL column (a PRIMARY KEY's columns are NOT
+        NULL); ``index``: its place in the caller's batch."""
+        for i in self.not_null:
+            if row[i] is None:
+                raise ConstraintError(
+                    f"NULL in NOT NULL column {self.columns[i][0]} of table {self.name}: "
+                    f"{format_row(row)}", row, index)
 
     def check_keys(self, changed: dict[tuple, int]) -> None:
         """Reject a change of key counts (key -> net count added) that would hold a primary
