@@ -265,3 +265,12 @@ def test_a_cte_named_as_a_table_is_scoped_as_duckdb_scopes_it(people, sql) -> No
     assert sorted(people.execute(sql).fetchall()) == expected
     people.create_view("w", sql)
     assert sorted(people.view("w").rows()) == expected
+
+
+@pytest.mark.parametrize("sql", ["UPDATE p SET born = 2147483647 * 2 WHERE first = 'Ada'",
+                                 "DELETE FROM p WHERE born = 1 // 0"])
+def test_a_constant_duckdb_cannot_compute_is_an_evaluation_error(people, sql) -> None:
+    people.insert("p", [("Ada", "Lovelace", 1815)])
+    with pytest.raises(EvaluationError, match="cannot evaluate constant"):
+        people.execute(sql)
+    assert people.execute("SELECT * FROM p").fetchall() == [("Ada", "Lovelace", 1815)]

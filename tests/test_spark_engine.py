@@ -130,6 +130,12 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
         remote.execute("CREATE VIEW broken AS SELEC 1")
     assert "spark: 2 shards" in remote.explain("joined")
     remote.close()
+    for change in (lambda: remote.insert("orders", [(8, 1, None, None)]),
+                   lambda: remote.execute("CREATE TABLE later (a INTEGER)"),
+                   lambda: remote.transaction().__enter__()):
+        with pytest.raises(upkeep.StorageError, match="closed"):  # as the local engine
+            change()
+    assert remote.view("joined").rows() == [(7, "AUTO")]  # what it holds stays readable
 
 
 def test_reopening_keeps_bulk_loaded_rows(spark, tmp_path) -> None:

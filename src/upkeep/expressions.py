@@ -21,8 +21,8 @@ from decimal import Decimal
 import duckdb
 from sqlglot import exp
 
-from .duckdb_scratch import scratch
-from .errors import Error, EvaluationError, SchemaError, UnsupportedError
+from .duckdb_scratch import as_error, scratch
+from .errors import EvaluationError, SchemaError, UnsupportedError
 from .types import (
     BIGINT,
     BOOLEAN,
@@ -531,7 +531,7 @@ class ExpressionCompiler:
             with scratch() as con:
                 value, type_name = con.execute(f"SELECT {sql} AS v, typeof({sql})").fetchone()
         except duckdb.Error as exc:
-            raise Error(f"cannot evaluate constant {sql}: {exc}") from exc
+            raise as_error(exc, f"cannot evaluate constant {sql}") from exc
         if isinstance(value, dt.datetime):
             value = value.date() if type_name == "DATE" else value
         typ = type_from_name(type_name)
@@ -790,7 +790,7 @@ class ExpressionCompiler:
                     "datepart('minute', i) * 60000000 + "
                     f"datepart('microsecond', i) FROM (SELECT ({sql}) AS i)").fetchone()
         except duckdb.Error as exc:
-            raise Error(f"cannot evaluate interval {sql}: {exc}") from exc
+            raise as_error(exc, f"cannot evaluate interval {sql}") from exc
         sign = -1 if minus else 1
         return (f"_plus_interval({a}, {sign * months}, {sign * days}, {sign * micros})",
                 TIMESTAMP)

@@ -61,6 +61,7 @@ from ..sql import (
     relations_read,
     unsupported,
 )
+from ..storage import StorageError
 from ..types import SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
@@ -159,6 +160,7 @@ class SparkConnection(Engine):
         self.spark = spark or spark_session(master or "local[2]")
         self.state = state
         self._own_dir = directory is None
+        self._closed = False
         self.directory = Path(directory or tempfile.mkdtemp(prefix="upkeep-spark-"))
         odd = glob_characters(self.directory.resolve())
         if odd:
@@ -219,6 +221,7 @@ class SparkConnection(Engine):
         if isinstance(stmt, (exp.Delete, exp.Update)):
             return self._modify(stmt)
         if isinstance(stmt, (exp.Create, exp.Drop)):
+            self._check_open()
             if self.in_transaction():
                 raise UnsupportedError(f"{stmt.key.upper()} inside a transaction")
             kind = (stmt.args.get("kind") or "").upper() if isinstance(stmt, exp.Create) else ""
@@ -245,6 +248,7 @@ class SparkConnection(Engine):
         """DELETE / UPDATE ... WHERE: the matching rows found by a Spark job over the
         table's keyed state (plus rows staged earlier in the transaction), staged as one
         change of this statement."""
+        self._check_open()
         verb = "DELETE" if isinstance(stmt, exp.Delete) else "UPDATE"
         if self.state != "keyed":
             raise UnsupportedError(
@@ -458,6 +462,7 @@ class SparkConnection(Engine):
         return self._change(table, rows, -1)
 
     def _change(self, table: str, rows, weight: int) -> int:
+        self._check_open()
         relation = self._catalog.table(table)
         table = relation.name
         schema = self._catalog.schema_of(table)
@@ -483,7 +488,14 @@ class SparkConnection(Engine):
     def in_transaction(self) -> bool:
         return self._pending is not None
 
+    def _check_open(self) -> None:
+        """Refuse a change after :meth:`close`: its streaming query is stopped (and a
+        temporary directory removed), so it could not be committed."""
+        if self._closed:
+            raise StorageError("the database is closed: connect again to change it")
+
     def _begin(self) -> None:
+        self._check_open()
         self._pending = []
 
     def _discard(self) -> None:
@@ -803,7 +815,9 @@ class SparkConnection(Engine):
         self._stop_query()
 
     def close(self) -> None:
-        """Stop the streaming query (the SparkSession stays, it may be shared)."""
+        """Stop the streaming query (the SparkSession stays, it may be shared); later
+        changes are refused (:class:`StorageError`)."""
+        self._closed = True
         self._stop_query()
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
