@@ -288,3 +288,16 @@ def test_a_served_pipeline_feeds_subscribers_while_it_runs(tmp_path):
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "serving the pipeline's database" in out and "Traceback" not in err
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "out"])
+def test_a_jsonl_sink_on_what_is_not_a_regular_file_is_refused(tmp_path, capsys, target):
+    """A jsonl sink reads its file back when it starts: a device (``/dev/full`` is read
+    forever) or a directory is refused with the sink named, before anything runs."""
+    path = write_pipeline(tmp_path, sinks={})
+    (tmp_path / "out").mkdir()
+    path.write_text(path.read_text() + f'[[sinks]]\nview = "revenue"\ntype = "jsonl"\n'
+                                       f'path = "{target}"\n')
+    assert main(["run", str(path), "--progress", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "jsonl sink" in err and "not a regular file" in err

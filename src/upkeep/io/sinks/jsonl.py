@@ -41,6 +41,9 @@ class JsonlSink(Sink):
 
     def start(self, batch: int) -> None:
         self.path = self.options["path"]
+        if self.path.exists() and not self.path.is_file():  # a device would be read forever
+            raise PipelineError(f"jsonl sink {self.path}: not a regular file (the sink "
+                                f"reads its file back when it starts)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             replayed = self._replay()
