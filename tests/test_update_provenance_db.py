@@ -4,6 +4,7 @@ bad input; durability.  ``papers/update-provenance-hyperplane-transactions.txt``
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -373,7 +374,7 @@ def test_command_line_provenance_and_what_if(tmp_path, capsys):
     expected = duck(LOG, skip=[3], query=BY_CATEGORY) - duck(LOG, query=BY_CATEGORY)
     out = capsys.readouterr().out.splitlines()
     assert {line for line in out if line.startswith("+")} == {
-        f"+ {list(r)}" for r in expected}
+        f"+ {json.dumps(list(r))}" for r in expected}
     assert main(["what-if", str(tmp_path / "db"), "by_category", "--abort", "7"]) == 1
     assert "unknown transaction 7" in capsys.readouterr().err
     assert main(["provenance", str(tmp_path / "db"), "products", "not json"]) == 1
@@ -395,7 +396,6 @@ def test_the_spark_engine_refuses_provenance_tables(spark, tmp_path):
 def write_pipeline(tmp_path, records: list[dict]) -> None:
     """A pipeline over a provenance table ``orders(ok, ck)`` with a view counting each
     customer's orders, its change records in one JSON-lines file, two records a batch."""
-    import json
 
     (tmp_path / "tables.sql").write_text(
         "CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update');")
@@ -455,7 +455,7 @@ def test_a_pipeline_over_a_provenance_table_answers_what_if(tmp_path, capsys):
                  str(txns[1])]) == 0
     out = capsys.readouterr().out.splitlines()
     removed = model(None) - model(1)
-    assert {line for line in out if line.startswith("-")} == {f"- {list(r)}" for r in removed}
+    assert {line for line in out if line.startswith("-")} == {f"- {json.dumps(list(r))}" for r in removed}
 
 
 def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys):
@@ -505,9 +505,87 @@ def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys)
     assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "t3"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert {line for line in out if line.startswith("-")} == {
-        f"- {list(r)}" for r in model(None) - model("t3")}
+        f"- {json.dumps(list(r))}" for r in model(None) - model("t3")}
     assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "t9"]) == 1
     assert "no committed transaction has source txn 't9'" in capsys.readouterr().err
+
+
+def test_what_if_aborts_every_transaction_of_a_source_txn_and_repeated_aborts(tmp_path,
+                                                                               capsys):
+    """Records of source txn x around those of y commit as two transactions with txn x:
+    ``--abort-txn x`` aborts both; ``--abort`` and ``--abort-txn`` may be repeated; rows
+    print as JSON, as ``--without`` reads them."""
+    from upkeep.cli import main
+
+    write_pipeline(tmp_path, [{"table": "orders", "op": "insert", "row": [k, ck], "txn": t}
+                              for k, ck, t in [(1, 7, "x"), (2, 8, "y"), (3, 9, "x")]])
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "none"]) == 0
+    capsys.readouterr()
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "x"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == ["- [7, 1]", "- [9, 1]"]
+    db = upkeep.connect(tmp_path / "state")
+    ids = sorted(db.transactions())
+    db.close()
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer",
+                 "--abort", str(ids[0]), "--abort", str(ids[1])]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == ["- [7, 1]", "- [8, 1]"]
+
+
+@pytest.mark.parametrize("call", [
+    lambda db: db.what_if(5),
+    lambda db: db.what_if("by_category", abort=1),
+    lambda db: db.what_if("by_category", abort=[True]),
+    lambda db: db.what_if("by_category", abort=["2"]),
+    lambda db: db.what_if("by_category", without=("products", F1[0])),
+    lambda db: db.what_if("by_category", without=[("products",)]),
+    lambda db: db.what_if("by_category", without=None),
+    lambda db: db.provenance("products", 1),
+    lambda db: db.visible(None, "FR"),
+    lambda db: db.visible("by_category", "FR", grants=[1, 2]),
+    lambda db: db.visible("by_category", "FR", grants={"T2": "FR"}),
+    lambda db: db.trusted("by_category", "high"),
+    lambda db: db.trusted("by_category", True),
+    lambda db: db.trusted("by_category", 0.5, scores={"T2": "y"}),
+    lambda db: db.specialise("by_category", None, lambda v: True),
+])
+def test_arguments_of_the_wrong_kind_are_schema_errors(call):
+    """Never a TypeError from inside an evaluation, nor a value read as something else
+    (``True`` as transaction 1, ``"FR"`` as the principals ``F`` and ``R``)."""
+    db = figure_db()
+    before = sorted(db.view("by_category").rows())
+    with pytest.raises(SchemaError):
+        call(db)
+    assert sorted(db.view("by_category").rows()) == before
+
+
+@pytest.mark.parametrize("metadata", [{"principals": "FR"}, {"principals": [1]},
+                                      {"trust": "high"}, {"trust": 1.5}, {"trust": True}])
+def test_metadata_provenance_reads_is_checked_before_the_transaction_runs(metadata):
+    db = figure_db()
+    with pytest.raises(SchemaError, match="metadata"):
+        with db.transaction(metadata=metadata):
+            db.insert("products", [("Ball", "Sport", 10)])
+    assert ("Ball", "Sport", 10) not in db.execute("SELECT * FROM products").fetchall()
+    assert len(db.transactions()) == 3
+
+
+def test_an_override_of_a_transaction_applies_to_the_input_rows_it_loaded():
+    """``T<id>`` in ``scores`` / ``grants`` stands for the transaction's input rows too, as
+    its metadata does; a key naming no variable is refused."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE a (k INTEGER, v INTEGER) WITH (provenance = 'update')")
+    with db.transaction(metadata={"trust": 0.2, "principals": ["bob"]}):
+        db.insert("a", [(1, 1)])  # an input row: a#1
+        db.execute("INSERT INTO a VALUES (2, 2)")  # written by the transaction: T1
+    (txn,) = db.transactions()
+    assert sorted(db.trusted("a", 0.5).rows) == []
+    assert sorted(db.trusted("a", 0.5, scores={f"T{txn}": 0.9}).rows) == [(1, 1), (2, 2)]
+    assert sorted(db.visible("a", "alice", grants={f"T{txn}": ["alice"]}).rows) == [
+        (1, 1), (2, 2)]
+    assert sorted(db.trusted("a", 0.5, scores={"a#1": 0.9}).rows) == [(1, 1)]
+    for key in ("T99", "a#99", "nope"):
+        with pytest.raises(ProvenanceError, match=f"unknown variable '{key}'"):
+            db.trusted("a", 0.5, scores={key: 0.9})
 
 
 def test_a_dropped_provenance_table_leaves_a_snapshot_that_opens(tmp_path):

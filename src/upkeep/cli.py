@@ -88,10 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
     what_if.add_argument("target", type=Path,
                          help="the database directory, or a pipeline file (its state_dir)")
     what_if.add_argument("name", help="the table or view")
-    what_if.add_argument("--abort", type=int, nargs="+", default=[], metavar="TXN",
-                         help="transaction ids (see `upkeep provenance`: T<id>)")
-    what_if.add_argument("--abort-txn", nargs="+", default=[], metavar="SOURCE_TXN",
-                         help="source transaction ids: the 'txn' of a pipeline's change records")
+    what_if.add_argument("--abort", type=int, nargs="+", action="extend", default=[],
+                         metavar="TXN",
+                         help="transaction ids (see `upkeep provenance`: T<id>); repeatable")
+    what_if.add_argument("--abort-txn", nargs="+", action="extend", default=[],
+                         metavar="SOURCE_TXN",
+                         help="source transaction ids: the 'txn' of a pipeline's change "
+                              "records (every transaction committed with it); repeatable")
     what_if.add_argument("--without", nargs=2, action="append", default=[],
                          metavar=("TABLE", "ROW"), help="an input row, as a JSON array")
 
@@ -326,21 +329,27 @@ def _provenance(target: Path, table: str, row_text: str) -> str:
 
 def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]],
              source_txns: list[str] = ()) -> str:
-    """``upkeep what-if``: the change of a table or view in the hypothetical world."""
+    """``upkeep what-if``: the change of a table or view in the hypothetical world, each
+    row as a JSON array (as ``--without`` reads them)."""
+    from .codecs.json_values import dumps, to_json
+
     rows = [(table, _json_row(text)) for table, text in without]
     db = _open_target(target)
     try:
-        by_source = {m.get("txn"): t for t, m in db.transactions().items() if "txn" in m}
+        by_source: dict[str, list[int]] = {}
+        for t, m in db.transactions().items():
+            if "txn" in m:
+                by_source.setdefault(m["txn"], []).append(t)
         for source in source_txns:
             if source not in by_source:
                 raise Error(f"no committed transaction has source txn {source!r} (a pipeline "
                             "records the 'txn' of its change records on provenance tables)")
-            abort = [*abort, by_source[source]]
+            abort = [*abort, *by_source[source]]
         world = db.what_if(name, abort=abort, without=rows)
     finally:
         db.close()
-    lines = [f"+ {list(r)}" for r in sorted(world.added, key=repr)]
-    lines += [f"- {list(r)}" for r in sorted(world.removed, key=repr)]
+    lines = [f"+ {dumps(to_json(r))}" for r in sorted(world.added, key=repr)]
+    lines += [f"- {dumps(to_json(r))}" for r in sorted(world.removed, key=repr)]
     return "\n".join(lines) or f"{name} would not change"
 
 

@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError
+from .provenance_arguments import check_metadata
 from .sql import bind_parameters, parse, simple_insert
 from .storage import StorageError
 from .types import SqlType
@@ -159,6 +160,8 @@ class Engine(ABC):
         if metadata is not None and not isinstance(metadata, dict):
             raise SchemaError(f"transaction metadata must be a dict, not "
                               f"{type(metadata).__name__}")
+        if metadata:
+            check_metadata(metadata)
         self.expire()
         self._begin()
         try:

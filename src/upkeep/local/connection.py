@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
+from .. import provenance_arguments as args
 from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf, check_subscriber
@@ -32,6 +33,7 @@ from ..storage import Storage
 from ..table import Table
 from ..types import SqlType
 from ..update_provenance.hyperplane import Insert
+from ..update_provenance.structures import UpdateStructure
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
@@ -369,8 +371,8 @@ class Connection(Engine):
         return self._catalog.provenance.tracks(table.lower())
 
     def provenance(self, table: str, row: tuple):
-        t = self._catalog.table(table)
-        return self._catalog.provenance.annotation(t.name, t.coerce(tuple(row), 0))
+        t = self._catalog.table(args.name_of(table, "table"))
+        return self._catalog.provenance.annotation(t.name, t.coerce(args.row_of(row), 0))
 
     def transactions(self) -> dict[int, dict]:
         return {t: dict(m) for t, m in self._catalog.provenance.transactions.items()}
@@ -378,27 +380,38 @@ class Connection(Engine):
     def what_if(self, name: str, abort: Iterable[int] = (),
                 without: Iterable[tuple[str, tuple]] = ()) -> WhatIf:
         tracker = self._catalog.provenance
-        false_vars = {txn_name(t) for t in tracker.check_txns(abort)}
-        for table, row in without:
+        name = args.name_of(name)
+        false_vars = {txn_name(t) for t in tracker.check_txns(args.transaction_ids(abort))}
+        for table, row in args.input_rows(without):
             t = self._catalog.table(table)
-            false_vars.update(tracker.input_variables(t.name, t.coerce(tuple(row), 0)))
+            false_vars.update(tracker.input_variables(t.name, t.coerce(row, 0)))
         return self._world(name, lambda: tracker.boolean_delta(false_vars))
 
     def visible(self, name: str, principal: str,
                 grants: dict[str, Iterable[str]] | None = None) -> WhatIf:
         tracker = self._catalog.provenance
-        structure, valuation = tracker.access_control(principal, dict(grants or {}))
+        name, principal = args.name_of(name), args.name_of(principal, "principal")
+        given = {k: args.principals(v, f"grants[{k!r}]")
+                 for k, v in args.overrides(grants, "grants").items()}
+        structure, valuation = tracker.access_control(principal, given)
         return self._world(name, lambda: tracker.structure_delta(structure, valuation))
 
     def trusted(self, name: str, threshold: float,
                 scores: dict[str, float] | None = None) -> WhatIf:
         tracker = self._catalog.provenance
-        structure, valuation = tracker.trust(threshold, dict(scores or {}))
+        name, threshold = args.name_of(name), args.fraction(threshold, "the trust threshold")
+        given = {k: args.fraction(v, f"scores[{k!r}]")
+                 for k, v in args.overrides(scores, "scores").items()}
+        structure, valuation = tracker.trust(threshold, given)
         return self._world(name, lambda: tracker.structure_delta(structure, valuation))
 
     def specialise(self, name: str, structure, valuation: Callable[[str], object]) -> WhatIf:
         tracker = self._catalog.provenance
-        return self._world(name, lambda: tracker.structure_delta(structure, valuation))
+        if not isinstance(structure, UpdateStructure) or not callable(valuation):
+            raise SchemaError("specialise takes an UpdateStructure and a valuation (a "
+                              "function of a variable's name)")
+        return self._world(args.name_of(name), lambda: tracker.structure_delta(structure,
+                                                                                valuation))
 
     def _world(self, name: str, deltas: Callable[[], dict[str, Delta]]) -> WhatIf:
         """``name`` with the provenance tables changed by ``deltas()``: pushed through the

@@ -228,7 +228,7 @@ class ProvenanceTracker:
         """The transaction that loaded input variable ``name`` (``<table>#<n>``)."""
         table, _, number = name.rpartition("#")
         ranges = self.input_ranges.get(table)
-        if not ranges or not number.isdigit():
+        if not ranges or not number.isdigit() or int(number) >= self.next_input.get(table, 1):
             return None
         i = bisect.bisect_right(ranges, (int(number), float("inf"))) - 1
         return ranges[i][1] if i >= 0 else None
@@ -326,13 +326,26 @@ class ProvenanceTracker:
                            default: object, overrides: dict[str, object]
                            ) -> Callable[[str], object]:
         """Variables valued from their transaction's metadata ``key`` (an input row's
-        variable from the transaction that loaded it), ``overrides`` first."""
+        variable from the transaction that loaded it), ``overrides`` first: the variable's
+        own, then its transaction's (``T<id>`` stands for the input rows it loaded too, as
+        its metadata does)."""
+        for name in overrides:
+            txn = txn_of(name)
+            if (txn not in self.transactions if txn is not None
+                    else self.input_transaction(name) is None):
+                raise ProvenanceError(
+                    f"unknown variable {name!r}: keys are T<id> of a committed provenance "
+                    f"transaction ({_ids(self.transactions)}) or an input row's <table>#<n> "
+                    f"(db.provenance names them)")
+
         def value(name: str) -> object:
             if name in overrides:
                 return overrides[name]
             txn = self.input_transaction(name)
             if txn is None:
                 txn = txn_of(name)
+            if txn is not None and txn_name(txn) in overrides:
+                return overrides[txn_name(txn)]
             meta = self.transactions.get(txn, {}) if txn is not None else {}
             return convert(meta[key]) if key in meta else default
         return value
