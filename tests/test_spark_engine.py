@@ -138,6 +138,26 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     assert remote.view("joined").rows() == [(7, "AUTO")]  # what it holds stays readable
 
 
+def test_a_table_declared_again_must_be_declared_as_before(spark, tmp_path) -> None:
+    """Change files hold rows by position: after a reopen, a table declared with its
+    columns in another order (or of other types) is refused, not read under the wrong
+    names; declared the same way, or dropped first, it is accepted."""
+    first = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "d")
+    first.execute("CREATE TABLE t (a INTEGER, b INTEGER NOT NULL)")
+    first.close()
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "d")
+    for other in ("(b INTEGER NOT NULL, a INTEGER)", "(a INTEGER, b VARCHAR NOT NULL)",
+                  "(a INTEGER, b INTEGER)", "(a INTEGER PRIMARY KEY, b INTEGER NOT NULL)"):
+        with pytest.raises(upkeep.SchemaError, match="declare it the same way"):
+            again.execute(f"CREATE TABLE t {other}")
+        assert again.tables() == []
+    again.execute("CREATE TABLE t (a INTEGER, b INTEGER NOT NULL)")
+    again.execute("DROP TABLE t")
+    again.execute("CREATE TABLE t (b VARCHAR, a INTEGER)")  # a new table now
+    assert [(n, t.sql()) for n, t in again.schema_of("t")] == [("b", "VARCHAR"), ("a", "INTEGER")]
+    again.close()
+
+
 def test_reopening_keeps_bulk_loaded_rows(spark, tmp_path) -> None:
     """Rows loaded with ``db.load`` are part of the database: a connection opened again on
     the directory sees them with every change made after them (issue: it saw only the

@@ -45,7 +45,7 @@ from sqlglot import exp
 
 from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
-from ..ddl import created_name, table_properties
+from ..ddl import created_name, table_from_create, table_properties
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
 from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
@@ -234,15 +234,65 @@ class SparkConnection(Engine):
                     "why-provenance of views (WITH (provenance = 'why')) on the spark "
                     "engine: it is kept by the local engine only (docs/spark.md)")
             with self._writes:
+                if kind == "TABLE" and isinstance(stmt.this, exp.Schema):
+                    self._check_declaration(stmt)
                 self._catalog.execute_ddl(stmt)
                 if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
-                    shutil.rmtree(self.loads / stmt.this.name.lower(), ignore_errors=True)
+                    for dropped in stmt.args.get("tables") or [stmt.this]:
+                        shutil.rmtree(self.loads / dropped.name.lower(), ignore_errors=True)
+                        self._declare(dropped.name.lower(), None)
                 self._catalog_changed()
                 self._keep_timers()
             return Cursor()
         if is_query(stmt):
             return self._query_views(stmt)
         raise unsupported(stmt, "spark")
+
+    def _check_declaration(self, stmt: exp.Create) -> None:
+        """The directory's change files and loads hold rows by position: a table declared
+        again after a reopen must be declared as before (its columns, their types, NOT
+        NULL and the key), or its rows would be read under other columns.  The first
+        declaration is kept in ``<dir>/tables.json``."""
+        table = table_from_create(stmt)
+        if table.name in self._catalog.tables:
+            return  # CREATE TABLE IF NOT EXISTS of a declared table, or the catalog's error
+        mine = {"columns": [[n, t.sql()] for n, t in table.columns],
+                "not_null": sorted(table.not_null), "key": list(table.key or ())}
+        saved = self._declarations().get(table.name)
+        if saved is not None and saved != mine:
+            def spelled(d: dict) -> str:
+                return ", ".join(f"{n} {t}" for n, t in d["columns"]) + (
+                    f"; key {', '.join(d['columns'][i][0] for i in d['key'])}"
+                    if d["key"] else "")
+            raise SchemaError(f"table {table.name} is declared ({spelled(saved)}) in "
+                              f"{self.directory}, whose change files hold its rows by "
+                              f"position; declare it the same way, or DROP TABLE it first "
+                              f"(now: {spelled(mine)})")
+        if saved is None:
+            self._declare(table.name, mine)
+
+    def _declarations(self) -> dict:
+        path = self.directory / "tables.json"
+        try:
+            return json.loads(path.read_text()) if path.exists() else {}
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"cannot read {path}: {exc}") from None
+
+    def _declare(self, table: str, declaration: dict | None) -> None:
+        """Keep (or, with None, forget) ``table``'s declaration, replaced atomically."""
+        saved = self._declarations()
+        if declaration is None and table not in saved:
+            return
+        saved.pop(table, None)
+        if declaration is not None:
+            saved[table] = declaration
+        path = self.directory / "tables.json"
+        tmp = path.with_name(".tables.json.tmp")
+        try:
+            tmp.write_text(json.dumps(saved, indent=1))
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}") from None
 
     def _modify(self, stmt: exp.Delete | exp.Update) -> Cursor:
         """DELETE / UPDATE ... WHERE: the matching rows found by a Spark job over the
