@@ -301,3 +301,8 @@ def test_a_jsonl_sink_on_what_is_not_a_regular_file_is_refused(tmp_path, capsys,
     assert main(["run", str(path), "--progress", "none"]) == 1
     err = capsys.readouterr().err
     assert "jsonl sink" in err and "not a regular file" in err
+
+
+def test_a_directory_given_as_the_pipeline_file_says_so(tmp_path, capsys):
+    assert main(["run", str(tmp_path)]) == 1
+    assert "is a directory, not a pipeline file" in capsys.readouterr().err

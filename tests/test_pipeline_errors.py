@@ -42,6 +42,16 @@ BAD = {
     "unknown operation": (
         {"table": "orders", "op": "upsert", "row": ORDER},
         "unknown operation 'upsert'"),
+    "op of the wrong type": (
+        {"table": "orders", "op": 3, "row": ORDER},
+        "'op' must be insert, delete or update, got 3"),
+    "table of the wrong type": (
+        {"table": ["orders"], "op": "insert", "row": ORDER},
+        "'table' must be a string, got [\"orders\"]"),
+    "a column named twice": (
+        {"table": "customers", "op": "insert", "row": {"ck": 99, "CK": 98, "name": "x",
+                                                         "segment": "A"}},
+        "'row' names column 'ck' twice ('CK', 'ck'; names are case-insensitive)"),
     "missing column": (
         {"table": "customers", "op": "insert", "row": {"ck": 99, "name": "x"}},
         "'row' lacks column(s) segment of table customers"),

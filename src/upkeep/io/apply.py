@@ -115,6 +115,11 @@ class Applier:
         names = [n for n, _ in schema]
         if isinstance(image, dict):
             lowered = {str(k).lower(): v for k, v in image.items()}
+            if len(lowered) < len(image):  # names are case-insensitive: one would be lost
+                twice = sorted(k for k in image if sum(str(j).lower() == str(k).lower()
+                                                        for j in image) > 1)
+                raise BadRecord(f"'{key}' names column {str(twice[0]).lower()!r} twice "
+                                f"({', '.join(map(repr, twice))}; names are case-insensitive)")
             unknown = [k for k in lowered if k not in names]
             if unknown:
                 raise BadRecord(f"'{key}' has unknown column {unknown[0]!r} for table {table} "

@@ -80,9 +80,11 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
                               or txn == ""):
         rec.error = f"'txn' must be a non-empty string or an integer, got {_short(txn)}"
     elif not isinstance(rec.table, str) or not rec.table:
-        rec.error = "missing or empty 'table'"
+        rec.error = ("missing or empty 'table'" if rec.table in (None, "") else
+                     f"'table' must be a string, got {_short(rec.table)}")
     elif not isinstance(rec.op, str):
-        rec.error = "missing 'op' (insert, delete or update)"
+        rec.error = ("missing 'op' (insert, delete or update)" if rec.op is None else
+                     f"'op' must be insert, delete or update, got {_short(rec.op)}")
     else:
         rec.txn = None if txn is None else str(txn)
         rec.table = rec.table.lower()

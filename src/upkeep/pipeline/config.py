@@ -92,7 +92,8 @@ def load_config(path: str | Path) -> PipelineConfig:
     """Read and validate a pipeline file."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigError(file, "pipeline file does not exist")
+        raise ConfigError(file, "is a directory, not a pipeline file (a TOML file)"
+                          if file.is_dir() else "pipeline file does not exist")
     try:
         with file.open("rb") as f:
             data = tomllib.load(f)
