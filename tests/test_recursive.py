@@ -722,3 +722,11 @@ def test_upkeep_why_command(tmp_path, capsys) -> None:
     assert "JSON array" in capsys.readouterr().err
     assert main(["why", str(path), "nope", '["A"]']) == 1
     assert "no view named 'nope'" in capsys.readouterr().err
+    assert main(["why", str(tmp_path / "state"), "reach", '["A", "C"]']) == 0  # the directory
+    assert "2 minimal derivation(s)" in capsys.readouterr().out
+    memory = tmp_path / "memory.toml"
+    memory.write_text(path.read_text().replace(str(tmp_path / "state"), ":memory:"))
+    for command in (["why", str(memory), "reach", '["A", "C"]'],
+                    ["what-if", str(memory), "reach", "--abort", "1"]):
+        assert main(command) == 1
+        assert "keeps no state (state_dir is :memory:)" in capsys.readouterr().err

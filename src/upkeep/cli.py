@@ -64,10 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     why = commands.add_parser(
         "why", help="why a row is in a view: its derivations from input rows",
-        description="Open the pipeline's durable state and print the row's provenance: for "
+        description="Open a durable database (a directory, or a pipeline's state_dir) and "
+                    "print the row's provenance: for "
                     "a recursive view a minimal sum of products of base rows with its BDD "
                     "size, for a view created WITH (provenance = 'why') every derivation.")
-    why.add_argument("pipeline", type=Path, help="the pipeline file (TOML)")
+    why.add_argument("target", type=Path,
+                     help="the database directory, or a pipeline file (its state_dir)")
     why.add_argument("view", help="the view")
     why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
 
@@ -261,9 +263,15 @@ def _open_target(target: Path):
     import upkeep
 
     if target.is_file():
+        from .io.errors import PipelineError
+        from .pipeline.config import MEMORY
         from .pipeline.runner import open_database
 
-        return open_database(load_config(target))
+        config = load_config(target)
+        if config.state_dir == MEMORY:
+            raise PipelineError(f"{config.file} keeps no state (state_dir is :memory:), so "
+                                "there is nothing to ask; run it with a state directory first")
+        return open_database(config)
     if not target.is_dir():
         raise Error(f"{target} is not a database directory or a pipeline file")
     return upkeep.connect(target)
@@ -418,20 +426,16 @@ def _plan(args) -> str:
     return text
 
 
-def _why(config, view: str, row_text: str) -> str:
-    """``upkeep why``: the explanation of one row, from the pipeline's state directory."""
+def _why(target: Path, view: str, row_text: str) -> str:
+    """``upkeep why``: the explanation of one row, from a database directory or a
+    pipeline's state directory."""
     from .io.errors import PipelineError
-    from .pipeline.config import MEMORY
-    from .pipeline.runner import open_database
 
-    if config.state_dir == MEMORY:
-        raise PipelineError(f"{config.file} keeps no state (state_dir is :memory:), so there "
-                            "is nothing to explain; run it with a state directory first")
     row = _json_row(row_text)
-    db = open_database(config)
+    db = _open_target(target)
     try:
         if view.lower() not in db.views():
-            raise PipelineError(f"no view named {view!r} in {config.state_dir} (views: "
+            raise PipelineError(f"no view named {view!r} in {target} (views: "
                                 f"{', '.join(db.views()) or 'none'})")
         return str(db.why(view, row))
     finally:
@@ -507,11 +511,11 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
                                    args.abort_txn),
                           highlight=False, markup=False, soft_wrap=True)
             return 0
-        config = load_config(args.pipeline)
         if args.command == "why":
-            console.print(_why(config, args.view, args.row), highlight=False, soft_wrap=True,
-                          markup=False)
+            console.print(_why(args.target, args.view, args.row), highlight=False,
+                          soft_wrap=True, markup=False)
             return 0
+        config = load_config(args.pipeline)
         if args.command == "explain":
             console.print(explain_pipeline(config, args.view), highlight=False, soft_wrap=True,
                           markup=False)
