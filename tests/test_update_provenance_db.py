@@ -604,3 +604,16 @@ def test_a_dropped_provenance_table_leaves_a_snapshot_that_opens(tmp_path):
     assert str(again.provenance("kept", (2,))) == "kept#1 - T2"
     assert Counter(again.what_if("kept", abort=[2]).rows) == Counter([(2,)])
     again.close()
+
+
+def test_provenance_of_a_view_or_inside_a_transaction_says_why_not():
+    db = figure_db()
+    with pytest.raises(ProvenanceError, match="by_category is a view"):
+        db.provenance("by_category", ("Sport", 1, 70))
+    with pytest.raises(ProvenanceError, match="by_category is a view"):
+        db.what_if("by_category", without=[("by_category", ("Sport", 1, 70))])
+    with db.transaction():
+        db.insert("products", [("Ball", "Sport", 10)])
+        with pytest.raises(UnsupportedError, match="provenance inside a transaction"):
+            db.provenance("products", ("Ball", "Sport", 10))
+    assert str(db.provenance("products", ("Ball", "Sport", 10))).startswith("products#")

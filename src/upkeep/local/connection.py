@@ -22,7 +22,7 @@ from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf, check_subscriber
 from ..engine import ViewHandle as ViewHandleContract
-from ..errors import Error, SchemaError, UnsupportedError
+from ..errors import Error, ProvenanceError, SchemaError, UnsupportedError
 from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
@@ -371,7 +371,14 @@ class Connection(Engine):
         return self._catalog.provenance.tracks(table.lower())
 
     def provenance(self, table: str, row: tuple):
-        t = self._catalog.table(args.name_of(table, "table"))
+        table = args.name_of(table, "table").lower()
+        if self._staging is not None:
+            raise UnsupportedError("provenance inside a transaction: a row's annotation is "
+                                   "made when its transaction commits")
+        if table in self._catalog.views:
+            raise ProvenanceError(f"{table} is a view: update provenance is kept by tables "
+                                  f"(db.why(view, row) explains a view's rows)")
+        t = self._catalog.table(table)
         return self._catalog.provenance.annotation(t.name, t.coerce(args.row_of(row), 0))
 
     def transactions(self) -> dict[int, dict]:
@@ -383,6 +390,9 @@ class Connection(Engine):
         name = args.name_of(name)
         false_vars = {txn_name(t) for t in tracker.check_txns(args.transaction_ids(abort))}
         for table, row in args.input_rows(without):
+            if table.lower() in self._catalog.views:
+                raise ProvenanceError(f"without: {table} is a view; input rows are rows "
+                                      f"given to db.insert of a provenance table")
             t = self._catalog.table(table)
             false_vars.update(tracker.input_variables(t.name, t.coerce(row, 0)))
         return self._world(name, lambda: tracker.boolean_delta(false_vars))
