@@ -69,14 +69,14 @@ class Table:
                     f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
 
-    def check_not_null(self, row: tuple, index: int | None = None) -> None:
+    def check_not_null(self, row: tuple) -> None:
         """Reject a row with NULL in a NOT NULL column (a PRIMARY KEY's columns are NOT
-        NULL); ``index``: its place in the caller's batch."""
+        NULL)."""
         for i in self.not_null:
             if row[i] is None:
                 raise ConstraintError(
                     f"NULL in NOT NULL column {self.columns[i][0]} of table {self.name}: "
-                    f"{format_row(row)}", row, index)
+                    f"{format_row(row)}", row)
 
     def check_keys(self, changed: dict[tuple, int]) -> None:
         """Reject a change of key counts (key -> net count added) that would hold a primary

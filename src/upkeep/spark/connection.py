@@ -335,7 +335,7 @@ class SparkConnection(Engine):
                         except ValueError as exc:
                             raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
                                               f"{exc}", row, i) from None
-                    table.check_not_null(tuple(new), i)
+                    table.check_not_null(tuple(new))
                     delta[tuple(new)] += w
             staged = [(table.name, row, 1 if w > 0 else -1)
                       for row, w in delta.items() for _ in range(abs(w))]
@@ -519,8 +519,8 @@ class SparkConnection(Engine):
         staged = [(table, coerce_row(r, schema, table, i), weight)
                   for i, r in enumerate(iter_rows(rows, table, schema))]
         if weight > 0:  # on the driver: the executors' check would reject the whole batch
-            for i, (_, row, _) in enumerate(staged):
-                relation.check_not_null(row, i)
+            for _, row, _ in staged:
+                relation.check_not_null(row)  # the local engine's error, field for field
         if self._pending is not None:
             self._pending.extend(staged)
         elif staged:  # nothing to change: no change file, no micro-batch

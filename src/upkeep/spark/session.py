@@ -30,8 +30,32 @@ def spark_session(master: str = "local[2]", app_name: str = "upkeep",
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("UPKEEP_SPARK_LOG_LEVEL", "ERROR"))
+    if "UPKEEP_SPARK_LOG_LEVEL" not in os.environ:
+        quiet_rejections(spark)
     configure(spark)
     return spark
+
+
+# loggers that report a micro-batch upkeep rejected (a bad record, a broken constraint) as
+# a failed task, job and query, each with its stack: the rejection reaches the caller as
+# upkeep's own error, which names the record
+REJECTION_LOGGERS = ("org.apache.spark.executor.Executor",
+                     "org.apache.spark.scheduler.TaskSetManager",
+                     "org.apache.spark.sql.execution.streaming",
+                     "org.apache.spark.api.python")
+
+
+def quiet_rejections(spark: SparkSession) -> None:
+    """Silence the driver JVM's (in local mode, also the executors') and py4j's reports of
+    rejected micro-batches, so a bad record prints one message, not hundreds of lines of
+    stack traces (``UPKEEP_SPARK_LOG_LEVEL`` set: Spark logs at that level, these too)."""
+    import logging
+
+    jvm = spark.sparkContext._jvm
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    for name in REJECTION_LOGGERS:
+        configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.OFF)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 def default_partitions(master: str) -> int:
