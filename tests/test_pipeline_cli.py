@@ -306,3 +306,12 @@ def test_a_jsonl_sink_on_what_is_not_a_regular_file_is_refused(tmp_path, capsys,
 def test_a_directory_given_as_the_pipeline_file_says_so(tmp_path, capsys):
     assert main(["run", str(tmp_path)]) == 1
     assert "is a directory, not a pipeline file" in capsys.readouterr().err
+
+
+def test_a_sink_option_at_fault_names_the_pipeline_file(tmp_path, capsys):
+    path = write_pipeline(tmp_path, sinks={})
+    path.write_text(path.read_text() + '[[sinks]]\nview = "revenue"\ntype = "terminal"\n'
+                                       'order_by = "nope"\n')
+    assert main(["run", str(path), "--progress", "none"]) == 1
+    assert (f"upkeep: error: {path}: [[sinks]] #1 (view revenue): order_by column 'nope'"
+            in capsys.readouterr().err.replace("\n", ""))

@@ -162,9 +162,15 @@ class PipelineRunner:
             self.stats.views[view] = ViewStats()
             self._unsubscribe.append(db.view(view).subscribe(self._collected[view].extend))
         for sink_config in self.config.sinks:
-            sink = make_sink(sink_config, db)
-            self.sinks.append(sink)
-            sink.start(self.stats.batch)
+            try:
+                sink = make_sink(sink_config, db)
+                self.sinks.append(sink)
+                sink.start(self.stats.batch)
+            except PipelineError as exc:  # a sink's option at fault: name the file too
+                text = str(exc)
+                if not text.startswith(str(self.config.file)):
+                    raise PipelineError(f"{self.config.file}: {text}") from exc.__cause__
+                raise
 
     def _note(self, text: str) -> None:
         if self._progress is not None:
