@@ -195,6 +195,11 @@ def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
         with pytest.raises(InvalidStatus) as refused:  # no token: refused in the handshake
             connect(url)
         assert refused.value.response.status_code == 401
+        with pytest.raises(InvalidStatus) as refused:  # a path with no WebSocket endpoint
+            connect(server.url.replace("http", "ws") + "/nowhere",
+                    additional_headers={"Authorization": f"Bearer {READER}"})
+        assert refused.value.response.status_code == 404
+        assert b"no WebSocket endpoint at /nowhere" in refused.value.response.body
     finally:
         server.stop()
 

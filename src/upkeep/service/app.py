@@ -149,6 +149,7 @@ class Service:
             Route("/placements/optimise", self.optimise, methods=["POST"]),
             Route("/placements/{name}", self.member, methods=["GET", "DELETE"]),
             WebSocketRoute("/subscriptions/{sid}/ws", self.websocket),
+            WebSocketRoute("/{path:path}", self.no_websocket),
         ], exception_handlers={HTTPException: http_error})
 
     # ------------------------------------------------------------ helpers
@@ -535,6 +536,14 @@ class Service:
             return StreamingResponse(stream(), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-store"})
         return await self.guarded(request, handle)
+
+    async def no_websocket(self, websocket: WebSocket) -> None:
+        """A WebSocket to any other path: refused in the handshake as an HTTP 404 with a
+        JSON error, as HTTP requests to unknown paths are (not Starlette's bare 403)."""
+        await websocket.send_denial_response(JSONResponse(
+            {"error": {"class": "NotFound", "message": f"no WebSocket endpoint at "
+                       f"{websocket.url.path} (subscriptions stream at "
+                       f"/subscriptions/<id>/ws)"}}, 404))
 
     async def websocket(self, websocket: WebSocket) -> None:
         sid = websocket.path_params["sid"]
