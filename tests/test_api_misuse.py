@@ -274,3 +274,19 @@ def test_a_constant_duckdb_cannot_compute_is_an_evaluation_error(people, sql) ->
     with pytest.raises(EvaluationError, match="cannot evaluate constant"):
         people.execute(sql)
     assert people.execute("SELECT * FROM p").fetchall() == [("Ada", "Lovelace", 1815)]
+
+
+def test_arrow_results_of_types_no_table_holds(people) -> None:
+    """A query's TIME, INTERVAL, BLOB, UUID, list and struct values come out of
+    ``cursor.arrow()`` as the Arrow types of those values (they raised before)."""
+    people.insert("p", [("Ada", "Lovelace", 1815)])
+    sql = ("SELECT TIME '01:02:03' AS t, INTERVAL 90 MINUTE AS i, 'x'::BLOB AS b, "
+           "'e5d8fbb7-9424-41cc-a5ab-d8ba2b057828'::UUID AS u, [born, 2] AS l, "
+           "{'a': born} AS s FROM p")
+    (row,) = people.execute(sql).fetchall()
+    table = people.execute(sql).arrow()
+    assert [str(t) for t in table.schema.types[:4]] == ["time64[us]", "duration[us]",
+                                                        "binary", "string"]
+    got = table.to_pylist()[0]
+    assert [got[k] for k in "tibls"] == [row[0], row[1], row[2], row[4], row[5]]
+    assert got["u"] == str(row[3])

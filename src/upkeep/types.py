@@ -68,6 +68,10 @@ class SqlType:
             "VARCHAR": pa.string(),
             "DATE": pa.date32(),
             "BOOLEAN": pa.bool_(),
+            "TIME": pa.time64("us"),
+            "INTERVAL": pa.duration("us"),
+            "BLOB": pa.binary(),
+            "UUID": pa.string(),
         }.get(self.kind) or (pa.decimal128(self.precision, self.scale)
                              if self.kind == "DECIMAL" else None)  # None: let Arrow infer
 

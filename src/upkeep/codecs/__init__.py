@@ -16,6 +16,11 @@ encoding writes.
 | DATE                | `datetime.date`    | `"YYYY-MM-DD"`                    | date32                           | text, ISO                |
 | TIMESTAMP           | `datetime.datetime`| ISO 8601 `"YYYY-MM-DDTHH:MM:SS[.ffffff]"` | timestamp[us]            | text, ISO                |
 
+A query's values of types no table holds are spelled too: TIME (`datetime.time`; JSON ISO
+text; Arrow time64[us]), INTERVAL (`datetime.timedelta`; JSON an ISO duration; Arrow
+duration[us]), BLOB (`bytes`; JSON base64; Arrow binary), UUID (`uuid.UUID`; JSON and Arrow
+its text), and lists and structs (JSON arrays and objects; Arrow as it infers them).
+
 Spark rows (`spark_rows`) are the JSON spelling under positional names ``c0, c1, ...``,
 which Spark's ``from_json`` reads into the view's own types (``spark_type``). CSV cells are
 text, read by each column's type with :func:`upkeep.types.coerce_value`, the same rule

@@ -27,8 +27,10 @@ def to_arrow(columns: Columns, rows: list[tuple],
         values = [r[k] for r in rows]
         if typ.kind == "HUGEINT":
             values = [None if v is None else Decimal(v) for v in values]
+        elif typ.kind == "UUID":
+            values = [None if v is None else str(v) for v in values]
         try:
-            arrays.append(pa.array(values, type=typ.arrow() or pa.string()))
+            arrays.append(pa.array(values, type=typ.arrow()))  # None: as Arrow infers it
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
             raise SchemaError(f"a value of column {name} does not fit its type {typ.sql()}: "
                               f"{exc}") from None
