@@ -87,9 +87,7 @@ class EvaluationError(Error):
         """This error, said of ``view`` (itself if it already names one)."""
         if self.view is not None:
             return self
-        named = EvaluationError(f"view {view}: {self}", view)
-        named.__cause__ = self.__cause__
-        return named
+        return EvaluationError(f"view {view}: {self}", view)
 
 
 class ProvenanceError(Error):

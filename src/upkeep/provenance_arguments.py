@@ -50,10 +50,10 @@ def input_rows(without: object) -> list[tuple[str, tuple]]:
     """Input rows as ``(table, row)`` pairs."""
     out = []
     for i, pair in enumerate(_many(without, "without ((table, row) pairs)")):
-        if isinstance(pair, (str, bytes, Mapping)) or not isinstance(pair, Iterable) or len(
-                pair := list(pair)) != 2:
+        items = _many(pair, f"without[{i}]")
+        if len(items) != 2:
             raise SchemaError(f"without[{i}] must be a (table, row) pair, not {pair!r:.60}")
-        out.append((name_of(pair[0], f"table of without[{i}]"), row_of(pair[1])))
+        out.append((name_of(items[0], f"table of without[{i}]"), row_of(items[1])))
     return out
 
 

@@ -112,7 +112,6 @@ def quiet_sqlglot() -> Iterator[None]:
 _INSTEAD = {
     "EXPLAIN": "use db.explain(view) or `upkeep explain`",
     "BEGIN": "use `with db.transaction():` (a block that raises is rolled back)",
-    "TRANSACTION": "use `with db.transaction():` (a block that raises is rolled back)",
     "COMMIT": "a `with db.transaction():` block commits when it ends",
     "ROLLBACK": "a `with db.transaction():` block that raises is rolled back",
     "SHOW": "use db.tables() and db.views()",

@@ -512,7 +512,8 @@ class SparkConnection(Engine):
         return self._change(table, rows, -1)
 
     def _change(self, table: str, rows, weight: int) -> int:
-        self._check_open()
+        if self._pending is None:
+            self._check_open()  # (a transaction checked it when it began)
         relation = self._catalog.table(table)
         table = relation.name
         schema = self._catalog.schema_of(table)
