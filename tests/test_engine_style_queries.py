@@ -53,7 +53,8 @@ def test_engine_style_query_equals_duckdb_after_every_batch(sql) -> None:
                               lambda table=table: _row(rnd, table, next(next_id)),
                               duplicates=0.0 if table == "u" else 0.2)
         if "LIMIT" in sql and sql not in TOTAL_ORDER:  # ties at the edge: anyone's choice
-            check_top_k(view.rows(), columns, duckdb_loaded(DDL, tables), sql)
+            with duckdb_loaded(DDL, tables) as con:
+                check_top_k(view.rows(), columns, con, sql)
         else:
             assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql,
                              f"step {step}")

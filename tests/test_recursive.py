@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal
+from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal, duckdb_loaded
 
 import upkeep
 from upkeep.local import from_catalog
@@ -106,20 +105,6 @@ class Clock:
         return self.now
 
 
-def duck_expected(tables: dict[str, Counter], sql: str) -> list[tuple]:
-    con = duckdb.connect()
-    try:
-        for name, ddl in TABLES.items():
-            con.execute(ddl)
-            rows = list(tables[name].elements())
-            if rows:
-                ph = "(" + ", ".join("?" for _ in rows[0]) + ")"
-                con.executemany(f"INSERT INTO {name} VALUES {ph}", rows)
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 class Harness:
     """An upkeep database with every query as a view, and the base tables as multisets."""
 
@@ -171,11 +156,11 @@ class Harness:
                                    if at + self.ttl > self.clock.now]
 
     def check(self) -> None:
-        tables = self.tables()
-        for name, (sql, oracle_sql, _) in self.queries.items():
-            expected = duck_expected(tables, oracle_sql or sql)
-            assert_bag_equal(expected, self.db.view(name).rows(), f"view {name}",
-                             "\n".join(self.log))
+        with duckdb_loaded(TABLES.values(), self.tables()) as con:
+            for name, (sql, oracle_sql, _) in self.queries.items():
+                expected = con.execute(oracle_sql or sql).fetchall()
+                assert_bag_equal(expected, self.db.view(name).rows(), f"view {name}",
+                                 "\n".join(self.log))
 
 
 def link_row(data) -> tuple:
@@ -453,7 +438,9 @@ def test_partitions_restaged_from_their_base_rows_rebuild_the_view(strategy: str
     engine.apply({"link": {(6, 1): 1}})
     tables = {name: Counter() for name in TABLES}
     tables["link"] = Counter((a, b, 1, 1) for a, b in [*links, (6, 1)] if (a, b) != (3, 1))
-    assert sorted(engine.rows()) == sorted(duck_expected(tables, REACH + "SELECT * FROM reach"))
+    with duckdb_loaded(TABLES.values(), tables) as con:
+        expected = con.execute(REACH + "SELECT * FROM reach").fetchall()
+    assert sorted(engine.rows()) == sorted(expected)
 
 
 # ------------------------------------------------------------------ why
