@@ -19,6 +19,7 @@ from decimal import Decimal
 import duckdb
 import pandas as pd
 import pytest
+from oracle import insert_rows
 
 import upkeep
 from upkeep.engine import Engine, ViewHandle
@@ -139,9 +140,7 @@ def oracle(tables: dict[str, Counter], view: str) -> Counter:
     con = duckdb.connect()
     for name, rows in tables.items():
         con.execute(f"CREATE TABLE {name} ({TYPES[name]})")
-        data = list(rows.elements())
-        if data:
-            con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(data[0]))})", data)
+        insert_rows(con, name, list(rows.elements()))
     return Counter(con.execute(VIEWS[view]).fetchall())
 
 

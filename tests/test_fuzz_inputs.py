@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from oracle import insert_rows
 from rich.console import Console
 from test_pipeline_support import WRITERS
 
@@ -67,10 +68,7 @@ def check_views(db: upkeep.Connection, label: str) -> None:
     for table in db.tables():
         columns = ", ".join(f"{n} {t.sql()}" for n, t in db.schema_of(table))
         con.execute(f"CREATE TABLE {table} ({columns})")
-        rows = db.execute(f"SELECT * FROM {table}").fetchall()
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+        insert_rows(con, table, db.execute(f"SELECT * FROM {table}").fetchall())
     for view in db.views():
         sql = db._catalog.user_views[view][0]  # the SQL as the view was defined
         want = Counter(map(_key, con.execute(sql).fetchall()))

@@ -14,6 +14,7 @@ from decimal import Decimal
 import duckdb
 import httpx
 import pytest
+from oracle import insert_rows
 
 from upkeep.client import Client, Replica, ServiceError
 from upkeep.service import Server, Tokens
@@ -47,10 +48,7 @@ def expected(admin: Client, query: str) -> Counter:
     con = duckdb.connect()
     con.execute(TABLES.replace("PRIMARY KEY", ""))
     for table in ("customer", "orders"):
-        rows = admin.sql(f"SELECT * FROM {table}").rows
-        if rows:
-            marks = ", ".join("?" * len(rows[0]))
-            con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+        insert_rows(con, table, admin.sql(f"SELECT * FROM {table}").rows)
     return Counter(con.execute(query).fetchall())
 
 

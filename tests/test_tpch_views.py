@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from oracle import assert_bag_equal
+from oracle import assert_bag_equal, insert_rows
 from test_topk import check_top_k
 from tpch_queries import QUERIES, Data
 
@@ -34,10 +34,7 @@ def duckdb_tables(data: Data):
     con = duckdb.connect()
     for table in COLUMNS:
         con.execute(create_table_sql(table))
-        rows = data.tables[table]
-        if rows:
-            con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})",
-                            rows)
+        insert_rows(con, table, data.tables[table])
     return con
 
 
