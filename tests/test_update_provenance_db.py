@@ -122,6 +122,9 @@ def test_access_control_and_trust_equal_their_reruns():
     # trust 0.5: T3 (0.3) is not trusted, T2 (0.6) is
     assert Counter(db.trusted("by_category", 0.5).rows) == duck(LOG, skip=[3], query=BY_CATEGORY)
     assert Counter(db.trusted("products", 0.65).rows) == duck(LOG, skip=[2, 3])
+    # strictly above the threshold (Example 4.6's x.v > L): T2's 0.6 is not trusted at 0.6
+    assert Counter(db.trusted("products", 0.6).rows) == duck(LOG, skip=[2, 3])
+    assert Counter(db.trusted("products", 0.59).rows) == duck(LOG, skip=[3])
     grants = {"products#2": ["IL"]}  # the tennis racket's input row only for IL
     assert Counter(db.visible("products", "FR", grants).rows) == duck(
         LOG, skip_rows={F1[1]})
