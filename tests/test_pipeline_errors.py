@@ -248,6 +248,26 @@ def test_csv_and_parquet_positions(tmp_path):
         runner.run()
 
 
+
+def test_csv_dead_letter_keeps_the_lines_as_written(tmp_path):
+    """A CSV record that cannot be split into the header's fields is dead-lettered as the
+    text of its lines (quoting and line breaks as in the file), not re-joined fields."""
+    good = Stream(seed=17).generate(12).records
+    WRITERS["csv"](tmp_path / "changes", good, files=1)
+    wrong_count = 'orders,insert,"[1, 2, ""a,b""]",,,extra'
+    unclosed = 'orders,insert,"[3, 4]"x,,'
+    split = 'orders,insert,"[5,\n 6]",,,extra'
+    with (tmp_path / "changes" / "changes-001.csv").open("a") as f:
+        f.write("\n".join([wrong_count, unclosed, split]) + "\n")
+    path = write_pipeline(tmp_path, sinks={}, extra='on_error = "dead-letter"')
+    stats = run(path)[1]()
+    assert (stats.applied, stats.rejected) == (len(good), 3)
+    entries = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+    assert [e["_raw"] for e in entries] == [wrong_count, unclosed, split]
+    assert [e["_source"]["line"] for e in entries] == [len(good) + 2, len(good) + 3,
+                                                        len(good) + 4]
+    assert "malformed CSV" in entries[1]["_error"]
+
 VIEW_CAST = "CREATE MATERIALIZED VIEW v AS SELECT a, CAST(s AS INTEGER) AS n FROM t;\n"
 
 

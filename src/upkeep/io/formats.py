@@ -128,6 +128,7 @@ class CsvReader(_LineReader):
             f.seek(self.offset)
             state = [self.offset, self.seen]
             exhausted = [False]
+            taken: list[str] = []  # the lines of the record being read, as written
 
             def lines() -> Iterator[str]:
                 for raw in f:
@@ -135,12 +136,15 @@ class CsvReader(_LineReader):
                         break
                     state[0] += len(raw)
                     state[1] += 1
-                    yield raw.decode("utf-8", "replace")
+                    text = raw.decode("utf-8", "replace")
+                    taken.append(text)
+                    yield text
                 exhausted[0] = True
 
             reader = csv.reader(lines(), strict=True)
             while True:
                 start = state[1] + 1
+                taken.clear()
                 try:
                     fields = next(reader)
                 except StopIteration:
@@ -150,18 +154,19 @@ class CsvReader(_LineReader):
                         return  # a quoted field continues on lines not written yet
                     self.offset, self.seen = state
                     if start > self.skip:
-                        yield ChangeRecord(self._position(start), error=f"malformed CSV: {exc}")
+                        yield ChangeRecord(self._position(start), error=f"malformed CSV: {exc}",
+                                           raw=_text_of(taken))
                     continue
                 self.offset, self.seen = state
                 if self.header is None:
                     self._set_header(fields)
                     if self.header_error:  # said even if no record follows it
                         yield ChangeRecord(self._position(start), error=self.header_error,
-                                           raw=",".join(fields))
+                                           raw=_text_of(taken))
                     continue
                 if start <= self.skip or not fields:
                     continue
-                yield self._decode(fields, self._position(start))
+                yield self._decode(fields, self._position(start), taken)
         self.finished = final
 
     def _set_header(self, fields: list[str]) -> None:
@@ -174,15 +179,22 @@ class CsvReader(_LineReader):
                 self.header_error = (f"the CSV header (line 1) has an unknown column {col!r} "
                                      f"(expected table, op, row, before, after, txn)")
 
-    def _decode(self, fields: list[str], position: Position) -> ChangeRecord:
+    def _decode(self, fields: list[str], position: Position, lines: list[str]) -> ChangeRecord:
         assert self.header is not None
         if self.header_error:
-            return ChangeRecord(position, error=self.header_error, raw=",".join(fields))
+            return ChangeRecord(position, error=self.header_error, raw=_text_of(lines))
         if len(fields) != len(self.header):
-            return ChangeRecord(position, raw=",".join(fields),
+            return ChangeRecord(position, raw=_text_of(lines),
                                 error=f"the CSV record has {len(fields)} fields, the header "
                                       f"has {len(self.header)}")
         return _decode_cells(dict(zip(self.header, fields, strict=True)), position)
+
+
+def _text_of(lines: list[str]) -> str:
+    """A CSV record's text as the file holds it (its lines, without the last line break),
+    for the dead-letter file."""
+    text = "".join(lines)
+    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 class ParquetReader(Reader):
