@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from oracle import insert_rows
 
 TABLES_SQL = """
 CREATE TABLE customers (ck INTEGER PRIMARY KEY, name VARCHAR NOT NULL, segment VARCHAR);
@@ -247,9 +248,8 @@ def expected_views(model: dict[str, Counter[tuple]]) -> dict[str, Counter[tuple]
     con = duckdb.connect()
     con.execute(TABLES_SQL.replace("PRIMARY KEY", "").replace("NOT NULL", ""))
     for table, rows in model.items():
-        marks = ", ".join("?" for _ in COLUMNS[table])
         if rows:
-            con.executemany(f"INSERT INTO {table} VALUES ({marks})", list(rows.elements()))
+            insert_rows(con, table, list(rows.elements()))
     con.execute(VIEWS_SQL.replace("MATERIALIZED VIEW", "VIEW"))
     return {v: normalise(v, con.execute(f"SELECT * FROM {v}").fetchall()) for v in VIEW_KINDS}
 

@@ -13,6 +13,7 @@ from decimal import Decimal
 import duckdb
 import pandas as pd
 import pytest
+from oracle import insert_rows
 
 import upkeep
 import upkeep.spark.keyed as keyed_state
@@ -129,8 +130,7 @@ def recomputed(tables: dict[str, Counter]) -> Callable[[str], Counter]:
     for name, rows in tables.items():
         data = list(rows.elements())
         if data:
-            con.executemany(f"INSERT INTO {name} VALUES ({', '.join(['?'] * len(data[0]))})",
-                            data)
+            insert_rows(con, name, data)
     for name, definition in VIEWS.items():
         con.execute(f"CREATE VIEW {name} AS {definition}")
     return lambda sql: Counter(con.execute(sql).fetchall())
