@@ -55,6 +55,11 @@ def scratch() -> Iterator[duckdb.DuckDBPyConnection]:
         con.close()
 
 
+def quote(name: str) -> str:
+    """``name`` as a quoted SQL identifier (any character allowed)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def parse_statements(sql: str) -> list:
     """DuckDB's parse of ``sql`` (its ParserException if it rejects it), on the database's
     own connection: a parse needs no connection of its own, and a cursor would cost ten

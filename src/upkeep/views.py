@@ -22,11 +22,11 @@ import duckdb
 from . import zset
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
-from .duckdb_scratch import as_error, scratch
+from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .gc_pause import StateDict
 from .operators import Batch, Delta, Operator, Source
-from .types import SqlType, type_from_name
+from .types import VARCHAR, SqlType, type_from_name
 from .zset import add_into, replace_row
 
 Columns = list[tuple[str, SqlType]]
@@ -379,8 +379,7 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
     with scratch() as con:
         try:
             for name in relations:
-                columns, rows = contents_of(name)
-                con.register(name, to_arrow(columns, rows))
+                register(con, name, *contents_of(name))
             result = con.execute(sql)
             names = [d[0] for d in result.description]
             rows = [tuple(r) for r in result.fetchall()]
@@ -388,6 +387,25 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
         except duckdb.Error as exc:
             raise as_error(exc, "DuckDB could not evaluate the query") from exc
+
+
+def register(con: duckdb.DuckDBPyConnection, name: str, columns: Columns, rows: list[tuple]
+             ) -> None:
+    """Rows as DuckDB relation ``name`` (through Arrow).  A HUGEINT column goes as text and
+    is cast back in a view: Arrow's widest decimal DuckDB reads, decimal128(38, 0), holds
+    less than HUGEINT's +-1.7e38, and DuckDB would type it DECIMAL, not HUGEINT."""
+    huge = [k for k, (_, typ) in enumerate(columns) if typ.kind == "HUGEINT"]
+    if not huge:
+        con.register(name, to_arrow(columns, rows))
+        return
+    text = [(n, VARCHAR) if k in huge else (n, typ) for k, (n, typ) in enumerate(columns)]
+    as_text = [tuple(str(v) if k in huge and v is not None else v for k, v in enumerate(r))
+               for r in rows]
+    raw = f"{name}__hugeint_text"
+    con.register(raw, to_arrow(text, as_text))
+    select = ", ".join(f"CAST({quote(n)} AS HUGEINT) AS {quote(n)}" if k in huge
+                       else quote(n) for k, (n, _) in enumerate(columns))
+    con.execute(f"CREATE TEMP VIEW {quote(name)} AS SELECT {select} FROM {quote(raw)}")
 
 
 def run_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]) -> list[tuple]:

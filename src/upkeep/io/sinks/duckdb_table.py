@@ -12,15 +12,12 @@ import duckdb
 import pyarrow as pa
 
 from ...codecs.arrow_values import to_arrow
+from ...duckdb_scratch import quote
 from ...errors import SchemaError
 from ..errors import PipelineError
 from .base import Changes, Sink
 
 _DELTA = "__upkeep_delta"
-
-
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DuckDBSink(Sink):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import sqlite3
 
 from ...codecs.sqlite_values import sqlite_type, to_sqlite
+from ...duckdb_scratch import quote
 from ..errors import PipelineError
 from .base import Changes, Sink
-from .duckdb_table import quote
 
 
 class SQLiteSink(Sink):
