@@ -16,6 +16,11 @@ encoding writes.
 | DATE                | `datetime.date`    | `"YYYY-MM-DD"`                    | date32                           | text, ISO                |
 | TIMESTAMP           | `datetime.datetime`| ISO 8601 `"YYYY-MM-DDTHH:MM:SS[.ffffff]"` | timestamp[us]            | text, ISO                |
 
+A HUGEINT beyond decimal128's 38 digits (HUGEINT reaches +-1.7e38) cannot be written to
+Arrow or Parquet: the value is refused naming its column.  Queries DuckDB evaluates over
+upkeep's tables get HUGEINT columns as text cast back (:func:`upkeep.views.register`), so
+they see every value.
+
 A query's values of types no table holds are spelled too: TIME (`datetime.time`; JSON ISO
 text; Arrow time64[us]), INTERVAL (`datetime.timedelta`; JSON an ISO duration; Arrow
 duration[us]), BLOB (`bytes`; JSON base64; Arrow binary), UUID (`uuid.UUID`; JSON and Arrow
