@@ -394,7 +394,7 @@ def register(con: duckdb.DuckDBPyConnection, name: str, columns: Columns, rows: 
     """Rows as DuckDB relation ``name`` (through Arrow).  A HUGEINT column goes as text and
     is cast back in a view: Arrow's widest decimal DuckDB reads, decimal128(38, 0), holds
     less than HUGEINT's +-1.7e38, and DuckDB would type it DECIMAL, not HUGEINT."""
-    huge = [k for k, (_, typ) in enumerate(columns) if typ.kind == "HUGEINT"]
+    huge = {k for k, (_, typ) in enumerate(columns) if typ.kind == "HUGEINT"}
     if not huge:
         con.register(name, to_arrow(columns, rows))
         return
