@@ -72,7 +72,13 @@ class Committer:
         extra = () if provenance is None else (provenance,)
         if not deltas:
             if metadata is not None or provenance is not None:
-                self.durability.log(("batch", self.batches + 1, {}, metadata, now, *extra))
+                take_back = (lambda: None) if self.journal is None else \
+                    self.journal(self.batches + 1, {})
+                try:
+                    self.durability.log(("batch", self.batches + 1, {}, metadata, now, *extra))
+                except BaseException:
+                    take_back()
+                    raise
                 self.batches += 1
                 if metadata is not None:
                     self.metadata = dict(metadata)

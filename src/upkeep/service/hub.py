@@ -150,8 +150,11 @@ class Hub:
         self._write_registry()
         self.feed = Feed(directory / "feed.log" if directory is not None else None,
                          self.now(), retention)
-        if self._journal_follows_log and self.feed.last < self.now():
-            self.feed.restart_at(self.now())  # resuming clients get a reset: nothing lost
+        if self.feed.last < self.now():
+            # batches committed without the journal (the Spark engine journals after its
+            # log; a local database opened without the server): their changes are not in
+            # the feed, so resuming clients get a reset
+            self.feed.restart_at(self.now())
         self._listeners: dict[str, set[Listener]] = {}
         #: called when the server stops (no lock), after the listeners got ``shutdown``
         self.on_shutdown: list[Callable[[], None]] = []
@@ -196,8 +199,6 @@ class Hub:
         batch is logged (so no acknowledged batch lacks its feed record)."""
         subs = {name[len(PREFIX):]: list(_changes(d)) for name, d in changed.items()
                 if name.startswith(PREFIX)}
-        if not subs and not self._journal_follows_log:
-            return lambda: None
         batch = batch if self.relay is None else self.relay.batch
         self.feed.append(batch, subs)
         return lambda: self.feed.take_back(batch)
