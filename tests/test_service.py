@@ -414,6 +414,34 @@ def test_values_keep_their_types(served) -> None:
     assert rows == [(Decimal("12.50"),)]
 
 
+def test_upkeep_subscribe_reports_bad_input_and_unreachable_servers(served, tmp_path,
+                                                                    capsys) -> None:
+    """``upkeep subscribe`` ends with one line naming what is wrong, never a traceback;
+    ``--timeout`` alone is a normal stop."""
+    from upkeep.cli import main
+
+    def run(*argv: str) -> tuple[int, str, list[dict]]:
+        status = main(["subscribe", *argv])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return status, err, [json.loads(line) for line in out.splitlines()]
+
+    status, err, _ = run(served.url, QUERIES[0], "--token", f"@{tmp_path / 'missing'}")
+    assert status == 1 and "cannot read" in err and "missing" in err
+    gone = f"http://127.0.0.1:{_free_port()}"
+    status, err, _ = run(gone, QUERIES[0], "--token", READER, "--timeout", "1")
+    assert status == 1 and f"cannot reach {gone}" in err
+    status, err, _ = run(served.url, "SELECT nope FROM orders o", "--token", READER)
+    assert status == 1 and "nope" in err
+    (tmp_path / "token").write_text(READER + "\n")
+    status, err, events = run(served.url, QUERIES[0], "--token", f"@{tmp_path / 'token'}",
+                              "--timeout", "0.5", "--no-placed")
+    assert status == 0 and events[0]["kind"] == "snapshot"
+    status, err, _ = run(served.url, QUERIES[0], "--token", READER, "--timeout", "0.5",
+                         "--batches", "999", "--no-placed")
+    assert status == 1 and "not at batch 999" in err
+
+
 # ------------------------------------------------------------------ kill -9
 def _free_port() -> int:
     import socket

@@ -43,9 +43,8 @@ def follow_subscription(url: str, query: str, token: str, *, state: Path | None 
                         batches: int | None = None, timeout: float = math.inf,
                         placed: bool = True) -> Replica:
     """Follow ``query`` from the server at ``url`` (``placed``: from the relay it places
-    this subscriber at), printing each event as a JSON line."""
-    if token.startswith("@"):
-        token = Path(token[1:]).read_text().strip()
+    this subscriber at), printing each event as a JSON line.  Raises TimeoutError when
+    ``timeout`` seconds pass first."""
     client = Client(url, token)
     replica = client.replica(query, placed=placed)
     if state is not None and state.exists():

@@ -171,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="let the server place it at a relay that can feed it "
                                 "(default); --no-placed: follow the server itself")
     subscribe.add_argument("--timeout", type=_not_negative, default=float("inf"),
-                           help="stop after this many seconds")
+                           help="stop after this many seconds (an error if --batches "
+                                "is given and not reached by then)")
 
     relay = commands.add_parser(
         "relay", help="follow a subscription and serve the subscriptions computable from it",
@@ -212,8 +213,7 @@ def _relay(args: argparse.Namespace, console: Console) -> None:
     from .service import Tokens
     from .service.relay import RelaySite
 
-    token = Path(args.token[1:]).read_text().strip() if args.token.startswith("@") else args.token
-    relay = RelaySite(args.source, token, args.query, Tokens.load(args.tokens), host=args.host,
+    relay = RelaySite(args.source, _bearer(args.token), args.query, Tokens.load(args.tokens), host=args.host,
                       port=args.port, name=args.name, capacity=args.capacity,
                       compose=args.compose).start()
     console.print(f"upkeep: relaying subscription {relay.info.id} of {args.source} on "
@@ -406,6 +406,38 @@ def _text(path: Path) -> str:
         raise Error(f"{path} is not UTF-8 text (byte {exc.start})") from None
 
 
+def _bearer(token: str) -> str:
+    """A ``--token`` argument: the token itself, or ``@FILE`` holding it."""
+    return _text(Path(token[1:])).strip() if token.startswith("@") else token
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """A server that cannot be reached is an :class:`Error` naming it, not a traceback."""
+    import httpx
+
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise Error(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+
+
+def _subscribe(args: argparse.Namespace) -> None:
+    """``upkeep subscribe``: follow until ``--batches`` is reached or ``--timeout``
+    passes (an error only if ``--batches`` was not reached)."""
+    from .agent import follow_subscription
+
+    token = _bearer(args.token)
+    with _reaching(args.url):
+        try:
+            follow_subscription(args.url, args.query, token, state=args.state,
+                                batches=args.batches, timeout=args.timeout,
+                                placed=args.placed)
+        except TimeoutError as exc:
+            if args.batches is not None:
+                raise Error(f"{exc}, not at batch {args.batches}") from None
+
+
 def _plan(args) -> str:
     """``upkeep plan``: the dissemination configuration of a file of subscriptions."""
     from .dissemination.plan import load, plan
@@ -494,14 +526,11 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
                     database.close()
             return 0
         if args.command == "subscribe":
-            from .agent import follow_subscription
-
-            follow_subscription(args.url, args.query, args.token, state=args.state,
-                                batches=args.batches, timeout=args.timeout,
-                                placed=args.placed)
+            _subscribe(args)
             return 0
         if args.command == "relay":
-            _relay(args, console)
+            with _reaching(args.source):
+                _relay(args, console)
             return 0
         if args.command == "plan":
             console.print(_plan(args), highlight=False, markup=False, soft_wrap=True)
