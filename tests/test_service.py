@@ -206,10 +206,24 @@ def test_changes_of_a_failed_batch_reach_no_subscriber(tmp_path) -> None:
 
 
 def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
+    """Events as JSON messages; refused handshakes are HTTP errors, and the server logs
+    no error for them (uvicorn would, unfiltered)."""
+    import logging
+
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
 
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
     server = start(tmp_path / "db")
+    logged = Kept()
+    logging.getLogger("uvicorn.error").addHandler(logged)
     try:
         admin = Client(server.url, ADMIN)
         admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
@@ -235,7 +249,9 @@ def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
                     additional_headers={"Authorization": f"Bearer {READER}"})
         assert refused.value.response.status_code == 404
         assert b"no WebSocket endpoint at /nowhere" in refused.value.response.body
+        assert logged.messages == []
     finally:
+        logging.getLogger("uvicorn.error").removeHandler(logged)
         server.stop()
 
 

@@ -30,6 +30,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from http import HTTPStatus
 from pathlib import Path
 
@@ -58,6 +59,26 @@ MAX_QUEUED = 10_000
 #: the longest a member's watch of its assignment is held open (``GET /placements/{name}``)
 MAX_WATCH_SECONDS = 60.0
 log = logging.getLogger("upkeep.service")
+
+#: set in the task of a WebSocket connection this app refused with an HTTP response
+_refused_handshake: ContextVar[bool] = ContextVar("upkeep_refused_handshake", default=False)
+
+
+class RefusedHandshakes(logging.Filter):
+    """uvicorn's sans-I/O WebSocket protocol logs "ASGI callable returned without
+    completing handshake" after a handshake the app refused with an HTTP response (a
+    denial response), as if the app had left it hanging.  This drops that line for the
+    connections this app refused, and only for them (attached to ``uvicorn.error``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_refused_handshake.get() and
+                    record.getMessage().startswith("ASGI callable returned without"))
+
+
+async def _refuse(websocket: WebSocket, response: Response) -> None:
+    """Refuse a WebSocket handshake with ``response`` (an HTTP status and a JSON body)."""
+    _refused_handshake.set(True)  # the connection's task: seen by RefusedHandshakes
+    await websocket.send_denial_response(response)
 
 #: DuckDB table functions that read files or the network: never reachable over HTTP
 _FILE_FUNCTIONS = ("read_", "glob", "parquet_", "sniff_csv", "iceberg_", "delta_scan",
@@ -540,7 +561,7 @@ class Service:
     async def no_websocket(self, websocket: WebSocket) -> None:
         """A WebSocket to any other path: refused in the handshake as an HTTP 404 with a
         JSON error, as HTTP requests to unknown paths are (not Starlette's bare 403)."""
-        await websocket.send_denial_response(JSONResponse(
+        await _refuse(websocket, JSONResponse(
             {"error": {"class": "NotFound", "message": f"no WebSocket endpoint at "
                        f"{websocket.url.path} (subscriptions stream at "
                        f"/subscriptions/<id>/ws)"}}, 404))
@@ -549,7 +570,7 @@ class Service:
         sid = websocket.path_params["sid"]
         principal = self.principal(websocket)
         if principal is None:  # refused in the handshake, as an HTTP 401
-            await websocket.send_denial_response(JSONResponse(
+            await _refuse(websocket, JSONResponse(
                 {"error": {"class": "Unauthorized",
                            "message": "a valid bearer token is required"}}, 401))
             return

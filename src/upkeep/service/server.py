@@ -20,7 +20,7 @@ from ..cursor import Cursor
 from ..engine import Engine
 from ..errors import Error
 from ..local.connection import open_local
-from .app import Service
+from .app import RefusedHandshakes, Service
 from .grants import Tokens
 from .hub import Hub, Relay
 from .placement import Placements
@@ -64,6 +64,9 @@ class Server:
         self._uvicorn = _Uvicorn(self.hub, uvicorn.Config(
             self.service.app, log_level="warning", lifespan="off", ws="websockets-sansio",
             timeout_graceful_shutdown=2))
+        uvicorn_errors = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, RefusedHandshakes) for f in uvicorn_errors.filters):
+            uvicorn_errors.addFilter(RefusedHandshakes())
         self._thread: threading.Thread | None = None
         #: seconds between re-optimisations of the placements (0: only when asked)
         self.replan = replan
