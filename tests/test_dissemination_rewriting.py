@@ -64,6 +64,19 @@ def test_positions_example_of_d12():
     results_equal(s["s3"], found[0], positions_db())
 
 
+def test_boolean_constants_and_their_rewritings_equal_duckdb():
+    schema = {"flags": (["id", "on", "n"], ["id"])}
+    con = duckdb.connect()
+    con.execute('CREATE TABLE flags (id INTEGER PRIMARY KEY, "on" BOOLEAN, n INTEGER)')
+    con.execute("INSERT INTO flags VALUES (1, TRUE, 1), (2, FALSE, 1), (3, NULL, 2), "
+                "(4, TRUE, 2)")
+    wide = parse("wide", 'SELECT id, "on" FROM flags WHERE n = 2', schema)
+    narrow = parse("narrow", 'SELECT id FROM flags WHERE "on" = TRUE AND n = 2', schema)
+    assert con.execute(narrow.select_sql()).fetchall() == [(4, 4)]
+    [rw] = rewritings(narrow, [wide], k=2)
+    results_equal(narrow, rw, con)
+
+
 def test_a_view_outputting_the_predicate_column_rewrites_alone():
     s = subs(wide="SELECT id, title, dept FROM positions WHERE region = 'Asia'",
              narrow="SELECT title FROM positions WHERE region = 'Asia' AND dept = 'IT'")

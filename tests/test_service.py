@@ -347,13 +347,22 @@ def test_malformed_sql_requests_get_clear_errors(served, body, status, where) ->
     ("SELECT o.ok FROM nowhere o", "unknown table nowhere", 18),
     ("SELECT o.nope FROM orders o", "no column nope", 8),
     ("SELECT FROM", "Expected", 11),
+    ("SELECT o.ok FROM orders o WHERE o.status = NULL", "NULL is never true", 33),
+    ("SELECT o.ok FROM orders o WHERE o.status = ?", "no parameters", 33),
+    ("SELECT o.ok FROM orders o;\nSELECT 1", "one SELECT statement", 8),
+    ("SELECT o.ok FROM orders o WHERE o.ok = 1 AND o.status = 1",
+     "cannot compare VARCHAR with INTEGER", 46),
+    ("SELECT o.ok FROM orders o JOIN customer c ON o.status = c.ck", "cannot compare", 46),
+    ("SELECT o.ok FROM orders o WHERE o.ok = 1e400", "out of range", 40),
+    ("SELECT o.ok FROM orders o WHERE o.ok = TRUE", "INTEGER with BOOLEAN", 33),
 ])
 def test_queries_outside_the_language_are_refused(served, query, where, column) -> None:
     with pytest.raises(ServiceError) as err:
         Client(served.url, READER).subscribe(query)
     record = err.value.record
     assert err.value.status == 400 and where in record["message"]
-    assert record["column"] == column and record["line"] == (column and 1)
+    assert record["column"] == column
+    assert record["line"] == (2 if "\n" in query else column and 1)
 
 
 def test_oversized_deeply_nested_and_misrouted_requests_get_json_errors(

@@ -14,14 +14,18 @@ says which of a query's attributes an embedded view supplies (D.12's coverage).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 
-from ..errors import Error
+from ..errors import Error, SchemaError
+from ..expressions import Column as ScopeColumn
+from ..expressions import ExpressionCompiler, Scope
 from ..sql import quiet_sqlglot
+from ..types import SqlType
 
 OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -35,8 +39,9 @@ class SubscriptionError(Error):
 
     def __init__(self, message: str, at: exp.Expression | None = None,
                  line: int | None = None, column: int | None = None) -> None:
-        if at is not None and line is None:
+        while at is not None and line is None:  # NULL, ? and TRUE carry no position
             line, column = position(at)
+            at = at.parent
         where = f" (line {line}, column {column})" if line is not None else ""
         super().__init__(message + where)
         self.line, self.column = line, column
@@ -76,6 +81,8 @@ class Subscription:
     predicates: list[Predicate]
     keys: dict[str, list[tuple[str, Column]]]  # alias -> its key's output names and columns
     _class: dict[Column, int] = field(default_factory=dict, repr=False)
+    #: the join and predicate conjuncts as written (for errors that point into the text)
+    conjuncts: list[exp.Expression] = field(default_factory=list, repr=False, compare=False)
 
     def tables(self) -> frozenset[str]:
         return frozenset(self.atoms.values())
@@ -101,6 +108,19 @@ class Subscription:
                 return name
         return None
 
+    def check_types(self, columns: Mapping[str, list[tuple[str, SqlType]]]) -> None:
+        """Raise SubscriptionError, at the conjunct, for a join or predicate comparing
+        values of types the engine cannot compare (``o.status = 1`` on a VARCHAR):
+        each conjunct is compiled by the engine's expression compiler, its rule."""
+        scope = Scope([ScopeColumn(alias, c, t, 0) for alias, table in self.atoms.items()
+                       for c, t in columns[table]])
+        for conjunct in self.conjuncts:
+            try:
+                ExpressionCompiler(scope).compile(conjunct)
+            except SchemaError as exc:
+                raise SubscriptionError(f"subscription {self.name}: {exc}", at=conjunct) \
+                    from None
+
     def select_sql(self) -> str:
         """The subscription's query with its atoms' keys in the output."""
         parts = [f'{a}."{c}" AS "{n}"' for n, (a, c) in self.outputs]
@@ -116,6 +136,8 @@ def literal(value: object) -> str:
     """``value`` written as a SQL literal."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
     return repr(value)
 
 
@@ -132,8 +154,12 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
         first = exc.errors[0] if exc.errors else {}
         raise SubscriptionError(f"subscription {name}: {first.get('description', exc)}",
                                 line=first.get("line"), column=first.get("col")) from None
+    if isinstance(tree, exp.Block):  # statements separated by ';'
+        raise SubscriptionError(f"subscription {name}: a subscription is one SELECT "
+                                "statement", at=tree.expressions[1])
     if not isinstance(tree, exp.Select):
-        raise SubscriptionError(f"subscription {name}: a subscription is one SELECT block")
+        raise SubscriptionError(f"subscription {name}: a subscription is one SELECT block "
+                                f"(not {tree.key.upper()})", at=tree)
     for arg in ("group", "having", "order", "limit", "offset", "distinct", "with", "with_"):
         if tree.args.get(arg):
             raise SubscriptionError(f"subscription {name}: {arg.strip('_').upper()} is not in "
@@ -187,12 +213,14 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
 
     joins: list[tuple[Column, Column]] = []
     predicates: list[Predicate] = []
+    conjuncts: list[exp.Expression] = []
     for condition in conditions:
         for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
             while isinstance(conjunct, exp.Paren):
                 conjunct = conjunct.this
             op = OPS.get(type(conjunct))
             left, right = conjunct.this, conjunct.expression
+            conjuncts.append(conjunct)
             if op is None:
                 raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} is not "
                                         "an equi-join or a constant comparison", at=conjunct)
@@ -225,7 +253,8 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
         twice = [e for e in tree.expressions if e.alias_or_name.lower() == dup]
         raise SubscriptionError(f"subscription {name}: output {dup} appears twice",
                                 at=twice[-1] if twice else tree)
-    sub = Subscription(name, sql, atoms, outputs, joins, predicates, keys)
+    sub = Subscription(name, sql, atoms, outputs, joins, predicates, keys,
+                       conjuncts=conjuncts)
     for k, cls in enumerate(_classes(joins)):
         for c in cls:
             sub._class[c] = k
@@ -248,7 +277,17 @@ def _constant(name: str, node: exp.Expression) -> object:
             return node.this
         text = node.this
         value = float(text) if any(ch in text for ch in ".eE") else int(text)
+        if value in (math.inf, -math.inf):
+            raise SubscriptionError(f"subscription {name}: {text} is out of range", at=node)
         return -value if negative else value
+    if isinstance(node, exp.Boolean) and not negative:
+        return node.this
+    if isinstance(node, exp.Null):
+        raise SubscriptionError(f"subscription {name}: a comparison with NULL is never "
+                                "true; compare with a constant", at=node)
+    if isinstance(node, exp.Placeholder):
+        raise SubscriptionError(f"subscription {name}: a subscription takes no parameters "
+                                f"({node.sql()}); write the constant", at=node)
     raise SubscriptionError(f"subscription {name}: {node.sql()[:60]!r} is not a constant",
                             at=node)
 
