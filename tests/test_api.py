@@ -86,6 +86,23 @@ def test_executemany_and_parameters():
     assert db.execute("SELECT * FROM t").fetchall() == [(1, "z", Decimal("1.50"))]
 
 
+def test_parameters_with_a_cast_read_as_duckdb_reads_them():
+    """``?::TYPE`` is a parameter and a cast, as in DuckDB (sqlglot alone reads ``?::`` as
+    one operator of other dialects)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR)")
+    db.execute("INSERT INTO t VALUES (?::INTEGER, ?::VARCHAR)", ["7", 8])
+    db.execute("INSERT INTO t VALUES (?, '?::x')", [9])
+    queries = [("SELECT ?::INTEGER + 1", ["41"]),
+               ("SELECT a, b FROM t WHERE a = ?::INTEGER", ["7"]),
+               ("SELECT b FROM t WHERE a >= ?::BIGINT ORDER BY a", [8])]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR)")
+    con.execute("INSERT INTO t VALUES (7, '8'), (9, '?::x')")
+    for sql, params in queries:
+        assert db.execute(sql, params).fetchall() == con.execute(sql, params).fetchall(), sql
+
+
 def test_insert_select_and_update_delete_statements(db):
     db.execute("CREATE TABLE big (ok INTEGER, qty INTEGER)")
     db.execute("INSERT INTO big SELECT ok, qty FROM lineitem WHERE qty > 1")

@@ -19,10 +19,21 @@ from decimal import Decimal
 import duckdb
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 
 from .duckdb_scratch import error_position, parse_statements, scratch
 from .errors import ParseError, SchemaError, UnsupportedError
 from .expressions import ExpressionCompiler, Scope
+
+
+class Dialect(DuckDB):
+    """DuckDB's SQL as sqlglot reads it, except ``?::``: sqlglot's tokenizer takes it for
+    one operator of other dialects, where DuckDB reads a parameter and a cast
+    (``?::INTEGER``).  Every parse of users' SQL reads this dialect."""
+
+    class Tokenizer(DuckDB.Tokenizer):
+        KEYWORDS = {k: v for k, v in DuckDB.Tokenizer.KEYWORDS.items() if k != "?::"}
+
 
 _MATERIALIZED = re.compile(r"\bMATERIALIZED\s+VIEW\b", re.IGNORECASE)
 # a view's options (``WITH (provenance = 'why')``), which DuckDB's CREATE VIEW lacks
@@ -140,7 +151,7 @@ def parse(sql: str) -> list[exp.Expression]:
     check_syntax(sql)
     try:
         with quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+            statements = [s for s in sqlglot.parse(sql, read=Dialect) if s is not None]
     except sqlglot.errors.ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise ParseError(f"cannot parse SQL: {err.get('description', exc)}",

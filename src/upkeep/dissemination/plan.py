@@ -174,13 +174,13 @@ def load(tables_sql: str, subscriptions_sql: str) -> list[Subscription]:
     from sqlglot import exp
 
     from ..ddl import created_name, table_from_create
-    from ..sql import quiet_sqlglot
+    from ..sql import Dialect, quiet_sqlglot
     from .subscriptions import SubscriptionError, parse
 
     def statements(text: str, what: str) -> list[exp.Expression]:
         try:
             with quiet_sqlglot():
-                return [s for s in sqlglot.parse(text, read="duckdb") if s is not None]
+                return [s for s in sqlglot.parse(text, read=Dialect) if s is not None]
         except sqlglot.errors.ParseError as exc:
             raise SubscriptionError(f"{what}: {str(exc).splitlines()[0]}") from None
 

@@ -24,7 +24,7 @@ from sqlglot import exp
 from ..errors import Error, SchemaError
 from ..expressions import Column as ScopeColumn
 from ..expressions import ExpressionCompiler, Scope
-from ..sql import quiet_sqlglot
+from ..sql import Dialect, quiet_sqlglot
 from ..types import SqlType
 
 OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -149,7 +149,7 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     naming the construct outside the language."""
     try:
         with quiet_sqlglot():
-            tree = sqlglot.parse_one(sql, read="duckdb")
+            tree = sqlglot.parse_one(sql, read=Dialect)
     except sqlglot.errors.ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         raise SubscriptionError(f"subscription {name}: {first.get('description', exc)}",

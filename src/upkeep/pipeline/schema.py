@@ -17,7 +17,7 @@ from sqlglot.tokens import TokenType
 from ..engine import Engine
 from ..errors import Error, ParseError
 from ..io.errors import PipelineError
-from ..sql import quiet_sqlglot
+from ..sql import Dialect, quiet_sqlglot
 from .config import PipelineConfig
 
 
@@ -68,7 +68,7 @@ def read_statements(file: Path, kind: str) -> list[Statement]:
     for line, text in split_statements(file):
         try:
             with quiet_sqlglot():
-                stmt = sqlglot.parse_one(text, read="duckdb")
+                stmt = sqlglot.parse_one(text, read=Dialect)
         except sqlglot.errors.ParseError as exc:
             err = exc.errors[0] if exc.errors else {}
             at = line + (err.get("line") or 1) - 1
