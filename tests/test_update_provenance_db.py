@@ -221,6 +221,29 @@ def test_properties_of_provenance_tables_are_checked():
     assert db.tables() == []
 
 
+def test_create_table_as_select_keeps_its_properties(tmp_path):
+    """``CREATE TABLE ... WITH (provenance = ...) AS SELECT``: a provenance table whose
+    rows are input rows of the creating transaction, across a reopen; a bad property is
+    refused and creates nothing."""
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE src (a INTEGER PRIMARY KEY, b VARCHAR)")
+    db.execute("INSERT INTO src VALUES (1, 'x'), (2, 'y')")
+    with pytest.raises(SchemaError, match="provenance of table bad must be one of"):
+        db.execute("CREATE TABLE bad WITH (provenance = 'bogus') AS SELECT * FROM src")
+    with pytest.raises(UnsupportedError, match="ttl_seconds with provenance"):
+        db.execute("CREATE TABLE bad WITH (provenance = 'update', ttl_seconds = 5) AS "
+                   "SELECT * FROM src")
+    assert db.tables() == ["src"]
+    db.execute("CREATE TABLE copy WITH (provenance = 'update') AS SELECT * FROM src")
+    db.execute("DELETE FROM copy WHERE a = 1")
+    db.close()
+    again = upkeep.connect(tmp_path / "db")
+    assert str(again.provenance("copy", (2, "y"))) == "copy#2"
+    assert str(again.provenance("copy", (1, "x"))) == "copy#1 - T2"
+    assert sorted(again.what_if("copy", abort=[2]).rows) == [(1, "x"), (2, "y")]
+    again.close()
+
+
 def test_naive_provenance_grows_where_the_normal_form_does_not():
     sizes = {}
     for mode in ("update", "update-naive"):

@@ -25,8 +25,13 @@ def table_from_create(stmt: exp.Create) -> Table:
     name = created_name(stmt)
     if not isinstance(stmt.this, exp.Schema):
         raise SchemaError(f"table {name} has no columns")
-    table = table_from_schema(name, stmt.this)
-    properties = table_properties(stmt, name)
+    return with_properties(table_from_schema(name, stmt.this), stmt)
+
+
+def with_properties(table: Table, stmt: exp.Create) -> Table:
+    """``table`` with the ``WITH (...)`` properties of the statement creating it (also
+    ``CREATE TABLE ... WITH (...) AS SELECT``)."""
+    properties = table_properties(stmt, table.name)
     ttl = properties.get("ttl_seconds")
     table.expiry = Expiry(ttl) if ttl else None
     table.provenance = properties.get("provenance")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from ..cursor import Cursor
-from ..ddl import created_name
+from ..ddl import created_name, with_properties
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
 from ..sql import insert_rows, insert_target, is_query, relations_read, simple_scan, unsupported
@@ -65,7 +65,7 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
             return Cursor()
         raise SchemaError(f"a table or view named {name} already exists")
     cur = select(db, stmt.expression)
-    table = Table(name, [(n.lower(), t) for n, t in cur._columns])
+    table = with_properties(Table(name, [(n.lower(), t) for n, t in cur._columns]), stmt)
     db._durability.log(table_record(table))
     db._catalog.add_table(table)
     try:
