@@ -407,6 +407,36 @@ def test_command_line_provenance_and_what_if(tmp_path, capsys):
     assert "JSON array" in capsys.readouterr().err
 
 
+def test_non_finite_rows_are_found_after_a_reopen_and_as_the_command_line_prints_them(
+        tmp_path, capsys):
+    """NaN and infinities: ``provenance`` and ``without=`` find their input rows after a
+    reopen (from the log and from a snapshot), and the command line reads back the rows it
+    prints (``"NaN"``, ``"Infinity"``)."""
+    from upkeep.cli import main
+
+    nan, inf = float("nan"), float("inf")
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE m (k INTEGER, x DOUBLE) WITH (provenance = 'update')")
+    db.insert("m", [(1, nan), (2, inf)])
+    db.checkpoint()
+    db.insert("m", [(3, nan), (4, -inf)])
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    for n, row in enumerate([(1, nan), (2, inf), (3, nan), (4, -inf)], 1):
+        assert str(db.provenance("m", row)) == f"m#{n}"
+        assert repr(db.what_if("m", without=[("m", row)]).removed) == repr([row])
+    db.close()
+    assert main(["what-if", str(tmp_path / "db"), "m", "--without", "m", "[4, -1e999]"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == '- [4, "-Infinity"]'
+    for k, spelled in [(4, '"-Infinity"'), (1, '"NaN"'), (2, '"Infinity"')]:
+        assert main(["provenance", str(tmp_path / "db"), "m", f"[{k}, {spelled}]"]) == 0
+        assert capsys.readouterr().out.strip() == f"m#{k}"
+        assert main(["what-if", str(tmp_path / "db"), "m", "--without", "m",
+                     f"[{k}, {spelled}]"]) == 0
+        assert capsys.readouterr().out.strip() == f"- [{k}, {spelled}]"
+
+
 def test_the_spark_engine_refuses_provenance_tables(spark, tmp_path):
     db = upkeep.connect(engine="spark", spark=spark, database=tmp_path / "spark")
     try:

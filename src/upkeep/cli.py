@@ -258,6 +258,28 @@ def _json_row(text: str) -> list:
     return row
 
 
+def _typed_row(db, name: str, row: list) -> list:
+    """A row given on the command line read as the commands print rows: each value as
+    :func:`~upkeep.codecs.json_values.to_json` spells one of its column's type
+    (``"NaN"``, ``"Infinity"`` in a DOUBLE column).  A value that is no such spelling is
+    left for the database to report."""
+    from .codecs.json_values import from_json
+
+    try:
+        columns = db.schema_of(name)
+    except Error:
+        return row  # no such table or view: reported by the command itself
+    if len(columns) != len(row):
+        return row
+    out = []
+    for value, (_, typ) in zip(row, columns, strict=True):
+        try:
+            out.append(from_json(value, typ))
+        except (ValueError, TypeError):
+            out.append(value)
+    return out
+
+
 def _open_target(target: Path):
     """The durable database of a directory, or of a pipeline file's state_dir."""
     import upkeep
@@ -330,7 +352,7 @@ def _provenance(target: Path, table: str, row_text: str) -> str:
     row = _json_row(row_text)
     db = _open_target(target)
     try:
-        return str(db.provenance(table, row))
+        return str(db.provenance(table, _typed_row(db, table, row)))
     finally:
         db.close()
 
@@ -353,6 +375,7 @@ def _what_if(target: Path, name: str, abort: list[int], without: list[list[str]]
                 raise Error(f"no committed transaction has source txn {source!r} (a pipeline "
                             "records the 'txn' of its change records on provenance tables)")
             abort = [*abort, *by_source[source]]
+        rows = [(table, _typed_row(db, table, row)) for table, row in rows]
         world = db.what_if(name, abort=abort, without=rows)
     finally:
         db.close()
@@ -469,7 +492,7 @@ def _why(target: Path, view: str, row_text: str) -> str:
         if view.lower() not in db.views():
             raise PipelineError(f"no view named {view!r} in {target} (views: "
                                 f"{', '.join(db.views()) or 'none'})")
-        return str(db.why(view, row))
+        return str(db.why(view, _typed_row(db, view, row)))
     finally:
         db.close()
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ..errors import ConstraintError, ProvenanceError, UnsupportedError
 from ..gc_pause import StateDict
 from ..table import Table
-from ..types import format_row
+from ..types import canonical_float, format_row
 from ..update_provenance.annotators import ANNOTATORS
 from ..update_provenance.expression import Node, dag_size, tree_size, var, variable_mask
 from ..update_provenance.hyperplane import Delete, Insert, Modify, Pattern, Query
@@ -63,6 +63,17 @@ def _encode(query: Query) -> tuple:
     if isinstance(query, Delete):
         return ("delete", query.pattern.conditions)
     return ("modify", query.pattern.conditions, query.sets)
+
+
+def _canonical(value: object) -> object:
+    """``value`` read back from the log with every NaN made the one ``math.nan``
+    (:func:`~upkeep.types.canonical_float`), inside tuples and lists too: NaNs hash by
+    identity, so a decoded NaN would never find the row a later lookup names."""
+    if isinstance(value, float):
+        return canonical_float(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_canonical(v) for v in value)
+    return value
 
 
 def _decode(op: tuple) -> Query:
@@ -238,7 +249,7 @@ class ProvenanceTracker:
         """Apply a committed transaction read back from the log or a snapshot."""
         p = var(txn_name(txn))
         work: dict[str, RelationTransaction] = {}
-        ops = [(table, tuple(op)) for table, op in ops]
+        ops = [(table, _canonical(tuple(op))) for table, op in ops]
         for table, op in ops:
             rtx = work.get(table)
             if rtx is None:
