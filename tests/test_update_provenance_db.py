@@ -244,6 +244,30 @@ def test_create_table_as_select_keeps_its_properties(tmp_path):
     again.close()
 
 
+def test_where_compares_numbers_by_value_as_on_any_table():
+    """A WHERE constant of another numeric type than its column compares by value, as on
+    a table without provenance and in DuckDB: ``k = 1.0`` is ``k = 1``, ``k = 1.5`` holds
+    for no row, ``k <> 1.5`` for every row."""
+    ddl = "CREATE TABLE t (k INTEGER, s VARCHAR, x DOUBLE, d DECIMAL(6,2))"
+    statements = ["INSERT INTO t VALUES (1, 'a', 0.5, 1.50), (2, 'b', 0.25, 2.5), "
+                  "(3, 'c', 0.1, 3)",
+                  "DELETE FROM t WHERE k = 1.5", "DELETE FROM t WHERE k = 1e30",
+                  "UPDATE t SET s = 'x' WHERE k = 1.0", "UPDATE t SET s = 'y' WHERE k <> 2.5",
+                  "DELETE FROM t WHERE d = 2.500 AND k <> 1.0", "DELETE FROM t WHERE x = 0.1",
+                  "UPDATE t SET s = 'z' WHERE d = 1.505", "UPDATE t SET s = 'w' WHERE d = 15e-1",
+                  "UPDATE t SET s = 'v' WHERE k = 1e0 AND x <> 1"]
+    tracked, plain, duck = upkeep.connect(), upkeep.connect(), duckdb.connect()
+    tracked.execute(ddl + " WITH (provenance = 'update')")
+    plain.execute(ddl)
+    duck.execute(ddl)
+    for sql in statements:
+        for db in (tracked, plain, duck):
+            db.execute(sql)
+        want = sorted(duck.execute("SELECT * FROM t").fetchall())
+        assert sorted(tracked.execute("SELECT * FROM t").fetchall()) == want, sql
+        assert sorted(plain.execute("SELECT * FROM t").fetchall()) == want, sql
+
+
 def test_naive_provenance_grows_where_the_normal_form_does_not():
     sizes = {}
     for mode in ("update", "update-naive"):

@@ -10,7 +10,9 @@ its position, and changes nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -77,6 +79,24 @@ class Modify:
 Query = Insert | Delete | Modify
 
 
+def _compared_number(value: int | float | Decimal, typ: SqlType) -> object:
+    """A number in a WHERE condition on an INTEGER or DECIMAL column, as the engine
+    compares it: by value (``k = 1.0`` is ``k = 1``; a DOUBLE constant compares as a
+    DOUBLE).  If no value of the column equals it, the number itself: ``=`` then holds for
+    no row and ``<>`` for every row (:class:`Pattern` compares with ``==``)."""
+    candidates = [value]
+    if not isinstance(value, int) and math.isfinite(value):
+        candidates.append(int(value))
+    for candidate in candidates:
+        try:
+            coerced = coerce_value(candidate, typ)
+        except ValueError:
+            continue
+        if (float(coerced) == value) if isinstance(value, float) else (coerced == value):
+            return coerced
+    return value
+
+
 def _located(node: exp.Expression) -> str:
     """`` (line L, column C)`` of the first token under ``node`` that sqlglot placed."""
     for child in node.walk():
@@ -109,12 +129,20 @@ class HyperplaneParser:
             return self.names.index(name)
         return None
 
-    def _constant(self, node: exp.Expression, col: int, context: exp.Expression) -> object:
+    def _constant(self, node: exp.Expression, col: int, context: exp.Expression,
+                  compared: bool = False) -> object:
+        """The value of constant ``node`` for column ``col``: a value of the column's type
+        (strict, as a SET or an INSERT into any table), or, ``compared`` (a WHERE
+        condition), a number compared by value as the engine compares it."""
         if any(True for _ in node.find_all(exp.Column)) or any(
                 True for _ in node.find_all(exp.Subquery, exp.Select)):
             raise _refuse(f"a non-constant value {node.sql()!r}", context, self.table)
+        value, typ = constant(node), self.columns[col][1]
+        if compared and typ.is_numeric and typ.kind != "DOUBLE" and \
+                isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+            return _compared_number(value, typ)
         try:
-            return coerce_value(constant(node), self.columns[col][1])
+            return coerce_value(value, typ)
         except ValueError as exc:
             raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
                               f"{exc}{_located(context)}") from None
@@ -139,7 +167,8 @@ class HyperplaneParser:
                     col, value_node = self._column(right), left
                 if col is None or self._column(value_node) is not None:
                     raise _refuse(f"the condition {node.sql()!r}", node, self.table)
-                conditions.append((col, op, self._constant(value_node, col, node)))
+                conditions.append((col, op, self._constant(value_node, col, node,
+                                                           compared=True)))
             else:
                 raise _refuse(f"the condition {node.sql()!r}", node, self.table)
         return Pattern(tuple(conditions))
