@@ -268,6 +268,19 @@ def test_where_compares_numbers_by_value_as_on_any_table():
         assert sorted(plain.execute("SELECT * FROM t").fetchall()) == want, sql
 
 
+def test_a_hypothetical_world_is_not_checked_against_the_key():
+    """What-if is the log under a valuation, not a re-run with checks (docs/design.md):
+    aborting the DELETE between two inserts of key 1 leaves both rows."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, s VARCHAR) WITH (provenance = 'update')")
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    db.execute("DELETE FROM t WHERE k = 1")
+    db.execute("INSERT INTO t VALUES (1, 'b')")
+    world = db.what_if("t", abort=[2])
+    assert sorted(world.rows) == [(1, "a"), (1, "b")] and world.added == [(1, "a")]
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, "b")]
+
+
 def test_naive_provenance_grows_where_the_normal_form_does_not():
     sizes = {}
     for mode in ("update", "update-naive"):
