@@ -281,6 +281,20 @@ def test_a_hypothetical_world_is_not_checked_against_the_key():
     assert db.execute("SELECT * FROM t").fetchall() == [(1, "b")]
 
 
+def test_what_if_refuses_the_hidden_views_of_why_provenance():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, s VARCHAR) WITH (provenance = 'update')")
+    db.execute("CREATE VIEW v WITH (provenance = 'why') AS SELECT s, count(*) AS n FROM t "
+               "GROUP BY s")
+    db.execute("INSERT INTO t VALUES (1, 'a')")
+    hidden = next(v for v in db._catalog.views if v.startswith("v__"))
+    for ask in (lambda n: db.what_if(n, abort=[1]), lambda n: db.visible(n, "x"),
+                lambda n: db.trusted(n, 0.5)):
+        with pytest.raises(SchemaError, match=f"unknown table or view {hidden}"):
+            ask(hidden)
+        assert ask("V").name == "v"  # the view itself, named in any case
+
+
 def test_naive_provenance_grows_where_the_normal_form_does_not():
     sizes = {}
     for mode in ("update", "update-naive"):

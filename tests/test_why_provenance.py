@@ -142,6 +142,10 @@ def test_why_refusals_and_errors():
     db.execute("CREATE MATERIALIZED VIEW w WITH (provenance = 'why') AS SELECT a FROM r")
     with pytest.raises(ConstraintError, match="not in view w"):
         db.why("w", (7,))
+    hidden = next(v for v in db._catalog.views if v.startswith("w__"))
+    for ask in (db.view, db.explain, lambda n: db.why(n, (1,))):  # helpers are not the user's
+        with pytest.raises(upkeep.errors.SchemaError, match=f"unknown table or view {hidden}"):
+            ask(hidden)
     db.execute("DROP VIEW w")
     assert "w__why" not in db._catalog.views
 

@@ -159,8 +159,20 @@ class LocalCatalog(Catalog):
 
     def view_names(self) -> list[str]:
         """User-visible views (not the hidden helpers of subqueries)."""
-        hidden = {h for hs in self._helpers.values() for h in hs}
+        hidden = self._hidden()
         return [v for v in self.views if v not in hidden]
+
+    def _hidden(self) -> set[str]:
+        """The hidden helper views: of subqueries, and the witness views of why-provenance."""
+        return {h for hs in self._helpers.values() for h in hs}
+
+    def user_named(self, name: str) -> str:
+        """``name`` (lower case) if it is a user's table or view; a hidden helper's name is
+        as unknown to the user's API as a name nobody defined."""
+        name = _name(name, "table or view")
+        if name in self._hidden():
+            raise SchemaError(f"unknown table or view {name}")
+        return name
 
     def ttl_of(self, table: str) -> float | None:
         """The table's ``ttl_seconds``, or None if its rows do not expire."""

@@ -208,7 +208,7 @@ class Connection(Engine):
         return self._catalog.ttl_of(table)
 
     def view(self, name: str) -> ViewHandle:
-        self._catalog.runtime(name)
+        self._catalog.runtime(self._catalog.user_named(name))
         return ViewHandle(self, name.lower())
 
     def runtime(self, name: str) -> ViewRuntime:
@@ -223,11 +223,11 @@ class Connection(Engine):
         """Why ``row`` is in ``view``: for a recursive view its provenance as a minimal sum
         of products of base rows and the size of its BDD (absorption provenance); for a
         view created ``WITH (provenance = 'why')`` every derivation (:mod:`upkeep.why`)."""
-        return self._catalog.why(view, row)
+        return self._catalog.why(self._catalog.user_named(view), row)
 
     def explain(self, name: str) -> str:
         """The view's strategy, query class and join tree, in words (with its helper views)."""
-        return self._catalog.explain(name)
+        return self._catalog.explain(self._catalog.user_named(name))
 
     def create_view(self, name: str, sql: str, strategy: str | None = None,
                     provenance: str | None = None) -> ViewHandle:
@@ -429,7 +429,7 @@ class Connection(Engine):
         if self._staging is not None:
             raise UnsupportedError("what-if inside a transaction")
         self.expire()
-        name = name.lower()
+        name = self._catalog.user_named(name)
         self._catalog.schema_of(name)
         changes = self._committer.hypothetical(deltas(), name)
         batches = self._committer.batches
