@@ -20,10 +20,12 @@ from upkeep.client import Client, Replica, ServiceError
 from upkeep.service import Server, Tokens
 
 ADMIN, READER, WRITER = "admin-token-0123456789", "reader-token-0123456789", "writer-token-0123456789"
+LOADER = "loader-token-0123456789"  # may write orders, read nothing
 TOKENS = Tokens.from_dict({"tokens": {
     ADMIN: {"name": "ops", "read": "*", "write": "*", "admin": True},
     READER: {"name": "reader", "read": ["customer", "orders"]},
     WRITER: {"name": "writer", "read": ["customer", "orders"], "write": ["customer", "orders"]},
+    LOADER: {"name": "loader", "write": ["orders"]},
 }})
 TABLES = """
 CREATE TABLE customer (ck INTEGER PRIMARY KEY, segment VARCHAR, nation INTEGER);
@@ -301,6 +303,26 @@ def test_a_reader_is_refused_what_it_is_not_granted(served, sql) -> None:
         Client(served.url, READER).sql(sql)
     assert err.value.status == 403
     assert "hidden" not in str(err.value.record)
+
+
+@pytest.mark.parametrize("sql, allowed", [
+    ("INSERT INTO orders VALUES (901, 1, 'open', 1)", True),
+    ("INSERT INTO orders SELECT ok + 1000, ck, status, price FROM orders", False),
+    ("DELETE FROM orders WHERE price > 5", False),
+    ("UPDATE orders SET status = 'x' WHERE ok = 901", False),
+    ("UPDATE orders SET price = price + 1", False),
+    ("INSERT INTO orders VALUES (902, 1, 'open', 1) RETURNING price", False),
+])
+def test_a_write_that_reads_its_table_needs_the_read_grant_too(served, sql, allowed) -> None:
+    """As PostgreSQL asks SELECT of an UPDATE with a WHERE: a principal that may write a
+    table but not read it can write constants, and cannot learn its rows by writing."""
+    loader = Client(served.url, LOADER)
+    if allowed:
+        loader.sql(sql)
+        return
+    with pytest.raises(ServiceError) as err:
+        loader.sql(sql)
+    assert err.value.status == 403 and "may not read table orders" in str(err.value)
 
 
 def test_subscriptions_respect_grants(served) -> None:

@@ -75,6 +75,19 @@ class RefusedHandshakes(logging.Filter):
                     record.getMessage().startswith("ASGI callable returned without"))
 
 
+def _reads_its_target(stmt: exp.Insert | exp.Update | exp.Delete, target: str) -> bool:
+    """Whether a write reads its target's rows, so that writing needs reading too (as
+    PostgreSQL asks for SELECT): an INSERT whose query reads it, an UPDATE or DELETE with a
+    WHERE, a SET computed from columns, or RETURNING."""
+    if sum(t.name.lower() == target for t in stmt.find_all(exp.Table)) > 1:
+        return True
+    if isinstance(stmt, exp.Insert):
+        return stmt.args.get("returning") is not None
+    sets = stmt.expressions if isinstance(stmt, exp.Update) else []
+    return (stmt.args.get("where") is not None or stmt.args.get("returning") is not None
+            or any(a.expression.find(exp.Column) is not None for a in sets))
+
+
 async def _refuse(websocket: WebSocket, response: Response) -> None:
     """Refuse a WebSocket handshake with ``response`` (an HTTP status and a JSON body)."""
     _refused_handshake.set(True)  # the connection's task: seen by RefusedHandshakes
@@ -249,7 +262,8 @@ class Service:
             while isinstance(target, exp.Schema):
                 target = target.this
             principal.check_write(target.name.lower())
-            names.discard(target.name.lower())
+            if not _reads_its_target(stmt, target.name.lower()):
+                names.discard(target.name.lower())
         elif not is_query(stmt):
             principal.check_admin(f"run {stmt.key.upper()}")
         principal.check_read(self.readable_tables(names))
