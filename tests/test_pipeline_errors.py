@@ -249,6 +249,65 @@ def test_csv_and_parquet_positions(tmp_path):
 
 
 
+def _damage(path, how: str) -> None:
+    """Ruin a Parquet file: its footer (unreadable whole) or its second row group's page."""
+    import pyarrow.parquet as pq
+
+    data = bytearray(path.read_bytes())
+    if how == "footer":
+        del data[-12:]
+    else:
+        column = pq.ParquetFile(path).metadata.row_group(1).column(2)
+        start = column.data_page_offset
+        data[start:start + column.total_compressed_size] = b"\xff" * column.total_compressed_size
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["footer", "row group"])
+@pytest.mark.parametrize("on_error", ["stop", "skip", "dead-letter"])
+def test_a_damaged_parquet_file_is_a_bad_record_for_on_error(tmp_path, on_error, how):
+    """A Parquet file that cannot be read whole, or from a damaged row group on, is one bad
+    record at the first record not read: stop names it, skip and dead-letter go on with
+    the next file, and a restarted run does not meet it again."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    good = Stream(seed=18).generate(12).records
+    later = [{"table": "customers", "op": "insert", "row": [2000 + i, f"c{i}", "B"]}
+             for i in range(3)]
+    WRITERS["parquet"](tmp_path / "changes", good, files=1)
+    lost = [f'[{1000 + i}, "lost{i}", "A"]' for i in range(6)]
+    damaged = tmp_path / "changes" / "changes-002.parquet"
+    pq.write_table(pa.table({"table": ["customers"] * 6, "op": ["insert"] * 6, "row": lost}),
+                   damaged, row_group_size=2)
+    _damage(damaged, how)
+    WRITERS["parquet"](tmp_path / "changes", later, files=1, first=3)
+    first_lost = 1 if how == "footer" else 3
+    path = write_pipeline(tmp_path, sinks={}, state_dir="state",
+                          extra=f'on_error = "{on_error}"')
+    where = rf"changes-002\.parquet, record {first_lost}: cannot read Parquet file"
+    if on_error == "stop":
+        with pytest.raises(RecordError, match=where):
+            run(path, db=upkeep.connect(tmp_path / "state"))[1]()
+        return
+    runner, go = run(path, db=upkeep.connect(tmp_path / "state"))
+    assert go().rejected == 1
+    read = good + [{"table": "customers", "op": "insert", "row": json.loads(row)}
+                   for row in lost[:first_lost - 1]] + later
+    expected = expected_views(model_of(read))
+    for view in VIEW_KINDS:
+        assert normalise(view, runner.db.view(view).rows()) == expected[view], view
+    runner.db.close()
+    if on_error == "dead-letter":
+        [entry] = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+        assert entry["_source"] == {"file": "changes-002.parquet", "record": first_lost}
+        assert "cannot read Parquet file" in entry["_error"]
+    runner, go = run(path, db=upkeep.connect(tmp_path / "state"))  # resumed: nothing new
+    stats = go()
+    assert (stats.applied, stats.rejected) == (0, 0)
+    runner.db.close()
+
+
 def test_csv_dead_letter_keeps_the_lines_as_written(tmp_path):
     """A CSV record that cannot be split into the header's fields is dead-lettered as the
     text of its lines (quoting and line breaks as in the file), not re-joined fields."""

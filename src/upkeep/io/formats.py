@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import PipelineError
 from .records import ChangeRecord, Position, decode_json_line, decode_mapping, json_cell
 
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".parquet": "parquet",
@@ -204,23 +203,36 @@ class ParquetReader(Reader):
 
     unit = "record"
 
-    def _open(self, final: bool) -> Any:
+    def _open(self) -> Any:
+        """The file, or the exception pyarrow raised (still being written, or damaged)."""
         import pyarrow.parquet as pq
 
         try:
             return pq.ParquetFile(self.path)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
-            if not final:
-                return None  # still being written
-            raise PipelineError(f"cannot read Parquet file {self.path}: {exc}") from None
+            return exc
 
     def _total(self) -> int:
-        pf = self._open(False)
-        return pf.metadata.num_rows if pf is not None else 0
+        pf = self._open()
+        return 0 if isinstance(pf, Exception) else pf.metadata.num_rows
+
+    def _unreadable(self, number: int, exc: Exception) -> Iterator[ChangeRecord]:
+        """A damaged file's unreadable rest as one bad record, at the first record not
+        read: ``on_error`` then stops on it, skips it or dead-letters it like any bad
+        record, and a resumed run does not meet it again."""
+        number += 1
+        self.seen = number
+        if number > self.skip:
+            yield ChangeRecord(self._position(number), error=(
+                f"cannot read Parquet file {self.path.name} from record {number} on: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"))
+        self.finished = True
 
     def read(self, final: bool) -> Iterator[ChangeRecord]:
-        pf = self._open(final)
-        if pf is None:
+        pf = self._open()
+        if isinstance(pf, Exception):
+            if final:  # complete, yet no Parquet file: damaged
+                yield from self._unreadable(0, pf)
             return
         names = [n.lower() for n in pf.schema_arrow.names]
         problem = None
@@ -231,8 +243,18 @@ class ParquetReader(Reader):
             if col not in ("table", "op", "txn", *_IMAGE_COLUMNS) and not col.startswith("_"):
                 problem = f"the Parquet file has an unknown column {col!r}"
         number = 0
-        for batch in pf.iter_batches(batch_size=4096):
-            columns = {n.lower(): v for n, v in batch.to_pydict().items()}
+        # row group by row group, so that a damaged one loses only itself and what follows
+        batches = (batch for group in range(pf.metadata.num_row_groups)
+                   for batch in pf.iter_batches(batch_size=4096, row_groups=[group]))
+        while True:
+            try:
+                batch = next(batches, None)
+                if batch is None:
+                    break
+                columns = {n.lower(): v for n, v in batch.to_pydict().items()}
+            except Exception as exc:  # noqa: BLE001 - a damaged row group or page
+                yield from self._unreadable(number, exc)
+                return
             for i in range(batch.num_rows):
                 number += 1
                 self.seen = number
