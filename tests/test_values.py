@@ -136,6 +136,22 @@ def test_negative_numbers_are_valued_and_typed_as_duckdb_does_without_asking_it(
     assert db.execute("SELECT k FROM t").fetchall() == [(-7,)]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.decimals(min_value=-999, max_value=999, places=4, allow_nan=False),
+                min_size=1, max_size=8))
+def test_decimal_values_round_as_duckdb_casts_them(values) -> None:
+    """Stored in a DECIMAL(10,2) (and a DECIMAL(10,0)), by a literal, a parameter or
+    arithmetic in an UPDATE, values round ties away from zero as DuckDB does."""
+    up, duck = upkeep.connect(), duckdb.connect()
+    for con in (up, duck):
+        con.execute("CREATE TABLE t (k INTEGER, a DECIMAL(10,2), d DECIMAL(10,0))")
+        for k, v in enumerate(values):
+            con.execute(f"INSERT INTO t VALUES ({k}, {v}, ?)", [v])
+        con.execute("UPDATE t SET a = a / 8 WHERE k % 2 = 0")
+    assert sorted(up.execute("SELECT * FROM t").fetchall()) == sorted(
+        duck.execute("SELECT * FROM t").fetchall())
+
+
 def test_arrow_columns_become_python_values_once_per_distinct_value() -> None:
     """Dates, timestamps and decimals are made once per distinct value of a chunk (and
     shared); every type gives what ``to_pylist`` gives, nulls and chunks included."""

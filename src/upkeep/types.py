@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Context, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 
 import pyarrow as pa
 from sqlglot import exp
@@ -29,7 +29,9 @@ INT_RANGES = {
 }
 
 
-WIDE_CONTEXT = Context(prec=80)  # room for any DECIMAL(38, s) while quantizing
+# room for any DECIMAL(38, s) while quantizing; ties round away from zero, as DuckDB's
+# casts to DECIMAL do (1.005 -> 1.01 in a DECIMAL(10,2), not Python's half-even 1.00)
+WIDE_CONTEXT = Context(prec=80, rounding=ROUND_HALF_UP)
 
 
 @dataclass(frozen=True)

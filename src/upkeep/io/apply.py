@@ -15,7 +15,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from ..engine import Engine
@@ -56,7 +56,7 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
             kind = type(v)
             if kind is float or kind is int or kind is str:
                 try:
-                    d = Decimal(str(v)).quantize(quantum)
+                    d = Decimal(str(v)).quantize(quantum, rounding=ROUND_HALF_UP)
                 except InvalidOperation:
                     d = None
                 if d is not None and d.is_finite() and -limit < d < limit:
