@@ -596,6 +596,8 @@ class ExpressionCompiler:
             if node.args.get("query") or node.args.get("unnest"):
                 raise UnsupportedError(f"IN with a subquery{_where(node)}")
             a, ta = self._gen(node.this)
+            for option in node.expressions:  # comparable as ``=`` is, or a SchemaError
+                self._compare(node.this, option, "==")
             opts = [self._coerce_literal(o, ta)[0] for o in node.expressions]
             return f"_in({a}, ({', '.join(opts)},))", BOOLEAN
         if isinstance(node, (exp.Like, exp.ILike)):
