@@ -463,3 +463,40 @@ def test_an_in_list_compares_each_option_as_equality_does() -> None:
     db.execute("CREATE MATERIALIZED VIEW v AS SELECT id FROM e WHERE id IN (1, 2.0) AND "
                "x IN (1.5, 2)")
     assert sorted(db.execute("SELECT * FROM v").fetchall()) == [(1,), (2,)]
+
+
+@pytest.mark.parametrize("sql, error, message", [
+    ("INSERT INTO t BY NAME SELECT 2 AS b, 1 AS a", "UnsupportedError", "BY NAME"),
+    ("INSERT INTO t VALUES (5, 2) RETURNING b", "UnsupportedError", "RETURNING"),
+    ("INSERT INTO t DEFAULT VALUES", "UnsupportedError", "DEFAULT VALUES"),
+    ("INSERT INTO t VALUES (1, 20) ON CONFLICT (a) DO UPDATE SET b = excluded.b",
+     "UnsupportedError", "ON CONFLICT"),
+    ("INSERT OR REPLACE INTO t VALUES (1, 3)", "UnsupportedError", "INSERT OR REPLACE"),
+    ("UPDATE t SET b = u.b FROM u WHERE t.a = u.a", "UnsupportedError", "UPDATE ... FROM"),
+    ("DELETE FROM t USING u WHERE t.a = u.a", "UnsupportedError", "DELETE ... USING"),
+    ("UPDATE t SET b = 1 RETURNING *", "UnsupportedError", "RETURNING"),
+    ("UPDATE t SET b = b + 1, b = 2", "SchemaError", "column b is assigned twice"),
+])
+def test_dml_clauses_no_engine_runs_are_refused_before_the_batch_runs(sql, error, message):
+    """Clauses of DuckDB's DML that upkeep does not run are refused by name (they were
+    dropped: BY NAME inserted by position, RETURNING returned nothing, ON CONFLICT failed
+    on the key), and the batch they are in changes nothing."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER); CREATE TABLE u (a INTEGER, "
+               "b INTEGER); INSERT INTO t VALUES (1, 1), (8, 8)")
+    with pytest.raises(getattr(upkeep.errors, error), match=re.escape(message)):
+        db.execute(f"INSERT INTO t VALUES (9, 9); {sql}")
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 1), (8, 8)]
+
+
+def test_dml_with_a_table_alias_or_ctes_equals_duckdb():
+    statements = ["DELETE FROM t AS z WHERE z.a = 8", "UPDATE t AS z SET b = z.b + 1 WHERE z.a = 1",
+                  "WITH q AS (SELECT 50 AS x, 60 AS y) INSERT INTO t SELECT * FROM q"]
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER)")
+        con.execute("INSERT INTO t VALUES (1, 1), (8, 8)")
+        for sql in statements:
+            con.execute(sql)
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        duck.execute("SELECT * FROM t").fetchall())

@@ -160,7 +160,74 @@ def parse(sql: str) -> list[exp.Expression]:
         raise ParseError(f"cannot tokenize SQL: {exc}") from None
     if not statements:
         raise ParseError("empty SQL statement")
-    return statements
+    return [_dml(s) if isinstance(s, (exp.Insert, exp.Update, exp.Delete)) else s
+            for s in statements]
+
+
+# clauses of DuckDB's INSERT / UPDATE / DELETE that neither engine runs: refused whole,
+# before anything of the batch runs (silently dropped, they would change the wrong rows)
+_DML_CLAUSES = {
+    exp.Insert: {"returning": "RETURNING", "conflict": "ON CONFLICT",
+                 "alternative": "INSERT OR ...", "default": "INSERT ... DEFAULT VALUES",
+                 "by_name": "INSERT ... BY NAME (name the columns: INSERT INTO t (a, b) ...)",
+                 "overwrite": "INSERT OVERWRITE"},
+    exp.Update: {"from_": "UPDATE ... FROM", "joins": "UPDATE ... JOIN",
+                 "returning": "RETURNING", "order": "UPDATE ... ORDER BY",
+                 "limit": "UPDATE ... LIMIT"},
+    exp.Delete: {"using": "DELETE ... USING", "returning": "RETURNING",
+                 "order": "DELETE ... ORDER BY", "limit": "DELETE ... LIMIT"},
+}
+
+
+def _at(node: object) -> tuple[int | None, int | None]:
+    """Line and column of the first token under ``node`` that sqlglot placed."""
+    if isinstance(node, exp.Expression):
+        for child in node.walk():
+            meta = child.meta if hasattr(child, "meta") else {}
+            if meta and "line" in meta:
+                return meta["line"], meta.get("col")
+    return None, None
+
+
+def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
+    """An INSERT / UPDATE / DELETE as both engines run it: a clause they do not run is a
+    :class:`UnsupportedError` naming it; ``WITH ... INSERT ... SELECT`` gives its CTEs to
+    the query; an alias of an UPDATE's or DELETE's table is replaced by the table's name;
+    a column assigned twice is a :class:`SchemaError` (as in DuckDB)."""
+    for arg, what in _DML_CLAUSES[type(stmt)].items():
+        value = stmt.args.get(arg)
+        if value:
+            if arg == "alternative":
+                what = f"INSERT OR {value}"
+            line, column = _at(value[0] if isinstance(value, list) else value)
+            where = f" (line {line}, column {column})" if line is not None else ""
+            raise UnsupportedError(f"{what} is not supported{where}")
+    if isinstance(stmt, exp.Insert):
+        ctes = stmt.args.get("with_")
+        if ctes is not None:
+            query = stmt.expression
+            if not isinstance(query, exp.Query) or query.args.get("with_") is not None:
+                raise UnsupportedError("WITH before an INSERT whose rows are not a query")
+            stmt.set("with_", None)
+            query.set("with_", ctes)
+        return stmt
+    target = stmt.this
+    alias = target.alias if isinstance(target, exp.Table) else ""
+    if alias:
+        for column in stmt.find_all(exp.Column):
+            if column.table.lower() == alias.lower():
+                column.set("table", exp.to_identifier(target.name))
+        target.set("alias", None)
+    if isinstance(stmt, exp.Update):
+        assigned: set[str] = set()
+        for assignment in stmt.expressions:
+            name = assignment.this.name.lower()
+            if name in assigned:
+                line, column = _at(assignment)
+                where = f" (line {line}, column {column})" if line is not None else ""
+                raise SchemaError(f"column {name} is assigned twice{where}")
+            assigned.add(name)
+    return stmt
 
 
 def parse_one(sql: str) -> exp.Expression:
