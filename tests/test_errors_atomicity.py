@@ -500,3 +500,36 @@ def test_dml_with_a_table_alias_or_ctes_equals_duckdb():
             con.execute(sql)
     assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
         duck.execute("SELECT * FROM t").fetchall())
+
+
+@pytest.mark.parametrize("ddl, error, message", [
+    ("CREATE TABLE c (x INTEGER CHECK (x > 0))", "UnsupportedError", "CHECK (x > 0) of c.x"),
+    ("CREATE TABLE c (x INTEGER UNIQUE)", "UnsupportedError", "UNIQUE of c.x"),
+    ("CREATE TABLE c (x INTEGER DEFAULT 5)", "UnsupportedError", "DEFAULT 5 of c.x"),
+    ("CREATE TABLE c (x DECIMAL(40, 2))", "SchemaError", "width is 1 to 38"),
+    ("CREATE TABLE c (x DECIMAL(5, 6))", "SchemaError", "scale 0 to the width"),
+])
+def test_a_table_refuses_what_it_would_not_enforce(ddl, error, message):
+    """Constraints other than NOT NULL and PRIMARY KEY were accepted and never enforced; a
+    DECIMAL wider than DuckDB's was accepted and failed later: both are refused at CREATE."""
+    db = upkeep.connect()
+    with pytest.raises(getattr(upkeep.errors, error), match=re.escape(message)):
+        db.execute(ddl)
+    assert db.tables() == []
+    db.execute("CREATE TABLE c (x INTEGER NULL, y VARCHAR NOT NULL, k INTEGER PRIMARY KEY)")
+
+
+def test_dates_written_without_zero_padding_read_as_duckdb_reads_them():
+    statements = ["INSERT INTO e VALUES (1, '2020-01-31'), (2, '2020-1-31'), (3, '2020-2-1')",
+                  "DELETE FROM e WHERE d = '2020-2-1'"]
+    query = "SELECT k FROM e WHERE d = '2020-1-31'"
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute("CREATE TABLE e (k INTEGER, d DATE)")
+        for sql in statements:
+            con.execute(sql)
+    db.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+    assert sorted(db.execute("SELECT * FROM v").fetchall()) == sorted(
+        duck.execute(query).fetchall())
+    with pytest.raises(upkeep.errors.SchemaError, match="'2020-13-31' is not a DATE"):
+        db.execute("CREATE MATERIALIZED VIEW w AS SELECT k FROM e WHERE d = '2020-13-31'")

@@ -54,10 +54,14 @@ def table_from_schema(name: str, schema: exp.Schema) -> Table:
             columns.append((cname, type_from_sqlglot(item.args["kind"])))
             for c in item.args.get("constraints") or []:
                 kind = c.args.get("kind")
-                if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
-                    not_null.add(len(columns) - 1)
+                if isinstance(kind, exp.NotNullColumnConstraint):
+                    if not kind.args.get("allow_null"):  # NULL alone says nothing
+                        not_null.add(len(columns) - 1)
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
                     pk_names = [cname]
+                else:  # accepted and not enforced would be worse than refused
+                    raise UnsupportedError(f"column constraint {c.sql()} of {name}.{cname}: "
+                                           "tables enforce NOT NULL and PRIMARY KEY only")
         elif isinstance(item, exp.PrimaryKey):
             pk_names = [e.name.lower() for e in item.expressions]
         else:

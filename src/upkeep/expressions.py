@@ -36,6 +36,7 @@ from .types import (
     VARCHAR,
     SqlType,
     canonical_float,
+    coerce_value,
     common_numeric,
     type_from_name,
     type_from_sqlglot,
@@ -827,7 +828,10 @@ class ExpressionCompiler:
     def _coerce_literal(self, node: exp.Expression, target: SqlType) -> tuple[str, SqlType]:
         src, typ = self._gen(node)
         if target.kind == "DATE" and typ.kind == "VARCHAR" and isinstance(node, exp.Literal):
-            return self._const(dt.date.fromisoformat(node.this)), DATE
+            try:
+                return self._const(coerce_value(node.this, DATE)), DATE
+            except ValueError:
+                raise SchemaError(f"{node.sql()} is not a DATE{_where(node)}") from None
         if target.kind == "DOUBLE" and typ.kind == "DECIMAL":
             return self._as(src, typ, target), DOUBLE
         return src, typ

@@ -125,6 +125,9 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
                   for p in node.expressions]
         precision = params[0] if params else 18
         scale = params[1] if len(params) > 1 else 3
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise SchemaError(f"column type {node.sql()}: a DECIMAL's width is 1 to 38 and "
+                              "its scale 0 to the width (as in DuckDB)")
         return SqlType("DECIMAL", precision, scale)
     return SqlType(kind)
 
@@ -203,9 +206,20 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
     if isinstance(value, str):
         try:
             return (dt.date if as_date else dt.datetime).fromisoformat(value)
-        except ValueError as exc:
-            raise ValueError(f"expected {kind}, got {value!r}") from exc
+        except ValueError:
+            loose = _LOOSE_DATE.fullmatch(value.strip())  # DuckDB reads '2020-1-31' too
+            if loose is not None:
+                try:
+                    day = dt.date(*map(int, loose.groups()))
+                except ValueError:
+                    day = None
+                if day is not None:
+                    return day if as_date else dt.datetime(day.year, day.month, day.day)
+            raise ValueError(f"expected {kind}, got {value!r}") from None
     raise ValueError(f"expected {kind}, got {value!r}")
+
+
+_LOOSE_DATE = re.compile(r"(\d{1,4})-(\d{1,2})-(\d{1,2})")
 
 
 def format_value(v: object) -> str:
