@@ -152,6 +152,22 @@ def test_decimal_values_round_as_duckdb_casts_them(values) -> None:
         duck.execute("SELECT * FROM t").fetchall())
 
 
+def test_upper_and_lower_map_every_character_as_duckdb_does() -> None:
+    """UPPER / LOWER in views: one character for one, as DuckDB (Python's str.upper gives
+    'SS' for 'ß'), checked on every character of the first three planes."""
+    chars = "".join(chr(i) for i in range(0x30000) if not 0xD800 <= i <= 0xDFFF)
+    words = [chars[i:i + 512] for i in range(0, len(chars), 512)] + ["Straße", "İstanbul"]
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute("CREATE TABLE w (k INTEGER, s VARCHAR)")
+    db.insert("w", list(enumerate(words)))
+    duck.executemany("INSERT INTO w VALUES (?, ?)", list(enumerate(words)))
+    query = "SELECT k, upper(s) AS u, lower(s) AS l FROM w"
+    db.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+    assert sorted(db.execute("SELECT * FROM v").fetchall()) == sorted(
+        duck.execute(query).fetchall())
+
+
 def test_arrow_columns_become_python_values_once_per_distinct_value() -> None:
     """Dates, timestamps and decimals are made once per distinct value of a chunk (and
     shared); every type gives what ``to_pylist`` gives, nulls and chunks included."""

@@ -321,6 +321,28 @@ def _replace(s, old, new):
     return s.replace(old, new) if old else s
 
 
+def _simple_upper(c: str) -> str:
+    """One character's upper case as DuckDB maps it: one character for one (Unicode's
+    simple mapping), where Python's full mapping may give several ('ß' -> 'SS')."""
+    u = c.upper()
+    if len(u) == 1:
+        return u
+    t = c.title()
+    return t if len(t) == 1 else ("\u1e9e" if c == "\xdf" else c)
+
+
+def _upper(s: str) -> str:
+    """DuckDB's UPPER (per character, :func:`_simple_upper`); ASCII text as Python's."""
+    if s.isascii():
+        return s.upper()
+    return "".join(map(_simple_upper, s))
+
+
+def _lower(s: str) -> str:
+    """DuckDB's LOWER: as Python's, except 'İ', which DuckDB maps to 'i' alone."""
+    return s.lower() if s.isascii() else s.replace("\u0130", "i").lower()
+
+
 def _at_midnight(d):
     """A DATE compared with a TIMESTAMP: DuckDB promotes it to the timestamp at 00:00."""
     return None if d is None else dt.datetime.combine(d, dt.time())
@@ -396,8 +418,8 @@ _HELPERS: dict[str, object] = {
     "_replace": _replace,
     "_days_between": _days_between,
     "_cast": _cast,
-    "_upper": _null_or(str.upper),
-    "_lower": _null_or(str.lower),
+    "_upper": _null_or(_upper),
+    "_lower": _null_or(_lower),
     "_length": _null_or(len),
     "_abs": _null_or(abs),
     "_trim": _null_or(str.strip),
