@@ -79,6 +79,8 @@ def test_pandas_columns_that_are_not_the_tables_are_refused(people, columns) -> 
     frame = pd.DataFrame([["a", "b", 1, 2][:len(columns)]], columns=columns)
     with pytest.raises(SchemaError, match="DataFrame for table p has columns"):
         people.insert("p", frame)
+    with pytest.raises(SchemaError, match="Arrow data for table p has columns"):
+        people.insert("p", pa.Table.from_pandas(frame, preserve_index=False))
     assert people.execute("SELECT count(*) FROM p").fetchall() == [(0,)]
 
 

@@ -95,11 +95,14 @@ def _plain_dtype(dtype) -> bool:
 
 def _arrow_columns(rows, table: str, column_names: list[str]):
     """An Arrow table's (or record batch's) columns of ``table``, in its order, found by
-    name whatever their case."""
+    name whatever their case; a column the table lacks, or one named twice, is refused as a
+    DataFrame's is (:func:`frame_columns`)."""
     lowered = {k.lower(): i for i, k in enumerate(rows.column_names)}
-    missing = [n for n in column_names if n not in lowered]
-    if missing:
-        raise SchemaError(f"Arrow data for table {table} lacks columns {missing}")
+    if len(lowered) != len(rows.column_names) or set(lowered) != set(column_names):
+        missing = [n for n in column_names if n not in lowered]
+        raise SchemaError(f"Arrow data for table {table} has columns {rows.column_names}; "
+                          f"the table's are {column_names}"
+                          + (f" (it lacks {missing})" if missing else ""))
     return rows.select([lowered[n] for n in column_names])
 
 
