@@ -76,6 +76,9 @@ class Step:
     key_slots: tuple[int, ...]
     equal_checks: list[tuple[int, int]]
     checks: list[Callable[[list], object]]
+    # per key column: whether its value is the head's own (a head-seeded plan, DRed's
+    # re-derivation), where a NULL is a value the tuple must hold, not a join that fails
+    copied: tuple[bool, ...] = ()
 
 
 @dataclass
@@ -113,16 +116,17 @@ def plan_body(rule: Rule, seed: int) -> BodyPlan:
             pending_cond.remove(c)
         return eqs, [fn for _, fn in conds]
 
-    def key_of(i: int) -> list[tuple[int, int]]:
+    def key_of(i: int) -> list[tuple[int, int, bool]]:
+        """(column, slot its value is in, whether that slot is the column's own)."""
         atom = rule.atoms[i]
         pairs = []
         for col, slot in enumerate(atom.slots):
-            if slot in bound:
-                pairs.append((col, slot))
+            if slot in bound:  # bound by the head: the head's value itself
+                pairs.append((col, slot, True))
                 continue
             other = next((o for o in sorted(equal.get(slot, ())) if o in bound), None)
             if other is not None:
-                pairs.append((col, other))
+                pairs.append((col, other, False))
         return pairs
 
     seed_eqs, seed_checks = decidable() if seed >= 0 else ([], [])
@@ -134,8 +138,9 @@ def plan_body(rule: Rule, seed: int) -> BodyPlan:
         atom = rule.atoms[best]
         bound.update(atom.slots)
         eqs, checks = decidable()
-        steps.append(Step(best, atom.relation, atom.offset, tuple(c for c, _ in pairs),
-                          tuple(s for _, s in pairs), eqs, checks))
+        steps.append(Step(best, atom.relation, atom.offset, tuple(c for c, _, _ in pairs),
+                          tuple(s for _, s, _ in pairs), eqs, checks,
+                          tuple(own for _, _, own in pairs)))
     return BodyPlan(rule, seed, steps, seed_checks, seed_eqs)
 
 
@@ -170,9 +175,12 @@ def evaluate(plan: BodyPlan, relations: dict[str, Relation], wide: list, annotat
         rel = relations[st.relation]
         if st.cols:
             key = tuple(wide[s] for s in st.key_slots)
-            if None in key:
-                return
-            candidates: Iterable[tuple] = rel.index(st.cols).get(key, ())
+            if None not in key:
+                candidates: Iterable[tuple] = rel.index(st.cols).get(key, ())
+            elif all(own for v, own in zip(key, st.copied, strict=True) if v is None):
+                candidates = _holding(rel, st.cols, key)  # the head's NULLs, not a join's
+            else:
+                return  # NULL joins nothing
         else:
             candidates = rel.rows
         off = st.offset
@@ -191,6 +199,14 @@ def evaluate(plan: BodyPlan, relations: dict[str, Relation], wide: list, annotat
                 go(k + 1, nxt)
 
     go(0, annotation)
+
+
+def _holding(rel: Relation, cols: tuple[int, ...], key: tuple) -> list[tuple]:
+    """The tuples holding ``key`` in ``cols``, NULL included (not in the hash indexes,
+    whose keys never hold NULL): DRed re-deriving a head tuple with a NULL."""
+    return [t for t in rel.rows
+            if all(t[c] is None if v is None else t[c] == v
+                   for c, v in zip(cols, key, strict=True))]
 
 
 def seeded(plan: BodyPlan, t: tuple) -> list:
