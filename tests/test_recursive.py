@@ -267,6 +267,23 @@ def test_edges_holding_null_are_kept_through_deletions(strategy, partitions, bat
                              repr(batches))
 
 
+def test_a_recursive_cte_nested_in_a_recursive_branch_is_maintained() -> None:
+    """A WITH RECURSIVE inside a branch of another names no table (it was looked up as
+    one: "unknown table or view q"); the view is recomputed and equals DuckDB."""
+    query = ("WITH RECURSIVE r(a, b) AS (SELECT s, d FROM e UNION SELECT r.a, q.b FROM r JOIN "
+             "(WITH RECURSIVE q(a, b) AS (SELECT s, d FROM e UNION SELECT q.a, e.d FROM q JOIN "
+             "e ON q.b = e.s) SELECT * FROM q) q ON r.b = q.a) SELECT * FROM r")
+    db = upkeep.connect()
+    db.execute(NULL_EDGES)
+    db.insert("e", [(1, 2), (2, 3)])
+    db.execute(f"CREATE MATERIALIZED VIEW v AS {query}")
+    with db.transaction():
+        db.insert("e", [(3, 4), (None, 1)])
+        db.delete("e", [(1, 2)])
+    with duckdb_loaded([NULL_EDGES], {"e": [(2, 3), (3, 4), (None, 1)]}) as con:
+        assert_bag_equal(con.execute(query).fetchall(), db.view("v").rows(), "v", query)
+
+
 def test_rules_of_three_atoms_split_into_joins_of_two() -> None:
     """Same generation's recursive rule becomes two joins through an intermediate relation
     that keeps only the columns read later; the sensor query's distance join (no equality)

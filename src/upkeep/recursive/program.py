@@ -140,7 +140,8 @@ def _cte_schemas(with_: exp.With, ordered: list[str], bodies: dict[str, exp.CTE]
                  schema_of) -> dict[str, list[tuple[str, SqlType]]]:
     """Column names and types of each CTE as DuckDB types them (the oracle's own typing)."""
     tables = {t.name.lower() for c in ordered for t in bodies[c].this.find_all(exp.Table)}
-    tables -= set(bodies)
+    nested = {n.alias_or_name.lower() for c in ordered for n in bodies[c].this.find_all(exp.CTE)}
+    tables -= set(bodies) | nested  # a WITH inside a CTE's body names no table
     with scratch() as con:
         try:
             for t in tables:
