@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 from rich.console import Console
@@ -428,3 +429,36 @@ def test_poison_records_go_to_the_dead_letter_file_and_never_block_a_restart(tmp
         want = sorted(map(repr, con.execute(sql).fetchall()))
         got = sorted(map(repr, sink.execute(f"SELECT * FROM {view}").fetchall()))
         assert got == want, view
+
+
+def test_a_dead_letter_line_is_json_and_replays_non_finite_doubles(tmp_path):
+    """A dead-lettered record holding NaN or an infinity (JSON lines may hold the bare
+    tokens) is written as strict JSON, spelled as the jsonl sink spells them, and a change
+    record with those spellings applies as the DOUBLE values."""
+    from upkeep.io.apply import Applier
+    from upkeep.io.deadletter import DeadLetter
+    from upkeep.io.records import Position, decode_json_line
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda token: pytest.fail(f"bare {token}"))
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE m (k INTEGER, x DOUBLE)")
+    record = decode_json_line('{"table": "m", "op": "delete", "row": [1, NaN]}',
+                              Position("changes-001.jsonl", 3))
+    letters = DeadLetter(tmp_path / "dead.jsonl")
+    letters.write([(record, "not present")])
+    letters.close()
+    (line,) = (tmp_path / "dead.jsonl").read_text().splitlines()
+    entry = strict(line)
+    assert entry["row"] == [1, "NaN"] and entry["_source"] == {"file": "changes-001.jsonl",
+                                                               "line": 3}
+    applier = Applier(db)
+    rows = [(1, "NaN"), (2, "Infinity"), (3, "-Infinity"), (4, 1.5)]
+    for n, row in enumerate(rows):
+        change = applier.prepare(decode_json_line(
+            json.dumps({"table": "m", "op": "insert", "row": list(row)}),
+            Position("fixed.jsonl", n + 1)))
+        applier.apply([change])
+    assert repr(sorted(db.execute("SELECT * FROM m").fetchall())) == repr(
+        [(1, math.nan), (2, math.inf), (3, -math.inf), (4, 1.5)])

@@ -114,3 +114,17 @@ def test_a_shard_rejection_reaches_the_driver_as_the_local_error(changes, action
     rebuilt = query_error(Exception(text))
     assert same(rebuilt, local_error(action))
     assert rebuilt.position == "changes-1.jsonl, line 1"
+
+
+def test_every_error_class_the_docs_name_is_upkeeps_to_catch() -> None:
+    """README's error list (and docs/design.md "Errors") name these as ``upkeep.X``."""
+    import upkeep
+    import upkeep.errors
+
+    for name in ("Error", "ParseError", "SchemaError", "UnsupportedError", "StrategyError",
+                 "EvaluationError", "ConstraintError", "ProvenanceError", "StorageError",
+                 "DamagedStorageError"):
+        cls = getattr(upkeep, name)
+        assert issubclass(cls, upkeep.Error), name
+        assert name in upkeep.__all__, name
+    assert upkeep.StrategyError is upkeep.errors.StrategyError

@@ -19,7 +19,9 @@ from .errors import (
     Error,
     EvaluationError,
     ParseError,
+    ProvenanceError,
     SchemaError,
+    StrategyError,
     UnsupportedError,
 )
 from .storage import DamagedStorageError, StorageError, StorageWarning
@@ -40,8 +42,10 @@ __all__ = [
     "Error",
     "EvaluationError",
     "ParseError",
+    "ProvenanceError",
     "SchemaError",
     "StorageError",
+    "StrategyError",
     "StorageWarning",
     "UnsupportedError",
     "ViewHandle",

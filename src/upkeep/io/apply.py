@@ -12,6 +12,7 @@ staging prefixes of the batch in transactions that are always rolled back.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from ..types import SqlType, coerce_value
 from .records import ChangeRecord
 
 Schema = list[tuple[str, SqlType]]
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 BISECT_LIMIT = 8  # bad records located by bisection per batch before going one by one
 
 
@@ -37,8 +39,9 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
         return lambda v: v if type(v) is int and -bound <= v < bound else coerce_value(v, typ)
     if typ.kind == "VARCHAR":
         return lambda v: v if type(v) is str else coerce_value(v, typ)
-    if typ.kind == "DOUBLE":
-        return lambda v: v if type(v) is float else coerce_value(v, typ)
+    if typ.kind == "DOUBLE":  # "NaN", "Infinity", "-Infinity": as sinks and dead letters write them
+        return lambda v: v if type(v) is float else coerce_value(
+            _NON_FINITE.get(v, v) if type(v) is str else v, typ)
     if typ.kind == "DATE":
         def date(v: Any) -> Any:
             if type(v) is str and len(v) == 10:

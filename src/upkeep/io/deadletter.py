@@ -10,11 +10,11 @@ dead-lettered twice (at least once); ``_source`` identifies duplicates.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
+from ..codecs.json_values import dumps, to_json
 from .errors import PipelineError
 from .records import ChangeRecord
 
@@ -44,7 +44,7 @@ class DeadLetter:
                     line["_raw"] = record.raw
                 else:
                     line.update(record.images())
-                lines.append(json.dumps(line, default=str) + "\n")
+                lines.append(_json_line(line) + "\n")
             self._file.write("".join(lines))
             self._file.flush()
             os.fsync(self._file.fileno())
@@ -56,3 +56,22 @@ class DeadLetter:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _json_line(entry: dict[str, Any]) -> str:
+    """One dead-letter line, valid JSON: values spelled as the jsonl sink spells them
+    (``"NaN"``, ``"Infinity"``, decimals and dates as strings), which change records read
+    back, so a fixed line can be replayed; a value of any other type as its ``str``."""
+    return dumps(_spelled(entry))
+
+
+def _spelled(value: Any) -> Any:
+    try:
+        return to_json(value)
+    except TypeError:
+        pass
+    if isinstance(value, dict):
+        return {str(k): _spelled(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_spelled(v) for v in value]
+    return str(value)
