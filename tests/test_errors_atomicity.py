@@ -533,3 +533,14 @@ def test_dates_written_without_zero_padding_read_as_duckdb_reads_them():
         duck.execute(query).fetchall())
     with pytest.raises(upkeep.errors.SchemaError, match="'2020-13-31' is not a DATE"):
         db.execute("CREATE MATERIALIZED VIEW w AS SELECT k FROM e WHERE d = '2020-13-31'")
+
+
+def test_a_view_no_one_can_evaluate_says_why_in_the_users_terms():
+    """DuckDB's reason, without the statement upkeep asked it (``DESCRIBE ...``)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE e (s INTEGER, d INTEGER)")
+    with pytest.raises(upkeep.UnsupportedError, match="neither maintained nor evaluated") as err:
+        db.execute("CREATE VIEW v AS WITH RECURSIVE r(a, b) AS (SELECT r.a, e.d FROM r JOIN e "
+                   "ON r.b = e.s) SELECT * FROM r")
+    assert "DESCRIBE" not in str(err.value) and "\n" not in str(err.value)
+    assert db.views() == []

@@ -219,8 +219,9 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
         catalog.schema_of(t)  # unknown relations: SchemaError
     try:
         described = describe(sql, inputs, catalog)
-    except duckdb.Error as exc:
-        raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: {exc}") from exc
+    except duckdb.Error as exc:  # its first line: the rest quotes the DESCRIBE upkeep ran
+        raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: "
+                               f"{str(exc).strip().splitlines()[0]}") from exc
     for column, typ in described:
         if typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION")):
             raise UnsupportedError(f"view {name}: column {column} is {typ}; lists, structs "
