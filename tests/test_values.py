@@ -168,6 +168,21 @@ def test_upper_and_lower_map_every_character_as_duckdb_does() -> None:
         duck.execute(query).fetchall())
 
 
+def test_a_dataframe_holds_every_hugeint_exactly() -> None:
+    """``df()``: HUGEINT columns as Python ints, also beyond Arrow's 38 digits (Arrow
+    output refuses those; DuckDB's df() would give floats), in their place among the
+    other columns."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (x INTEGER, h HUGEINT, s VARCHAR)")
+    big = 2**127 - 1
+    db.execute(f"INSERT INTO t VALUES (1, {big}, 'a'), (2, NULL, 'b'), (3, -{big}, NULL)")
+    for sql in ("SELECT * FROM t ORDER BY x", "SELECT h, x, h AS g FROM t ORDER BY x",
+                "SELECT h FROM t ORDER BY x"):
+        frame = db.execute(sql).df()
+        assert [tuple(r) for r in frame.itertuples(index=False)] == db.execute(sql).fetchall()
+        assert list(frame.columns) == [d[0] for d in db.execute(sql).description]
+
+
 def test_arrow_columns_become_python_values_once_per_distinct_value() -> None:
     """Dates, timestamps and decimals are made once per distinct value of a chunk (and
     shared); every type gives what ``to_pylist`` gives, nulls and chunks included."""

@@ -57,8 +57,22 @@ class Cursor:
     fetch_arrow_table = arrow
 
     def df(self):
-        """The remaining rows as a pandas DataFrame."""
-        return self.arrow().to_pandas()
+        """The remaining rows as a pandas DataFrame.  A HUGEINT column holds Python ints
+        (exact, also beyond the 38 digits Arrow holds, where DuckDB's ``df()`` gives
+        floats); the other columns come through Arrow."""
+        rows = self.fetchall()
+        huge = [i for i, (_, typ) in enumerate(self._columns) if typ.kind == "HUGEINT"]
+        if not huge:
+            return to_arrow(self._columns, rows).to_pandas()
+        import pandas as pd
+
+        rest = [i for i in range(len(self._columns)) if i not in huge]
+        frame = to_arrow([self._columns[i] for i in rest],
+                         [tuple(r[i] for i in rest) for r in rows]).to_pandas()
+        for i in huge:
+            frame.insert(i, self._columns[i][0], pd.Series([r[i] for r in rows], dtype=object),
+                         allow_duplicates=True)
+        return frame
 
     fetchdf = df
 

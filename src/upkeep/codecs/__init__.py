@@ -17,7 +17,8 @@ encoding writes.
 | TIMESTAMP           | `datetime.datetime`| ISO 8601 `"YYYY-MM-DDTHH:MM:SS[.ffffff]"` | timestamp[us]            | text, ISO                |
 
 A HUGEINT beyond decimal128's 38 digits (HUGEINT reaches +-1.7e38) cannot be written to
-Arrow or Parquet: the value is refused naming its column.  Queries DuckDB evaluates over
+Arrow or Parquet: the value is refused naming its column.  ``Cursor.df()`` holds HUGEINT
+columns as Python ints, so a DataFrame holds every value.  Queries DuckDB evaluates over
 upkeep's tables get HUGEINT columns as text cast back (:func:`upkeep.views.register`), so
 they see every value.
 
