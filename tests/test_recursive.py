@@ -238,7 +238,7 @@ CLOSURE = ("WITH RECURSIVE r(a, b) AS (SELECT s, d FROM e UNION SELECT r.a, e.d 
            "ON r.b = e.s) SELECT * FROM r")
 
 
-@pytest.mark.parametrize("strategy", ["dred", "absorption"])
+@pytest.mark.parametrize("strategy", ["dred", "absorption", "absorption-eager"])
 @pytest.mark.parametrize("partitions", [1, 3])
 @settings(max_examples=15, **HYPOTHESIS_SETTINGS)
 @given(batches=st.lists(st.tuples(
@@ -472,7 +472,7 @@ def test_figure5_dred_on_partitions_overdeletes_everything_across_them() -> None
 
 
 
-@pytest.mark.parametrize("strategy", ["dred", "absorption"])
+@pytest.mark.parametrize("strategy", ["dred", "absorption", "absorption-eager"])
 def test_partitions_restaged_from_their_base_rows_rebuild_the_view(strategy: str) -> None:
     """What the Spark engine does when a partition lost its state: every partition forgets
     what it derived and re-inserts its base rows with the batch; the result is the view of
@@ -612,7 +612,7 @@ def test_unbounded_recursion_is_a_clear_error_and_rejects_the_batch() -> None:
     assert db.view("walks").rows() == [(1, 2, 1)]
 
 
-@pytest.mark.parametrize("strategy", ["dred", "absorption"])
+@pytest.mark.parametrize("strategy", ["dred", "absorption", "absorption-eager"])
 def test_unbounded_recursion_over_partitions_is_a_clear_error_and_rejects_the_batch(
         strategy: str) -> None:
     db = upkeep.connect(fixpoint_partitions=3)
