@@ -472,7 +472,7 @@ def test_figure5_dred_on_partitions_overdeletes_everything_across_them() -> None
 
 
 
-@pytest.mark.parametrize("strategy", ["dred", "absorption", "absorption-eager"])
+@pytest.mark.parametrize("strategy", ["dred", "absorption"])
 def test_partitions_restaged_from_their_base_rows_rebuild_the_view(strategy: str) -> None:
     """What the Spark engine does when a partition lost its state: every partition forgets
     what it derived and re-inserts its base rows with the batch; the result is the view of
@@ -612,7 +612,7 @@ def test_unbounded_recursion_is_a_clear_error_and_rejects_the_batch() -> None:
     assert db.view("walks").rows() == [(1, 2, 1)]
 
 
-@pytest.mark.parametrize("strategy", ["dred", "absorption", "absorption-eager"])
+@pytest.mark.parametrize("strategy", ["dred", "absorption"])
 def test_unbounded_recursion_over_partitions_is_a_clear_error_and_rejects_the_batch(
         strategy: str) -> None:
     db = upkeep.connect(fixpoint_partitions=3)
