@@ -38,6 +38,7 @@ from .types import (
     canonical_float,
     coerce_value,
     common_numeric,
+    double_to_decimal,
     type_from_name,
     type_from_sqlglot,
 )
@@ -371,6 +372,8 @@ def _cast(value, typ: SqlType):
         if kind == "DOUBLE":
             return canonical_float(float(value))
         if kind == "DECIMAL":
+            if isinstance(value, float) and math.isfinite(value):
+                return double_to_decimal(value, typ.scale)
             return _round(Decimal(str(value)), typ.scale)
         if kind == "VARCHAR":
             if isinstance(value, bool):

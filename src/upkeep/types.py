@@ -139,6 +139,15 @@ def canonical_float(value: float) -> float:
     return value if value == value else math.nan
 
 
+def double_to_decimal(value: float, scale: int) -> Decimal:
+    """A DOUBLE cast to a DECIMAL of ``scale`` as DuckDB casts it: scaled in floating
+    point, then rounded half away from zero (0.285 -> 0.28, as 28.499999... is; 1.685 ->
+    1.69).  Neither the float's exact binary value nor its shortest text gives DuckDB's
+    digits on every value."""
+    return Decimal(value * 10.0 ** scale).quantize(1, rounding=ROUND_HALF_UP,
+                                                   context=WIDE_CONTEXT).scaleb(-scale)
+
+
 def coerce_value(value: object, typ: SqlType) -> object:
     """Validate and normalise one value for a column of type ``typ``; raise ValueError if bad."""
     if value is None:
@@ -169,7 +178,10 @@ def coerce_value(value: object, typ: SqlType) -> object:
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
             raise ValueError(f"expected {typ.sql()}, got {value!r}")
         try:
-            dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
+            if isinstance(value, float) and math.isfinite(value):
+                dec = double_to_decimal(value, typ.scale)
+            else:
+                dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
             if not dec.is_finite():  # NaN and Infinity have no DECIMAL value
                 raise ValueError(f"expected {typ.sql()}, got {value!r}")
             quantum = Decimal(1).scaleb(-typ.scale)
