@@ -23,7 +23,7 @@ from sqlglot.dialects.duckdb import DuckDB
 
 from .duckdb_scratch import error_position, parse_statements, scratch
 from .errors import ParseError, SchemaError, UnsupportedError
-from .expressions import ExpressionCompiler, Scope
+from .expressions import ExpressionCompiler, Scope, _where
 
 
 class Dialect(DuckDB):
@@ -179,14 +179,13 @@ _DML_CLAUSES = {
 }
 
 
-def _at(node: object) -> tuple[int | None, int | None]:
-    """Line and column of the first token under ``node`` that sqlglot placed."""
-    if isinstance(node, exp.Expression):
-        for child in node.walk():
-            meta = child.meta if hasattr(child, "meta") else {}
-            if meta and "line" in meta:
-                return meta["line"], meta.get("col")
-    return None, None
+def located(node: exp.Expression) -> str:
+    """`` (line L, column C)`` of the first token under ``node`` that sqlglot placed."""
+    for child in node.walk():
+        where = _where(child)
+        if where:
+            return where
+    return ""
 
 
 def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
@@ -199,8 +198,8 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
         if value:
             if arg == "alternative":
                 what = f"INSERT OR {value}"
-            line, column = _at(value[0] if isinstance(value, list) else value)
-            where = f" (line {line}, column {column})" if line is not None else ""
+            node = value[0] if isinstance(value, list) else value
+            where = located(node) if isinstance(node, exp.Expression) else ""
             raise UnsupportedError(f"{what} is not supported{where}")
     if isinstance(stmt, exp.Insert):
         ctes = stmt.args.get("with_")
@@ -223,9 +222,7 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
         for assignment in stmt.expressions:
             name = assignment.this.name.lower()
             if name in assigned:
-                line, column = _at(assignment)
-                where = f" (line {line}, column {column})" if line is not None else ""
-                raise SchemaError(f"column {name} is assigned twice{where}")
+                raise SchemaError(f"column {name} is assigned twice{located(assignment)}")
             assigned.add(name)
     return stmt
 

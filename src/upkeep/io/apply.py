@@ -59,6 +59,8 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
             kind = type(v)
             if kind is float or kind is int or kind is str:
                 try:
+                    # by its text: a JSON number is the decimal written in the record,
+                    # not a DOUBLE (types.double_to_decimal is for DOUBLE values)
                     d = Decimal(str(v)).quantize(quantum, rounding=ROUND_HALF_UP)
                 except InvalidOperation:
                     d = None

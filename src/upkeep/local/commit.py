@@ -72,13 +72,7 @@ class Committer:
         extra = () if provenance is None else (provenance,)
         if not deltas:
             if metadata is not None or provenance is not None:
-                take_back = (lambda: None) if self.journal is None else \
-                    self.journal(self.batches + 1, {})
-                try:
-                    self.durability.log(("batch", self.batches + 1, {}, metadata, now, *extra))
-                except BaseException:
-                    take_back()
-                    raise
+                self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
                 if metadata is not None:
                     self.metadata = dict(metadata)
@@ -88,16 +82,8 @@ class Committer:
             for name, d in deltas.items():
                 tables[name].check_constraints(d)
         def log(changed: dict[str, Delta]) -> None:
-            record = ("batch", self.batches + 1, deltas, metadata, now, *extra)
-            if self.journal is None:
-                self.durability.log(record)
-                return
-            take_back = self.journal(self.batches + 1, changed)
-            try:
-                self.durability.log(record)
-            except BaseException:
-                take_back()
-                raise
+            self._log_batch(("batch", self.batches + 1, deltas, metadata, now, *extra),
+                            changed)
 
         changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
                              undo=True, then=log)
@@ -113,6 +99,19 @@ class Committer:
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
+
+    def _log_batch(self, record: tuple, changed: dict[str, Delta]) -> None:
+        """Log batch ``record``, after the journal (if any) took the views' ``changed``;
+        if the log write fails, the journal's record is taken back."""
+        if self.journal is None:
+            self.durability.log(record)
+            return
+        take_back = self.journal(record[1], changed)
+        try:
+            self.durability.log(record)
+        except BaseException:
+            take_back()
+            raise
 
     def hypothetical(self, deltas: dict[str, Delta], name: str) -> Delta:
         """How table or view ``name`` would change under the table ``deltas``: the batch is

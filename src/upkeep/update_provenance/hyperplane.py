@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import SchemaError, UnsupportedError
 from ..expressions import _where
-from ..sql import constant, insert_target
+from ..sql import constant, insert_target, located
 from ..types import SqlType, coerce_value
 
 EQ, NE, IS = "=", "<>", "is"
@@ -97,20 +97,11 @@ def _compared_number(value: int | float | Decimal, typ: SqlType) -> object:
     return value
 
 
-def _located(node: exp.Expression) -> str:
-    """`` (line L, column C)`` of the first token under ``node`` that sqlglot placed."""
-    for child in node.walk():
-        where = _where(child)
-        if where:
-            return where
-    return ""
-
-
 def _refuse(what: str, node: exp.Expression, table: str) -> UnsupportedError:
     return UnsupportedError(
         f"{what} on provenance table {table}: update provenance covers INSERT of constant "
         f"rows and DELETE / UPDATE ... SET col = constant whose WHERE is a conjunction of "
-        f"col = constant / col <> constant{_located(node)}")
+        f"col = constant / col <> constant{located(node)}")
 
 
 class HyperplaneParser:
@@ -145,7 +136,7 @@ class HyperplaneParser:
             return coerce_value(value, typ)
         except ValueError as exc:
             raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
-                              f"{exc}{_located(context)}") from None
+                              f"{exc}{located(context)}") from None
 
     def pattern(self, where: exp.Expression | None) -> Pattern:
         if where is None:
