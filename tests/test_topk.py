@@ -25,6 +25,13 @@ QUERIES = [
     "SELECT s, count(*) AS n, sum(x) AS total FROM t GROUP BY s ORDER BY n DESC, s LIMIT 2",
     "SELECT k, s FROM t ORDER BY s NULLS FIRST, k LIMIT 5",
     "SELECT k, x FROM t ORDER BY 2, 1 DESC LIMIT 1",
+    # set operations: ORDER BY / LIMIT / OFFSET apply to the whole (they were dropped)
+    "SELECT g FROM t WHERE k < 8 INTERSECT SELECT g FROM t WHERE k >= 4 ORDER BY g LIMIT 1",
+    "SELECT s FROM t EXCEPT SELECT s FROM t WHERE g = 1 ORDER BY s NULLS FIRST LIMIT 2 "
+    "OFFSET 1",
+    "SELECT x FROM t WHERE g = 0 INTERSECT ALL SELECT x FROM t WHERE g <> 2 ORDER BY x "
+    "LIMIT 2 OFFSET 1",
+    "SELECT g FROM t UNION ALL SELECT k FROM t ORDER BY g DESC LIMIT 3",
 ]
 
 
@@ -100,3 +107,21 @@ def test_a_change_after_the_window_does_not_reread_it() -> None:
     db.delete("t", [(1, 0, 1.0, "a")])  # inside the window: the window is re-read
     assert db.view("v").counters()["window_rebuilds"] == after["window_rebuilds"] + 1
     assert sorted(view.rows()) == [(0, 0.0), (2, 2.0), (3, 3.0)]
+
+
+@pytest.mark.parametrize("operation", ["UNION", "UNION ALL", "INTERSECT", "EXCEPT"])
+def test_a_limit_on_a_set_operation_is_kept_or_refused_never_dropped(operation) -> None:
+    """Without ORDER BY the rows are any ``k`` of the whole (DuckDB recomputes them);
+    a strategy that cannot keep a LIMIT refuses the view."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute(DDL)
+        c.execute("INSERT INTO t VALUES (1, 0, 1.0, 'a'), (2, 1, 2.0, 'b'), (3, 2, 3.0, 'c'), "
+                  "(4, 3, 4.0, 'a')")
+    sql = f"SELECT g FROM t {operation} SELECT g FROM t WHERE g > 1 LIMIT 2"
+    whole = Counter(con.execute(sql.removesuffix(" LIMIT 2")).fetchall())
+    rows = Counter(db.create_view("v", sql).rows())
+    assert sum(rows.values()) == min(2, sum(whole.values())) and not rows - whole
+    for strategy in ("dyn", "lftj", "general"):
+        with pytest.raises(upkeep.StrategyError):
+            db.create_view(f"v_{strategy}", sql, strategy=strategy)

@@ -337,3 +337,104 @@ def test_a_pandas_load_through_arrow_equals_the_row_by_row_path(data) -> None:
             patch.setattr(module, "as_arrow", lambda rows, _columns, _table="": rows)
         row_by_row = _contents_after_insert(columns, frame)
     assert through_arrow == row_by_row
+
+
+STRATEGIES = [None, "dyn", "lftj", "general"]
+
+
+def _view_or_error(ddl: str, rows: list[tuple], query: str, strategy: str | None):
+    """The view's rows after inserting ``rows`` (sorted), or the error's class family."""
+    db = upkeep.connect()
+    db.execute(ddl)
+    db.create_view("v", query, strategy=strategy)
+    try:
+        db.insert("e", rows)
+    except upkeep.EvaluationError:
+        return "error"
+    return sorted(db.view("v").rows(), key=repr)
+
+
+def _duckdb_or_error(ddl: str, rows: list[tuple], query: str):
+    duck = duckdb.connect()
+    duck.execute(ddl)
+    duck.executemany(f"INSERT INTO e VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    try:
+        return sorted(duck.execute(query).fetchall(), key=repr)
+    except duckdb.Error:
+        return "error"
+
+
+@pytest.mark.parametrize("expression", [
+    "TRIM(s)", "LTRIM(s)", "RTRIM(s)", "TRIM(s, 'a ')", "TRIM(BOTH 'a' FROM s)",
+    "TRIM(LEADING 'a' FROM s)", "TRIM(TRAILING 'a' FROM s)", "LTRIM(s, 'a')",
+    "CONCAT_WS('-', s, i)", "CONCAT_WS('-', s, NULL, i)", "CONCAT(s, i, b)", "s || b",
+    "TRY_CAST(s AS INTEGER)", "TRY_CAST(i AS TINYINT)", "TRY_CAST(s AS DECIMAL(4,1))"])
+def test_string_functions_and_try_cast_in_views_equal_duckdb(expression) -> None:
+    """TRIM takes spaces only unless told which characters, from the ends it names;
+    CONCAT_WS puts its separator between the non-NULL values; TRY_CAST is NULL where CAST
+    fails (each was wrong or an error before)."""
+    ddl = "CREATE TABLE e (s VARCHAR, i INTEGER, b BOOLEAN)"
+    rows = [("\t x \n ", 1, True), ("aaxa", None, False), ("  y  ", 300, None),
+            ("12", 7, True), ("a", 2, False), (None, 5, True), ("123456", -1, True)]
+    query = f"SELECT {expression} AS r FROM e"
+    want = _duckdb_or_error(ddl, rows, query)
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, rows, query, strategy) == want, strategy
+
+
+@pytest.mark.parametrize("kind, least", [("INTEGER", -2**31), ("BIGINT", -2**63)])
+@pytest.mark.parametrize("expression", ["ABS(b)", "b // -1", "b % -1", "-b", "b * -1"])
+def test_integer_overflow_at_the_least_value_is_an_error_as_in_duckdb(kind, least,
+                                                                       expression) -> None:
+    ddl = f"CREATE TABLE e (b {kind})"
+    query = f"SELECT {expression} AS r FROM e"
+    assert _duckdb_or_error(ddl, [(least,)], query) == "error"
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, [(least,)], query, strategy) == "error", strategy
+        assert _view_or_error(ddl, [(least + 1,)], query, strategy) == _duckdb_or_error(
+            ddl, [(least + 1,)], query)
+
+
+@pytest.mark.parametrize("column, value", [
+    ("DOUBLE", 12345.0), ("DOUBLE", 999.96), ("DOUBLE", 999.94), ("DOUBLE", math.nan),
+    ("INTEGER", 12345), ("INTEGER", -999), ("DECIMAL(9,2)", Decimal("12345.67")),
+    ("DECIMAL(9,2)", Decimal("-999.94"))])
+def test_a_cast_to_decimal_checks_its_precision_as_duckdb_does(column, value) -> None:
+    ddl = f"CREATE TABLE e (x {column})"
+    query = "SELECT CAST(x AS DECIMAL(4,1)) AS r FROM e"
+    want = _duckdb_or_error(ddl, [(value,)], query)
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, [(value,)], query, strategy) == want, strategy
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_decimal_38_arithmetic_and_sums_keep_every_digit(strategy) -> None:
+    """DECIMAL(38, s) values have more digits than Python's default decimal context (28):
+    sums, AVG and arithmetic are exact as in DuckDB, also after the big value is deleted,
+    and a result beyond 38 digits is an overflow."""
+    ddl = "CREATE TABLE r (g INTEGER, d DECIMAL(38,2))"
+    queries = ["SELECT g, SUM(d) AS s, AVG(d) AS a FROM r GROUP BY g",
+               "SELECT SUM(d) AS s, COUNT(*) AS n FROM r",
+               "SELECT d + 0.01 AS e, d - 1 AS f, -d AS n, ABS(d) AS a, ROUND(d, 1) AS r "
+               "FROM r"]
+    steps = ["INSERT INTO r VALUES (1, 100000000000000000000000000000000000), (1, 0.01), "
+             "(2, -123456789012345678901234567890123.45)",
+             "DELETE FROM r WHERE d = 100000000000000000000000000000000000",
+             "UPDATE r SET d = d * 2 WHERE g = 2"]
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute(ddl)
+    for i, query in enumerate(queries):
+        db.create_view(f"v{i}", query, strategy=strategy)
+    for step in steps:
+        db.execute(step)
+        duck.execute(step)
+        for i, query in enumerate(queries):
+            assert sorted(db.view(f"v{i}").rows(), key=repr) == sorted(
+                duck.execute(query).fetchall(), key=repr), (step, query)
+    big = "9" * 36 + ".99"  # DECIMAL(38,2) holds 36 digits before the point
+    with pytest.raises(upkeep.EvaluationError, match="overflow"):
+        db.execute(f"INSERT INTO r VALUES (3, {big}), (3, {big})")  # SUM beyond 38 digits
+    with pytest.raises(duckdb.Error, match="[Oo]verflow|[Oo]ut of [Rr]ange"):
+        duck.execute(f"SELECT SUM(x) FROM (VALUES ({big}::DECIMAL(38,2)), "
+                     f"({big}::DECIMAL(38,2))) t(x)")

@@ -61,6 +61,9 @@ QUERIES = [
     "ntile(3) OVER (ORDER BY v, g) AS t3 FROM b",
     # over a grouped select, in a derived table, over a join
     "SELECT g, sum(v) AS total, sum(sum(v)) OVER (ORDER BY g) AS running FROM b GROUP BY g",
+    # the same with nothing aliased (DuckDB names the columns; their case is kept)
+    "SELECT g, sum(v), sum(sum(v)) OVER (ORDER BY g) FROM b GROUP BY g",
+    "SELECT g, SUM(v), RANK() OVER (ORDER BY SUM(v)) FROM b GROUP BY g",
     "SELECT k, p FROM (SELECT k, x - 1 AS y, lag(k) OVER (ORDER BY k) AS p FROM t) w "
     "WHERE p IS NOT NULL",
     "SELECT t.k, b.v, row_number() OVER (PARTITION BY t.g ORDER BY t.k, b.v) AS rn "

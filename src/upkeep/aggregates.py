@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import partial
 from operator import add as _add
 from operator import neg as _neg
 from operator import sub as _sub
@@ -32,7 +33,7 @@ from sqlglot import exp
 from .errors import EvaluationError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
-from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, SqlType
+from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, WIDE_CONTEXT, SqlType
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
          "avg_distinct")
@@ -96,12 +97,22 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
 
 
 def exact_converter(arg_type: SqlType) -> Callable[[object], object]:
-    """How a SUM/AVG argument of this type enters an exact channel."""
+    """How a SUM/AVG argument of this type enters an exact channel: an int (a DECIMAL's in
+    units of its scale: Decimal sums would round to the default context's 28 digits)."""
     if arg_type.kind == "DOUBLE":
         return lambda v: float_to_exact(float(v))
     if arg_type.kind == "DECIMAL":
-        return lambda v: v if isinstance(v, Decimal) else Decimal(v)
+        return partial(decimal_units, unit=10 ** arg_type.scale)
     return int
+
+
+def decimal_units(v: object, unit: int) -> int:
+    """``v * unit`` as an int, exactly (``unit``: 10 ** the DECIMAL's scale)."""
+    numerator, denominator = v.as_integer_ratio()
+    units, rest = divmod(numerator * unit, denominator)
+    if rest:
+        raise EvaluationError(f"{v} has more decimal places than its type")
+    return units
 
 
 def may_overflow(arg_type: SqlType) -> bool:
@@ -113,6 +124,8 @@ def may_overflow(arg_type: SqlType) -> bool:
 def from_exact(total: object, typ: SqlType) -> object:
     if typ.kind == "DOUBLE":
         return exact_to_float(total)
+    if typ.kind == "DECIMAL":
+        return Decimal(total).scaleb(-typ.scale, context=WIDE_CONTEXT)
     return total
 
 
@@ -121,8 +134,11 @@ def fitted_sum(total: object, typ: SqlType) -> object:
     :class:`EvaluationError`, as DuckDB's overflow is (the batch is rejected)."""
     if typ.kind == "HUGEINT" and not -INT_RANGES["HUGEINT"] <= total < INT_RANGES["HUGEINT"]:
         raise EvaluationError(f"overflow in SUM of HUGEINT: {total} does not fit")
-    if typ.kind == "DECIMAL" and total and total.adjusted() >= typ.precision - typ.scale:
-        raise EvaluationError(f"overflow in SUM of {typ.sql()}: {total:f} does not fit")
+    if typ.kind == "DECIMAL":
+        if abs(total) >= 10 ** typ.precision:
+            raise EvaluationError(f"overflow in SUM of {typ.sql()}: "
+                                  f"{from_exact(total, typ):f} does not fit")
+        return from_exact(total, typ)
     return total
 
 
@@ -258,8 +274,8 @@ def average_of(total: object, count: int, arg_type: SqlType) -> float:
     """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py)."""
     if arg_type.kind == "DOUBLE":
         return exact_mean(total, count)
-    if isinstance(total, Decimal):
-        return float(total / count)
+    if arg_type.kind == "DECIMAL":  # in units of the scale: int / int rounds once
+        return total / (count * 10 ** arg_type.scale)
     return total / count
 
 

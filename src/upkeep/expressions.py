@@ -34,6 +34,7 @@ from .types import (
     NULLTYPE,
     TIMESTAMP,
     VARCHAR,
+    WIDE_CONTEXT,
     SqlType,
     canonical_float,
     coerce_value,
@@ -61,10 +62,12 @@ class Scope:
 
     def __init__(self, columns: list[Column]):
         self.columns = columns
-        self._qualified = {(c.qualifier, c.name): c for c in columns}
+        # names are matched as SQL matches them, whatever the case a column keeps
+        # (DuckDB names ``SUM(b) OVER (ORDER BY g)`` so)
+        self._qualified = {(c.qualifier.lower(), c.name.lower()): c for c in columns}
         self._by_name: dict[str, list[Column]] = {}
         for c in columns:
-            self._by_name.setdefault(c.name, []).append(c)
+            self._by_name.setdefault(c.name.lower(), []).append(c)
 
     def resolve(self, node: exp.Column) -> Column:
         name = node.name.lower()
@@ -130,20 +133,27 @@ def _div(a, b):
     return a / b
 
 
-def _intdiv(a, b):
+def _intdiv(a, b, bound=0):
+    """``a // b`` as DuckDB's: truncated toward zero; ``bound``: the integer result type's
+    (``-bound // -1`` does not fit it)."""
     if a is None or b is None:
         return None
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} // {b})")
+    if b == -1 and a == -bound:
+        raise EvaluationError(f"overflow in division ({a} // {b})")
     if not (type(a) is int and type(b) is int):  # DuckDB: // of non-integers is /
         return float(a) / float(b)
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
 
 
-def _mod(a, b):
+def _mod(a, b, bound=0):
+    """``a % b`` as DuckDB's: the sign of ``a``; ``-bound % -1`` overflows there too."""
     if a is None or b is None:
         return None
+    if b == -1 and a == -bound:
+        raise EvaluationError(f"overflow in division ({a} % {b})")
     if isinstance(a, float) or isinstance(b, float):
         try:  # DuckDB: a DOUBLE % 0, and inf % x, are NaN
             return math.fmod(a, b) if b != 0 else math.nan
@@ -225,14 +235,57 @@ def _overflow(op: str, a, b, typ: SqlType):
 
 
 _SYMBOL = {"addition": "+", "subtraction": "-", "multiplication": "*", "negation": "-"}
+_DECIMAL_OPS = {"+": WIDE_CONTEXT.add, "-": WIDE_CONTEXT.subtract, "*": WIDE_CONTEXT.multiply}
+_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
+
+
+def _decimal(op: str, a, b, typ: SqlType):
+    """DECIMAL ``a op b``, exact (Python's default context keeps 28 digits, DECIMAL(38)
+    needs 38), or an overflow beyond 38 digits, as DuckDB's."""
+    z = _DECIMAL_OPS[op](a, b)
+    if z and z.adjusted() >= _DECIMAL_DIGITS - typ.scale:
+        _overflow({"+": "addition", "-": "subtraction", "*": "multiplication"}[op], a, b, typ)
+    return z
+
+
+def _abs(v, bound=0):
+    """ABS, exact for DECIMAL; ``bound``: an integer type's (ABS of its least value does
+    not fit it, as in DuckDB)."""
+    if v is None:
+        return None
+    if type(v) is Decimal:
+        return WIDE_CONTEXT.abs(v)
+    if bound and v == -bound:
+        raise EvaluationError(f"overflow in ABS({v})")
+    return abs(v)
+
+
+def _trim(s, chars=" ", left=True, right=True):
+    """DuckDB's TRIM / LTRIM / RTRIM: any of ``chars`` (spaces unless given) off the ends."""
+    if s is None or chars is None:
+        return None
+    if left:
+        s = s.lstrip(chars)
+    return s.rstrip(chars) if right else s
+
+
+def _text(v) -> str:
+    """A value as DuckDB's concatenation reads it (``true``, not ``True``)."""
+    return v if type(v) is str else _cast(v, VARCHAR)
+
+
+def _concat_ws(separator, *values):
+    """CONCAT_WS: the non-NULL values joined by ``separator``; NULL if it is NULL."""
+    if separator is None:
+        return None
+    return _text(separator).join(_text(v) for v in values if v is not None)
 
 
 def _round(x, digits=0):
     if x is None:
         return None
-    if isinstance(x, Decimal):
-        from decimal import ROUND_HALF_UP
-        return x.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    if isinstance(x, Decimal):  # WIDE_CONTEXT rounds half up, and keeps 38 digits
+        return x.quantize(Decimal(1).scaleb(-digits), context=WIDE_CONTEXT)
     if isinstance(x, float):
         if not math.isfinite(x):
             return x
@@ -372,9 +425,16 @@ def _cast(value, typ: SqlType):
         if kind == "DOUBLE":
             return canonical_float(float(value))
         if kind == "DECIMAL":
-            if isinstance(value, float) and math.isfinite(value):
-                return double_to_decimal(value, typ.scale)
-            return _round(Decimal(str(value)), typ.scale)
+            if isinstance(value, float):
+                if not math.isfinite(value):
+                    raise ValueError(value)
+                number = double_to_decimal(value, typ.scale)
+            else:
+                number = _round(Decimal(str(value)), typ.scale)
+            if not number.is_finite() or (
+                    number and number.adjusted() >= typ.precision - typ.scale):
+                raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range")
+            return number
         if kind == "VARCHAR":
             if isinstance(value, bool):
                 return "true" if value else "false"
@@ -390,6 +450,19 @@ def _cast(value, typ: SqlType):
     except (ValueError, KeyError, ArithmeticError) as exc:
         raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
     raise UnsupportedError(f"cast to {typ.sql()}")
+
+
+def _try_cast(value, typ: SqlType):
+    """TRY_CAST: NULL where CAST fails."""
+    try:
+        return _cast(value, typ)
+    except EvaluationError:
+        return None
+
+
+def _bound(typ: SqlType) -> int:
+    """An integer type's bound (its values are ``-bound <= v < bound``); 0 for others."""
+    return INT_RANGES[typ.kind] if typ.is_integer else 0
 
 
 def _null_or(fn):
@@ -424,10 +497,13 @@ _HELPERS: dict[str, object] = {
     "_upper": _null_or(_upper),
     "_lower": _null_or(_lower),
     "_length": _null_or(len),
-    "_abs": _null_or(abs),
-    "_trim": _null_or(str.strip),
-    "_concat": _null_or(lambda *xs: "".join(str(x) for x in xs)),
-    "_concat_ws": lambda *xs: "".join("" if x is None else str(x) for x in xs),
+    "_abs": _abs,
+    "_trim": _trim,
+    "_concat": _null_or(lambda *xs: "".join(map(_text, xs))),
+    "_concat_ws": _concat_ws,
+    "_decimal": _decimal,
+    "_try_cast": _try_cast,
+    "_WIDE": WIDE_CONTEXT,
     "Decimal": Decimal,
     "date": dt.date,
 }
@@ -579,15 +655,18 @@ class ExpressionCompiler:
         if isinstance(node, exp.Div):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             if node.args.get("typed") and ta.is_integer and tb.is_integer:
-                return f"_intdiv({a}, {b})", common_numeric(ta, tb)
+                typ = common_numeric(ta, tb)
+                return f"_intdiv({a}, {b}, {_bound(typ)})", typ
             return f"_div({a}, {b})", DOUBLE
         if isinstance(node, exp.IntDiv):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             typ = common_numeric(ta, tb)
-            return f"_intdiv({a}, {b})", typ if typ.is_integer or typ.kind == "NULL" else DOUBLE
+            return (f"_intdiv({a}, {b}, {_bound(typ)})",
+                    typ if typ.is_integer or typ.kind == "NULL" else DOUBLE)
         if isinstance(node, exp.Mod):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
-            return f"_mod({a}, {b})", common_numeric(ta, tb)
+            typ = common_numeric(ta, tb)
+            return f"_mod({a}, {b}, {_bound(typ)})", typ
         if isinstance(node, exp.Neg):
             ((a, ta),) = self._numbers(node, node.this)
             v = self._tmp()
@@ -595,6 +674,8 @@ class ExpressionCompiler:
                 return (f"(None if ({v} := {a}) is None else -{v} if {v} != "
                         f"{-INT_RANGES[ta.kind]} else _overflow('negation', 0, {v}, "
                         f"{self._const(ta)}))"), ta
+            if ta.kind == "DECIMAL":  # exact: a 38-digit value keeps its digits
+                return f"(None if ({v} := {a}) is None else _WIDE.minus({v}))", ta
             return f"(None if ({v} := {a}) is None else -{v})", ta
         for cls, op in _COMPARE.items():
             if type(node) is cls:
@@ -640,6 +721,7 @@ class ExpressionCompiler:
                             default=node.args.get("false"))
             return self._case(case)
         if isinstance(node, (exp.Cast, exp.TryCast)):
+            call = "_try_cast" if isinstance(node, exp.TryCast) else "_cast"
             a, have = self._gen(node.this)
             typ = type_from_sqlglot(node.to)
             temporal = ("DATE", "TIMESTAMP")
@@ -647,14 +729,17 @@ class ExpressionCompiler:
                     typ.kind in temporal and (have.is_numeric or have.kind == "BOOLEAN")):
                 raise SchemaError(f"no cast from {have.sql()} to {typ.sql()} (as in DuckDB): "
                                   f"{node.sql()}{_where(node)}")
-            return f"_cast({a}, {self._const(typ)})", typ
+            return f"{call}({a}, {self._const(typ)})", typ
         if isinstance(node, exp.DPipe):
             a, _ = self._gen(node.this)
             b, _ = self._gen(node.expression)
             return f"_concat({a}, {b})", VARCHAR
-        if isinstance(node, exp.Concat):
+        if isinstance(node, exp.ConcatWs):
             parts = [self._gen(x)[0] for x in node.expressions]
             return f"_concat_ws({', '.join(parts)})", VARCHAR
+        if isinstance(node, exp.Concat):  # CONCAT skips NULLs (|| does not)
+            parts = [self._gen(x)[0] for x in node.expressions]
+            return f"_concat_ws('', {', '.join(parts)})", VARCHAR
         if isinstance(node, exp.Upper):
             return f"_upper({self._string(node.this, node)})", VARCHAR
         if isinstance(node, exp.Lower):
@@ -666,10 +751,15 @@ class ExpressionCompiler:
         if isinstance(node, exp.Length):
             return f"_length({self._string(node.this, node)})", BIGINT
         if isinstance(node, exp.Trim):
-            return f"_trim({self._string(node.this, node)})", VARCHAR
+            position = (node.args.get("position") or "BOTH").upper()
+            chars = node.args.get("expression")
+            args = [self._string(node.this, node),
+                    "' '" if chars is None else self._string(chars, node),
+                    str(position != "TRAILING"), str(position != "LEADING")]
+            return f"_trim({', '.join(args)})", VARCHAR
         if isinstance(node, exp.Abs):
             ((a, ta),) = self._numbers(node, node.this)
-            return f"_abs({a})", ta
+            return f"_abs({a}, {_bound(ta)})", ta
         if isinstance(node, exp.Substring):
             args = [self._string(node.this, node)]
             for key in ("start", "length"):
@@ -777,7 +867,9 @@ class ExpressionCompiler:
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
         x, y = self._tmp(), self._tmp()
         value = f"{x} {op} {y}"
-        if typ.is_integer:  # DuckDB raises on overflow of the result type
+        if typ.kind == "DECIMAL":
+            value = f"_decimal({op!r}, {x}, {y}, {self._const(typ)})"
+        elif typ.is_integer:  # DuckDB raises on overflow of the result type
             bound, z = INT_RANGES[typ.kind], self._tmp()
             name = {"+": "addition", "-": "subtraction", "*": "multiplication"}[op]
             value = (f"({z} if {-bound} <= ({z} := {value}) < {bound} else "

@@ -108,6 +108,10 @@ def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, 
         kind = type(node).__name__.lower()
         if node.args.get("with") or node.args.get("with_"):
             raise UnsupportedError(f"WITH in a {kind.upper()} view")
+        for key in ("order", "limit", "offset"):  # the top-k view keeps them, or DuckDB
+            if node.args.get(key):
+                raise UnsupportedError(f"{key.upper()} on a {kind.upper()} in a view "
+                                       "definition")
         left = bind_query(node.this, schema_of)
         right = bind_query(node.expression, schema_of)
         if len(plan_columns(left)) != len(plan_columns(right)):
@@ -183,6 +187,16 @@ def _shared_columns(atoms: list[Atom], columns: list[Column],
             merged[name] = on_left
             hidden.add((right.alias, name))
     return merged, hidden, equalities
+
+
+def output_name(item: exp.Expression) -> str:
+    """The name of a select-list item's column: its alias or column name (lower case, as
+    SQL folds them), else the expression's text."""
+    if isinstance(item, exp.Alias):
+        return item.alias.lower()
+    if isinstance(item, exp.Column):
+        return item.name.lower()
+    return item.sql(dialect="duckdb")
 
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
@@ -269,10 +283,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
             select.extend((c.name, exp.column(c.name, c.qualifier)) for c in cols)
             continue
         expr = proj.this if isinstance(proj, exp.Alias) else proj
-        name = proj.alias if isinstance(proj, exp.Alias) else (
-            expr.name if isinstance(expr, exp.Column) else expr.sql(dialect="duckdb"))
         _reject_subqueries(expr)
-        select.append((name.lower() if isinstance(proj, exp.Alias) or isinstance(expr, exp.Column) else name, expr))
+        select.append((output_name(proj), expr))
     select = _dedupe_names(select)
 
     group = node.args.get("group")

@@ -282,7 +282,8 @@ def constant(node: exp.Expression) -> object:
             return int(text)
         return Decimal(text) if "e" not in text.lower() else float(text)
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        return -constant(node.this)
+        value = constant(node.this)  # a Decimal's digits all kept (not the context's 28)
+        return value.copy_negate() if isinstance(value, Decimal) and value else -value
     if isinstance(node, exp.Boolean):
         return bool(node.this)
     if any(True for _ in node.find_all(exp.Column)):
@@ -300,7 +301,10 @@ def literal(value: object) -> exp.Expression:
         if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
             return exp.cast(exp.Literal.string(str(value)), "DOUBLE")
         lit = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
-        return exp.Neg(this=exp.Literal.number(str(-value))) if value < 0 else lit
+        if value < 0:
+            magnitude = value.copy_abs() if isinstance(value, Decimal) else -value
+            return exp.Neg(this=exp.Literal.number(str(magnitude)))
+        return lit
     if isinstance(value, str):
         return exp.Literal.string(value)
     if isinstance(value, dt.date):

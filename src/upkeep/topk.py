@@ -155,7 +155,7 @@ def split_top_k(query: exp.Expression
     top-k query with constant integer LIMIT and OFFSET, else None.  ORDER BY items that are
     not output columns are added to the query as ``hidden`` trailing columns (``__o0``, ..),
     which the top-k view does not output."""
-    if not isinstance(query, (exp.Select, exp.Union)):
+    if not isinstance(query, (exp.Select, exp.Union, exp.Intersect, exp.Except)):
         return None
     limit = query.args.get("limit")
     order = query.args.get("order")

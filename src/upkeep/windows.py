@@ -47,7 +47,7 @@ from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, from_exact
 from .expressions import ExpressionCompiler, nan_order, table_scope
-from .plan import unordered
+from .plan import output_name, unordered
 from .topk import TopKError, sort_key
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
@@ -116,7 +116,7 @@ def split_windows(body: exp.Expression) -> Windowing | None:
     base.set("expressions", [e.copy() for i, e in enumerate(body.expressions)
                              if i not in windows])
     star = bool(stars)
-    outputs = [e.alias_or_name.lower() for e in base.expressions]
+    outputs = [output_name(e) for e in base.expressions]
     hidden = 0
 
     def name_of(node: exp.Expression) -> str:
@@ -498,9 +498,9 @@ def _one(get: Callable[[tuple], object]) -> Callable[[tuple], tuple]:
 def _column_index(name: str, columns: Columns, what: str) -> int:
     """The position of the one column called ``name``; TopKError if none or several."""
     names = [n.lower() for n, _ in columns]
-    if names.count(name) != 1:
+    if names.count(name.lower()) != 1:
         raise TopKError(f"{what} {name}")
-    return names.index(name)
+    return names.index(name.lower())
 
 
 def partition_function(windowing: Windowing, base_columns: Columns
