@@ -289,6 +289,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
 
     group = node.args.get("group")
     group_by = list(group.expressions) if group else []
+    if group is not None and group.args.get("all"):  # DuckDB's: every item no aggregate
+        group_by = [e for _, e in select if not any(True for _ in e.find_all(*AGGREGATE_TYPES))]
     # GROUP BY may name a select alias or position, as in DuckDB.
     aliases = {name: e for name, e in select}
     resolved_group = []
