@@ -80,6 +80,17 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
      'path = "o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\npath = "o/../o/x"\n',
      "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
     ('tables = [\n', "invalid TOML"),
+    # TOML's inf and nan are numbers: a timer cannot wait for them
+    ('tables = "tables.sql"\n[source]\npath = "c"\npoll_interval = inf\n',
+     "key 'source.poll_interval' must be a number of seconds above 0"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\npoll_interval = nan\n',
+     "key 'source.poll_interval' must be a number of seconds above 0"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[batch]\ncommit_interval = nan\n',
+     "key 'batch.commit_interval' must be a number of seconds above 0"),
+    ('tables = []\n[source]\npath = "c"\n', "key 'tables' names no SQL file"),
+    ('tables = "tables.sql"\ndead_letter = "o/x"\n[source]\npath = "c"\n[[sinks]]\n'
+     'view = "v"\ntype = "jsonl"\npath = "o/x"\n',
+     "[[sinks]] #1 (view v) writes to the dead-letter file x"),
 ])
 def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, message):
     (tmp_path / "tables.sql").write_text("CREATE TABLE t (a INTEGER);\n")

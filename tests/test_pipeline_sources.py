@@ -170,3 +170,31 @@ def test_a_csv_header_at_fault_is_an_error_at_line_1_even_with_no_records(
     got = records(FileSource(SourceConfig(tmp_path / "c.csv")))
     assert got and got[0].position.number == 1 and says in got[0].error
     assert all(r.error for r in got)  # no record is read under a header at fault
+
+
+def test_a_byte_order_mark_is_skipped_and_bytes_not_utf8_are_a_bad_record(tmp_path):
+    """Excel writes a BOM before a CSV's header; a line whose bytes are not UTF-8 is a bad
+    record in CSV as in JSON lines, not committed with its bytes replaced."""
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "a.csv").write_bytes(bom + b'table,op,row\nt,insert,"[1, ""caf\xe9""]"\n'
+                                     b't,insert,"[2, ""ok""]"\n')
+    (tmp_path / "b.jsonl").write_bytes(bom + b'{"table": "t", "op": "insert", "row": [3]}\n')
+    got = records(FileSource(SourceConfig(tmp_path)))
+    assert [(str(r.position), r.row) for r in got] == [
+        ("a.csv, line 2", None), ("a.csv, line 3", [2, "ok"]), ("b.jsonl, line 1", [3])]
+    assert got[0].error.startswith("not UTF-8") and got[1].error is got[2].error is None
+    resumed = records(FileSource(SourceConfig(tmp_path / "a.csv"),
+                                 resume={"file": "a.csv", "position": 2}))
+    assert [r.row for r in resumed] == [[2, "ok"]]
+
+
+def test_the_pipelines_own_files_in_the_source_directory_are_not_read(tmp_path):
+    """A source directory that also holds the dead-letter file or a jsonl sink's file
+    (``source.path = "."``): read back, a dead letter was rejected again on every run."""
+    line = '{"table": "t", "op": "insert", "row": [1]}\n'
+    for name in ("c-001.jsonl", "p.dead-letter.jsonl", "out.jsonl"):
+        (tmp_path / name).write_text(line)
+    source = FileSource(SourceConfig(tmp_path),
+                        outputs=[tmp_path / "p.dead-letter.jsonl", tmp_path / "x" / ".." /
+                                 "out.jsonl"])
+    assert [str(r.position) for r in records(source)] == ["c-001.jsonl, line 1"]

@@ -87,6 +87,9 @@ class _LineReader(Reader):
         return lines + (last != b"\n")
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which some editors write first
+
+
 class JsonlReader(_LineReader):
     """JSON lines: one change record (a JSON object) per line; blank lines are skipped."""
 
@@ -96,10 +99,13 @@ class JsonlReader(_LineReader):
             for raw in f:
                 if not raw.endswith(b"\n") and not final:
                     return
+                first = self.offset == 0
                 self.offset += len(raw)
                 self.seen += 1
                 if self.seen <= self.skip:
                     continue
+                if first:
+                    raw = raw.removeprefix(BOM)
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -128,14 +134,22 @@ class CsvReader(_LineReader):
             state = [self.offset, self.seen]
             exhausted = [False]
             taken: list[str] = []  # the lines of the record being read, as written
+            undecodable: list[str] = []  # why a line of the record is not UTF-8
 
             def lines() -> Iterator[str]:
                 for raw in f:
                     if not raw.endswith(b"\n") and not final:
                         break
+                    if state[0] == 0:
+                        raw = raw.removeprefix(BOM)  # Excel's byte-order mark
+                        state[0] += len(BOM)
                     state[0] += len(raw)
                     state[1] += 1
-                    text = raw.decode("utf-8", "replace")
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        undecodable.append(f"not UTF-8: {exc}")
+                        text = raw.decode("utf-8", "replace")
                     taken.append(text)
                     yield text
                 exhausted[0] = True
@@ -144,6 +158,7 @@ class CsvReader(_LineReader):
             while True:
                 start = state[1] + 1
                 taken.clear()
+                undecodable.clear()
                 try:
                     fields = next(reader)
                 except StopIteration:
@@ -164,6 +179,10 @@ class CsvReader(_LineReader):
                                            raw=_text_of(taken))
                     continue
                 if start <= self.skip or not fields:
+                    continue
+                if undecodable:  # never committed with its bytes replaced
+                    yield ChangeRecord(self._position(start), error=undecodable[0],
+                                       raw=_text_of(taken))
                     continue
                 yield self._decode(fields, self._position(start), taken)
         self.finished = final

@@ -120,17 +120,39 @@ def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
     if "tables" not in data:
         raise ConfigError(file, "missing key 'tables' (a list of SQL files with CREATE TABLE)")
     tables = _sql_files(file, data, "tables")
+    if not tables:
+        raise ConfigError(file, "key 'tables' names no SQL file (at least one CREATE TABLE)")
     views = _sql_files(file, data, "views") if "views" in data else []
+    sinks = _sinks(file, data.get("sinks", []))
+    for sink in sinks:
+        if "path" in sink.options and sink.options["path"].resolve() == dead_letter.resolve():
+            raise ConfigError(file, f"{sink.label} writes to the dead-letter file "
+                                    f"{dead_letter.name} (key 'dead_letter'): give one of "
+                                    "them another path")
     return PipelineConfig(
         file=file, name=name, state_dir=state_dir, tables=tables, views=views,
         source=_source(file, _table(file, data, "source", required=True)),
-        batch=_batch(file, _table(file, data, "batch")),
-        sinks=_sinks(file, data.get("sinks", [])),
+        batch=_batch(file, _table(file, data, "batch")), sinks=sinks,
         on_error=on_error, dead_letter=dead_letter, engine=engine,
         **_spark(file, _table(file, data, "spark")))
 
 
 # ---------------------------------------------------------------- sections
+
+
+MAX_SECONDS = 86_400.0  # a day: what a timer may wait (TOML's inf would overflow it)
+
+
+def _seconds(file: Path, data: dict[str, Any], key: str, default: float | None,
+             prefix: str) -> float | None:
+    """A duration in seconds: a positive finite number, at most :data:`MAX_SECONDS`."""
+    value = _get(file, data, key, (int, float), default, prefix)
+    if value is None:
+        return None
+    if not 0 < value <= MAX_SECONDS:  # also NaN, which compares false
+        raise ConfigError(file, f"key '{prefix}{key}' must be a number of seconds above 0 "
+                                f"and at most {MAX_SECONDS:,.0f}, got {value}")
+    return float(value)
 
 
 def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
@@ -142,9 +164,7 @@ def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
     if fmt is not None:
         fmt = _choice(file, "source.format", _get(file, data, "format", (str,), None, "source."),
                       FORMATS)
-    poll = float(_get(file, data, "poll_interval", (int, float), 1.0, "source."))
-    if poll <= 0:
-        raise ConfigError(file, f"key 'source.poll_interval' must be positive, got {poll}")
+    poll = _seconds(file, data, "poll_interval", 1.0, "source.")
     return SourceConfig(path=path, format=fmt,
                         follow=_get(file, data, "follow", (bool,), False, "source."),
                         poll_interval=poll)
@@ -164,9 +184,7 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(file, f"key 'spark.{key[6:]}' must be at least 1, got {out[key]}")
     conf = _get(file, data, "conf", (dict,), {}, "spark.")
     out["spark_conf"] = {str(k): str(v) for k, v in conf.items()}
-    seconds = _get(file, data, "run_seconds", (int, float), None, "spark.")
-    if seconds is not None and seconds <= 0:
-        raise ConfigError(file, f"key 'spark.run_seconds' must be positive, got {seconds}")
+    seconds = _seconds(file, data, "run_seconds", None, "spark.")
     out["spark_run_seconds"] = seconds
     state = _get(file, data, "state", (str,), "shards", "spark.")
     if state not in ("shards", "keyed"):
@@ -196,11 +214,9 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
 def _batch(file: Path, data: dict[str, Any]) -> BatchConfig:
     _unknown(file, data, {"rows_per_batch", "commit_interval"}, "batch.")
     rows = _get(file, data, "rows_per_batch", (int,), None, "batch.")
-    interval = _get(file, data, "commit_interval", (int, float), None, "batch.")
+    interval = _seconds(file, data, "commit_interval", None, "batch.")
     if rows is not None and rows < 1:
         raise ConfigError(file, f"key 'batch.rows_per_batch' must be at least 1, got {rows}")
-    if interval is not None and interval <= 0:
-        raise ConfigError(file, f"key 'batch.commit_interval' must be positive, got {interval}")
     if rows is None and interval is None:
         rows = 1000
     return BatchConfig(rows_per_batch=rows,

@@ -112,7 +112,10 @@ class PipelineRunner:
     def _run(self, db: Engine) -> RunStats:
         with self._lock:
             self._start(db)
-        source = FileSource(self.config.source, self._offset, stop=self.stop, warn=self._note)
+        outputs = [self.config.dead_letter, *(s.options["path"] for s in self.config.sinks
+                                               if "path" in s.options)]
+        source = FileSource(self.config.source, self._offset, stop=self.stop, warn=self._note,
+                            outputs=outputs)
         self.stats.source = source.describe()
         self.stats.lag = source.lag()
         with Progress(self.stats, self.sinks, self.progress_mode, self.console,

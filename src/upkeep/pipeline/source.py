@@ -9,7 +9,7 @@ looks again, for lines appended to the newest file and for new files.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,10 @@ class FileSource:
 
     def __init__(self, config: SourceConfig, resume: dict[str, Any] | None = None,
                  follow: bool | None = None, stop: threading.Event | None = None,
-                 warn: Callable[[str], None] | None = None):
+                 warn: Callable[[str], None] | None = None, outputs: Iterable[Path] = ()):
         self.root = config.path
+        #: the pipeline's own files (dead letters, file sinks): never read back as records
+        self.outputs = {p.resolve() for p in outputs}
         self.format = config.format
         self.follow = config.follow if follow is None else follow
         self.poll_interval = config.poll_interval
@@ -73,7 +75,8 @@ class FileSource:
             entries = []
             for path in sorted(self.root.iterdir(), key=lambda p: p.name):
                 fmt = format_of(path)
-                if path.name.startswith(".") or fmt is None or not path.is_file():
+                if (path.name.startswith(".") or fmt is None or not path.is_file()
+                        or path.resolve() in self.outputs):
                     continue
                 if self.format is None or fmt == self.format:
                     entries.append((path.name, path, fmt))
