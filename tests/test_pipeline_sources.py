@@ -139,6 +139,17 @@ def test_batches_never_split_a_source_transaction():
     cut = [[r.txn for r in b] for b in batches(stopping(), BatchConfig(rows_per_batch=10),
                                                stop)]
     assert cut == [["a"]]
+    # also when the stop comes while the source is caught up (a following source then
+    # ends): the open transaction was committed before
+    stop = threading.Event()
+
+    def idle_then_stopped():
+        yield from _records(range(2), ["a", "b"])
+        yield CAUGHT_UP
+        stop.set()
+    cut = [[r.txn for r in b] for b in batches(idle_then_stopped(),
+                                               BatchConfig(rows_per_batch=10), stop)]
+    assert cut == [["a"]]
 
 
 def test_a_bad_transaction_id_is_a_bad_record():

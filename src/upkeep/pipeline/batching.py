@@ -51,8 +51,9 @@ def batches(items: Iterable[object], config: BatchConfig,
                 else:
                     full = True
         if stop is not None and stop.is_set():
-            batch = _complete(batch)[0]  # an open transaction is read again on restart
             break
+    if stop is not None and stop.is_set():  # also when the source ended because of it
+        batch = _complete(batch)[0]  # an open transaction is read again on restart
     if batch:
         yield batch
 
