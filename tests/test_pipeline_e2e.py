@@ -217,6 +217,19 @@ def test_a_parquet_deltas_sink_missing_a_batch_is_corrected_at_start(tmp_path):
         expected_views(stream.model)["revenue"]
 
 
+@pytest.mark.parametrize("kind", ["parquet-deltas", "jsonl", "parquet", "duckdb"])
+def test_sinks_add_up_to_the_view_after_starting_over_with_a_fresh_state(tmp_path, kind):
+    """What docs/pipelines.md says to do to change a view: delete the state directory and
+    run again.  Batch ids begin again; a parquet-deltas directory holding the old run's
+    batches is rebuilt (its batch 1 was replaced by the new run's, so it summed wrong)."""
+    def start_over(out):
+        shutil.rmtree(tmp_path / "state")
+
+    stream = _run_damaged(tmp_path, 5, "revenue", kind, start_over)
+    assert read_all_sinks(tmp_path / "out", "revenue")[kind] == \
+        expected_views(stream.model)["revenue"]
+
+
 def test_a_parquet_deltas_sink_refuses_a_view_column_named_like_its_own(tmp_path):
     (tmp_path / "changes").mkdir()
     path = write_pipeline(tmp_path, sinks={"weights": ["parquet-deltas"]})

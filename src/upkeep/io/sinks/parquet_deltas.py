@@ -13,7 +13,8 @@ On the local engine a batch's file is written to a hidden temporary name and ren
 readers never see half of one.  At start the sink sums what the directory holds and, if that
 does not add up to the view's current rows (a crash between a commit and the write, a new
 directory while the view already has rows), writes the difference as a ``correction``
-file of the last committed batch.  On Spark the executors write each micro-batch's
+file of the last committed batch; a directory holding batches numbered after that one
+(the pipeline started over with a fresh state directory) is emptied first.  On Spark the executors write each micro-batch's
 directory (``upkeep.spark.pipeline``); a micro-batch Spark replays overwrites its own
 directory, so each batch is there exactly once.
 """
@@ -21,6 +22,7 @@ directory, so each batch is there exactly once.
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -65,6 +67,7 @@ class ParquetDeltasSink(Sink):
         check_columns(self.columns, self.config.label)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
+            self._forget_other_histories(batch)
             written = read_deltas(self.path, self.columns)
         except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
             raise PipelineError(f"parquet-deltas sink {self.path}: {exc}") from None
@@ -74,6 +77,16 @@ class ParquetDeltasSink(Sink):
         if changes:
             fixes = len(list(self.path.glob(f"batch={batch}/correction-*.parquet")))
             self._write(changes, batch, f"correction-{fixes}.parquet")
+
+    def _forget_other_histories(self, batch: int) -> None:
+        """Remove every batch directory when one is numbered after ``batch``, the last
+        committed: the pipeline started over (a fresh ``state_dir``), its batch ids begin
+        again and would replace those files, so the directory is rebuilt from the view."""
+        numbered = [d for d in self.path.glob("batch=*")
+                    if d.is_dir() and d.name.removeprefix("batch=").isdigit()]
+        if any(int(d.name.removeprefix("batch=")) > batch for d in numbered):
+            for directory in numbered:
+                shutil.rmtree(directory)
 
     def deliver(self, changes: Changes, batch: int) -> None:
         self._write(changes, batch, "part-0.parquet")
