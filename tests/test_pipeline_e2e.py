@@ -257,3 +257,38 @@ def test_plain_progress_lines_and_summary_without_a_terminal(tmp_path):
     assert "records" in lines[-1] and "lag 0" in lines[-1]
     assert f"done: {len(stream.records):,} records applied" in text
     assert Counter(line.split()[0] for line in text.splitlines() if "view" in line)["view"] == 3
+
+
+def test_a_duckdb_sink_holds_every_hugeint_and_parquet_says_what_to_do(tmp_path):
+    """HUGEINT goes to 2**127 - 1 (39 digits), Arrow's decimal128 to 38: the duckdb sink
+    now passes such values as text and casts them back (the sink failed at every restart);
+    a parquet sink, whose format cannot hold them, names the way out."""
+    import duckdb
+
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "t.sql").write_text("CREATE TABLE t (k INTEGER PRIMARY KEY, h HUGEINT);\n")
+    (tmp_path / "v.sql").write_text("CREATE VIEW s AS SELECT k, h FROM t;\n")
+    big = 2**127 - 1
+    (tmp_path / "changes" / "c-001.jsonl").write_text(
+        f'{{"table": "t", "op": "insert", "row": [1, {big}]}}\n'
+        f'{{"table": "t", "op": "insert", "row": [2, {-big}]}}\n')
+    text = ('tables = "t.sql"\nviews = "v.sql"\nstate_dir = "state"\n[source]\n'
+            'path = "changes"\n[[sinks]]\nview = "s"\ntype = "duckdb"\npath = "o.duckdb"\n')
+    (tmp_path / "p.toml").write_text(text)
+    quiet = Console(file=io.StringIO())
+
+    def sink_rows():
+        with duckdb.connect(str(tmp_path / "o.duckdb"), read_only=True) as con:
+            return sorted(con.execute("SELECT * FROM s").fetchall())
+
+    PipelineRunner(load_config(tmp_path / "p.toml"), console=quiet, progress="none").run()
+    assert sink_rows() == [(1, big), (2, -big)]
+    (tmp_path / "changes" / "c-002.jsonl").write_text(
+        f'{{"table": "t", "op": "delete", "row": [1, {big}]}}\n')
+    PipelineRunner(load_config(tmp_path / "p.toml"), console=quiet, progress="none").run()
+    assert sink_rows() == [(2, -big)]
+    (tmp_path / "p.toml").write_text(text.replace('type = "duckdb"\npath = "o.duckdb"',
+                                                  'type = "parquet"\npath = "o.parquet"'))
+    with pytest.raises(PipelineError, match="of 39 digits.*cast it in the view"):
+        PipelineRunner(load_config(tmp_path / "p.toml"), console=quiet,
+                       progress="none").run()

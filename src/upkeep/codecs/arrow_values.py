@@ -32,6 +32,13 @@ def to_arrow(columns: Columns, rows: list[tuple],
         try:
             arrays.append(pa.array(values, type=typ.arrow()))  # None: as Arrow infers it
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
+            wide = [v for v in values if typ.kind == "HUGEINT" and v is not None
+                    and abs(v) >= 10 ** 38]
+            if wide:
+                raise SchemaError(
+                    f"column {name} holds the HUGEINT {wide[0]:f}, of 39 digits, where Arrow "
+                    f"and Parquet hold 38 (decimal128(38, 0)): cast it in the view (to "
+                    f"VARCHAR or DOUBLE), or use a duckdb, sqlite or jsonl sink") from None
             raise SchemaError(f"a value of column {name} does not fit its type {typ.sql()}: "
                               f"{exc}") from None
     names = [n for n, _ in columns]

@@ -14,6 +14,7 @@ import pyarrow as pa
 from ...codecs.arrow_values import to_arrow
 from ...duckdb_scratch import quote
 from ...errors import SchemaError
+from ...types import VARCHAR
 from ..errors import PipelineError
 from .base import Changes, Sink
 
@@ -48,11 +49,25 @@ class DuckDBSink(Sink):
             raise PipelineError(f"duckdb sink {self.path}: {exc}") from None
 
     def _arrow(self, rows: list[tuple], extra: dict[str, list[int]] | None = None) -> pa.Table:
+        """The rows as Arrow; HUGEINT columns as text (Arrow's decimal128 holds 38 digits,
+        a HUGEINT 39), cast back by :meth:`_value`."""
+        columns = self.columns
+        huge = {k for k, (_, t) in enumerate(columns) if t.kind == "HUGEINT"}
+        if huge:
+            columns = [(n, VARCHAR if t.kind == "HUGEINT" else t) for n, t in columns]
+            rows = [tuple(str(v) if k in huge and v is not None else v
+                          for k, v in enumerate(r)) for r in rows]
         try:
-            return to_arrow(self.columns, rows, extra)
+            return to_arrow(columns, rows, extra)
         except SchemaError as exc:
             raise PipelineError(f"duckdb sink {self.path} (view {self.view.name}): {exc} "
                                 f"as the engine reports it") from None
+
+    def _value(self, name: str, relation: str) -> str:
+        """Column ``name`` of the registered delta, of the view's type (see :meth:`_arrow`)."""
+        column = f"{relation}.{quote(name)}"
+        huge = dict(self.columns)[name].kind == "HUGEINT"
+        return f"CAST({column} AS HUGEINT)" if huge else column
 
     def _transaction(self, statements: list[str], inserts: list[tuple],
                      deletes: list[tuple[tuple, int]]) -> None:
@@ -67,7 +82,9 @@ class DuckDBSink(Sink):
                 con.register(_DELTA, self._arrow(inserts))
                 try:
                     cols = ", ".join(quote(n) for n in self.names)
-                    con.execute(f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM {_DELTA}")
+                    values = ", ".join(self._value(n, _DELTA) for n in self.names)
+                    con.execute(f"INSERT INTO {self.table} ({cols}) SELECT {values} "
+                                f"FROM {_DELTA}")
                 finally:
                     con.unregister(_DELTA)
             con.execute("COMMIT")
@@ -81,7 +98,7 @@ class DuckDBSink(Sink):
         self.con.register(_DELTA, self._arrow(rows, {"__upkeep_n": counts,
                                                      "__upkeep_k": list(range(len(rows)))}))
         try:
-            match = " AND ".join(f"t.{quote(n)} IS NOT DISTINCT FROM d.{quote(n)}"
+            match = " AND ".join(f"t.{quote(n)} IS NOT DISTINCT FROM {self._value(n, 'd')}"
                                  for n in self.names)
             (deleted,) = self.con.execute(
                 f"DELETE FROM {self.table} WHERE rowid IN (SELECT rid FROM ("
