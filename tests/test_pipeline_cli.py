@@ -111,6 +111,11 @@ def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, 
     ("CREATE TABLE t (a INTEGER);\n\nSELECT 1;", "tables.sql, line 3: expected CREATE TABLE "
                                                 "statements only"),
     ("CREATE TABLE t (a INTEGER);\nCREATE TABLE u (a BLOB);", "tables.sql, line 2: column type"),
+    # the parser's own message, not "expected CREATE TABLE" nor sqlglot's internals
+    ("CREATE TABLE t (a INTEGER);\nCREATE TABEL u (a INTEGER);",
+     'tables.sql, line 2: cannot parse SQL: syntax error at or near "TABEL"'),
+    ("CREATE TABLE t (a INTEGER CHECK (;", 'tables.sql, line 1: cannot parse SQL: syntax error'),
+    ("CREATE TABLE t (a TIMESTAMP);", "column type TIMESTAMP is not supported"),
 ])
 def test_sql_file_errors_name_the_file_and_line(tmp_path, capsys, sql, message):
     (tmp_path / "tables.sql").write_text(sql)

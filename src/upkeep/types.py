@@ -115,11 +115,12 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
     """Map a parsed sqlglot type to an upkeep type; unsupported types raise UnsupportedError."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     kind = _TYPE_NAMES.get(name.upper())
+    spelled = node.sql(dialect="duckdb")  # TIMESTAMP, not sqlglot's TIMESTAMPNTZ
     if name.upper() in ("FLOAT", "REAL"):
         raise UnsupportedError(
-            f"column type {node.sql()} (a 4-byte float) is not supported; use DOUBLE")
+            f"column type {spelled} (a 4-byte float) is not supported; use DOUBLE")
     if kind is None:
-        raise UnsupportedError(f"column type {node.sql()} is not supported")
+        raise UnsupportedError(f"column type {spelled} is not supported")
     if kind == "DECIMAL":
         params = [int(p.this.this) if isinstance(p.this, exp.Literal) else int(p.name)
                   for p in node.expressions]

@@ -17,7 +17,7 @@ from sqlglot.tokens import TokenType
 from ..engine import Engine
 from ..errors import Error, ParseError
 from ..io.errors import PipelineError
-from ..sql import Dialect, quiet_sqlglot
+from ..sql import Dialect, check_syntax, quiet_sqlglot
 from .config import PipelineConfig
 
 
@@ -66,6 +66,13 @@ def read_statements(file: Path, kind: str) -> list[Statement]:
     what = "CREATE TABLE" if kind == "TABLE" else "CREATE [MATERIALIZED] VIEW"
     out = []
     for line, text in split_statements(file):
+        try:  # DuckDB's parser first: its message and position are the user's dialect's
+            check_syntax(text)
+        except ParseError as exc:
+            at = line + (exc.line or 1) - 1
+            raise PipelineError(f"{file.name}, line {at}: {exc}") from None
+        except Error as exc:
+            raise PipelineError(f"{file.name}, line {line}: {exc}") from None
         try:
             with quiet_sqlglot():
                 stmt = sqlglot.parse_one(text, read=Dialect)
