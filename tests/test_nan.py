@@ -72,3 +72,21 @@ def test_a_row_holding_nan_is_found_by_any_nan() -> None:
         db.insert("u", [(float("nan"), 3)])
     assert [(math.isnan(x), y) for x, y in db.execute("SELECT * FROM u").fetchall()] == [
         (True, 3)]
+
+
+def test_negative_zero_reads_back_as_it_went_in(tmp_path):
+    """A table stores ``-0.0`` as ``0.0`` (equal in Python and DuckDB); the change a view
+    was handed said ``-0.0``, so a view rebuilt from the table (a reopen) disagreed with its
+    own earlier deltas, and a jsonl sink appended a needless reset."""
+    db = upkeep.connect(str(tmp_path / "db"))
+    db.execute("CREATE TABLE t (k INTEGER, d DOUBLE)")
+    view = db.create_view("v", "SELECT k, d FROM t")
+    seen = []
+    view.subscribe(seen.extend)
+    db.insert("t", [(1, -0.0)])
+    db.execute("INSERT INTO t VALUES (2, -0.0)")
+    live = [repr(r) for r in sorted(view.rows())]
+    assert [repr(r) for r, _ in sorted(seen)] == live == ["(1, 0.0)", "(2, 0.0)"]
+    db.close()
+    reopened = upkeep.connect(str(tmp_path / "db"))
+    assert [repr(r) for r in sorted(reopened.view("v").rows())] == live

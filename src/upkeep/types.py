@@ -134,10 +134,12 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
 
 
 def canonical_float(value: float) -> float:
-    """``value``, with every NaN replaced by the one object ``math.nan``.  Python's NaNs
-    are unequal to each other and hash by identity, so rows holding two NaN objects would
-    never merge in a Z-set or a dict; DuckDB treats NaN as one value, equal to itself."""
-    return value if value == value else math.nan
+    """``value``, with every NaN replaced by the one object ``math.nan``, and ``-0.0`` by
+    ``0.0``.  Python's NaNs are unequal to each other and hash by identity, so rows holding
+    two NaN objects would never merge in a Z-set or a dict; DuckDB treats NaN as one value,
+    equal to itself.  ``-0.0`` equals ``0.0`` (in Python and DuckDB), and a table stores it
+    as ``0.0`` (:mod:`upkeep.row_store`): a row must read back as it went in."""
+    return value + 0.0 if value == value else math.nan
 
 
 def double_to_decimal(value: float, scale: int) -> Decimal:
@@ -272,7 +274,7 @@ def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], boo
     # those kinds fails: such rows always go through coerce_row
     decimals = [(k, t.precision, t.scale) for k, (_, t) in enumerate(columns)
                 if not (t.is_integer or t.kind in ("VARCHAR", "DOUBLE", "BOOLEAN", "DATE"))]
-    nan = math.nan
+    nan, copysign = math.nan, math.copysign
 
     def valid(r: object) -> bool:
         if type(r) is not tuple or len(r) != width:
@@ -285,9 +287,10 @@ def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], boo
             v = r[k]
             if v is not None and (type(v) is not str or not (v.isascii() or _is_unicode(v))):
                 return False
-        for k in doubles:  # a NaN other than math.nan is made canonical
+        for k in doubles:  # a NaN other than math.nan, and -0.0, are made canonical
             v = r[k]
-            if v is not None and (type(v) is not float or (v != v and v is not nan)):
+            if v is not None and (type(v) is not float or (v != v and v is not nan)
+                                  or (not v and copysign(1.0, v) < 0)):
                 return False
         for k, py in exact:
             v = r[k]
