@@ -6,6 +6,7 @@ that are not functions of the tables)."""
 from __future__ import annotations
 
 import re
+import time
 from decimal import Decimal
 
 import duckdb
@@ -292,3 +293,113 @@ def test_arrow_results_of_types_no_table_holds(people) -> None:
     got = table.to_pylist()[0]
     assert [got[k] for k in "tibls"] == [row[0], row[1], row[2], row[4], row[5]]
     assert got["u"] == str(row[3])
+
+
+def test_another_threads_change_waits_for_a_transaction_instead_of_joining_it():
+    """A thread's change made while another thread's transaction was open was staged in
+    that transaction, acknowledged, and lost when it rolled back; a thread opening its own
+    transaction meanwhile was told "transactions do not nest"."""
+    import threading
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
+    opened, results = threading.Event(), {}
+
+    def rolled_back():
+        with pytest.raises(RuntimeError), db.transaction():
+            db.insert("t", [(1, 1)])
+            opened.set()
+            time.sleep(0.3)  # the other threads call meanwhile
+            raise RuntimeError("roll back")
+
+    def autocommit():
+        opened.wait()
+        results["insert"] = db.insert("t", [(2, 2)])
+
+    def own_transaction():
+        opened.wait()
+        with db.transaction():
+            db.insert("t", [(3, 3)])
+        results["transaction"] = "committed"
+
+    threads = [threading.Thread(target=f) for f in (rolled_back, autocommit, own_transaction)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {"insert": 1, "transaction": "committed"}
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(2, 2), (3, 3)]
+
+
+def test_a_thread_waiting_inside_its_transaction_for_another_gets_a_busy_error(monkeypatch):
+    """The other thread cannot wait for ever for the connection: after the busy timeout
+    its call fails, having done nothing (it is not acknowledged, so nothing is lost)."""
+    import threading
+
+    import upkeep.local.connection as local
+
+    monkeypatch.setattr(local, "BUSY_SECONDS", 0.3)
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+    errors = []
+
+    def other():
+        try:
+            db.insert("t", [(2,)])
+        except upkeep.Error as exc:
+            errors.append(str(exc))
+
+    with db.transaction():
+        db.insert("t", [(1,)])
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()  # waits for the other thread, which waits for the connection
+    assert len(errors) == 1 and "the database is busy" in errors[0]
+    assert db.execute("SELECT * FROM t").fetchall() == [(1,)]
+
+
+def test_a_subscriber_interrupting_still_lets_the_others_have_the_batch():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    a, b = db.create_view("a", "SELECT k FROM t"), db.create_view("b", "SELECT k FROM t")
+    got = []
+
+    def interrupt(changes):
+        raise KeyboardInterrupt
+
+    a.subscribe(interrupt)
+    b.subscribe(got.extend)
+    with pytest.raises(KeyboardInterrupt):
+        db.insert("t", [(1,)])
+    assert got == [((1,), 1)] and db.execute("SELECT * FROM t").fetchall() == [(1,)]
+
+
+def test_checkpoint_of_a_closed_database_is_refused(tmp_path):
+    db = upkeep.connect(str(tmp_path / "db"))
+    db.execute("CREATE TABLE t (k INTEGER)")
+    db.close()
+    with pytest.raises(StorageError, match="closed"):
+        db.checkpoint()  # it returned as if a snapshot had been written
+
+
+def test_committed_metadata_is_a_copy_of_the_callers():
+    """Nested values were shared: a caller reusing its dict for the next batch, or
+    changing what ``metadata()`` returned, changed the committed metadata in memory."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    offsets = {"source": {"file-a": 10}}
+    with db.transaction(metadata=offsets):
+        db.insert("t", [(1,)])
+    offsets["source"]["file-a"] = 99
+    db.metadata()["source"]["file-a"] = -1
+    assert db.metadata() == {"source": {"file-a": 10}}
+
+
+def test_a_view_of_a_very_long_expression_is_kept():
+    """Python's parser nests 200 deep; the generated code of ``k + k + ...`` (150 terms)
+    raised a raw SyntaxError: DuckDB evaluates such a view now."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    view = db.create_view("v", "SELECT " + " + ".join(["k"] * 150) + " AS z FROM t")
+    db.insert("t", [(1,), (2,)])
+    assert sorted(view.rows()) == [(150,), (300,)]

@@ -335,12 +335,17 @@ def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes
     """Call each view's subscribers with its committed changes.  The batch is committed
     already, so a subscriber that raises is reported as a warning, not undone, and the
     other subscribers still get their changes (the same on every engine)."""
+    interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all
     for name, changes in changed.items():
         for fn in list(subscribers.get(name, ())):
             try:
                 fn(changes)
             except Exception as exc:
                 warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=3)
+            except BaseException as exc:
+                interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
 
 
 #: engine name -> "module:factory"; the factory takes connect()'s arguments.

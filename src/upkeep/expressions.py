@@ -532,7 +532,11 @@ def _code(src: str):
     """The compiled code of ``lambda r: src``: compiling is most of what a generated
     function costs (~50 us), and a keyed statement run again with other constants generates
     the same source."""
-    return compile(f"lambda r: {src}", "<upkeep expression>", "eval")
+    try:
+        return compile(f"lambda r: {src}", "<upkeep expression>", "eval")
+    except (SyntaxError, RecursionError, MemoryError):  # Python's parser nests 200 deep
+        raise UnsupportedError("an expression nested too deeply to compile (DuckDB "
+                               "evaluates it)") from None
 
 
 class ExpressionCompiler:

@@ -10,6 +10,7 @@ last, with the committed deltas.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from ..engine import deliver
@@ -75,7 +76,7 @@ class Committer:
                 self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
                 if metadata is not None:
-                    self.metadata = dict(metadata)
+                    self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
             return {}
         tables = catalog.tables
         if not checked:
@@ -89,7 +90,7 @@ class Committer:
                              undo=True, then=log)
         self.batches += 1
         if metadata is not None:
-            self.metadata = dict(metadata)
+            self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
         if not expiring and catalog.expiring:
             for name, d in deltas.items():
                 expiry = tables[name].expiry

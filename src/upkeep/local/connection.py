@@ -10,7 +10,10 @@ changes), :mod:`.commit` (applying a batch to tables, views and subscribers) and
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -86,6 +89,47 @@ def from_catalog(catalog: dict, views: Iterable[str] | None = None,
     return db
 
 
+def _serialized(lock_of: Callable[[object], threading.RLock]):
+    """A class decorator: each public method of the class (not properties) runs holding
+    the connection's lock ``lock_of(self)``.  One thread at a time uses the connection,
+    and a thread's open transaction holds the lock until it ends (``_begin``), so another
+    thread's change waits for it instead of landing in it (and being rolled back with it)."""
+    def decorate(cls):
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or not callable(member) or isinstance(member, type):
+                continue
+            setattr(cls, name, _holding(member, lock_of))
+        return cls
+
+    return decorate
+
+
+#: how long a call waits for another thread's transaction or operation to end, as
+#: SQLite's busy timeout (a thread that waits, inside its transaction, for a thread that
+#: waits for the connection would otherwise wait for ever)
+BUSY_SECONDS = 30.0
+
+
+def _acquire(lock: threading.RLock) -> None:
+    if not lock.acquire(timeout=BUSY_SECONDS):
+        raise Error(f"the database is busy: another thread has held it for {BUSY_SECONDS:g} "
+                    f"s (a transaction keeps it until it ends); nothing was done")
+
+
+def _holding(method: Callable, lock_of: Callable[[object], threading.RLock]) -> Callable:
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        lock = lock_of(self)
+        _acquire(lock)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            lock.release()
+
+    return locked
+
+
+@_serialized(lambda handle: handle._db._lock)
 class ViewHandle(ViewHandleContract):
     """``db.view(name)`` on the local engine."""
 
@@ -133,8 +177,12 @@ class ViewHandle(ViewHandleContract):
         return [(n, t.sql()) for n, t in self._runtime().columns]
 
 
+@_serialized(lambda db: db._lock)
 class Connection(Engine):
-    """An upkeep database in this process: in memory, or durable in a directory."""
+    """An upkeep database in this process: in memory, or durable in a directory.
+
+    Threads may share it: one uses it at a time, and a transaction keeps it for its
+    thread until it ends (other threads' calls wait)."""
 
     name = "local"
 
@@ -145,6 +193,8 @@ class Connection(Engine):
         self.bdd_ordering = bdd_ordering
         self.fixpoint_partitions = fixpoint_partitions
         self._clock = clock or time.time
+        self._lock = threading.RLock()  # see _serialized; held by an open transaction
+        self._owner: int | None = None  # the thread whose transaction is open
         self._staging: Staging | None = None
         self._closed = False
         self._catalog = (LocalCatalog(bdd_ordering, fixpoint_partitions, self._staged_of)
@@ -324,20 +374,31 @@ class Connection(Engine):
 
     # ------------------------------------------------------------ batches
     def in_transaction(self) -> bool:
-        return self._staging is not None
+        """Whether the calling thread has a transaction open."""
+        return self._staging is not None and self._owner == threading.get_ident()
 
     def _begin(self) -> None:
-        self._durability.check_open()
-        self._staging = Staging()
+        _acquire(self._lock)  # released when the transaction ends: see _serialized
+        try:
+            self._durability.check_open()
+        except BaseException:
+            self._lock.release()
+            raise
+        self._staging, self._owner = Staging(), threading.get_ident()
 
     def _discard(self) -> None:
-        self._staging = None
-        self._catalog.provenance.discard()
+        try:
+            self._staging = self._owner = None
+            self._catalog.provenance.discard()
+        finally:
+            self._lock.release()
 
     def _finish(self, metadata: dict | None) -> None:
-        staging, self._staging = self._staging, None
-        # staging checked every change against the table as staged (staging.py)
-        self._committer.commit(staging.deltas, checked=True, metadata=metadata)
+        staging, self._staging, self._owner = self._staging, None, None
+        try:  # staging checked every change against the table as staged (staging.py)
+            self._committer.commit(staging.deltas, checked=True, metadata=metadata)
+        finally:
+            self._lock.release()
 
     def staged(self) -> dict[str, Delta]:
         """The changes staged so far in the open transaction (table -> row -> weight)."""
@@ -350,7 +411,7 @@ class Connection(Engine):
         return self._committer.batches
 
     def metadata(self) -> dict:
-        return dict(self._committer.metadata)
+        return copy.deepcopy(self._committer.metadata)
 
     def expire(self) -> int:
         """Delete the rows whose time-to-live has passed, as one batch (with all their
@@ -446,6 +507,7 @@ class Connection(Engine):
         """Snapshot the tables now, so that recovery replays only what follows."""
         if self._staging is not None:
             raise UnsupportedError("checkpoint inside a transaction")
+        self._durability.check_open()
         self._committer.snapshot()
 
     def close(self) -> None:
