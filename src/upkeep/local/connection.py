@@ -120,7 +120,8 @@ def _holding(method: Callable, lock_of: Callable[[object], threading.RLock]) -> 
     @functools.wraps(method)
     def locked(self, *args, **kwargs):
         lock = lock_of(self)
-        _acquire(lock)
+        if not lock.acquire(False):  # free (the common case) or held: wait
+            _acquire(lock)
         try:
             return method(self, *args, **kwargs)
         finally:
