@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from upkeep.dissemination.rewriting import (
     SetTrie,
     embedding_graph,
+    part_quota,
     rewriting_sql,
     rewritings,
 )
@@ -185,11 +186,12 @@ def test_a_constant_reaching_a_column_through_a_join_keeps_the_edge():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(subscription_sql(), min_size=2, max_size=12), st.integers(1, 4))
+@given(st.lists(subscription_sql(), min_size=2, max_size=12), st.integers(1, 8))
 def test_a_bounded_embedding_graph_keeps_the_most_specific_embeddings(sqls, limit):
-    """``limit`` in-neighbours at most, each a true embedding, taken from the largest label
-    sets down: a dropped one never has more labels than a kept one (when the test budget
-    was not what stopped it), and a limit above every degree gives the full graph."""
+    """``limit`` in-neighbours, plus ``part_quota(limit)`` over each part of a join's
+    tables, each a true embedding, taken from the largest label sets down: per set of
+    tables, a dropped one never has more labels than a kept one (when the test budget was
+    not what stopped it), and a limit above every degree gives the full graph."""
     subscriptions = [parse(f"v{i}", sql, SCHEMA) for i, sql in enumerate(sqls)]
     full = embedding_graph(subscriptions)
     bounded = embedding_graph(subscriptions, limit)
@@ -197,14 +199,21 @@ def test_a_bounded_embedding_graph_keeps_the_most_specific_embeddings(sqls, limi
     by_name = {s.name: s for s in subscriptions}
     for q in subscriptions:
         kept, every = set(bounded[q.name]), set(full[q.name])
-        assert kept <= every and len(kept) <= limit
+        parts = 2 ** len(q.tables()) - 2  # proper, non-empty sets of the query's tables
+        assert kept <= every and len(kept) <= limit + parts * part_quota(limit)
         tested = [u for u in subscriptions if u is not q
                   and labels(u) <= labels(q, implied=True)]
-        if len(tested) <= 8 * limit:  # the test budget did not stop the search
-            assert len(kept) == min(limit, len(every))
-            if kept and every - kept:
-                fewest = min(len(labels(by_name[u])) for u in kept)
-                assert all(len(labels(by_name[u])) <= fewest for u in every - kept)
+        if len(tested) > 8 * part_quota(limit):  # the test budget may have stopped it
+            continue
+        assert len(kept) >= min(limit, len(every))
+        for tables in {by_name[u].tables() for u in every}:
+            mine = {u for u in kept if by_name[u].tables() == tables}
+            rest = {u for u in every - kept if by_name[u].tables() == tables}
+            if tables != q.tables():
+                assert len(mine) >= min(part_quota(limit), len(mine | rest))
+            if mine and rest:
+                fewest = min(len(labels(by_name[u])) for u in mine)
+                assert all(len(labels(by_name[u])) <= fewest for u in rest)
 
 
 @pytest.mark.parametrize("sql, construct", [

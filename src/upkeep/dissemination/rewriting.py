@@ -7,7 +7,7 @@ fixes of ``specs/delta-dissemination.md`` D.11, over the relational subscription
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -62,7 +62,10 @@ def embedding_graph(subscriptions: list[Subscription], limit: int | None = None
     ``limit`` bounds each subscription's in-neighbours to the ``limit`` most specific
     [OURS]: candidates are taken by label sets from the largest subset of the query's
     labels down, and within one label set those with most outputs first, and at most
-    ``8 * limit`` embeddings are tested.  The full graph grows with the square of the
+    ``8 * limit`` embeddings are tested.  A join then keeps up to :func:`part_quota` more
+    over each part of its tables, found the same way: it is also put together from
+    subscriptions of its parts (D.12's ``s3 = s1 JOIN s2``), which have fewer labels than
+    the join's own and were crowded out of the ``limit`` most specific.  The full graph grows with the square of the
     subscriptions (a general subscription embeds into every specific one of its kind);
     the bounded one grows linearly, and CGR needs only a few rewritings per subscription."""
     if limit is None:
@@ -78,29 +81,61 @@ def embedding_graph(subscriptions: list[Subscription], limit: int | None = None
     for bucket in buckets.values():
         bucket.sort(key=lambda s: (-len(s.outputs), s.name))
     by_size = sorted(buckets, key=lambda b: (-len(b), sorted(b)))
+    by_name = {s.name: s for s in subscriptions}
     into: dict[str, list[str]] = {}
     for q in subscriptions:
         mine = labels(q, implied=True)
-        if 2 ** len(mine) <= len(buckets):  # enumerate the query's label subsets
-            sets = (frozenset(c) for n in range(len(mine), -1, -1)
-                    for c in combinations(sorted(mine), n))
-        else:  # or scan the label sets, largest first
-            sets = (b for b in by_size if b <= mine)
         found: list[str] = []
-        tests = 8 * limit
-        for key in sets:
-            for u in buckets.get(key, ()):
-                if u is q:
-                    continue
-                tests -= 1
-                if embeddings(u, q):
-                    found.append(u.name)
-                if len(found) >= limit or tests <= 0:
-                    break
-            if len(found) >= limit or tests <= 0:
-                break
+        _most_specific(q, _label_sets(mine, buckets, by_size), buckets, None, limit, found)
+        own = q.tables()
+        for n in range(1, len(own)):  # each part of a join keeps a few of its own
+            for part in combinations(sorted(own), n):
+                tables = frozenset(part)
+                have = sum(1 for u in found if by_name[u].tables() == tables)
+                _most_specific(q, _label_sets(mine, buckets, by_size), buckets, tables,
+                               part_quota(limit) - have, found)
         into[q.name] = sorted(found)
     return into
+
+
+def _label_sets(mine: frozenset[str], buckets: dict, by_size: list[frozenset[str]]
+                ) -> Iterator[frozenset[str]]:
+    """The label sets that may hold subscriptions embedding into a query labelled
+    ``mine``, the largest first."""
+    if 2 ** len(mine) <= len(buckets):  # enumerate the query's label subsets
+        return (frozenset(c) for n in range(len(mine), -1, -1)
+                for c in combinations(sorted(mine), n))
+    return (b for b in by_size if b <= mine)  # or scan the label sets
+
+
+def _most_specific(q: Subscription, label_sets: Iterable[frozenset[str]],
+                   buckets: dict[frozenset[str], list[Subscription]],
+                   tables: frozenset[str] | None, quota: int, found: list[str]) -> None:
+    """Append to ``found`` up to ``quota`` more subscriptions embedding into ``q`` (of
+    ``tables`` only, unless None), in the order of ``label_sets``, testing at most
+    ``8 * quota``."""
+    tests, taken = 8 * quota, set(found)
+    for key in label_sets:
+        if quota <= 0 or tests <= 0:
+            return
+        bucket = buckets.get(key)
+        if not bucket or (tables is not None and bucket[0].tables() != tables):
+            continue
+        for u in bucket:
+            if u is q or u.name in taken:
+                continue
+            tests -= 1
+            if embeddings(u, q):
+                found.append(u.name)
+                quota -= 1
+            if quota <= 0 or tests <= 0:
+                return
+
+
+def part_quota(limit: int) -> int:
+    """How many in-neighbours a bounded embedding graph keeps per set of tables other than
+    the query's own (a quarter of ``limit``, at least one)."""
+    return max(1, limit // 4)
 
 
 def break_ties(into: dict[str, list[str]]) -> dict[str, list[str]]:
