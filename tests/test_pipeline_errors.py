@@ -194,6 +194,31 @@ def test_dead_letter_file_can_be_fixed_and_replayed(tmp_path):
     assert (42, "fixed", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
 
 
+def test_a_replayed_dead_letter_says_its_new_error_and_a_csv_cell_replays(tmp_path):
+    """A dead letter replayed while still bad kept its old ``_error`` / ``_source`` (the
+    first file's); a CSV record whose ``row`` cell is not JSON is dead-lettered with the
+    cell's text, which a fixed line now replays (it was "must be a JSON object")."""
+    from upkeep.io.deadletter import DeadLetter
+    from upkeep.io.records import Position, decode_mapping
+
+    old = {"_error": "unknown operation 'upsert'", "_source": {"file": "c-001.jsonl",
+                                                              "line": 1},
+           "table": "t", "op": "insert"}
+    record = decode_mapping(old, Position("r-001.jsonl", 1))
+    assert record.error == "an insert needs 'row'"
+    letters = DeadLetter(tmp_path / "dl.jsonl")
+    letters.write([(record, record.error)])
+    letters.close()
+    (line,) = jsonl_lines(tmp_path / "dl.jsonl")
+    assert line == {"_error": "an insert needs 'row'",
+                    "_source": {"file": "r-001.jsonl", "line": 1}, "table": "t",
+                    "op": "insert"}
+    fixed = decode_mapping({"table": "t", "op": "insert", "row": "[1, 1]",
+                            "_error": "column 'row' is not valid JSON"},
+                           Position("fixed.jsonl", 1))
+    assert fixed.error is None and fixed.row == [1, 1]
+
+
 def test_many_bad_records_in_one_batch(tmp_path):
     """More engine rejections in one batch than bisection handles: one-by-one replay."""
     good = Stream(seed=15).generate(60).records

@@ -38,12 +38,14 @@ class DeadLetter:
             lines = []
             for record, error in entries:
                 pos = record.position
-                line: dict[str, Any] = {"_error": error,
-                                        "_source": {"file": pos.file, pos.unit: pos.number}}
+                line: dict[str, Any] = {}
                 if record.raw is not None and record.original is None and record.table is None:
                     line["_raw"] = record.raw
-                else:
-                    line.update(record.images())
+                else:  # a replayed dead letter's own _error and _source are old news
+                    line.update((k, v) for k, v in record.images().items()
+                                if k not in ("_error", "_source"))
+                line = {"_error": error, "_source": {"file": pos.file, pos.unit: pos.number},
+                        **line}
                 lines.append(_json_line(line) + "\n")
             self._file.write("".join(lines))
             self._file.flush()

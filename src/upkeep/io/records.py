@@ -107,6 +107,13 @@ def _check_images(rec: ChangeRecord, data: dict[str, Any]) -> str | None:
         value = getattr(rec, key)
         if value is None:
             return f"{article} {op} needs '{key}'"
+        if isinstance(value, str):  # JSON text, as a CSV cell (and its dead letter) holds it
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+            else:
+                setattr(rec, key, value)
         if not isinstance(value, (dict, list)):
             return f"'{key}' must be a JSON object or array, got {_short(value)}"
     for key in ("row", "before", "after"):
