@@ -64,6 +64,7 @@ QUERIES = [
     # the same with nothing aliased (DuckDB names the columns; their case is kept)
     "SELECT g, sum(v), sum(sum(v)) OVER (ORDER BY g) FROM b GROUP BY g",
     "SELECT g, SUM(v), RANK() OVER (ORDER BY SUM(v)) FROM b GROUP BY g",
+    "SELECT k, x + 1, sum(x + 1) OVER (PARTITION BY g) FROM t",
     "SELECT k, p FROM (SELECT k, x - 1 AS y, lag(k) OVER (ORDER BY k) AS p FROM t) w "
     "WHERE p IS NOT NULL",
     "SELECT t.k, b.v, row_number() OVER (PARTITION BY t.g ORDER BY t.k, b.v) AS rn "

@@ -124,11 +124,13 @@ def split_windows(body: exp.Expression) -> Windowing | None:
         nonlocal hidden
         if star and isinstance(node, exp.Column):
             return node.name.lower()  # the star passes input names through
-        for e, name in zip(base.expressions, outputs, strict=False):
-            e = e.unalias()
-            if e == node or (isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
-                    e.name.lower() == node.name.lower()) and (
-                    not e.table or not node.table or e.table.lower() == node.table.lower())):
+        for item, name in zip(base.expressions, outputs, strict=False):
+            e = item.unalias()
+            named = isinstance(item, (exp.Alias, exp.Column))  # else DuckDB names it
+            if (e == node and named) or (
+                    isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
+                        e.name.lower() == node.name.lower()) and (
+                        not e.table or not node.table or e.table.lower() == node.table.lower())):
                 return name
         name = f"__w{hidden}"
         hidden += 1
