@@ -89,7 +89,10 @@ class DuckDBSink(Sink):
                     con.unregister(_DELTA)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:  # the interruption came after COMMIT ended it: nothing to undo
+                pass
             raise
 
     def _delete(self, deletes: list[tuple[tuple, int]]) -> None:

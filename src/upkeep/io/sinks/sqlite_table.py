@@ -72,7 +72,10 @@ class SQLiteSink(Sink):
                 con.executemany(self._insert_sql, [list(map(to_sqlite, r)) for r in inserts])
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:  # the interruption came after COMMIT ended it: nothing to undo
+                pass
             raise
 
     def close(self) -> None:
