@@ -244,7 +244,7 @@ class ParquetReader(Reader):
         if number > self.skip:
             yield ChangeRecord(self._position(number), error=(
                 f"cannot read Parquet file {self.path.name} from record {number} on: "
-                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"))
+                f"{str(exc).splitlines()[0].rstrip('.') if str(exc) else type(exc).__name__}"))
         self.finished = True
 
     def read(self, final: bool) -> Iterator[ChangeRecord]:
