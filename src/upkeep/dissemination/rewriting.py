@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations, islice
 
 from .subscriptions import (
     Mapping_,
@@ -62,7 +62,11 @@ def embedding_graph(subscriptions: list[Subscription], limit: int | None = None
     ``limit`` bounds each subscription's in-neighbours to the ``limit`` most specific
     [OURS]: candidates are taken by label sets from the largest subset of the query's
     labels down, and within one label set those with most outputs first, and at most
-    ``8 * limit`` embeddings are tested.  A join then keeps up to :func:`part_quota` more
+    ``8 * limit`` embeddings are tested.  In the query's own label set the candidates are
+    taken around the query's parent in a heap of fan-out ``limit`` over the set first:
+    many equal subscriptions (popular constants) then name different neighbours and can
+    feed each other as a shallow tree, where all naming the set's first ``limit`` left
+    most of them to the publisher under a fan-out bound.  A join then keeps up to :func:`part_quota` more
     over each part of its tables, found the same way: it is also put together from
     subscriptions of its parts (D.12's ``s3 = s1 JOIN s2``), which have fewer labels than
     the join's own and were crowded out of the ``limit`` most specific.  The full graph grows with the square of the
@@ -114,13 +118,19 @@ def _most_specific(q: Subscription, label_sets: Iterable[frozenset[str]],
     """Append to ``found`` up to ``quota`` more subscriptions embedding into ``q`` (of
     ``tables`` only, unless None), in the order of ``label_sets``, testing at most
     ``8 * quota``."""
-    tests, taken = 8 * quota, set(found)
+    tests, taken, own, width = 8 * quota, set(found), labels(q), max(quota, 1)
     for key in label_sets:
         if quota <= 0 or tests <= 0:
             return
         bucket = buckets.get(key)
         if not bucket or (tables is not None and bucket[0].tables() != tables):
             continue
+        if key == own:  # q's own bucket: its parents in a heap of fan-out limit first
+            i = bucket.index(q)
+            parent = (i - 1) // width if i else 0
+            start = max(0, min(parent - width // 2, i - width))
+            bucket = chain(islice(bucket, start, i), islice(bucket, i + 1, None),
+                           islice(bucket, start))
         for u in bucket:
             if u is q or u.name in taken:
                 continue
