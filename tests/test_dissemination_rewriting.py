@@ -265,3 +265,15 @@ def test_the_benchmark_workload_rewrites_joins_from_items_and_sellers_in_duckdb(
             tables = [set(u.view.tables()) for u in rw]
             covers += len(q.tables()) == 2 and {"items"} in tables and {"sellers"} in tables
     assert covers > 0
+
+
+def test_equal_subscriptions_name_different_candidates_so_they_can_feed_a_tree():
+    """Many equal subscriptions (a popular query): each names candidates around its
+    parent in a heap of fan-out ``limit``, not all the same first ``limit`` of them, whose
+    fan-out bounds would leave the rest to the publisher."""
+    subscriptions = [parse(f"v{i:03d}", "SELECT id, a FROM r WHERE a = 1", SCHEMA)
+                     for i in range(200)]
+    bounded = embedding_graph(subscriptions, 4)
+    feeders = {u for us in bounded.values() for u in us}
+    assert all(len(us) == 4 for us in bounded.values())
+    assert len(feeders) >= 200 // 4  # every parent of the heap, not just four
