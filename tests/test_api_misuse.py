@@ -403,15 +403,3 @@ def test_a_view_of_a_very_long_expression_is_kept():
     view = db.create_view("v", "SELECT " + " + ".join(["k"] * 150) + " AS z FROM t")
     db.insert("t", [(1,), (2,)])
     assert sorted(view.rows()) == [(150,), (300,)]
-
-
-def test_a_bulk_inserts_duplicate_key_names_the_row_at_fault():
-    db = upkeep.connect()
-    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v INTEGER)")
-    db.insert("t", [(5, 0)])
-    with pytest.raises(upkeep.ConstraintError, match=r"\(1\) .*row 2 of the rows") as info:
-        db.insert("t", [(1, 1), (2, 2), (1, 3)])
-    assert info.value.index == 2
-    with pytest.raises(upkeep.ConstraintError, match="row 1 of the rows") as info:
-        db.insert("t", pd.DataFrame({"k": [7, 5], "v": [1, 2]}))
-    assert info.value.index == 1 and db.execute("SELECT * FROM t").fetchall() == [(5, 0)]

@@ -25,7 +25,7 @@ from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf, check_subscriber
 from ..engine import ViewHandle as ViewHandleContract
-from ..errors import ConstraintError, Error, ProvenanceError, SchemaError, UnsupportedError
+from ..errors import Error, ProvenanceError, SchemaError, UnsupportedError
 from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
@@ -45,23 +45,6 @@ from .commit import Committer
 from .durability import Durability
 from .provenance import delete_queries, txn_name
 from .staging import Staging
-
-
-def _name_duplicate(exc: ConstraintError, t: Table, rows, coerce) -> None:
-    """Give a bulk insert's duplicate-key error the index of the row at fault (the key's
-    second row in the batch, or its first if the table holds the key already), when the
-    rows can be read again (a list, a DataFrame, an Arrow table; not a generator)."""
-    if not hasattr(rows, "__len__") or exc.row is None:
-        return
-    key = tuple(exc.row)
-    held = t.keys.get(key, 0)
-    for i, row in enumerate(iter_rows(rows, t.name, t.columns)):
-        if tuple(coerce(row, i)[c] for c in t.key) == key:
-            held += 1
-            if held > 1:
-                exc.index = i
-                exc.args = (f"{exc.args[0]} (row {i} of the rows given)",)
-                return
 
 
 def _as_is(row: tuple, index: int) -> tuple:
@@ -371,12 +354,7 @@ class Connection(Engine):
                 n += 1
                 if not n % STEP:
                     advance(STEP)
-        try:
-            self._stage(t, delta)  # every weight has the sign of ``weight``: none is zero
-        except ConstraintError as exc:
-            if exc.index is None and weight > 0 and t.key is not None:
-                _name_duplicate(exc, t, rows, coerce)
-            raise
+        self._stage(t, delta)  # every weight has the sign of ``weight``: none is zero
         return n
 
     def _stage(self, table: Table, delta: Delta) -> None:
