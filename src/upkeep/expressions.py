@@ -235,6 +235,7 @@ def _overflow(op: str, a, b, typ: SqlType):
 
 
 _SYMBOL = {"addition": "+", "subtraction": "-", "multiplication": "*", "negation": "-"}
+_OPERATION = {"+": "addition", "-": "subtraction", "*": "multiplication"}  # for _overflow
 _DECIMAL_OPS = {"+": WIDE_CONTEXT.add, "-": WIDE_CONTEXT.subtract, "*": WIDE_CONTEXT.multiply}
 _DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
 
@@ -244,7 +245,7 @@ def _decimal(op: str, a, b, typ: SqlType):
     needs 38), or an overflow beyond 38 digits, as DuckDB's."""
     z = _DECIMAL_OPS[op](a, b)
     if z and z.adjusted() >= _DECIMAL_DIGITS - typ.scale:
-        _overflow({"+": "addition", "-": "subtraction", "*": "multiplication"}[op], a, b, typ)
+        _overflow(_OPERATION[op], a, b, typ)
     return z
 
 
@@ -875,7 +876,7 @@ class ExpressionCompiler:
             value = f"_decimal({op!r}, {x}, {y}, {self._const(typ)})"
         elif typ.is_integer:  # DuckDB raises on overflow of the result type
             bound, z = INT_RANGES[typ.kind], self._tmp()
-            name = {"+": "addition", "-": "subtraction", "*": "multiplication"}[op]
+            name = _OPERATION[op]
             value = (f"({z} if {-bound} <= ({z} := {value}) < {bound} else "
                      f"_overflow({name!r}, {x}, {y}, {self._const(typ)}))")
         elif typ.kind == "DOUBLE":  # inf - inf and the like: the one NaN (canonical_float)
