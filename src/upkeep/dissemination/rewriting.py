@@ -86,17 +86,21 @@ def embedding_graph(subscriptions: list[Subscription], limit: int | None = None
         bucket.sort(key=lambda s: (-len(s.outputs), s.name))
     by_size = sorted(buckets, key=lambda b: (-len(b), sorted(b)))
     by_name = {s.name: s for s in subscriptions}
+    place = {s.name: (key, i) for key, bucket in buckets.items()  # a subscription's bucket
+             for i, s in enumerate(bucket)}
     into: dict[str, list[str]] = {}
     for q in subscriptions:
         mine = labels(q, implied=True)
         found: list[str] = []
-        _most_specific(q, _label_sets(mine, buckets, by_size), buckets, None, limit, found)
+        home = place[q.name]
+        _most_specific(q, home, _label_sets(mine, buckets, by_size), buckets, None, limit,
+                       found)
         own = q.tables()
         for n in range(1, len(own)):  # each part of a join keeps a few of its own
             for part in combinations(sorted(own), n):
                 tables = frozenset(part)
                 have = sum(1 for u in found if by_name[u].tables() == tables)
-                _most_specific(q, _label_sets(mine, buckets, by_size), buckets, tables,
+                _most_specific(q, home, _label_sets(mine, buckets, by_size), buckets, tables,
                                part_quota(limit) - have, found)
         into[q.name] = sorted(found)
     return into
@@ -112,21 +116,22 @@ def _label_sets(mine: frozenset[str], buckets: dict, by_size: list[frozenset[str
     return (b for b in by_size if b <= mine)  # or scan the label sets
 
 
-def _most_specific(q: Subscription, label_sets: Iterable[frozenset[str]],
+def _most_specific(q: Subscription, home: tuple[frozenset[str], int],
+                   label_sets: Iterable[frozenset[str]],
                    buckets: dict[frozenset[str], list[Subscription]],
                    tables: frozenset[str] | None, quota: int, found: list[str]) -> None:
     """Append to ``found`` up to ``quota`` more subscriptions embedding into ``q`` (of
     ``tables`` only, unless None), in the order of ``label_sets``, testing at most
-    ``8 * quota``."""
-    tests, taken, own, width = 8 * quota, set(found), labels(q), max(quota, 1)
+    ``8 * quota``; ``home``: q's own bucket and its place there."""
+    tests, taken, width = 8 * quota, set(found), max(quota, 1)
     for key in label_sets:
         if quota <= 0 or tests <= 0:
             return
         bucket = buckets.get(key)
         if not bucket or (tables is not None and bucket[0].tables() != tables):
             continue
-        if key == own:  # q's own bucket: its parents in a heap of fan-out limit first
-            i = bucket.index(q)
+        if key == home[0]:  # q's own bucket: its parents in a heap of fan-out limit first
+            i = home[1]
             parent = (i - 1) // width if i else 0
             start = max(0, min(parent - width // 2, i - width))
             bucket = chain(islice(bucket, start, i), islice(bucket, i + 1, None),
