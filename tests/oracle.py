@@ -216,7 +216,7 @@ WINDOW_DDL = ["CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE, s VAR
 
 def window_change(rnd, tables: dict[str, Counter], db) -> None:
     """One random change to WINDOW_DDL's tables (NULL and NaN values, NULL partitions, ties,
-    duplicates in ``b``, deletes), in ``db`` and in ``tables``."""
+    duplicates in ``b``, deletes of one copy or of all), in ``db`` and in ``tables``."""
     if rnd.random() < 0.5:  # t, keyed
         rows = tables["t"]
         k = rnd.randrange(14)
@@ -232,10 +232,11 @@ def window_change(rnd, tables: dict[str, Counter], db) -> None:
             rows[row] += 1
         return
     rows = tables["b"]
-    if rows and rnd.random() < 0.4:
+    if rows and rnd.random() < 0.4:  # one copy of a row, or every copy at once
         row = rnd.choice(sorted(rows, key=repr))
-        db.delete("b", [row])
-        rows[row] -= 1
+        copies = rows[row] if rnd.random() < 0.5 else 1
+        db.delete("b", [row] * copies)
+        rows[row] -= copies
         if not rows[row]:
             del rows[row]
         return

@@ -141,6 +141,36 @@ def test_a_change_in_a_long_series_rereads_a_few_rows() -> None:
     assert (502, 0, 502.0 ** 2, 498.0 ** 2) in rows
 
 
+# a batch removing every copy of a duplicated row: the rows after all its copies move up
+DUPLICATES_REMOVED = [
+    ("SELECT g, v, lag(v) OVER (ORDER BY v) AS l FROM b", [(0, 5), (0, 5), (0, 7)],
+     [(0, 5), (0, 5)], {}),
+    ("SELECT g, v, sum(v) OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s "
+     "FROM b", [(0, 5), (0, 5), (0, 7), (0, 9)], [(0, 5), (0, 5)], {}),
+    ("SELECT t.k, b.v, lag(b.v) OVER (PARTITION BY t.g ORDER BY t.k, b.v) AS l "
+     "FROM t JOIN b ON t.g = b.g", [(3, 0), (3, 1)], [(3, 0)],
+     {"t": [(1, 3, 0.0, "a"), (1, 3, 0.0, "a")]}),
+]
+
+
+@pytest.mark.parametrize(("sql", "rows", "removed", "others"), DUPLICATES_REMOVED)
+def test_removing_every_copy_of_a_row_rereads_the_rows_after_them(sql, rows, removed,
+                                                                    others) -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, g INTEGER, x DOUBLE, s VARCHAR)")
+    db.execute(DDL[1])
+    view = db.create_view("v", sql)
+    assert "re-reads the rows within" in db.explain(_window_view(db)), db.explain("v")
+    for table, given in others.items():
+        db.insert(table, given)
+    for row in rows:  # one at a time: equal join rows come from distinct inserts
+        db.insert("b", [row])
+    db.delete("b", removed)  # every copy of the join's or the table's row, in one batch
+    tables = {"t": Counter(others.get("t", [])), "b": Counter(rows) - Counter(removed)}
+    ddl = ["CREATE TABLE t (k INTEGER, g INTEGER, x DOUBLE, s VARCHAR)", DDL[1]]
+    assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql)
+
+
 # windows over different partitions: kept per the columns they share, each per its own
 DIFFERENT_PARTITIONS = [
     "SELECT k, g, s, rank() OVER (PARTITION BY g ORDER BY x) AS r, "

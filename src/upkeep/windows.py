@@ -390,9 +390,9 @@ class WindowView(MaterializedView):
         n = len(members)
         before, after = n, n  # unchanged rows before the first change, after the last
         for row, weight in rows:
-            if weight < 0:
+            if weight < 0:  # its -weight copies are rows p .. p - weight - 1
                 p = members.index(row)
-                before, after = min(before, p), min(after, n - 1 - p)
+                before, after = min(before, p), min(after, n - p + weight)
             else:
                 p = members.bisect_right(row)  # an insert lands after its equals
                 before, after = min(before, p), min(after, n - p)
