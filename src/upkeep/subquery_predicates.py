@@ -153,11 +153,17 @@ def isolate_subquery_bodies(select: exp.Select, schema_of: Schema) -> exp.Select
         if keys:
             inner = inner.where(exp.and_(*[exp.EQ(this=exp.column(k, name), expression=o)
                                            for k, o in keys]))
-        new = exp.In(this=probe.copy(), query=inner) if probe is not None else exp.Exists(
+        new = _in(probe.copy(), inner) if probe is not None else exp.Exists(
             this=inner)
         return exp.Not(this=new) if negated else new
 
     return _rewrite_where(select, rewrite)
+
+
+def _in(probe: exp.Expression, body: exp.Expression) -> exp.In:
+    """``probe IN (body)`` as the parser builds it: the body in a Subquery, so that the
+    SQL it renders (which a recomputed view hands DuckDB) keeps the parentheses."""
+    return exp.In(this=probe, query=exp.Subquery(this=body))
 
 
 def _single_relation(body: exp.Expression) -> bool:
@@ -356,7 +362,7 @@ def _quantified(cond: exp.Expression, outer: dict[str, list[str]], schema_of: Sc
         if kind is exp.EQ:
             if not isinstance(x, exp.Column) or not isinstance(c, exp.Column):
                 raise _Skip
-            return exp.In(this=x.copy(), query=body.copy())
+            return _in(x.copy(), body.copy())
         return _inequality_exists(where(test), sides, alias, renamed=True)
 
     if isinstance(quantifier, exp.Any):
