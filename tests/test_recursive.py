@@ -640,6 +640,33 @@ def test_catalog_carries_the_bdd_ordering_to_the_engines_rebuilt_from_it() -> No
     assert "BDD variable order: dfs" in rebuilt.explain("r")
 
 
+WIDEST_SUM = ("WITH RECURSIVE r(x, y, c) AS (SELECT src, dst, src + dst FROM e UNION "
+              "SELECT r.x, e.dst, LEAST(r.c, e.src + e.dst) FROM r JOIN e ON r.y = e.src) "
+              "SELECT x, y, MAX(c) AS c FROM r GROUP BY x, y")
+
+
+@pytest.mark.parametrize(("strategy", "partitions"), [("absorption", 1),
+                                                        ("absorption-eager", 1),
+                                                        ("absorption", 3)])
+def test_aggregate_selection_keeps_tuples_whose_value_is_null(strategy, partitions) -> None:
+    """``LEAST(NULL, e)`` is ``e``: a tuple with a NULL value can derive a wider path than
+    its group's widest, so the selection must not prune it (edges one batch each, as the
+    incremental order prunes; then deleted one by one)."""
+    edges = [(4, 0), (0, 3), (3, 4), (1, 4), (None, 1), (None, 3)]
+    db = upkeep.connect(fixpoint_partitions=partitions)
+    db.execute("CREATE TABLE e (src INTEGER, dst INTEGER)")
+    view = db.create_view("v", WIDEST_SUM, strategy=strategy)
+    assert "aggregate selection" in db.explain("v")
+    held: Counter = Counter()
+    ddl = ["CREATE TABLE e (src INTEGER, dst INTEGER)"]
+    for change in [(+1, e) for e in edges] + [(-1, e) for e in edges[:3]]:
+        (db.insert if change[0] > 0 else db.delete)("e", [change[1]])
+        held[change[1]] += change[0]
+        with duckdb_loaded(ddl, {"e": +held}) as con:
+            assert_bag_equal(con.execute(WIDEST_SUM).fetchall(), view.rows(), WIDEST_SUM,
+                             f"after {change}")
+
+
 def test_explain_names_strategy_rules_and_selection() -> None:
     db = upkeep.connect(bdd_ordering="dfs")
     db.execute(LINK)

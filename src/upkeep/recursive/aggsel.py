@@ -7,8 +7,12 @@ is kept in its group's buffer ``H`` with its provenance (deletions need the runn
 only the best per aggregate (``B``) is passed on.  When a best tuple loses its last
 derivation, the next best in the buffer takes its place.
 
-One refinement over the pseudocode: a new derivation of a tuple that is already a best
-is passed on as well, so the fixpoint's provenance of that tuple stays complete.
+Two refinements over the pseudocode: a new derivation of a tuple that is already a best
+is passed on as well, so the fixpoint's provenance of that tuple stays complete; and a
+tuple with a NULL aggregated value is never pruned.  MIN and MAX skip NULL, but the rules
+need not treat it as the worst value: ``LEAST(NULL, e)`` is ``e``, so under ``MAX`` a NULL
+tuple can derive a better value than its group's best does (the selection's "a worse tuple
+derives only worse tuples" holds for values, not for NULL).
 """
 
 from __future__ import annotations
@@ -51,7 +55,12 @@ class AggregateSelection:
         return tuple(t[k] for k in self.spec.keys)
 
     def is_best(self, t: tuple) -> bool:
-        return t in self.best.get(self.key(t), ())
+        """Whether ``t`` is passed on: a best of its group, or never pruned (NULL)."""
+        return self._unranked(t) or t in self.best.get(self.key(t), ())
+
+    def _unranked(self, t: tuple) -> bool:
+        """A NULL aggregated value: outside the ranking, always passed on (module doc)."""
+        return any(t[pos] is None for pos, _ in self.spec.aggregates)
 
     def insert(self, t: tuple, pv) -> tuple[list[tuple], object | None]:
         """A derivation arrives: (tuples no longer best anywhere, provenance to pass on for
@@ -64,6 +73,8 @@ class AggregateSelection:
             return [], None
         group[t] = new
         best = self.best.setdefault(key, [None] * len(self.spec.aggregates))
+        if self._unranked(t):
+            return [], new & ~old
         displaced = []
         for i, (pos, kind) in enumerate(self.spec.aggregates):
             b = best[i]
@@ -98,6 +109,8 @@ class AggregateSelection:
             if best[i] == t:
                 nb = None
                 for c in group:
+                    if self._unranked(c):
+                        continue
                     if nb is None or _better(c[pos], nb[pos], kind):
                         nb = c
                 best[i] = nb
