@@ -111,6 +111,47 @@ def test_what_if_reports_the_change_and_leaves_everything_as_it_was():
         LOG + [(4, ["DELETE FROM products WHERE category = 'Fashion'"])], query=BY_CATEGORY)
 
 
+def test_a_what_ifs_rows_are_refused_once_its_view_is_made_again():
+    """A DROP and CREATE commits no batch, yet the rows of an earlier what-if over the
+    dropped view are not those of the new one."""
+    db = figure_db()
+    stale = db.what_if("by_category", abort=[2])
+    db.execute("DROP VIEW by_category")
+    db.create_view("by_category", "SELECT category, SUM(price) AS total FROM products "
+                   "GROUP BY category")
+    with pytest.raises(upkeep.Error, match="changed after this what-if"):
+        stale.rows  # noqa: B018
+
+
+def test_a_what_ifs_rows_are_read_holding_the_connection():
+    """``rows`` is read when first asked for: while another thread's what-if has its
+    hypothetical batch applied, it waits for it instead of reading that state."""
+    import threading
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, b INTEGER) WITH (provenance = 'update')")
+    db.create_view("v", "SELECT b, COUNT(*) AS n FROM r GROUP BY b")
+    for i in range(6):
+        db.insert("r", [(i * 500 + k, i * 500 + k) for k in range(500)])
+    expected = len(db.view("v").rows()) - 500  # without transaction 1's 500 groups
+    stop = threading.Event()
+
+    def other_thread():
+        i = 0
+        while not stop.is_set():
+            db.what_if("v", abort=[2 + i % 5])
+            i += 1
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    try:
+        sizes = [len(db.what_if("v", abort=[1]).rows) for _ in range(60)]
+    finally:
+        stop.set()
+        thread.join()
+    assert sizes == [expected] * 60
+
+
 def test_access_control_and_trust_equal_their_reruns():
     db = figure_db()
     # FR may see T2's and T3's effects and the input rows (no principals: everyone)

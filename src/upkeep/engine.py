@@ -249,7 +249,9 @@ class Engine(ABC):
     def what_if(self, name: str, abort: Iterable[int] = (),
                 without: Iterable[tuple[str, tuple]] = ()) -> WhatIf:
         """The table or view ``name`` in the world where the transactions ``abort`` had not
-        run and the input rows ``without`` (``(table, row)``) had never been loaded."""
+        run and the input rows ``without`` (``(table, row)``) had never been loaded.  Only
+        provenance tables' changes are taken back: what an aborted transaction did to
+        ordinary tables stays (docs/design.md, "Update provenance")."""
         raise self._no_update_provenance()
 
     def visible(self, name: str, principal: str,

@@ -495,14 +495,28 @@ class Connection(Engine):
         self._catalog.schema_of(name)
         changes = self._committer.hypothetical(deltas(), name)
         batches = self._committer.batches
+        source = self._relation(name)
 
         def real() -> dict[tuple, int]:
-            if self._committer.batches != batches:
-                raise Error(f"the database changed after this what-if on {name}; its rows "
-                            "are those of the state it was asked in: ask again")
-            return dict(self._catalog.weighted_rows(name))
+            """The real contents, read as every call reads them: holding the connection
+            (a what-if of another thread changes them while it runs); refused after a
+            commit or after ``name`` was dropped or made again."""
+            _acquire(self._lock)
+            try:
+                if self._committer.batches != batches or self._relation(name) is not source:
+                    raise Error(f"the database changed after this what-if on {name}; its "
+                                "rows are those of the state it was asked in: ask again")
+                return dict(self._catalog.weighted_rows(name))
+            finally:
+                self._lock.release()
 
         return WhatIf(name, list(changes.items()), real)
+
+    def _relation(self, name: str) -> object | None:
+        """The table or view object ``name`` names now (a new one once dropped and made
+        again)."""
+        found = self._catalog.views.get(name)
+        return found if found is not None else self._catalog.tables.get(name)
 
     def checkpoint(self) -> None:
         """Snapshot the tables now, so that recovery replays only what follows."""
