@@ -251,7 +251,8 @@ class Engine(ABC):
         """The table or view ``name`` in the world where the transactions ``abort`` had not
         run and the input rows ``without`` (``(table, row)``) had never been loaded.  Only
         provenance tables' changes are taken back: what an aborted transaction did to
-        ordinary tables stays (docs/design.md, "Update provenance")."""
+        ordinary tables stays (docs/design.md, "Update provenance: what-if over
+        transactions")."""
         raise self._no_update_provenance()
 
     def visible(self, name: str, principal: str,
