@@ -403,3 +403,12 @@ def test_a_view_of_a_very_long_expression_is_kept():
     view = db.create_view("v", "SELECT " + " + ".join(["k"] * 150) + " AS z FROM t")
     db.insert("t", [(1,), (2,)])
     assert sorted(view.rows()) == [(150,), (300,)]
+
+
+@pytest.mark.parametrize("ddl", ["CREATE TABLE k (a INTEGER, PRIMARY KEY (nosuch))",
+                                 "CREATE TABLE k (a INTEGER, b INTEGER, PRIMARY KEY (a, c))"])
+def test_a_primary_key_over_a_column_the_table_lacks_is_a_schema_error(ddl) -> None:
+    db = upkeep.connect()
+    with pytest.raises(upkeep.SchemaError, match="PRIMARY KEY of k names (nosuch|c)"):
+        db.execute(ddl)
+    assert db.tables() == []

@@ -688,3 +688,13 @@ def test_serve_refuses_a_schema_file_for_a_local_database(tmp_path) -> None:
     assert run.returncode != 0
     assert "--schema is for --engine spark" in run.stderr
     assert "serving" not in run.stdout
+
+
+@pytest.mark.parametrize("admin", ["false", 0, 1, None])
+def test_a_tokens_file_whose_admin_is_not_true_or_false_is_refused(admin) -> None:
+    """``"admin": "false"`` is a string, which bool() reads as true: refused, not a grant."""
+    from upkeep.service.grants import TokensFileError
+
+    with pytest.raises(TokensFileError, match='"admin" must be true or false'):
+        Tokens.from_dict({"tokens": {READER: {"name": "viewer", "read": ["orders"],
+                                              "admin": admin}}})

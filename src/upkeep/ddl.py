@@ -68,6 +68,11 @@ def table_from_schema(name: str, schema: exp.Schema) -> Table:
             raise UnsupportedError(f"table element {item.sql()}")
     if pk_names:
         names = [c for c, _ in columns]
+        missing = [n for n in pk_names if n not in names]
+        if missing:
+            raise SchemaError(f"PRIMARY KEY of {name} names {', '.join(missing)}, which "
+                              f"{'is not a column' if len(missing) == 1 else 'are not columns'}"
+                              f" of {name}")
         key = tuple(names.index(n) for n in pk_names)
         not_null |= set(key)
     return Table(name, columns, not_null, key)

@@ -98,9 +98,12 @@ class Tokens:
             if len(token) < 16:
                 raise TokensFileError(f"{where}: {spec['name']}'s token is shorter than 16 "
                                       "characters")
+            admin = spec.get("admin", False)
+            if not isinstance(admin, bool):  # "false" is a string, and true as bool() reads it
+                raise TokensFileError(f"{where}: {spec['name']}'s \"admin\" must be true or "
+                                      f"false, not {json.dumps(admin)}")
             principals[token] = Principal(spec["name"], _tables(spec.get("read", []), where),
-                                          _tables(spec.get("write", []), where),
-                                          bool(spec.get("admin", False)))
+                                          _tables(spec.get("write", []), where), admin)
         return cls(principals)
 
 
