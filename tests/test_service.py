@@ -661,6 +661,8 @@ def test_a_stream_too_far_behind_is_ended_and_its_client_resumes_from_the_feed(t
         events = on_loop(drain())
         server.hub.unlisten(sid, listener)
         assert [e.kind for e in events] == ["delta"] * 3 + ["lagging"]
+        # its token (an SSE client's Last-Event-ID) is the last delta's, the one it got
+        assert (events[3].token, events[3].batch) == (events[2].token, events[2].batch)
         replica = Replica(reader, reader.subscription(sid))
         assert first[0].kind == "snapshot" and first[0].rows == []
         replica.apply({"kind": "snapshot", "token": first[0].token, "batch": first[0].batch,

@@ -511,15 +511,21 @@ class Service:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         dropped = [False]
+        queued: list[Event | None] = [None]  # the last event the client will be sent
 
         def listener(event: Event) -> None:
             if dropped[0]:
                 return
             if queue.qsize() >= self.max_queued and event.kind != "shutdown":
                 # a subscriber this far behind is cut off instead of growing the server's
-                # memory: the stream ends with "lagging", the client resumes from its token
+                # memory: the stream ends with "lagging", whose token is that of the last
+                # event the client gets (not of this one, which it never gets), so that
+                # it resumes from there; none queued: an empty token, a fresh snapshot
                 dropped[0] = True
-                event = Event("lagging", event.batch, event.token)
+                last = queued[0]
+                event = (Event("lagging", last.batch, last.token) if last is not None
+                         else Event("lagging", event.batch, ""))
+            queued[0] = event
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, event)
             except RuntimeError:  # the server's loop is closed: the stream is over
