@@ -700,3 +700,28 @@ def test_a_tokens_file_whose_admin_is_not_true_or_false_is_refused(admin) -> Non
     with pytest.raises(TokensFileError, match='"admin" must be true or false'):
         Tokens.from_dict({"tokens": {READER: {"name": "viewer", "read": ["orders"],
                                               "admin": admin}}})
+
+
+@pytest.mark.parametrize(("content", "where", "message"), [
+    ("{broken", "agent.json", "is not one upkeep subscribe wrote"),
+    ('{"subscription": null}', "agent.json", None),  # another query's: started afresh
+    (None, "missing/agent.json", "does not exist"),
+])
+def test_a_state_file_that_cannot_be_read_or_written_is_one_clear_error(
+        served, tmp_path, content, where, message) -> None:
+    """``upkeep subscribe --state``: a damaged file or a missing directory is named, not a
+    traceback; a file of another subscription is left for a fresh snapshot."""
+    import upkeep
+    from upkeep.agent import follow_subscription
+
+    state = tmp_path / where
+    if content is not None:
+        state.write_text(content)
+    follow = lambda: follow_subscription(served.url, QUERIES[3], READER,  # noqa: E731
+                                         state=state, batches=0, timeout=10)
+    if message is None:
+        assert follow().batch >= 0
+        assert json.loads(state.read_text())["subscription"]
+    else:
+        with pytest.raises(upkeep.Error, match=message):
+            follow()
