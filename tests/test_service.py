@@ -725,3 +725,25 @@ def test_a_state_file_that_cannot_be_read_or_written_is_one_clear_error(
     else:
         with pytest.raises(upkeep.Error, match=message):
             follow()
+
+
+def test_serve_on_port_zero_announces_the_port_it_got_and_nothing_before_it_serves(
+        tmp_path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": {ADMIN: {"name": "ops", "read": "*"}}}))
+    command = [sys.executable, "-m", "upkeep.cli", "serve", str(tmp_path / "db")]
+    refused = subprocess.run([*command, "--tokens", str(tmp_path / "none.json"), "--port",
+                              "0"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "serving" not in refused.stdout
+    process = subprocess.Popen([*command, "--tokens", str(tokens), "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        url = line.split(" on ")[-1].strip()
+        assert line.startswith("upkeep: serving") and not url.endswith(":0"), line
+        status = httpx.get(url + "/status", headers={"Authorization": f"Bearer {ADMIN}"},
+                           timeout=30)
+        assert status.status_code == 200
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -538,12 +538,12 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
             from .service import serve
 
             database = _served_database(args)
-            console.print(f"upkeep: serving {args.database} on http://{args.host}:{args.port}",
-                          highlight=False, markup=False)
             try:
                 serve(database, args.tokens, host=args.host, port=args.port,
                       retention=args.retention, fanout=args.fanout, capacity=args.capacity,
-                      replan=args.replan)
+                      replan=args.replan, on_ready=lambda server: console.print(
+                          f"upkeep: serving {args.database} on {server.url}",
+                          highlight=False, markup=False, soft_wrap=True))
             finally:
                 if database is not args.database:
                     database.close()

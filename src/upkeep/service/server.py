@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
@@ -155,14 +156,17 @@ class _Uvicorn(uvicorn.Server):
 def serve(database: str | os.PathLike | Engine, tokens: Tokens | str | Path, *,
           host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
           fanout: int | None = None, capacity: int = 20, replan: float = 60.0,
-          block: bool = True) -> Server:
+          block: bool = True, on_ready: Callable[[Server], None] | None = None) -> Server:
     """Serve ``database`` over HTTP (see :mod:`upkeep.service.app` for the endpoints);
     blocks until interrupted unless ``block=False`` (then returns the started server).
     ``fanout``: how many members the server feeds before it places them at sites only
     (None: no bound); ``capacity``: a site's default fan-out bound; ``replan``: seconds
-    between re-optimisations of the placements."""
+    between re-optimisations of the placements; ``on_ready(server)``: called once the
+    database is open and the port bound (``server.url`` names the port port 0 chose)."""
     server = Server(database, tokens, host=host, port=port, retention=retention,
                     fanout=fanout, capacity=capacity, replan=replan)
+    if on_ready is not None:
+        on_ready(server)
     if not block:
         return server.start()
     server.run()
