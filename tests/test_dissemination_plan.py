@@ -87,6 +87,9 @@ def test_command_line_plan(tmp_path, capsys):
              "positions;", "a is defined twice"),
     (TABLES, "CREATE VIEW a AS SELECT id FROM positions WHERE title LIKE 'x%';",
      "not an equi-join or a constant comparison"),
+    (TABLES + "CREATE TABLE positions (id INTEGER PRIMARY KEY);", "",
+     "positions is defined twice"),
+    ("CREATE TABLE t (a INTEGER, PRIMARY KEY (b));", "", "PRIMARY KEY of t names b"),
 ])
 def test_bad_plan_input_is_refused(tables, subscriptions, message):
     with pytest.raises(SubscriptionError, match=message):

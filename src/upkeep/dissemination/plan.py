@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..errors import Error
 from .graph import (
     SOURCE,
     Configuration,
@@ -189,7 +190,12 @@ def load(tables_sql: str, subscriptions_sql: str) -> list[Subscription]:
         if not (isinstance(stmt, exp.Create) and (stmt.args.get("kind") or "").upper()
                 == "TABLE"):
             raise SubscriptionError(f"tables: expected CREATE TABLE, got {stmt.sql()[:60]!r}")
-        table = table_from_create(stmt)
+        try:
+            table = table_from_create(stmt)
+        except Error as exc:
+            raise SubscriptionError(f"tables: {exc}") from None
+        if table.name in schema:
+            raise SubscriptionError(f"tables: {table.name} is defined twice")
         schema[table.name] = (table.column_names,
                               [table.column_names[i] for i in (table.key or ())])
     out = []
