@@ -747,3 +747,28 @@ def test_serve_on_port_zero_announces_the_port_it_got_and_nothing_before_it_serv
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_a_query_past_the_statement_time_limit_is_stopped_and_the_server_goes_on(
+        tmp_path) -> None:
+    """Requests run one at a time: a client's endless query is stopped at the limit (a
+    400 ``StatementTimeout``), not left holding every other request."""
+    import time
+
+    server = Server(tmp_path / "db", TOKENS, port=0, fsync=False,
+                    statement_seconds=1).start()
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql("CREATE TABLE o (a INTEGER); INSERT INTO o VALUES "
+                  + ", ".join(f"({i})" for i in range(1000)))
+        started = time.monotonic()
+        answer = httpx.post(server.url + "/sql", headers={"Authorization": f"Bearer {ADMIN}"},
+                            json={"sql": "SELECT count(*) FROM o a, o b, o c, o d"},
+                            timeout=120)
+        assert answer.status_code == 400
+        assert answer.json()["error"]["class"] == "StatementTimeout"
+        assert time.monotonic() - started < 60  # stopped, not run to its end
+        admin.sql("INSERT INTO o VALUES (1000)")
+        assert admin.sql("SELECT count(*) FROM o").rows == [(1001,)]
+    finally:
+        server.stop()

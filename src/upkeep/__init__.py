@@ -21,6 +21,7 @@ from .errors import (
     ParseError,
     ProvenanceError,
     SchemaError,
+    StatementTimeout,
     StrategyError,
     UnsupportedError,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ParseError",
     "ProvenanceError",
     "SchemaError",
+    "StatementTimeout",
     "StorageError",
     "StrategyError",
     "StorageWarning",

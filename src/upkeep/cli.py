@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--replan", type=_not_negative, default=60.0,
                        help="seconds between re-optimisations of the placements (ILP + "
                             "LOGA; 0: never; default 60)")
+    serve.add_argument("--statement-seconds", type=_not_negative, default=60.0,
+                       help="seconds one request's query may run before it is stopped "
+                            "(requests run one at a time; 0: no limit; default 60)")
 
     subscribe = commands.add_parser(
         "subscribe", help="follow a subscription of an upkeep server",
@@ -541,7 +544,8 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
             try:
                 serve(database, args.tokens, host=args.host, port=args.port,
                       retention=args.retention, fanout=args.fanout, capacity=args.capacity,
-                      replan=args.replan, on_ready=lambda server: console.print(
+                      replan=args.replan, statement_seconds=args.statement_seconds,
+                      on_ready=lambda server: console.print(
                           f"upkeep: serving {args.database} on {server.url}",
                           highlight=False, markup=False, soft_wrap=True))
             finally:

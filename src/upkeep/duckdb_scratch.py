@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from .errors import Error, EvaluationError, ParseError, SchemaError
+from .errors import Error, EvaluationError, ParseError, SchemaError, StatementTimeout
 
 _LOCK = threading.Lock()
 _DATABASE: dict[int, duckdb.DuckDBPyConnection] = {}  # pid -> the database (not across fork)
@@ -44,14 +44,44 @@ def _close() -> None:
         _DATABASE.clear()
 
 
+_LIMIT = threading.local()  # .seconds: this thread's time limit for DuckDB work, or None
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """DuckDB work this thread starts inside the block (an ad-hoc query, a recomputed
+    view) is interrupted after ``seconds`` each and raises :class:`StatementTimeout`: a
+    server answering many clients cannot be held by one client's query.  None: no limit."""
+    before = getattr(_LIMIT, "seconds", None)
+    _LIMIT.seconds = seconds
+    try:
+        yield
+    finally:
+        _LIMIT.seconds = before
+
+
 @contextmanager
 def scratch() -> Iterator[duckdb.DuckDBPyConnection]:
-    """A fresh connection to the scratch database, closed after the block."""
+    """A fresh connection to the scratch database, closed after the block (interrupted
+    once the thread's :func:`time_limit` passes)."""
     with _LOCK:
         con = _database().cursor()
+    seconds = getattr(_LIMIT, "seconds", None)
+    timer = None if seconds is None else threading.Timer(seconds, con.interrupt)
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
         yield con
+    except Exception as exc:
+        if timer is not None and timer.finished.is_set():
+            raise StatementTimeout(f"the statement ran past its time limit of {seconds:g} s "
+                                   "and was stopped; it changed nothing"
+                                   ) from exc
+        raise
     finally:
+        if timer is not None:
+            timer.cancel()
         con.close()
 
 

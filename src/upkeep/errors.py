@@ -90,6 +90,11 @@ class EvaluationError(Error):
         return EvaluationError(f"view {view}: {self}", view)
 
 
+class StatementTimeout(EvaluationError):
+    """A statement's DuckDB work ran past its time limit (``upkeep serve
+    --statement-seconds``) and was interrupted; what it would have changed is not."""
+
+
 class ProvenanceError(Error):
     """A provenance request naming what does not exist: an unknown transaction, a row that
     is not an input row, a table that keeps no update provenance."""

@@ -45,6 +45,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..codecs.json_values import to_json
+from ..duckdb_scratch import time_limit
 from ..errors import ConstraintError, Error
 from ..sql import is_query, names_cte, parse
 from .grants import GrantError, Principal, Tokens
@@ -56,6 +57,8 @@ PAGE = Path(__file__).with_name("page.html")
 KEEPALIVE_SECONDS = 15.0
 PROGRESS_SECONDS = 1.0
 MAX_QUEUED = 10_000
+#: the default of :attr:`Service.statement_seconds` (``upkeep serve --statement-seconds``)
+STATEMENT_SECONDS = 60.0
 #: the longest a member's watch of its assignment is held open (``GET /placements/{name}``)
 MAX_WATCH_SECONDS = 60.0
 log = logging.getLogger("upkeep.service")
@@ -163,6 +166,9 @@ class Service:
         self.bytes_sent = 0
         #: events queued for one stream beyond which it is ended with ``lagging``
         self.max_queued = MAX_QUEUED
+        #: seconds a statement's DuckDB work may take before it is stopped (None: no
+        #: limit): requests run one at a time, so one client's query holds every other
+        self.statement_seconds: float | None = STATEMENT_SECONDS
         # members watching their assignments wait on _moved, set and replaced (in the
         # server's loop) whenever the placements change or the server stops
         self._moved: asyncio.Event | None = None
@@ -311,12 +317,13 @@ class Service:
                 return cursor
             for stmt in statements:
                 self.authorize(principal, stmt)
-            if len(statements) == 1:
-                return db.execute(text, params)
-            with db.transaction():
-                for stmt in statements:
-                    cursor = db.execute_parsed(stmt)
-            return cursor
+            with time_limit(self.statement_seconds):
+                if len(statements) == 1:
+                    return db.execute(text, params)
+                with db.transaction():
+                    for stmt in statements:
+                        cursor = db.execute_parsed(stmt)
+                return cursor
 
     async def tables(self, request: Request) -> Response:
         def listing(principal: Principal) -> dict:

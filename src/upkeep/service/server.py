@@ -21,7 +21,7 @@ from ..cursor import Cursor
 from ..engine import Engine
 from ..errors import Error
 from ..local.connection import open_local
-from .app import RefusedHandshakes, Service
+from .app import STATEMENT_SECONDS, RefusedHandshakes, Service
 from .grants import Tokens
 from .hub import Hub, Relay
 from .placement import Placements
@@ -41,7 +41,8 @@ class Server:
     def __init__(self, database: str | os.PathLike | Engine, tokens: Tokens | str | Path,
                  *, host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
                  fsync: bool = True, relay: Relay | None = None, fanout: int | None = None,
-                 capacity: int = 20, ttl: float = 45.0, replan: float = 60.0) -> None:
+                 capacity: int = 20, ttl: float = 45.0, replan: float = 60.0,
+                 statement_seconds: float | None = STATEMENT_SECONDS) -> None:
         self.owns_db = isinstance(database, (str, os.PathLike))
         self._db_closed = False
         self.db = open_local(database, fsync=fsync) if self.owns_db else database
@@ -55,6 +56,7 @@ class Server:
                 self.db.close()
             raise
         self.service = Service(self.hub, self.tokens)
+        self.service.statement_seconds = statement_seconds or None  # 0: no limit
         try:
             self.socket = socket.create_server((host, port))
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -156,15 +158,19 @@ class _Uvicorn(uvicorn.Server):
 def serve(database: str | os.PathLike | Engine, tokens: Tokens | str | Path, *,
           host: str = "127.0.0.1", port: int = 8765, retention: int = 100_000,
           fanout: int | None = None, capacity: int = 20, replan: float = 60.0,
-          block: bool = True, on_ready: Callable[[Server], None] | None = None) -> Server:
+          block: bool = True, on_ready: Callable[[Server], None] | None = None,
+          statement_seconds: float | None = STATEMENT_SECONDS) -> Server:
     """Serve ``database`` over HTTP (see :mod:`upkeep.service.app` for the endpoints);
     blocks until interrupted unless ``block=False`` (then returns the started server).
     ``fanout``: how many members the server feeds before it places them at sites only
     (None: no bound); ``capacity``: a site's default fan-out bound; ``replan``: seconds
-    between re-optimisations of the placements; ``on_ready(server)``: called once the
+    between re-optimisations of the placements; ``statement_seconds``: how long one
+    request's DuckDB work may run before it is stopped (0 or None: no limit);
+    ``on_ready(server)``: called once the
     database is open and the port bound (``server.url`` names the port port 0 chose)."""
     server = Server(database, tokens, host=host, port=port, retention=retention,
-                    fanout=fanout, capacity=capacity, replan=replan)
+                    fanout=fanout, capacity=capacity, replan=replan,
+                    statement_seconds=statement_seconds)
     if on_ready is not None:
         on_ready(server)
     if not block:
