@@ -412,3 +412,17 @@ def test_a_primary_key_over_a_column_the_table_lacks_is_a_schema_error(ddl) -> N
     with pytest.raises(upkeep.SchemaError, match="PRIMARY KEY of k names (nosuch|c)"):
         db.execute(ddl)
     assert db.tables() == []
+
+
+def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
+    """A mistyped path must not become a database: its files stay as they were."""
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(upkeep.StorageError, match="directory of other files"):
+        upkeep.connect(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    db = upkeep.connect(empty)  # a new or empty directory becomes one, and opens again
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.close()
+    upkeep.connect(empty).close()

@@ -142,12 +142,30 @@ def scan_log(data: bytes, resync: bool = False) -> LogScan:
     return out
 
 
+def _check_database_directory(path: Path) -> None:
+    """Refuse a directory that holds files but none of a database's (its ``LOCK``, logs
+    or snapshots, of any upkeep version): a mistyped path (``/etc``, a project's folder)
+    must not become a database, its files mixed with a log and a lock.  A new or empty
+    directory becomes one."""
+    try:
+        entries = [p.name for p in path.iterdir()] if path.is_dir() else []
+    except OSError:
+        return  # the mkdir or open below names what is wrong
+    if entries and not any(n == "LOCK" or n.startswith(("wal-", "snapshot-"))
+                           for n in entries):
+        shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
+        raise StorageError(f"database {path} is a directory of other files ({shown}), not "
+                           "an upkeep database: give a new or empty directory",
+                           path=str(path))
+
+
 class Storage:
     """One database directory, opened by at most one process at a time."""
 
     def __init__(self, path: str | os.PathLike, fsync: bool = True,
                  snapshot_bytes: int = 64 << 20):
         self.path = Path(path)
+        _check_database_directory(self.path)
         try:
             self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
             lock = os.open(self.path / "LOCK", os.O_RDWR | os.O_CREAT, 0o600)
