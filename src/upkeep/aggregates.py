@@ -50,7 +50,9 @@ class AggregateSpec:
     type: SqlType
 
     def __post_init__(self) -> None:
-        self.exact = exact_converter(self.arg.type) if self.arg is not None else int
+        # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
+        self.exact = (_no_sum if self.kind == "count" else
+                      exact_converter(self.arg.type) if self.arg is not None else int)
         #: a SUM's value from its exact channel; checked only where it can overflow, as the
         #: per-group result is on the per-change path
         self.sum_value = (fitted_sum if self.arg is not None and may_overflow(self.arg.type)
@@ -88,12 +90,18 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
             SqlType("DECIMAL", 38, arg.type.scale) if arg.type.kind == "DECIMAL" else DOUBLE)
         return AggregateSpec(node, "sum_distinct" if distinct else "sum", arg, typ)
     if isinstance(node, exp.Avg):
+        if not arg.type.is_numeric and arg.type.kind != "NULL":
+            raise UnsupportedError(f"AVG over {arg.type}")
         return AggregateSpec(node, "avg_distinct" if distinct else "avg", arg, DOUBLE)
     if isinstance(node, exp.Min):
         return AggregateSpec(node, "min", arg, arg.type)
     if isinstance(node, exp.Max):
         return AggregateSpec(node, "max", arg, arg.type)
     raise UnsupportedError(f"aggregate {node.sql()}")
+
+
+def _no_sum(value: object) -> int:
+    return 0
 
 
 def exact_converter(arg_type: SqlType) -> Callable[[object], object]:
