@@ -103,6 +103,27 @@ def test_parameters_with_a_cast_read_as_duckdb_reads_them():
         assert db.execute(sql, params).fetchall() == con.execute(sql, params).fetchall(), sql
 
 
+def test_float_and_datetime_parameters_bind_as_duckdb_binds_them():
+    """A float is a DOUBLE (not the DECIMAL its digits spell: ``? * 3`` of 0.1 is
+    0.30000000000000004), so one written to a DECIMAL column is scaled in floating point
+    on every path; a datetime is a TIMESTAMP (it was cut to its date)."""
+    when = dt.datetime(2020, 1, 1, 10, 30)
+    ddl = "CREATE TABLE t (id INTEGER, d DECIMAL(10,2), day DATE)"
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute(ddl)
+        c.execute("INSERT INTO t VALUES (?, ?, ?)", [1, 0.285, dt.date(2020, 1, 1)])
+        c.execute("INSERT INTO t (day, id, d) VALUES (?, ?, ?)", [None, 2, -1.005])
+        c.execute("UPDATE t SET d = ? WHERE id = ?", [2.675, 2])
+    queries = [("SELECT ? * 3", [0.1]), ("SELECT typeof(?)", [0.1]), ("SELECT ?", [when]),
+               ("SELECT count(*) FROM t WHERE day < ?", [when]),
+               ("SELECT * FROM t ORDER BY id", [])]
+    for sql, params in queries:
+        assert db.execute(sql, params).fetchall() == con.execute(sql, params).fetchall(), sql
+    with pytest.raises(upkeep.SchemaError, match="time zone"):
+        db.execute("SELECT ?", [when.replace(tzinfo=dt.UTC)])
+
+
 def test_insert_select_and_update_delete_statements(db):
     db.execute("CREATE TABLE big (ok INTEGER, qty INTEGER)")
     db.execute("INSERT INTO big SELECT ok, qty FROM lineitem WHERE qty > 1")

@@ -297,16 +297,20 @@ def literal(value: object) -> exp.Expression:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
-    if isinstance(value, (int, float, Decimal)):
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return exp.cast(exp.Literal.string(str(value)), "DOUBLE")
-        lit = exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
+    if isinstance(value, float):  # a DOUBLE, as DuckDB binds it (0.1 is not DECIMAL 0.1)
+        return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
+    if isinstance(value, (int, Decimal)):
         if value < 0:
             magnitude = value.copy_abs() if isinstance(value, Decimal) else -value
             return exp.Neg(this=exp.Literal.number(str(magnitude)))
-        return lit
+        return exp.Literal.number(str(value))
     if isinstance(value, str):
         return exp.Literal.string(value)
+    if isinstance(value, dt.datetime):  # before date: a datetime is a date too
+        if value.utcoffset() is not None:
+            raise SchemaError(f"parameter {value!r}: a datetime with a time zone (give it "
+                              "in UTC without one)")
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
     if isinstance(value, dt.date):
         return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
     raise SchemaError(f"unsupported parameter value {value!r}")
