@@ -426,3 +426,38 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
     db.execute("CREATE TABLE t (a INTEGER)")
     db.close()
     upkeep.connect(empty).close()
+
+
+@pytest.mark.parametrize(("statement", "error", "says"), [
+    ("INSERT INTO k (a, a) VALUES (7, 8)", upkeep.SchemaError, "named twice"),
+    ("CREATE TABLE two (a INTEGER PRIMARY KEY, b INTEGER PRIMARY KEY)", upkeep.SchemaError,
+     "more than one PRIMARY KEY"),
+    ("CREATE TABLE two (a INTEGER, b INTEGER, PRIMARY KEY (a), PRIMARY KEY (b))",
+     upkeep.SchemaError, "more than one PRIMARY KEY"),
+    ("UPDATE k SET b = random()", UnsupportedError, "once per row"),
+    ("DELETE FROM k WHERE random() < 0.5", UnsupportedError, "once per row"),
+])
+def test_statements_duckdb_refuses_or_runs_per_row_are_refused_and_change_nothing(
+        statement, error, says) -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE k (a INTEGER, b DOUBLE)")
+    db.insert("k", [(1, 0.5), (2, 1.5)])
+    with pytest.raises(error, match=says):
+        db.execute(statement)
+    assert sorted(db.execute("SELECT * FROM k").fetchall()) == [(1, 0.5), (2, 1.5)]
+    assert db.tables() == ["k"]
+
+
+def test_create_table_as_names_repeated_columns_as_duckdb_does() -> None:
+    """``id, v + 10 AS id``: the second is ``id_1``, which later statements can name."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (id INTEGER, v INTEGER)")
+        c.execute("INSERT INTO t VALUES (1, 2)")
+        c.execute("CREATE TABLE c AS SELECT id, v + 10 AS id, v AS ID FROM t")
+        c.execute("UPDATE c SET id_1 = 0")
+    assert [d[0] for d in db.execute("SELECT * FROM c").description] == \
+        [d[0].lower() for d in con.execute("SELECT * FROM c").description]
+    assert db.execute("SELECT * FROM c").fetchall() == con.execute("SELECT * FROM c").fetchall()
+    db.create_view("cv", "SELECT id_1, id_2 FROM c")
+    assert db.view("cv").rows() == [(0, 2)]

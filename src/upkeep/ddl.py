@@ -38,6 +38,14 @@ def with_properties(table: Table, stmt: exp.Create) -> Table:
     return table
 
 
+def _one_key(declared: list[str], table: str) -> None:
+    """A second PRIMARY KEY is refused, as DuckDB refuses it (the first one would
+    otherwise go unenforced)."""
+    if declared:
+        raise SchemaError(f"table {table} has more than one PRIMARY KEY (the first: "
+                          f"{', '.join(declared)})")
+
+
 def table_from_schema(name: str, schema: exp.Schema) -> Table:
     """A table from a column list with NOT NULL and PRIMARY KEY constraints."""
     columns: list[tuple[str, SqlType]] = []
@@ -58,11 +66,13 @@ def table_from_schema(name: str, schema: exp.Schema) -> Table:
                     if not kind.args.get("allow_null"):  # NULL alone says nothing
                         not_null.add(len(columns) - 1)
                 elif isinstance(kind, exp.PrimaryKeyColumnConstraint):
+                    _one_key(pk_names, name)
                     pk_names = [cname]
                 else:  # accepted and not enforced would be worse than refused
                     raise UnsupportedError(f"column constraint {c.sql()} of {name}.{cname}: "
                                            "tables enforce NOT NULL and PRIMARY KEY only")
         elif isinstance(item, exp.PrimaryKey):
+            _one_key(pk_names, name)
             pk_names = [e.name.lower() for e in item.expressions]
         else:
             raise UnsupportedError(f"table element {item.sql()}")

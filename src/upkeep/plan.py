@@ -328,14 +328,21 @@ def _is_column(scope: Scope, col: exp.Column) -> bool:
 
 
 def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, exp.Expression]]:
+    names = distinct_names([name for name, _ in select])
+    return [(name, e) for name, (_, e) in zip(names, select, strict=True)]
+
+
+def distinct_names(names: list[str]) -> list[str]:
+    """Column names made distinct as DuckDB's CREATE TABLE AS makes them: a repeated name
+    gets ``_1``, ``_2``, ... (``id, id`` -> ``id, id_1``)."""
     seen: dict[str, int] = {}
     out = []
-    for name, e in select:
+    for name in names:
         if name in seen:
             seen[name] += 1
             name = f"{name}_{seen[name]}"
         seen.setdefault(name, 0)
-        out.append((name, e))
+        out.append(name)
     return out
 
 

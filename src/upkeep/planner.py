@@ -129,6 +129,22 @@ _VOLATILE_NAMES = frozenset({"now", "random", "gen_random_uuid", "uuid", "setsee
                              "current_localtime", "current_localtimestamp"})
 
 
+#: of those, the ones DuckDB evaluates once per row (the clock is one value per statement)
+_PER_ROW = (exp.Rand, exp.Randn, exp.Uuid)
+_PER_ROW_NAMES = frozenset({"random", "gen_random_uuid", "uuid"})
+
+
+def refuse_per_row_random(statement: exp.Expression) -> None:
+    """Refuse DML whose new values or condition draw a random number or UUID: DuckDB draws
+    one per row, upkeep's compiled expressions one per statement."""
+    for node in statement.walk():
+        if isinstance(node, _PER_ROW) or (
+                isinstance(node, exp.Anonymous) and str(node.this).lower() in _PER_ROW_NAMES):
+            raise UnsupportedError(f"{node.sql(dialect='duckdb')[:60]} in UPDATE or DELETE "
+                                   "(it would be drawn once, not once per row): compute the "
+                                   "values in the client and pass them as parameters")
+
+
 def refuse_volatile(name: str, query: exp.Expression) -> None:
     """Refuse a view whose rows would depend on when or how often it is evaluated
     (random numbers, UUIDs, the clock, sampling): maintained, it could never equal the

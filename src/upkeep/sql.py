@@ -372,21 +372,23 @@ def insert_rows(stmt: exp.Insert, column_names: list[str],
                 select: Callable[[exp.Expression], list[tuple]]) -> list[tuple]:
     """The full rows an INSERT adds: its VALUES, or ``select`` of its query, placed into
     the table's ``column_names`` (columns it does not name are NULL)."""
+    target = stmt.this
+    positions = []
+    for ident in target.expressions if isinstance(target, exp.Schema) else ():
+        name = ident.name.lower()
+        if name not in column_names:
+            raise SchemaError(f"table {insert_target(stmt)} has no column {name}")
+        if column_names.index(name) in positions:
+            raise SchemaError(f"column {name} is named twice in the INSERT's column list")
+        positions.append(column_names.index(name))
     source = stmt.expression
     if isinstance(source, exp.Values):
         rows = [tuple(constant(v) for v in tup.expressions) if isinstance(tup, exp.Tuple)
                 else (constant(tup),) for tup in source.expressions]
     else:
         rows = select(source)
-    target = stmt.this
-    if not (isinstance(target, exp.Schema) and target.expressions):
+    if not positions:
         return rows
-    positions = []
-    for ident in target.expressions:
-        name = ident.name.lower()
-        if name not in column_names:
-            raise SchemaError(f"table {insert_target(stmt)} has no column {name}")
-        positions.append(column_names.index(name))
     full = []
     for i, r in enumerate(rows):
         if len(r) != len(positions):

@@ -16,6 +16,8 @@ from ..cursor import Cursor
 from ..ddl import created_name, with_properties
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
+from ..plan import distinct_names
+from ..planner import refuse_per_row_random
 from ..sql import insert_rows, insert_target, is_query, relations_read, simple_scan, unsupported
 from ..table import Table
 from ..types import coerce_value, format_row
@@ -65,7 +67,9 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
             return Cursor()
         raise SchemaError(f"a table or view named {name} already exists")
     cur = select(db, stmt.expression)
-    table = with_properties(Table(name, [(n.lower(), t) for n, t in cur._columns]), stmt)
+    names = distinct_names([n.lower() for n, _ in cur._columns])
+    table = with_properties(Table(name, [(n, t) for n, (_, t) in zip(
+        names, cur._columns, strict=True)]), stmt)
     db._durability.log(table_record(table))
     db._catalog.add_table(table)
     try:
@@ -179,6 +183,7 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
+    refuse_per_row_random(stmt)
     hits = matching(db, table, stmt.args.get("where"))
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
@@ -189,6 +194,7 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
+    refuse_per_row_random(stmt)
     compiler = ExpressionCompiler(table_scope(table.name, table.columns))
     sets = []
     for assignment in stmt.expressions:
