@@ -479,3 +479,42 @@ def test_a_worker_that_froze_its_heap_exits_without_leak_reports() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "leaked" not in done.stderr, done.stderr[-2000:]
+
+
+def test_loads_and_views_out_of_turn_are_refused_and_a_stopped_query_restarts_whole(
+        spark, tmp_path) -> None:
+    """A bulk load of columns that cannot hold the table's values, of a path that is not
+    there, after changes have flowed (also once the query was stopped) or after close, is
+    refused and keeps nothing; a view created after ``stop()`` starts from all the data
+    (it restarted the old checkpoint with the new plan: the views lost their rows); a view
+    created after close is refused."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    db.create_view("v", "SELECT a, b FROM t")
+    with pytest.raises(upkeep.SchemaError, match="column a is string"):
+        db.load("t", spark.createDataFrame([("x", "y")], "a string, b string"))
+    with pytest.raises(upkeep.SchemaError, match="bulk load of table t"):
+        db.load("t", str(tmp_path / "nowhere.parquet"))
+    with pytest.raises(upkeep.SchemaError, match="bulk load of table t"):
+        db.load("t", spark.createDataFrame([(1, "y")], "c int, b string"))
+    db.load("t", spark.createDataFrame([(1, "one"), (2, "two")], "a long, b string"))
+    assert sorted(db.view("v").rows()) == [(1, "one"), (2, "two")]
+    db.stop()
+    with pytest.raises(upkeep.UnsupportedError, match="before the first change"):
+        db.load("t", spark.createDataFrame([(9, "nine")], "a int, b string"))
+    db.create_view("w", "SELECT a FROM t")
+    db.insert("t", [(3, "three")])
+    assert sorted(db.view("v").rows()) == [(1, "one"), (2, "two"), (3, "three")]
+    assert sorted(db.view("w").rows()) == [(1,), (2,), (3,)]
+    db.close()
+    with pytest.raises(upkeep.StorageError, match="closed"):
+        db.create_view("x", "SELECT b FROM t")
+    with pytest.raises(upkeep.StorageError, match="closed"):
+        db.load("t", spark.createDataFrame([(9, "nine")], "a int, b string"))
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                           database=tmp_path / "db")
+    again.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    again.create_view("v", "SELECT a, b FROM t")
+    assert sorted(again.view("v").rows()) == [(1, "one"), (2, "two"), (3, "three")]
+    again.close()

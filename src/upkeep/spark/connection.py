@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pyarrow.parquet as pq
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
@@ -369,6 +370,7 @@ class SparkConnection(Engine):
                 "the local engine only (docs/spark.md)")
         if self.in_transaction():
             raise UnsupportedError("CREATE VIEW inside a transaction")
+        self._check_open()
         with self._writes:
             self._catalog.define_view(name.lower(), parse_one(sql), strategy)
             self._catalog_changed()
@@ -438,19 +440,28 @@ class SparkConnection(Engine):
         into place when whole), so they are part of the database: a connection opened
         again on the directory starts from them and the change files after them.  Loading
         a table twice adds both loads' rows."""
-        if self._query is not None or self._generation:
-            raise UnsupportedError("bulk loads must come before the first change")
+        self._check_open()
+        if self._ran() or self._generation or self.batches:
+            raise UnsupportedError("bulk loads must come before the first change (and "
+                                   "before the first read, which builds the views)")
         table = self._catalog.table(table).name
         if table in self._expiry:
             raise UnsupportedError(f"bulk load of table {table}, whose rows expire: rows "
                                    f"loaded in bulk have no commit time; insert them instead")
-        if isinstance(data, (str, os.PathLike)):
-            data = self.spark.read.parquet(str(data))
-        names = [n for n, _ in self._catalog.schema_of(table)]
+        schema = self._catalog.schema_of(table)
+        names = [n for n, _ in schema]
+        try:
+            if isinstance(data, (str, os.PathLike)):
+                data = self.spark.read.parquet(str(data))
+            data = data.select(*names)
+        except AnalysisException as exc:  # no such path, or columns the table lacks
+            raise SchemaError(f"bulk load of table {table}: "
+                              f"{str(exc).strip().splitlines()[0]}") from None
+        check_load_types(table, schema, data.schema)
         target = self.loads / table
         target.mkdir(parents=True, exist_ok=True)
         tmp = target / f".{uuid.uuid4().hex}.tmp"
-        data.select(*names).write.parquet(str(tmp))
+        data.write.parquet(str(tmp))
         tmp.rename(target / f"{len(self._load_parts(table)):08d}")
         self._plan = None  # keyed steps' keys are sized for the rows loaded
 
@@ -478,8 +489,11 @@ class SparkConnection(Engine):
         """A new catalog needs a new plan: the query restarts and replays every change file
         (a view created late starts from all the data, like on the local engine).  What the
         subscribers were sent is kept, so that they are sent only what differs."""
-        if self._query is not None:
-            self._stop_query()
+        # a query of this generation ran (running still, or stopped by stop()): its
+        # checkpoint holds the old plan's state, so the new plan starts a new one
+        ran = self._ran()
+        self._stop_query()
+        if ran:
             self._generation += 1
         self._plan = None
         with self._lock:
@@ -490,6 +504,11 @@ class SparkConnection(Engine):
                     sent.subtract(pending)
                 self._undelivered = {}
             self._contents = {v: Counter() for v in self._catalog.view_names()}
+
+    def _ran(self) -> bool:
+        """Whether a query of this generation ran (running still, or stopped by
+        :meth:`stop`): its checkpoint holds state of the plan it ran."""
+        return self._query is not None or (self._checkpoint() / "commits").exists()
 
     def _plan_now(self) -> QueryPlan:
         if self._plan is None:
@@ -883,3 +902,24 @@ def _difference(before: Counter, now: Counter) -> list[tuple[tuple, int]]:
     out = [(row, n - before.get(row, 0)) for row, n in now.items() if n != before.get(row, 0)]
     out += [(row, -n) for row, n in before.items() if n and row not in now]
     return out
+
+
+def check_load_types(table: str, schema: list[tuple[str, SqlType]], loaded) -> None:
+    """Refuse a bulk load whose columns cannot hold the table's values (a string column
+    for an INTEGER one), before it is copied into the database: kept, it would fail every
+    later read of the table and every reopening.  ``loaded``: the DataFrame's schema."""
+    from pyspark.sql import types as st
+
+    numbers = (st.IntegralType, st.DecimalType)
+    fits = {"DOUBLE": (*numbers, st.FractionalType), "DECIMAL": numbers,
+            "VARCHAR": (st.StringType,), "DATE": (st.DateType,),
+            "BOOLEAN": (st.BooleanType,)}
+    for (name, typ), field in zip(schema, loaded.fields, strict=True):
+        given = field.dataType
+        allowed = numbers if typ.is_integer else fits.get(typ.kind, ())
+        fractions = typ.is_integer and isinstance(given, st.DecimalType) and given.scale
+        if isinstance(given, st.NullType) or (isinstance(given, allowed) and not fractions):
+            continue
+        raise SchemaError(f"bulk load of table {table}: column {name} is "
+                          f"{field.dataType.simpleString()}, which cannot hold {typ.sql()} "
+                          f"values; cast it first")
