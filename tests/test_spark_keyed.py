@@ -518,3 +518,14 @@ def test_loads_and_views_out_of_turn_are_refused_and_a_stopped_query_restarts_wh
     again.create_view("v", "SELECT a, b FROM t")
     assert sorted(again.view("v").rows()) == [(1, "one"), (2, "two"), (3, "three")]
     again.close()
+
+
+def test_keyed_dml_drawing_random_values_is_refused_as_on_the_local_engine(
+        spark, tmp_path) -> None:
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER, b DOUBLE)")
+    for statement in ("UPDATE t SET b = random()", "DELETE FROM t WHERE random() < 0.5"):
+        with pytest.raises(upkeep.UnsupportedError, match="once per row"):
+            db.execute(statement)
+    db.close()

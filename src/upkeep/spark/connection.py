@@ -52,6 +52,7 @@ from ..errors import Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog, view_provenance
+from ..planner import refuse_per_row_random
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
@@ -306,6 +307,7 @@ class SparkConnection(Engine):
                 f"{verb} ... WHERE on the spark engine needs the tables' rows in Spark's "
                 f"keyed state: connect(engine='spark', state='keyed'); or use "
                 f"db.delete(table, rows) and db.insert(table, rows)")
+        refuse_per_row_random(stmt)
         table = self._catalog.table(stmt.this.name)
         columns = self._catalog.schema_of(table.name)
         condition = where_sql(stmt)
