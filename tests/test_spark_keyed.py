@@ -254,11 +254,13 @@ def test_random_changes_match_duckdb(keyed) -> None:
 
 
 def test_rejected_batches_change_nothing(keyed) -> None:
+    keyed.insert("nation", [(98, "EUROPE")])  # a key held whatever tests ran before
     before = {name: Counter(keyed.view(name).rows()) for name in VIEWS}
     with pytest.raises(upkeep.ConstraintError):
         keyed.delete("orders", [(10_000, 1, 1.00, 1)])
-    with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
-        keyed.insert("nation", [(1, "AFRICA")])
+    for rows in ([(98, "AFRICA")], [(99, "AFRICA"), (99, "ASIA")]):  # held, in one batch
+        with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
+            keyed.insert("nation", rows)
     assert {name: Counter(keyed.view(name).rows()) for name in VIEWS} == before
 
 
@@ -483,15 +485,20 @@ def test_a_worker_that_froze_its_heap_exits_without_leak_reports() -> None:
 
 def test_loads_and_views_out_of_turn_are_refused_and_a_stopped_query_restarts_whole(
         spark, tmp_path) -> None:
-    """A bulk load of columns that cannot hold the table's values, of a path that is not
+    """A bulk load of columns that cannot hold the table's values (their type, a value
+    out of range, a NULL in a NOT NULL column), of a path that is not
     there, after changes have flowed (also once the query was stopped) or after close, is
     refused and keeps nothing; a view created after ``stop()`` starts from all the data
     (it restarted the old checkpoint with the new plan: the views lost their rows); a view
     created after close is refused."""
     db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
                         database=tmp_path / "db")
-    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    db.execute("CREATE TABLE t (a INTEGER NOT NULL, b VARCHAR)")
     db.create_view("v", "SELECT a, b FROM t")
+    with pytest.raises(upkeep.SchemaError, match="holds 1099511627776, out of range"):
+        db.load("t", spark.createDataFrame([(2**40, "big"), (1, "x")], "a long, b string"))
+    with pytest.raises(upkeep.ConstraintError, match="NULL in NOT NULL column a"):
+        db.load("t", spark.createDataFrame([(None, "null")], "a long, b string"))
     with pytest.raises(upkeep.SchemaError, match="column a is string"):
         db.load("t", spark.createDataFrame([("x", "y")], "a string, b string"))
     with pytest.raises(upkeep.SchemaError, match="bulk load of table t"):
@@ -514,7 +521,7 @@ def test_loads_and_views_out_of_turn_are_refused_and_a_stopped_query_restarts_wh
         db.load("t", spark.createDataFrame([(9, "nine")], "a int, b string"))
     again = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
                            database=tmp_path / "db")
-    again.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    again.execute("CREATE TABLE t (a INTEGER NOT NULL, b VARCHAR)")
     again.create_view("v", "SELECT a, b FROM t")
     assert sorted(again.view("v").rows()) == [(1, "one"), (2, "two"), (3, "three")]
     again.close()

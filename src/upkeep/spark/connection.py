@@ -48,7 +48,7 @@ from ..codecs.json_values import dumps, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
-from ..errors import Error, SchemaError, UnsupportedError
+from ..errors import ConstraintError, Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog, view_provenance
@@ -64,7 +64,7 @@ from ..sql import (
     unsupported,
 )
 from ..storage import StorageError
-from ..types import SqlType, coerce_row, coerce_value, format_row
+from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
@@ -460,6 +460,7 @@ class SparkConnection(Engine):
             raise SchemaError(f"bulk load of table {table}: "
                               f"{str(exc).strip().splitlines()[0]}") from None
         check_load_types(table, schema, data.schema)
+        check_load_values(self._catalog.table(table), data)
         target = self.loads / table
         target.mkdir(parents=True, exist_ok=True)
         tmp = target / f".{uuid.uuid4().hex}.tmp"
@@ -925,3 +926,31 @@ def check_load_types(table: str, schema: list[tuple[str, SqlType]], loaded) -> N
         raise SchemaError(f"bulk load of table {table}: column {name} is "
                           f"{field.dataType.simpleString()}, which cannot hold {typ.sql()} "
                           f"values; cast it first")
+
+
+def check_load_values(table, data) -> None:
+    """Refuse a bulk load holding a NULL in a NOT NULL column or an integer out of its
+    column's range (a BIGINT value for an INTEGER column), found by one Spark aggregation
+    over the load before it is copied: found later, the error would fail every read."""
+    from pyspark.sql import functions as fn
+
+    checks = [fn.count(fn.lit(1)).alias("rows")]
+    ranged = []
+    for i, (name, typ) in enumerate(table.columns):
+        if i in table.not_null:
+            checks.append(fn.count(fn.col(name)).alias(f"n{i}"))
+        if typ.is_integer and typ.kind != "HUGEINT":
+            checks += [fn.min(name).alias(f"lo{i}"), fn.max(name).alias(f"hi{i}")]
+            ranged.append((i, name, typ))
+    found = data.agg(*checks).collect()[0].asDict()
+    for i in sorted(table.not_null):
+        if found[f"n{i}"] != found["rows"]:
+            name = table.columns[i][0]
+            raise ConstraintError(f"bulk load of table {table.name}: NULL in NOT NULL column "
+                                  f"{name} ({found['rows'] - found[f'n{i}']} rows)")
+    for i, name, typ in ranged:
+        bound = INT_RANGES[typ.kind]
+        for value in (found[f"lo{i}"], found[f"hi{i}"]):
+            if value is not None and not -bound <= value < bound:
+                raise SchemaError(f"bulk load of table {table.name}: column {name} holds "
+                                  f"{value}, out of range for {typ.sql()}")
