@@ -1,6 +1,7 @@
 """The DB-API style surface: cursors, bulk input formats, transactions, subscriptions, EXPLAIN."""
 
 import datetime as dt
+import math
 from decimal import Decimal
 
 import duckdb
@@ -108,13 +109,15 @@ def test_float_and_datetime_parameters_bind_as_duckdb_binds_them():
     0.30000000000000004), so one written to a DECIMAL column is scaled in floating point
     on every path; a datetime is a TIMESTAMP (it was cut to its date)."""
     when = dt.datetime(2020, 1, 1, 10, 30)
-    ddl = "CREATE TABLE t (id INTEGER, d DECIMAL(10,2), day DATE)"
+    ddl = "CREATE TABLE t (id INTEGER, d DECIMAL(10,2), day DATE, f DOUBLE)"
     db, con = upkeep.connect(), duckdb.connect()
     for c in (db, con):
         c.execute(ddl)
-        c.execute("INSERT INTO t VALUES (?, ?, ?)", [1, 0.285, dt.date(2020, 1, 1)])
+        c.execute("INSERT INTO t VALUES (?, ?, ?, ?)", [1, 0.285, dt.date(2020, 1, 1), 1e-05])
         c.execute("INSERT INTO t (day, id, d) VALUES (?, ?, ?)", [None, 2, -1.005])
-        c.execute("UPDATE t SET d = ? WHERE id = ?", [2.675, 2])
+        c.execute("UPDATE t SET d = ?, f = ? WHERE id = ?", [2.675, -1.5e300, 2])
+        c.execute("INSERT INTO t VALUES (3, NULL, ?, ?)", [dt.date(2024, 2, 29), math.inf])
+        c.execute("UPDATE t SET f = ? WHERE day = ?", [-math.inf, dt.date(2020, 1, 1)])
     queries = [("SELECT ? * 3", [0.1]), ("SELECT typeof(?)", [0.1]), ("SELECT ?", [when]),
                ("SELECT count(*) FROM t WHERE day < ?", [when]),
                ("SELECT * FROM t ORDER BY id", [])]

@@ -528,6 +528,31 @@ def _literal(node: exp.Literal) -> tuple[object, SqlType]:
     return float(text), DOUBLE  # 1e400 is inf, as in DuckDB; so are over 38 digits
 
 
+#: the casts :func:`upkeep.sql.literal` writes for a bound float, date or datetime, in
+#: exactly the text it writes (anything else is DuckDB's to cast, in ``_fold``)
+_BOUND_TEXT = {
+    "DOUBLE": (re.compile(r"-?(?:\d+\.\d+(?:e[-+]\d+)?|\d+e[-+]\d+|inf|nan)"), float, DOUBLE),
+    "DATE": (re.compile(r"\d{4}-\d{2}-\d{2}"), dt.date.fromisoformat, DATE),
+    "TIMESTAMP": (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{6})?"),
+                  dt.datetime.fromisoformat, TIMESTAMP),
+}
+
+
+def bound_parameter(node: exp.Expression) -> tuple[object, SqlType] | None:
+    """The value and type of a bound parameter's cast (``CAST('0.5' AS DOUBLE)``), read
+    here: folding it with DuckDB took ~0.6 ms of every statement that binds one."""
+    if not (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal)
+            and node.this.is_string):
+        return None
+    found = _BOUND_TEXT.get(node.to.this.name)
+    if found is None or not found[0].fullmatch(node.this.this):
+        return None
+    try:
+        return found[1](node.this.this), found[2]
+    except ValueError:  # 2021-02-30: DuckDB's error, from _fold
+        return None
+
+
 @functools.lru_cache(maxsize=4096)
 def _code(src: str):
     """The compiled code of ``lambda r: src``: compiling is most of what a generated
@@ -615,6 +640,9 @@ class ExpressionCompiler:
         if isinstance(node, exp.Literal):
             value, typ = _literal(node)
             return self._const(value), typ
+        bound = bound_parameter(node)
+        if bound is not None:
+            return self._const(bound[0]), bound[1]
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
             isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
         ):

@@ -23,7 +23,7 @@ from sqlglot.dialects.duckdb import DuckDB
 
 from .duckdb_scratch import error_position, parse_statements, scratch
 from .errors import ParseError, SchemaError, UnsupportedError
-from .expressions import ExpressionCompiler, Scope, _where
+from .expressions import ExpressionCompiler, Scope, _where, bound_parameter
 
 
 class Dialect(DuckDB):
@@ -286,6 +286,9 @@ def constant(node: exp.Expression) -> object:
         return value.copy_negate() if isinstance(value, Decimal) and value else -value
     if isinstance(node, exp.Boolean):
         return bool(node.this)
+    bound = bound_parameter(node)  # a float, date or datetime parameter (literal below)
+    if bound is not None:
+        return bound[0]
     if any(True for _ in node.find_all(exp.Column)):
         raise SchemaError(f"VALUES may not reference columns: {node.sql()}")
     return ExpressionCompiler(Scope([])).compile(node).fn(())
