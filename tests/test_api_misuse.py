@@ -436,16 +436,20 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
      upkeep.SchemaError, "more than one PRIMARY KEY"),
     ("UPDATE k SET b = random()", UnsupportedError, "once per row"),
     ("DELETE FROM k WHERE random() < 0.5", UnsupportedError, "once per row"),
+    ("UPDATE p SET b = random() WHERE a = 1", UnsupportedError, "once per row"),
 ])
 def test_statements_duckdb_refuses_or_runs_per_row_are_refused_and_change_nothing(
         statement, error, says) -> None:
     db = upkeep.connect()
     db.execute("CREATE TABLE k (a INTEGER, b DOUBLE)")
-    db.insert("k", [(1, 0.5), (2, 1.5)])
+    db.execute("CREATE TABLE p (a INTEGER, b DOUBLE) WITH (provenance = 'update')")
+    for table in ("k", "p"):
+        db.insert(table, [(1, 0.5), (2, 1.5)])
     with pytest.raises(error, match=says):
         db.execute(statement)
-    assert sorted(db.execute("SELECT * FROM k").fetchall()) == [(1, 0.5), (2, 1.5)]
-    assert db.tables() == ["k"]
+    for table in ("k", "p"):
+        assert sorted(db.execute(f"SELECT * FROM {table}").fetchall()) == [(1, 0.5), (2, 1.5)]
+    assert db.tables() == ["k", "p"]
 
 
 def test_create_table_as_names_repeated_columns_as_duckdb_does() -> None:

@@ -180,10 +180,10 @@ def _literal_value(node: exp.Expression) -> object:
 
 def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     table = db._catalog.table(stmt.this.name)
+    refuse_per_row_random(stmt)  # provenance tables' constants are folded once too
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
-    refuse_per_row_random(stmt)
     hits = matching(db, table, stmt.args.get("where"))
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
@@ -191,10 +191,10 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
 
 def update(db: Connection, stmt: exp.Update) -> Cursor:
     table = db._catalog.table(stmt.this.name)
+    refuse_per_row_random(stmt)  # provenance tables' constants are folded once too
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
-    refuse_per_row_random(stmt)
     compiler = ExpressionCompiler(table_scope(table.name, table.columns))
     sets = []
     for assignment in stmt.expressions:
