@@ -506,6 +506,8 @@ def test_loads_and_views_out_of_turn_are_refused_and_a_stopped_query_restarts_wh
     with pytest.raises(upkeep.SchemaError, match="bulk load of table t"):
         db.load("t", spark.createDataFrame([(1, "y")], "c int, b string"))
     db.load("t", spark.createDataFrame([(1, "one"), (2, "two")], "a long, b string"))
+    # the refused loads left nothing behind: no part, no temporary copy
+    assert [p.name for p in (tmp_path / "db" / "loads" / "t").iterdir()] == ["00000000"]
     assert sorted(db.view("v").rows()) == [(1, "one"), (2, "two")]
     db.stop()
     with pytest.raises(upkeep.UnsupportedError, match="before the first change"):

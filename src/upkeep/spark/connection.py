@@ -64,6 +64,7 @@ from ..sql import (
     unsupported,
 )
 from ..storage import StorageError
+from ..table import Table
 from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
@@ -441,17 +442,17 @@ class SparkConnection(Engine):
         The executors copy the rows into ``<directory>/loads/<table>/`` (Parquet, renamed
         into place when whole), so they are part of the database: a connection opened
         again on the directory starts from them and the change files after them.  Loading
-        a table twice adds both loads' rows."""
+        a table twice adds both loads' rows.  A load the table cannot hold is refused and
+        its copy removed (:func:`check_load_types`, :func:`check_load_values`)."""
         self._check_open()
         if self._ran() or self._generation or self.batches:
             raise UnsupportedError("bulk loads must come before the first change (and "
                                    "before the first read, which builds the views)")
-        table = self._catalog.table(table).name
+        relation = self._catalog.table(table)
+        table, names = relation.name, relation.column_names
         if table in self._expiry:
             raise UnsupportedError(f"bulk load of table {table}, whose rows expire: rows "
                                    f"loaded in bulk have no commit time; insert them instead")
-        schema = self._catalog.schema_of(table)
-        names = [n for n, _ in schema]
         try:
             if isinstance(data, (str, os.PathLike)):
                 data = self.spark.read.parquet(str(data))
@@ -459,12 +460,16 @@ class SparkConnection(Engine):
         except AnalysisException as exc:  # no such path, or columns the table lacks
             raise SchemaError(f"bulk load of table {table}: "
                               f"{str(exc).strip().splitlines()[0]}") from None
-        check_load_types(table, schema, data.schema)
-        check_load_values(self._catalog.table(table), data)
+        check_load_types(relation, data.schema)
         target = self.loads / table
         target.mkdir(parents=True, exist_ok=True)
         tmp = target / f".{uuid.uuid4().hex}.tmp"
         data.write.parquet(str(tmp))
+        try:
+            check_load_values(relation, self.spark.read.parquet(str(tmp)))
+        except Error:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         tmp.rename(target / f"{len(self._load_parts(table)):08d}")
         self._plan = None  # keyed steps' keys are sized for the rows loaded
 
@@ -907,9 +912,9 @@ def _difference(before: Counter, now: Counter) -> list[tuple[tuple, int]]:
     return out
 
 
-def check_load_types(table: str, schema: list[tuple[str, SqlType]], loaded) -> None:
-    """Refuse a bulk load whose columns cannot hold the table's values (a string column
-    for an INTEGER one), before it is copied into the database: kept, it would fail every
+def check_load_types(table: Table, loaded) -> None:
+    """Refuse a bulk load with a column of a type that cannot hold the table's values (a
+    string column for an INTEGER one) before it is written: kept, it would fail every
     later read of the table and every reopening.  ``loaded``: the DataFrame's schema."""
     from pyspark.sql import types as st
 
@@ -917,40 +922,36 @@ def check_load_types(table: str, schema: list[tuple[str, SqlType]], loaded) -> N
     fits = {"DOUBLE": (*numbers, st.FractionalType), "DECIMAL": numbers,
             "VARCHAR": (st.StringType,), "DATE": (st.DateType,),
             "BOOLEAN": (st.BooleanType,)}
-    for (name, typ), field in zip(schema, loaded.fields, strict=True):
+    for (name, typ), field in zip(table.columns, loaded.fields, strict=True):
         given = field.dataType
         allowed = numbers if typ.is_integer else fits.get(typ.kind, ())
         fractions = typ.is_integer and isinstance(given, st.DecimalType) and given.scale
         if isinstance(given, st.NullType) or (isinstance(given, allowed) and not fractions):
             continue
-        raise SchemaError(f"bulk load of table {table}: column {name} is "
-                          f"{field.dataType.simpleString()}, which cannot hold {typ.sql()} "
-                          f"values; cast it first")
+        raise SchemaError(f"bulk load of table {table.name}: column {name} is "
+                          f"{given.simpleString()}, which cannot hold {typ.sql()} values; "
+                          "cast it first")
 
 
-def check_load_values(table, data) -> None:
+def check_load_values(table: Table, written: DataFrame) -> None:
     """Refuse a bulk load holding a NULL in a NOT NULL column or an integer out of its
-    column's range (a BIGINT value for an INTEGER column), found by one Spark aggregation
-    over the load before it is copied: found later, the error would fail every read."""
+    column's range (a BIGINT value for an INTEGER column), by one aggregation over the
+    load's written Parquet copy (reading the columns back, not computing the caller's
+    DataFrame a second time)."""
     from pyspark.sql import functions as fn
 
     checks = [fn.count(fn.lit(1)).alias("rows")]
-    ranged = []
     for i, (name, typ) in enumerate(table.columns):
         if i in table.not_null:
             checks.append(fn.count(fn.col(name)).alias(f"n{i}"))
-        if typ.is_integer and typ.kind != "HUGEINT":
+        if typ.is_integer and typ.kind != "HUGEINT":  # Spark's widest decimal fits HUGEINT
             checks += [fn.min(name).alias(f"lo{i}"), fn.max(name).alias(f"hi{i}")]
-            ranged.append((i, name, typ))
-    found = data.agg(*checks).collect()[0].asDict()
-    for i in sorted(table.not_null):
-        if found[f"n{i}"] != found["rows"]:
-            name = table.columns[i][0]
+    found = written.agg(*checks).collect()[0].asDict()
+    for i, (name, typ) in enumerate(table.columns):
+        if found.get(f"n{i}", found["rows"]) != found["rows"]:
             raise ConstraintError(f"bulk load of table {table.name}: NULL in NOT NULL column "
                                   f"{name} ({found['rows'] - found[f'n{i}']} rows)")
-    for i, name, typ in ranged:
-        bound = INT_RANGES[typ.kind]
-        for value in (found[f"lo{i}"], found[f"hi{i}"]):
-            if value is not None and not -bound <= value < bound:
+        for value in (found.get(f"lo{i}"), found.get(f"hi{i}")):
+            if value is not None and not -INT_RANGES[typ.kind] <= value < INT_RANGES[typ.kind]:
                 raise SchemaError(f"bulk load of table {table.name}: column {name} holds "
                                   f"{value}, out of range for {typ.sql()}")
