@@ -718,7 +718,7 @@ def test_a_state_file_that_cannot_be_read_or_written_is_one_clear_error(
     if content is not None:
         state.write_text(content)
     follow = lambda: follow_subscription(served.url, QUERIES[3], READER,  # noqa: E731
-                                         state=state, batches=0, timeout=10)
+                                         state=state, batches=0, timeout=120)
     if message is None:
         assert follow().batch >= 0
         assert json.loads(state.read_text())["subscription"]
@@ -742,7 +742,7 @@ def test_serve_on_port_zero_announces_the_port_it_got_and_nothing_before_it_serv
         url = line.split(" on ")[-1].strip()
         assert line.startswith("upkeep: serving") and not url.endswith(":0"), line
         status = httpx.get(url + "/status", headers={"Authorization": f"Bearer {ADMIN}"},
-                           timeout=30)
+                           timeout=120)
         assert status.status_code == 200
     finally:
         process.terminate()
