@@ -60,6 +60,17 @@ def test_shuffle_partitions_default_to_the_cores(master, partitions) -> None:
     assert default_partitions(master) == partitions
 
 
+def test_the_shared_session_has_room_for_its_compiled_code(spark) -> None:
+    """The suite's JVMs run the client compiler alone (tests/conftest.py), whose default
+    code cache (48 MB) filled after ten minutes of the shared session's queries: the JIT
+    stopped and a query failed with "Out of space in CodeCache for adapters"."""
+    jvm = spark.sparkContext._jvm
+    pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    code_cache = sum(pool.getUsage().getMax() for pool in pools
+                     if "code" in pool.getName().lower())
+    assert code_cache >= 256 * 1024 * 1024
+
+
 def test_bulk_load_then_changes(spark, tmp_path) -> None:
     rnd = random.Random(1)
     local, remote = both(spark, tmp_path)
