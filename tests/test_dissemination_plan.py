@@ -90,6 +90,8 @@ def test_command_line_plan(tmp_path, capsys):
     (TABLES + "CREATE TABLE positions (id INTEGER PRIMARY KEY);", "",
      "positions is defined twice"),
     ("CREATE TABLE t (a INTEGER, PRIMARY KEY (b));", "", "PRIMARY KEY of t names b"),
+    (TABLES, "CREATE VIEW a AS SELECT id FROM positions WHERE title = 1;",
+     "cannot compare VARCHAR with INTEGER"),
 ])
 def test_bad_plan_input_is_refused(tables, subscriptions, message):
     with pytest.raises(SubscriptionError, match=message):

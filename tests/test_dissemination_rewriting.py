@@ -18,10 +18,14 @@ from upkeep.dissemination.rewriting import (
     rewritings,
 )
 from upkeep.dissemination.subscriptions import SubscriptionError, embeddings, labels, parse
+from upkeep.types import type_from_name
 
-SCHEMA = {"positions": (["id", "region", "dept", "title"], ["id"]),
-          "r": (["id", "a", "b"], ["id"]), "s": (["id", "b", "c"], ["id"]),
-          "nokey": (["x"], [])}
+INT, TEXT = type_from_name("INTEGER"), type_from_name("VARCHAR")
+SCHEMA = {"positions": ([("id", INT), ("region", TEXT), ("dept", TEXT), ("title", TEXT)],
+                        ["id"]),
+          "r": ([("id", INT), ("a", INT), ("b", INT)], ["id"]),
+          "s": ([("id", INT), ("b", INT), ("c", INT)], ["id"]),
+          "nokey": ([("x", INT)], [])}
 DDL = ["CREATE TABLE positions (id INTEGER PRIMARY KEY, region VARCHAR, dept VARCHAR, "
        "title VARCHAR)", "CREATE TABLE r (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER)",
        "CREATE TABLE s (id INTEGER PRIMARY KEY, b INTEGER, c INTEGER)"]
@@ -66,7 +70,7 @@ def test_positions_example_of_d12():
 
 
 def test_boolean_constants_and_their_rewritings_equal_duckdb():
-    schema = {"flags": (["id", "on", "n"], ["id"])}
+    schema = {"flags": ([("id", INT), ("on", type_from_name("BOOLEAN")), ("n", INT)], ["id"])}
     con = duckdb.connect()
     con.execute('CREATE TABLE flags (id INTEGER PRIMARY KEY, "on" BOOLEAN, n INTEGER)')
     con.execute("INSERT INTO flags VALUES (1, TRUE, 1), (2, FALSE, 1), (3, NULL, 2), "
@@ -277,3 +281,40 @@ def test_equal_subscriptions_name_different_candidates_so_they_can_feed_a_tree()
     feeders = {u for us in bounded.values() for u in us}
     assert all(len(us) == 4 for us in bounded.values())
     assert len(feeders) >= 200 // 4  # every parent of the heap, not just four
+
+
+def test_date_constants_are_compared_as_dates_not_as_text():
+    """'2020-1-5' < '2020-01-10' as dates but not as text: the narrower view must not
+    answer the wider query (it would miss the rows of 5-9 January)."""
+    schema = {"ev": ([("id", INT), ("d", type_from_name("DATE"))], ["id"])}
+    narrow = parse("narrow", "SELECT e.id, e.d FROM ev e WHERE e.d >= '2020-01-10'", schema)
+    wide = parse("wide", "SELECT e.id, e.d FROM ev e WHERE e.d >= '2020-1-5'", schema)
+    assert not embeddings(narrow, wide)
+    assert not rewritings(wide, [narrow], k=1)
+    [rw] = rewritings(narrow, [wide], k=1)  # the other way round, it does answer
+    con = duckdb.connect()
+    con.execute("CREATE TABLE ev (id INTEGER PRIMARY KEY, d DATE)")
+    con.execute("INSERT INTO ev VALUES (1, DATE '2020-01-05'), (2, DATE '2020-01-07'), "
+                "(3, DATE '2020-01-12')")
+    results_equal(narrow, rw, con)
+    with pytest.raises(SubscriptionError, match="is not a DATE"):
+        parse("bad", "SELECT e.id FROM ev e WHERE e.d > '2020-13-45'", schema)
+
+
+def test_decimal_constants_keep_their_exact_value():
+    """A decimal literal is not rounded to a double: on a DECIMAL column the maintained
+    view compares the constant written, and constants that round to one double differ."""
+    schema = {"acct": ([("id", INT), ("bal", type_from_name("DECIMAL(38,18)"))], ["id"])}
+    sub = parse("s", "SELECT a.id FROM acct a WHERE a.bal > 1.000000000000000001", schema)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE acct (id INTEGER PRIMARY KEY, bal DECIMAL(38,18))")
+    con.execute("INSERT INTO acct VALUES (1, 1.000000000000000001), (2, 1.000000000000000002)")
+    assert con.execute(sub.select_sql()).fetchall() == [(2, 2)]
+    narrow = parse("n", "SELECT a.id, a.bal FROM acct a WHERE a.bal >= 0.30000000000000001",
+                   schema)
+    wide = parse("w", "SELECT a.id, a.bal FROM acct a WHERE a.bal > 0.3", schema)
+    assert not embeddings(narrow, wide)
+    # on a DOUBLE column the engine compares doubles: 0.3 and 0.30000000000000001 are one
+    doubles = {"acct": ([("id", INT), ("bal", type_from_name("DOUBLE"))], ["id"])}
+    assert parse("d", "SELECT a.id FROM acct a WHERE a.bal > 0.30000000000000001",
+                 doubles).predicates[0].value == 0.3

@@ -32,9 +32,11 @@ from upkeep.client import Client, ServiceError
 from upkeep.dissemination.subscriptions import parse
 from upkeep.service.placement import NameTaken, PlacementError, Placements
 from upkeep.service.relay import RelaySite
+from upkeep.types import type_from_name
 
-SCHEMA = {"orders": (["ok", "ck", "status", "price"], ["ok"]),
-          "customer": (["ck", "segment", "nation"], ["ck"])}
+INT, TEXT = type_from_name("INTEGER"), type_from_name("VARCHAR")
+SCHEMA = {"orders": ([("ok", INT), ("ck", INT), ("status", TEXT), ("price", INT)], ["ok"]),
+          "customer": ([("ck", INT), ("segment", TEXT), ("nation", INT)], ["ck"])}
 OPEN = "SELECT o.ok, o.status, o.price FROM orders o WHERE o.status = 'open'"
 OPEN_DEAR = "SELECT o.ok, o.price FROM orders o WHERE o.status = 'open' AND o.price > 50"
 OPEN_CHEAP = "SELECT o.ok FROM orders o WHERE o.status = 'open' AND o.price < 20"

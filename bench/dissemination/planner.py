@@ -38,9 +38,12 @@ from upkeep.dissemination.ilp import minimise_utilisation
 from upkeep.dissemination.loga import loga_bounds, minimise_latency
 from upkeep.dissemination.plan import CostModel, plan
 from upkeep.dissemination.subscriptions import parse
+from upkeep.types import type_from_name
 
-SCHEMA = {"items": (["id", "category", "region", "seller", "price"], ["id"]),
-          "sellers": (["id", "country", "rating"], ["id"])}
+INT, TEXT = type_from_name("INTEGER"), type_from_name("VARCHAR")
+SCHEMA = {"items": ([("id", INT), ("category", TEXT), ("region", TEXT), ("seller", INT),
+                     ("price", INT)], ["id"]),
+          "sellers": ([("id", INT), ("country", TEXT), ("rating", INT)], ["id"])}
 COSTS = CostModel(table_rows={"items": 1_000_000, "sellers": 10_000})
 
 

@@ -196,7 +196,7 @@ def load(tables_sql: str, subscriptions_sql: str) -> list[Subscription]:
             raise SubscriptionError(f"tables: {exc}") from None
         if table.name in schema:
             raise SubscriptionError(f"tables: {table.name} is defined twice")
-        schema[table.name] = (table.column_names,
+        schema[table.name] = (table.columns,
                               [table.column_names[i] for i in (table.key or ())])
     out = []
     for stmt in statements(subscriptions_sql, "subscriptions"):

@@ -13,10 +13,12 @@ says which of a query's attributes an embedded view supplies (D.12's coverage).
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import sqlglot
 from sqlglot import exp
@@ -25,7 +27,7 @@ from ..errors import Error, SchemaError
 from ..expressions import Column as ScopeColumn
 from ..expressions import ExpressionCompiler, Scope
 from ..sql import Dialect, quiet_sqlglot
-from ..types import SqlType
+from ..types import DATE, SqlType, coerce_value
 
 OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -64,6 +66,10 @@ Column = tuple[str, str]  # (atom alias, column)
 
 @dataclass(frozen=True)
 class Predicate:
+    """``column op value``; ``value`` as the engine compares it with the column: a date
+    for a DATE column written as text, a float for a DOUBLE column, else the literal's
+    exact value (an int, or a Decimal for a decimal literal)."""
+
     column: Column
     op: str
     value: object
@@ -108,12 +114,12 @@ class Subscription:
                 return name
         return None
 
-    def check_types(self, columns: Mapping[str, list[tuple[str, SqlType]]]) -> None:
+    def check_types(self, schema: Schema) -> None:
         """Raise SubscriptionError, at the conjunct, for a join or predicate comparing
         values of types the engine cannot compare (``o.status = 1`` on a VARCHAR):
         each conjunct is compiled by the engine's expression compiler, its rule."""
         scope = Scope([ScopeColumn(alias, c, t, 0) for alias, table in self.atoms.items()
-                       for c, t in columns[table]])
+                       for c, t in schema[table][0]])
         for conjunct in self.conjuncts:
             try:
                 ExpressionCompiler(scope).compile(conjunct)
@@ -133,20 +139,35 @@ class Subscription:
 
 
 def literal(value: object) -> str:
-    """``value`` written as a SQL literal."""
+    """``value`` written as a SQL literal (a decimal in full, never in exponent form)."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, dt.date):
+        return f"'{value.isoformat()}'"
     return repr(value)
 
 
-Schema = Mapping[str, tuple[list[str], list[str]]]  # table -> (columns, key columns)
+# table -> (its columns with their types, its key columns)
+Schema = Mapping[str, tuple[list[tuple[str, SqlType]], list[str]]]
+
+
+def catalog_schema(tables: list[tuple]) -> dict[str, tuple[list[tuple[str, SqlType]], list[str]]]:
+    """The subscription language's schema of a database's tables (``db.catalog()["tables"]``
+    rows: name, columns, ..., key column indexes)."""
+    return {name: (list(columns), [columns[i][0] for i in (key or ())])
+            for name, columns, *_, key in tables}
 
 
 def parse(name: str, sql: str, schema: Schema) -> Subscription:
     """``sql`` as a subscription over the tables of ``schema``, or SubscriptionError
-    naming the construct outside the language."""
+    naming the construct outside the language or comparing values the engine cannot
+    compare.  Constants are read as the engine reads them against their column's type
+    (:class:`Predicate`), so that comparing two subscriptions' constants (:func:`implies`)
+    compares what the engine compares."""
     try:
         with quiet_sqlglot():
             tree = sqlglot.parse_one(sql, read=Dialect)
@@ -168,6 +189,7 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None:
         raise SubscriptionError(f"subscription {name}: no FROM", at=tree)
+    types = {table: dict(columns) for table, (columns, _) in schema.items()}
     atoms: dict[str, str] = {}
     conditions: list[exp.Expression] = []
     for holder in [from_, *(tree.args.get("joins") or [])]:
@@ -201,11 +223,11 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
             if alias not in atoms:
                 raise SubscriptionError(f"subscription {name}: unknown table {alias} in "
                                         f"{node.sql()}", at=node)
-            if col not in schema[atoms[alias]][0]:
+            if col not in types[atoms[alias]]:
                 raise SubscriptionError(f"subscription {name}: {atoms[alias]} has no column "
                                         f"{col}", at=node)
             return alias, col
-        owners = [a for a, t in atoms.items() if col in schema[t][0]]
+        owners = [a for a, t in atoms.items() if col in types[t]]
         if len(owners) != 1:
             raise SubscriptionError(f"subscription {name}: column {col} is "
                                     f"{'ambiguous' if owners else 'unknown'}", at=node)
@@ -235,7 +257,9 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
             if not isinstance(left, exp.Column):
                 raise SubscriptionError(f"subscription {name}: {conjunct.sql()[:60]!r} compares "
                                         "no column", at=conjunct)
-            predicates.append(Predicate(column(left), op, _constant(name, right)))
+            at = column(left)
+            predicates.append(Predicate(at, op, _constant(name, right,
+                                                          types[atoms[at[0]]][at[1]])))
     outputs: list[tuple[str, Column]] = []
     for e in tree.expressions:
         target = e.unalias() if isinstance(e, exp.Alias) else e
@@ -258,6 +282,7 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     for k, cls in enumerate(_classes(joins)):
         for c in cls:
             sub._class[c] = k
+    sub.check_types(schema)
     return sub
 
 
@@ -266,7 +291,11 @@ def _node(arg: object) -> exp.Expression | None:
     return arg if isinstance(arg, exp.Expression) else None
 
 
-def _constant(name: str, node: exp.Expression) -> object:
+def _constant(name: str, node: exp.Expression, typ: SqlType) -> object:
+    """The constant ``node`` as the engine compares it with a column of type ``typ``
+    (``ExpressionCompiler._compare``): text against a DATE is a date, a number against a
+    DOUBLE a float; other numbers keep their exact value (a decimal literal is a Decimal,
+    never rounded to a double)."""
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
@@ -274,9 +303,22 @@ def _constant(name: str, node: exp.Expression) -> object:
         if node.is_string:
             if negative:
                 raise SubscriptionError(f"subscription {name}: -{node.sql()}", at=node)
-            return node.this
+            if typ.kind != "DATE":
+                return node.this
+            try:
+                return coerce_value(node.this, DATE)
+            except ValueError:
+                raise SubscriptionError(f"subscription {name}: {node.sql()} is not a DATE",
+                                        at=node) from None
         text = node.this
-        value = float(text) if any(ch in text for ch in ".eE") else int(text)
+        if any(ch in text for ch in "eE"):
+            value: object = float(text)
+        elif "." in text:
+            value = Decimal(text)
+        else:
+            value = int(text)
+        if typ.kind == "DOUBLE":
+            value = float(value)
         if value in (math.inf, -math.inf):
             raise SubscriptionError(f"subscription {name}: {text} is out of range", at=node)
         return -value if negative else value
@@ -311,7 +353,8 @@ def _classes(joins: list[tuple[Column, Column]]) -> list[set[Column]]:
 def implies(have: list[Predicate], want: Predicate) -> bool:
     """Whether the conjunction ``have`` (on one column) implies ``want``."""
     def comparable(a: object, b: object) -> bool:
-        return isinstance(a, str) == isinstance(b, str)
+        """Both numbers (compared exactly), or both of one other kind."""
+        return _number(a) == _number(b) and (_number(a) or type(a) is type(b))
 
     for p in have:
         if not comparable(p.value, want.value):
@@ -329,6 +372,19 @@ def implies(have: list[Predicate], want: Predicate) -> bool:
     return False
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+def _label_value(value: object) -> str:
+    """An equality constant as a label: equal numbers (``1``, ``1.0``, ``1.00``) alike."""
+    if _number(value):
+        exact = Decimal(value)
+        return str(exact.to_integral_value()) if exact == exact.to_integral_value() \
+            else str(exact.normalize())
+    return repr(value)
+
+
 def labels(s: Subscription, implied: bool = False) -> frozenset[str]:
     """The labels of Corollary 4.1 for relational subscriptions: tables, equality constants
     and constrained columns, so that a view embeds into a query only if the view's labels
@@ -340,7 +396,7 @@ def labels(s: Subscription, implied: bool = False) -> frozenset[str]:
             column = f"{s.atoms[alias]}.{col}"
             out.add(f"C:{column}")
             if p.op == "=":
-                out.add(f"E:{column}={p.value!r}")
+                out.add(f"E:{column}={_label_value(p.value)}")
     return frozenset(out)
 
 

@@ -35,7 +35,7 @@ from contextlib import nullcontext
 
 from ..client import Client, Lease, Replica, SubscriptionInfo, decode_row, subscription_info
 from ..dissemination.rewriting import rewriting_sql, rewritings
-from ..dissemination.subscriptions import Subscription, SubscriptionError, parse
+from ..dissemination.subscriptions import Schema, Subscription, SubscriptionError, parse
 from ..local import Connection
 from ..types import type_from_name
 from .grants import Tokens
@@ -55,8 +55,9 @@ class RelaySite:
                  capacity: int | None = None, compose: bool = True) -> None:
         self.client = Client(source, token)
         tables = self.client.tables()
-        self.schema = {name: ([c for c, _ in t["columns"]], t.get("key", []))
-                       for name, t in tables.items() if t["kind"] == "table"}
+        self.schema: Schema = {name: ([(c, type_from_name(k)) for c, k in t["columns"]],
+                                      t.get("key", []))
+                               for name, t in tables.items() if t["kind"] == "table"}
         self.lease = Lease(self.client, query, name, capacity=capacity, compose=compose)
         self.info: SubscriptionInfo = subscription_info(self.lease.renew()["subscription"])
         self.table = f"source_{self.info.id}"
