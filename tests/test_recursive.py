@@ -539,7 +539,7 @@ def test_why_through_min_gives_the_cheapest_paths() -> None:
     why = db.why("c", (1, 3, 2))
     assert {frozenset(r for _, r in p) for p in why.products} == {
         frozenset({(1, 2, 1, 1), (2, 3, 1, 1)}), frozenset({(1, 4, 1, 1), (4, 3, 1, 1)})}
-    with pytest.raises(upkeep.UnsupportedError, match="not in view"):
+    with pytest.raises(upkeep.ProvenanceError, match="not in view"):
         db.why("c", (1, 3, 5))
     db.create_view("d", QUERIES["cheapest"][0], strategy="dred")
     with pytest.raises(upkeep.UnsupportedError, match="DRed"):

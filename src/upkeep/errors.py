@@ -97,7 +97,14 @@ class StatementTimeout(EvaluationError):
 
 class ProvenanceError(Error):
     """A provenance request naming what does not exist: an unknown transaction, a row that
-    is not an input row, a table that keeps no update provenance."""
+    is not an input row or not in the view asked about (``row``), a table that keeps no
+    update provenance."""
+
+    fields = ("row",)
+
+    def __init__(self, message: str, row: object = None):
+        super().__init__(message)
+        self.row = row
 
 
 class ConstraintError(Error):

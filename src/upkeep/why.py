@@ -131,6 +131,12 @@ def witness_query(view: str, query: exp.Expression,
                           if not (aggregated and e.find(exp.AggFunc)))
     if aggregated and not grouped:
         key_positions = ()
+    hidden = _group_not_shown(query, [outputs[p] for p in key_positions])
+    if hidden is not None:
+        raise UnsupportedError(
+            f"why-provenance of view {view}: the GROUP BY expression {hidden.sql()[:60]!r} "
+            "is not in the select list, so a row's group cannot be told from the row (two "
+            "groups may show the same columns); select every GROUP BY expression")
     keys = [exp.alias_(outputs[p].unalias().copy(), f"k{p}", quoted=True)
             for p in key_positions]
     witness = query.copy()
@@ -138,6 +144,34 @@ def witness_query(view: str, query: exp.Expression,
         witness.set(arg, None)
     witness.set("expressions", keys + columns)
     return witness, WitnessLayout(tuple(relations), key_positions)
+
+
+def _group_not_shown(query: exp.Select, shown: list[exp.Expression]) -> exp.Expression | None:
+    """A GROUP BY expression that none of the ``shown`` outputs (the view row's key)
+    holds, or None: a why-answer finds a row's group by the key, so the key must hold
+    the whole GROUP BY (by ordinal, output name or the same expression)."""
+    group = query.args.get("group")
+    if group is None or group.args.get("all"):
+        return None
+    for g in group.expressions:
+        if any(_same_output(g, position, output) for position, output in
+               ((query.expressions.index(o), o) for o in shown)):
+            continue
+        return g
+    return None
+
+
+def _same_output(g: exp.Expression, position: int, output: exp.Expression) -> bool:
+    """Whether the GROUP BY item ``g`` names the select list's ``output`` (at ``position``)."""
+    if isinstance(g, exp.Literal) and not g.is_string:
+        return g.this == str(position + 1)
+    value = output.unalias()
+    if isinstance(g, exp.Column) and not g.table and output.alias_or_name.lower() == g.name.lower():
+        return True
+    if isinstance(g, exp.Column) and isinstance(value, exp.Column):
+        return g.name.lower() == value.name.lower() and (
+            not g.table or not value.table or g.table.lower() == value.table.lower())
+    return g == value
 
 
 def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:

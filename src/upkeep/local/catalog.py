@@ -25,6 +25,7 @@ from ..errors import (
     ConstraintError,
     Error,
     EvaluationError,
+    ProvenanceError,
     SchemaError,
     StrategyError,
     UnsupportedError,
@@ -231,7 +232,7 @@ class LocalCatalog(Catalog):
                 f"why-provenance of view {view}: create it WITH (provenance = 'why') to keep "
                 "it (recursive views keep theirs always)")
         if runtime.multiplicity(row) <= 0:
-            raise ConstraintError(f"row {format_row(row)} is not in view {view}", row)
+            raise ProvenanceError(f"row {format_row(row)} is not in view {view}", row)
         products = self._derivations(view, row)
         annotations = {(rel, base): self.provenance.annotation(rel, base)
                        for rows in products for rel, base in rows

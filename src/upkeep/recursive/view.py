@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..errors import StrategyError, UnsupportedError
+from ..errors import ProvenanceError, StrategyError, UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
 from ..operators import Batch, Delta, Operator
 from ..plan import Block, bind_query, has_subqueries, rename_tables
+from ..types import format_row
 from ..views import MaterializedView, sum_counters
 from .absorption import AbsorptionFixpoint
 from .aggsel import SelectionSpec
@@ -112,7 +113,7 @@ class RecursiveView(MaterializedView):
                 f"view {self.name} is maintained by DRed, which keeps no provenance; "
                 "create it with strategy 'absorption' to ask why")
         if self.output.get(row, 0) <= 0:
-            raise UnsupportedError(f"row {row} is not in view {self.name}")
+            raise ProvenanceError(f"row {format_row(row)} is not in view {self.name}", row)
         if len(self.engines) != 1:
             raise UnsupportedError(f"why over view {self.name}: its query reads several CTEs")
         (engine,) = self.engines.values()
