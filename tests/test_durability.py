@@ -158,3 +158,54 @@ def test_a_second_process_cannot_open_the_same_database(tmp_path):
     with pytest.raises(upkeep.Error, match="open in another process"):
         upkeep.connect(tmp_path / "db")
     db.close()
+
+
+KILLED_AFTER = r"""
+import os, signal, sys, upkeep
+from upkeep.storage import Storage
+path, kind, statement = sys.argv[1], sys.argv[2], sys.argv[3]
+db = upkeep.connect(path)
+db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+db.insert("r", [(i, i % 7) for i in range(50)])
+append = Storage.append
+def append_then_die(self, record):
+    append(self, record)
+    if record[0] == kind:
+        os.kill(os.getpid(), signal.SIGKILL)
+Storage.append = append_then_die
+db.execute(statement)
+print("returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind, statement", [
+    ("table_as", "CREATE TABLE copy AS SELECT * FROM r"),
+    ("batch", "CREATE TABLE copy AS SELECT * FROM r"),
+    ("view", "CREATE MATERIALIZED VIEW copy WITH (provenance = 'why') AS SELECT a FROM r "
+             "WHERE b = 1"),
+])
+def test_a_statement_killed_between_its_log_records_is_all_or_nothing(tmp_path, kind,
+                                                                      statement) -> None:
+    """kill -9 right after one of a statement's log records (it never returned): the table
+    of a CREATE TABLE AS is gone, not left empty or half-filled, and a view WITH
+    (provenance = 'why') is whole, its why-provenance with it."""
+    script = tmp_path / "worker.py"
+    script.write_text(KILLED_AFTER)
+    path = tmp_path / "db"
+    done = subprocess.run([sys.executable, str(script), str(path), kind, statement],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    db = upkeep.connect(path)
+    if kind == "view":
+        assert db.views() == ["copy"]
+        assert sorted(db.view("copy").rows()) == [(1,), (8,), (15,), (22,), (29,), (36,),
+                                                 (43,)]
+        assert db.why("copy", (8,)).products == [[("r", (8, 1))]]
+    else:
+        assert db.tables() == ["r"]
+        db.execute(statement)  # and the name is free again
+        assert db.execute("SELECT count(*) FROM copy").fetchall() == [(50,)]
+    db.close()
+    db = upkeep.connect(path)  # the recovery's own record replays
+    assert sorted(db.tables()) == (["r"] if kind == "view" else ["copy", "r"])
+    db.close()

@@ -1,7 +1,8 @@
 """Storage under faults (issue 18): a disk that fails any write or fsync (whole or after a
 prefix), a flipped byte at every position class of the log and of a snapshot, a deleted
 snapshot, a rotation cut short.  No acknowledged batch is lost, no rejected batch comes
-back, and damage is always reported (``upkeep repair`` keeps every intact record)."""
+back, and damage is always reported (``upkeep repair`` keeps the intact records before
+the damage)."""
 
 from __future__ import annotations
 
@@ -232,22 +233,40 @@ def test_a_flipped_byte_in_the_log_is_reported_never_cut(tmp_path, which) -> Non
         assert target.read_bytes() == before, f"{name}: the damaged log was rewritten"
 
 
-def test_repair_keeps_every_intact_record_and_reports_the_dropped_one(tmp_path, capsys) -> None:
+def test_repair_keeps_the_records_before_the_damage_and_reports_the_rest(tmp_path,
+                                                                        capsys) -> None:
     path = tmp_path / "db"
     wal, records = thirty_records(path)
     assert len(records) == 32  # table, view, 30 batches
     flip(wal, records[16][0] + 20)  # the batch inserting row 14
     assert cli_main(["repair", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "kept 31 intact record(s)" in out
+    assert "kept 16 intact record(s)" in out
     assert f"dropped {len(records[16][1]) + 12} damaged byte(s) of {wal.name} at byte " \
            f"{records[16][0]}" in out
+    assert f"dropped 15 intact record(s) of {wal.name} after the damage" in out
     db = upkeep.connect(path)
-    assert sorted(db.execute("SELECT k FROM t").fetchall()) == [(i,) for i in range(30)
-                                                                if i != 14]
+    assert sorted(db.execute("SELECT k FROM t").fetchall()) == [(i,) for i in range(14)]
     db.close()
     assert cli_main(["repair", str(path)]) == 0
     assert "nothing was damaged" in capsys.readouterr().out
+
+
+def test_repair_of_a_lost_table_declaration_leaves_a_database_that_opens(tmp_path,
+                                                                          capsys) -> None:
+    """Records after the damage may depend on the lost one: here every batch inserts into
+    the table whose declaration was damaged, so keeping them made a log that could not be
+    opened (a raw KeyError) and kept the lock."""
+    path = tmp_path / "db"
+    wal, records = thirty_records(path)
+    flip(wal, records[0][0] + 20)  # the CREATE TABLE record
+    with pytest.raises(upkeep.DamagedStorageError):
+        upkeep.connect(path)
+    assert cli_main(["repair", str(path)]) == 0  # the failed open released the directory
+    assert "kept 0 intact record(s)" in capsys.readouterr().out
+    db = upkeep.connect(path)
+    assert db.tables() == []
+    db.close()
 
 
 def test_a_torn_tail_is_cut_and_a_zeroed_tail_too(tmp_path) -> None:

@@ -202,10 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "rewriting over several relays, which it computes itself)")
 
     repair = commands.add_parser(
-        "repair", help="keep every intact record of a damaged database directory",
-        description="Rewrite each damaged log of the directory with its intact records only "
-                    "and report what was dropped (the batches in the dropped records are "
-                    "lost). A damaged snapshot cannot be repaired: restore it from a backup.")
+        "repair", help="keep the intact records of a damaged database directory before the "
+                       "damage",
+        description="Rewrite the damaged log of the directory with its intact records before "
+                    "the first damage and report what was dropped (the batches in the dropped "
+                    "records are lost; records after the damage are dropped too, since one may "
+                    "depend on a lost record). A damaged snapshot cannot be repaired: restore "
+                    "it from a backup.")
     repair.add_argument("target", type=Path,
                         help="the database directory, or a pipeline file (its state_dir)")
     return parser
@@ -240,6 +243,8 @@ def _repair(target: Path) -> str:
     lines = [f"kept {report.kept} intact record(s) in {target}"]
     lines += [f"dropped {size} damaged byte(s) of {name} at byte {offset}"
               for name, offset, size in report.dropped]
+    lines += [f"dropped {count} intact record(s) of {name} after the damage (they may "
+              f"depend on a lost one)" for name, count in report.after_damage]
     if report.torn:
         lines.append(f"cut a torn tail of {report.torn} byte(s)")
     if not report.dropped and not report.torn:

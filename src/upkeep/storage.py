@@ -474,11 +474,16 @@ class RepairReport:
     kept: int = 0
     dropped: list[tuple[str, int, int]] = field(default_factory=list)  # (file, offset, bytes)
     torn: int = 0
+    #: intact records dropped because they follow damage: (file, how many)
+    after_damage: list[tuple[str, int]] = field(default_factory=list)
 
 
 def repair(path: str | os.PathLike) -> RepairReport:
-    """Rewrite every damaged log of database ``path`` with its intact records only (in
-    order), and report what was dropped.  A damaged snapshot cannot be repaired: it raises
+    """Rewrite the damaged log of database ``path`` with its intact records before the
+    first damage (in order), and report what was dropped.  Intact records after the damage
+    are dropped too: one may depend on a lost record (a batch on a table whose declaration
+    was lost, a delete of rows a lost batch inserted), so replaying them could make a state
+    no sequence of commits made.  A damaged snapshot cannot be repaired: it raises
     :class:`DamagedStorageError` (restore the directory from a backup)."""
     storage = Storage(path)
     report = RepairReport()
@@ -488,23 +493,29 @@ def repair(path: str | os.PathLike) -> RepairReport:
             _, chunks = storage._read_snapshot(storage._snapshot_path(max(snapshots)))
             for _ in chunks:
                 pass
+        damaged = False
         for gen in sorted(wals):
             wal = storage._wal_path(gen)
             data = wal.read_bytes()
             if not data.startswith(LOG_MAGIC):
                 raise DamagedStorageError(f"{wal}: not an upkeep log", path=str(wal), offset=0)
             scan = scan_log(data, resync=True)
-            report.kept += len(scan.records)
+            first = scan.damaged[0][0] if scan.damaged else len(data)
+            kept = [] if damaged else [p for offset, p in scan.records if offset < first]
+            if len(kept) < len(scan.records):
+                report.after_damage.append((wal.name, len(scan.records) - len(kept)))
+            report.kept += len(kept)
             report.torn += scan.torn
             report.dropped += [(wal.name, o, n) for o, n in scan.damaged]
-            if scan.damaged or scan.torn:
+            if scan.damaged or scan.torn or len(kept) < len(scan.records):
                 tmp = wal.with_suffix(".repair")
                 with _Writer(tmp) as out:
                     out.put(LOG_MAGIC)
-                    for _, payload in scan.records:
+                    for payload in kept:
                         out.put(frame(payload))
                 os.replace(tmp, wal)
                 storage._sync_directory()
+            damaged = damaged or bool(scan.damaged)
     finally:
         storage.close()
     return report

@@ -370,9 +370,8 @@ class LocalCatalog(Catalog):
             try:
                 if why:
                     self.add_witnesses(name)
-                log(("view", name, sql, strategy))
-                if why:
-                    log(("why", name))
+                # one record: a crash cannot leave the view without its why-provenance
+                log(("view", name, sql, strategy, True) if why else ("view", name, sql, strategy))
             except BaseException:
                 self._drop_view(name)
                 raise

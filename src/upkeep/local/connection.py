@@ -198,12 +198,18 @@ class Connection(Engine):
         self._owner: int | None = None  # the thread whose transaction is open
         self._staging: Staging | None = None
         self._closed = False
-        self._catalog = (LocalCatalog(bdd_ordering, fixpoint_partitions, self._staged_of)
-                         if description is None else
-                         LocalCatalog.from_description(description, overlay=self._staged_of))
         self._durability = Durability(storage)
-        self._committer = Committer(self._catalog, self._durability, self._clock)
-        self._committer.batches, self._committer.metadata = self._durability.recover(self._catalog)
+        try:
+            self._catalog = (LocalCatalog(bdd_ordering, fixpoint_partitions, self._staged_of)
+                             if description is None else
+                             LocalCatalog.from_description(description,
+                                                           overlay=self._staged_of))
+            self._committer = Committer(self._catalog, self._durability, self._clock)
+            self._committer.batches, self._committer.metadata = self._durability.recover(
+                self._catalog)
+        except BaseException:  # a failed open keeps no lock: `upkeep repair` can run now
+            self._durability.close()
+            raise
 
     def _staged_of(self, table: str) -> Delta | None:
         return self._staging.of(table) if self._staging is not None else None

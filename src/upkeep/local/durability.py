@@ -100,25 +100,33 @@ class Durability:
             why.update(manifest.get("why", ()))
             batches = manifest["batches"]
             metadata = manifest["metadata"]
+        unfilled: set[str] = set()  # tables of a CREATE TABLE AS that did not return
         for record in records:
             kind = record[0]
-            if kind == "table":
+            if kind in ("table", "table_as"):
                 _, name, columns, not_null, key, ttl, *provenance = record
                 table = Table(name, columns, not_null, key)
                 table.expiry = Expiry(ttl) if ttl else None
                 table.provenance = provenance[0] if provenance else None
                 catalog.add_table(table)
-            elif kind == "view":
-                _, name, sql, strategy = record
+                if kind == "table_as":
+                    unfilled.add(name)
+            elif kind == "filled":
+                unfilled.discard(record[1])
+            elif kind == "view":  # (view, name, sql, strategy[, keeps why-provenance])
+                _, name, sql, strategy, *keeps_why = record
                 views.pop(name, None)
                 views[name] = (sql, strategy)
                 why.discard(name)
-            elif kind == "why":
+                if keeps_why and keeps_why[0]:
+                    why.add(name)
+            elif kind == "why":  # written after its view record by earlier versions
                 why.add(record[1])
             elif kind == "drop":
                 _, what, name = record
                 if what == "table":
                     catalog.drop_table(name)
+                    unfilled.discard(name)
                 else:
                     views.pop(name, None)
                     why.discard(name)
@@ -134,6 +142,9 @@ class Durability:
                 batches = batch_id
                 if batch_metadata is not None:
                     metadata = batch_metadata
+        for name in unfilled:  # all or nothing: the statement never returned
+            catalog.drop_table(name)
+            self.log(("drop", "table", name))
         catalog.restore_views(views)
         for name in why:
             catalog.add_witnesses(name)
