@@ -594,6 +594,13 @@ SETOPS = [
         tags="union distinct",
     ),
     Q(
+        "union_mixed_numbers",  # INTEGER UNION DOUBLE is DOUBLE: 0 meets 0.0
+        """SELECT c_nationkey AS v FROM customer UNION SELECT c_acctbal FROM customer
+           UNION SELECT p_retailprice FROM part""",
+        "customer part",
+        tags="union distinct",
+    ),
+    Q(
         "union_all_join",
         """SELECT c_nationkey AS nk, 'cust' AS kind FROM customer
            UNION ALL

@@ -194,3 +194,29 @@ def test_count_of_a_column_of_any_type_equals_duckdb(typ, strategy) -> None:
             db.execute(statement, list(row))
             con.execute(statement, list(row))
         assert Counter(view.rows()) == Counter(con.execute(sql).fetchall()), statement
+
+
+@pytest.mark.parametrize("op", ["UNION", "UNION ALL", "EXCEPT", "INTERSECT"])
+def test_set_operations_type_their_columns_as_duckdb_does(op) -> None:
+    """INTEGER with DOUBLE is DOUBLE (1 is 1.0, typed and valued as DuckDB returns it);
+    INTEGER with VARCHAR, which DuckDB casts implicitly, is refused by name."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, t VARCHAR)")
+    db.execute("CREATE TABLE s (c DOUBLE)")
+    db.insert("r", [(1, "1"), (2, "2")])
+    db.insert("s", [(1.0,), (1.5,)])
+    sql = f"SELECT a FROM r {op} SELECT c FROM s"
+    db.create_view("v", sql)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE r (a INTEGER, t VARCHAR)")
+    con.execute("CREATE TABLE s (c DOUBLE)")
+    con.execute("INSERT INTO r VALUES (1, '1'), (2, '2')")
+    con.execute("INSERT INTO s VALUES (1.0), (1.5)")
+    want = con.execute(sql).fetchall()
+    assert db.schema_of("v")[0][1].kind == "DOUBLE"
+    got = db.view("v").rows()
+    assert Counter(got) == Counter(want)
+    assert all(type(v) is float for (v,) in got)
+    with pytest.raises(upkeep.SchemaError, match="column 1 .* INTEGER .* VARCHAR"):
+        db.create_view("w", f"SELECT a FROM r {op} SELECT t FROM r")
+    assert "w" not in db.views()

@@ -453,6 +453,11 @@ def _cast(value, typ: SqlType):
     raise UnsupportedError(f"cast to {typ.sql()}")
 
 
+def cast_value(value: object, typ: SqlType) -> object:
+    """``CAST(value AS typ)`` as DuckDB computes it (EvaluationError where it fails)."""
+    return _cast(value, typ)
+
+
 def _try_cast(value, typ: SqlType):
     """TRY_CAST: NULL where CAST fails."""
     try:
@@ -813,7 +818,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.Coalesce):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = _common_type([t for _, t in gens])
+            typ = common_type([t for _, t in gens])
             srcs = [self._as(s, t, typ, value=True) for s, t in gens]
             src = srcs[-1]
             for s in reversed(srcs[:-1]):
@@ -846,7 +851,7 @@ class ExpressionCompiler:
         if isinstance(node, (exp.Greatest, exp.Least)):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = _common_type([t for _, t in gens])
+            typ = common_type([t for _, t in gens])
             fn = "max" if isinstance(node, exp.Greatest) else "min"
             srcs = ", ".join(self._as(s, t, typ, value=True) for s, t in gens)
             return f"{self._const(_null_skip(fn))}({srcs})", typ
@@ -1015,7 +1020,7 @@ class ExpressionCompiler:
             branches.append((self._truth(when), self._gen(cond.args["true"])))
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
-        typ = _common_type([t for _, (_, t) in branches] + [dflt[1]])
+        typ = common_type([t for _, (_, t) in branches] + [dflt[1]])
         src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
             src = f"({self._as(then, t, typ, value=True)} if ({when}) is True else {src})"
@@ -1071,7 +1076,10 @@ def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return _flatten(node, exp.And)
 
 
-def _common_type(types: list[SqlType]) -> SqlType:
+def common_type(types: list[SqlType]) -> SqlType:
+    """The type values of ``types`` share (a CASE's branches, a UNION's column): the
+    common numeric type of numbers, else the one kind (NULL fits any); SchemaError for
+    kinds DuckDB would cast implicitly (upkeep casts only where written)."""
     real = [t for t in types if t.kind != "NULL"]
     if not real:
         return NULLTYPE

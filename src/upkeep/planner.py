@@ -38,7 +38,13 @@ from .core import Core, needed_slots
 from .duckdb_scratch import scratch
 from .dyn import Representation, key_function
 from .errors import SchemaError, StrategyError, UnsupportedError
-from .expressions import AGGREGATE_TYPES, ExpressionCompiler, column_refs
+from .expressions import (
+    AGGREGATE_TYPES,
+    ExpressionCompiler,
+    cast_value,
+    column_refs,
+    common_type,
+)
 from .gjt import (
     GJTPair,
     build_gjt_pair,
@@ -504,12 +510,49 @@ def _outer_dataflow(plan: Plan) -> tuple[Operator, list[tuple[str, SqlType]], li
     return flow.root, flow.columns, flow.notes
 
 
+def _set_operation_columns(kind: str, left: list[tuple[str, SqlType]],
+                           right: list[tuple[str, SqlType]]) -> list[tuple[str, SqlType]]:
+    """A set operation's columns: the left side's names, each with the type both sides'
+    values share (INTEGER UNION DOUBLE is DOUBLE, as in DuckDB); SchemaError where they
+    share none (INTEGER UNION VARCHAR: DuckDB would cast implicitly, upkeep only where
+    written)."""
+    out = []
+    for i, ((name, a), (_, b)) in enumerate(zip(left, right, strict=True)):
+        try:
+            out.append((name, common_type([a, b])))
+        except SchemaError:
+            raise SchemaError(f"{kind.upper()} column {i + 1} ({name}) is {a.sql()} on one "
+                              f"side and {b.sql()} on the other: CAST one side") from None
+    return out
+
+
+def _cast_to(op: Operator, have: list[tuple[str, SqlType]],
+             want: list[tuple[str, SqlType]]) -> Operator:
+    """``op`` with its values cast to the types of ``want`` where they differ (1 is 1.0
+    in a DOUBLE column, so that it meets the other side's 1.0)."""
+    casts = [(i, t) for i, ((_, h), (_, t)) in enumerate(zip(have, want, strict=True))
+             if h != t and h.kind != "NULL"]
+    if not casts:
+        return op
+
+    def cast(row: tuple) -> tuple:
+        out = list(row)
+        for i, t in casts:
+            out[i] = cast_value(out[i], t)
+        return tuple(out)
+
+    return Map(op, cast, label="cast " + ", ".join(f"{want[i][0]} to {t.sql()}"
+                                                  for i, t in casts))
+
+
 def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
     """The operators of a plan, its columns, the kinds of join cores it uses, and notes."""
     if isinstance(plan, SetOperation):
-        left, lcols, lkinds, lnotes = _dataflow(plan.left, strategy)
-        right, _, rkinds, rnotes = _dataflow(plan.right, strategy)
+        left, lcols_in, lkinds, lnotes = _dataflow(plan.left, strategy)
+        right, rcols, rkinds, rnotes = _dataflow(plan.right, strategy)
         notes = lnotes + rnotes
+        lcols = _set_operation_columns(plan.kind, lcols_in, rcols)
+        left, right = _cast_to(left, lcols_in, lcols), _cast_to(right, rcols, lcols)
         op: Operator
         if plan.kind == "union":
             op = Union([left, right])
