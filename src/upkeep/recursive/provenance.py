@@ -13,6 +13,8 @@ pure-Python ``dd.autoref`` with the same API.
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import weakref
 from collections.abc import Iterable
 
@@ -24,10 +26,21 @@ NODE_BYTES = 12  # a shipped BDD node: variable id, low and high references, 4 b
 # cycle of objects in any order.  So a manager whose PosBool is gone is parked here and
 # dropped once no BDD refers to it any more (``len(manager)`` counts referenced nodes).
 _RETIRED: list = []
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every PosBool not yet collected
 
 
 def _sweep_retired() -> None:
     _RETIRED[:] = [m for m in _RETIRED if len(m) > 0]
+
+
+@atexit.register
+def _keep_managers_at_exit() -> None:
+    """At exit the interpreter frees what is left in any order: a CUDD manager freed
+    before a BDD that refers to it raises in its dealloc ("Still n nodes referenced",
+    printed as "Error in sys.excepthook") and the BDD's dereference then reads freed
+    memory.  The process is ending, so every manager is kept: its memory goes with it."""
+    for manager in [*_RETIRED, *(pb.bdd for pb in list(_LIVE))]:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(manager))
 
 
 def _backend():
@@ -51,6 +64,7 @@ class PosBool:
         self.bdd = backend.BDD()
         _sweep_retired()
         weakref.finalize(self, _RETIRED.append, self.bdd)
+        _LIVE.add(self)
         self.bdd.configure(reordering=ordering == "sifting")
         self.false = self.bdd.false
         self.true = self.bdd.true

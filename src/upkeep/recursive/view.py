@@ -231,7 +231,11 @@ def _engine(program: Program, strategy: str, selection: SelectionSpec | None, ca
         if not isinstance(plan, str):
             parts = [new_partition(strategy, *plan, i, ordering, selection)
                      for i in range(partitions)]
-            return PartitionedFixpoint(*plan, parts, None if dred else PosBool(ordering),
+            # the partitions keep the ordering policy; the manager that gathers their
+            # provenance for why-answers only rebuilds short-lived diagrams, and CUDD's
+            # dynamic reordering there corrupted its reference counts (an abort in
+            # cuddGarbageCollect after a few why-answers)
+            return PartitionedFixpoint(*plan, parts, None if dred else PosBool("arrival"),
                                        strategy == "absorption")
         unpartitioned = plan
     engine = DRedFixpoint(program) if dred else AbsorptionFixpoint(
