@@ -438,3 +438,66 @@ def test_decimal_38_arithmetic_and_sums_keep_every_digit(strategy) -> None:
     with pytest.raises(duckdb.Error, match="[Oo]verflow|[Oo]ut of [Rr]ange"):
         duck.execute(f"SELECT SUM(x) FROM (VALUES ({big}::DECIMAL(38,2)), "
                      f"({big}::DECIMAL(38,2))) t(x)")
+
+
+@pytest.mark.parametrize("column, value", [
+    ("DECIMAL(38,38)", 0.285), ("DECIMAL(38,10)", 1.2345678901234567e20),
+    ("DECIMAL(38,38)", 1.0), ("DECIMAL(38,38)", -0.5), ("DECIMAL(4,2)", -0.001)])
+def test_a_double_becomes_a_wide_decimal_with_all_of_duckdbs_digits(column, value) -> None:
+    """Written to a DECIMAL column and cast in a view, a DOUBLE keeps all 38 digits (the
+    default decimal context kept 28) and is refused outside the type's range (1.0 in
+    DECIMAL(38,38) was stored as 0.99999999999999997748...)."""
+    ddl = f"CREATE TABLE e (x DOUBLE, d {column})"
+    duck = duckdb.connect()
+    duck.execute(ddl)
+    try:
+        duck.execute("INSERT INTO e VALUES (?, ?)", [value, value])
+        want: object = duck.execute("SELECT d FROM e").fetchall()
+    except duckdb.Error:
+        want = "error"
+    db = upkeep.connect()
+    db.execute(ddl)
+    try:
+        db.insert("e", [(value, value)])
+        got: object = db.execute("SELECT d FROM e").fetchall()
+    except upkeep.Error:
+        got = "error"
+    assert got == want
+    query = f"SELECT CAST(x AS {column}) AS c FROM e"
+    want = _duckdb_or_error(ddl, [(value, None)], query)
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, [(value, None)], query, strategy) == want, strategy
+
+
+def test_a_decimal_zero_has_no_sign_anywhere() -> None:
+    """-0.0, Decimal('-0') and Decimal('-0.00') are stored, maintained and sent as 0.00,
+    and arithmetic that gives a DECIMAL zero gives it unsigned, as DuckDB does."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, v DECIMAL(4,2))")
+    db.execute("CREATE MATERIALIZED VIEW plain AS SELECT k, v FROM t")
+    db.execute("CREATE MATERIALIZED VIEW computed AS SELECT k, v * -1 AS a, "
+               "ROUND(v - 0.001, 2) AS b FROM t")
+    sent = []
+    db.view("plain").subscribe(sent.extend)
+    db.insert("t", [(1, -0.0), (2, Decimal("-0"))])
+    db.execute("INSERT INTO t VALUES (3, ?)", [Decimal("-0.00")])
+    values = [v for _, v in db.view("plain").rows()] + [v for (_, v), _ in sent]
+    values += [v for _, a, b in db.view("computed").rows() for v in (a, b)]
+    assert len(values) == 12
+    assert all(v == 0 and not v.is_signed() and str(v) == "0.00" for v in values), values
+
+
+@pytest.mark.parametrize("column, value", [("DOUBLE", True), ("DOUBLE", False),
+                                           ("DECIMAL(4,2)", "7"), ("DECIMAL(4,2)", True)])
+def test_a_value_of_another_type_is_refused_by_every_write(column, value) -> None:
+    """A BOOLEAN is no DOUBLE (it was stored as 1.0) and text no DECIMAL ('7' was parsed),
+    as INTEGER columns already refused them: docs/sql.md, "'7' is not a number"."""
+    db = upkeep.connect()
+    db.execute(f"CREATE TABLE t (k INTEGER, x {column})")
+    db.insert("t", [(1, None)])
+    for write in (lambda: db.insert("t", [(2, value)]),
+                  lambda: db.execute("INSERT INTO t VALUES (2, ?)", [value]),
+                  lambda: db.execute("UPDATE t SET x = ? WHERE k = 1", [value])):
+        with pytest.raises(upkeep.SchemaError, match="expected"):
+            write()
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, None)]

@@ -39,6 +39,7 @@ from .types import (
     canonical_float,
     coerce_value,
     common_numeric,
+    double_fits_decimal,
     double_to_decimal,
     type_from_name,
     type_from_sqlglot,
@@ -244,7 +245,9 @@ def _decimal(op: str, a, b, typ: SqlType):
     """DECIMAL ``a op b``, exact (Python's default context keeps 28 digits, DECIMAL(38)
     needs 38), or an overflow beyond 38 digits, as DuckDB's."""
     z = _DECIMAL_OPS[op](a, b)
-    if z and z.adjusted() >= _DECIMAL_DIGITS - typ.scale:
+    if not z:
+        return z.copy_abs()  # 0.00 * -1 is 0.00 in DuckDB, not -0.00
+    if z.adjusted() >= _DECIMAL_DIGITS - typ.scale:
         _overflow(_OPERATION[op], a, b, typ)
     return z
 
@@ -286,7 +289,8 @@ def _round(x, digits=0):
     if x is None:
         return None
     if isinstance(x, Decimal):  # WIDE_CONTEXT rounds half up, and keeps 38 digits
-        return x.quantize(Decimal(1).scaleb(-digits), context=WIDE_CONTEXT)
+        rounded = x.quantize(Decimal(1).scaleb(-digits), context=WIDE_CONTEXT)
+        return rounded if rounded else rounded.copy_abs()  # no -0.00, as in DuckDB
     if isinstance(x, float):
         if not math.isfinite(x):
             return x
@@ -427,8 +431,9 @@ def _cast(value, typ: SqlType):
             return canonical_float(float(value))
         if kind == "DECIMAL":
             if isinstance(value, float):
-                if not math.isfinite(value):
-                    raise ValueError(value)
+                if not math.isfinite(value) or not double_fits_decimal(value, typ):
+                    raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out "
+                                          "of range")
                 number = double_to_decimal(value, typ.scale)
             else:
                 number = _round(Decimal(str(value)), typ.scale)

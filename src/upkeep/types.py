@@ -145,10 +145,17 @@ def canonical_float(value: float) -> float:
 def double_to_decimal(value: float, scale: int) -> Decimal:
     """A DOUBLE cast to a DECIMAL of ``scale`` as DuckDB casts it: scaled in floating
     point, then rounded half away from zero (0.285 -> 0.28, as 28.499999... is; 1.685 ->
-    1.69).  Neither the float's exact binary value nor its shortest text gives DuckDB's
-    digits on every value."""
-    return Decimal(value * 10.0 ** scale).quantize(1, rounding=ROUND_HALF_UP,
-                                                   context=WIDE_CONTEXT).scaleb(-scale)
+    1.69), all 38 digits kept, and no negative zero.  Neither the float's exact binary
+    value nor its shortest text gives DuckDB's digits on every value."""
+    scaled = Decimal(value * 10.0 ** scale).quantize(1, rounding=ROUND_HALF_UP,
+                                                     context=WIDE_CONTEXT)
+    return scaled.scaleb(-scale, context=WIDE_CONTEXT) if scaled else Decimal(0).scaleb(-scale)
+
+
+def double_fits_decimal(value: float, typ: SqlType) -> bool:
+    """Whether a DOUBLE is inside a DECIMAL's range, checked on the double as DuckDB checks
+    it (1.0 is outside DECIMAL(38,38), though scaling it rounds to 0.999...)."""
+    return abs(value) < 10.0 ** (typ.precision - typ.scale)
 
 
 def coerce_value(value: object, typ: SqlType) -> object:
@@ -170,18 +177,20 @@ def coerce_value(value: object, typ: SqlType) -> object:
         return value
     if kind == "DOUBLE":
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-            if hasattr(value, "__float__") and not isinstance(value, str):
+            if hasattr(value, "__float__") and not isinstance(value, (str, bool)):
                 return canonical_float(float(value))
             raise ValueError(f"expected DOUBLE, got {value!r}")
         try:
             return canonical_float(float(value))
         except OverflowError:
             raise ValueError(f"{value!r} is out of range for DOUBLE") from None
-    if kind == "DECIMAL":
-        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+    if kind == "DECIMAL":  # text is no number ('7'): the codecs read a DECIMAL's digits
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
             raise ValueError(f"expected {typ.sql()}, got {value!r}")
         try:
             if isinstance(value, float) and math.isfinite(value):
+                if not double_fits_decimal(value, typ):
+                    raise ValueError(f"{value!r} does not fit {typ.sql()}")
                 dec = double_to_decimal(value, typ.scale)
             else:
                 dec = Decimal(str(value)) if not isinstance(value, Decimal) else value
@@ -189,6 +198,8 @@ def coerce_value(value: object, typ: SqlType) -> object:
                 raise ValueError(f"expected {typ.sql()}, got {value!r}")
             quantum = Decimal(1).scaleb(-typ.scale)
             dec = dec.quantize(quantum, context=WIDE_CONTEXT)  # DECIMAL(38, s) has > 28 digits
+            if not dec:
+                dec = dec.copy_abs()  # -0.00 is 0.00, as DuckDB stores it
         except InvalidOperation as exc:
             raise ValueError(f"expected {typ.sql()}, got {value!r}") from exc
         if len(dec.as_tuple().digits) > typ.precision and dec != 0:
@@ -297,8 +308,8 @@ def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], boo
             if v is not None and type(v) is not py:
                 return False
         for k, precision, scale in decimals:  # already of the column's scale and precision
-            v = r[k]
-            if v is not None and (type(v) is not Decimal
+            v = r[k]  # (and not -0, which is made 0)
+            if v is not None and (type(v) is not Decimal or (not v and v.is_signed())
                                   or not _decimal_fits(v, precision, scale)):
                 return False
         return True

@@ -60,6 +60,11 @@ def from_json(value: Any, typ: SqlType) -> Any:
         return dt.datetime.fromisoformat(value)
     if typ.kind not in _TABLE_KINDS:  # NULL too
         return value  # a query's value of a type no table holds: as to_json spelled it
+    if typ.kind == "DECIMAL" and isinstance(value, str):  # its digits (to_json)
+        try:
+            value = Decimal(value)
+        except ArithmeticError:
+            raise ValueError(f"expected {typ.sql()}, got {value!r}") from None
     return coerce_value(value, typ)
 
 

@@ -65,7 +65,7 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
                 except InvalidOperation:
                     d = None
                 if d is not None and d.is_finite() and -limit < d < limit:
-                    return d
+                    return d if d else d.copy_abs()  # "-0.00" is 0.00
             return coerce_value(v, typ)  # the engine's rules (and its error message)
         return decimal
     return lambda v: coerce_value(v, typ)
