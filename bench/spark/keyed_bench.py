@@ -84,10 +84,13 @@ def normalized(rows) -> Counter:
 
 
 def run_one(scale: float, view: str, system: str, singles: int, big: int, bigs: int,
-            master: str = "local[2]", partitions: int = 4) -> dict:
-    """One (scale, view, system) in this process, on Spark master ``master``."""
+            master: str = "local[2]", partitions: int | None = None) -> dict:
+    """One (scale, view, system) in this process, on Spark master ``master``, with
+    ``partitions`` shuffle partitions (None: the session's default, the master's cores)."""
     from upkeep.spark import spark_session
+    from upkeep.spark.session import default_partitions
 
+    partitions = partitions or default_partitions(master)
     spark = spark_session(master, config={"spark.sql.shuffle.partitions": str(partitions),
                                           "spark.driver.memory": "6g"})
     data = {t: load_table(scale, t) for t in TABLES}
@@ -167,8 +170,9 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=10_000)
     parser.add_argument("--bigs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800)
-    parser.add_argument("--partitions", type=int, default=4,
-                        help="spark.sql.shuffle.partitions (the keyed state's partitions)")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="spark.sql.shuffle.partitions (the keyed state's partitions; "
+                             "default: what upkeep's session gives, the master's cores)")
     parser.add_argument("--masters", default="local[2]",
                         help="Spark masters to run each case on, comma-separated with ';' "
                         "(e.g. 'local-cluster[1,1,1024];local-cluster[2,1,1024]')")
