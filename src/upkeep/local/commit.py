@@ -5,12 +5,15 @@ is a GMR).  It is applied to the tables, then pushed through the views that depe
 in definition order (a view's delta feeds the views over it), then logged.  If anything
 fails before the log record is written, the tables are restored and the views rebuilt,
 so a failed batch leaves every table and view exactly as it was.  Subscribers are called
-last, with the committed deltas.
+last, with the committed deltas, in commit order: a subscriber that commits (an audit
+row, a reaction) has its batch delivered after the batch it is being told of, to every
+subscriber, never before.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Callable
 
 from ..engine import deliver
@@ -40,38 +43,67 @@ class Committer:
         #: the batch is logged; returns a function that takes its record back if the log
         #: write then fails (the service's subscription feed, ``service/feed.py``)
         self.journal: Callable[[int, dict[str, Delta]], Callable[[], None]] | None = None
+        # committed batches' changes not yet delivered, oldest first, and whether a
+        # delivery is running (a subscriber's own commit only queues its changes)
+        self._outbox: deque[dict[str, list]] = deque()
+        self._delivering = False
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
-               metadata: dict | None = None, expiring: bool = False) -> None:
+               metadata: dict | None = None, expiring: bool = False,
+               applied: Callable[[], None] | None = None,
+               expiring_changes: dict[str, list[Delta]] | None = None) -> None:
         """Apply one batch to the tables and every affected view, or to nothing at all.
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
-        deletes expired rows (their timers are consumed by the caller, not re-recorded).
-        The open provenance transaction (``catalog.provenance``), if any, is logged with
-        the batch and becomes the provenance tables' annotations when it commits."""
+        deletes expired rows (their timers are consumed by ``applied``, not re-recorded).
+        ``applied`` runs once the batch is committed, before any subscriber is called (a
+        subscriber that reads or writes must find the batch's bookkeeping done).
+        ``expiring_changes``: a transaction's changes to tables whose rows expire, one by
+        one, which start and stop their rows' timers (its net batch may hide a row
+        deleted and inserted again).  The open
+        provenance transaction (``catalog.provenance``), if any, is logged with the batch
+        and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
         with gc_paused(_rows(deltas)):
             try:
                 changed = self._commit(deltas, checked, metadata, expiring,
-                                       provenance.pending())
+                                       provenance.pending(), expiring_changes)
             except BaseException:
                 provenance.discard()
                 raise
             if provenance.open is not None:
                 provenance.committed(metadata)
+        if applied is not None:
+            applied()
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
-            deliver(subscribers, {name: list(d.items()) for name, d in changed.items()
-                                  if subscribers.get(name)})
+            self._outbox.append({name: list(d.items()) for name, d in changed.items()
+                                 if subscribers.get(name)})
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Call the subscribers with every queued batch, oldest first; a commit made by a
+        subscriber while this runs is queued behind the batch being delivered."""
+        if self._delivering:
+            return
+        self._delivering = True
+        try:
+            while self._outbox:
+                deliver(self.catalog.subscribers, self._outbox.popleft())
+        finally:
+            self._delivering = False
 
     def _commit(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-                expiring: bool, provenance: tuple | None = None) -> dict[str, Delta]:
+                expiring: bool, provenance: tuple | None = None,
+                expiring_changes: dict[str, list[Delta]] | None = None) -> dict[str, Delta]:
         """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
         now = self.clock()
         extra = () if provenance is None else (provenance,)
         if not deltas:
+            if not expiring and expiring_changes:
+                self._start_timers(deltas, expiring_changes, now)
             if metadata is not None or provenance is not None:
                 self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
@@ -92,14 +124,23 @@ class Committer:
         if metadata is not None:
             self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
         if not expiring and catalog.expiring:
-            for name, d in deltas.items():
-                expiry = tables[name].expiry
-                if expiry is not None:
-                    expiry.committed(d, now)
+            self._start_timers(deltas, expiring_changes or {}, now)
         if self.durability.wants_snapshot():
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
+
+    def _start_timers(self, deltas: dict[str, Delta], steps: dict[str, list[Delta]],
+                      now: float) -> None:
+        """Start the timers of the rows a committed batch inserted into tables whose rows
+        expire, and stop those of the copies it deleted (``steps``: a transaction's changes
+        one by one, where it made them; else the batch)."""
+        tables = self.catalog.tables
+        for name in {*deltas, *steps}:
+            expiry = tables[name].expiry
+            if expiry is not None:
+                for change in steps.get(name) or [deltas[name]]:
+                    expiry.committed(change, now)
 
     def _log_batch(self, record: tuple, changed: dict[str, Delta]) -> None:
         """Log batch ``record``, after the journal (if any) took the views' ``changed``;

@@ -280,6 +280,7 @@ class Connection(Engine):
         """Why ``row`` is in ``view``: for a recursive view its provenance as a minimal sum
         of products of base rows and the size of its BDD (absorption provenance); for a
         view created ``WITH (provenance = 'why')`` every derivation (:mod:`upkeep.why`)."""
+        self.expire()  # a row that expired is explained by nothing
         return self._catalog.why(self._catalog.user_named(view), row)
 
     def explain(self, name: str) -> str:
@@ -403,7 +404,8 @@ class Connection(Engine):
     def _finish(self, metadata: dict | None) -> None:
         staging, self._staging, self._owner = self._staging, None, None
         try:  # staging checked every change against the table as staged (staging.py)
-            self._committer.commit(staging.deltas, checked=True, metadata=metadata)
+            self._committer.commit(staging.deltas, checked=True, metadata=metadata,
+                                   expiring_changes=staging.expiring_changes)
         finally:
             self._lock.release()
 
@@ -428,10 +430,14 @@ class Connection(Engine):
             return 0
         expiries = self._catalog.expiring
         deltas, consumed = due_changes(expiries, self._clock())
+
+        def consume() -> None:  # before any subscriber runs: one that reads or writes
+            for name, n in consumed.items():  # calls expire again, which must find
+                expiries[name].expired(n)  # these rows gone, not delete them twice
         if deltas:
-            self._committer.commit(deltas, checked=True, expiring=True)
-        for name, n in consumed.items():
-            expiries[name].expired(n)
+            self._committer.commit(deltas, checked=True, expiring=True, applied=consume)
+        else:
+            consume()
         return -sum(w for d in deltas.values() for w in d.values())
 
     # ------------------------------------------------------------ update provenance

@@ -187,6 +187,7 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
+    db.expire()  # the rows matched are the rows left once the due ones expired
     hits = matching(db, table, stmt.args.get("where"))
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
@@ -203,6 +204,7 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
     for assignment in stmt.expressions:
         col = table.column_index(assignment.this.name.lower())
         sets.append((col, compiler.compile(assignment.expression).fn))
+    db.expire()  # the rows matched are the rows left once the due ones expired
     hits = matching(db, table, stmt.args.get("where"))
     delta: Delta = {}
     for i, (row, w) in enumerate(hits):

@@ -1,0 +1,120 @@
+"""Tables whose rows expire (``ttl_seconds``) with subscribers that read and write, and
+the order in which subscribers are told of batches that subscribers commit."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import upkeep
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ttl_database(path=None) -> tuple[upkeep.Connection, Clock]:
+    clock = Clock()
+    db = upkeep.connect(path, clock=clock) if path else upkeep.connect(clock=clock)
+    db.execute("CREATE TABLE t (k INTEGER, v INTEGER) WITH (ttl_seconds = 10)")
+    db.execute("CREATE TABLE audit (n INTEGER)")
+    db.execute("CREATE MATERIALIZED VIEW s AS SELECT COUNT(*) AS n FROM t")
+    return db, clock
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_subscriber_that_reads_and_writes_sees_one_expiry(tmp_path, durable) -> None:
+    """Every read and write of a subscriber runs the expiry again: the rows it was told
+    of must be gone by then, not deleted again (the count went to -993 and the caller got
+    an IndexError)."""
+    db, clock = ttl_database(tmp_path / "db" if durable else None)
+    db.insert("t", [(1, 1), (2, 2)])
+    told = []
+
+    def react(changes) -> None:
+        told.append(changes)
+        db.view("s").rows()
+        db.insert("audit", [(len(told),)])
+
+    db.view("s").subscribe(react)
+    clock.now = 1010
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a subscriber that raised is reported as a warning
+        assert db.view("s").rows() == [(0,)]
+    assert told == [[((2,), -1), ((0,), 1)]]
+    assert db.execute("SELECT * FROM audit").fetchall() == [(1,)]
+    assert db.batches == 3  # the insert, the expiry, the audit row
+    if durable:
+        db.close()
+        db = upkeep.connect(tmp_path / "db", clock=clock)
+        assert db.view("s").rows() == [(0,)]
+        assert db.batches == 3
+
+
+def test_delete_and_update_statements_match_the_rows_left_after_expiry() -> None:
+    db, clock = ttl_database()
+    db.insert("t", [(1, 1)])
+    clock.now = 1005
+    db.insert("t", [(2, 2)])
+    clock.now = 1010  # (1, 1) is due
+    assert db.execute("UPDATE t SET v = v + 100 WHERE k >= 1").rowcount == 1
+    assert db.execute("SELECT * FROM t").fetchall() == [(2, 102)]
+    clock.now = 1016
+    db.insert("t", [(3, 3)])
+    clock.now = 1020
+    assert db.execute("DELETE FROM t WHERE v > 0").rowcount == 1
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_a_row_deleted_and_inserted_again_in_a_transaction_starts_a_new_timer() -> None:
+    db, clock = ttl_database()
+    db.insert("t", [(1, 2)])
+    clock.now = 1005
+    with db.transaction():
+        db.delete("t", [(1, 2)])
+        db.insert("t", [(1, 2)])
+    clock.now = 1012
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, 2)]
+    clock.now = 1015
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_why_does_not_explain_an_expired_row() -> None:
+    db, clock = ttl_database()
+    db.execute("CREATE MATERIALIZED VIEW w WITH (provenance = 'why') AS SELECT k FROM t")
+    db.insert("t", [(1, 5)])
+    assert db.why("w", (1,)).products == [[("t", (1, 5))]]
+    clock.now = 1010
+    with pytest.raises(upkeep.ProvenanceError, match="not in view w"):
+        db.why("w", (1,))
+
+
+def test_batches_a_subscriber_commits_reach_every_subscriber_after_the_batch_told() -> None:
+    """The first subscriber of v commits a batch when told of one: the second subscriber
+    (and a view over both tables) must still hear of the batches in commit order."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.execute("CREATE TABLE log (a INTEGER)")
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
+    db.execute("CREATE MATERIALIZED VIEW both_ AS SELECT 't' AS src, a FROM t "
+               "UNION ALL SELECT 'log', a FROM log")
+    heard: list[tuple[str, list]] = []
+
+    def first(changes) -> None:
+        for (a,), _ in changes:
+            if a < 100:
+                db.insert("log", [(a,)])
+                db.insert("t", [(a + 100,)])
+
+    db.view("v").subscribe(first)
+    db.view("v").subscribe(lambda changes: heard.append(("v", changes)))
+    db.view("both_").subscribe(lambda changes: heard.append(("both_", changes)))
+    db.insert("t", [(1,)])
+    assert heard == [("v", [((1,), 1)]), ("both_", [(("t", 1), 1)]),
+                     ("both_", [(("log", 1), 1)]),
+                     ("v", [((101,), 1)]), ("both_", [(("t", 101), 1)])]
