@@ -188,18 +188,18 @@ def test_natural_join_and_using_agree_with_duckdb(sql) -> None:
 @pytest.mark.parametrize("statement, rows", [
     ("CREATE TABLE d (a INTEGER, a INTEGER)", None),
     (None, None),  # db.insert(t, None)
-    (None, [(np.datetime64("2020-01-01"), 1.0, "x", "1")]),
-    (None, [(None, 1.0, "x", "NaN")]),
+    (None, [(np.datetime64("2020-01-01"), 1.0, "x", Decimal("1"))]),
+    (None, [(None, 1.0, "x", Decimal("NaN"))]),
     (None, [(None, 1.0, "x", float("inf"))]),
-    (None, [(None, 10**401, "x", "1")]),
-    (None, [(None, 1.0, "\udc80", "1")]),
+    (None, [(None, 10**401, "x", Decimal("1"))]),
+    (None, [(None, 1.0, "\udc80", Decimal("1"))]),
     ("CREATE VIEW big AS SELECT d FROM t WHERE y < 1e400", None),
 ], ids=["duplicate column", "rows None", "datetime64", "decimal NaN", "decimal inf",
         "huge double", "lone surrogate", "1e400"])
 def test_bad_input_raises_upkeep_errors_and_changes_nothing(statement, rows) -> None:
     db = upkeep.connect()
     db.execute("CREATE TABLE t (d DATE, y DOUBLE, s VARCHAR, m DECIMAL(10, 2))")
-    db.insert("t", [(None, 0.5, "ok", "1.50")])
+    db.insert("t", [(None, 0.5, "ok", Decimal("1.50"))])
     try:
         if statement is not None:
             db.execute(statement)
@@ -210,7 +210,7 @@ def test_bad_input_raises_upkeep_errors_and_changes_nothing(statement, rows) -> 
     assert db.execute("SELECT * FROM t").fetchall() == [(None, 0.5, "ok",
                                                          Decimal("1.50"))]
     if statement and statement.startswith("CREATE VIEW"):
-        db.insert("t", [(None, 2.0, "b", "2")])  # 1e400 is inf (DuckDB): every row passes
+        db.insert("t", [(None, 2.0, "b", Decimal("2"))])  # 1e400 is inf (DuckDB): every row passes
         assert len(db.view("big").rows()) == 2
 
 
@@ -257,8 +257,10 @@ def test_arithmetic_agrees_with_duckdb_row_by_row(op, left, right) -> None:
     computes, or an EvaluationError where DuckDB raises."""
     ddl = "CREATE TABLE t (i INTEGER, j INTEGER, d DOUBLE, e DOUBLE, m DECIMAL(6,2), " \
           "n DECIMAL(6,2))"
-    values = [(7, 2, 7.5, 2.0, "7.50", "2.00"), (-7, 2, -7.5, -2.5, "-7.50", "-2.50"),
-              (7, 0, 7.5, 0.0, "7.50", "0.00"), (0, -3, 0.0, 1.5, "0.00", "1.50")]
+    values = [(7, 2, 7.5, 2.0, *map(Decimal, ("7.50", "2.00"))),
+              (-7, 2, -7.5, -2.5, *map(Decimal, ("-7.50", "-2.50"))),
+              (7, 0, 7.5, 0.0, *map(Decimal, ("7.50", "0.00"))),
+              (0, -3, 0.0, 1.5, *map(Decimal, ("0.00", "1.50")))]
     con = duckdb.connect()
     con.execute(ddl)
     sql = f"SELECT {left} {op} {right} AS x FROM t"
@@ -308,5 +310,5 @@ def test_values_have_the_type_duckdb_gives_them(sql) -> None:
     DECIMAL(6,2) column is 1.00), and non-finite doubles pass round and % as in DuckDB."""
     db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER, m DECIMAL(6,2), d DOUBLE)")
     db.execute(f"CREATE VIEW v AS {sql}")
-    insert_both(db, con, "p", [(1, None, "2.5", None), (2, 3, None, 1.5), (0, None, None, -2.0)])
+    insert_both(db, con, "p", [(1, None, Decimal("2.5"), None), (2, 3, None, 1.5), (0, None, None, -2.0)])
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))

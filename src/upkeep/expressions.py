@@ -285,19 +285,34 @@ def _concat_ws(separator, *values):
     return _text(separator).join(_text(v) for v in values if v is not None)
 
 
-def _round(x, digits=0):
-    if x is None:
+def _round(x, digits=0, bound=0):
+    """ROUND as DuckDB's: half away from zero; ``bound``: an integer type's (rounding to
+    tens may leave it: ROUND(2147483647, -1))."""
+    if x is None or digits is None:
         return None
     if isinstance(x, Decimal):  # WIDE_CONTEXT rounds half up, and keeps 38 digits
         rounded = x.quantize(Decimal(1).scaleb(-digits), context=WIDE_CONTEXT)
+        if digits < 0:  # to tens: 10, not 1E+1
+            rounded = rounded.quantize(Decimal(1), context=WIDE_CONTEXT)
         return rounded if rounded else rounded.copy_abs()  # no -0.00, as in DuckDB
     if isinstance(x, float):
-        if not math.isfinite(x):
+        if not math.isfinite(x) or digits > 308:  # no digit of a double that far right
             return x
+        if digits < -308:
+            return math.copysign(0.0, x) + 0.0
         factor = 10.0 ** digits
         v = abs(x) * factor
+        if not math.isfinite(v):  # digits past the double's own: nothing to round
+            return x
         r = math.floor(v + 0.5)
-        return math.copysign(r / factor, x)
+        return math.copysign(r / factor, x) + 0.0
+    if isinstance(x, int) and not isinstance(x, bool) and digits < 0:
+        unit = 10 ** -digits  # to tens, hundreds...: half away from zero, as DuckDB
+        r = (abs(x) + unit // 2) // unit * unit
+        r = r if x >= 0 else -r
+        if bound and not -bound <= r < bound:
+            raise EvaluationError(f"overflow in ROUND({x}, {digits})")
+        return r
     return x
 
 
@@ -819,7 +834,7 @@ class ExpressionCompiler:
             d = self._gen(digits)[0] if digits is not None else "0"
             if ta.kind == "DECIMAL":
                 return f"_round({a}, {d})", ta
-            return f"_round({a}, {d})", DOUBLE if ta.kind == "DOUBLE" else ta
+            return f"_round({a}, {d}, {_bound(ta)})", DOUBLE if ta.kind == "DOUBLE" else ta
         if isinstance(node, exp.Coalesce):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]

@@ -9,11 +9,13 @@ equi-joins (which become shared variables) and residual predicates.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from .duckdb_scratch import scratch
 from .errors import SchemaError, UnsupportedError
 from .expressions import (
     AGGREGATE_TYPES,
@@ -295,7 +297,12 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     aliases = {name: e for name, e in select}
     resolved_group = []
     for g in group_by:
-        if isinstance(g, exp.Literal) and not g.is_string:
+        number = g.this if isinstance(g, exp.Neg) else g
+        if isinstance(number, exp.Literal) and not number.is_string:
+            # a position in the select list, from 1, as in DuckDB
+            if g is not number or not g.this.isdigit() or not 1 <= int(g.this) <= len(select):
+                raise SchemaError(f"GROUP BY {g.sql()}: no item at that position (the "
+                                  f"select list has {len(select)})")
             resolved_group.append(select[int(g.this) - 1][1])
         elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and not _is_column(scope, g):
             resolved_group.append(aliases[g.name.lower()])
@@ -435,8 +442,22 @@ def scope_check(node: exp.Expression, scope: Scope) -> None:
         scope.resolve(col)
 
 
+@functools.cache
+def duckdb_aggregate_names() -> frozenset[str]:
+    """DuckDB's aggregate functions, for those sqlglot parses as plain calls (PRODUCT,
+    FSUM): such a call is an aggregate the view is recomputed for, not a column outside
+    GROUP BY."""
+    with scratch() as con:
+        return frozenset(name for (name,) in con.execute(
+            "SELECT DISTINCT function_name FROM duckdb_functions() "
+            "WHERE function_type = 'aggregate'").fetchall())
+
+
 def _collect_aggregates(node: exp.Expression, out: list[exp.Expression]) -> None:
-    for other in node.find_all(exp.AggFunc):
+    for other in node.find_all(exp.AggFunc, exp.Anonymous):
+        if isinstance(other, exp.Anonymous) and (
+                str(other.this).lower() not in duckdb_aggregate_names()):
+            continue  # a scalar function
         if not isinstance(other, AGGREGATE_TYPES):
             raise UnsupportedError(f"aggregate {other.sql()} is not maintained incrementally")
     for agg in node.find_all(*AGGREGATE_TYPES):
