@@ -71,19 +71,6 @@ def test_delete_and_update_statements_match_the_rows_left_after_expiry() -> None
     assert db.execute("SELECT * FROM t").fetchall() == []
 
 
-def test_a_row_deleted_and_inserted_again_in_a_transaction_starts_a_new_timer() -> None:
-    db, clock = ttl_database()
-    db.insert("t", [(1, 2)])
-    clock.now = 1005
-    with db.transaction():
-        db.delete("t", [(1, 2)])
-        db.insert("t", [(1, 2)])
-    clock.now = 1012
-    assert db.execute("SELECT * FROM t").fetchall() == [(1, 2)]
-    clock.now = 1015
-    assert db.execute("SELECT * FROM t").fetchall() == []
-
-
 def test_why_does_not_explain_an_expired_row() -> None:
     db, clock = ttl_database()
     db.execute("CREATE MATERIALIZED VIEW w WITH (provenance = 'why') AS SELECT k FROM t")

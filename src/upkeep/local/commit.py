@@ -50,24 +50,20 @@ class Committer:
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
                metadata: dict | None = None, expiring: bool = False,
-               applied: Callable[[], None] | None = None,
-               expiring_changes: dict[str, list[Delta]] | None = None) -> None:
+               applied: Callable[[], None] | None = None) -> None:
         """Apply one batch to the tables and every affected view, or to nothing at all.
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
         deletes expired rows (their timers are consumed by ``applied``, not re-recorded).
         ``applied`` runs once the batch is committed, before any subscriber is called (a
-        subscriber that reads or writes must find the batch's bookkeeping done).
-        ``expiring_changes``: a transaction's changes to tables whose rows expire, one by
-        one, which start and stop their rows' timers (its net batch may hide a row
-        deleted and inserted again).  The open
+        subscriber that reads or writes must find the batch's bookkeeping done).  The open
         provenance transaction (``catalog.provenance``), if any, is logged with the batch
         and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
         with gc_paused(_rows(deltas)):
             try:
                 changed = self._commit(deltas, checked, metadata, expiring,
-                                       provenance.pending(), expiring_changes)
+                                       provenance.pending())
             except BaseException:
                 provenance.discard()
                 raise
@@ -94,16 +90,13 @@ class Committer:
             self._delivering = False
 
     def _commit(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-                expiring: bool, provenance: tuple | None = None,
-                expiring_changes: dict[str, list[Delta]] | None = None) -> dict[str, Delta]:
+                expiring: bool, provenance: tuple | None = None) -> dict[str, Delta]:
         """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
         now = self.clock()
         extra = () if provenance is None else (provenance,)
         if not deltas:
-            if not expiring and expiring_changes:
-                self._start_timers(deltas, expiring_changes, now)
             if metadata is not None or provenance is not None:
                 self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
@@ -123,24 +116,15 @@ class Committer:
         self.batches += 1
         if metadata is not None:
             self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
-        if not expiring and catalog.expiring:
-            self._start_timers(deltas, expiring_changes or {}, now)
+        if not expiring and catalog.expiring:  # a batch counts by its net change (docs/sql.md)
+            for name, d in deltas.items():
+                expiry = tables[name].expiry
+                if expiry is not None:
+                    expiry.committed(d, now)
         if self.durability.wants_snapshot():
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
-
-    def _start_timers(self, deltas: dict[str, Delta], steps: dict[str, list[Delta]],
-                      now: float) -> None:
-        """Start the timers of the rows a committed batch inserted into tables whose rows
-        expire, and stop those of the copies it deleted (``steps``: a transaction's changes
-        one by one, where it made them; else the batch)."""
-        tables = self.catalog.tables
-        for name in {*deltas, *steps}:
-            expiry = tables[name].expiry
-            if expiry is not None:
-                for change in steps.get(name) or [deltas[name]]:
-                    expiry.committed(change, now)
 
     def _log_batch(self, record: tuple, changed: dict[str, Delta]) -> None:
         """Log batch ``record``, after the journal (if any) took the views' ``changed``;

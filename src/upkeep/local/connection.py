@@ -404,8 +404,7 @@ class Connection(Engine):
     def _finish(self, metadata: dict | None) -> None:
         staging, self._staging, self._owner = self._staging, None, None
         try:  # staging checked every change against the table as staged (staging.py)
-            self._committer.commit(staging.deltas, checked=True, metadata=metadata,
-                                   expiring_changes=staging.expiring_changes)
+            self._committer.commit(staging.deltas, checked=True, metadata=metadata)
         finally:
             self._lock.release()
 

@@ -20,9 +20,6 @@ class Staging:
         self.deltas: dict[str, Delta] = {}
         self._keys: dict[str, dict[tuple, int]] = {}
         self.rows_examined = 0
-        #: each change staged to a table whose rows expire, in order: a row deleted and
-        #: inserted again nets to nothing, yet its new copy starts a new time-to-live
-        self.expiring_changes: dict[str, list[Delta]] = {}
 
     def of(self, table: str) -> Delta | None:
         return self.deltas.get(table)
@@ -62,5 +59,3 @@ class Staging:
         if 0 in merged.values():  # rows staged and then taken back
             for row in [row for row, w in merged.items() if not w]:
                 del pending[row]
-        if table.expiry is not None:
-            self.expiring_changes.setdefault(table.name, []).append(dict(delta))
