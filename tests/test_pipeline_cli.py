@@ -331,3 +331,42 @@ def test_a_sink_option_at_fault_names_the_pipeline_file(tmp_path, capsys):
     assert main(["run", str(path), "--progress", "none"]) == 1
     assert (f"upkeep: error: {path}: [[sinks]] #1 (view revenue): order_by column 'nope'"
             in capsys.readouterr().err.replace("\n", ""))
+
+
+def test_a_failed_first_run_leaves_no_tables_behind(tmp_path, capsys):
+    """A view that fails used to leave the tables created before it, kept as declared:
+    the corrected table file was then ignored and the same error came back."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "tables.sql").write_text("CREATE TABLE orders (ok INTEGER);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT ok, discount FROM orders;")
+    path = tmp_path / "p.toml"
+    path.write_text('state_dir = "state"\ntables = "tables.sql"\nviews = "views.sql"\n'
+                    '[source]\npath = "c"\n')
+    assert main(["run", str(path)]) == 1
+    assert "unknown column discount" in capsys.readouterr().err
+    (tmp_path / "tables.sql").write_text("CREATE TABLE orders (ok INTEGER, discount INTEGER);")
+    assert main(["run", str(path)]) == 0
+
+
+@pytest.mark.parametrize(("subscriptions", "message"), [
+    ("-- only a comment\n", "holds no subscriptions"),
+    ("CREATE VIEW a AS SELECT o.ok FROM o o WHERE " + "(" * 3000 + "o.ok > 1" + ")" * 3000
+     + ";", "nested too deeply"),
+])
+def test_plan_input_without_subscriptions_or_too_deep_is_named(tmp_path, capsys,
+                                                               subscriptions, message):
+    (tmp_path / "t.sql").write_text("CREATE TABLE o (ok INTEGER PRIMARY KEY);")
+    (tmp_path / "s.sql").write_text(subscriptions)
+    assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_row_argument_with_an_over_long_integer_is_refused_as_json(tmp_path, capsys):
+    import upkeep
+
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE p (k VARCHAR, n INTEGER) WITH (provenance = 'update')")
+    db.close()
+    assert main(["provenance", str(tmp_path / "db"), "p", '["a", ' + "9" * 5000 + "]"]) == 1
+    assert "the row must be a JSON array" in capsys.readouterr().err

@@ -772,3 +772,17 @@ def test_a_query_past_the_statement_time_limit_is_stopped_and_the_server_goes_on
         assert admin.sql("SELECT count(*) FROM o").rows == [(1001,)]
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("token", ["", "tökenéééééééééééééé", "line\nbreak-0123456789"])
+def test_a_token_that_cannot_be_sent_is_refused_before_any_request(token) -> None:
+    """An empty token was reported as an unreachable server, a non-ASCII one raised
+    UnicodeEncodeError from the HTTP library."""
+    with pytest.raises(ServiceError, match="printable ASCII"):
+        Client("http://127.0.0.1:9", token)
+
+
+def test_a_query_that_is_no_text_is_refused_before_any_request() -> None:
+    client = Client("http://127.0.0.1:9", "a-long-random-secret-1")  # nothing listens
+    with pytest.raises(ServiceError, match="not valid text"):
+        client.subscribe("SELECT t.a FROM t t WHERE t.b = '\udcff'")

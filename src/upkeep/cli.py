@@ -152,10 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a relay's fan-out bound when it names none (default 20)")
     serve.add_argument("--replan", type=_not_negative, default=60.0,
                        help="seconds between re-optimisations of the placements (ILP + "
-                            "LOGA; 0: never; default 60)")
+                            "LOGA; 0 or inf: never; default 60)")
     serve.add_argument("--statement-seconds", type=_not_negative, default=60.0,
                        help="seconds one request's query may run before it is stopped "
-                            "(requests run one at a time; 0: no limit; default 60)")
+                            "(requests run one at a time; 0 or inf: no limit; default 60)")
 
     subscribe = commands.add_parser(
         "subscribe", help="follow a subscription of an upkeep server",
@@ -259,7 +259,7 @@ def _json_row(text: str) -> list:
 
     try:
         row = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # a JSONDecodeError, an over-long integer
         raise PipelineError(f"the row must be a JSON array: {exc}") from None
     if not isinstance(row, list):
         raise PipelineError(f"the row must be a JSON array, not {text}")
@@ -474,11 +474,12 @@ def _plan(args) -> str:
     from .dissemination.plan import load, plan
 
     tables, subscriptions = _text(args.tables), _text(args.subscriptions)
-    if not subscriptions.strip():
+    loaded = load(tables, subscriptions)
+    if not loaded:  # empty, or comments only
         raise Error(f"{args.subscriptions} holds no subscriptions")
     budget = args.latency_budget
     with Console(stderr=True).status("planning") as status:
-        result = plan(load(tables, subscriptions), k=args.k, bound=args.bound,
+        result = plan(loaded, k=args.k, bound=args.bound,
                       source_bound=args.source_bound, candidates=args.candidates or None,
                       latency_budget=budget,
                       on_phase=lambda phase: status.update(f"planning: {phase}"))
@@ -599,7 +600,7 @@ def main(argv: Sequence[str] | None = None, spark=None) -> int:
         with _graceful_stop(stop, console):
             PipelineRunner(config, console=console, progress=args.progress, stop=stop).run()
         return 0
-    except Error as exc:
+    except (Error, OSError) as exc:  # an unreadable or vanished file: named, no traceback
         errors.print(f"upkeep: error: {exc}", style="red", highlight=False, soft_wrap=True,
                      markup=False)
         return 1

@@ -60,6 +60,10 @@ class SubscriptionInfo:
 
 class Client:
     def __init__(self, url: str, token: str, timeout: float = 30.0) -> None:
+        if not isinstance(token, str) or not token or not token.isascii() or \
+                not token.isprintable():
+            raise ServiceError("a token is one line of printable ASCII characters"
+                               + ("" if token else ": this one is empty"))
         self.url = url.rstrip("/")
         self._http = httpx.Client(base_url=self.url, timeout=timeout,
                                   headers={"Authorization": f"Bearer {token}"})
@@ -80,6 +84,11 @@ class Client:
 
     def subscribe(self, query: str) -> SubscriptionInfo:
         """The subscription to ``query`` (created on the server if no equal one exists)."""
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes of no encoding, as a shell may pass them
+            raise ServiceError(f"the query is not valid text: {exc.object[exc.start:exc.end]!r} "
+                               f"at character {exc.start}") from None
         data = self._call("POST", "/subscriptions", json={"query": query}).json()
         return subscription_info(data)
 

@@ -184,6 +184,9 @@ def load(tables_sql: str, subscriptions_sql: str) -> list[Subscription]:
                 return [s for s in sqlglot.parse(text, read=Dialect) if s is not None]
         except sqlglot.errors.ParseError as exc:
             raise SubscriptionError(f"{what}: {str(exc).splitlines()[0]}") from None
+        except RecursionError:
+            raise SubscriptionError(f"{what}: cannot parse SQL: expressions nested too "
+                                    "deeply") from None
 
     schema = {}
     for stmt in statements(tables_sql, "tables"):

@@ -175,6 +175,9 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
         first = exc.errors[0] if exc.errors else {}
         raise SubscriptionError(f"subscription {name}: {first.get('description', exc)}",
                                 line=first.get("line"), column=first.get("col")) from None
+    except RecursionError:
+        raise SubscriptionError(f"subscription {name}: cannot parse SQL: expressions nested "
+                                "too deeply") from None
     if isinstance(tree, exp.Block):  # statements separated by ';'
         raise SubscriptionError(f"subscription {name}: a subscription is one SELECT "
                                 "statement", at=tree.expressions[1])

@@ -91,7 +91,10 @@ def read_statements(file: Path, kind: str) -> list[Statement]:
 
 
 def ensure_schema(db: Engine, config: PipelineConfig) -> list[str]:
-    """Create the tables and views the database lacks; returns the names created."""
+    """Create the tables and views the database lacks; returns the names created.  All or
+    nothing: if one fails, those created before it are dropped again (a table left behind
+    would be kept as it was declared, and a corrected declaration ignored at the next
+    run)."""
     statements = [s for f in config.tables for s in read_statements(f, "TABLE")]
     statements += [s for f in config.views for s in read_statements(f, "VIEW")]
     first: dict[str, Statement] = {}
@@ -101,20 +104,25 @@ def ensure_schema(db: Engine, config: PipelineConfig) -> list[str]:
                                 f"{first[stmt.name].where()})")
         first[stmt.name] = stmt
     existing = set(db.tables()) | set(db.views())
-    created = []
-    for stmt in statements:
-        if stmt.name in existing:
-            continue
-        try:
-            db.execute(stmt.text)
-        except ParseError as exc:
-            line = stmt.line + (exc.line or 1) - 1
-            raise PipelineError(f"{stmt.file.name}, line {line}: {exc}") from None
-        except Error as exc:
-            raise PipelineError(f"{stmt.where()}: {exc}") from None
-        existing.add(stmt.name)
-        created.append(stmt.name)
-    return created
+    created: list[Statement] = []
+    try:
+        for stmt in statements:
+            if stmt.name in existing:
+                continue
+            try:
+                db.execute(stmt.text)
+            except ParseError as exc:
+                line = stmt.line + (exc.line or 1) - 1
+                raise PipelineError(f"{stmt.file.name}, line {line}: {exc}") from None
+            except Error as exc:
+                raise PipelineError(f"{stmt.where()}: {exc}") from None
+            existing.add(stmt.name)
+            created.append(stmt)
+    except BaseException:
+        for stmt in reversed(created):
+            db.execute(f'DROP {stmt.kind} "{stmt.name}"')
+        raise
+    return [stmt.name for stmt in created]
 
 
 def pipeline_views(config: PipelineConfig) -> list[str]:

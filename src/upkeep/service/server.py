@@ -27,6 +27,7 @@ from .hub import Hub, Relay
 from .placement import Placements
 
 log = logging.getLogger("upkeep.service")
+NEVER = 1e9  # seconds (31 years): a longer period or limit is none at all
 
 
 class ServiceError(Error):
@@ -56,7 +57,9 @@ class Server:
                 self.db.close()
             raise
         self.service = Service(self.hub, self.tokens)
-        self.service.statement_seconds = statement_seconds or None  # 0: no limit
+        # 0 or inf: no limit (a timer cannot wait past the platform's time_t)
+        self.service.statement_seconds = (statement_seconds if statement_seconds
+                                          and statement_seconds < NEVER else None)
         try:
             self.socket = socket.create_server((host, port))
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -98,8 +101,8 @@ class Server:
         return self
 
     def _start_replanning(self) -> None:
-        if self.hub.placements is None or not self.replan:
-            return
+        if self.hub.placements is None or not self.replan or self.replan >= NEVER:
+            return  # 0 or inf: never
 
         def loop() -> None:
             while not self._stopping.wait(self.replan):
