@@ -142,9 +142,10 @@ class Applier:
             return tuple([f(v) for f, v in zip(self.converters[table], values, strict=True)])
         except ValueError:
             pass
-        for value, (name, typ) in zip(values, schema, strict=True):  # name the bad column
+        for convert, value, (name, _) in zip(self.converters[table], values, schema,
+                                             strict=True):  # name the bad column
             try:
-                coerce_value(value, typ)
+                convert(value)
             except ValueError as exc:
                 raise BadRecord(f"'{key}' column {name} of table {table}: {exc}") from None
         raise AssertionError("unreachable")

@@ -44,7 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
 
-from ..codecs.json_values import dumps, to_json
+from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
@@ -677,8 +677,9 @@ class SparkConnection(Engine):
             staged = []
             for line in path.read_text().splitlines():
                 record = json.loads(line)
-                if record["table"] == table:
-                    row = coerce_row(record["row"], schema, table, len(staged))
+                if record["table"] == table:  # as the change file spells it (DECIMAL: text)
+                    row = tuple(from_json(v, t) for v, (_, t) in zip(record["row"], schema,
+                                                                     strict=True))
                     staged.append((table, row, 1 if record["op"] == "insert" else -1))
             if staged:
                 expiry.committed(net_by_table(staged)[table], float(named["at"]))
