@@ -19,8 +19,10 @@ from sortedcontainers import SortedKeyList
 
 
 def sort_key(key: tuple) -> tuple:
-    """A total order on key tuples whose fields may be NULL (``None`` sorts first)."""
-    return tuple((v is not None, v) for v in key)
+    """A total order on key tuples whose fields may be NULL (``None`` sorts first) or NaN
+    (after every number, as DuckDB orders it; NaN compares false both ways)."""
+    return tuple((False, False, 0) if v is None else (True, True, 0) if v != v
+                 else (True, False, v) for v in key)
 
 
 class CountedKeys:

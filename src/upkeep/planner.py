@@ -26,6 +26,7 @@ choice made (:class:`upkeep.views.PlanChoice`: strategy, reasons, explanation).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import NamedTuple
@@ -510,7 +511,7 @@ def _outer_dataflow(plan: Plan) -> tuple[Operator, list[tuple[str, SqlType]], li
     return flow.root, flow.columns, flow.notes
 
 
-def _set_operation_columns(kind: str, left: list[tuple[str, SqlType]],
+def set_operation_columns(kind: str, left: list[tuple[str, SqlType]],
                            right: list[tuple[str, SqlType]]) -> list[tuple[str, SqlType]]:
     """A set operation's columns: the left side's names, each with the type both sides'
     values share (INTEGER UNION DOUBLE is DOUBLE, as in DuckDB); SchemaError where they
@@ -526,23 +527,31 @@ def _set_operation_columns(kind: str, left: list[tuple[str, SqlType]],
     return out
 
 
+def set_operation_casts(have: list[tuple[str, SqlType]], want: list[tuple[str, SqlType]]
+                        ) -> tuple[tuple[int, SqlType], ...]:
+    """The columns of one side of a set operation whose values must be cast to the
+    operation's column types (:func:`set_operation_columns`): 1 is 1.0 in a DOUBLE column,
+    so that it meets the other side's 1.0."""
+    return tuple((i, t) for i, ((_, h), (_, t)) in enumerate(zip(have, want, strict=True))
+                 if h != t and h.kind != "NULL")
+
+
+def cast_row(row: tuple, casts: tuple[tuple[int, SqlType], ...]) -> tuple:
+    """``row`` with the columns of ``casts`` cast to their types."""
+    out = list(row)
+    for i, t in casts:
+        out[i] = cast_value(out[i], t)
+    return tuple(out)
+
+
 def _cast_to(op: Operator, have: list[tuple[str, SqlType]],
              want: list[tuple[str, SqlType]]) -> Operator:
-    """``op`` with its values cast to the types of ``want`` where they differ (1 is 1.0
-    in a DOUBLE column, so that it meets the other side's 1.0)."""
-    casts = [(i, t) for i, ((_, h), (_, t)) in enumerate(zip(have, want, strict=True))
-             if h != t and h.kind != "NULL"]
+    """``op`` with its values cast to the types of ``want`` where they differ."""
+    casts = set_operation_casts(have, want)
     if not casts:
         return op
-
-    def cast(row: tuple) -> tuple:
-        out = list(row)
-        for i, t in casts:
-            out[i] = cast_value(out[i], t)
-        return tuple(out)
-
-    return Map(op, cast, label="cast " + ", ".join(f"{want[i][0]} to {t.sql()}"
-                                                  for i, t in casts))
+    return Map(op, functools.partial(cast_row, casts=casts),
+               label="cast " + ", ".join(f"{want[i][0]} to {t.sql()}" for i, t in casts))
 
 
 def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
@@ -551,7 +560,7 @@ def _dataflow(plan: Plan, strategy: str | None) -> Dataflow:
         left, lcols_in, lkinds, lnotes = _dataflow(plan.left, strategy)
         right, rcols, rkinds, rnotes = _dataflow(plan.right, strategy)
         notes = lnotes + rnotes
-        lcols = _set_operation_columns(plan.kind, lcols_in, rcols)
+        lcols = set_operation_columns(plan.kind, lcols_in, rcols)
         left, right = _cast_to(left, lcols_in, lcols), _cast_to(right, rcols, lcols)
         op: Operator
         if plan.kind == "union":
@@ -645,11 +654,24 @@ def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
         raise StrategyError("strategy lftj cannot maintain this query: a join by IS NOT "
                             "DISTINCT FROM (the triejoin orders join values; NULL has no "
                             "order among them)", "lftj")
-    if strategy == "lftj" or (strategy is None and not analysis.null_safe):
+    doubles = _double_join_keys(block, analysis)
+    if strategy == "lftj" and doubles:
+        raise StrategyError("strategy lftj cannot maintain this query: a join on the DOUBLE "
+                            f"column {doubles} (the triejoin orders join values; NaN, which "
+                            "joins NaN, has no order among them)", "lftj")
+    if strategy == "lftj" or (strategy is None and not analysis.null_safe and not doubles):
         op, notes = _lftj_core(block, analysis, core, out, thetas, sources)
         return op, "lftj", notes
     notes = classify(core, out, None) + ["join: general materializing hash joins"]
     return _general_join(block, analysis, core, out, sources), "general", notes
+
+
+def _double_join_keys(block: Block, analysis) -> str | None:
+    """A DOUBLE column joined by equality, if any: a sorted trie cannot hold NaN."""
+    doubles = {c.slot: f"{c.qualifier}.{c.name}" for c in block.scope.columns
+               if c.type.kind == "DOUBLE"}
+    return next((doubles[s] for pair in analysis.equalities for s in pair if s in doubles),
+                None)
 
 
 def _project(op: Operator, layout: Sequence[int], out: tuple[int, ...], label: str) -> Operator:
