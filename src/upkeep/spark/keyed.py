@@ -77,6 +77,7 @@ from ..plan import (
     derived_tables,
     read_relation,
 )
+from ..planner import cast_row, set_operation_casts, set_operation_columns
 from ..ranked import qualify_as_derived
 from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
@@ -302,6 +303,8 @@ class SetStep:
     buckets: int
     hidden: bool = False
     readers: list = field(default_factory=list)
+    #: per side, the columns cast to the operation's types (INTEGER UNION DOUBLE: DOUBLE)
+    casts: tuple = ((), ())
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -331,6 +334,8 @@ class SetStep:
 
     def enter(self, row: tuple, w: int, side: int) -> list[tuple]:
         """A change of an input's row: its set step, or (UNION ALL) straight on."""
+        if self.casts[side]:
+            row = cast_row(row, self.casts[side])
         if self.passes:
             return emit(self, row, w)
         return [record(self.step, self.bucket(row), side,
@@ -613,9 +618,11 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
 
 
 def _plan_columns(plan) -> list[tuple[str, SqlType]]:
-    """A bound plan's output columns with their types (from its first block)."""
-    while isinstance(plan, SetOperation):
-        plan = plan.left
+    """A bound plan's output columns with their types (of a set operation: the types its
+    sides share, as the local engine types them)."""
+    if isinstance(plan, SetOperation):
+        return set_operation_columns(plan.kind, _plan_columns(plan.left),
+                                     _plan_columns(plan.right))
     if plan.is_aggregate:  # typed as the aggregate step's finalizer types its rows
         types = _compile_view("", plan, 0).finalizer.types
     else:
@@ -646,8 +653,11 @@ def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
     right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, nodes), buckets,
                           compiled, chains, nodes)
     step = _after(step, chains, nodes)
+    columns = _plan_columns(plan)
     node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
-                   max(left.ready, right.ready), buckets, hidden=True)
+                   max(left.ready, right.ready), buckets, hidden=True,
+                   casts=(set_operation_casts(_plan_columns(plan.left), columns),
+                          set_operation_casts(_plan_columns(plan.right), columns)))
     left.readers.append((node, LEFT))
     right.readers.append((node, RIGHT))
     nodes.append(node)
