@@ -786,3 +786,11 @@ def test_a_query_that_is_no_text_is_refused_before_any_request() -> None:
     client = Client("http://127.0.0.1:9", "a-long-random-secret-1")  # nothing listens
     with pytest.raises(ServiceError, match="not valid text"):
         client.subscribe("SELECT t.a FROM t t WHERE t.b = '\udcff'")
+
+
+def test_a_bad_tokens_file_leaves_no_database_behind(tmp_path) -> None:
+    from upkeep.errors import Error
+
+    with pytest.raises(Error):
+        Server(tmp_path / "db", tmp_path / "no-such-tokens.json", port=0)
+    assert not (tmp_path / "db").exists()

@@ -362,3 +362,10 @@ def test_a_directory_of_the_pickle_format_is_refused_with_a_message(tmp_path) ->
     (path / "wal-000000.log").write_bytes(b"\x00\x00\x00\x10\x12\x34\x56\x78\x80\x05rest")
     with pytest.raises(upkeep.StorageError, match="older upkeep"):
         upkeep.connect(path)
+
+
+def test_repair_refuses_a_directory_that_holds_no_database(tmp_path, capsys) -> None:
+    """It made any empty directory a database ("kept 0 intact record(s)")."""
+    assert cli_main(["repair", str(tmp_path)]) == 1
+    assert "holds no upkeep database" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -497,6 +497,8 @@ def test_command_line_provenance_and_what_if(tmp_path, capsys):
     assert "unknown transaction 7" in capsys.readouterr().err
     assert main(["provenance", str(tmp_path / "db"), "products", "not json"]) == 1
     assert "JSON array" in capsys.readouterr().err
+    assert main(["provenance", str(tmp_path / "db"), "products", '["Kite", "Toy", 1]']) == 0
+    assert capsys.readouterr().out.strip() == "0 (the row was never in products)"
 
 
 def test_non_finite_rows_are_found_after_a_reopen_and_as_the_command_line_prints_them(

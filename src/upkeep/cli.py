@@ -239,6 +239,9 @@ def _repair(target: Path) -> str:
         target = Path(load_config(target).state_dir)
     if not target.is_dir():
         raise Error(f"{target} is not a database directory")
+    if not any(p.name.startswith(("wal-", "snapshot-")) for p in target.iterdir()):
+        raise Error(f"{target} holds no upkeep database (no log or snapshot): nothing to "
+                    "repair")
     report = repair(target)
     lines = [f"kept {report.kept} intact record(s) in {target}"]
     lines += [f"dropped {size} damaged byte(s) of {name} at byte {offset}"
@@ -360,7 +363,8 @@ def _provenance(target: Path, table: str, row_text: str) -> str:
     row = _json_row(row_text)
     db = _open_target(target)
     try:
-        return str(db.provenance(table, _typed_row(db, table, row)))
+        annotation = str(db.provenance(table, _typed_row(db, table, row)))
+        return annotation if annotation != "0" else f"0 (the row was never in {table})"
     finally:
         db.close()
 

@@ -46,9 +46,10 @@ class Server:
                  statement_seconds: float | None = STATEMENT_SECONDS) -> None:
         self.owns_db = isinstance(database, (str, os.PathLike))
         self._db_closed = False
+        # the tokens first: a bad tokens file must not leave a new, empty database behind
+        self.tokens = tokens if isinstance(tokens, Tokens) else Tokens.load(tokens)
         self.db = open_local(database, fsync=fsync) if self.owns_db else database
         try:
-            self.tokens = tokens if isinstance(tokens, Tokens) else Tokens.load(tokens)
             placements = None if relay is not None else Placements(
                 source_bound=fanout, default_capacity=capacity, ttl=ttl)
             self.hub = Hub(self.db, retention=retention, relay=relay, placements=placements)
