@@ -73,9 +73,11 @@ class Committer:
             applied()
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
-            self._outbox.append({name: list(d.items()) for name, d in changed.items()
-                                 if subscribers.get(name)})
-            self._deliver()
+            told = {name: list(d.items()) for name, d in changed.items()
+                    if subscribers.get(name)}
+            if told:  # a batch no subscriber hears of is not queued
+                self._outbox.append(told)
+                self._deliver()
 
     def _deliver(self) -> None:
         """Call the subscribers with every queued batch, oldest first; a commit made by a

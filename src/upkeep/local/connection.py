@@ -428,6 +428,8 @@ class Connection(Engine):
         if self._staging is not None or self._closed:
             return 0
         expiries = self._catalog.expiring
+        if not expiries:  # every read and statement asks: no table's rows expire
+            return 0
         deltas, consumed = due_changes(expiries, self._clock())
 
         def consume() -> None:  # before any subscriber runs: one that reads or writes
