@@ -480,12 +480,14 @@ def test_an_in_list_compares_each_option_as_equality_does() -> None:
 def test_dml_clauses_no_engine_runs_are_refused_before_the_batch_runs(sql, error, message):
     """Clauses of DuckDB's DML that upkeep does not run are refused by name (they were
     dropped: BY NAME inserted by position, RETURNING returned nothing, ON CONFLICT failed
-    on the key), and the batch they are in changes nothing."""
+    on the key), and the batch they are in changes nothing.  Each refusal names a position
+    (a flag such as OR REPLACE, which has none of its own, that of its statement)."""
     db = upkeep.connect()
     db.execute("CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER); CREATE TABLE u (a INTEGER, "
                "b INTEGER); INSERT INTO t VALUES (1, 1), (8, 8)")
-    with pytest.raises(getattr(upkeep.errors, error), match=re.escape(message)):
+    with pytest.raises(getattr(upkeep.errors, error), match=re.escape(message)) as refused:
         db.execute(f"INSERT INTO t VALUES (9, 9); {sql}")
+    assert re.search(r"line 1, column \d+\)", str(refused.value))
     assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 1), (8, 8)]
 
 

@@ -200,6 +200,8 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
                 what = f"INSERT OR {value}"
             node = value[0] if isinstance(value, list) else value
             where = located(node) if isinstance(node, exp.Expression) else ""
+            if not where:  # a flag (OR REPLACE, BY NAME) or a clause of keywords only
+                where = located(stmt).replace(" (", " (in the statement at ", 1)
             raise UnsupportedError(f"{what} is not supported{where}")
     if isinstance(stmt, exp.Insert):
         ctes = stmt.args.get("with_")
