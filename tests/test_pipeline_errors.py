@@ -143,6 +143,20 @@ def test_stop_from_the_command_line_exits_non_zero_with_the_message(tmp_path, ca
     assert "Traceback" not in err
 
 
+def test_stop_names_the_first_bad_record_when_a_later_one_cannot_be_decoded(tmp_path):
+    """A record the engine rejects (a delete of an absent row) before one that cannot be
+    decoded (an unknown table): the first is named, and both are counted."""
+    good = Stream(seed=13).generate(30).records
+    path, where = setup(tmp_path, good, {4: BAD["delete of an absent row"][0],
+                                         6: BAD["unknown table"][0]})
+    runner, go = run(path)
+    with pytest.raises(RecordError) as info:
+        go()
+    message = str(info.value)
+    assert message.startswith(f"{where[4]}: cannot delete row"), message
+    assert "1 more bad record(s) in the batch" in message
+
+
 def all_bad(count=None):
     """Every bad case at spread-out positions, several in one batch."""
     positions = [3, 15, 17, 18, 40, 41, 42, 43, 44, 45, 46, 71, 99]

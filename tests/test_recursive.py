@@ -682,6 +682,16 @@ def test_explain_names_strategy_rules_and_selection() -> None:
     assert "DRed" in db.explain("h") and "aggregate selection" not in db.explain("h")
 
 
+@pytest.mark.parametrize("ordering", ["dfs", "sifting"])
+def test_explain_of_a_partitioned_fixpoint_names_the_partitions_variable_order(ordering):
+    """It named the arrival order of the manager that gathers the partitions' answers."""
+    db = upkeep.connect(bdd_ordering=ordering, fixpoint_partitions=2)
+    db.execute(LINK)
+    db.create_view("c", QUERIES["cheapest"][0])
+    text = db.explain("c")
+    assert "partitioned:" in text and f"BDD variable order: {ordering}" in text
+
+
 def test_bad_strategy_options_and_ttl_are_clear_errors() -> None:
     db = upkeep.connect()
     db.execute(LINK)

@@ -202,8 +202,9 @@ def test_bad_input_is_refused_and_changes_nothing():
         db.execute("DELETE FROM products WHERE price > 50")
     with pytest.raises(ProvenanceError, match="unknown transaction 9"):
         db.what_if("by_category", abort=[9])
-    with pytest.raises(ProvenanceError, match="not an input row"):
+    with pytest.raises(ProvenanceError, match="not an input row") as err:
         db.what_if("products", without=[("products", ("Kids mnt bike", "Bicycles", 120))])
+    assert err.value.row == ("Kids mnt bike", "Bicycles", 120)  # the row at fault, as a field
     with pytest.raises(ConstraintError, match="not present"):
         db.delete("products", [("Kids mnt bike", "Sport", 120)])  # logically deleted
     with pytest.raises(SchemaError, match="no column"):

@@ -19,7 +19,7 @@ Guarantees (issue 18):
   that never returned can leave one.  Damage anywhere before the tail (a bad checksum
   followed by more data) is never cut silently: opening raises
   :class:`DamagedStorageError` naming the file and byte offset, and :func:`repair` keeps
-  every intact record and reports what it drops.
+  the intact records before the damage and reports what it drops.
 * A snapshot is written to a temporary file, fsynced, and renamed; it ends with an end
   frame, so a cut or changed snapshot is detected.  Generations must be contiguous: a log
   whose snapshot is missing is an error, not an empty database.
@@ -263,7 +263,7 @@ class Storage:
             raise DamagedStorageError(
                 f"{path} is damaged at byte {offset} ({len(scan.records)} intact records "
                 f"before it, {len(data) - offset} bytes after): run `upkeep repair "
-                f"{self.path}` to keep every intact record", path=str(path), offset=offset)
+                f"{self.path}` to keep the intact records before it", path=str(path), offset=offset)
         if scan.torn and not last:
             raise DamagedStorageError(f"{path} ends in a torn record at byte {scan.end} but "
                                       "a later log follows it", path=str(path), offset=scan.end)

@@ -288,7 +288,7 @@ class ProvenanceTracker:
             raise ProvenanceError(
                 f"row {format_row(row)} is not an input row of table {table} (input rows are "
                 "the rows given to db.insert; rows written by INSERT statements belong to "
-                "their transaction: abort it instead)")
+                "their transaction: abort it instead)", row=row)
         return got
 
     def boolean_delta(self, false_vars: set[str]) -> dict[str, Delta]:

@@ -205,8 +205,9 @@ class PipelineRunner:
                 changes.append(self.applier.prepare(record))
             except BadRecord as exc:
                 bad.append((record, str(exc)))
-        if bad and stop:
-            self._refuse(bad, records)
+        if bad and stop:  # name the first bad record, though the engine rejects an earlier one
+            self._refuse(bad + [(c.record, str(why)) for c, why in self.applier.find_bad(changes)],
+                         records)
         self._reject(bad)
         last = records[-1].position
         try:

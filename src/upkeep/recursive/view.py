@@ -264,10 +264,13 @@ def _describe(programs: dict[str, Program], engines: dict[str, object], strategy
     lines = []
     for cte, program in programs.items():
         engine = engines[cte]
+        # partitions keep the chosen order (the manager gathering them keeps arrival order)
+        pb = getattr(engine.parts[0], "pb", engine.pb) if isinstance(
+            engine, PartitionedFixpoint) else getattr(engine, "pb", None)
         kind = ("DRed (over-delete, re-derive)" if strategy == "dred" else
                 "absorption provenance (BDDs), "
                 + ("lazy" if strategy == "absorption" else "eager") + " MinShip propagation, "
-                + f"BDD variable order: {engine.pb.ordering}")
+                + f"BDD variable order: {pb.ordering}")
         lines.append(f"recursive CTE {cte}: fixpoint by {kind}")
         if isinstance(engine, PartitionedFixpoint):
             lines.append(f"  partitioned: {engine.layout.describe()}")
