@@ -17,6 +17,7 @@ COMPILED = [
     "src/upkeep/dyn.py",
     "src/upkeep/engine.py",
     "src/upkeep/exact.py",
+    "src/upkeep/hashing.py",
     "src/upkeep/local/commit.py",
     "src/upkeep/local/connection.py",
     "src/upkeep/local/staging.py",

@@ -203,11 +203,11 @@ def output_name(item: exp.Expression) -> str:
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
     node = node.transform(_rewrite_filter).transform(_rewrite_bool_aggregate)
+    if node.args.get("distinct") and node.args["distinct"].args.get("on"):
+        raise UnsupportedError("DISTINCT ON")
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
         if node.args.get(key):
             raise UnsupportedError(f"{key.upper()} in a view definition")
-    if node.args.get("distinct") and node.args["distinct"].args.get("on"):
-        raise UnsupportedError("DISTINCT ON")
     group = node.args.get("group")
     if group is not None and (
             any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube"))
@@ -549,9 +549,12 @@ def analyse_joins(block: Block) -> JoinAnalysis:
 
 def unordered(node: exp.Expression) -> exp.Expression:
     """A block's ``ORDER BY`` without ``LIMIT`` / ``OFFSET`` dropped: a view's rows are a
-    bag, so the order is presentation only (as Materialize and PostgreSQL views treat it)."""
+    bag, so the order is presentation only (as Materialize and PostgreSQL views treat it).
+    Kept under ``DISTINCT ON``, where it decides which row of each group stays."""
+    distinct = node.args.get("distinct") if isinstance(node, exp.Select) else None
     if (isinstance(node, (exp.Select, exp.Union)) and node.args.get("order")
-            and not node.args.get("limit") and not node.args.get("offset")):
+            and not node.args.get("limit") and not node.args.get("offset")
+            and not (distinct is not None and distinct.args.get("on"))):
         node = node.copy()
         node.set("order", None)
     return node

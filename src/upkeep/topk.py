@@ -122,7 +122,7 @@ class TopKView(MaterializedView):
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = batch.get(self.helper)
-        if not changes:
+        if not changes or not self.limit:  # LIMIT 0: always empty, nothing to keep
             return {}
         edge = self._edge()
         touches = edge is None or any(not edge < self.key(row) for row in changes)
@@ -162,6 +162,12 @@ def split_top_k(query: exp.Expression
     if limit is None or order is None:
         return None
     count = limit.expression if isinstance(limit, exp.Limit) else None
+    options = limit.args.get("limit_options")
+    if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
+        return None  # LIMIT n PERCENT / WITH TIES: not n rows (DuckDB recomputes them)
+    distinct = query.args.get("distinct")
+    if isinstance(distinct, exp.Distinct) and distinct.args.get("on"):
+        return None  # the ORDER BY also picks each DISTINCT ON group's row
     offset_node = query.args.get("offset")
     offset = offset_node.expression if isinstance(offset_node, exp.Offset) else None
     if not (isinstance(count, exp.Literal) and count.is_int) or (

@@ -64,7 +64,7 @@ from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
 from ..errors import ConstraintError, Error, SchemaError
 from ..expressions import ExpressionCompiler
-from ..hashing import stable_hash
+from ..hashing import key_hash
 from ..outer_joins import rewrite_outer_joins
 from ..plan import (
     Block,
@@ -96,19 +96,6 @@ LEFT, RIGHT = 0, 1
 PARTIAL = 2  # a side: a partial aggregate ``(group key, GroupState)`` for an aggregate step
 PACKED = 0  # a log entry's weight: its row is a pickled list of entries (a whole log, one
 # state call; real entries never weigh 0)
-MASK = 0x7FFFFFFFFFFFFFFF
-
-
-def key_hash(values: tuple) -> int:
-    """One long for a tuple of values, equal in every process for values SQL calls equal,
-    its low bits mixed (MurmurHash3's 64-bit finaliser): keys are taken modulo a power of
-    two, and without the mix the parity of consecutive integers would fill half the keys."""
-    h = 17
-    for v in values:
-        h = (h * 1_000_003 ^ stable_hash(v)) & MASK
-    h = ((h ^ (h >> 33)) * 0xFF51AFD7ED558CCD) & 0xFFFFFFFFFFFFFFFF
-    h = ((h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53) & 0xFFFFFFFFFFFFFFFF
-    return (h ^ (h >> 33)) & MASK
 
 
 @dataclass(frozen=True)
@@ -1069,17 +1056,21 @@ class KeyedStep(StatefulProcessor):
         out: list[tuple] = []
 
         def emit(left: dict, right: dict) -> None:
-            rows = {r: pickle.loads(r) for r in right}
-            keys = {r: rkey(t) for r, t in rows.items()}
+            # a key holds every join value of its bucket: hash-join within it
+            by_value: dict[tuple, list[tuple[tuple, int]]] = {}
+            for rb, rw in right.items():
+                if rw:
+                    rt = pickle.loads(rb)
+                    by_value.setdefault(rkey(rt), []).append((rt, rw))
+            if not by_value:
+                return
             for lb, lw in left.items():
                 lt = pickle.loads(lb)
                 k = lkey(lt)
                 if any(k[i] is None for i in strict):
                     continue
-                for rb, rw in right.items():
-                    if rw and keys[rb] == k:  # a key holds every join value of its bucket
-                        merged = view.merge(lt, rows[rb], atom)
-                        out.extend(self._next(view, j, merged, lw * rw))
+                for rt, rw in by_value.get(k, ()):
+                    out.extend(self._next(view, j, view.merge(lt, rt, atom), lw * rw))
 
         emit(d_left, new_right)
         emit(old_left, d_right)
