@@ -538,3 +538,89 @@ def test_keyed_dml_drawing_random_values_is_refused_as_on_the_local_engine(
         with pytest.raises(upkeep.UnsupportedError, match="once per row"):
             db.execute(statement)
     db.close()
+
+
+
+class CountedMap(keyed_state.MapInMemory):
+    """A MapState over a dict that counts the state calls a step makes."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = Counter()
+
+    def getValue(self, key):  # noqa: N802 - Spark's MapState API
+        self.calls["getValue"] += 1
+        return super().getValue(key)
+
+    def iterator(self):
+        self.calls["iterator"] += 1
+        return super().iterator()
+
+
+def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_path) -> None:
+    """A table step's group holds many keys' MapState entries: a batch touching a quarter
+    of them or more reads the group's map in one paged call (``iterator``), not a call per
+    key; a batch touching one key reads that key alone (a 1-row batch's bytes stay those
+    of its keys)."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    db.create_view("everything", VIEWS["everything"])
+    plan = db._plan_now()
+    db.close()
+    layout, catalog = plan.keyed, plan.catalog
+    chains = keyed_state.compile_views(layout, keyed_state.freeze(catalog)).chains
+    table = layout.tables.index("orders")
+    rows = [(k, k % 7, Decimal("1.50"), k % 3) for k in range(4000)]
+    records = [r for r in keyed_state.route_changes(
+        layout, catalog, chains, [("orders", row, 1) for row in rows]) if r[0] == table]
+    group = records[0][1]
+    mine = [pyspark_row(*r) for r in records if r[1] == group]
+    per_group = layout.buckets // keyed_state.SPARK_GROUPS
+    assert len({r.key for r in mine}) * keyed_state.PREFETCH_SHARE >= per_group
+    for batch, reads in ((mine, {"iterator": 1}), (mine[:1], {"getValue": 1})):
+        step = keyed_state.KeyedStep(layout, catalog, 0)
+        step.compile()
+        values = CountedMap()
+        step.setup([keyed_state.ListInMemory(), keyed_state.ListInMemory()], values)
+        list(step.handleInputRows((table, group), iter(batch), None))
+        assert values.calls == reads
+        assert len(values.data) == len({r.key for r in batch})  # every key's rows kept
+
+
+def pyspark_row(step, group, key, side, row, weight):
+    from pyspark.sql import Row
+    return Row(step=step, group=group, key=key, side=side, row=row, weight=weight)
+
+
+def test_big_batches_read_a_groups_map_at_once_and_match_duckdb(spark, tmp_path) -> None:
+    """Batches touching most keys of the table steps' Spark groups (which read each
+    group's map at once): the views equal DuckDB after inserts, deletes and updates."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    for name in ("per_segment", "big_orders", "everything"):
+        db.create_view(name, VIEWS[name])
+    customers = [(k, k % 6, ["AUTO", "HOUSE", None][k % 3]) for k in range(300)]
+    orders = [(k, k % 310, Decimal(k % 97) + Decimal("0.25"), k % 5) for k in range(3000)]
+    db.insert("customer", customers)
+    tables = {"nation": Counter(), "customer": Counter(customers), "orders": Counter()}
+    rnd = random.Random(3)
+    for step in range(3):
+        with db.transaction():
+            if step == 0:
+                db.insert("orders", orders)
+                tables["orders"].update(orders)
+            else:
+                gone = rnd.sample(sorted(tables["orders"]), 1200)
+                new = [(ok + 10_000 * step, ck, price * 2, qty) for ok, ck, price, qty in gone]
+                db.delete("orders", gone)
+                db.insert("orders", new)
+                tables["orders"].subtract(gone)
+                tables["orders"].update(new)
+        tables = {n: +c for n, c in tables.items()}
+        expected = recomputed(tables)
+        for name in ("per_segment", "big_orders", "everything"):
+            assert normal(db.view(name).rows()) == normal(expected(VIEWS[name]).elements()), \
+                (step, name)
+    db.close()

@@ -41,6 +41,7 @@ from .types import (
     common_numeric,
     double_fits_decimal,
     double_to_decimal,
+    parse_date,
     type_from_name,
     type_from_sqlglot,
 )
@@ -463,7 +464,7 @@ def _cast(value, typ: SqlType):
                 return value.isoformat()
             return str(value)
         if kind == "DATE":
-            return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
+            return value if isinstance(value, dt.date) else parse_date(str(value))
         if kind == "BOOLEAN":
             if isinstance(value, str):
                 return {"true": True, "false": False, "t": True, "f": False}[value.lower()]
@@ -694,6 +695,11 @@ class ExpressionCompiler:
             raise as_error(exc, f"cannot evaluate constant {sql}") from exc
         if isinstance(value, dt.datetime):
             value = value.date() if type_name == "DATE" else value
+        if type_name == "DATE" and value in (dt.date.max, dt.date.min):
+            with scratch() as con:  # DuckDB's Python client gives infinity as 9999-12-31
+                if con.execute(f"SELECT isinf({sql})").fetchone()[0]:
+                    raise EvaluationError(f"cannot evaluate constant {sql}: an infinite "
+                                          "date has no value here")
         typ = type_from_name(type_name)
         return self._const(value), typ
 

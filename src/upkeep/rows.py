@@ -27,8 +27,9 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
         import pandas as pd
 
         frame = rows.astype(object).where(pd.notna(rows), None)
-        for r in frame.itertuples(index=False, name=None):
-            yield tuple(v.date() if isinstance(v, pd.Timestamp) else v for v in r)
+        for r in frame.itertuples(index=False, name=None):  # a zoned time stays, refused
+            yield tuple(v.date() if isinstance(v, pd.Timestamp) and v.tzinfo is None else v
+                        for v in r)
         return
     if module.startswith("pyarrow"):
         picked = _arrow_columns(rows, table, [n for n, _ in columns])
@@ -36,12 +37,23 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
         # a slice at a time: Python objects for a few thousand rows, never a whole table's
         for start in range(0, picked.num_rows, ARROW_SLICE):
             part = picked.slice(start, ARROW_SLICE)
-            yield from zip(*map(column_values, part.columns, types), strict=True)
+            yield from zip(*map(_python_values, part.columns, types, columns), strict=True)
         return
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise SchemaError(f"rows for table {table} must be an iterable of rows, not "
                           f"{type(rows).__name__}")
     yield from rows
+
+
+def _python_values(column, typ: SqlType, named: tuple[str, SqlType]) -> list:
+    """An Arrow column's values as Python objects; one Python cannot hold (a date past
+    year 9999, bytes that are not UTF-8 in a string column) is a :class:`SchemaError`
+    naming the column."""
+    try:
+        return column_values(column, typ)
+    except (OverflowError, ValueError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"Arrow column {named[0]} ({column.type}) holds a value that "
+                          f"{typ.sql()} cannot: {exc}") from None
 
 
 def as_arrow(rows, columns: list[tuple[str, SqlType]], table: str = ""):

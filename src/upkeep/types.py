@@ -167,10 +167,15 @@ def coerce_value(value: object, typ: SqlType) -> object:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
+            elif (isinstance(value, Decimal) and value.is_finite()
+                  and value == value.to_integral_value()):  # 1.0, not 1.5 (docs/sql.md)
+                value = int(value)
             elif hasattr(value, "__index__") and not isinstance(value, bool):
                 value = int(value)  # numpy integers
             else:
                 raise ValueError(f"expected {kind}, got {value!r}")
+        elif type(value) is not int:
+            value = int(value)  # an IntEnum member: its number, as every engine stores it
         bound = INT_RANGES[kind]
         if not -bound <= value < bound:
             raise ValueError(f"{value!r} is out of range for {kind}")
@@ -208,6 +213,8 @@ def coerce_value(value: object, typ: SqlType) -> object:
     if kind == "VARCHAR":
         if not isinstance(value, str):
             raise ValueError(f"expected VARCHAR, got {value!r}")
+        if type(value) is not str:
+            value = str.__str__(value)  # numpy's str_, a StrEnum member: the text itself
         if not _is_unicode(value):
             raise ValueError(f"VARCHAR must be valid Unicode, got {value!r} (a lone "
                              "surrogate)")
@@ -226,26 +233,53 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
     from ISO text."""
     as_date = kind == "DATE"
     if isinstance(value, dt.datetime):
+        if value.utcoffset() is not None:  # no type holds a zone: which day is it?
+            raise ValueError(f"expected {kind}, got {value!r}: a datetime with a time zone "
+                             "(give it in UTC without one)")
         return value.date() if as_date else value
     if isinstance(value, dt.date):
         return value if as_date else dt.datetime(value.year, value.month, value.day)
     if isinstance(value, str):
+        if as_date:
+            return parse_date(value)
         try:
-            return (dt.date if as_date else dt.datetime).fromisoformat(value)
+            return dt.datetime.fromisoformat(value)
         except ValueError:
-            loose = _LOOSE_DATE.fullmatch(value.strip())  # DuckDB reads '2020-1-31' too
-            if loose is not None:
-                try:
-                    day = dt.date(*map(int, loose.groups()))
-                except ValueError:
-                    day = None
-                if day is not None:
-                    return day if as_date else dt.datetime(day.year, day.month, day.day)
-            raise ValueError(f"expected {kind}, got {value!r}") from None
+            day = parse_date(value)
+            return dt.datetime(day.year, day.month, day.day)
     raise ValueError(f"expected {kind}, got {value!r}")
 
 
-_LOOSE_DATE = re.compile(r"(\d{1,4})-(\d{1,2})-(\d{1,2})")
+# DuckDB's text for a DATE: year-month-day split by '-' or '/' (the same twice), one or
+# two digit months and days, optionally a time of day and a zone after it, which it drops
+_DATE_TEXT = re.compile(
+    r"\s*(\d{1,4})([-/])(\d{1,2})\2(\d{1,2})"
+    r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d+)?)?"
+    r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*")
+
+
+def parse_date(text: str) -> dt.date:
+    """A DATE from text as DuckDB reads it (``'2020-1-31'``, ``'2020/01/31'``,
+    ``'2020-01-31 10:00'``, ``'epoch'``), not as Python's ``fromisoformat`` does (which
+    also reads week dates and ``'20200131'``); ``'infinity'`` has no Python date, so it
+    is refused rather than held as 9999-12-31."""
+    found = _DATE_TEXT.fullmatch(text)
+    if found is None:
+        word = text.strip().lower()
+        if word == "epoch":
+            return dt.date(1970, 1, 1)
+        if word in ("infinity", "-infinity", "+infinity"):
+            raise ValueError(f"expected DATE, got {text!r}: an infinite date has no value "
+                             "here")
+        raise ValueError(f"expected DATE, got {text!r}")
+    year, _, month, day, hour, minute, second = found.groups()
+    if hour is not None and not (int(hour) < 24 and int(minute) < 60
+                                 and int(second or 0) < 60):
+        raise ValueError(f"expected DATE, got {text!r}: time of day out of range")
+    try:
+        return dt.date(int(year), int(month), int(day))
+    except ValueError:
+        raise ValueError(f"expected DATE, got {text!r}: out of range") from None
 
 
 def format_value(v: object) -> str:

@@ -737,6 +737,7 @@ OUTPUT_KEYS = 64  # view deltas pass later levels under few keys: Spark calls a 
 SPARK_GROUPS = 64  # per table / aggregate / distinct step: keys Spark groups it by
 ROWS_PER_KEY = 128  # loaded rows per key of a step (:func:`bucket_count`)
 MIN_BUCKETS = 1024  # keys per step however little is loaded
+PREFETCH_SHARE = 4  # a batch touching a quarter of a group's keys reads its map at once
 
 
 def bucket_count(loaded_rows: int) -> int:
@@ -905,6 +906,7 @@ class KeyedStep(StatefulProcessor):
         self.by_step: dict[int, tuple[CompiledView, int]] = {}
         self.finals: dict[int, CompiledView] = {}
         self.compiled = False
+        self.prefetched: dict[int, tuple] | None = None  # this group's map, read at once
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         """Declare the state; the views compile at the first rows (:meth:`handleInputRows`),
@@ -968,10 +970,16 @@ class KeyedStep(StatefulProcessor):
             columns["side"].append(r.side)
             columns["row"].append(r.row)
             columns["weight"].append(r.weight)
+        if len(keys) > 1 and len(keys) * PREFETCH_SHARE >= self.layout.buckets // SPARK_GROUPS:
+            # a big batch touches most keys of this group: one paged read of its map, not
+            # a state call per key (a 1-row batch still reads its one key alone)
+            self.prefetched = {k[0]: v for k, v in self.values.iterator()}
         try:
             out = [o for k, columns in keys.items() for o in self._step(step, k, columns)]
         except Error as exc:
             raise BatchRejected(exc.to_record()) from None
+        finally:
+            self.prefetched = None
         for r in partial_aggregates(out, self.finals):
             yield Row(step=r[0], group=r[1], key=r[2], side=r[3], row=r[4], weight=r[5])
 
@@ -1001,7 +1009,10 @@ class KeyedStep(StatefulProcessor):
         return self._distinct(view, key, delta)
 
     def _load(self, key: int):
-        held = self.values.getValue((key,))
+        if self.prefetched is not None:
+            held = self.prefetched.get(key)
+        else:
+            held = self.values.getValue((key,))
         return None if held is None else pickle.loads(held[0])
 
     def _keep(self, key: int, value: dict) -> None:
@@ -1332,6 +1343,9 @@ class MapInMemory:
 
     def removeKey(self, key: tuple) -> None:  # noqa: N802
         self.data.pop(key[0], None)
+
+    def iterator(self) -> Iterator[tuple[tuple, tuple]]:
+        return iter([((k,), (v,)) for k, v in self.data.items()])
 
 
 class ListInMemory:

@@ -1,0 +1,128 @@
+"""Values on their way into tables, as DuckDB reads them or refused with an upkeep error:
+DATE text, dates with a time zone, Arrow values Python cannot hold, subclasses of str and
+int, whole-number decimals into INTEGER columns."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from decimal import Decimal
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import upkeep
+from upkeep.errors import EvaluationError, SchemaError
+
+DATE_TEXTS = ["2020-01-31", "2020-1-5", " 2020-01-31 ", "2020/1/31", "2020-01-31 10:00",
+              "2020-01-31T10:00:00", "2020-01-31 10:00:00.123456", "2020-01-31 10:00Z",
+              "2020-01-31 10:00:00+05:30", "2020-01-31 10:00 UTC", "epoch", "99-01-01",
+              # DuckDB refuses these (Python's fromisoformat read the first three)
+              "2020-W01-1", "2020W011", "20200131", "2020-01/31", "2020.01.31",
+              "2020-01-31 x", "2020-01-31 10", "2020-01-31 25:00", "2020-02-30", "+2020-01-31"]
+
+
+@pytest.mark.parametrize("text", DATE_TEXTS)
+def test_date_text_is_read_as_duckdb_reads_it(text):
+    try:
+        expected = duckdb.execute("SELECT ?::DATE", [text]).fetchone()[0]
+    except duckdb.Error:
+        expected = None
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (d DATE, s VARCHAR)")
+    if expected is None:
+        with pytest.raises(SchemaError, match="expected DATE"):
+            db.insert("t", [(text, text)])
+        with pytest.raises(SchemaError):
+            db.execute("INSERT INTO t VALUES (?, 'x')", [text])
+        assert db.execute("SELECT * FROM t").fetchall() == []
+        return
+    db.insert("t", [(text, text)])
+    db.execute("INSERT INTO t VALUES (?, ?)", [text, text])
+    view = db.create_view("v", "SELECT CAST(s AS DATE) AS c, d FROM t")
+    assert view.rows() == [(expected, expected)] * 2
+
+
+@pytest.mark.parametrize("text", ["infinity", "-infinity"])
+def test_an_infinite_date_is_refused_not_held_as_9999_12_31(text):
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (d DATE)")
+    with pytest.raises(EvaluationError, match="infinite"):
+        db.execute(f"INSERT INTO t VALUES ('{text}'::DATE)")
+    with pytest.raises(SchemaError, match="infinite"):
+        db.insert("t", [(text,)])
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_a_datetime_with_a_time_zone_is_refused_on_every_path():
+    """It kept the day of its own zone where DuckDB takes the instant's day in its
+    session's zone; ``execute`` already refused it."""
+    zoned = dt.datetime(2020, 1, 1, 1, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    local = pd.to_datetime(["2020-01-01 01:00"]).tz_localize("Asia/Karachi")
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (s VARCHAR, d DATE)")
+    attempts = [
+        lambda: db.insert("t", [("insert", zoned)]),
+        lambda: db.executemany("INSERT INTO t VALUES (?, ?)", [("many", zoned)]),
+        lambda: db.execute("INSERT INTO t VALUES (?, ?)", ["one", zoned]),
+        lambda: db.insert("t", pd.DataFrame({"s": ["pandas"], "d": local})),
+        lambda: db.insert("t", pa.table({"s": ["arrow"], "d": pa.array(
+            [dt.datetime(2020, 1, 1, 22)], pa.timestamp("us", tz="Asia/Karachi"))})),
+    ]
+    for attempt in attempts:
+        with pytest.raises(SchemaError, match="time zone"):
+            attempt()
+    db.insert("t", pd.DataFrame({"s": ["naive"], "d": pd.to_datetime(["2020-01-01 23:00"])}))
+    assert db.execute("SELECT * FROM t").fetchall() == [("naive", dt.date(2020, 1, 1))]
+
+
+def test_arrow_values_python_cannot_hold_are_schema_errors_naming_the_column():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, d DATE, s VARCHAR)")
+    db.create_view("n", "SELECT COUNT(*) AS n FROM t")
+    far = pa.array([3_000_000], pa.int32()).view(pa.date32())  # past year 9999
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 3], np.int32)
+                                                                    .tobytes()),
+                                                 pa.py_buffer(b"a\xff\xfe")])
+    ok_d, ok_s = pa.array([dt.date(2020, 1, 1)]), pa.array(["x"])
+    for d, s, column in ((far, ok_s, "d"), (ok_d, bad, "s")):
+        with pytest.raises(SchemaError, match=f"Arrow column {column} "):
+            db.insert("t", pa.table({"k": [1], "d": d, "s": s}))
+    assert db.execute("SELECT * FROM t").fetchall() == [] and db.view("n").rows() == [(0,)]
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Size(enum.StrEnum):
+    BIG = "big"
+
+
+def test_subclasses_of_int_and_str_are_stored_as_their_values(tmp_path):
+    """They were kept as the objects given (a view handed them back), and a durable
+    database refused them with an error naming no row."""
+    for db in (upkeep.connect(), upkeep.connect(tmp_path / "db")):
+        db.execute("CREATE TABLE t (i INTEGER, s VARCHAR)")
+        db.insert("t", [(Colour.RED, np.str_("b")), (2, Size.BIG)])
+        rows = db.execute("SELECT * FROM t").fetchall()
+        assert sorted(rows) == [(1, "b"), (2, "big")]
+        assert all(type(i) is int and type(s) is str for i, s in rows)
+        db.close()
+
+
+def test_whole_number_decimals_go_into_integer_columns_and_fractions_do_not():
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute("CREATE TABLE t (i INTEGER)")
+        con.execute("INSERT INTO t VALUES (1.0), (2.0::DECIMAL(3, 1))")
+    db.insert("t", [(Decimal("3"),), (3.0,)])
+    duck.execute("INSERT INTO t VALUES (3), (3)")
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        duck.execute("SELECT * FROM t").fetchall())
+    for value in (Decimal("1.5"), 1.5, Decimal("NaN")):
+        with pytest.raises(SchemaError, match="expected INTEGER"):
+            db.insert("t", [(value,)])
