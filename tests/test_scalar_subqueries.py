@@ -51,6 +51,12 @@ RECOMPUTED = [
     # correlated by an inequality with two outer relations
     "SELECT p.pk FROM part p, item i WHERE p.pk = i.pk AND i.price > "
     "(SELECT avg(i2.price) FROM item i2 WHERE i2.qty < i.qty AND i2.id <> p.size)",
+    # correlated by what a NULL outer value can satisfy: an outer row with NULL there has
+    # rows in its subquery (it found no group when joined back by equality)
+    "SELECT i.id, (SELECT count(*) FROM item i2 WHERE i2.qty IS NOT DISTINCT FROM i.qty) "
+    "AS n FROM item i",
+    "SELECT i.id, (SELECT max(i2.price) FROM item i2 WHERE i2.pk IS DISTINCT FROM i.pk "
+    "AND i2.qty < i.price) AS m FROM item i",
 ]
 
 

@@ -137,12 +137,17 @@ class _Derived:
     inner correlation columns (``k0``, ``k1``, ..), one column per distinct aggregate
     (``a0``, ``a1``, ..)."""
 
-    def __init__(self, body: exp.Select, keys: list[tuple[exp.Column, exp.Column]]) -> None:
+    def __init__(self, body: exp.Select, keys: list[tuple[exp.Column, exp.Column]],
+                 domain: bool = False) -> None:
         self.body = body
         self.keys = keys  # (inner, outer)
+        # keys over the outer domain under a correlation that NULL can satisfy: a NULL
+        # outer value finds its own group (IS NOT DISTINCT FROM); otherwise a NULL outer
+        # value matches no group, as its subquery matches no row
+        self.domain = domain
         self.aggregates: list[exp.Expression] = []
         self.name: str | None = None
-        self.signature = repr((body.sql(), [(i.sql(), o.sql()) for i, o in keys]))
+        self.signature = repr((body.sql(), [(i.sql(), o.sql()) for i, o in keys], domain))
 
     def column(self, aggregate: exp.Expression) -> exp.Expression:
         """The outer block's reference to ``aggregate`` (COUNT: 0 where the group is
@@ -161,9 +166,25 @@ class _Derived:
                                alias=exp.TableAlias(this=exp.to_identifier(self.name)))
         if not self.keys:
             return exp.Join(this=derived, kind="CROSS")
-        on = exp.and_(*[exp.EQ(this=exp.column(f"k{i}", self.name, quoted=True),
-                               expression=o.copy()) for i, (_, o) in enumerate(self.keys)])
+        match = exp.NullSafeEQ if self.domain else exp.EQ
+        on = exp.and_(*[match(this=exp.column(f"k{i}", self.name, quoted=True),
+                              expression=o.copy()) for i, (_, o) in enumerate(self.keys)])
         return exp.Join(this=derived, on=on, side="LEFT")
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_NULL_PROPAGATING = (exp.Column, exp.Literal, exp.Identifier, exp.Add, exp.Sub, exp.Mul,
+                     exp.Div, exp.IntDiv, exp.Mod, exp.Neg, exp.Paren, exp.Cast, exp.DataType)
+
+
+def _null_rejecting(cond: exp.Expression) -> bool:
+    """Whether a correlation is never true where an outer column in it is NULL (a
+    comparison of columns, constants and arithmetic): then an outer row with a NULL there
+    sees the subquery's value on no rows, which the equality join back gives it.  Others
+    (``IS [NOT] DISTINCT FROM``, ``COALESCE``, ``IS NULL``) join back null-safely."""
+    return isinstance(cond, _COMPARISONS) and all(
+        isinstance(n, _NULL_PROPAGATING) for side in (cond.this, cond.expression)
+        for n in side.walk())
 
 
 def _aggregates(node: exp.Expression) -> bool:
@@ -315,8 +336,10 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     if any(side(c) == "outer" for c in value.find_all(exp.Column)):
         raise _Skip
     body = query.copy()
-    if len(keys) < len(correlations):  # not all equalities: over the outer domain
+    domain = len(keys) < len(correlations)
+    if domain:  # not all equalities: over the outer domain
         keys = _over_domain(body, correlations, kept, side, qualified, tables)
+        domain = not all(_null_rejecting(c) for c in correlations)
     else:
         body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept]))
                  if kept else None)
@@ -329,4 +352,4 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
         return exp.paren(value.copy().transform(
             lambda n: derived.column(n) if isinstance(n, AGGREGATE_TYPES) else n), copy=False)
 
-    return _Derived(body, keys), value_of
+    return _Derived(body, keys, domain), value_of
