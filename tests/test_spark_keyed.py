@@ -557,11 +557,13 @@ class CountedMap(keyed_state.MapInMemory):
         return super().iterator()
 
 
-def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_path) -> None:
+def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_path,
+                                                                     monkeypatch) -> None:
     """A table step's group holds many keys' MapState entries: a batch touching a quarter
     of them or more reads the group's map in one paged call (``iterator``), not a call per
     key; a batch touching one key reads that key alone (a 1-row batch's bytes stay those
     of its keys)."""
+    monkeypatch.setattr(keyed_state, "MIN_BUCKETS", 1024)  # the module's fixture sets 4
     db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
                         database=tmp_path / "db")
     db.execute(TABLES)
@@ -577,7 +579,8 @@ def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_
     group = records[0][1]
     mine = [pyspark_row(*r) for r in records if r[1] == group]
     per_group = layout.buckets // keyed_state.SPARK_GROUPS
-    assert len({r.key for r in mine}) * keyed_state.PREFETCH_SHARE >= per_group
+    touched = len({r.key for r in mine})
+    assert touched > 1 and touched * keyed_state.PREFETCH_SHARE >= per_group
     for batch, reads in ((mine, {"iterator": 1}), (mine[:1], {"getValue": 1})):
         step = keyed_state.KeyedStep(layout, catalog, 0)
         step.compile()
