@@ -18,6 +18,7 @@ from oracle import insert_rows
 import upkeep
 import upkeep.spark.keyed as keyed_state
 from upkeep.spark import worker_heap
+from upkeep.storage import StorageError
 
 TABLES = """
 CREATE TABLE nation (nk INTEGER PRIMARY KEY, region VARCHAR);
@@ -414,6 +415,53 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
     with pytest.raises(upkeep.SchemaError):
         db.execute("DELETE FROM orders WHERE nope = 1")
     db.close()
+
+
+def test_bad_statements_loads_and_closes_are_upkeep_errors_and_change_nothing(
+        spark, tmp_path) -> None:
+    """A WHERE that cannot evaluate a stored row, a load that is not Parquet, has a column
+    the table lacks or a decimal too wide for its column, a key inserted twice in one
+    transaction (then deleted again), and a transaction closed under it: each was a raw
+    Spark error, a silent drop or a commit; now the local engine's error, nothing kept."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, s VARCHAR, d DECIMAL(6, 2))")
+    db.create_view("all_t", "SELECT * FROM t")
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "x.parquet").write_text("k,s,d\n1,a,1.00\n")
+    loads = {
+        str(tmp_path / "text"): "bulk load of table t",
+        spark.createDataFrame([(1, "a", Decimal("1.00"), 5)], "k int, s string, "
+                              "d decimal(6,2), extra int"): "extra, which the table lacks",
+        spark.createDataFrame([(1, "a", Decimal("123456.50"))], "k int, s string, "
+                              "d decimal(20,2)"): r"does not fit DECIMAL\(6,2\)",
+    }
+    for data, message in loads.items():
+        with pytest.raises(upkeep.SchemaError, match=message):
+            db.load("t", data)
+    db.insert("t", [(1, "abc", Decimal("1.00")), (2, "7", Decimal("2.00"))])
+    for sql in ("DELETE FROM t WHERE CAST(s AS INTEGER) = 7",
+                "UPDATE t SET s = 'x' WHERE CAST(s AS INTEGER) = 7"):
+        with pytest.raises(upkeep.EvaluationError, match="could not cast 'abc'"):
+            db.execute(sql)
+    with pytest.raises(upkeep.ConstraintError, match=r"duplicate primary key \(5\)"):
+        with db.transaction():
+            db.execute("INSERT INTO t VALUES (5, 'a', 1.00)")
+            db.execute("INSERT INTO t VALUES (5, 'b', 1.00)")
+            db.execute("DELETE FROM t WHERE k = 5")
+    expected = [(1, "abc", Decimal("1.00")), (2, "7", Decimal("2.00"))]
+    assert sorted(db.view("all_t").rows()) == expected
+    with pytest.raises(StorageError, match="closed"):
+        with db.transaction():
+            db.insert("t", [(3, "c", Decimal("3.00"))])
+            db.close()
+    assert not [q for q in spark.streams.active if str(tmp_path) in str(q.name)]
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                           database=tmp_path / "db")
+    again.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, s VARCHAR, d DECIMAL(6, 2))")
+    again.create_view("all_t", "SELECT * FROM t")
+    assert sorted(again.view("all_t").rows()) == expected
+    again.close()
 
 
 def test_statement_dml_needs_keyed_state(spark, tmp_path) -> None:

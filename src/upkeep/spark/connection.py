@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pyarrow.parquet as pq
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
@@ -70,7 +71,7 @@ from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
 from .dml import committed_matches, predicate, where_sql
-from .errors import query_error
+from .errors import query_error, spark_job_errors
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
 from .keyed import bulk_build
@@ -211,6 +212,25 @@ class SparkConnection(Engine):
     @_pending.setter
     def _pending(self, staged: list[tuple[str, tuple, int]] | None) -> None:
         self._thread.pending = staged
+        self._thread.keys = Counter()  # (table, PRIMARY KEY value) -> net count staged
+
+    def _stage(self, table: Table, staged: list[tuple[str, tuple, int]]) -> None:
+        """Add one statement's changes to the calling thread's transaction.  A PRIMARY KEY
+        value the transaction would insert twice is refused at once, as the local engine
+        refuses it (later statements of the transaction could cancel it out before the
+        table step sees the batch), and the statement stages nothing."""
+        if table.key is not None:
+            keys: Counter = self._thread.keys
+            changed: Counter = Counter()
+            for _, row, weight in staged:
+                changed[tuple(row[i] for i in table.key)] += weight
+            for key, weight in changed.items():
+                if keys[(table.name, key)] + weight > 1:
+                    raise ConstraintError(f"duplicate primary key {format_row(key)} in table "
+                                          f"{table.name}", key)
+            for key, weight in changed.items():
+                keys[(table.name, key)] += weight
+        self._pending.extend(staged)
 
     # ------------------------------------------------------------ statements
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
@@ -323,8 +343,9 @@ class SparkConnection(Engine):
             hits: Counter = Counter()
             if any((checkpoint / "commits").glob("[0-9]*")):
                 step = self._plan_now().keyed.tables.index(table.name)
-                hits = committed_matches(self.spark, str(checkpoint), step, table.name, columns,
-                                         condition)
+                with spark_job_errors():
+                    hits = committed_matches(self.spark, str(checkpoint), step, table.name,
+                                             columns, condition)
             for name, row, weight in self._pending or []:
                 if name == table.name and test(row) is True:
                     hits[row] += weight
@@ -344,7 +365,7 @@ class SparkConnection(Engine):
             staged = [(table.name, row, 1 if w > 0 else -1)
                       for row, w in delta.items() for _ in range(abs(w))]
             if self._pending is not None:
-                self._pending.extend(staged)
+                self._stage(table, staged)
             elif staged:  # read and written under one hold of the query: no lost update
                 self._commit_now([staged])
         return Cursor(rowcount=sum(w for w in hits.values() if w > 0))
@@ -456,10 +477,16 @@ class SparkConnection(Engine):
         try:
             if isinstance(data, (str, os.PathLike)):
                 data = self.spark.read.parquet(str(data))
+            extra = sorted({c.lower() for c in data.columns} - set(names))
+            if extra:
+                raise SchemaError(f"bulk load of table {table}: the rows have column(s) "
+                                  f"{', '.join(extra)}, which the table lacks (its columns: "
+                                  f"{', '.join(names)})")
             data = data.select(*names)
-        except AnalysisException as exc:  # no such path, or columns the table lacks
+        except (AnalysisException, Py4JJavaError) as exc:  # no such path, not Parquet, or
+            # a column missing
             raise SchemaError(f"bulk load of table {table}: "
-                              f"{str(exc).strip().splitlines()[0]}") from None
+                              f"{str(exc).strip().splitlines()[0][:500]}") from None
         check_load_types(relation, data.schema)
         target = self.loads / table
         target.mkdir(parents=True, exist_ok=True)
@@ -550,7 +577,7 @@ class SparkConnection(Engine):
             for _, row, _ in staged:
                 relation.check_not_null(row)  # the local engine's error, field for field
         if self._pending is not None:
-            self._pending.extend(staged)
+            self._stage(relation, staged)
         elif staged:  # nothing to change: no change file, no micro-batch
             self._commit(staged)
         return len(staged)
@@ -587,6 +614,7 @@ class SparkConnection(Engine):
                 "carry no metadata (`upkeep run --engine spark` keeps source offsets in "
                 "Spark's checkpoint)")
         if staged:
+            self._check_open()  # closed inside the transaction: nothing of it commits
             self._commit(staged)
 
     def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
@@ -722,13 +750,8 @@ class SparkConnection(Engine):
     def _bulk_build(self, plan: QueryPlan, snapshots: dict[str, DataFrame]):
         """Keyed state built from the loaded tables by Spark jobs; a bad loaded row (a
         duplicate key, a value of the wrong type) raises the local engine's error."""
-        try:
+        with spark_job_errors():
             return bulk_build(plan, keyed_load_records(plan, snapshots))
-        except Exception as exc:  # Spark reports a failed job as its own exception
-            error = query_error(exc)
-            if type(error) is Error:
-                raise
-            raise error from None
 
     def _fold(self, rows: list[tuple[str, str, int]]) -> None:
         """The views' initial deltas (from the bulk build) into the driver's copies."""
@@ -935,8 +958,9 @@ def check_load_types(table: Table, loaded) -> None:
 
 
 def check_load_values(table: Table, written: DataFrame) -> None:
-    """Refuse a bulk load holding a NULL in a NOT NULL column or an integer out of its
-    column's range (a BIGINT value for an INTEGER column), by one aggregation over the
+    """Refuse a bulk load holding a NULL in a NOT NULL column, an integer out of its
+    column's range (a BIGINT value for an INTEGER column) or a decimal too wide for its
+    column (kept, it would fail every later read), by one aggregation over the
     load's written Parquet copy (reading the columns back, not computing the caller's
     DataFrame a second time)."""
     from pyspark.sql import functions as fn
@@ -945,7 +969,8 @@ def check_load_values(table: Table, written: DataFrame) -> None:
     for i, (name, typ) in enumerate(table.columns):
         if i in table.not_null:
             checks.append(fn.count(fn.col(name)).alias(f"n{i}"))
-        if typ.is_integer and typ.kind != "HUGEINT":  # Spark's widest decimal fits HUGEINT
+        if (typ.is_integer and typ.kind != "HUGEINT") or typ.kind == "DECIMAL":
+            # (Spark's widest decimal fits a HUGEINT)
             checks += [fn.min(name).alias(f"lo{i}"), fn.max(name).alias(f"hi{i}")]
     found = written.agg(*checks).collect()[0].asDict()
     for i, (name, typ) in enumerate(table.columns):
@@ -953,6 +978,14 @@ def check_load_values(table: Table, written: DataFrame) -> None:
             raise ConstraintError(f"bulk load of table {table.name}: NULL in NOT NULL column "
                                   f"{name} ({found['rows'] - found[f'n{i}']} rows)")
         for value in (found.get(f"lo{i}"), found.get(f"hi{i}")):
-            if value is not None and not -INT_RANGES[typ.kind] <= value < INT_RANGES[typ.kind]:
+            if value is None:
+                continue
+            if typ.kind == "DECIMAL":
+                try:
+                    coerce_value(value, typ)
+                except ValueError:
+                    raise SchemaError(f"bulk load of table {table.name}: column {name} holds "
+                                      f"{value}, which does not fit {typ.sql()}") from None
+            elif not -INT_RANGES[typ.kind] <= value < INT_RANGES[typ.kind]:
                 raise SchemaError(f"bulk load of table {table.name}: column {name} holds "
                                   f"{value}, out of range for {typ.sql()}")

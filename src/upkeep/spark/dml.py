@@ -21,9 +21,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
+from ..errors import Error
 from ..expressions import ExpressionCompiler, table_scope
 from ..sql import parse_one
 from ..types import SqlType
+from .errors import BatchRejected
 
 MATCH_SCHEMA = "row binary, weight long"
 
@@ -42,8 +44,11 @@ def _matches(name: str, columns: list, where_sql: str | None,
     that satisfy the WHERE."""
     test = predicate(name, columns, where_sql)
     for frame in frames:
-        keep = [(r, n) for value in frame["value"] for r, n in pickle.loads(value).items()
-                if test(pickle.loads(r)) is True]
+        try:
+            keep = [(r, n) for value in frame["value"] for r, n in pickle.loads(value).items()
+                    if test(pickle.loads(r)) is True]
+        except Error as exc:  # a row the WHERE cannot evaluate: the local engine's error
+            raise BatchRejected(exc.to_record()) from None
         yield pd.DataFrame(keep, columns=["row", "weight"])
 
 

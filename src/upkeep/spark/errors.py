@@ -10,6 +10,9 @@ index, position) as the local engine raises.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from ..errors import Error, error_from_record, error_marker, record_in_text
 
 
@@ -48,3 +51,19 @@ def query_error(exc: BaseException) -> Error:
     error = error_from_record(record)
     error.position = record.get("position")
     return error
+
+
+@contextmanager
+def spark_job_errors() -> Iterator[None]:
+    """Around a Spark job (a bulk build, a statement's search of the tables): an upkeep
+    error raised on an executor is raised again on the driver as itself, with its fields;
+    any other failure of the job as it was."""
+    try:
+        yield
+    except Error:
+        raise
+    except Exception as exc:  # Spark reports a failed job as its own exception
+        error = query_error(exc)
+        if type(error) is Error:
+            raise
+        raise error from None
