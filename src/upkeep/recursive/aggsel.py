@@ -55,8 +55,12 @@ class AggregateSelection:
         return tuple(t[k] for k in self.spec.keys)
 
     def is_best(self, t: tuple) -> bool:
-        """Whether ``t`` is passed on: a best of its group, or never pruned (NULL)."""
-        return self._unranked(t) or t in self.best.get(self.key(t), ())
+        """Whether ``t`` is passed on: a best of its group, or never pruned (NULL) while
+        it has a derivation (a NULL tuple whose last one died is no longer held)."""
+        key = self.key(t)
+        if self._unranked(t):
+            return t in self.groups.get(key, ())
+        return t in self.best.get(key, ())
 
     def _unranked(self, t: tuple) -> bool:
         """A NULL aggregated value: outside the ranking, always passed on (module doc)."""

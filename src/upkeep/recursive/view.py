@@ -193,6 +193,9 @@ def plan_recursive(name: str, query: exp.Expression, sql: str, catalog, strategy
                 return programs[c].ctes[c]
         return catalog.schema_of(rel)
 
+    # the outer query's other relations are inputs too (a table joined to the CTE's rows)
+    inputs |= {t.name.lower() for t in renamed.find_all(exp.Table)} - {
+        internal_name(c) for c in read}
     plan = bind_query(renamed, schema_of)
     if has_subqueries(plan):
         raise UnsupportedError("EXISTS / IN subqueries in the outer query of a recursive view")
