@@ -502,6 +502,27 @@ def test_command_line_provenance_and_what_if(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "0 (the row was never in products)"
 
 
+def test_asking_a_directory_or_pipeline_that_holds_no_database_makes_none(tmp_path, capsys):
+    """The read-only commands made a database of an empty directory, or of a pipeline's
+    state directory before the pipeline ever ran."""
+    from upkeep.cli import main
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "t.sql").write_text("CREATE TABLE t (a INTEGER);")
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(f'state_dir = "{tmp_path / "state"}"\ntables = ["t.sql"]\n'
+                        f'[source]\npath = "{tmp_path / "in"}"\n')
+    commands = [["provenance", "{}", "t", "[1]"], ["what-if", "{}", "v", "--abort", "1"],
+                ["why", "{}", "v", "[1]"]]
+    for target, message in ((tmp_path / "empty", "holds no upkeep database"),
+                            (pipeline, "holds no database yet")):
+        for command in commands:
+            argv = [str(target) if a == "{}" else a for a in command]
+            assert main(argv) == 1, argv
+            assert message in capsys.readouterr().err
+    assert list((tmp_path / "empty").iterdir()) == [] and not (tmp_path / "state").exists()
+
+
 def test_non_finite_rows_are_found_after_a_reopen_and_as_the_command_line_prints_them(
         tmp_path, capsys):
     """NaN and infinities: ``provenance`` and ``without=`` find their input rows after a

@@ -304,10 +304,24 @@ def _open_target(target: Path):
         if config.state_dir == MEMORY:
             raise PipelineError(f"{config.file} keeps no state (state_dir is :memory:), so "
                                 "there is nothing to ask; run it with a state directory first")
+        if not _holds_database(Path(config.state_dir)):
+            raise PipelineError(f"{config.file}: its state directory {config.state_dir} holds "
+                                "no database yet, so there is nothing to ask; run the "
+                                "pipeline first (upkeep run)")
         return open_database(config)
     if not target.is_dir():
         raise Error(f"{target} is not a database directory or a pipeline file")
+    if not _holds_database(target):  # asking must not make a database of it
+        raise Error(f"{target} holds no upkeep database (no log or snapshot)")
     return upkeep.connect(target)
+
+
+def _holds_database(path: Path) -> bool:
+    """Whether ``path`` is a directory holding a database's log or snapshot."""
+    try:
+        return any(p.name.startswith(("wal-", "snapshot-")) for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def _run_served(config, args: argparse.Namespace, console: Console,
