@@ -46,8 +46,12 @@ MAINTAINED = [
     "SELECT p.pk, (SELECT count(*) FROM item i WHERE i.pk = p.pk AND i.qty > p.size) AS n, "
     "(SELECT sum(i.price) FROM item i WHERE i.pk <> p.pk AND i.qty + 1 >= p.size) AS others "
     "FROM part p",
+    # a global aggregate's HAVING against an uncorrelated subquery (a threshold view)
+    "SELECT sum(price) AS s FROM item HAVING count(*) < (SELECT count(*) + 1 FROM part)",
 ]
 RECOMPUTED = [
+    # a global aggregate's one row over no input: the subquery's value, not NULL (it was)
+    "SELECT count(*) AS n, (SELECT count(*) FROM part) AS parts FROM item",
     # correlated by an inequality with two outer relations
     "SELECT p.pk FROM part p, item i WHERE p.pk = i.pk AND i.price > "
     "(SELECT avg(i2.price) FROM item i2 WHERE i2.qty < i.qty AND i2.id <> p.size)",

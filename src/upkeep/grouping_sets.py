@@ -25,7 +25,8 @@ MAX_SETS = 64
 def expand_grouping_sets(select: exp.Expression,
                          types_of: Callable[[exp.Select], list[str]]) -> exp.Expression:
     """``select`` as a ``UNION ALL`` of one grouped block per grouping set; any other node
-    unchanged.  ``types_of(probe)`` gives the DuckDB types of a select's columns (the
+    unchanged, and so is a select whose DISTINCT, LIMIT, OFFSET or QUALIFY applies to the
+    whole result.  ``types_of(probe)`` gives the DuckDB types of a select's columns (the
     grouping expressions' types, for their NULLs); None-returning or failing callers leave
     the select as it is."""
     if not isinstance(select, exp.Select):
@@ -34,6 +35,8 @@ def expand_grouping_sets(select: exp.Expression,
     if group is None or not any(isinstance(e, (exp.GroupingSets, exp.Rollup, exp.Cube))
                                 for e in group.expressions):
         return select
+    if any(select.args.get(k) for k in ("distinct", "limit", "offset", "qualify")):
+        return select  # they apply to the whole result, not per set: DuckDB recomputes it
     aliases = {e.alias.lower(): e.this for e in select.expressions
                if isinstance(e, exp.Alias) and not isinstance(e.this, exp.Column)}
 
@@ -119,8 +122,10 @@ def _block(select: exp.Select, grouping_set: list[exp.Expression],
             for arg in node.expressions:
                 mask = 2 * mask + (0 if in_set(arg) else 1)
             return exp.cast(exp.Literal.number(mask), "BIGINT")
-        if isinstance(node, exp.AggFunc):
-            return node.copy()  # a new node: transform does not descend into the rows read
+        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Subquery)):
+            # a new node: transform does not descend into the rows an aggregate (or its
+            # FILTER) reads, nor into a subquery, whose columns are its own
+            return node.copy()
         for expression, typ in absent:
             if _same(node, expression):
                 return exp.Cast(this=exp.Null(), to=exp.DataType.build(typ, dialect="duckdb"))
@@ -140,8 +145,3 @@ def _block(select: exp.Select, grouping_set: list[exp.Expression],
     block.set("group", exp.Group(expressions=[e.copy() for e in grouping_set])
               if grouping_set else None)
     return block
-def _transform_outside_aggregates(node: exp.Expression,
-                                  rewrite: Callable[[exp.Expression], exp.Expression]
-                                  ) -> exp.Expression:
-    """``node`` with ``rewrite`` applied top-down, not descending into aggregate calls."""
-    return node.copy().transform(rewrite)

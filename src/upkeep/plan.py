@@ -202,7 +202,7 @@ def output_name(item: exp.Expression) -> str:
 
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
-    node = node.transform(_rewrite_filter).transform(_rewrite_bool_aggregate)
+    node = node.transform(_rewrite_bool_aggregate).transform(_rewrite_filter)
     if node.args.get("distinct") and node.args["distinct"].args.get("on"):
         raise UnsupportedError("DISTINCT ON")
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):

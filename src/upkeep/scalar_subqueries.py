@@ -54,6 +54,9 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
         return select
     tables = _relation_tables(out)
     aggregated = bool(out.args.get("group")) or any(_aggregates(e) for e in out.expressions)
+    # a global aggregate has its one row over no input, where a cross-joined subquery's
+    # MAX would read no row (NULL, not the subquery's value): left to recomputation
+    single_row = aggregated and not out.args.get("group")
     shared: dict[str, _Derived] = {}
     count = 0
     for key in ("where", "expressions", "having"):
@@ -67,7 +70,8 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                     derived, value_of = _decorrelate(sub, outer, schema_of, tables)
                 except _Skip:
                     continue
-                if derived.keys and (key == "having" or (key == "expressions" and aggregated)):
+                if (derived.keys or single_row) and (
+                        key == "having" or (key == "expressions" and aggregated)):
                     continue
                 derived = shared.setdefault(derived.signature, derived)
                 if derived.name is None:
