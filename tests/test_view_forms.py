@@ -169,6 +169,22 @@ def test_group_by_all_groups_by_every_item_without_an_aggregate(db, strategy) ->
     assert Counter(view.rows()) == duck(sql, ROWS[1:] + MORE)
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT s, count(*) AS n, sum(x) AS total FROM t GROUP BY s HAVING n > 1",
+    "SELECT s, sum(x) AS total FROM t GROUP BY s HAVING total > 5 AND count(*) > 0",
+    # a column named like an alias is the column, as in DuckDB
+    "SELECT s, sum(k) AS x FROM t GROUP BY s HAVING max(x) > 2",
+])
+def test_having_may_name_a_select_alias(db, sql) -> None:
+    """DuckDB reads a select alias in HAVING (it was "unknown column")."""
+    view = db.create_view("v", sql)
+    assert "recompute" not in db.explain("v")
+    assert Counter(view.rows()) == duck(sql, ROWS)
+    db.insert("t", MORE)
+    db.execute("DELETE FROM t WHERE k = 1")
+    assert Counter(view.rows()) == duck(sql, ROWS[1:] + MORE)
+
+
 COUNTED = {"DATE": [dt.date(2020, 1, 1), dt.date(2021, 6, 30)], "VARCHAR": ["x", "12"],
            "BOOLEAN": [True, False], "DECIMAL(6,2)": [Decimal("1.25"), Decimal("-3.50")],
            "DOUBLE": [0.5, -2.0]}

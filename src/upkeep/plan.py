@@ -309,6 +309,15 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         else:
             resolved_group.append(g)
     having = node.args.get("having").this if node.args.get("having") else None
+    if having is not None:  # HAVING may name a select alias that is no column, as in DuckDB
+
+        def unaliased(n: exp.Expression) -> exp.Expression:
+            if (isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases
+                    and not _is_column(scope, n)):
+                return aliases[n.name.lower()].copy()
+            return n
+
+        having = having.transform(unaliased)
     aggregates: list[exp.Expression] = []
     for _, e in select:
         _collect_aggregates(e, aggregates)
