@@ -239,7 +239,7 @@ def _repair(target: Path) -> str:
         target = Path(load_config(target).state_dir)
     if not target.is_dir():
         raise Error(f"{target} is not a database directory")
-    if not any(p.name.startswith(("wal-", "snapshot-")) for p in target.iterdir()):
+    if not _holds_database(target):
         raise Error(f"{target} holds no upkeep database (no log or snapshot): nothing to "
                     "repair")
     report = repair(target)

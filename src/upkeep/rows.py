@@ -33,11 +33,10 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
         return
     if module.startswith("pyarrow"):
         picked = _arrow_columns(rows, table, [n for n, _ in columns])
-        types = [t for _, t in columns]
         # a slice at a time: Python objects for a few thousand rows, never a whole table's
         for start in range(0, picked.num_rows, ARROW_SLICE):
             part = picked.slice(start, ARROW_SLICE)
-            yield from zip(*map(_python_values, part.columns, types, columns), strict=True)
+            yield from zip(*map(_python_values, part.columns, columns), strict=True)
         return
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise SchemaError(f"rows for table {table} must be an iterable of rows, not "
@@ -45,14 +44,15 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
     yield from rows
 
 
-def _python_values(column, typ: SqlType, named: tuple[str, SqlType]) -> list:
-    """An Arrow column's values as Python objects; one Python cannot hold (a date past
-    year 9999, bytes that are not UTF-8 in a string column) is a :class:`SchemaError`
-    naming the column."""
+def _python_values(column, named: tuple[str, SqlType]) -> list:
+    """An Arrow column's values as Python objects for the table column ``named``; one
+    Python cannot hold (a date past year 9999, bytes that are not UTF-8 in a string
+    column) is a :class:`SchemaError` naming the column."""
+    name, typ = named
     try:
         return column_values(column, typ)
     except (OverflowError, ValueError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"Arrow column {named[0]} ({column.type}) holds a value that "
+        raise SchemaError(f"Arrow column {name} ({column.type}) holds a value that "
                           f"{typ.sql()} cannot: {exc}") from None
 
 
