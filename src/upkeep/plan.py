@@ -203,7 +203,7 @@ def output_name(item: exp.Expression) -> str:
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
     node = node.transform(_rewrite_bool_aggregate).transform(_rewrite_filter)
-    if node.args.get("distinct") and node.args["distinct"].args.get("on"):
+    if distinct_on(node):
         raise UnsupportedError("DISTINCT ON")
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
         if node.args.get(key):
@@ -556,14 +556,20 @@ def analyse_joins(block: Block) -> JoinAnalysis:
     return JoinAnalysis(local, equalities, residual, null_safe)
 
 
+def distinct_on(node: exp.Expression) -> bool:
+    """Whether ``node`` is a ``SELECT DISTINCT ON (..)`` (a set operation's ``distinct``
+    is a flag, not a clause)."""
+    distinct = node.args.get("distinct")
+    return isinstance(distinct, exp.Distinct) and bool(distinct.args.get("on"))
+
+
 def unordered(node: exp.Expression) -> exp.Expression:
     """A block's ``ORDER BY`` without ``LIMIT`` / ``OFFSET`` dropped: a view's rows are a
     bag, so the order is presentation only (as Materialize and PostgreSQL views treat it).
     Kept under ``DISTINCT ON``, where it decides which row of each group stays."""
-    distinct = node.args.get("distinct") if isinstance(node, exp.Select) else None
     if (isinstance(node, (exp.Select, exp.Union)) and node.args.get("order")
             and not node.args.get("limit") and not node.args.get("offset")
-            and not (distinct is not None and distinct.args.get("on"))):
+            and not distinct_on(node)):
         node = node.copy()
         node.set("order", None)
     return node

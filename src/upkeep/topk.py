@@ -23,6 +23,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .expressions import nan_order
+from .plan import distinct_on
 from .views import Batch, Columns, Delta, MaterializedView
 
 
@@ -165,8 +166,7 @@ def split_top_k(query: exp.Expression
     options = limit.args.get("limit_options")
     if options is not None and (options.args.get("percent") or options.args.get("with_ties")):
         return None  # LIMIT n PERCENT / WITH TIES: not n rows (DuckDB recomputes them)
-    distinct = query.args.get("distinct")
-    if isinstance(distinct, exp.Distinct) and distinct.args.get("on"):
+    if distinct_on(query):
         return None  # the ORDER BY also picks each DISTINCT ON group's row
     offset_node = query.args.get("offset")
     offset = offset_node.expression if isinstance(offset_node, exp.Offset) else None
