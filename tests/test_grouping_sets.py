@@ -66,10 +66,16 @@ def test_grouping_sets_equal_duckdb_after_every_batch(sql) -> None:
         db.execute(ddl)
     view = db.create_view("v", sql)
     assert "recompute" not in db.explain("v"), db.explain("v")
+    _check_batches(db, view, sql, 40)
+
+
+def _check_batches(db, view, sql: str, steps: int) -> None:
+    """``view`` equals DuckDB running ``sql`` while empty and after each of ``steps``
+    transactions of random changes."""
     rnd = random.Random(sql)
     tables: dict[str, Counter] = {"t": Counter(), "u": Counter()}
     assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, "empty")
-    for step in range(40):
+    for step in range(steps):
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
                 _change(rnd, tables, db)
@@ -95,11 +101,4 @@ def test_what_applies_to_the_whole_result_is_not_split_by_set(sql) -> None:
     db = upkeep.connect()
     for ddl in DDL:
         db.execute(ddl)
-    view = db.create_view("v", sql)
-    rnd = random.Random(sql)
-    tables: dict[str, Counter] = {"t": Counter(), "u": Counter()}
-    for step in range(15):
-        with db.transaction():
-            for _ in range(rnd.randint(1, 4)):
-                _change(rnd, tables, db)
-        assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
+    _check_batches(db, db.create_view("v", sql), sql, 15)

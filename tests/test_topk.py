@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Iterator
 
 import duckdb
 import pytest
@@ -72,25 +73,33 @@ def test_top_k_views_hold_duckdbs_window_after_every_batch(sql) -> None:
     view = db.create_view("v", sql)
     assert "strategy topk" in db.explain("v")
     columns = [c for c, _ in view.schema]
-    rnd = random.Random(sql)
+    batches = random_batches(db, random.Random(sql), 40, deletes=0.5,
+                             doubles=[None, math.nan, 1.0, 2.0, 2.0, 5.5, -1.0],
+                             texts=[None, "a", "b", "c"])
+    for con in batches:
+        check_top_k(view.rows(), columns, con, sql)
+
+
+def random_batches(db, rnd: random.Random, steps: int, deletes: float, doubles: list,
+                   texts: list) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``steps`` transactions of 1-4 random inserts and deletes of ``t`` on ``db``; after
+    each, a DuckDB connection holding the same rows (the oracle)."""
     rows: dict[int, tuple] = {}
-    for _ in range(40):
+    for _ in range(steps):
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
                 k = rnd.randrange(15)
-                if k in rows and rnd.random() < 0.5:
+                if k in rows and rnd.random() < deletes:
                     db.delete("t", [(k, *rows.pop(k))])
                 elif k not in rows:
-                    rows[k] = (rnd.randrange(3), rnd.choice([None, math.nan, 1.0, 2.0, 2.0,
-                                                             5.5, -1.0]),
-                               rnd.choice([None, "a", "b", "c"]))
+                    rows[k] = (rnd.randrange(3), rnd.choice(doubles), rnd.choice(texts))
                     db.insert("t", [(k, *rows[k])])
         con = duckdb.connect()
         con.execute(DDL)
         if rows:
             con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
                             [(k, *r) for k, r in rows.items()])
-        check_top_k(view.rows(), columns, con, sql)
+        yield con
 
 
 def test_a_change_after_the_window_does_not_reread_it() -> None:
@@ -147,21 +156,6 @@ def test_distinct_on_limit_percent_and_limit_0_equal_duckdb_after_every_batch(sq
     db = upkeep.connect()
     db.execute(DDL)
     view = db.create_view("v", sql)
-    rnd = random.Random(sql)
-    rows: dict[int, tuple] = {}
-    for _ in range(25):
-        with db.transaction():
-            for _ in range(rnd.randint(1, 4)):
-                k = rnd.randrange(15)
-                if k in rows and rnd.random() < 0.4:
-                    db.delete("t", [(k, *rows.pop(k))])
-                elif k not in rows:
-                    rows[k] = (rnd.randrange(3), rnd.choice([None, 1.0, 2.0, 5.5, -1.0]),
-                               rnd.choice([None, "a", "b"]))
-                    db.insert("t", [(k, *rows[k])])
-        con = duckdb.connect()
-        con.execute(DDL)
-        if rows:
-            con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
-                            [(k, *r) for k, r in rows.items()])
+    for con in random_batches(db, random.Random(sql), 25, deletes=0.4,
+                              doubles=[None, 1.0, 2.0, 5.5, -1.0], texts=[None, "a", "b"]):
         assert Counter(view.rows()) == Counter(con.execute(sql).fetchall()), sql
