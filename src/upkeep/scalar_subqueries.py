@@ -142,16 +142,17 @@ class _Derived:
     (``a0``, ``a1``, ..)."""
 
     def __init__(self, body: exp.Select, keys: list[tuple[exp.Column, exp.Column]],
-                 domain: bool = False) -> None:
+                 null_safe: bool = False) -> None:
         self.body = body
         self.keys = keys  # (inner, outer)
         # keys over the outer domain under a correlation that NULL can satisfy: a NULL
         # outer value finds its own group (IS NOT DISTINCT FROM); otherwise a NULL outer
         # value matches no group, as its subquery matches no row
-        self.domain = domain
+        self.null_safe = null_safe
         self.aggregates: list[exp.Expression] = []
         self.name: str | None = None
-        self.signature = repr((body.sql(), [(i.sql(), o.sql()) for i, o in keys], domain))
+        self.signature = repr((body.sql(), [(i.sql(), o.sql()) for i, o in keys],
+                              null_safe))
 
     def column(self, aggregate: exp.Expression) -> exp.Expression:
         """The outer block's reference to ``aggregate`` (COUNT: 0 where the group is
@@ -170,7 +171,7 @@ class _Derived:
                                alias=exp.TableAlias(this=exp.to_identifier(self.name)))
         if not self.keys:
             return exp.Join(this=derived, kind="CROSS")
-        match = exp.NullSafeEQ if self.domain else exp.EQ
+        match = exp.NullSafeEQ if self.null_safe else exp.EQ
         on = exp.and_(*[match(this=exp.column(f"k{i}", self.name, quoted=True),
                               expression=o.copy()) for i, (_, o) in enumerate(self.keys)])
         return exp.Join(this=derived, on=on, side="LEFT")
@@ -340,10 +341,10 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     if any(side(c) == "outer" for c in value.find_all(exp.Column)):
         raise _Skip
     body = query.copy()
-    domain = len(keys) < len(correlations)
-    if domain:  # not all equalities: over the outer domain
+    null_safe = False
+    if len(keys) < len(correlations):  # not all equalities: over the outer domain
         keys = _over_domain(body, correlations, kept, side, qualified, tables)
-        domain = not all(_null_rejecting(c) for c in correlations)
+        null_safe = not all(_null_rejecting(c) for c in correlations)
     else:
         body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept]))
                  if kept else None)
@@ -356,4 +357,4 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
         return exp.paren(value.copy().transform(
             lambda n: derived.column(n) if isinstance(n, AGGREGATE_TYPES) else n), copy=False)
 
-    return _Derived(body, keys, domain), value_of
+    return _Derived(body, keys, null_safe), value_of
