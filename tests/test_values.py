@@ -382,6 +382,26 @@ def test_string_functions_and_try_cast_in_views_equal_duckdb(expression) -> None
         assert _view_or_error(ddl, rows, query, strategy) == want, strategy
 
 
+@pytest.mark.parametrize("expression", [
+    "CAST(d + INTERVAL 36 HOUR AS DATE)", "CAST(d + INTERVAL 36 HOUR AS VARCHAR)",
+    "CAST(d + INTERVAL 1 MICROSECOND AS VARCHAR)", "CAST(d + INTERVAL 500 MILLISECOND AS VARCHAR)",
+    "CAST(d + INTERVAL 36 HOUR AS DATE) - DATE '2000-01-01'", "CAST(x AS VARCHAR)",
+    "x || '|'", "CONCAT(x, d + INTERVAL 90 MINUTE)", "CAST(y AS VARCHAR)"])
+def test_timestamps_and_decimals_become_text_and_dates_as_duckdb_casts_them(expression) -> None:
+    """A TIMESTAMP cast to DATE is its day (it stayed a timestamp), to text it has a space
+    and no trailing zeros (it had Python's ``T``); a DECIMAL is text in fixed point at its
+    scale (``0E-10`` before)."""
+    ddl = "CREATE TABLE e (d DATE, x DECIMAL(38,10), y DECIMAL(5,2))"
+    rows = [(dt.date(2000, 1, 1), Decimal("0"), Decimal("-12.50")),
+            (dt.date(1999, 12, 31), Decimal("0.0000000001"), Decimal("0")),
+            (dt.date(2024, 2, 29), Decimal("-0.0000001"), Decimal("100"))]
+    query = f"SELECT {expression} AS r FROM e"
+    want = _duckdb_or_error(ddl, rows, query)
+    assert want != "error"
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, rows, query, strategy) == want, strategy
+
+
 @pytest.mark.parametrize("kind, least", [("INTEGER", -2**31), ("BIGINT", -2**63)])
 @pytest.mark.parametrize("expression", ["ABS(b)", "b // -1", "b % -1", "-b", "b * -1"])
 def test_integer_overflow_at_the_least_value_is_an_error_as_in_duckdb(kind, least,

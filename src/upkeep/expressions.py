@@ -423,6 +423,24 @@ def _at_midnight(d):
     return None if d is None else dt.datetime.combine(d, dt.time())
 
 
+def _varchar(value) -> str:
+    """A value as DuckDB's ``CAST(.. AS VARCHAR)`` spells it: a TIMESTAMP with a space and
+    no trailing zeros of its fraction (``2000-01-02 12:00:00.5``), a DECIMAL in fixed
+    point at its scale (``0.0000000001``, never ``1E-10``), booleans in lower case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        text = value.strftime("%H:%M:%S")
+        if value.microsecond:
+            text += f".{value.microsecond:06d}".rstrip("0")
+        return f"{value.date().isoformat()} {text}"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
 def _cast(value, typ: SqlType):
     if value is None:
         return None
@@ -458,12 +476,10 @@ def _cast(value, typ: SqlType):
                 raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range")
             return number
         if kind == "VARCHAR":
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            if isinstance(value, dt.date):
-                return value.isoformat()
-            return str(value)
+            return _varchar(value)
         if kind == "DATE":
+            if isinstance(value, dt.datetime):  # a TIMESTAMP's day, as DuckDB casts it
+                return value.date()
             return value if isinstance(value, dt.date) else parse_date(str(value))
         if kind == "BOOLEAN":
             if isinstance(value, str):
