@@ -434,6 +434,13 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
      "more than one PRIMARY KEY"),
     ("CREATE TABLE two (a INTEGER, b INTEGER, PRIMARY KEY (a), PRIMARY KEY (b))",
      upkeep.SchemaError, "more than one PRIMARY KEY"),
+    ("DROP TABLE nosuch.k", SchemaError, "schema nosuch does not exist .line 1, column 17"),
+    ("DELETE FROM x.k", SchemaError, "schema x does not exist"),
+    ("UPDATE x.k SET b = 0", SchemaError, "schema x does not exist"),
+    ("INSERT INTO x.k VALUES (3, 1.0)", SchemaError, "schema x does not exist"),
+    ("CREATE TABLE x.q (a INTEGER)", SchemaError, "schema x does not exist"),
+    ("CREATE TABLE q AS SELECT * FROM x.k", SchemaError, "schema x does not exist"),
+    ("SELECT * FROM memory.main.k", SchemaError, "schema memory.main does not exist"),
     ("UPDATE k SET b = random()", UnsupportedError, "once per row"),
     ("DELETE FROM k WHERE random() < 0.5", UnsupportedError, "once per row"),
     ("UPDATE p SET b = random() WHERE a = 1", UnsupportedError, "once per row"),
@@ -465,3 +472,17 @@ def test_create_table_as_names_repeated_columns_as_duckdb_does() -> None:
     assert db.execute("SELECT * FROM c").fetchall() == con.execute("SELECT * FROM c").fetchall()
     db.create_view("cv", "SELECT id_1, id_2 FROM c")
     assert db.view("cv").rows() == [(0, 2)]
+
+
+def test_schema_main_names_the_tables_as_in_duckdb() -> None:
+    """``main.t`` is ``t`` (DuckDB's default schema), in every statement and view."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE main.t (a INTEGER)")
+    db.execute("INSERT INTO main.t VALUES (1), (2)")
+    db.create_view("v", "SELECT count(*) AS n FROM main.t")
+    db.execute("DELETE FROM MAIN.t WHERE a = 1")
+    assert db.execute("SELECT * FROM main.t").fetchall() == [(2,)]
+    assert db.view("v").rows() == [(1,)]
+    db.execute("DROP VIEW main.v")
+    db.execute("DROP TABLE main.t")
+    assert db.tables() == [] and db.views() == []

@@ -160,8 +160,28 @@ def parse(sql: str) -> list[exp.Expression]:
         raise ParseError(f"cannot tokenize SQL: {exc}") from None
     if not statements:
         raise ParseError("empty SQL statement")
+    for stmt in statements:
+        _unqualify(stmt)
     return [_dml(s) if isinstance(s, (exp.Insert, exp.Update, exp.Delete)) else s
             for s in statements]
+
+
+def _unqualify(stmt: exp.Expression) -> None:
+    """Tables and views live in DuckDB's default schema ``main``: ``main.t`` names ``t``;
+    any other schema or catalog is a :class:`SchemaError` naming it (read as ``t``, as it
+    was, ``DROP TABLE nosuch.t`` dropped ``t``)."""
+    for table in stmt.find_all(exp.Table):
+        schema, catalog = table.args.get("db"), table.args.get("catalog")
+        if schema is None and catalog is None:
+            continue
+        if catalog is None and schema.name.lower() == "main":
+            table.set("db", None)
+            continue
+        parts = [part for part in (catalog, schema) if part is not None]
+        qualifier = ".".join(part.name for part in parts)
+        where = located(parts[0]) or located(table)
+        raise SchemaError(f"schema {qualifier} does not exist{where}: tables and "
+                          "views live in schema main")
 
 
 # clauses of DuckDB's INSERT / UPDATE / DELETE that neither engine runs: refused whole,
