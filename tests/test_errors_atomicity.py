@@ -546,3 +546,43 @@ def test_a_view_no_one_can_evaluate_says_why_in_the_users_terms():
                    "ON r.b = e.s) SELECT * FROM r")
     assert "DESCRIBE" not in str(err.value) and "\n" not in str(err.value)
     assert db.views() == []
+
+
+def test_hidden_helper_views_are_no_users_names(tmp_path) -> None:
+    """A view's hidden helpers (a CTE kept as a view, its why-provenance) cannot be dropped
+    or replaced by name (DROP VIEW of one left the catalog half-changed, with a raw
+    KeyError on the next DROP); a name one takes is refused with its owner; errors about
+    dependents name the user's views; a user's table named as a helper would be is a
+    clear error when the view is made."""
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER, b INTEGER)")
+    db.execute("INSERT INTO t VALUES (1, 2), (1, 3), (2, -1)")
+    db.execute("CREATE VIEW v AS WITH x AS (SELECT a, sum(b) AS s FROM t GROUP BY a) "
+               "SELECT * FROM x WHERE s > 0")
+    db.create_view("w", "SELECT a FROM t WHERE b > 0", provenance="why")
+    helpers = sorted(set(db._catalog.views) - {"v", "w"})
+    assert helpers, "the views keep hidden helpers"
+    for helper in helpers:
+        owner = "v" if helper.startswith("v__") else "w"
+        with pytest.raises(upkeep.SchemaError, match=f"unknown view {helper}"):
+            db.execute(f"DROP VIEW {helper}")
+        for sql in (f"CREATE OR REPLACE VIEW {helper} AS SELECT 1 AS one",
+                    f"CREATE TABLE {helper} (q INTEGER)",
+                    f"CREATE TABLE IF NOT EXISTS {helper} (q INTEGER)",
+                    f"CREATE TABLE {helper} AS SELECT 1 AS q"):
+            with pytest.raises(upkeep.SchemaError, match=f"helper view of view {owner}"):
+                db.execute(sql)
+    with pytest.raises(upkeep.ConstraintError, match=r"views \['v', 'w'\] depend on it"):
+        db.execute("DROP TABLE t")
+    db.execute("CREATE TABLE u__y (q INTEGER)")
+    with pytest.raises(upkeep.SchemaError, match="view u needs a hidden helper view named "
+                                                  "u__y"):
+        db.execute("CREATE VIEW u AS WITH y AS (SELECT a FROM t) SELECT * FROM y")
+    db.execute("CREATE VIEW IF NOT EXISTS u__y AS SELECT 1 AS one")  # a table: nothing to do
+    assert db.views() == ["v", "w"] and db.tables() == ["t", "u__y"]
+    db.execute("DROP VIEW v")
+    db.execute("DROP VIEW w")
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    assert db.views() == [] and set(db._catalog.views) == set()
+    db.execute("DROP TABLE t")

@@ -167,6 +167,23 @@ class LocalCatalog(Catalog):
         """The hidden helper views: of subqueries, and the witness views of why-provenance."""
         return {h for hs in self._helpers.values() for h in hs}
 
+    def owner_of(self, name: str) -> str:
+        """The user's view a hidden helper serves (through helpers of helpers); a user's
+        table or view is its own."""
+        for view, helpers in self._helpers.items():
+            if name in helpers:
+                return self.owner_of(view)
+        return name
+
+    def check_name_free(self, name: str) -> None:
+        """A SchemaError if ``name`` is a table, a view or a hidden helper's name."""
+        if name in self.views and name in self._hidden():
+            raise SchemaError(f"the name {name} is taken by a hidden helper view of view "
+                              f"{self.owner_of(name)} (it keeps a subquery, a CTE or "
+                              "why-provenance)")
+        if name in self.tables or name in self.views:
+            raise SchemaError(f"a table or view named {name} already exists")
+
     def user_named(self, name: str) -> str:
         """``name`` (lower case) if it is a user's table or view; a hidden helper's name is
         as unknown to the user's API as a name nobody defined."""
@@ -302,17 +319,18 @@ class LocalCatalog(Catalog):
         name = created_name(stmt)
         if kind == "TABLE":
             if name in self.tables or name in self.views:
-                if stmt.args.get("exists"):
+                if stmt.args.get("exists") and name not in self._hidden():
                     return
-                raise SchemaError(f"a table or view named {name} already exists")
+                self.check_name_free(name)
             if stmt.expression is not None:
                 raise UnsupportedError(f"CREATE TABLE {name} AS SELECT on this engine")
             table = table_from_create(stmt)
             log(table_record(table))
             self.add_table(table)
         elif kind == "VIEW":
-            if name in self.views and stmt.args.get("exists"):
-                return
+            if stmt.args.get("exists") and (name in self.views or name in self.tables) and (
+                    name not in self._hidden()):
+                return  # IF NOT EXISTS: a table of the name is enough, as in DuckDB
             self.define_view(name, _with_column_list(stmt), None,
                              replace=bool(stmt.args.get("replace")), log=log,
                              why=view_provenance(stmt, name))
@@ -325,7 +343,8 @@ class LocalCatalog(Catalog):
             raise UnsupportedError(f"DROP {kind}")
         for t in stmt.args.get("tables") or [stmt.this]:
             name = t.name.lower()
-            if name not in (self.tables if kind == "TABLE" else self.views):
+            if name not in (self.tables if kind == "TABLE" else self.views) or (
+                    name in self._hidden()):
                 if stmt.args.get("exists"):
                     continue
                 raise SchemaError(f"unknown {kind.lower()} {name}")
@@ -338,8 +357,7 @@ class LocalCatalog(Catalog):
 
     # ------------------------------------------------------------ changes to the catalog
     def add_table(self, table: Table) -> None:
-        if table.name in self.tables or table.name in self.views:
-            raise SchemaError(f"a table or view named {table.name} already exists")
+        self.check_name_free(table.name)
         self.tables[table.name] = table
         self.provenance.add_table(table)
         self.changed()
@@ -357,8 +375,8 @@ class LocalCatalog(Catalog):
         its SQL.  A view that fails to plan or build, or whose record ``log`` cannot write,
         changes nothing: the view it would replace stays.  ``why``: keep its
         why-provenance (a witness view, :mod:`upkeep.why`)."""
-        if name in self.tables or (name in self.views and not replace):
-            raise SchemaError(f"a table or view named {name} already exists")
+        if name in self.tables or name in self._hidden() or (name in self.views and not replace):
+            self.check_name_free(name)
         check_types(query, self.schema_of)
         old = None
         if replace and name in self.views:
@@ -366,7 +384,15 @@ class LocalCatalog(Catalog):
             old = self._detach(name)
         sql = query.sql(dialect="duckdb")
         try:
-            self.create_view(name, query, strategy)
+            try:
+                self.create_view(name, query, strategy)
+            except SchemaError as exc:
+                taken = getattr(exc, "taken", None)
+                if taken is None or taken == name:
+                    raise
+                raise SchemaError(f"view {name} needs a hidden helper view named {taken} (for "
+                                  "a subquery, a CTE or why-provenance), and a table or view of "
+                                  "that name exists: rename one of them") from None
             try:
                 if why:
                     self.add_witnesses(name)
@@ -418,7 +444,9 @@ class LocalCatalog(Catalog):
     def create_view(self, name: str, query: exp.Expression, strategy: str | None) -> None:
         """Plan and build a view (and its hidden helpers) from its inputs' contents."""
         if name in self.tables or name in self.views:
-            raise SchemaError(f"a table or view named {name} already exists")
+            error = SchemaError(f"a table or view named {name} already exists")
+            error.taken = name  # define_view names the user's view it was a helper of
+            raise error
         created: list[str] = []
         original = query
         try:
@@ -567,7 +595,9 @@ class LocalCatalog(Catalog):
             self.user_views[name] = (sql, strategy)
 
     def _check_unread(self, name: str, what: str) -> None:
-        dependents = self.dependents(name)
+        """Refuse to change what views read; named as the user's views (a helper reading
+        ``name`` stands for the view it serves)."""
+        dependents = list(dict.fromkeys(self.owner_of(v) for v in self.dependents(name)))
         if dependents:
             raise ConstraintError(f"cannot {what} {name}: views {dependents} depend on it")
 

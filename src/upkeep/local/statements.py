@@ -63,9 +63,9 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     """``CREATE TABLE name AS SELECT ...``: a new table filled with the query's rows."""
     name = created_name(stmt)
     if name in db._catalog.tables or name in db._catalog.views:
-        if stmt.args.get("exists"):
+        if stmt.args.get("exists") and name in db._catalog.tables | db._catalog.user_views:
             return Cursor()
-        raise SchemaError(f"a table or view named {name} already exists")
+        db._catalog.check_name_free(name)
     cur = select(db, stmt.expression)
     names = distinct_names([n.lower() for n, _ in cur._columns])
     table = with_properties(Table(name, [(n, t) for n, (_, t) in zip(
