@@ -369,3 +369,43 @@ def test_repair_refuses_a_directory_that_holds_no_database(tmp_path, capsys) -> 
     assert cli_main(["repair", str(tmp_path)]) == 1
     assert "holds no upkeep database" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_snapshot_delays_only_the_next_one(tmp_path, monkeypatch) -> None:
+    """A snapshot that fails is tried again after another ``snapshot_bytes`` of log; once
+    one succeeds, logs are snapshotted at ``snapshot_bytes`` again (the raised threshold
+    stayed for good, so each disk-full event let every later log grow further)."""
+    import upkeep.storage as storage
+
+    limit = 20_000
+    path = tmp_path / "db"
+    db = upkeep.connect(path, fsync=False, snapshot_bytes=limit)
+    db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+    real_replace, failures = os.replace, [1]
+
+    def replace_failing_once(source, target, *args, **kwargs):
+        if failures[0] and str(source).endswith(".tmp"):
+            failures[0] -= 1
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(storage.os, "replace", replace_failing_once)
+    largest, i = 0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(1_500):
+            db.insert("r", [(i, i)])
+            db.delete("r", [(i, i)])
+            i += 1
+            largest = max([largest] + [p.stat().st_size for p in path.glob("wal-*.log")])
+    assert failures == [0]
+    assert largest > 1.5 * limit  # the log the failure left grew on to its retry
+    db.checkpoint()
+    largest = 0
+    for _ in range(1_000):
+        db.insert("r", [(i, i)])
+        db.delete("r", [(i, i)])
+        i += 1
+        largest = max([largest] + [p.stat().st_size for p in path.glob("wal-*.log")])
+    assert largest < 1.2 * limit
+    db.close()

@@ -377,6 +377,7 @@ class Storage:
     def _switch(self, gen: int, drop_old: bool) -> None:
         old = self.generation
         self.generation = gen
+        self._retry_at = 0  # a failure's later retry applied to the log it left only
         self._open_log(gen)
         if not drop_old:
             return
