@@ -586,3 +586,26 @@ def test_hidden_helper_views_are_no_users_names(tmp_path) -> None:
     db = upkeep.connect(tmp_path / "db")
     assert db.views() == [] and set(db._catalog.views) == set()
     db.execute("DROP TABLE t")
+
+
+@pytest.mark.parametrize("condition", [
+    "x IN (1.5, 'NaN'::DOUBLE)", "x IN (2, NULL)", "x NOT IN (2, NULL)", "id IN (1, 2.0, 7)",
+    "x IN (" + ", ".join(str(v / 2) for v in range(2_000)) + ")", "s IN ('a', 'b', NULL)",
+    "x IN (id, 2.0)", "x IN (1.5, x)"])
+def test_in_lists_equal_duckdb_with_nan_nulls_and_many_options(condition) -> None:
+    """IN over constants is one lookup per row (it scanned the options, and its cost
+    grew with their number), with DuckDB's answers: NaN matches NaN (it matched nothing),
+    a NULL option makes a miss NULL, numbers of other types match by value."""
+    rows = [(1, 1.5, "a"), (2, float("nan"), "b"), (3, 2.0, "c"), (4, None, None),
+            (5, 999.5, "a"), (7, -0.0, "d")]
+    con = duckdb.connect()
+    db = upkeep.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE e (id INTEGER, x DOUBLE, s VARCHAR)")
+        c.executemany("INSERT INTO e VALUES (?, ?, ?)", rows)
+    query = f"SELECT id, {condition} AS r FROM e"
+    db.create_view("v", query)
+    assert sorted(db.view("v").rows()) == sorted(con.execute(query).fetchall())
+    db.create_view("w", f"SELECT id FROM e WHERE {condition}")
+    assert sorted(db.view("w").rows()) == sorted(
+        con.execute(f"SELECT id FROM e WHERE {condition}").fetchall())

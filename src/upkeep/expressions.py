@@ -188,14 +188,30 @@ def _or(*vals):
 
 
 def _in(x, options):
+    """``x IN (options)`` as DuckDB: NULL if x is NULL, or if nothing matched and an option
+    is NULL; NaN matches NaN."""
     if x is None:
         return None
     saw_null = False
     for o in options:
         if o is None:
             saw_null = True
-        elif x == o:
+        elif x == o or (x != x and o != o):
             return True
+    return None if saw_null else False
+
+
+_NAN = object()  # NaN's stand-in in a set of IN options (NaN is unequal to itself)
+
+
+def _in_set(x, options: frozenset, saw_null: bool):
+    """:func:`_in` over constant options, one hash lookup instead of a scan: ``options``
+    are the non-NULL constants with NaN as ``_NAN``; equal numbers of other types hash
+    alike, so they match by value as ``==`` does."""
+    if x is None:
+        return None
+    if x in options or (x != x and _NAN in options):
+        return True
     return None if saw_null else False
 
 
@@ -527,6 +543,7 @@ _HELPERS: dict[str, object] = {
     "_and": _and,
     "_or": _or,
     "_in": _in,
+    "_in_set": _in_set,
     "_substring": _substring,
     "_overflow": _overflow,
     "_round": _round,
@@ -786,6 +803,15 @@ class ExpressionCompiler:
             for option in node.expressions:  # comparable as ``=`` is, or a SchemaError
                 self._compare(node.this, option, "==")
             opts = [self._coerce_literal(o, ta)[0] for o in node.expressions]
+            if all(o == "None" or o in self._consts for o in opts):
+                values = [None if o == "None" else self._consts[o] for o in opts]
+                try:
+                    options = frozenset(_NAN if v != v else v for v in values if v is not None)
+                except TypeError:  # an unhashable constant: compared one by one
+                    pass
+                else:
+                    return (f"_in_set({a}, {self._const(options)}, {None in values})",
+                            BOOLEAN)
             return f"_in({a}, ({', '.join(opts)},))", BOOLEAN
         if isinstance(node, (exp.Like, exp.ILike)):
             a, _ = self._gen(node.this)
