@@ -172,6 +172,15 @@ class Finalizer:
                 return group_cols.get(base_scope.resolve(node))
             return None
 
+        # where each group key value stands in the output row, when the select list names
+        # every GROUP BY item plainly: a row's group is then read off the row (membership)
+        placed: dict[int, int] = {}
+        for position, item in enumerate(select):
+            hit = slots(item.this if isinstance(item, exp.Alias) else item)
+            if hit is not None and hit[0] < len(group_by):
+                placed.setdefault(hit[0], position)
+        self.key_positions: list[int] | None = (
+            [placed[i] for i in range(len(group_by))] if len(placed) == len(group_by) else None)
         compiler = ExpressionCompiler(base_scope, slots)
         self.types = [compiler.type_of(e) for e in select]
         self.having = compiler.compile_condition(having) if having is not None else None

@@ -272,6 +272,20 @@ class DynAggregateView(ViewRuntime):
     def counters(self) -> dict[str, int]:
         return self.rep.counters()
 
+    def multiplicity(self, row: tuple) -> int:
+        """Membership by one group's lookup (property P2) when the select list names every
+        GROUP BY item: the row's group is read off the row, its aggregates recomputed from
+        the group's weight and compared (a scan of every group otherwise)."""
+        positions = self.finalizer.key_positions
+        if positions is None or self.global_group or not positions:
+            return super().multiplicity(row)
+        try:
+            key = tuple(row[p] for p in positions)
+            w = self.rep.weight(key)
+        except (IndexError, TypeError):  # not a row of this view's shape
+            return 0
+        return 1 if w is not None and self._row(key, w) == tuple(row) else 0
+
 
 class MaterializedView(ViewRuntime):
     """A view whose rows are kept in ``self.output`` (row -> multiplicity)."""
