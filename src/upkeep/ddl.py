@@ -11,7 +11,19 @@ from sqlglot import exp
 from .errors import SchemaError, UnsupportedError
 from .expiry import Expiry
 from .table import Table
-from .types import SqlType, type_from_sqlglot
+from .types import TYPE_NAMES, SqlType, type_from_sqlglot
+
+# what a table's column may hold: the types CREATE TABLE takes, and NULL (a CREATE TABLE AS
+# column of NULLs, as DuckDB types it)
+TABLE_KINDS = frozenset(TYPE_NAMES.values()) | {"NULL"}
+
+
+def check_table_column(table: str, column: str, typ: SqlType) -> None:
+    """Refuse a column type no table holds (a ``CREATE TABLE .. AS SELECT`` of a TIMESTAMP
+    or an INTERVAL), naming the column, as ``CREATE TABLE`` refuses it."""
+    if typ.kind not in TABLE_KINDS:
+        raise UnsupportedError(f"column {column} of table {table} would be {typ.sql()}, a type "
+                               "tables do not hold: cast it to one they do (docs/sql.md)")
 
 
 def created_name(stmt: exp.Create) -> str:
@@ -59,7 +71,10 @@ def table_from_schema(name: str, schema: exp.Schema) -> Table:
                 raise SchemaError(f"column {cname} is defined twice in table {name}")
             if item.args.get("kind") is None:
                 raise SchemaError(f"column {cname} of table {name} has no type")
-            columns.append((cname, type_from_sqlglot(item.args["kind"])))
+            try:
+                columns.append((cname, type_from_sqlglot(item.args["kind"])))
+            except UnsupportedError as exc:
+                raise UnsupportedError(f"column {cname} of table {name}: {exc}") from None
             for c in item.args.get("constraints") or []:
                 kind = c.args.get("kind")
                 if isinstance(kind, exp.NotNullColumnConstraint):

@@ -91,7 +91,7 @@ TIMESTAMP = SqlType("TIMESTAMP")
 BOOLEAN = SqlType("BOOLEAN")
 NULLTYPE = SqlType("NULL")
 
-_TYPE_NAMES = {
+TYPE_NAMES = {
     "TINYINT": "TINYINT",
     "SMALLINT": "SMALLINT",
     "INT": "INTEGER",
@@ -114,7 +114,7 @@ _TYPE_NAMES = {
 def type_from_sqlglot(node: exp.DataType) -> SqlType:
     """Map a parsed sqlglot type to an upkeep type; unsupported types raise UnsupportedError."""
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
-    kind = _TYPE_NAMES.get(name.upper())
+    kind = TYPE_NAMES.get(name.upper())
     spelled = node.sql(dialect="duckdb")  # TIMESTAMP, not sqlglot's TIMESTAMPNTZ
     if name.upper() in ("FLOAT", "REAL"):
         raise UnsupportedError(

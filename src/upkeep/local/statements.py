@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from ..cursor import Cursor
-from ..ddl import created_name, with_properties
+from ..ddl import check_table_column, created_name, with_properties
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
 from ..plan import distinct_names
@@ -68,6 +68,8 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
         db._catalog.check_name_free(name)
     cur = select(db, stmt.expression)
     names = distinct_names([n.lower() for n, _ in cur._columns])
+    for column, (_, typ) in zip(names, cur._columns, strict=True):
+        check_table_column(name, column, typ)
     table = with_properties(Table(name, [(n, t) for n, (_, t) in zip(
         names, cur._columns, strict=True)]), stmt)
     # the table, its rows' batch, then "filled": recovery drops a table whose statement
