@@ -160,6 +160,7 @@ def test_a_database_path_that_cannot_be_a_directory_is_a_storage_error(tmp_path,
     (lambda db: db.delete(3, [(1,)]), "table name must be a string"),
     (lambda db: db.view(None), "view name must be a string"),
     (lambda db: db.create_view(5, "SELECT first FROM p"), "name and SQL as strings"),
+    (lambda db: db.create_view(" ", "SELECT first FROM p"), "name must not be empty"),
 ])
 def test_names_that_are_not_strings_are_schema_errors(people, call, error) -> None:
     with pytest.raises(SchemaError, match=error):
@@ -441,6 +442,9 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
     ("CREATE TABLE q AS SELECT 'x'::BLOB AS b", UnsupportedError, "column b of table q"),
     ("CREATE TABLE q (a INTEGER, ts TIMESTAMP)", UnsupportedError,
      "column ts of table q: column type TIMESTAMP is not supported"),
+    ("CREATE OR REPLACE TABLE k (a INTEGER)", UnsupportedError, "DROP TABLE k first"),
+    ("CREATE OR REPLACE TABLE q (a INTEGER)", UnsupportedError, "DROP TABLE q first"),
+    ("CREATE OR REPLACE TABLE k AS SELECT 1 AS a", UnsupportedError, "DROP TABLE k first"),
     ("DROP TABLE nosuch.k", SchemaError, "schema nosuch does not exist .line 1, column 17"),
     ("DELETE FROM x.k", SchemaError, "schema x does not exist"),
     ("UPDATE x.k SET b = 0", SchemaError, "schema x does not exist"),

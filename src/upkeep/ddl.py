@@ -32,9 +32,19 @@ def created_name(stmt: exp.Create) -> str:
     return (target.this.name if isinstance(target, exp.Schema) else target.name).lower()
 
 
+def refuse_replace(stmt: exp.Create, name: str) -> None:
+    """``CREATE OR REPLACE TABLE`` is refused: replacing a table would drop its rows and
+    the views over it in one statement that could not be all or nothing (it was read as
+    a plain ``CREATE TABLE``)."""
+    if stmt.args.get("replace"):
+        raise UnsupportedError(f"CREATE OR REPLACE TABLE {name}: DROP TABLE {name} first, "
+                               "then CREATE TABLE")
+
+
 def table_from_create(stmt: exp.Create) -> Table:
     """The table a ``CREATE TABLE name (columns ...) [WITH (ttl_seconds = N)]`` declares."""
     name = created_name(stmt)
+    refuse_replace(stmt, name)
     if not isinstance(stmt.this, exp.Schema):
         raise SchemaError(f"table {name} has no columns")
     return with_properties(table_from_schema(name, stmt.this), stmt)

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from .. import zset
 from ..bulk_progress import bulk_progress
-from ..ddl import created_name, table_from_create
+from ..ddl import created_name, refuse_replace, table_from_create
 from ..engine import Subscriber
 from ..errors import (
     ConstraintError,
@@ -318,6 +318,7 @@ class LocalCatalog(Catalog):
         kind = (stmt.args.get("kind") or "").upper()
         name = created_name(stmt)
         if kind == "TABLE":
+            refuse_replace(stmt, name)
             if name in self.tables or name in self.views:
                 if stmt.args.get("exists") and name not in self._hidden():
                     return

@@ -295,6 +295,8 @@ class Connection(Engine):
         if not isinstance(name, str) or not isinstance(sql, str):
             raise SchemaError(f"create_view takes a name and SQL as strings, not "
                               f"{type(name).__name__} and {type(sql).__name__}")
+        if not name.strip():
+            raise SchemaError("a view's name must not be empty")
         if provenance not in (None, "why"):
             raise SchemaError(f"provenance of view {name} must be 'why', not {provenance!r}")
         statements.define_view(self, name.lower(), parse_one(sql), strategy,

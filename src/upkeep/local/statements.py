@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from ..cursor import Cursor
-from ..ddl import check_table_column, created_name, with_properties
+from ..ddl import check_table_column, created_name, refuse_replace, with_properties
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
 from ..plan import distinct_names
@@ -62,6 +62,7 @@ def create(db: Connection, stmt: exp.Create) -> Cursor:
 def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     """``CREATE TABLE name AS SELECT ...``: a new table filled with the query's rows."""
     name = created_name(stmt)
+    refuse_replace(stmt, name)
     if name in db._catalog.tables or name in db._catalog.views:
         if stmt.args.get("exists") and name in db._catalog.tables | db._catalog.user_views:
             return Cursor()
