@@ -270,6 +270,13 @@ BAD_INPUT = {
                       ConstraintError),
     "delete of an absent row": (lambda db: db.delete("orders", [(77, 1, Decimal("1.00"))]),
                                 ConstraintError),
+    "a view name that is no string": (lambda db: db.create_view(3, "SELECT 1 AS one"),
+                                      SchemaError),
+    "an empty view name": (lambda db: db.create_view("", "SELECT 1 AS one"), SchemaError),
+    "a schema other than main": (lambda db: db.execute("INSERT INTO s.orders VALUES (1, 1, 1)"),
+                                 SchemaError),
+    "or replace table": (lambda db: db.execute("CREATE OR REPLACE TABLE orders (a INTEGER)"),
+                         UnsupportedError),
 }
 
 

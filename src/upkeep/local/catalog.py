@@ -803,6 +803,17 @@ def table_record(table: Table) -> tuple:
     return record if table.provenance is None else (*record, table.provenance)
 
 
+def new_view_name(name: object, sql: object) -> str:
+    """The name ``create_view(name, sql)`` defines (lower case): both must be strings and
+    the name not empty, else a :class:`SchemaError` (on either engine)."""
+    if not isinstance(name, str) or not isinstance(sql, str):
+        raise SchemaError(f"create_view takes a name and SQL as strings, not "
+                          f"{type(name).__name__} and {type(sql).__name__}")
+    if not name.strip():
+        raise SchemaError("a view's name must not be empty")
+    return name.lower()
+
+
 def _name(name: object, kind: str) -> str:
     """A table's or view's name as the catalog keys it (lower case); a name that is not a
     string is a :class:`SchemaError`, not an ``AttributeError`` from deep inside."""

@@ -40,7 +40,7 @@ from ..update_provenance.structures import UpdateStructure
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
-from .catalog import LocalCatalog
+from .catalog import LocalCatalog, new_view_name
 from .commit import Committer
 from .durability import Durability
 from .provenance import delete_queries, txn_name
@@ -292,16 +292,11 @@ class Connection(Engine):
         """``CREATE MATERIALIZED VIEW name AS sql``, optionally forcing a strategy
         ("dyn", "lftj", "general", "recompute" or a recursive one); ``provenance="why"``
         keeps its why-provenance (as ``WITH (provenance = 'why')``)."""
-        if not isinstance(name, str) or not isinstance(sql, str):
-            raise SchemaError(f"create_view takes a name and SQL as strings, not "
-                              f"{type(name).__name__} and {type(sql).__name__}")
-        if not name.strip():
-            raise SchemaError("a view's name must not be empty")
+        name = new_view_name(name, sql)
         if provenance not in (None, "why"):
             raise SchemaError(f"provenance of view {name} must be 'why', not {provenance!r}")
-        statements.define_view(self, name.lower(), parse_one(sql), strategy,
-                               why=provenance == "why")
-        return ViewHandle(self, name.lower())
+        statements.define_view(self, name, parse_one(sql), strategy, why=provenance == "why")
+        return ViewHandle(self, name)
 
     # ------------------------------------------------------------ statements
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:

@@ -52,7 +52,7 @@ from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
 from ..errors import ConstraintError, Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
-from ..local.catalog import LocalCatalog, view_provenance
+from ..local.catalog import LocalCatalog, new_view_name, view_provenance
 from ..planner import refuse_per_row_random
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
@@ -388,6 +388,7 @@ class SparkConnection(Engine):
     # ------------------------------------------------------------ catalog
     def create_view(self, name: str, sql: str, strategy: str | None = None,
                     provenance: str | None = None) -> SparkViewHandle:
+        name = new_view_name(name, sql)
         if provenance is not None:
             raise UnsupportedError(
                 "why-provenance of views (provenance=...) on the spark engine: it is kept by "
@@ -396,9 +397,9 @@ class SparkConnection(Engine):
             raise UnsupportedError("CREATE VIEW inside a transaction")
         self._check_open()
         with self._writes:
-            self._catalog.define_view(name.lower(), parse_one(sql), strategy)
+            self._catalog.define_view(name, parse_one(sql), strategy)
             self._catalog_changed()
-        return SparkViewHandle(self, name.lower())
+        return SparkViewHandle(self, name)
 
     def view(self, name: str) -> SparkViewHandle:
         name = name.lower()
