@@ -51,14 +51,19 @@ def fmt_times(x: float | None) -> str:
     return f"{x:.2f}×" if x < 10 else f"{x:,.0f}×"
 
 
-def replace_section(path: Path, heading: str, text: str, before: str | None = None) -> None:
+def replace_section(path: Path, heading: str, text: str, before: str | None = None,
+                    owns: tuple[str, ...] = ()) -> None:
     """Put ``text`` (starting with ``heading``) in place of that section, which runs to the
-    next ``## `` heading; a new section goes before the ``before`` heading, else at the end."""
+    next ``## `` heading not in ``owns`` (the further sections the same writer writes); a
+    new section goes before the ``before`` heading, else at the end.  Every other section
+    stays as it is."""
     doc = path.read_text() if path.exists() else ""
     text = text.rstrip("\n") + "\n"
     at = doc.find(heading)
     if at >= 0:
         end = doc.find("\n## ", at + len(heading))
+        while end >= 0 and any(doc.startswith(h, end + 1) for h in owns):
+            end = doc.find("\n## ", end + 1)
         doc = doc[:at] + text + ("" if end < 0 else "\n" + doc[end + 1:])
     elif before is not None and doc.find(before) >= 0:
         at = doc.find(before)
@@ -66,10 +71,3 @@ def replace_section(path: Path, heading: str, text: str, before: str | None = No
     else:
         doc = (doc.rstrip("\n") + "\n\n" if doc else "") + text
     path.write_text(doc)
-
-
-def sections_from(path: Path, headings: list[str]) -> str:
-    """The tail of the file from the first of ``headings`` on ("" if none is there)."""
-    doc = path.read_text() if path.exists() else ""
-    starts = [doc.find(h) for h in headings if doc.find(h) >= 0]
-    return doc[min(starts):] if starts else ""

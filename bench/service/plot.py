@@ -33,7 +33,8 @@ def plot_service() -> None:
         xs = [j + i * width for j in range(len(sizes))]
         left.bar(xs, [rows[n]["server_bytes_sent"] / 1024 for n in sizes], width,
                  label=layout)
-        right.bar(xs, [rows[n]["latency_p99_ms"] for n in sizes], width, label=layout)
+        # a run that delivered nothing has no latency: no bar
+        right.bar(xs, [rows[n]["latency_p99_ms"] or 0 for n in sizes], width, label=layout)
     for ax, title in ((left, "server KiB sent"), (right, "p99 delta latency, ms")):
         ax.set_xticks([j + width * (len(layouts) - 1) / 2 for j in range(len(sizes))],
                       [f"{n:,} subscribers" for n in sizes])
@@ -67,5 +68,8 @@ def plot_planner() -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     plot_service()
     plot_planner()

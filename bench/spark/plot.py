@@ -443,6 +443,10 @@ def write_docs(data: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description="Rewrite docs/spark_bench.png and the Spark section "
+                            f"of docs/benchmarks.md from {RESULTS.name}.").parse_args()
     saved = json.loads(RESULTS.read_text())
     saved["summary"] = summarize(saved)
     write_plot(saved, ROOT / "docs" / "spark_bench.png")

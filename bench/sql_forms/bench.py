@@ -1,4 +1,4 @@
-"""What the SQL of issue 22 costs per change: each form against the inner-join (or plain)
+"""What the SQL forms beyond inner joins cost per change: each form against the inner-join (or plain)
 view it extends, and against DuckDB recomputing it, on TPC-H tables loaded first with a
 subscriber attached.
 
@@ -28,7 +28,7 @@ dropped:
   plain projection; prices change.  ``LAG`` re-reads the rows next to a change, the running
   sum its customer's orders (operation counts: partition re-reads and rows re-read).
 
-Reported: changes/s and µs per change of each view, the ratio form / base (issue 22's target:
+Reported: changes/s and µs per change of each view, the ratio form / base (the target:
 outer joins and nested aggregates within 2x), and DuckDB's time to recompute the form once
 on the same tables.  Writes ``bench/results/sql_forms.json`` and the "SQL forms" section of
 ``docs/benchmarks.md``.
@@ -197,7 +197,7 @@ def _counters(db) -> dict[str, int]:
                               for line in db.explain("bench_view").splitlines()
                               if line.startswith("helper view")]
     for name in names:
-        for key, value in db.view(name).counters().items():
+        for key, value in db.runtime(name).counters().items():
             out[key] = out.get(key, 0) + value
     return out
 

@@ -507,4 +507,8 @@ def write_all(gcq_path: Path = GCQ_RESULTS, tri_path: Path = TRIANGLE_RESULTS,
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description="Rewrite the inequality-join plots and section of "
+                            "docs/benchmarks.md from the stored results.").parse_args()
     print(write_all())

@@ -45,7 +45,7 @@ def table_bytes(scale: float) -> list[tuple[str, int, float, float]]:
         db = upkeep.connect()
         db.execute(create_table_sql(name))
         table = db.local_catalog.table(name)
-        rows = [table.coerce(r, i) for i, r in enumerate(iter_rows(arrow, name, arrow.column_names))]
+        rows = [table.coerce(r, i) for i, r in enumerate(iter_rows(arrow, name, table.columns))]
         del arrow
 
         def as_tuples(rows=rows):

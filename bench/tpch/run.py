@@ -25,16 +25,13 @@ from rich.table import Table
 
 import bench.tpch.data as tpch_data
 import bench.tpch.stream as stream_mod
-from bench.common.doc_format import sections_from
+from bench.common.doc_format import replace_section
 from bench.common.environment import BENCH_DIR, pathway_python
 from bench.common.orchestrate import run_config, run_each, run_meta, save_results
-from bench.recursive.bench import SECTION as RECURSIVE_SECTION
-from bench.spark.plot import SECTION as SPARK_SECTION
-from bench.theta.plot import SECTION as THETA_SECTION
 from bench.tpch.expected import expected_rows
 from bench.tpch.plot import write_plot
 from bench.tpch.queries import DEFAULT_QUERIES, QUERIES
-from bench.tpch.report import SYSTEM_LABELS, markdown, summarize
+from bench.tpch.report import OWNED_SECTIONS, SECTION, SYSTEM_LABELS, TITLE, markdown, summarize
 
 REPO = BENCH_DIR.parent
 SYSTEMS = tuple(SYSTEM_LABELS)
@@ -182,8 +179,9 @@ def write_docs(args: argparse.Namespace, data: dict[str, Any]) -> None:
     """Write the TPC-H part of ``docs/benchmarks.md`` (keeping the sections other benchmarks
     own) and the plot."""
     args.docs.parent.mkdir(parents=True, exist_ok=True)
-    kept = sections_from(args.docs, [THETA_SECTION, RECURSIVE_SECTION, SPARK_SECTION])
-    args.docs.write_text(markdown(data).rstrip("\n") + ("\n\n" + kept if kept else "\n"))
+    if not args.docs.exists():
+        args.docs.write_text(f"{TITLE}\n")
+    replace_section(args.docs, SECTION, markdown(data), owns=OWNED_SECTIONS)
     console.print(f"wrote {args.docs}")
     if write_plot(data["results"], args.plot):
         console.print(f"wrote {args.plot}")
