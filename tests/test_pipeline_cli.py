@@ -110,7 +110,7 @@ def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, 
                                                                 "defined twice (first at tables.sql, line 1)"),
     ("CREATE TABLE t (a INTEGER);\n\nSELECT 1;", "tables.sql, line 3: expected CREATE TABLE "
                                                 "statements only"),
-    ("CREATE TABLE t (a INTEGER);\nCREATE TABLE u (a BLOB);", "tables.sql, line 2: column type"),
+    ("CREATE TABLE t (a INTEGER);\nCREATE TABLE u (a BLOB);", "tables.sql, line 2: column a of table u: column type BLOB"),
     # the parser's own message, not "expected CREATE TABLE" nor sqlglot's internals
     ("CREATE TABLE t (a INTEGER);\nCREATE TABEL u (a INTEGER);",
      'tables.sql, line 2: cannot parse SQL: syntax error at or near "TABEL"'),
