@@ -521,3 +521,38 @@ def test_a_value_of_another_type_is_refused_by_every_write(column, value) -> Non
         with pytest.raises(upkeep.SchemaError, match="expected"):
             write()
     assert db.execute("SELECT * FROM t").fetchall() == [(1, None)]
+
+
+@pytest.mark.parametrize("expression", [
+    "LEAST(d, 1.0)", "GREATEST(1.0, d)", "LEAST(1.0, d)", "GREATEST(d, 1.0)",
+    "NULLIF(d, d)", "NULLIF(m, CAST(m AS DOUBLE))", "d IS NOT DISTINCT FROM d",
+    "m IS NOT DISTINCT FROM CAST(m AS DOUBLE)", "i IS DISTINCT FROM NULL",
+    "b = CAST(b AS DOUBLE)", "b < CAST(b AS DOUBLE)", "m IN (0.01::DOUBLE, 1.25::DOUBLE)",
+    "b IN (9.223372036854776e18)", "b IN (CAST(b AS DOUBLE), 1)", "m // -1", "d // -1",
+    "m % -1", "TRY_CAST(s AS BOOLEAN)", "CASE WHEN i > 100 THEN 1 // 0 ELSE 1 END",
+    "COALESCE(s, CAST(CAST('x' AS INTEGER) AS VARCHAR))"])
+def test_nan_mixed_numbers_and_unevaluated_constants_as_duckdb(expression) -> None:
+    """GREATEST / LEAST put NaN above numbers whatever the argument order; NULLIF and IS
+    [NOT] DISTINCT FROM compare as ``=`` does (NaN = NaN, a DECIMAL against a DOUBLE);
+    a BIGINT meets a DOUBLE as a DOUBLE, in ``=`` and IN; ``// -1`` of a zero DECIMAL or
+    DOUBLE is no overflow; '1' / 'yes' / 'n' are booleans; a constant DuckDB cannot
+    compute fails only where a row evaluates it (each differed from DuckDB before)."""
+    ddl = "CREATE TABLE e (d DOUBLE, m DECIMAL(10,2), b BIGINT, i INTEGER, s VARCHAR)"
+    rows = [(0.0, Decimal("0.00"), 2**63 - 1, 0, "1"), (math.nan, Decimal("0.01"), 2**53 + 1, 1, "yes"),
+            (2.5, Decimal("1.25"), -7, None, "n"), (None, None, None, 5, "on")]
+    query = f"SELECT {expression} AS r FROM e"
+    want = _duckdb_or_error(ddl, rows, query)
+    assert want != "error"
+    for strategy in STRATEGIES:
+        got = _view_or_error(ddl, rows, query, strategy)
+        assert repr(got) == repr(want), strategy  # repr: NaN and -0.0 as DuckDB gives them
+
+
+@pytest.mark.parametrize("expression", ["SUBSTRING(s, 9223372036854775807)",
+                                        "SUBSTRING(s, 1, 4294967296)"])
+def test_a_substring_beyond_duckdbs_range_is_an_error_as_there(expression) -> None:
+    ddl = "CREATE TABLE e (s VARCHAR)"
+    query = f"SELECT {expression} AS r FROM e"
+    assert _duckdb_or_error(ddl, [("abc",)], query) == "error"
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, [("abc",)], query, strategy) == "error", strategy

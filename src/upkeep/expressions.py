@@ -142,7 +142,7 @@ def _intdiv(a, b, bound=0):
         return None
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} // {b})")
-    if b == -1 and a == -bound:
+    if bound and b == -1 and a == -bound:
         raise EvaluationError(f"overflow in division ({a} // {b})")
     if not (type(a) is int and type(b) is int):  # DuckDB: // of non-integers is /
         return float(a) / float(b)
@@ -154,7 +154,7 @@ def _mod(a, b, bound=0):
     """``a % b`` as DuckDB's: the sign of ``a``; ``-bound % -1`` overflows there too."""
     if a is None or b is None:
         return None
-    if b == -1 and a == -bound:
+    if bound and b == -1 and a == -bound:
         raise EvaluationError(f"overflow in division ({a} % {b})")
     if isinstance(a, float) or isinstance(b, float):
         try:  # DuckDB: a DOUBLE % 0, and inf % x, are NaN
@@ -165,6 +165,19 @@ def _mod(a, b, bound=0):
         raise EvaluationError(f"division by zero in ({a} % {b})")
     r = abs(a) % abs(b)
     return r if a >= 0 else -r
+
+
+def _not_distinct(a, b) -> bool:
+    """``a IS NOT DISTINCT FROM b``: NULL equals NULL, NaN equals NaN (as in DuckDB)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return a == b or (a != a and b != b)
+
+
+def _fail(message: str):
+    """A constant DuckDB cannot compute, raised where a row evaluates it (a CASE branch no
+    row takes is never evaluated, as in DuckDB)."""
+    raise EvaluationError(message)
 
 
 def _and(*vals):
@@ -230,6 +243,7 @@ def _like(pattern: str, case_insensitive: bool = False) -> Callable[[object], ob
 
 
 _TO_END = object()  # substring without a length (a NULL length gives NULL)
+_SUBSTRING_RANGE = 2**32 - 1  # DuckDB's largest substring offset and length
 
 
 def _substring(s, start, length=_TO_END):
@@ -238,6 +252,10 @@ def _substring(s, start, length=_TO_END):
     back), clipped to the string."""
     if s is None or start is None or length is None:
         return None
+    if start > _SUBSTRING_RANGE or (length is not _TO_END and length > _SUBSTRING_RANGE):
+        what = "offset" if start > _SUBSTRING_RANGE else "length"
+        raise EvaluationError(f"substring {what} outside of the supported range (> "
+                              f"{_SUBSTRING_RANGE}), as in DuckDB")
     n = len(s)
     at = start if start > 0 else n + start + 1 if start < 0 else 0
     if length is _TO_END:
@@ -439,6 +457,11 @@ def _at_midnight(d):
     return None if d is None else dt.datetime.combine(d, dt.time())
 
 
+# the text DuckDB casts to a BOOLEAN (any case; no spaces around it)
+_BOOLEAN_TEXT = {"true": True, "t": True, "1": True, "yes": True, "y": True,
+                 "false": False, "f": False, "0": False, "no": False, "n": False}
+
+
 def _varchar(value) -> str:
     """A value as DuckDB's ``CAST(.. AS VARCHAR)`` spells it: a TIMESTAMP with a space and
     no trailing zeros of its fraction (``2000-01-02 12:00:00.5``), a DECIMAL in fixed
@@ -499,7 +522,7 @@ def _cast(value, typ: SqlType):
             return value if isinstance(value, dt.date) else parse_date(str(value))
         if kind == "BOOLEAN":
             if isinstance(value, str):
-                return {"true": True, "false": False, "t": True, "f": False}[value.lower()]
+                return _BOOLEAN_TEXT[value.lower()]
             return bool(value)
     except (ValueError, KeyError, ArithmeticError) as exc:
         raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
@@ -544,6 +567,8 @@ _HELPERS: dict[str, object] = {
     "_or": _or,
     "_in": _in,
     "_in_set": _in_set,
+    "_not_distinct": _not_distinct,
+    "_fail": _fail,
     "_substring": _substring,
     "_overflow": _overflow,
     "_round": _round,
@@ -725,7 +750,15 @@ class ExpressionCompiler:
             with scratch() as con:
                 value, type_name = con.execute(f"SELECT {sql} AS v, typeof({sql})").fetchone()
         except duckdb.Error as exc:
-            raise as_error(exc, f"cannot evaluate constant {sql}") from exc
+            error = as_error(exc, f"cannot evaluate constant {sql}")
+            if not isinstance(error, EvaluationError):
+                raise error from exc
+            try:  # typed all the same; raised by the rows that evaluate it
+                with scratch() as con:
+                    type_name = con.execute(f"SELECT typeof({sql})").fetchone()[0]
+            except duckdb.Error:
+                raise error from exc
+            return f"_fail({self._const(str(error))})", type_from_name(type_name)
         if isinstance(value, dt.datetime):
             value = value.date() if type_name == "DATE" else value
         if type_name == "DATE" and value in (dt.date.max, dt.date.min):
@@ -742,10 +775,9 @@ class ExpressionCompiler:
             positive.set("negate", None)
             return self._gen(exp.Not(this=positive))
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
-            a, _ = self._gen(node.this)
-            b, _ = self._gen(node.expression)
-            op = "==" if isinstance(node, exp.NullSafeEQ) else "!="
-            return f"(({a}) {op} ({b}))", BOOLEAN
+            a, b, _ = self._comparable(node.this, node.expression, "IS NOT DISTINCT FROM")
+            test = f"_not_distinct({a}, {b})"
+            return (test if isinstance(node, exp.NullSafeEQ) else f"(not {test})"), BOOLEAN
         for cls, op in _ARITH.items():
             if type(node) is cls:
                 return self._arith(node, op)
@@ -802,7 +834,15 @@ class ExpressionCompiler:
             a, ta = self._gen(node.this)
             for option in node.expressions:  # comparable as ``=`` is, or a SchemaError
                 self._compare(node.this, option, "==")
-            opts = [self._coerce_literal(o, ta)[0] for o in node.expressions]
+            opts, types = zip(*(self._coerce_literal(o, ta) for o in node.expressions),
+                              strict=True)
+            if ta.is_numeric and all(t.is_numeric or t.kind == "NULL" for t in types):
+                common = ta
+                for t in types:  # compared in the type of all of them, as ``=`` compares
+                    common = common_numeric(common, t) if t.is_numeric else common
+                a = self._compared_as(a, ta, common)
+                opts = [o if o == "None" else self._folded_as(o, t, common)
+                        for o, t in zip(opts, types, strict=True)]
             if all(o == "None" or o in self._consts for o in opts):
                 values = [None if o == "None" else self._consts[o] for o in opts]
                 try:
@@ -893,11 +933,11 @@ class ExpressionCompiler:
                 v = self._tmp()
                 src = f"({v} if ({v} := {s}) is not None else {src})"
             return src, typ
-        if isinstance(node, exp.Nullif):
+        if isinstance(node, exp.Nullif):  # equal as ``=`` compares: NaN = NaN, 1 = 1.0
             a, ta = self._gen(node.this)
-            b, _ = self._gen(node.expression)
+            equal, _ = self._compare(node.this, node.expression, "==")
             v = self._tmp()
-            return f"(None if ({v} := {a}) == {b} else {v})", ta
+            return f"(None if ({v} := {a}) is None or {equal} is True else {v})", ta
         if isinstance(node, exp.Extract) or (
                 isinstance(node, exp.Anonymous) and str(node.this).lower() in (
                     "date_part", "datepart") and len(node.expressions) == 2
@@ -1059,22 +1099,46 @@ class ExpressionCompiler:
             return self._as(src, typ, target), DOUBLE
         return src, typ
 
-    def _compare(self, left: exp.Expression, right: exp.Expression, op: str) -> tuple[str, SqlType]:
+    def _comparable(self, left: exp.Expression, right: exp.Expression,
+                    op: str) -> tuple[str, str, bool]:
+        """Both sides' code in the type DuckDB compares them in (numbers in their common
+        type, a BIGINT against a DOUBLE as a DOUBLE; a DATE against a TIMESTAMP at
+        midnight), and whether a DOUBLE is among them; a SchemaError for types that do not
+        compare."""
         ta = self.type_of(left)
         tb = self.type_of(right)
         a, ta = self._coerce_literal(left, tb)
         b, tb = self._coerce_literal(right, ta)
         if ta.is_numeric and tb.is_numeric:
             typ = common_numeric(ta, tb)
-            a, b = self._as(a, ta, typ), self._as(b, tb, typ)
+            a, b = self._compared_as(a, ta, typ), self._compared_as(b, tb, typ)
         elif {ta.kind, tb.kind} == {"DATE", "TIMESTAMP"}:  # DuckDB casts the DATE
             a = f"_at_midnight({a})" if ta.kind == "DATE" else a
             b = f"_at_midnight({b})" if tb.kind == "DATE" else b
         elif ta.kind != tb.kind and "NULL" not in (ta.kind, tb.kind):
             raise SchemaError(f"cannot compare {ta} with {tb}: {left.sql()} {op} {right.sql()}")
+        return a, b, "DOUBLE" in (ta.kind, tb.kind)
+
+    def _folded_as(self, src: str, have: SqlType, want: SqlType) -> str:
+        """:meth:`_compared_as` of a constant, converted now when ``src`` names one."""
+        if src in self._consts and want.kind == "DOUBLE" and have.kind != "DOUBLE":
+            value = self._consts[src]
+            return self._const(None if value is None else float(value))
+        return self._compared_as(src, have, want)
+
+    def _compared_as(self, src: str, have: SqlType, want: SqlType) -> str:
+        """A number as compared in ``want``: as a DOUBLE when ``want`` is one (DuckDB
+        compares 2^53 + 1 = 2^53::DOUBLE as equal; Python compares an int exactly)."""
+        if want.kind == "DOUBLE" and have.kind != "DOUBLE":
+            v = self._tmp()
+            return f"(None if ({v} := {src}) is None else float({v}))"
+        return self._as(src, have, want)
+
+    def _compare(self, left: exp.Expression, right: exp.Expression, op: str) -> tuple[str, SqlType]:
+        a, b, double = self._comparable(left, right, op)
         x, y = self._tmp(), self._tmp()
         test = f"{x} {op} {y}"
-        if ta.kind == "DOUBLE" or tb.kind == "DOUBLE":  # DuckDB: NaN = NaN, NaN > numbers
+        if double:  # DuckDB: NaN = NaN, NaN > numbers
             test = f"({test} if {x} == {x} and {y} == {y} else _nan_compare({x}, {y}, {op!r}))"
         return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {test})", BOOLEAN
 
@@ -1108,11 +1172,13 @@ def as_condition(node: exp.Expression, typ: SqlType) -> exp.Expression:
 
 
 def _null_skip(fn_name: str) -> Callable[..., object]:
+    """GREATEST / LEAST: NULLs skipped, NaN above every number (as DuckDB orders it,
+    whatever the order of the arguments)."""
     fn = max if fn_name == "max" else min
 
     def pick(*xs):
         vals = [x for x in xs if x is not None]
-        return fn(vals) if vals else None
+        return fn(vals, key=nan_order) if vals else None
 
     return pick
 
