@@ -556,3 +556,14 @@ def test_a_substring_beyond_duckdbs_range_is_an_error_as_there(expression) -> No
     assert _duckdb_or_error(ddl, [("abc",)], query) == "error"
     for strategy in STRATEGIES:
         assert _view_or_error(ddl, [("abc",)], query, strategy) == "error", strategy
+
+
+def test_an_error_on_the_right_of_a_null_is_still_an_error() -> None:
+    """``NULL + 10 // i`` with ``i = 0`` is a division by zero in DuckDB, which evaluates
+    both operands (a NULL on the left hid it)."""
+    ddl = "CREATE TABLE e (n INTEGER, i INTEGER)"
+    query = "SELECT n + 10 // i AS r FROM e"
+    assert _duckdb_or_error(ddl, [(None, 0)], query) == "error"
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, [(None, 0)], query, strategy) == "error", strategy
+        assert _view_or_error(ddl, [(None, 2)], query, strategy) == [(None,)]

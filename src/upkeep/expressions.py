@@ -1023,7 +1023,10 @@ class ExpressionCompiler:
         elif typ.kind == "DOUBLE":  # inf - inf and the like: the one NaN (canonical_float)
             z = self._tmp()
             value = f"({z} if ({z} := {value}) == {z} else _nan)"
-        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {value})", typ
+        # both operands evaluated, as DuckDB evaluates them: a NULL on the left does not
+        # hide an error on the right (``NULL + 10 // 0`` is a division by zero)
+        return (f"(None if (({x} := {a}) is None) | (({y} := {b}) is None) else {value})",
+                typ)
 
     def _truncate(self, node: exp.Expression) -> tuple[str, SqlType]:
         """``date_trunc(part, d)`` on a DATE: the first day of its year, quarter, month or
