@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import math
+from decimal import Decimal
 
 import pytest
 from rich.console import Console
@@ -501,3 +503,26 @@ def test_a_dead_letter_line_is_json_and_replays_non_finite_doubles(tmp_path):
         applier.apply([change])
     assert repr(sorted(db.execute("SELECT * FROM m").fetchall())) == repr(
         [(1, math.nan), (2, math.inf), (3, -math.inf), (4, 1.5)])
+
+
+def test_change_record_values_read_as_duckdb_reads_them():
+    """A DECIMAL(38, s) value of more than 28 digits fits its column (it was refused: the
+    text was rounded in Python's 28-digit context); a week date is no DATE (it read as a
+    day)."""
+    from upkeep.io.apply import Applier, BadRecord
+    from upkeep.io.records import Position, decode_json_line
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE m (k INTEGER, x DECIMAL(38,10), d DATE)")
+    applier = Applier(db)
+
+    def prepared(row):
+        return applier.prepare(decode_json_line(
+            json.dumps({"table": "m", "op": "insert", "row": row}), Position("c.jsonl", 1)))
+
+    change = prepared([1, "1234567890123456789.5", "2020-01-31"])
+    applier.apply([change])
+    assert db.execute("SELECT x, d FROM m").fetchall() == [
+        (Decimal("1234567890123456789.5000000000"), dt.date(2020, 1, 31))]
+    with pytest.raises(BadRecord, match="expected DATE"):
+        prepared([2, "1", "2020-W01-1"])

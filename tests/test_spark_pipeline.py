@@ -270,6 +270,22 @@ def test_a_bad_record_stops_the_run_naming_it(spark, tmp_path, capsys) -> None:
     assert jsonl_batches(tmp_path / "out" / "revenue.jsonl") == {}  # no batch changed it
 
 
+def test_of_two_equal_records_the_one_at_fault_is_named(spark, tmp_path, capsys) -> None:
+    """A row deleted twice: the second delete is the bad record (the first equal change's
+    record was named, and in a dead-letter run the good delete was left out)."""
+    (tmp_path / "changes").mkdir()
+    row = '[1, 1, "2024-01-01", "9.50", 2, null]'
+    (tmp_path / "changes" / "changes-00001.jsonl").write_text(
+        f'{{"table": "orders", "op": "insert", "row": {row}}}\n'
+        '{"table": "orders", "op": "insert", "row": [2, 1, "2024-01-02", "1.00", 1, null]}\n'
+        f'{{"table": "orders", "op": "delete", "row": {row}}}\n'
+        f'{{"table": "orders", "op": "delete", "row": {row}}}\n')
+    path = spark_pipeline(tmp_path)
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "changes-00001.jsonl, line 4" in err, err
+
+
 @pytest.mark.parametrize("on_error", ["skip", "dead-letter"])
 def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
     """Every kind of bad record of the local pipeline's tests, on Spark: the good records give

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..engine import Engine
 from ..errors import Error
-from ..types import SqlType, coerce_value
+from ..types import WIDE_CONTEXT, SqlType, coerce_value
 from .records import ChangeRecord
 
 Schema = list[tuple[str, SqlType]]
@@ -44,7 +44,7 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
             _NON_FINITE.get(v, v) if type(v) is str else v, typ)
     if typ.kind == "DATE":
         def date(v: Any) -> Any:
-            if type(v) is str and len(v) == 10:
+            if type(v) is str and len(v) == 10 and v[4] == v[7] == "-" and v[5] != "W":
                 try:
                     return dt.date.fromisoformat(v)
                 except ValueError:
@@ -61,7 +61,8 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
                 try:
                     # by its text: a JSON number is the decimal written in the record,
                     # not a DOUBLE (types.double_to_decimal is for DOUBLE values)
-                    d = Decimal(str(v)).quantize(quantum, rounding=ROUND_HALF_UP)
+                    d = Decimal(str(v)).quantize(quantum, rounding=ROUND_HALF_UP,
+                                                 context=WIDE_CONTEXT)  # all 38 digits
                 except InvalidOperation:
                     d = None
                 if d is not None and d.is_finite() and -limit < d < limit:

@@ -49,10 +49,13 @@ class ShardEngine:
                 bad = self.applier.find_bad(batch)
                 if not bad:
                     raise ShardError.of(exc) from None
-                first = keep[batch.index(bad[0][0])]
+                # by identity: two equal changes (a row deleted twice) are different records
+                position = {id(change): k for k, change in enumerate(batch)}
+                first = keep[position[id(bad[0][0])]]
                 if not (tolerant and where):
                     raise ShardError.of(bad[0][1], where[first] if where else None) from None
-                records = {where[keep[batch.index(change)]]: str(error) for change, error in bad}
+                records = {where[keep[position[id(change)]]]: str(error)
+                           for change, error in bad}
                 rejected += [(i, records[where[i]]) for i in keep if where[i] in records]
                 keep = [i for i in keep if where[i] not in records]
         out, self._out = self._out, []
