@@ -112,6 +112,18 @@ def remove_uncommitted(directory: Path, committed: int) -> None:
         _remove(partial)
 
 
+def refuse_late_start(config: SinkConfig, committed: int) -> None:
+    """A sink that starts after its pipeline has run is refused: its view's rows so far
+    never pass through the driver, so it could only hold the later batches' deltas (on one
+    machine the sink is filled from the view's rows; here a fresh ``state_dir`` replays
+    every change into every sink)."""
+    if committed >= 0:
+        raise PipelineError(
+            f"{config.label}: a new sink of a pipeline that has already run (its checkpoint "
+            f"has committed micro-batch {committed}); on the spark engine a sink starts with "
+            "its pipeline: run with a fresh state_dir to fill every sink from all the changes")
+
+
 def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> None:
     """Micro-batch ``batch``'s directory under ``directory``: ``write(path)`` writes it
     under a hidden name (which Spark's and upkeep's readers skip), then it is renamed into
@@ -160,6 +172,8 @@ class ParquetDeltas(ExecutorSink):
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
         super().__init__(config, catalog)
         check_columns(self.columns, config.label)
+        if not self.path.exists():
+            refuse_late_start(config, committed)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
 
@@ -173,6 +187,8 @@ class JsonlBatches(ExecutorSink):
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
         super().__init__(config, catalog)
+        if not self.path.exists():
+            refuse_late_start(config, committed)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
 
@@ -207,6 +223,8 @@ class ParquetSnapshot(ExecutorSink):
             raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
                                 f"engine the parquet sink keeps a link to its latest snapshot "
                                 f"there (move the directory away or choose another path)")
+        if not self.path.is_symlink():
+            refuse_late_start(config, committed)
         self.spark = spark
         self.every = int(config.options.get("every") or 1)
         self.store = self.path.with_name(self.path.name + ".snapshots")
