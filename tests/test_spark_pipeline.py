@@ -197,6 +197,25 @@ def test_a_sink_added_after_a_run_is_refused(spark, tmp_path, kind) -> None:
         SparkPipelineRunner(config, spark=spark).run()
 
 
+def test_a_hugeint_spark_cannot_hold_stops_the_run(spark, tmp_path, capsys) -> None:
+    """An integer of 39 digits in a view that Spark's sinks write as ``decimal(38,0)`` stops
+    the run saying so (it was written as NULL, and rows holding two such values merged)."""
+    (tmp_path / "tables.sql").write_text("CREATE TABLE k (id INTEGER, h HUGEINT);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT * FROM k;")
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "changes-001.jsonl").write_text(
+        '{"table": "k", "op": "insert", "row": [1, 99999999999999999999999999999999999999]}\n'
+        '{"table": "k", "op": "insert", "row": [2, 100000000000000000000000000000000000001]}\n')
+    sinks = "".join(f'[[sinks]]\nview = "v"\ntype = "{kind}"\npath = "out/v.{kind}"\n'
+                    for kind in ALL_SINKS)
+    path = tmp_path / "pipeline.toml"
+    path.write_text('state_dir = "state"\ntables = ["tables.sql"]\nviews = ["views.sql"]\n'
+                    f'{SPARK}\n[source]\npath = "changes"\n{sinks}')
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "column h holds an integer of more than 38 digits" in err, err[-2000:]
+
+
 def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
     """SIGKILL the whole Spark application mid-stream, then run it again to the end."""
     stream = Stream(seed=13).generate(480)

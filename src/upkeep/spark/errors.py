@@ -10,6 +10,7 @@ index, position) as the local engine raises.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -47,6 +48,9 @@ def query_error(exc: BaseException) -> Error:
     text = str(exc)
     record = record_in_text(text)
     if record is None:
+        raised = re.search(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", text, re.M)
+        if raised:  # a check upkeep put in the query (raise_error), said as itself
+            return Error(raised[1])
         return Error(f"the Spark streaming query failed: {text.splitlines()[0][:2000]}")
     error = error_from_record(record)
     error.position = record.get("position")

@@ -13,12 +13,13 @@ import hashlib
 from dataclasses import dataclass
 from functools import partial
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..codecs.spark_rows import spark_schema
 from ..errors import SchemaError
 from ..local.catalog import LocalCatalog
+from ..types import SqlType
 from .codec import OUTPUT_SCHEMA
 from .keyed import KEYED_SCHEMA, keyed_stream, plan_keyed
 from .processor import (
@@ -179,6 +180,22 @@ def typed_deltas(deltas: DataFrame, db: LocalCatalog, view: str, weight: str = "
     extra = [F.col("weight").alias(weight)]
     if encoded:
         extra.append(F.col("row").alias(encoded))
-    return deltas.where(F.col("view") == view).select(parsed, *extra).select(
-        *[F.col(f"r.c{i}").alias(name) for i, (name, _) in enumerate(columns)],
+    text = "__upkeep_text"
+    return deltas.where(F.col("view") == view).select(
+        parsed, F.col("row").alias(text), *extra).select(
+        *[_held(i, name, typ, text, view) for i, (name, typ) in enumerate(columns)],
         *[F.col(f"`{c}`") for c in [weight, encoded] if c])
+
+
+def _held(i: int, name: str, typ: SqlType, text: str, view: str) -> Column:
+    """Column ``i`` of the parsed row as ``name``.  A HUGEINT past 38 digits, which Spark's
+    ``decimal(38,0)`` cannot hold, fails the micro-batch (``from_json`` made it NULL, which
+    the sinks wrote, and grouped with other rows)."""
+    value = F.col(f"r.c{i}")
+    if typ.kind == "HUGEINT":
+        given = F.get_json_object(F.col(text), f"$.c{i}")
+        value = F.when(value.isNull() & given.isNotNull(), F.raise_error(F.lit(
+            f"view {view}: column {name} holds an integer of more than 38 digits, which "
+            "Spark's DECIMAL cannot hold (use the local engine's jsonl sink for such "
+            "values)"))).otherwise(value)
+    return value.alias(name)
