@@ -147,6 +147,22 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
         SparkPipelineRunner(config.replace(on_error="skip"), spark=spark)
 
 
+def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path,
+                                                                   capsys) -> None:
+    """In keyed state a delete of a row the table does not hold stops the run naming the
+    row and its table (the message named the table only)."""
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "changes-00001.jsonl").write_text(
+        '{"table": "orders", "op": "insert", "row": [1, 1, "2024-01-01", "9.50", 2, null]}\n'
+        '{"table": "orders", "op": "delete", "row": [7, 1, "2024-01-02", "1.00", 1, null]}\n')
+    path = write_pipeline(tmp_path, state_dir="state",
+                          extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
+                          sinks={view: ["parquet-deltas"] for view in VIEW_KINDS})
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) from table orders" in err, err
+
+
 def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     stream = Stream(seed=8).generate(360)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)

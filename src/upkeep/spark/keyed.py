@@ -84,7 +84,7 @@ from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k
-from ..types import SqlType
+from ..types import SqlType, format_row
 from ..windows import WindowView, by_partition, window_view, windowing_of
 from ..zset import add_into
 from .errors import BatchRejected
@@ -1034,8 +1034,10 @@ class KeyedStep(StatefulProcessor):
         for r, w in changes.items():
             n = held.get(r, 0) + w
             if n < 0:
-                raise ConstraintError(f"cannot delete a row not present in table {table}",
-                                      pickle.loads(r))
+                row = pickle.loads(r)
+                raise ConstraintError(
+                    f"cannot delete row {format_row(row)} from table {table}: it is not "
+                    f"present (present {held.get(r, 0)} time(s), deleting {-w})", row)
             if n:
                 held[r] = n
             else:
