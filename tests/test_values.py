@@ -567,3 +567,19 @@ def test_an_error_on_the_right_of_a_null_is_still_an_error() -> None:
     for strategy in STRATEGIES:
         assert _view_or_error(ddl, [(None, 0)], query, strategy) == "error", strategy
         assert _view_or_error(ddl, [(None, 2)], query, strategy) == [(None,)]
+
+
+@pytest.mark.parametrize("expression", [
+    "COALESCE(d, d + INTERVAL 1 HOUR)", "COALESCE(d + INTERVAL 1 HOUR, d)",
+    "GREATEST(d, d + INTERVAL 1 HOUR)", "LEAST(d, TIMESTAMP '2020-02-01 00:00')",
+    "CASE WHEN n = 1 THEN d ELSE d + INTERVAL 2 HOUR END"])
+def test_a_date_among_timestamps_is_a_timestamp_at_midnight(expression) -> None:
+    """CASE / COALESCE / GREATEST / LEAST over a DATE and a TIMESTAMP are TIMESTAMPs, the
+    DATE at 00:00, as DuckDB casts it (refused as incompatible types before)."""
+    ddl = "CREATE TABLE e (d DATE, n INTEGER)"
+    rows = [(dt.date(2020, 1, 31), 1), (None, 2), (dt.date(2020, 2, 29), 3)]
+    query = f"SELECT {expression} AS r FROM e"
+    want = _duckdb_or_error(ddl, rows, query)
+    assert want != "error"
+    for strategy in STRATEGIES:
+        assert _view_or_error(ddl, rows, query, strategy) == want, strategy

@@ -926,7 +926,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.Coalesce):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = common_type([t for _, t in gens])
+            typ = value_type([t for _, t in gens])
             srcs = [self._as(s, t, typ, value=True) for s, t in gens]
             src = srcs[-1]
             for s in reversed(srcs[:-1]):
@@ -959,7 +959,7 @@ class ExpressionCompiler:
         if isinstance(node, (exp.Greatest, exp.Least)):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = common_type([t for _, t in gens])
+            typ = value_type([t for _, t in gens])
             fn = "max" if isinstance(node, exp.Greatest) else "min"
             srcs = ", ".join(self._as(s, t, typ, value=True) for s, t in gens)
             return f"{self._const(_null_skip(fn))}({srcs})", typ
@@ -1087,6 +1087,8 @@ class ExpressionCompiler:
         if want.kind == "DOUBLE" and have.kind == "DECIMAL":
             v = self._tmp()
             return f"(None if ({v} := {src}) is None else float({v}))"
+        if value and want.kind == "TIMESTAMP" and have.kind == "DATE":
+            return f"_at_midnight({src})"
         if value and want.is_numeric and have.is_numeric and have != want:
             return f"_cast({src}, {self._const(want)})"
         return src
@@ -1155,7 +1157,7 @@ class ExpressionCompiler:
             branches.append((self._truth(when), self._gen(cond.args["true"])))
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
-        typ = common_type([t for _, (_, t) in branches] + [dflt[1]])
+        typ = value_type([t for _, (_, t) in branches] + [dflt[1]])
         src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
             src = f"({self._as(then, t, typ, value=True)} if ({when}) is True else {src})"
@@ -1211,6 +1213,15 @@ def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     if node is None:
         return []
     return _flatten(node, exp.And)
+
+
+def value_type(types: list[SqlType]) -> SqlType:
+    """:func:`common_type` of the values one expression picks from (CASE, COALESCE,
+    GREATEST, LEAST), where a DATE meets a TIMESTAMP as a TIMESTAMP, as DuckDB casts it."""
+    kinds = {t.kind for t in types}
+    if "DATE" in kinds and "TIMESTAMP" in kinds and kinds <= {"DATE", "TIMESTAMP", "NULL"}:
+        return SqlType("TIMESTAMP")
+    return common_type(types)
 
 
 def common_type(types: list[SqlType]) -> SqlType:
