@@ -516,6 +516,8 @@ def _cast(value, typ: SqlType):
             return number
         if kind == "VARCHAR":
             return _varchar(value)
+        if kind == "TIMESTAMP" and isinstance(value, dt.date):  # a DATE at its midnight
+            return value if isinstance(value, dt.datetime) else _at_midnight(value)
         if kind == "DATE":
             if isinstance(value, dt.datetime):  # a TIMESTAMP's day, as DuckDB casts it
                 return value.date()

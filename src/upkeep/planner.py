@@ -44,7 +44,7 @@ from .expressions import (
     ExpressionCompiler,
     cast_value,
     column_refs,
-    common_type,
+    value_type,
 )
 from .gjt import (
     GJTPair,
@@ -520,7 +520,7 @@ def set_operation_columns(kind: str, left: list[tuple[str, SqlType]],
     out = []
     for i, ((name, a), (_, b)) in enumerate(zip(left, right, strict=True)):
         try:
-            out.append((name, common_type([a, b])))
+            out.append((name, value_type([a, b])))
         except SchemaError:
             raise SchemaError(f"{kind.upper()} column {i + 1} ({name}) is {a.sql()} on one "
                               f"side and {b.sql()} on the other: CAST one side") from None
