@@ -180,26 +180,6 @@ def _fail(message: str):
     raise EvaluationError(message)
 
 
-def _and(*vals):
-    result = True
-    for v in vals:
-        if v is False:
-            return False
-        if v is None:
-            result = None
-    return result
-
-
-def _or(*vals):
-    result = False
-    for v in vals:
-        if v is True:
-            return True
-        if v is None:
-            result = None
-    return result
-
-
 def _in(x, options):
     """``x IN (options)`` as DuckDB: NULL if x is NULL, or if nothing matched and an option
     is NULL; NaN matches NaN."""
@@ -229,15 +209,19 @@ def _in_set(x, options: frozenset, saw_null: bool):
 
 
 def _like(pattern: str, case_insensitive: bool = False) -> Callable[[object], object]:
+    """LIKE; ILIKE matches both sides lowered, as DuckDB does (Python's case-insensitive
+    matching also folds 'ſ' to 's')."""
+    if case_insensitive:
+        pattern = _lower(pattern)
     regex = "".join(
         ".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern
     )
-    compiled = re.compile(regex, re.S | (re.I if case_insensitive else 0))
+    compiled = re.compile(regex, re.S)
 
     def match(s):
         if s is None:
             return None
-        return compiled.fullmatch(s) is not None
+        return compiled.fullmatch(_lower(s) if case_insensitive else s) is not None
 
     return match
 
@@ -252,10 +236,11 @@ def _substring(s, start, length=_TO_END):
     back), clipped to the string."""
     if s is None or start is None or length is None:
         return None
-    if start > _SUBSTRING_RANGE or (length is not _TO_END and length > _SUBSTRING_RANGE):
-        what = "offset" if start > _SUBSTRING_RANGE else "length"
-        raise EvaluationError(f"substring {what} outside of the supported range (> "
-                              f"{_SUBSTRING_RANGE}), as in DuckDB")
+    for what, value in (("offset", start), ("length", length)):
+        if value is not _TO_END and not -_SUBSTRING_RANGE - 1 <= value <= _SUBSTRING_RANGE:
+            raise EvaluationError(f"substring {what} {value} outside of the supported range "
+                                  f"({-_SUBSTRING_RANGE - 1} to {_SUBSTRING_RANGE}), as in "
+                                  "DuckDB")
     n = len(s)
     at = start if start > 0 else n + start + 1 if start < 0 else 0
     if length is _TO_END:
@@ -326,6 +311,11 @@ def _round(x, digits=0, bound=0):
     if x is None or digits is None:
         return None
     if isinstance(x, Decimal):  # WIDE_CONTEXT rounds half up, and keeps 38 digits
+        exponent = x.as_tuple().exponent
+        if isinstance(exponent, int) and digits >= -exponent:
+            return x  # no digit that far right: the value at its own scale, as DuckDB's
+        if digits < -38:  # left of every digit a DECIMAL holds
+            return Decimal(0)
         rounded = x.quantize(Decimal(1).scaleb(-digits), context=WIDE_CONTEXT)
         if digits < 0:  # to tens: 10, not 1E+1
             rounded = rounded.quantize(Decimal(1), context=WIDE_CONTEXT)
@@ -339,9 +329,13 @@ def _round(x, digits=0, bound=0):
         v = abs(x) * factor
         if not math.isfinite(v):  # digits past the double's own: nothing to round
             return x
-        r = math.floor(v + 0.5)
-        return math.copysign(r / factor, x) + 0.0
+        r = math.floor(v)  # half away from zero by the exact fraction (floor(v + 0.5)
+        if v - r >= 0.5:  # rounded 0.49999999999999994 up)
+            r += 1.0
+        return math.copysign(r / factor, x)  # -0.0 stays, as DuckDB's
     if isinstance(x, int) and not isinstance(x, bool) and digits < 0:
+        if digits < -40:  # beyond a HUGEINT's digits: 0, without computing 10 ** -digits
+            return 0
         unit = 10 ** -digits  # to tens, hundreds...: half away from zero, as DuckDB
         r = (abs(x) + unit // 2) // unit * unit
         r = r if x >= 0 else -r
@@ -448,8 +442,12 @@ def _upper(s: str) -> str:
 
 
 def _lower(s: str) -> str:
-    """DuckDB's LOWER: as Python's, except 'İ', which DuckDB maps to 'i' alone."""
-    return s.lower() if s.isascii() else s.replace("\u0130", "i").lower()
+    """DuckDB's LOWER: as Python's, except 'İ', which DuckDB maps to 'i' alone, and 'Σ',
+    always 'σ' (Python's gives 'ς' at a word's end)."""
+    if s.isascii():
+        return s.lower()
+    s = s.replace("\u0130", "i")
+    return "".join(map(str.lower, s)) if "\u03a3" in s else s.lower()
 
 
 def _at_midnight(d):
@@ -485,11 +483,16 @@ def _cast(value, typ: SqlType):
         return None
     kind = typ.kind
     try:
+        if isinstance(value, str) and not value.isascii():  # Python reads '١٢' as 12
+            raise ValueError(f"not a number: {value!r}")
         if typ.is_integer:  # DuckDB rounds: half to even from DOUBLE, half away otherwise
             if isinstance(value, str):
                 text = value.strip()
-                number = int(text) if text.lstrip("+-").isdigit() else int(
-                    _round(Decimal(text), 0))
+                digits = text.lstrip("+-")
+                if digits[:2].lower() in ("0x", "0b"):  # hexadecimal, binary: as DuckDB
+                    number = int(text, 0)
+                else:
+                    number = int(text) if digits.isdigit() else int(_round(Decimal(text), 0))
             elif isinstance(value, float):
                 number = round(value)
             elif isinstance(value, Decimal):
@@ -565,8 +568,6 @@ _HELPERS: dict[str, object] = {
     "_nan": math.nan,
     "_intdiv": _intdiv,
     "_mod": _mod,
-    "_and": _and,
-    "_or": _or,
     "_in": _in,
     "_in_set": _in_set,
     "_not_distinct": _not_distinct,
@@ -617,9 +618,10 @@ def _literal(node: exp.Literal) -> tuple[object, SqlType]:
 #: the casts :func:`upkeep.sql.literal` writes for a bound float, date or datetime, in
 #: exactly the text it writes (anything else is DuckDB's to cast, in ``_fold``)
 _BOUND_TEXT = {
-    "DOUBLE": (re.compile(r"-?(?:\d+\.\d+(?:e[-+]\d+)?|\d+e[-+]\d+|inf|nan)"), float, DOUBLE),
-    "DATE": (re.compile(r"\d{4}-\d{2}-\d{2}"), dt.date.fromisoformat, DATE),
-    "TIMESTAMP": (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{6})?"),
+    "DOUBLE": (re.compile(r"-?(?:\d+\.\d+(?:e[-+]\d+)?|\d+e[-+]\d+|inf|nan)", re.ASCII), float,
+               DOUBLE),
+    "DATE": (re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII), dt.date.fromisoformat, DATE),
+    "TIMESTAMP": (re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{6})?", re.ASCII),
                   dt.datetime.fromisoformat, TIMESTAMP),
 }
 
@@ -812,11 +814,11 @@ class ExpressionCompiler:
             if type(node) is cls:
                 return self._compare(node.this, node.expression, op)
         if isinstance(node, exp.And):
-            parts = [self._truth(x) for x in _flatten(node, exp.And)]
-            return f"_and({', '.join(parts)})", BOOLEAN
+            return self._connective([self._truth(x) for x in _flatten(node, exp.And)],
+                                    "False"), BOOLEAN
         if isinstance(node, exp.Or):
-            parts = [self._truth(x) for x in _flatten(node, exp.Or)]
-            return f"_or({', '.join(parts)})", BOOLEAN
+            return self._connective([self._truth(x) for x in _flatten(node, exp.Or)],
+                                    "True"), BOOLEAN
         if isinstance(node, exp.Not):
             a = self._truth(node.this)
             v = self._tmp()
@@ -826,9 +828,14 @@ class ExpressionCompiler:
             if isinstance(node.expression, exp.Null):
                 return f"(({self._tmp()} := {a}) is None)", BOOLEAN
             raise UnsupportedError(f"IS {node.expression.sql()}")
-        if isinstance(node, exp.Between):
-            lo = exp.GTE(this=node.this, expression=node.args["low"])
-            hi = exp.LTE(this=node.this, expression=node.args["high"])
+        if isinstance(node, exp.Between):  # numbers compared in the type all three share
+            items = [node.this, node.args["low"], node.args["high"]]
+            types = [self.type_of(n) for n in items]
+            if all(t.is_numeric for t in types) and any(t.kind == "DOUBLE" for t in types):
+                items = [n if t.kind == "DOUBLE" else exp.cast(n, "DOUBLE")
+                         for n, t in zip(items, types, strict=True)]
+            lo = exp.GTE(this=items[0], expression=items[1])
+            hi = exp.LTE(this=items[0], expression=items[2])
             return self._gen(exp.And(this=lo, expression=hi))
         if isinstance(node, exp.In):
             if node.args.get("query") or node.args.get("unnest"):
@@ -1133,6 +1140,17 @@ class ExpressionCompiler:
             return self._const(None if value is None else float(value))
         return self._compared_as(src, have, want)
 
+    def _connective(self, parts: list[str], decides: str) -> str:
+        """AND (``decides`` False) / OR (True) of three-valued parts, left to right and no
+        further than the first part that decides it, as DuckDB evaluates them (``i > 100
+        AND b * 2 > 0`` computes ``b * 2`` only where ``i > 100`` holds); otherwise NULL
+        if a part is NULL."""
+        temps = [self._tmp() for _ in parts]
+        src = f"(None if ({' or '.join(f'{t} is None' for t in temps)}) else {not eval(decides)})"
+        for t, part in reversed(list(zip(temps, parts, strict=True))):
+            src = f"({decides} if ({t} := {part}) is {decides} else {src})"
+        return src
+
     def _compared_as(self, src: str, have: SqlType, want: SqlType) -> str:
         """A number as compared in ``want``: as a DOUBLE when ``want`` is one (DuckDB
         compares 2^53 + 1 = 2^53::DOUBLE as equal; Python compares an int exactly)."""
@@ -1147,7 +1165,8 @@ class ExpressionCompiler:
         test = f"{x} {op} {y}"
         if double:  # DuckDB: NaN = NaN, NaN > numbers
             test = f"({test} if {x} == {x} and {y} == {y} else _nan_compare({x}, {y}, {op!r}))"
-        return f"(None if ({x} := {a}) is None or ({y} := {b}) is None else {test})", BOOLEAN
+        # both sides evaluated, as DuckDB does: a NULL on the left hides no error on the right
+        return f"(None if (({x} := {a}) is None) | (({y} := {b}) is None) else {test})", BOOLEAN
 
     def _case(self, node: exp.Case) -> tuple[str, SqlType]:
         subject = node.this
