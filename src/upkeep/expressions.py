@@ -512,7 +512,9 @@ def _cast(value, typ: SqlType):
                                           "of range")
                 number = double_to_decimal(value, typ.scale)
             else:
-                number = _round(Decimal(str(value)), typ.scale)
+                number = Decimal(str(value)).quantize(Decimal(1).scaleb(-typ.scale),
+                                                      context=WIDE_CONTEXT)  # half up
+                number = number if number else number.copy_abs()  # no -0.00
             if not number.is_finite() or (
                     number and number.adjusted() >= typ.precision - typ.scale):
                 raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out of range")
@@ -1146,7 +1148,8 @@ class ExpressionCompiler:
         AND b * 2 > 0`` computes ``b * 2`` only where ``i > 100`` holds); otherwise NULL
         if a part is NULL."""
         temps = [self._tmp() for _ in parts]
-        src = f"(None if ({' or '.join(f'{t} is None' for t in temps)}) else {not eval(decides)})"
+        undecided = "True" if decides == "False" else "False"  # every part the other way
+        src = f"(None if ({' or '.join(f'{t} is None' for t in temps)}) else {undecided})"
         for t, part in reversed(list(zip(temps, parts, strict=True))):
             src = f"({decides} if ({t} := {part}) is {decides} else {src})"
         return src
