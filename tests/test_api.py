@@ -257,3 +257,27 @@ def test_membership_is_a_lookup_on_dynamic_yannakakis_views(db, monkeypatch):
         assert db.view("f").count(row) == expected.count(row)
     assert (1, 7, 99) not in db.view("f")
     assert (3, 8, 1) not in db.view("f")  # order 3 has no line items
+
+
+@pytest.mark.parametrize("inner", [
+    "SELECT r.a, r.b * 0 AS x FROM r",
+    "SELECT t.a, r.b + t.f AS x FROM t JOIN r ON t.a = r.a"])
+@pytest.mark.parametrize("outer", ["SELECT * FROM v1", "SELECT COUNT(*) AS n FROM v1",
+                                   "SELECT DISTINCT * FROM v1"])
+def test_a_view_over_a_view_keeps_rows_an_expression_makes_equal(inner, outer):
+    """Two rows of the inner view made equal by an expression are one row of weight two
+    to the view over it (the build read them as one row, the second overwriting)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER, f DECIMAL(8,2))")
+        c.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+        c.execute("INSERT INTO t VALUES (3, NULL), (4, 1.50)")
+        c.execute("INSERT INTO r VALUES (3, 1), (3, 2), (4, 7), (4, 7)")
+        c.execute(f"CREATE VIEW v1 AS {inner}")
+        c.execute(f"CREATE VIEW v AS {outer}")
+    for change in ("", "INSERT INTO r VALUES (3, 5)", "DELETE FROM r WHERE b = 1"):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert sorted(db.view("v").rows(), key=repr) == sorted(
+            con.execute("SELECT * FROM v").fetchall(), key=repr), change

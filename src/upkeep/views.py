@@ -135,9 +135,19 @@ class DynView(ViewRuntime):
         return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        """Each distinct row once with its multiplicity: streamed when the select list
+        names output variables (one row per output tuple), summed when it computes values
+        that may make two output tuples one row (``b * 0``), which a view over this one
+        reads as one row of weight two, not two rows the second overwrites."""
         select = self.select
+        if self.invert is not None:
+            for t, w in self.rep.enumerate():
+                yield select(t), w
+            return
+        out: Delta = {}
         for t, w in self.rep.enumerate():
-            yield select(t), w
+            add_into(out, select(t), w)
+        yield from out.items()
 
     def state_size(self) -> int:
         return self.rep.size()
