@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import duckdb
 import pytest
 from oracle import WINDOW_DDL, assert_bag_equal, check_window_stream, duckdb_query
 
@@ -215,3 +216,25 @@ def test_windows_the_view_cannot_keep_are_computed_by_duckdb() -> None:
     with pytest.raises(upkeep.Error, match="Could not convert"):
         db.create_view("w", "SELECT k, lag(x, 1, 'abc') OVER (ORDER BY k) FROM t")
     assert "w" not in db.views()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.a, r.a, SUM(r.a) OVER () AS w FROM t RIGHT JOIN r ON t.a = r.a",
+    "SELECT t.a, r.a, ROW_NUMBER() OVER (PARTITION BY r.a ORDER BY r.b) AS n "
+    "FROM t RIGHT JOIN r ON t.a = r.a"])
+def test_a_window_reads_the_column_it_names_when_two_outputs_share_a_name(sql) -> None:
+    """``t.a, r.a`` are both output ``a``: a window over ``r.a`` read ``t.a`` (NULL where
+    the right join has no match)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER)")
+        c.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+        c.execute("INSERT INTO r VALUES (1, 1), (1, 2), (2, 5)")
+        c.execute("INSERT INTO t VALUES (2)")
+    db.create_view("v", sql)
+    for change in ("", "INSERT INTO t VALUES (1)", "DELETE FROM r WHERE b = 1"):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert sorted(db.view("v").rows(), key=repr) == sorted(con.execute(sql).fetchall(),
+                                                                  key=repr), change

@@ -126,8 +126,11 @@ def split_windows(body: exp.Expression) -> Windowing | None:
             return node.name.lower()  # the star passes input names through
         for item, name in zip(base.expressions, outputs, strict=False):
             e = item.unalias()
-            named = isinstance(item, (exp.Alias, exp.Column))  # else DuckDB names it
-            if (e == node and named) or (
+            # else DuckDB names it; a name two outputs share (t.a, r.a) picks neither
+            named = isinstance(item, (exp.Alias, exp.Column)) and outputs.count(name) == 1
+            if not named:
+                continue
+            if e == node or (
                     isinstance(e, exp.Column) and isinstance(node, exp.Column) and (
                         e.name.lower() == node.name.lower()) and (
                         not e.table or not node.table or e.table.lower() == node.table.lower())):
