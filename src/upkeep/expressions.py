@@ -1127,7 +1127,8 @@ class ExpressionCompiler:
         b, tb = self._coerce_literal(right, ta)
         if ta.is_numeric and tb.is_numeric:
             typ = common_numeric(ta, tb)
-            a, b = self._compared_as(a, ta, typ), self._compared_as(b, tb, typ)
+            # a constant side is converted once here, not per row
+            a, b = self._folded_as(a, ta, typ), self._folded_as(b, tb, typ)
         elif {ta.kind, tb.kind} == {"DATE", "TIMESTAMP"}:  # DuckDB casts the DATE
             a = f"_at_midnight({a})" if ta.kind == "DATE" else a
             b = f"_at_midnight({b})" if tb.kind == "DATE" else b
