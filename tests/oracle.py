@@ -30,6 +30,8 @@ from hypothesis import strategies as st
 from hypothesis.internal.conjecture import engine as _hyp_engine
 from queries import JOIN_KEYS, KEY_MULTIPLICITY, SCHEMA, Query, ddl
 
+import upkeep
+
 Row = tuple[Any, ...]
 
 REL_TOL = 1e-9
@@ -269,6 +271,22 @@ def check_window_stream(sql: str, says: str, steps: int = 50) -> None:
 # ---------------------------------------------------------------------------
 # SQL literal rendering
 # ---------------------------------------------------------------------------
+def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str = "v") -> None:
+    """Run ``setup`` (tables, rows, ``CREATE VIEW``) on upkeep and on DuckDB, then each of
+    ``changes`` on both: after the setup and after every change, upkeep's ``view`` holds
+    exactly DuckDB's rows, as a bag."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in setup:
+        db.execute(statement)
+        con.execute(statement)
+    for change in ("", *changes):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert sorted(db.view(view).rows(), key=repr) == sorted(
+            con.execute(f"SELECT * FROM {view}").fetchall(), key=repr), change or "setup"
+
+
 def sql_literal(v: Any) -> str:
     """Render a Python value as a DuckDB/upkeep SQL literal."""
     if v is None:

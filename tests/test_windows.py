@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-import duckdb
 import pytest
-from oracle import WINDOW_DDL, assert_bag_equal, check_window_stream, duckdb_query
+from oracle import (
+    WINDOW_DDL,
+    assert_bag_equal,
+    check_window_stream,
+    duckdb_query,
+    view_follows_duckdb,
+)
 
 import upkeep
 
@@ -225,16 +230,7 @@ def test_windows_the_view_cannot_keep_are_computed_by_duckdb() -> None:
 def test_a_window_reads_the_column_it_names_when_two_outputs_share_a_name(sql) -> None:
     """``t.a, r.a`` are both output ``a``: a window over ``r.a`` read ``t.a`` (NULL where
     the right join has no match)."""
-    db, con = upkeep.connect(), duckdb.connect()
-    for c in (db, con):
-        c.execute("CREATE TABLE t (a INTEGER)")
-        c.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
-        c.execute("INSERT INTO r VALUES (1, 1), (1, 2), (2, 5)")
-        c.execute("INSERT INTO t VALUES (2)")
-    db.create_view("v", sql)
-    for change in ("", "INSERT INTO t VALUES (1)", "DELETE FROM r WHERE b = 1"):
-        if change:
-            db.execute(change)
-            con.execute(change)
-        assert sorted(db.view("v").rows(), key=repr) == sorted(con.execute(sql).fetchall(),
-                                                                  key=repr), change
+    view_follows_duckdb(["CREATE TABLE t (a INTEGER)", "CREATE TABLE r (a INTEGER, b INTEGER)",
+                         "INSERT INTO r VALUES (1, 1), (1, 2), (2, 5)",
+                         "INSERT INTO t VALUES (2)", f"CREATE VIEW v AS {sql}"],
+                        ["INSERT INTO t VALUES (1)", "DELETE FROM r WHERE b = 1"])
