@@ -789,3 +789,42 @@ def test_provenance_of_a_view_or_inside_a_transaction_says_why_not():
         with pytest.raises(UnsupportedError, match="provenance inside a transaction"):
             db.provenance("products", ("Ball", "Sport", 10))
     assert str(db.provenance("products", ("Ball", "Sport", 10))).startswith("products#")
+
+
+@pytest.mark.parametrize("mode", ["update", "update-naive"])
+def test_hyperplane_statements_compare_nan_as_duckdb(mode):
+    """``x = NaN`` holds for a NaN (as on an ordinary table and in DuckDB; it matched
+    nothing), ``x <> NaN`` does not, and ``db.delete`` of a row holding NaN deletes it (it
+    was silently kept)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    db.execute(f"CREATE TABLE m (k INTEGER, x DOUBLE) WITH (provenance = '{mode}')")
+    con.execute("CREATE TABLE m (k INTEGER, x DOUBLE)")
+    for sql in ("INSERT INTO m VALUES (1, 'NaN'), (2, 1.5), (4, 'NaN')",
+                "UPDATE m SET k = 3 WHERE x = CAST('NaN' AS DOUBLE)",
+                "INSERT INTO m VALUES (5, 'NaN'), (6, 2.5)",
+                "DELETE FROM m WHERE x <> CAST('NaN' AS DOUBLE) AND k <> 6"):
+        db.execute(sql)
+        con.execute(sql)
+        assert sorted(map(repr, db.execute("SELECT * FROM m").fetchall())) == sorted(
+            map(repr, con.execute("SELECT DISTINCT * FROM m").fetchall())), sql
+    (row,) = [r for r in db.execute("SELECT * FROM m").fetchall() if r[0] == 5]
+    db.delete("m", [row])
+    assert sorted(map(repr, db.execute("SELECT * FROM m").fetchall())) == [
+        "(3, nan)", "(6, 2.5)"]
+
+
+def test_a_dropped_tables_input_variables_are_unknown_before_and_after_reopening(tmp_path):
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE r (a INTEGER) WITH (provenance = 'update')")
+    db.insert("r", [(1,), (2,)])  # r#1, r#2
+    db.execute("DROP TABLE r")
+    db.execute("CREATE TABLE r (a INTEGER) WITH (provenance = 'update')")
+    db.insert("r", [(5,)])  # r#3
+    for _ in range(2):
+        with pytest.raises(ProvenanceError, match="unknown variable 'r#1'"):
+            db.trusted("r", 0.5, scores={"r#1": 1.0})
+        assert db.trusted("r", 0.5, scores={"r#3": 1.0}).rows == [(5,)]
+        db.checkpoint()
+        db.close()
+        db = upkeep.connect(tmp_path / "db")
+    db.close()

@@ -125,6 +125,13 @@ class ProvenanceTracker:
         replays the history of the tables that exist)."""
         self.relations.pop(name, None)
         self.inputs.pop(name, None)
+        self.input_ranges.pop(name, None)  # its variables are no longer known (as on reopening)
+        for txn, loaded in list(self.txn_inputs.items()):
+            kept = [entry for entry in loaded if entry[0] != name]
+            if kept:
+                self.txn_inputs[txn] = kept
+            else:
+                del self.txn_inputs[txn]
         self.history = [(txn, meta, [(t, op) for t, op in ops if t != name])
                         for txn, meta, ops in self.history]
 

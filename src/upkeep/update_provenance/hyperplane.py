@@ -36,9 +36,9 @@ class Pattern:
         for col, op, value in self.conditions:
             v = row[col]
             if op == IS:
-                if v != value or (v is None) != (value is None):
+                if not _same(v, value) or (v is None) != (value is None):
                     return False
-            elif v is None or value is None or (v == value) != (op == EQ):
+            elif v is None or value is None or _same(v, value) != (op == EQ):
                 return False
         return True
 
@@ -49,6 +49,11 @@ class Pattern:
     @staticmethod
     def of_row(row: tuple) -> Pattern:
         return Pattern(tuple((i, IS, v) for i, v in enumerate(row)))
+
+
+def _same(v: object, value: object) -> bool:
+    """SQL equality of two non-NULL values as DuckDB compares them: a NaN equals a NaN."""
+    return v == value or (v != v and value != value)
 
 
 @dataclass(frozen=True)
