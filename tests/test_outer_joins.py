@@ -9,7 +9,7 @@ import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, view_follows_duckdb
 
 import upkeep
 
@@ -113,3 +113,18 @@ def check_stream(db, view, sql: str) -> None:
                 db.insert(table, [row])
                 rows[row] += 1
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
+
+
+def test_a_recomputed_view_with_repeated_names_is_read_by_position_by_a_view_over_it():
+    """A recomputed view's repeated output names are made distinct (``a``, ``a_1``) as
+    every other strategy makes them: a view over it read ``r.a`` in place of ``t.a``."""
+    view_follows_duckdb(
+        ["CREATE TABLE r (a INTEGER, b INTEGER)", "CREATE TABLE t (a INTEGER, f INTEGER)",
+         "INSERT INTO r VALUES (1, 10)", "INSERT INTO t VALUES (2, 20), (3, 5)",
+         "CREATE VIEW v0 AS SELECT r.b, t.a, r.a FROM r FULL JOIN t ON r.b < t.f",
+         "CREATE VIEW v1 AS SELECT DISTINCT * FROM v0"],
+        ["INSERT INTO r VALUES (4, 1)", "DELETE FROM t WHERE a = 2"], view="v1")
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+    db.create_view("v0", "SELECT r.a, r.b, r.a FROM r FULL JOIN r AS q ON r.b < q.b")
+    assert db.view("v0").columns == ["a", "b", "a_1"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import duckdb
 import pytest
 from oracle import assert_bag_equal, duckdb_query, random_change
 
@@ -134,3 +135,33 @@ def test_not_in_keeps_no_row_once_the_subquery_holds_a_null() -> None:
     assert view.rows() == []
     db.delete("s", [(0, None, 2.0)])
     assert view.rows() == [(1, 5)]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM t WHERE f <> ANY (SELECT x.b FROM s x)",
+    "SELECT * FROM t WHERE f > ALL (SELECT e FROM s)",
+    "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM s x WHERE x.b = t.f AND x.e >= t.a - 1)",
+    "SELECT * FROM t WHERE NOT EXISTS (SELECT 1 FROM s WHERE s.b = t.f AND s.e > t.a)",
+    "SELECT * FROM t WHERE f NOT IN (SELECT b FROM s WHERE s.e < t.a)",
+    "SELECT * FROM t WHERE f = (SELECT MAX(b) FROM s WHERE s.e < t.a)",
+    "SELECT t.*, s.e FROM t, s WHERE t.a = s.b AND f > (SELECT MIN(b) FROM s z WHERE z.e < t.a)",
+    "SELECT *, (SELECT MAX(b) FROM s WHERE s.e = t.a) AS m FROM t",
+])
+def test_star_over_a_rewritten_subquery_takes_only_the_blocks_columns(query) -> None:
+    """``*`` names the block's own relations' columns, not those of the derived tables a
+    subquery's rewrite joins in (``a0``, ``k0`` leaked into the view's columns and rows)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute("CREATE TABLE t (a INTEGER, f INTEGER)")
+        target.execute("CREATE TABLE s (b INTEGER, e INTEGER)")
+        target.execute("INSERT INTO t VALUES (1, 2), (3, 4), (2, 2)")
+        target.execute("INSERT INTO s VALUES (2, 0), (4, 1), (1, 3)")
+    db.create_view("v", query)
+    assert db.view("v").columns == [d[0] for d in con.execute(query).description]
+    for change in ("", "INSERT INTO s VALUES (4, 5), (NULL, 2)", "DELETE FROM t WHERE a = 1",
+                   "INSERT INTO t VALUES (5, 4)"):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert sorted(db.view("v").rows(), key=repr) == sorted(con.execute(query).fetchall(),
+                                                               key=repr), change

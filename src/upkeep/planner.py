@@ -76,6 +76,7 @@ from .plan import (
     analyse_joins,
     atoms_of,
     bind_query,
+    distinct_names,
 )
 from .recursive.program import recursive_with
 from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
@@ -249,7 +250,10 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
         if typ.endswith("]") or typ.startswith(("STRUCT", "MAP", "UNION")):
             raise UnsupportedError(f"view {name}: column {column} is {typ}; lists, structs "
                                    "and maps are not kept in views")
-    columns = [(row[0], type_from_name(row[1])) for row in described]
+    # repeated names made distinct as every other strategy names them (``a, a_1``): a view
+    # over this one reads its columns by name
+    names = distinct_names([row[0] for row in described])
+    columns = [(n, type_from_name(row[1])) for n, row in zip(names, described, strict=True)]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
     view.reasons = (reason,)

@@ -88,7 +88,35 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
             for join in out.args.get("joins") or []:
                 if join.alias_or_name == derived.name:
                     join.set("side", None)  # no outer row survives a missing group
+    if count and not _star_expanded(out, outer):
+        return select
     return out if count else select
+
+
+def _star_expanded(select: exp.Select, outer: dict[str, list[str]]) -> bool:
+    """Spell ``*`` and ``t.*`` of the select list as the block's own FROM items' columns,
+    so that they do not take the derived tables the rewrite joined in; False where that
+    cannot be said in columns (USING / NATURAL joins, ``* EXCLUDE``), left unrewritten."""
+    if not any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+               for e in select.expressions):
+        return True
+    if any(j.args.get("using") or j.args.get("method") for j in select.args.get("joins") or []):
+        return False
+    spelled: list[exp.Expression] = []
+    for e in select.expressions:
+        star = e if isinstance(e, exp.Star) else e.this if (
+            isinstance(e, exp.Column) and e.is_star) else None
+        if star is None:
+            spelled.append(e)
+        elif any(star.args.get(k) for k in ("except", "replace", "rename")):
+            return False
+        else:
+            owners = list(outer) if isinstance(e, exp.Star) else [e.table.lower()]
+            if any(o not in outer for o in owners):
+                return False
+            spelled.extend(exp.column(c, o) for o in owners for c in outer[o])
+    select.set("expressions", spelled)
+    return True
 
 
 def _rejected_when_missing(select: exp.Select, name: str) -> bool:
