@@ -585,6 +585,11 @@ def test_keyed_dml_drawing_random_values_is_refused_as_on_the_local_engine(
     for statement in ("UPDATE t SET b = random()", "DELETE FROM t WHERE random() < 0.5"):
         with pytest.raises(upkeep.UnsupportedError, match="once per row"):
             db.execute(statement)
+    # subqueries, which the local engine hands to DuckDB, are refused by name here
+    for statement in ("UPDATE t SET b = (SELECT MAX(a) FROM t)",
+                      "DELETE FROM t WHERE a IN (SELECT a FROM t WHERE b > 1)"):
+        with pytest.raises(upkeep.UnsupportedError, match="with a subquery on the spark"):
+            db.execute(statement)
     db.close()
 
 

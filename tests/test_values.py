@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracle import view_follows_duckdb
 
 import upkeep
 from upkeep.codecs.arrow_values import from_arrow, to_arrow
@@ -530,6 +531,35 @@ def test_a_value_of_another_type_is_refused_by_every_write(column, value) -> Non
     assert db.execute("SELECT * FROM t").fetchall() == [(1, None)]
 
 
+@pytest.mark.parametrize("column, value", [
+    ("INTEGER", "'1'"), ("INTEGER", "2.5"), ("INTEGER", "3.5"), ("INTEGER", "' 7 '"),
+    ("INTEGER", "TRUE"), ("INTEGER", "'1e3'"), ("INTEGER", "2.5::DOUBLE"),
+    ("BIGINT", "'0x10'"), ("DECIMAL(6,2)", "'0.505'"), ("DECIMAL(6,2)", "-2.345"),
+    ("DOUBLE", "'1.5'"), ("DOUBLE", "'nan'"), ("DOUBLE", "TRUE"), ("BOOLEAN", "'t'"),
+    ("BOOLEAN", "1"), ("VARCHAR", "2.5"), ("VARCHAR", "TRUE"), ("VARCHAR", "DATE '2020-01-31'"),
+    ("VARCHAR", "1.50"), ("DATE", "'2020-1-31'"), ("INTEGER", "'x'"), ("INTEGER", "'1.5x'"),
+    ("DECIMAL(3,2)", "'12.5'"), ("BOOLEAN", "'maybe'")])
+def test_sql_values_are_cast_to_the_column_as_duckdb_casts_them(column, value) -> None:
+    """A SQL literal or computed value in INSERT's VALUES, an INSERT's query and an UPDATE's
+    SET takes the column's type as DuckDB's INSERT and UPDATE cast it (a bound parameter,
+    a Python value, is checked as db.insert checks it: the test above)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute(f"CREATE TABLE t (k INTEGER, x {column})")
+        target.execute("INSERT INTO t VALUES (1, NULL)")
+    for sql in (f"INSERT INTO t VALUES (2, {value})", f"INSERT INTO t SELECT 3, {value}",
+                f"UPDATE t SET x = {value} WHERE k = 1"):
+        try:
+            con.execute(sql)
+        except duckdb.Error:
+            with pytest.raises(upkeep.SchemaError, match="column x|UPDATE of row"):
+                db.execute(sql)
+        else:
+            db.execute(sql)
+    assert sorted(map(repr, db.execute("SELECT * FROM t").fetchall())) == sorted(
+        map(repr, con.execute("SELECT * FROM t").fetchall()))
+
+
 @pytest.mark.parametrize("expression", [
     "LEAST(d, 1.0)", "GREATEST(1.0, d)", "LEAST(1.0, d)", "GREATEST(d, 1.0)",
     "NULLIF(d, d)", "NULLIF(m, CAST(m AS DOUBLE))", "d IS NOT DISTINCT FROM d",
@@ -610,3 +640,24 @@ def test_connectives_rounding_case_and_text_numbers_as_duckdb(expression) -> Non
     query = f"SELECT {expression} AS r FROM e"
     _views_equal_duckdb(ddl, rows, query, spelled=lambda rows: sorted(  # Decimal scales,
         repr(row).replace("-0.0,", "0.0,") for row in rows))  # types; -0.0 as stored
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT i FROM t WHERE (d + INTERVAL 1 DAY) - (d + INTERVAL 1 HOUR) > INTERVAL 2 HOUR",
+    "SELECT d + i * INTERVAL 1 DAY AS x FROM t",
+    "SELECT i, INTERVAL 1 DAY * i + d AS x FROM t",
+    "SELECT LENGTH(s) AS l, i FROM t WHERE l > 1",
+    "SELECT i + 1 AS j FROM t WHERE j > 0 AND s IS NOT NULL",
+    "SELECT i AS s FROM t WHERE s = 'ab'",  # a column takes precedence over an alias
+    "SELECT LENGTH(s) AS l, COUNT(*) AS n FROM t WHERE l >= 1 GROUP BY l",
+])
+def test_forms_duckdb_reads_are_maintained_or_recomputed_not_refused(query) -> None:
+    """TIMESTAMP - TIMESTAMP and an integer times an INTERVAL are left to DuckDB (they were
+    refused as 'cannot apply'); a select alias named in WHERE is the aliased expression,
+    as DuckDB reads it (it was an unknown column)."""
+    view_follows_duckdb(
+        ["CREATE TABLE t (i INTEGER, d DATE, s VARCHAR)",
+         "INSERT INTO t VALUES (1, DATE '2020-01-31', 'ab'), (-3, DATE '2021-03-01', 'x')",
+         f"CREATE VIEW v AS {query}"],
+        ["INSERT INTO t VALUES (5, DATE '2020-02-29', 'xyz'), (0, NULL, NULL)",
+         "DELETE FROM t WHERE i = 1", "UPDATE t SET s = 'ab' WHERE i = -3"])

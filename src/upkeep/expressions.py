@@ -460,6 +460,10 @@ _BOOLEAN_TEXT = {"true": True, "t": True, "1": True, "yes": True, "y": True,
                  "false": False, "f": False, "0": False, "no": False, "n": False}
 
 
+#: the kinds whose arithmetic beyond ``DATE +/- INTERVAL`` is left to DuckDB
+_TEMPORAL = frozenset({"TIMESTAMP", "INTERVAL"})
+
+
 def _varchar(value) -> str:
     """A value as DuckDB's ``CAST(.. AS VARCHAR)`` spells it: a TIMESTAMP with a space and
     no trailing zeros of its fraction (``2000-01-02 12:00:00.5``), a DECIMAL in fixed
@@ -1015,6 +1019,8 @@ class ExpressionCompiler:
         b, tb = self._gen(node.expression)
         if ta.kind == "DATE" or tb.kind == "DATE":
             return self._date_arith(node, op, (a, ta), (b, tb))
+        if ta.kind in _TEMPORAL or tb.kind in _TEMPORAL:  # TIMESTAMP - TIMESTAMP, i * INTERVAL
+            raise UnsupportedError(f"{op} of {ta} and {tb}{_where(node)} (DuckDB evaluates it)")
         if not (ta.is_numeric or ta.kind == "NULL") or not (tb.is_numeric or tb.kind == "NULL"):
             raise SchemaError(f"cannot apply {op} to {ta} and {tb}{_where(node)}")
         typ = common_numeric(ta, tb)

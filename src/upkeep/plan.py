@@ -231,6 +231,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         elif join.args.get("using"):
             shared.append((len(items) - 1, [u.name.lower() for u in join.args["using"]]))
         conditions.extend(conjuncts(join.args.get("on")))
+    on_conditions = len(conditions)
     conditions.extend(conjuncts(node.args.get("where").this if node.args.get("where") else None))
 
     atoms: list[Atom] = []
@@ -249,6 +250,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     scope_columns = [Column(a.alias, cname, ctype, a.offset + i)
                      for a in atoms for i, (cname, ctype) in enumerate(a.columns)]
     merged, hidden, equalities = _shared_columns(atoms, scope_columns, shared)
+    conditions[on_conditions:] = _unaliased_where(node, Scope(scope_columns),
+                                                  conditions[on_conditions:])
     if merged:  # an unqualified shared column is the left side's
         def qualify(n: exp.Expression) -> exp.Expression:
             if isinstance(n, exp.Column) and not n.table and n.name.lower() in merged:
@@ -333,6 +336,26 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     if block.is_aggregate:
         _check_grouping(block)
     return block
+
+
+def _unaliased_where(node: exp.Select, scope: Scope, where: list[exp.Expression]
+                     ) -> list[exp.Expression]:
+    """WHERE's conjuncts with each name of a select alias that is no column replaced by the
+    aliased expression, as DuckDB reads ``SELECT length(s) AS l FROM t WHERE l > 1`` (not
+    an alias of an aggregate or window, which WHERE cannot hold: left for the error)."""
+    aliases = {p.alias.lower(): p.this for p in node.expressions
+               if isinstance(p, exp.Alias) and not any(
+                   True for _ in p.this.find_all(*AGGREGATE_TYPES, exp.Window))}
+    if not aliases:
+        return where
+
+    def unaliased(n: exp.Expression) -> exp.Expression:
+        if (isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases
+                and not _is_column(scope, n)):
+            return aliases[n.name.lower()].copy()
+        return n
+
+    return [c.transform(unaliased) for c in where]
 
 
 def _is_column(scope: Scope, col: exp.Column) -> bool:

@@ -22,8 +22,9 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 
 from .duckdb_scratch import error_position, parse_statements, scratch
-from .errors import ParseError, SchemaError, UnsupportedError
-from .expressions import ExpressionCompiler, Scope, _where, bound_parameter
+from .errors import EvaluationError, ParseError, SchemaError, UnsupportedError
+from .expressions import ExpressionCompiler, Scope, _where, bound_parameter, cast_value
+from .types import SqlType
 
 
 class Dialect(DuckDB):
@@ -287,6 +288,13 @@ def relations_read(query: exp.Expression) -> set[str]:
             if isinstance(t.this, exp.Identifier) and not names_cte(t)}
 
 
+def reads_subquery(stmt: exp.Delete | exp.Update) -> bool:
+    """Whether a DELETE's or UPDATE's WHERE or SET holds a subquery (``IN (SELECT ..)``,
+    ``EXISTS``, a scalar subquery)."""
+    parts = [stmt.args.get("where"), *stmt.expressions]
+    return any(p is not None and p.find(exp.Select) is not None for p in parts)
+
+
 def is_query(stmt: exp.Expression) -> bool:
     """A statement that returns rows (SELECT and set operations)."""
     return isinstance(stmt, (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery))
@@ -317,7 +325,39 @@ def constant(node: exp.Expression) -> object:
 
 
 def literal(value: object) -> exp.Expression:
-    """A bound parameter's value as a SQL literal."""
+    """A bound parameter's value as a SQL literal, marked as a parameter (:func:`assigned`)."""
+    node = _literal(value)
+    node.meta[_PARAMETER] = True
+    return node
+
+
+#: the mark :func:`literal` leaves on a bound parameter's node
+_PARAMETER = "upkeep_parameter"
+
+
+def is_parameter(node: exp.Expression) -> bool:
+    """Whether ``node`` is a bound parameter's value (:func:`literal`)."""
+    return bool(node.meta.get(_PARAMETER))
+
+
+def assigned(value: object, typ: SqlType, node: exp.Expression) -> object:
+    """The value an INSERT's VALUES or an UPDATE's SET expression ``node`` gives a column
+    of type ``typ``: cast as DuckDB's INSERT and UPDATE cast it (``'1'`` and ``2.5`` into
+    an INTEGER are 1 and 3, ``1`` into a VARCHAR is ``'1'``; an EvaluationError where the
+    cast fails), except a bound parameter's, a Python value, which is checked as
+    ``db.insert`` checks it (``'7'`` is no number: docs/sql.md)."""
+    if value is None or is_parameter(node):
+        return value
+    if type(value) is (int if typ.is_integer else _STORED_AS.get(typ.kind)):
+        return value  # already the column's value (its range is checked when stored)
+    return cast_value(value, typ)
+
+
+#: the Python type a column of each kind (but integers and DECIMAL) stores its values as
+_STORED_AS = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}
+
+
+def _literal(value: object) -> exp.Expression:
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -393,10 +433,14 @@ def insert_target(stmt: exp.Insert) -> str:
     return (target.this.name if isinstance(target, exp.Schema) else target.name).lower()
 
 
-def insert_rows(stmt: exp.Insert, column_names: list[str],
+def insert_rows(stmt: exp.Insert, columns: list[tuple[str, SqlType]],
                 select: Callable[[exp.Expression], list[tuple]]) -> list[tuple]:
     """The full rows an INSERT adds: its VALUES, or ``select`` of its query, placed into
-    the table's ``column_names`` (columns it does not name are NULL)."""
+    the table's ``columns`` (columns it does not name are NULL), each value cast to its
+    column's type as DuckDB's INSERT casts it (``'1'`` and ``2.5`` into an INTEGER are 1
+    and 3, ``1`` into a VARCHAR is ``'1'``; text that is no number is a SchemaError naming
+    the row and column)."""
+    column_names = [n for n, _ in columns]
     target = stmt.this
     positions = []
     for ident in target.expressions if isinstance(target, exp.Schema) else ():
@@ -408,18 +452,23 @@ def insert_rows(stmt: exp.Insert, column_names: list[str],
         positions.append(column_names.index(name))
     source = stmt.expression
     if isinstance(source, exp.Values):
-        rows = [tuple(constant(v) for v in tup.expressions) if isinstance(tup, exp.Tuple)
-                else (constant(tup),) for tup in source.expressions]
+        tuples = [tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+                  for tup in source.expressions]
+        rows = [tuple(constant(v) for v in tup) for tup in tuples]
     else:
         rows = select(source)
-    if not positions:
-        return rows
+        tuples = [[source] * len(r) for r in rows]  # a query's values: SQL values, cast
+    positions = positions or list(range(len(columns)))
     full = []
-    for i, r in enumerate(rows):
+    for i, (r, nodes) in enumerate(zip(rows, tuples, strict=True)):
         if len(r) != len(positions):
             raise SchemaError(f"row {i} has {len(r)} values for {len(positions)} columns", r, i)
         out: list[object] = [None] * len(column_names)
-        for p, v in zip(positions, r, strict=True):
-            out[p] = v
+        for p, v, node in zip(positions, r, nodes, strict=True):
+            try:
+                out[p] = assigned(v, columns[p][1], node)
+            except EvaluationError as exc:  # a value of the wrong type: the row's fault
+                raise SchemaError(f"row {i} for table {insert_target(stmt)}, column "
+                                  f"{column_names[p]}: {exc}", r, i) from None
         full.append(tuple(out))
     return full

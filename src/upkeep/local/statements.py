@@ -14,13 +14,23 @@ from sqlglot import exp
 
 from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
-from ..errors import ParseError, SchemaError, UnsupportedError
+from ..errors import EvaluationError, ParseError, SchemaError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
 from ..plan import distinct_names
 from ..planner import refuse_per_row_random
-from ..sql import insert_rows, insert_target, is_query, relations_read, simple_scan, unsupported
+from ..sql import (
+    assigned,
+    insert_rows,
+    insert_target,
+    is_parameter,
+    is_query,
+    reads_subquery,
+    relations_read,
+    simple_scan,
+    unsupported,
+)
 from ..table import Table
-from ..types import coerce_value, format_row
+from ..types import BIGINT, coerce_value, format_row
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
 from ..views import query_duckdb
 from ..zset import Delta
@@ -106,7 +116,7 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
     table = db._catalog.table(insert_target(stmt))
     if table.provenance is not None:
         HyperplaneParser(table.name, table.columns).insert_values(stmt)
-    rows = insert_rows(stmt, [n for n, _ in table.columns],
+    rows = insert_rows(stmt, table.columns,
                        lambda query: select(db, query).fetchall())
     if table.provenance is not None:
         coerce = table.coerce
@@ -191,7 +201,10 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
     db.expire()  # the rows matched are the rows left once the due ones expired
-    hits = matching(db, table, stmt.args.get("where"))
+    if reads_subquery(stmt):
+        hits = [(r, w) for r, w, _ in matching_by_duckdb(db, table, stmt, [])]
+    else:
+        hits = matching(db, table, stmt.args.get("where"))
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
 
@@ -202,27 +215,78 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
-    compiler = ExpressionCompiler(table_scope(table.name, table.columns))
-    sets = []
-    for assignment in stmt.expressions:
-        col = table.column_index(assignment.this.name.lower())
-        sets.append((col, compiler.compile(assignment.expression).fn))
-    db.expire()  # the rows matched are the rows left once the due ones expired
-    hits = matching(db, table, stmt.args.get("where"))
+    targets = [table.column_index(a.this.name.lower()) for a in stmt.expressions]
+    where = stmt.args.get("where")
+    if reads_subquery(stmt):
+        db.expire()  # the rows matched are the rows left once the due ones expired
+        changed = matching_by_duckdb(db, table, stmt, targets)
+    else:
+        compiler = ExpressionCompiler(table_scope(table.name, table.columns))
+        sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
+        db.expire()
+        changed = [(row, w, [fn(row) for fn in sets])
+                   for row, w in matching(db, table, where)]
+    nodes = [a.expression for a in stmt.expressions]
     delta: Delta = {}
-    for i, (row, w) in enumerate(hits):
+    for i, (row, w, values) in enumerate(changed):
         new = list(row)
-        for col, fn in sets:
+        for col, value, node in zip(targets, values, nodes, strict=True):
+            typ = table.columns[col][1]
             try:
-                new[col] = coerce_value(fn(row), table.columns[col][1])
-            except ValueError as exc:
+                new[col] = coerce_value(assigned(value, typ, node), typ)
+            except (ValueError, EvaluationError) as exc:  # a value of the wrong type
                 raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: {exc}",
                                   row, i) from None
         delta[row] = delta.get(row, 0) - w
         new_row = tuple(new)
         delta[new_row] = delta.get(new_row, 0) + w
     db._stage(table, {r: w for r, w in delta.items() if w})
-    return Cursor(rowcount=sum(w for _, w in hits))
+    return Cursor(rowcount=sum(w for _, w, _ in changed))
+
+
+#: the name the target table's rows take in DuckDB for :func:`matching_by_duckdb`, with
+#: the hidden column numbering them
+_TARGET, _ROW_ID = "upkeep_dml_target__", "upkeep_dml_row__"
+
+
+def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Update,
+                       targets: list[int]) -> list[tuple[tuple, int, list]]:
+    """The table's rows (as staged) that a DELETE's or UPDATE's WHERE accepts, with their
+    multiplicities and the values its SET gives the columns ``targets`` (cast to their
+    types as DuckDB's UPDATE casts them), evaluated by DuckDB over the current contents:
+    a WHERE or SET with subqueries, correlated or not, reading any table or view (the target
+    too, as it is before the statement), as a ``SELECT`` in the same place reads them.
+    Each distinct row is given to DuckDB once, numbered, under the target's name or alias,
+    so the rows found are the stored ones, not copies read back."""
+    staged = list(db._catalog.staged_rows(table).items())
+    alias = stmt.this.alias_or_name
+    query = exp.select(exp.column(_ROW_ID, table=alias)).from_(
+        exp.Table(this=exp.to_identifier(_TARGET), alias=exp.TableAlias(
+            this=exp.to_identifier(alias))))
+    for col, assignment in zip(targets, stmt.expressions, strict=True):
+        value = assignment.expression.copy()  # a bound parameter as given (see assigned)
+        query = query.select(value if is_parameter(value) else exp.Cast(
+            this=value, to=exp.DataType.build(table.columns[col][1].sql())))
+    where = stmt.args.get("where")
+    if where is not None:
+        query = query.where(where.this.copy())
+    relations = relations_read(query) - {_TARGET}
+    for name in relations:
+        db._catalog.schema_of(name)
+    schema = table.columns + [(_ROW_ID, BIGINT)]
+    numbered = [row + (i,) for i, (row, _) in enumerate(staged)]
+
+    def contents_of(name: str) -> tuple[list, list[tuple]]:
+        return (schema, numbered) if name == _TARGET else db._catalog.contents_of(name)
+
+    try:
+        _, found = query_duckdb(query.sql(dialect="duckdb"), relations | {_TARGET},
+                                contents_of)
+    except (SchemaError, EvaluationError) as exc:  # said of the statement, not the rewrite
+        reason = str(exc).split("\n")[0].split(": ", 1)[-1]
+        raise type(exc)(f"{stmt.key.upper()} of {table.name}: DuckDB could not evaluate "
+                        f"it: {reason}") from None
+    return [(*staged[hit[0]], list(hit[1:])) for hit in sorted(found)]
 
 
 def select(db: Connection, stmt: exp.Expression) -> Cursor:

@@ -49,7 +49,7 @@ from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
-from ..errors import ConstraintError, Error, SchemaError, UnsupportedError
+from ..errors import ConstraintError, Error, EvaluationError, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog, new_view_name, view_provenance
@@ -57,10 +57,12 @@ from ..planner import refuse_per_row_random
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
+    assigned,
     insert_rows,
     insert_target,
     is_query,
     parse_one,
+    reads_subquery,
     relations_read,
     unsupported,
 )
@@ -329,13 +331,18 @@ class SparkConnection(Engine):
                 f"keyed state: connect(engine='spark', state='keyed'); or use "
                 f"db.delete(table, rows) and db.insert(table, rows)")
         refuse_per_row_random(stmt)
+        if reads_subquery(stmt):
+            raise UnsupportedError(
+                f"{verb} with a subquery on the spark engine: its WHERE and SET are "
+                f"evaluated row by row on the executors; compute the values with a query "
+                f"first and pass them as parameters")
         table = self._catalog.table(stmt.this.name)
         columns = self._catalog.schema_of(table.name)
         condition = where_sql(stmt)
         test = predicate(table.name, columns, condition)  # errors before any Spark job
         compiler = ExpressionCompiler(table_scope(table.name, columns))
-        sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn)
-                for a in (stmt.expressions if verb == "UPDATE" else [])]
+        sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn,
+                 a.expression) for a in (stmt.expressions if verb == "UPDATE" else [])]
         with self._writes:  # the rows read are the rows changed
             self.expire()
             self._sync()
@@ -354,10 +361,11 @@ class SparkConnection(Engine):
                 delta[row] -= w
                 if sets:
                     new = list(row)
-                    for col, fn in sets:
+                    for col, fn, node in sets:
+                        typ = columns[col][1]
                         try:
-                            new[col] = coerce_value(fn(row), columns[col][1])
-                        except ValueError as exc:
+                            new[col] = coerce_value(assigned(fn(row), typ, node), typ)
+                        except (ValueError, EvaluationError) as exc:  # a wrong type
                             raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
                                               f"{exc}", row, i) from None
                     table.check_not_null(tuple(new))
@@ -588,7 +596,7 @@ class SparkConnection(Engine):
             raise UnsupportedError("INSERT ... SELECT on the spark engine (the driver does not "
                                    "hold table contents); use INSERT ... VALUES")
         table = self._catalog.table(insert_target(stmt))
-        rows = insert_rows(stmt, [n for n, _ in table.columns], lambda query: [])
+        rows = insert_rows(stmt, table.columns, lambda query: [])
         return Cursor(rowcount=self.insert(table.name, rows))
 
     def in_transaction(self) -> bool:

@@ -1,0 +1,139 @@
+"""DELETE and UPDATE whose WHERE or SET holds subqueries (``IN (SELECT ..)``, ``EXISTS``,
+scalar subqueries, correlated or not, over other tables, the target itself or a view) are
+evaluated by DuckDB over the current contents (statements.matching_by_duckdb): the tables
+and the views over them equal DuckDB running the same statements, inside transactions with
+staged changes too, and a statement DuckDB cannot evaluate changes nothing."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import upkeep
+
+SCHEMA = ["CREATE TABLE t (k BIGINT, s VARCHAR, x DOUBLE)",
+          "CREATE TABLE u (k BIGINT, y DECIMAL(6,2))"]
+VIEW = "SELECT t.k, COUNT(*) AS n, SUM(t.x * u.y) AS m FROM t, u WHERE t.k = u.k GROUP BY t.k"
+KEYS = st.one_of(st.none(), st.integers(0, 3))
+T_ROWS = st.tuples(KEYS, st.sampled_from(["a", "b", None]),
+                   st.sampled_from([0.5, 1.0, 2.5, -1.0, None]))
+U_ROWS = st.tuples(KEYS, st.sampled_from(["0.50", "1.25", "-2.00", None]))
+
+
+def _literal(v: object) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    return repr(v)
+
+
+NUMBER = st.sampled_from(["0", "1", "0.75", "-1"])
+STATEMENTS = st.one_of(
+    st.builds(lambda r: "INSERT INTO t VALUES (" + ", ".join(map(_literal, r)) + ")", T_ROWS),
+    st.builds(lambda r: "INSERT INTO u VALUES (" + ", ".join(map(_literal, r)) + ")", U_ROWS),
+    st.builds(lambda c: f"DELETE FROM t WHERE k IN (SELECT k FROM u WHERE y > {c})", NUMBER),
+    st.just("DELETE FROM t WHERE k NOT IN (SELECT k FROM u)"),
+    st.just("DELETE FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.y < t.x)"),
+    st.just("DELETE FROM t AS z WHERE z.x > (SELECT AVG(x) FROM t)"),
+    st.just("DELETE FROM u WHERE NOT EXISTS (SELECT * FROM t WHERE t.k = u.k)"),
+    st.builds(lambda k: f"UPDATE t SET x = (SELECT MAX(y) FROM u WHERE u.k = t.k) "
+                        f"WHERE k = {k}", st.integers(0, 3)),
+    st.just("UPDATE t SET k = k + 1, s = 'n' WHERE k IN (SELECT k FROM u) AND s IS NOT NULL"),
+    st.just("UPDATE u SET y = (SELECT COUNT(*) FROM t WHERE t.k = u.k) + y"),
+    st.builds(lambda c: f"UPDATE t SET s = CASE WHEN x > (SELECT MIN(y) FROM u) THEN 'hi' "
+                        f"ELSE s END WHERE x <> {c}", NUMBER),
+)
+
+
+def _rows(cur) -> list:
+    return sorted(map(repr, cur.fetchall()))
+
+
+def _same(db, con) -> None:
+    for table in ("t", "u"):
+        assert _rows(db.execute(f"SELECT * FROM {table}")) == _rows(
+            con.execute(f"SELECT * FROM {table}")), table
+    assert _rows(db.execute("SELECT * FROM v")) == _rows(con.execute(VIEW))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(T_ROWS, max_size=8), st.lists(U_ROWS, max_size=5),
+       st.lists(st.lists(STATEMENTS, min_size=1, max_size=4), min_size=1, max_size=5))
+def test_dml_with_subqueries_equals_duckdb(t_rows, u_rows, transactions):
+    db, con = upkeep.connect(), duckdb.connect()
+    for sql in SCHEMA:
+        db.execute(sql)
+        con.execute(sql)
+    db.create_view("v", VIEW)
+    for table, rows in (("t", t_rows), ("u", u_rows)):
+        for row in rows:
+            sql = f"INSERT INTO {table} VALUES (" + ", ".join(map(_literal, row)) + ")"
+            db.execute(sql)
+            con.execute(sql)
+    for statements in transactions:
+        with db.transaction():
+            for sql in statements:
+                assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0], sql
+        _same(db, con)
+
+
+def _two_tables():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, x INTEGER)")
+    db.execute("CREATE TABLE u (k BIGINT)")
+    db.insert("t", [(1, 10), (2, 20), (3, 30)])
+    db.insert("u", [(1,), (3,)])
+    return db
+
+
+def test_a_subquery_may_read_a_view():
+    db = _two_tables()
+    db.create_view("big", "SELECT k FROM t WHERE x >= 20")
+    assert db.execute("DELETE FROM u WHERE k IN (SELECT k FROM big)").rowcount == 1
+    assert db.execute("SELECT * FROM u").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize("value", ["(SELECT AVG(k) FROM u) + 0.5", "(SELECT AVG(k) FROM u) + 1.5",
+                                   "(SELECT CAST(MAX(k) AS VARCHAR) FROM u) || '7'",
+                                   "(SELECT MAX(k) FROM u) + 0.5"])
+def test_update_casts_the_subquery_value_as_duckdb(value):
+    db, con = _two_tables(), duckdb.connect()
+    con.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, x INTEGER)")
+    con.execute("CREATE TABLE u (k BIGINT)")
+    con.execute("INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
+    con.execute("INSERT INTO u VALUES (1), (3)")
+    sql = f"UPDATE t SET x = {value} WHERE k = 2"
+    db.execute(sql)
+    con.execute(sql)
+    assert db.execute("SELECT x FROM t WHERE k = 2").fetchall() == con.execute(
+        "SELECT x FROM t WHERE k = 2").fetchall()
+
+
+@pytest.mark.parametrize("sql, error", [
+    ("UPDATE t SET x = (SELECT k FROM u)", upkeep.Error),  # more than one row
+    ("UPDATE t SET x = (SELECT k FROM u, t)", upkeep.SchemaError),  # ambiguous k
+    ("DELETE FROM t WHERE k IN (SELECT k FROM nosuch)", upkeep.SchemaError),
+    ("UPDATE t SET k = (SELECT MIN(k) FROM u)", upkeep.ConstraintError),  # duplicate key
+    ("UPDATE t SET x = (SELECT k FROM u LIMIT 1) // 0", upkeep.EvaluationError),
+])
+def test_a_failed_statement_changes_nothing(sql, error):
+    db = _two_tables()
+    db.create_view("v", "SELECT SUM(x) AS s FROM t")
+    with pytest.raises(error) as caught:
+        db.execute(sql)
+    assert "upkeep_dml" not in str(caught.value)  # said of the statement, not the rewrite
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 10), (2, 20), (3, 30)]
+    assert db.execute("SELECT * FROM v").fetchall() == [(60,)]
+
+
+def test_provenance_tables_still_take_hyperplane_statements_only():
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (k BIGINT, x INTEGER) WITH (provenance = 'update')")
+    db.execute("CREATE TABLE u (k BIGINT)")
+    db.execute("INSERT INTO p VALUES (1, 1)")
+    with pytest.raises(upkeep.UnsupportedError):
+        db.execute("DELETE FROM p WHERE k IN (SELECT k FROM u)")
+    assert db.execute("SELECT * FROM p").fetchall() == [(1, 1)]
