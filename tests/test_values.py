@@ -538,7 +538,11 @@ def test_a_value_of_another_type_is_refused_by_every_write(column, value) -> Non
     ("DOUBLE", "'1.5'"), ("DOUBLE", "'nan'"), ("DOUBLE", "TRUE"), ("BOOLEAN", "'t'"),
     ("BOOLEAN", "1"), ("VARCHAR", "2.5"), ("VARCHAR", "TRUE"), ("VARCHAR", "DATE '2020-01-31'"),
     ("VARCHAR", "1.50"), ("DATE", "'2020-1-31'"), ("INTEGER", "'x'"), ("INTEGER", "'1.5x'"),
-    ("DECIMAL(3,2)", "'12.5'"), ("BOOLEAN", "'maybe'")])
+    ("DECIMAL(3,2)", "'12.5'"), ("BOOLEAN", "'maybe'"), ("INTEGER", "DATE '2024-01-02'"),
+    ("DOUBLE", "DATE '2024-01-02'"), ("BOOLEAN", "DATE '2024-01-02'"),
+    ("DECIMAL(5,2)", "TRUE"), ("DECIMAL(5,2)", "FALSE"),
+    ("VARCHAR", "0.123456789012345678901234567890123456789"),
+    ("HUGEINT", "99999999999999999999999999999.9999999999")])
 def test_sql_values_are_cast_to_the_column_as_duckdb_casts_them(column, value) -> None:
     """A SQL literal or computed value in INSERT's VALUES, an INSERT's query and an UPDATE's
     SET takes the column's type as DuckDB's INSERT and UPDATE cast it (a bound parameter,

@@ -510,6 +510,8 @@ def _cast(value, typ: SqlType):
         if kind == "DOUBLE":
             return canonical_float(float(value))
         if kind == "DECIMAL":
+            if isinstance(value, bool):  # TRUE is 1, as DuckDB casts it
+                value = int(value)
             if isinstance(value, float):
                 if not math.isfinite(value) or not double_fits_decimal(value, typ):
                     raise EvaluationError(f"could not cast {value!r} to {typ.sql()}: out "
@@ -534,8 +536,10 @@ def _cast(value, typ: SqlType):
         if kind == "BOOLEAN":
             if isinstance(value, str):
                 return _BOOLEAN_TEXT[value.lower()]
+            if isinstance(value, dt.date):  # no number: DuckDB has no such cast
+                raise ValueError(f"no cast of {value!r} to BOOLEAN")
             return bool(value)
-    except (ValueError, KeyError, ArithmeticError) as exc:
+    except (ValueError, KeyError, ArithmeticError, TypeError) as exc:  # int(date): TypeError
         raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
     raise UnsupportedError(f"cast to {typ.sql()}")
 

@@ -24,6 +24,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from .duckdb_scratch import error_position, parse_statements, scratch
 from .errors import EvaluationError, ParseError, SchemaError, UnsupportedError
 from .expressions import ExpressionCompiler, Scope, _where, bound_parameter, cast_value
+from .expressions import _literal as _literal_value
 from .types import SqlType
 
 
@@ -212,7 +213,8 @@ def located(node: exp.Expression) -> str:
 def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
     """An INSERT / UPDATE / DELETE as both engines run it: a clause they do not run is a
     :class:`UnsupportedError` naming it; ``WITH ... INSERT ... SELECT`` gives its CTEs to
-    the query; an alias of an UPDATE's or DELETE's table is replaced by the table's name;
+    the query; an alias of an UPDATE's or DELETE's table is replaced by the table's name
+    (kept where a subquery may shadow it: DuckDB evaluates those statements);
     a column assigned twice is a :class:`SchemaError` (as in DuckDB)."""
     for arg, what in _DML_CLAUSES[type(stmt)].items():
         value = stmt.args.get(arg)
@@ -235,7 +237,7 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
         return stmt
     target = stmt.this
     alias = target.alias if isinstance(target, exp.Table) else ""
-    if alias:
+    if alias and not reads_subquery(stmt):  # with subqueries DuckDB reads the alias's scopes
         for column in stmt.find_all(exp.Column):
             if column.table.lower() == alias.lower():
                 column.set("table", exp.to_identifier(target.name))
@@ -310,7 +312,7 @@ def constant(node: exp.Expression) -> object:
         text = node.this
         if text.isdigit():
             return int(text)
-        return Decimal(text) if "e" not in text.lower() else float(text)
+        return _literal_value(node)[0]  # a DECIMAL of up to 38 digits, else a DOUBLE
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = constant(node.this)  # a Decimal's digits all kept (not the context's 28)
         return value.copy_negate() if isinstance(value, Decimal) and value else -value
@@ -364,6 +366,8 @@ def _literal(value: object) -> exp.Expression:
         return exp.Boolean(this=value)
     if isinstance(value, float):  # a DOUBLE, as DuckDB binds it (0.1 is not DECIMAL 0.1)
         return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise SchemaError(f"parameter {value!r}: not a number a column can hold")
     if isinstance(value, (int, Decimal)):
         if value < 0:
             magnitude = value.copy_abs() if isinstance(value, Decimal) else -value

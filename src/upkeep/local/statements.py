@@ -20,6 +20,7 @@ from ..plan import distinct_names
 from ..planner import refuse_per_row_random
 from ..sql import (
     assigned,
+    constant,
     insert_rows,
     insert_target,
     is_parameter,
@@ -263,10 +264,13 @@ def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Upda
     query = exp.select(exp.column(_ROW_ID, table=alias)).from_(
         exp.Table(this=exp.to_identifier(_TARGET), alias=exp.TableAlias(
             this=exp.to_identifier(alias))))
-    for col, assignment in zip(targets, stmt.expressions, strict=True):
-        value = assignment.expression.copy()  # a bound parameter as given (see assigned)
-        query = query.select(value if is_parameter(value) else exp.Cast(
-            this=value, to=exp.DataType.build(table.columns[col][1].sql())))
+    given: dict[int, object] = {}  # SET position -> a bound parameter's Python value
+    for k, (col, assignment) in enumerate(zip(targets, stmt.expressions, strict=True)):
+        if is_parameter(assignment.expression):  # as given (see assigned), not DuckDB's
+            given[k] = constant(assignment.expression)
+        else:
+            query = query.select(exp.Cast(this=assignment.expression.copy(),
+                                          to=exp.DataType.build(table.columns[col][1].sql())))
     where = stmt.args.get("where")
     if where is not None:
         query = query.where(where.this.copy())
@@ -286,7 +290,12 @@ def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Upda
         reason = str(exc).split("\n")[0].split(": ", 1)[-1]
         raise type(exc)(f"{stmt.key.upper()} of {table.name}: DuckDB could not evaluate "
                         f"it: {reason}") from None
-    return [(*staged[hit[0]], list(hit[1:])) for hit in sorted(found)]
+    changed = []
+    for hit in sorted(found):
+        computed = iter(hit[1:])
+        values = [given[k] if k in given else next(computed) for k in range(len(targets))]
+        changed.append((*staged[hit[0]], values))
+    return changed
 
 
 def select(db: Connection, stmt: exp.Expression) -> Cursor:
