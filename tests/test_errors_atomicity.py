@@ -574,12 +574,12 @@ def test_hidden_helper_views_are_no_users_names(tmp_path) -> None:
                 db.execute(sql)
     with pytest.raises(upkeep.ConstraintError, match=r"views \['v', 'w'\] depend on it"):
         db.execute("DROP TABLE t")
-    db.execute("CREATE TABLE u__y (q INTEGER)")
+    db.execute("CREATE TABLE u__cte_y (q INTEGER)")
     with pytest.raises(upkeep.SchemaError, match="view u needs a hidden helper view named "
-                                                  "u__y"):
+                                                  "u__cte_y"):
         db.execute("CREATE VIEW u AS WITH y AS (SELECT a FROM t) SELECT * FROM y")
-    db.execute("CREATE VIEW IF NOT EXISTS u__y AS SELECT 1 AS one")  # a table: nothing to do
-    assert db.views() == ["v", "w"] and db.tables() == ["t", "u__y"]
+    db.execute("CREATE VIEW IF NOT EXISTS u__cte_y AS SELECT 1 AS one")  # a table: nothing
+    assert db.views() == ["v", "w"] and db.tables() == ["t", "u__cte_y"]
     db.execute("DROP VIEW v")
     db.execute("DROP VIEW w")
     db.close()

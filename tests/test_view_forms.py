@@ -156,6 +156,39 @@ def test_unaliased_expressions_are_named_as_duckdb_names_them() -> None:
         db.execute("DROP VIEW v")
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT b AS a_1, a, a FROM y2",  # a_1 is taken: the third is a_2
+    "SELECT a, a, a, b AS a_1 FROM y2",
+    "SELECT a, COUNT(*), COUNT(*) FROM y2 GROUP BY a",
+    'SELECT a, SUM(b), SUM(b) AS "sum(b)" FROM y2 GROUP BY a',
+    "SELECT a + 1 FROM y2 UNION ALL SELECT b FROM y2",
+    "SELECT COUNT(*) FROM y2 UNION ALL SELECT a FROM y2",
+    "SELECT a, (SELECT MAX(b) FROM y2) FROM y2 LIMIT 3",  # recomputed: named as asked
+    "SELECT a, b > (SELECT AVG(b) FROM y2) FROM y2",
+    'SELECT "q""uote", COUNT(*), SUM(b) FROM y2 GROUP BY "q""uote"',
+    'SELECT "q""uote", b FROM y2 ORDER BY b LIMIT 2',
+])
+@pytest.mark.parametrize("strategy", [None, "recompute"])
+def test_output_names_are_duckdbs_and_distinct(sql, strategy) -> None:
+    """A view's columns are named as DuckDB's view of the same query names them: repeated
+    names made distinct without taking a name already there (``a_1, a, a`` gave two
+    ``a_1``), unnamed expressions of set operations and recomputed views by DuckDB's
+    names of the query asked (not of upkeep's rewrite: ``a0``, ``__scalar1.a0``), a
+    quote in a name escaped for DuckDB (recomputing was refused)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute('CREATE TABLE y2 (a INTEGER, b INTEGER, "q""uote" INTEGER)')
+        target.execute("INSERT INTO y2 VALUES (1, 2, 3), (2, 5, 3), (2, 1, 4)")
+    con.execute(f"CREATE VIEW v AS {sql}")
+    view = db.create_view("v", sql, strategy=strategy)
+    expected = [d[0] for d in con.execute("SELECT * FROM v").description]
+    assert view.columns == expected
+    assert Counter(view.rows()) == Counter(con.execute("SELECT * FROM v").fetchall())
+    last = expected[-1].replace('"', '""')
+    assert Counter(db.execute(f'SELECT "{last}" FROM v').fetchall()) == Counter(
+        con.execute(f'SELECT "{last}" FROM v').fetchall())
+
+
 @pytest.mark.parametrize("strategy", [None, "dyn", "lftj", "general"])
 def test_group_by_all_groups_by_every_item_without_an_aggregate(db, strategy) -> None:
     """DuckDB's ``GROUP BY ALL`` (it was refused with a misleading "must appear in GROUP
@@ -268,4 +301,75 @@ def test_round_to_any_digit_equals_duckdb(db, expression) -> None:
 def test_group_by_a_position_outside_the_select_list_is_refused(db, position) -> None:
     with pytest.raises(upkeep.SchemaError, match=f"GROUP BY {position}: no item"):
         db.create_view("v", f"SELECT s, COUNT(*) AS n FROM t GROUP BY {position}")
+    assert db.views() == []
+
+
+@pytest.mark.parametrize("sql, strategy", [
+    # a relation alias and a column that flatten to one name in the outer-join rewrite
+    ("SELECT x.y__z, x__y.z FROM t3 AS x FULL JOIN s3 AS x__y ON x.a = x__y.a", None),
+    ("SELECT x.y__z, x__y.z FROM t3 AS x LEFT JOIN s3 AS x__y ON x.a = x__y.a", "lftj"),
+    # a user column named as a decorrelated subquery's helper column
+    ("SELECT a0, (SELECT SUM(c) FROM s3 WHERE s3.a0 = t3.a0) AS z FROM t3", None),
+    ("SELECT k0, b FROM t3 WHERE b > (SELECT MIN(c) FROM s3 WHERE s3.a0 = t3.k0)", None),
+    # CTEs named as the view's other helpers
+    ("WITH sub2 AS (SELECT a FROM t3) SELECT sub2.a, d.c FROM sub2, "
+     "(SELECT a, c FROM s3) d WHERE sub2.a = d.a", None),
+    ("WITH topk AS (SELECT a, b FROM t3) SELECT a, b FROM topk ORDER BY b LIMIT 2", None),
+    ("WITH base AS (SELECT a, b FROM t3) SELECT a, rank() OVER (ORDER BY b) AS r FROM base",
+     None),
+])
+def test_user_names_never_meet_the_names_upkeep_makes(sql, strategy) -> None:
+    """Names upkeep generates for its rewrites and helper views (``<alias>__<column>``,
+    ``a0``/``k0``, ``<view>__sub2``, ``<view>__topk``) do not take a user's name: they gave
+    wrong rows, an "ambiguous" column and a refused view."""
+    setup = ["CREATE TABLE t3 (a INTEGER, y__z INTEGER, a0 INTEGER, k0 INTEGER, b INTEGER)",
+             "CREATE TABLE s3 (a INTEGER, z INTEGER, a0 INTEGER, c INTEGER)",
+             "INSERT INTO t3 VALUES (1, 2, 1, 1, 5), (2, 3, 2, 7, 1)",
+             "INSERT INTO s3 VALUES (1, 10, 1, 3), (3, 30, 2, 4)"]
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in setup:
+        db.execute(statement)
+        con.execute(statement)
+    view = db.create_view("v", sql, strategy=strategy)
+    for change in ("", "INSERT INTO s3 VALUES (2, 20, 1, 0)", "DELETE FROM t3 WHERE a = 1"):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert Counter(view.rows()) == Counter(con.execute(sql).fetchall()), change
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM (SELECT a, b FROM t4) AS x(p)",
+    "SELECT * FROM t4 AS x(p)",
+    "SELECT p, q FROM t4 AS x(p, q) WHERE q > 1",
+    "SELECT * FROM (SELECT * FROM t4) x(p, q)",
+    "SELECT x.p, t4.b FROM t4, t4 AS x(p) WHERE t4.a = x.p",
+    "WITH q(x, y) AS (SELECT a, b FROM t4) SELECT * FROM q",
+    "WITH q(x) AS (SELECT * FROM t4) SELECT y.b, y.x FROM q AS y",
+    "SELECT * FROM (SELECT a FROM t4 UNION ALL SELECT b FROM t4) AS u(n)",
+])
+def test_a_column_list_names_the_first_columns_as_in_duckdb(sql) -> None:
+    """A column list of a derived table, a table alias or a CTE names the relation's first
+    columns (a shorter list: the first ones; over ``*``: its columns), as in DuckDB (the
+    list was dropped, or its names unknown)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute("CREATE TABLE t4 (a INTEGER, b INTEGER)")
+        target.execute("INSERT INTO t4 VALUES (1, 2), (2, 1)")
+    view = db.create_view("v", sql)
+    assert view.columns == [d[0] for d in con.execute(sql).description]
+    db.execute("CREATE VIEW w(x) AS SELECT a, b FROM t4")
+    assert db.view("w").columns == ["x", "b"]
+    for change in ("", "INSERT INTO t4 VALUES (3, 3), (2, 5)", "DELETE FROM t4 WHERE a = 1"):
+        if change:
+            db.execute(change)
+            con.execute(change)
+        assert Counter(view.rows()) == Counter(con.execute(sql).fetchall()), change
+
+
+def test_a_column_list_longer_than_the_columns_is_refused() -> None:
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t4 (a INTEGER, b INTEGER)")
+    with pytest.raises(upkeep.SchemaError, match="2 columns, but 3 names"):
+        db.create_view("v", "SELECT * FROM (SELECT a, b FROM t4) AS x(p, q, r)")
     assert db.views() == []

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from .expressions import conjuncts
 from .padded_joins import padded_left_joins, qualified, relation_in_from
+from .plan import distinct_names
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -188,6 +189,10 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
                 branches = [joined, mine, unmatched]
         relations.append(right)
     aliases = [r[0] for r in relations]
+    # each relation's column flattened as <alias>__<column>, made distinct (alias x with
+    # column y__z and alias x__y with column z would both be x__y__z)
+    pairs = [(a, c) for a in aliases for c in types[a]]
+    flat = dict(zip(pairs, distinct_names([f"{a}__{c}" for a, c in pairs]), strict=True))
     union: exp.Expression = branches[0]
     for b in branches[1:]:
         union = exp.Union(this=union, expression=b, distinct=False)
@@ -208,11 +213,11 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
                 return node
             if column not in types[table]:
                 raise _Skip
-            return exp.column(f"{table}__{column}", name, quoted=True)
+            return exp.column(flat[table, column], name, quoted=True)
         owners = [a for a in aliases if column in types[a]]
         if len(owners) > 1:
             raise _Skip  # ambiguous: the binder would refuse it
-        return exp.column(f"{owners[0]}__{column}", name, quoted=True) if owners else node
+        return exp.column(flat[owners[0], column], name, quoted=True) if owners else node
 
     outputs = {}  # an ORDER BY of an output column names the output (kept for a top-k)
     for e in select.expressions:
@@ -244,7 +249,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
             return exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql()))
         return exp.column(c, a)
 
-    source = {f"{a}__{c}": (a, c) for a in aliases for c in types[a]}
+    source = {flat_name: pair for pair, flat_name in flat.items()}
     if _projection_only(out, name):  # the union is the block: one view, not two
         outputs = [(e.alias, source[e.this.name]) for e in out.expressions]
         for branch in branches:
@@ -254,10 +259,10 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         return union
     # the derived table carries only the columns the block reads (at least one)
     read = {c.name for c in out.find_all(exp.Column) if c.table == name}
-    carried = [(a, c) for a in aliases for c in types[a] if f"{a}__{c}" in read] or [
+    carried = [(a, c) for a, c in pairs if flat[a, c] in read] or [
         (aliases[0], next(iter(types[aliases[0]])))]
     for branch in branches:
-        branch.set("expressions", [value(branch, a, c).as_(f"{a}__{c}", quoted=True)
+        branch.set("expressions", [value(branch, a, c).as_(flat[a, c], quoted=True)
                                    for a, c in carried])
         branch.set("padded", None)
     return out

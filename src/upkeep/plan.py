@@ -27,6 +27,7 @@ from .expressions import (
     conjuncts,
     unparen,
 )
+from .scalar_subqueries import block_relations, spell_star
 from .theta import split_between
 from .types import SqlType
 
@@ -373,14 +374,19 @@ def _dedupe_names(select: list[tuple[str, exp.Expression]]) -> list[tuple[str, e
 
 def distinct_names(names: list[str]) -> list[str]:
     """Column names made distinct as DuckDB's CREATE TABLE AS makes them: a repeated name
-    gets ``_1``, ``_2``, ... (``id, id`` -> ``id, id_1``)."""
-    seen: dict[str, int] = {}
+    gets ``_1``, ``_2``, ... (``id, id`` -> ``id, id_1``), skipping a suffixed name already
+    taken by an earlier column (``a_1, a, a`` -> ``a_1, a, a_2``)."""
+    used: set[str] = set()
+    suffixes: dict[str, int] = {}
     out = []
     for name in names:
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}_{seen[name]}"
-        seen.setdefault(name, 0)
+        if name in used:
+            k = suffixes.get(name, 0) + 1
+            while f"{name}_{k}" in used:
+                k += 1
+            suffixes[name] = k
+            name = f"{name}_{k}"
+        used.add(name)
         out.append(name)
     return out
 
@@ -607,20 +613,48 @@ def derived_tables(select: exp.Select) -> list[exp.Expression]:
             and not item.this.args.get("lateral")]
 
 
-def derived_table_body(sub: exp.Subquery) -> exp.Expression:
+def derived_table_body(sub: exp.Subquery, schema_of=None) -> exp.Expression:
     """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``
-    (in a UNION, the first block names the columns)."""
+    (:func:`named_columns`)."""
     names = sub.args["alias"].columns if sub.args.get("alias") else []
-    body = sub.this.copy()
+    return named_columns(sub.this, names, f"derived table {sub.alias_or_name}", schema_of)
+
+
+def named_columns(body: exp.Expression, names: list[exp.Identifier], what: str,
+                  schema_of=None) -> exp.Expression:
+    """``body`` with its first columns named ``names``, as DuckDB reads a column list
+    (``AS t(a, b)``, ``WITH q(a, b) AS``, ``CREATE VIEW v(a, b)``): a shorter list names
+    the first columns; in a set operation the first block names them; a ``*`` is spelled
+    as its relations' columns first (with ``schema_of``; else the list is not applied)."""
+    body = body.copy()
     first = body
-    while isinstance(first, exp.Union):
+    while isinstance(first, (exp.Union, exp.Except, exp.Intersect)):
         first = first.this
-    if not names or not isinstance(first, exp.Select) or len(first.expressions) != len(
-            names) or any(isinstance(e, exp.Star) for e in first.expressions):
-        return sub.this.copy()
+    if not names or not isinstance(first, exp.Select):
+        return body
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+           for e in first.expressions):
+        relations = block_relations(first, schema_of) if schema_of is not None else None
+        if relations is None or not spell_star(first, relations):
+            return body
+    if len(names) > len(first.expressions):
+        raise SchemaError(f"{what} has {len(first.expressions)} columns, but {len(names)} "
+                          f"names are given for them")
     first.set("expressions", [(e.this if isinstance(e, exp.Alias) else e).as_(n.name)
-                              for e, n in zip(first.expressions, names, strict=True)])
+                              for e, n in zip(first.expressions, names, strict=False)]
+              + first.expressions[len(names):])
     return body
+
+
+def table_alias_list_as_derived(node: exp.Expression) -> exp.Expression:
+    """``FROM t AS x(p, q)`` as ``FROM (SELECT * FROM t) AS x(p, q)``: a derived table,
+    whose helper view takes the column list (:func:`named_columns`)."""
+    alias = node.args.get("alias") if isinstance(node, exp.Table) else None
+    if alias is None or not alias.columns:
+        return node
+    table = node.copy()
+    table.set("alias", None)
+    return exp.Subquery(this=exp.select("*").from_(table), alias=alias.copy())
 
 
 def read_relation(item: exp.Expression, relation: str) -> None:
@@ -631,11 +665,13 @@ def read_relation(item: exp.Expression, relation: str) -> None:
                                alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
 
-def ctes_as_relations(query: exp.Expression, name: str
+def ctes_as_relations(query: exp.Expression, name: str, schema_of=None
                       ) -> tuple[list[tuple[str, exp.Expression]], exp.Expression]:
-    """A query's non-recursive CTEs as relations named ``<name>__<cte>``: their bodies in
-    order (each reading the earlier ones by those names) and the query without its WITH,
-    reading them.  No bodies and the query as it is when it has no WITH or a recursive one."""
+    """A query's non-recursive CTEs as relations named ``<name>__cte_<cte>``: their bodies
+    in order (each reading the earlier ones by those names) and the query without its WITH,
+    reading them.  No bodies and the query as it is when it has no WITH or a recursive one.
+    (The ``cte_`` keeps them apart from the view's other helpers: a CTE named ``sub2`` or
+    ``topk`` took the name of a derived table's or a top-k's helper.)"""
     with_key = "with_" if "with_" in query.args else "with"
     with_ = query.args.get(with_key)
     if with_ is None or with_.args.get("recursive"):
@@ -643,8 +679,10 @@ def ctes_as_relations(query: exp.Expression, name: str
     bodies: list[tuple[str, exp.Expression]] = []
     mapping: dict[str, str] = {}
     for cte in with_.expressions:
-        relation = f"{name}__{cte.alias_or_name.lower()}"
-        bodies.append((relation, rename_tables(cte.this, mapping)))
+        relation = f"{name}__cte_{cte.alias_or_name.lower()}"
+        body = named_columns(cte.this, cte.args["alias"].columns, f"CTE {cte.alias_or_name}",
+                             schema_of)  # WITH q(a, b) AS (..)
+        bodies.append((relation, rename_tables(body, mapping)))
         mapping[cte.alias_or_name.lower()] = relation
     query = query.copy()
     query.set(with_key, None)

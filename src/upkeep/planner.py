@@ -36,7 +36,7 @@ from sqlglot import exp
 
 from .aggregates import Finalizer, compile_aggregate, may_overflow
 from .core import Core, needed_slots
-from .duckdb_scratch import scratch
+from .duckdb_scratch import quote, scratch
 from .dyn import Representation, key_function
 from .errors import SchemaError, StrategyError, UnsupportedError
 from .expressions import (
@@ -232,8 +232,8 @@ def describe(sql: str, inputs: set[str], catalog: Catalog) -> list[tuple[str, st
     with scratch() as con:
         for t in inputs:
             cols = catalog.schema_of(t)
-            con.execute(f'CREATE TEMP TABLE "{t}" (' + ", ".join(f'"{n}" {typ.sql()}'
-                                                               for n, typ in cols) + ")")
+            con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
+                f"{quote(n)} {typ.sql()}" for n, typ in cols) + ")")
         return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
 
 

@@ -88,12 +88,28 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
             for join in out.args.get("joins") or []:
                 if join.alias_or_name == derived.name:
                     join.set("side", None)  # no outer row survives a missing group
-    if count and not _star_expanded(out, outer):
+    if count and not spell_star(out, outer):
         return select
+    if count:
+        _qualify_own_columns(out, outer)
     return out if count else select
 
 
-def _star_expanded(select: exp.Select, outer: dict[str, list[str]]) -> bool:
+def _qualify_own_columns(select: exp.Select, outer: dict[str, list[str]]) -> None:
+    """Name the relation of each unqualified column of the block's own relations, so that
+    none is read as a joined-in derived table's column of the same name (``a0``, ``k0``)."""
+    owners: dict[str, list[str]] = {}
+    for alias, columns in outer.items():
+        for c in columns:
+            owners.setdefault(c, []).append(alias)
+    for col in list(select.find_all(exp.Column)):
+        found = owners.get(col.name.lower())
+        if (not col.table and not col.is_star and found is not None and len(found) == 1
+                and col.find_ancestor(exp.Select) is select):
+            col.set("table", exp.to_identifier(found[0]))
+
+
+def spell_star(select: exp.Select, outer: dict[str, list[str]]) -> bool:
     """Spell ``*`` and ``t.*`` of the select list as the block's own FROM items' columns,
     so that they do not take the derived tables the rewrite joined in; False where that
     cannot be said in columns (USING / NATURAL joins, ``* EXCLUDE``), left unrewritten."""

@@ -39,7 +39,9 @@ from ..plan import (
     ctes_as_relations,
     derived_table_body,
     derived_tables,
+    distinct_names,
     read_relation,
+    table_alias_list_as_derived,
     unordered,
 )
 from ..planner import Catalog, describe, plan_view
@@ -480,16 +482,20 @@ class LocalCatalog(Catalog):
         """Columns of unaliased expressions named as DuckDB names them (``count(*)`` is
         ``count_star()``, ``sum(y.c)`` is ``sum(c)``), so a query over the view, or over a
         derived table, finds them by DuckDB's names."""
-        if not isinstance(query, exp.Select) or view.strategy == "recompute" or all(
-                isinstance(e, (exp.Alias, exp.Column, exp.Star)) for e in query.expressions):
-            return
+        first = query
+        while isinstance(first, (exp.Union, exp.Except, exp.Intersect)):
+            first = first.this  # a set operation's columns are named by its first block
+        if not isinstance(first, exp.Select) or (view.strategy != "recompute" and all(
+                isinstance(e, (exp.Alias, exp.Column, exp.Star)) for e in first.expressions)):
+            return  # (a recomputed view was described after the rewrites: named again)
         try:
             names = [n for n, _ in describe(query.sql(dialect="duckdb"),
                                             relations_read(query), self)]
         except (duckdb.Error, Error):
             return
-        if len(names) == len(view.columns) and len(set(names)) == len(names):
-            view.columns = [(n, t) for n, (_, t) in zip(names, view.columns, strict=True)]
+        if len(names) == len(view.columns):  # repeated names as DuckDB's view makes them
+            view.columns = [(n, t) for n, (_, t) in zip(distinct_names(names), view.columns,
+                                                          strict=True)]
 
     def _top_k(self, name: str, query: exp.Expression, strategy: str | None,
                created: list[str]) -> TopKView | None:
@@ -633,8 +639,8 @@ class LocalCatalog(Catalog):
         When the query compares with an uncorrelated scalar subquery (``threshold.py``)
         and ``threshold`` is a list, its split is put there and the query returned with
         only its relations hoisted."""
-        bodies, query = ctes_as_relations(query, name)
-        query = query.copy()
+        bodies, query = ctes_as_relations(query, name, self.schema_of)
+        query = query.transform(table_alias_list_as_derived)
         for hidden, body in bodies:
             self.create_view(hidden, body, strategy)
             created.append(hidden)
@@ -651,7 +657,7 @@ class LocalCatalog(Catalog):
                 hidden = f"{name}__sub{len(created) + 1}"
                 try:
                     if not self._ranked(hidden, node, sub, strategy, created):
-                        self.create_view(hidden, derived_table_body(sub), strategy)
+                        self.create_view(hidden, derived_table_body(sub, self.schema_of), strategy)
                 except Error:
                     if not nested:
                         raise

@@ -528,7 +528,7 @@ def _wire(compiled: Compiled, built: list[tuple]) -> None:
 def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     """Bind a view's parts, ``bind(part, query)`` each: first its hidden helpers, then the
     view itself.  A view is rewritten as the local engine rewrites it: each non-recursive
-    CTE a helper named ``<view>__<cte>``; ``[NOT] IN`` / ``[NOT] EXISTS`` as subquery
+    CTE a helper named ``<view>__cte_<cte>``; ``[NOT] IN`` / ``[NOT] EXISTS`` as subquery
     predicates; scalar subqueries joined in as derived tables
     (:mod:`upkeep.scalar_subqueries`); outer joins as the inner join UNION ALL each outer
     side's unmatched rows, found by an anti-join and padded with NULLs
