@@ -181,3 +181,24 @@ def test_a_bound_parameter_beside_a_subquery_is_the_python_value_given():
         db.execute("UPDATE t SET s = NULL, d = NULL")
     with pytest.raises(upkeep.SchemaError, match="parameter Decimal"):
         db.execute("DELETE FROM t WHERE d = ?", [Decimal("NaN")])
+
+
+def test_a_statement_fixing_a_column_gives_duckdb_only_the_rows_holding_it(monkeypatch):
+    """``UPDATE t SET x = (SELECT ..) WHERE k = 2``: the rows of ``t`` go to DuckDB through
+    the column index on ``k`` (one row), not the whole table; a subquery reading ``t``
+    itself still reads all of it."""
+    db = _two_tables()
+    db.insert("t", [(k, k) for k in range(10, 2000)])
+    read: list[str] = []
+    staged_rows = db._catalog.staged_rows
+
+    def counted(table):
+        read.append(table.name)
+        return staged_rows(table)
+
+    monkeypatch.setattr(db._catalog, "staged_rows", counted)
+    assert db.execute("UPDATE t AS z SET x = (SELECT MAX(k) FROM u) WHERE z.k = 2").rowcount == 1
+    assert read == ["u"]
+    db.execute("UPDATE t SET x = (SELECT COUNT(*) FROM t) WHERE k = 3")
+    assert db.execute("SELECT x FROM t WHERE k IN (2, 3) ORDER BY k").fetchall() == [
+        (3,), (1993,)]

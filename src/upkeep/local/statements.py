@@ -128,31 +128,39 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
 
 def matching(db: Connection, table: Table, where: exp.Expression | None
              ) -> list[tuple[tuple, int]]:
-    """The table's rows (as staged) that satisfy ``where``, with multiplicities. A WHERE
-    that fixes a column (``col = literal`` among its conjuncts) reads only the rows holding
-    that value, through the table's column index (of the fixed column with the most
-    distinct values in a sample; of the PRIMARY KEY's columns together when it fixes them
-    all); the whole predicate is still checked."""
+    """The table's rows (as staged) that satisfy ``where``, with multiplicities, read
+    through :func:`candidates`; the whole predicate is checked on each."""
     if where is None:
         return list(db._catalog.staged_rows(table).items())
     pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
-    probes = _equality_probes(table, where.this)
+    return [(r, w) for r, w in candidates(db, table, where, table.name).items()
+            if pred(r) is True]
+
+
+def candidates(db: Connection, table: Table, where: exp.Expression | None, alias: str
+               ) -> dict[tuple, int]:
+    """The table's rows (as staged) ``where`` may accept. A WHERE that fixes a column
+    (``col = literal`` among its conjuncts, the column qualified by the table's ``alias``
+    or not at all) reads only the rows holding that value, through the table's column
+    index (of the fixed column with the most distinct values in a sample; of the PRIMARY
+    KEY's columns together when it fixes them all); else every row."""
+    probes = [] if where is None else _equality_probes(table, where.this, alias)
     fixed = dict(probes)
     if not probes:
-        rows = db._catalog.staged_rows(table)
-    elif table.key is not None and len(table.key) > 1 and all(c in fixed for c in table.key):
-        rows = db._catalog.staged_rows_with(table, tuple(table.key),
+        return db._catalog.staged_rows(table)
+    if table.key is not None and len(table.key) > 1 and all(c in fixed for c in table.key):
+        return db._catalog.staged_rows_with(table, tuple(table.key),
                                             tuple(fixed[c] for c in table.key))
-    else:  # the column whose values are most varied in a sample: one index, not one each
-        col, value = max(probes, key=lambda probe: table.distinct_in_sample(probe[0]))
-        rows = db._catalog.staged_rows_with(table, col, value)
-    return [(r, w) for r, w in rows.items() if pred(r) is True]
+    # the column whose values are most varied in a sample: one index, not one each
+    col, value = max(probes, key=lambda probe: table.distinct_in_sample(probe[0]))
+    return db._catalog.staged_rows_with(table, col, value)
 
 
 _PROBE_TYPES = {"VARCHAR": str, "BOOLEAN": bool}
 
 
-def _equality_probes(table: Table, condition: exp.Expression) -> list[tuple[int, object]]:
+def _equality_probes(table: Table, condition: exp.Expression, alias: str
+                     ) -> list[tuple[int, object]]:
     """The conjuncts ``col = literal`` of ``condition`` whose literal is already a value of
     the column's Python type (integers, strings, booleans), as (column index, value). Only
     such values are looked up: SQL equality on them is Python equality, so an index finds
@@ -164,7 +172,7 @@ def _equality_probes(table: Table, condition: exp.Expression) -> list[tuple[int,
         column, literal = conjunct.this, conjunct.expression
         if isinstance(literal, exp.Column):
             column, literal = literal, column
-        if not isinstance(column, exp.Column) or column.table not in ("", table.name):
+        if not isinstance(column, exp.Column) or column.table.lower() not in ("", alias):
             continue
         value = _literal_value(literal)
         name = column.name.lower()
@@ -257,10 +265,12 @@ def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Upda
     types as DuckDB's UPDATE casts them), evaluated by DuckDB over the current contents:
     a WHERE or SET with subqueries, correlated or not, reading any table or view (the target
     too, as it is before the statement), as a ``SELECT`` in the same place reads them.
-    Each distinct row is given to DuckDB once, numbered, under the target's name or alias,
-    so the rows found are the stored ones, not copies read back."""
-    staged = list(db._catalog.staged_rows(table).items())
-    alias = stmt.this.alias_or_name
+    Each distinct row the WHERE may accept (:func:`candidates`: those holding the values
+    its ``col = literal`` conjuncts fix, through an index) is given to DuckDB once,
+    numbered, under the target's name or alias, so the rows found are the stored ones, not
+    copies read back; a subquery reading the target reads all of it."""
+    alias = stmt.this.alias_or_name.lower()
+    staged = list(candidates(db, table, stmt.args.get("where"), alias).items())
     query = exp.select(exp.column(_ROW_ID, table=alias)).from_(
         exp.Table(this=exp.to_identifier(_TARGET), alias=exp.TableAlias(
             this=exp.to_identifier(alias))))
