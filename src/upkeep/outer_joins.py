@@ -29,6 +29,7 @@ from sqlglot import exp
 from .expressions import conjuncts
 from .padded_joins import padded_left_joins, qualified, relation_in_from
 from .plan import distinct_names
+from .scalar_subqueries import fresh_alias
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -196,7 +197,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     union: exp.Expression = branches[0]
     for b in branches[1:]:
         union = exp.Union(this=union, expression=b, distinct=False)
-    name = "__outer"
+    name = fresh_alias("__outer", select)
     out = select.copy()
     out.set("from_" if "from_" in out.args or "from" not in out.args else "from",
             exp.From(this=exp.Subquery(this=union, alias=exp.TableAlias(

@@ -616,16 +616,25 @@ def derived_tables(select: exp.Select) -> list[exp.Expression]:
 def derived_table_body(sub: exp.Subquery, schema_of=None) -> exp.Expression:
     """A derived table's body with the names of its column list, ``(SELECT ..) AS t(a, b)``
     (:func:`named_columns`)."""
-    names = sub.args["alias"].columns if sub.args.get("alias") else []
-    return named_columns(sub.this, names, f"derived table {sub.alias_or_name}", schema_of)
+    return named_columns(sub.this, column_list(sub), f"derived table {sub.alias_or_name}",
+                         schema_of)
+
+
+def column_list(node: exp.Expression) -> list[exp.Identifier]:
+    """The column list of a derived table or CTE (``AS t(a, b)``), else ``[]``."""
+    alias = node.args.get("alias")
+    return list(alias.columns) if alias is not None else []
 
 
 def named_columns(body: exp.Expression, names: list[exp.Identifier], what: str,
-                  schema_of=None) -> exp.Expression:
+                  schema_of=None, wrap: bool = False) -> exp.Expression:
     """``body`` with its first columns named ``names``, as DuckDB reads a column list
     (``AS t(a, b)``, ``WITH q(a, b) AS``, ``CREATE VIEW v(a, b)``): a shorter list names
     the first columns; in a set operation the first block names them; a ``*`` is spelled
-    as its relations' columns first (with ``schema_of``; else the list is not applied)."""
+    as its relations' columns first (with ``schema_of``).  A ``*`` it cannot spell (over a
+    derived table, a USING join) leaves the list to the catalog, which names the helper
+    view's columns once it is made: with ``wrap``, ``body`` becomes such a derived table
+    (``SELECT * FROM (body) AS __named(names)``), else it is returned as it is."""
     body = body.copy()
     first = body
     while isinstance(first, (exp.Union, exp.Except, exp.Intersect)):
@@ -636,7 +645,9 @@ def named_columns(body: exp.Expression, names: list[exp.Identifier], what: str,
            for e in first.expressions):
         relations = block_relations(first, schema_of) if schema_of is not None else None
         if relations is None or not spell_star(first, relations):
-            return body
+            return exp.select("*").from_(exp.Subquery(this=body, alias=exp.TableAlias(
+                this=exp.to_identifier("__named"), columns=[n.copy() for n in names]))
+            ) if wrap else body
     if len(names) > len(first.expressions):
         raise SchemaError(f"{what} has {len(first.expressions)} columns, but {len(names)} "
                           f"names are given for them")
@@ -680,8 +691,8 @@ def ctes_as_relations(query: exp.Expression, name: str, schema_of=None
     mapping: dict[str, str] = {}
     for cte in with_.expressions:
         relation = f"{name}__cte_{cte.alias_or_name.lower()}"
-        body = named_columns(cte.this, cte.args["alias"].columns, f"CTE {cte.alias_or_name}",
-                             schema_of)  # WITH q(a, b) AS (..)
+        body = named_columns(cte.this, column_list(cte), f"CTE {cte.alias_or_name}",
+                             schema_of, wrap=True)  # WITH q(a, b) AS (..)
         bodies.append((relation, rename_tables(body, mapping)))
         mapping[cte.alias_or_name.lower()] = relation
     query = query.copy()

@@ -31,7 +31,7 @@ several levels, LIMIT / ORDER BY inside) is left as it is, and recomputed as bef
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
@@ -76,11 +76,12 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                 derived = shared.setdefault(derived.signature, derived)
                 if derived.name is None:
                     count += 1
-                    derived.name = f"__scalar{count}"
+                    derived.name = fresh_alias("__scalar", out)
                     out.append("joins", derived.join())
                 reference = value_of(derived)
                 if not derived.keys and (key == "having" or (key == "expressions"
-                                                             and aggregated)):
+                                                             and aggregated)) and not any(
+                        isinstance(a, exp.AggFunc) for a in _ancestors(sub, part)):
                     reference = exp.Max(this=reference)  # the one value, inside a group
                 sub.replace(reference)
     for derived in shared.values():
@@ -107,6 +108,24 @@ def _qualify_own_columns(select: exp.Select, outer: dict[str, list[str]]) -> Non
         if (not col.table and not col.is_star and found is not None and len(found) == 1
                 and col.find_ancestor(exp.Select) is select):
             col.set("table", exp.to_identifier(found[0]))
+
+
+def _ancestors(node: exp.Expression, top: exp.Expression) -> Iterator[exp.Expression]:
+    """The nodes from ``node``'s parent up to ``top``."""
+    while node is not top and node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def fresh_alias(base: str, select: exp.Expression) -> str:
+    """``base`` numbered from 1 (``__scalar1``), past every alias and relation name
+    ``select`` already holds anywhere: a rewrite's alias never meets a user's or an earlier
+    rewrite's."""
+    taken = {n.alias_or_name.lower() for n in select.find_all(exp.Table, exp.Subquery)}
+    k = 1
+    while f"{base}{k}" in taken:
+        k += 1
+    return f"{base}{k}"
 
 
 def spell_star(select: exp.Select, outer: dict[str, list[str]]) -> bool:
@@ -304,13 +323,14 @@ def _over_domain(body: exp.Select, correlations: list[exp.Expression],
                           enumerate(columns)]).distinct().from_(
         exp.Table(this=exp.to_identifier(tables[owner]), alias=exp.TableAlias(
             this=exp.to_identifier(owner))))
-    slot = {c.sql(): exp.column(f"__d{j}", "__dom", quoted=True)
+    dom = fresh_alias("__dom", body)
+    slot = {c.sql(): exp.column(f"__d{j}", dom, quoted=True)
             for j, c in enumerate(columns)}
     moved = [cond.copy().transform(
         lambda n: slot[qualified(n).sql()].copy()
         if isinstance(n, exp.Column) and side(n) == "outer" else n) for cond in correlations]
     body.append("joins", exp.Join(this=exp.Subquery(
-        this=domain, alias=exp.TableAlias(this=exp.to_identifier("__dom"))), kind="CROSS"))
+        this=domain, alias=exp.TableAlias(this=exp.to_identifier(dom))), kind="CROSS"))
     body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept], *moved)))
     return [(slot[c.sql()].copy(), c) for c in columns]
 

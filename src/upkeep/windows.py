@@ -580,7 +580,8 @@ def windows_apart(query: exp.Expression) -> tuple[exp.Select, list[exp.Expressio
             "qualify", "windows", "limit", "offset", "distinct")):
         return None
     items = query.expressions
-    if not any(e.find(exp.Window) for e in items) or any(
+    if not any(w.find_ancestor(exp.Select) is query for e in items
+               for w in e.find_all(exp.Window)) or any(
             isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
             for e in items):
         return None
@@ -588,7 +589,8 @@ def windows_apart(query: exp.Expression) -> tuple[exp.Select, list[exp.Expressio
     names: dict[str, str] = {}  # an inner expression's SQL -> its column
 
     def lift(node: exp.Expression) -> exp.Expression:
-        if not isinstance(node, (exp.Window, exp.AggFunc, exp.Column)):
+        if not isinstance(node, (exp.Window, exp.AggFunc, exp.Column)) or node.find_ancestor(
+                exp.Select) is not None:  # (the item is a copy: a select above is a subquery)
             return node
         name = names.get(node.sql())
         if name is None:

@@ -36,6 +36,7 @@ from ..grouping_sets import expand_grouping_sets
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
 from ..plan import (
+    column_list,
     ctes_as_relations,
     derived_table_body,
     derived_tables,
@@ -657,7 +658,9 @@ class LocalCatalog(Catalog):
                 hidden = f"{name}__sub{len(created) + 1}"
                 try:
                     if not self._ranked(hidden, node, sub, strategy, created):
-                        self.create_view(hidden, derived_table_body(sub, self.schema_of), strategy)
+                        self.create_view(hidden, derived_table_body(sub, self.schema_of),
+                                         strategy)
+                        self._name_first_columns(hidden, column_list(sub), sub)
                 except Error:
                     if not nested:
                         raise
@@ -698,6 +701,21 @@ class LocalCatalog(Catalog):
             select, schema_of, padded=strategy != "lftj"))
         hoist(query)
         return query
+
+    def _name_first_columns(self, hidden: str, names: list[exp.Identifier],
+                            sub: exp.Subquery) -> None:
+        """Name the first columns of a derived table's helper view by its column list
+        (already so where :func:`named_columns` could spell the body's ``*``)."""
+        if not names:
+            return
+        view = self.views[hidden]
+        if len(names) > len(view.columns):
+            self._drop_view(hidden)
+            raise SchemaError(f"derived table {sub.alias_or_name} has {len(view.columns)} "
+                              f"columns, but {len(names)} names are given for them")
+        named = [n.name.lower() for n in names] + [c for c, _ in view.columns[len(names):]]
+        view.columns = [(n, t) for n, (_, t) in zip(distinct_names(named), view.columns,
+                                                      strict=True)]
 
     def _types_of(self, select: exp.Select) -> list[str]:
         """DuckDB's types of ``select``'s columns (duckdb.Error if it cannot bind it)."""
