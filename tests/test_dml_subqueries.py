@@ -202,3 +202,21 @@ def test_a_statement_fixing_a_column_gives_duckdb_only_the_rows_holding_it(monke
     db.execute("UPDATE t SET x = (SELECT COUNT(*) FROM t) WHERE k = 3")
     assert db.execute("SELECT x FROM t WHERE k IN (2, 3) ORDER BY k").fetchall() == [
         (3,), (1993,)]
+
+
+@pytest.mark.parametrize("sql", [
+    "WITH u AS (SELECT 3 AS k) DELETE FROM t WHERE k IN (SELECT k FROM u)",
+    "WITH q AS (SELECT k FROM u WHERE k > 1) UPDATE t SET x = 0 WHERE k IN (SELECT k FROM q)",
+])
+def test_a_dml_statements_ctes_are_read_by_its_subqueries(sql):
+    """``WITH .. DELETE / UPDATE``: the subqueries read the statement's CTEs (a CTE named
+    as a table read the table: the wrong row was deleted)."""
+    db, con = _two_tables(), duckdb.connect()
+    con.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, x INTEGER)")
+    con.execute("CREATE TABLE u (k BIGINT)")
+    con.execute("INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
+    con.execute("INSERT INTO u VALUES (1), (3)")
+    db.execute(sql)
+    con.execute(sql)
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        con.execute("SELECT * FROM t").fetchall())

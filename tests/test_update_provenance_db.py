@@ -828,3 +828,19 @@ def test_a_dropped_tables_input_variables_are_unknown_before_and_after_reopening
         db.close()
         db = upkeep.connect(tmp_path / "db")
     db.close()
+
+
+def test_a_provenance_tables_set_value_is_cast_as_on_any_table():
+    """``UPDATE p SET s = 5`` stores ``'5'`` as on an ordinary table (it was refused while
+    INSERT cast); a bound parameter stays strict."""
+    db, con = upkeep.connect(), duckdb.connect()
+    db.execute("CREATE TABLE p (k INTEGER, s VARCHAR) WITH (provenance = 'update')")
+    con.execute("CREATE TABLE p (k INTEGER, s VARCHAR)")
+    for sql in ("INSERT INTO p VALUES (2.5, 'x'), (1, 7)", "UPDATE p SET s = 5 WHERE k = 1",
+                "UPDATE p SET k = '4' WHERE k = 1"):
+        db.execute(sql)
+        con.execute(sql)
+    assert sorted(db.execute("SELECT * FROM p").fetchall()) == sorted(
+        con.execute("SELECT * FROM p").fetchall())
+    with pytest.raises(SchemaError, match="expected VARCHAR"):
+        db.execute("UPDATE p SET s = ? WHERE k = 4", [5])

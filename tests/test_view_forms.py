@@ -390,6 +390,9 @@ def test_a_column_list_longer_than_the_columns_is_refused() -> None:
     "SELECT r5.b, SUM(CASE WHEN r5.a > (SELECT AVG(c) FROM s5) THEN 1 ELSE 0 END) AS n "
     "FROM r5 GROUP BY r5.b",
     "SELECT b, MAX((SELECT MIN(c) FROM s5)) AS m FROM r5 GROUP BY b",
+    # ORDER BY reads a select alias before a column of the same name
+    "SELECT a, -b AS b FROM r5 WHERE b > (SELECT MIN(c) FROM s5) ORDER BY b LIMIT 1",
+    "SELECT -a AS a, (SELECT MAX(c) FROM s5) AS m FROM r5 ORDER BY a LIMIT 2",
     # a window inside a subquery of the select list, beside one of the block's own
     "SELECT r5.a, (SELECT COUNT(*) FROM (SELECT s5.a, COUNT(*) OVER (PARTITION BY s5.c) AS k "
     "FROM s5) AS o) AS n FROM r5",

@@ -314,14 +314,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
             resolved_group.append(g)
     having = node.args.get("having").this if node.args.get("having") else None
     if having is not None:  # HAVING may name a select alias that is no column, as in DuckDB
-
-        def unaliased(n: exp.Expression) -> exp.Expression:
-            if (isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases
-                    and not _is_column(scope, n)):
-                return aliases[n.name.lower()].copy()
-            return n
-
-        having = having.transform(unaliased)
+        having = _unaliased(having, aliases, scope)
     aggregates: list[exp.Expression] = []
     for _, e in select:
         _collect_aggregates(e, aggregates)
@@ -347,8 +340,13 @@ def _unaliased_where(node: exp.Select, scope: Scope, where: list[exp.Expression]
     aliases = {p.alias.lower(): p.this for p in node.expressions
                if isinstance(p, exp.Alias) and not any(
                    True for _ in p.this.find_all(*AGGREGATE_TYPES, exp.Window))}
-    if not aliases:
-        return where
+    return [_unaliased(c, aliases, scope) for c in where] if aliases else where
+
+
+def _unaliased(node: exp.Expression, aliases: dict[str, exp.Expression], scope: Scope
+               ) -> exp.Expression:
+    """``node`` with each unqualified name of a select alias that is no column of
+    ``scope`` replaced by the aliased expression (WHERE and HAVING, as DuckDB reads them)."""
 
     def unaliased(n: exp.Expression) -> exp.Expression:
         if (isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases
@@ -356,7 +354,7 @@ def _unaliased_where(node: exp.Select, scope: Scope, where: list[exp.Expression]
             return aliases[n.name.lower()].copy()
         return n
 
-    return [c.transform(unaliased) for c in where]
+    return node.transform(unaliased)
 
 
 def _is_column(scope: Scope, col: exp.Column) -> bool:

@@ -103,10 +103,15 @@ def _qualify_own_columns(select: exp.Select, outer: dict[str, list[str]]) -> Non
     for alias, columns in outer.items():
         for c in columns:
             owners.setdefault(c, []).append(alias)
+    # ORDER BY reads a select alias before a column, as DuckDB does (``-b AS b .. ORDER BY b``)
+    order = select.args.get("order")
+    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     for col in list(select.find_all(exp.Column)):
         found = owners.get(col.name.lower())
         if (not col.table and not col.is_star and found is not None and len(found) == 1
-                and col.find_ancestor(exp.Select) is select):
+                and col.find_ancestor(exp.Select) is select and not (
+                    order is not None and col.find_ancestor(exp.Order) is order
+                    and col.name.lower() in aliases)):
             col.set("table", exp.to_identifier(found[0]))
 
 

@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 
-from .duckdb_scratch import error_position, parse_statements, scratch
+from .duckdb_scratch import error_position, parse_statements, quote, scratch
 from .errors import EvaluationError, ParseError, SchemaError, UnsupportedError
 from .expressions import ExpressionCompiler, Scope, _where, bound_parameter, cast_value
 from .expressions import _literal as _literal_value
@@ -81,12 +81,12 @@ def check_types(query: exp.Expression, schema_of) -> None:
             columns = schema_of(name)
         except SchemaError:
             return  # an unknown relation: the planner names it
-        specs.append((name, ", ".join(f'"{c}" {"INTEGER" if t.kind == "NULL" else t.sql()}'
+        specs.append((name, ", ".join(f'{quote(c)} {"INTEGER" if t.kind == "NULL" else t.sql()}'
                                       for c, t in columns)))
     with scratch() as con:  # its TEMP tables are its own and go with it
         try:
             for name, spec in specs:
-                con.execute(f'CREATE TEMP TABLE "{name}" ({spec})')
+                con.execute(f"CREATE TEMP TABLE {quote(name)} ({spec})")
             con.execute("DESCRIBE " + query.sql(dialect="duckdb"))
         except duckdb.Error as exc:
             text = str(exc)

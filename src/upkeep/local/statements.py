@@ -284,6 +284,9 @@ def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Upda
     where = stmt.args.get("where")
     if where is not None:
         query = query.where(where.this.copy())
+    ctes = stmt.args.get("with_")
+    if ctes is not None:  # WITH .. DELETE / UPDATE: the subqueries read its CTEs
+        query.set("with_", ctes.copy())
     relations = relations_read(query) - {_TARGET}
     for name in relations:
         db._catalog.schema_of(name)

@@ -16,9 +16,9 @@ from decimal import Decimal
 
 from sqlglot import exp
 
-from ..errors import SchemaError, UnsupportedError
+from ..errors import EvaluationError, SchemaError, UnsupportedError
 from ..expressions import _where
-from ..sql import constant, insert_target, located
+from ..sql import assigned, constant, insert_target, located
 from ..types import SqlType, coerce_value
 
 EQ, NE, IS = "=", "<>", "is"
@@ -128,8 +128,9 @@ class HyperplaneParser:
     def _constant(self, node: exp.Expression, col: int, context: exp.Expression,
                   compared: bool = False) -> object:
         """The value of constant ``node`` for column ``col``: a value of the column's type
-        (strict, as a SET or an INSERT into any table), or, ``compared`` (a WHERE
-        condition), a number compared by value as the engine compares it."""
+        (cast as a SET or an INSERT into any table casts it, :func:`upkeep.sql.assigned`),
+        or, ``compared`` (a WHERE condition), a number compared by value as the engine
+        compares it, any other value strictly of the column's type."""
         if any(True for _ in node.find_all(exp.Column)) or any(
                 True for _ in node.find_all(exp.Subquery, exp.Select)):
             raise _refuse(f"a non-constant value {node.sql()!r}", context, self.table)
@@ -138,8 +139,8 @@ class HyperplaneParser:
                 isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
             return _compared_number(value, typ)
         try:
-            return coerce_value(value, typ)
-        except ValueError as exc:
+            return coerce_value(value if compared else assigned(value, typ, node), typ)
+        except (ValueError, EvaluationError) as exc:
             raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
                               f"{exc}{located(context)}") from None
 
