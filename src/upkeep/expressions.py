@@ -610,7 +610,7 @@ _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 _COMPARE = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
-def _literal(node: exp.Literal) -> tuple[object, SqlType]:
+def literal_value(node: exp.Literal) -> tuple[object, SqlType]:
     """A literal's Python value and its type, as DuckDB types it."""
     if node.is_string:
         return node.this, VARCHAR
@@ -736,7 +736,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.Null):
             return "None", NULLTYPE
         if isinstance(node, exp.Literal):
-            value, typ = _literal(node)
+            value, typ = literal_value(node)
             return self._const(value), typ
         bound = bound_parameter(node)
         if bound is not None:
@@ -752,7 +752,7 @@ class ExpressionCompiler:
         negated number without it, typed as DuckDB types it)."""
         if (isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
                 and not node.this.is_string):
-            value, typ = _literal(node.this)
+            value, typ = literal_value(node.this)
             if typ.is_integer and value <= 2**63:
                 return self._const(-value), INTEGER if value <= 2**31 else BIGINT
             if typ.kind == "DOUBLE":

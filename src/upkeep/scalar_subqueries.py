@@ -58,7 +58,6 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
     # MAX would read no row (NULL, not the subquery's value): left to recomputation
     single_row = aggregated and not out.args.get("group")
     shared: dict[str, _Derived] = {}
-    count = 0
     for key in ("where", "expressions", "having"):
         value = out.args.get(key)
         parts = value if isinstance(value, list) else [value] if value is not None else []
@@ -75,7 +74,6 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                     continue
                 derived = shared.setdefault(derived.signature, derived)
                 if derived.name is None:
-                    count += 1
                     derived.name = fresh_alias("__scalar", out)
                     out.append("joins", derived.join())
                 reference = value_of(derived)
@@ -89,11 +87,10 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
             for join in out.args.get("joins") or []:
                 if join.alias_or_name == derived.name:
                     join.set("side", None)  # no outer row survives a missing group
-    if count and not spell_star(out, outer):
+    if not shared or not spell_star(out, outer):  # nothing joined in, or * unspellable
         return select
-    if count:
-        _qualify_own_columns(out, outer)
-    return out if count else select
+    _qualify_own_columns(out, outer)
+    return out
 
 
 def _qualify_own_columns(select: exp.Select, outer: dict[str, list[str]]) -> None:

@@ -23,8 +23,14 @@ from sqlglot.dialects.duckdb import DuckDB
 
 from .duckdb_scratch import error_position, parse_statements, quote, scratch
 from .errors import EvaluationError, ParseError, SchemaError, UnsupportedError
-from .expressions import ExpressionCompiler, Scope, _where, bound_parameter, cast_value
-from .expressions import _literal as _literal_value
+from .expressions import (
+    ExpressionCompiler,
+    Scope,
+    _where,
+    bound_parameter,
+    cast_value,
+    literal_value,
+)
 from .types import SqlType
 
 
@@ -312,7 +318,7 @@ def constant(node: exp.Expression) -> object:
         text = node.this
         if text.isdigit():
             return int(text)
-        return _literal_value(node)[0]  # a DECIMAL of up to 38 digits, else a DOUBLE
+        return literal_value(node)[0]  # a DECIMAL of up to 38 digits, else a DOUBLE
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
         value = constant(node.this)  # a Decimal's digits all kept (not the context's 28)
         return value.copy_negate() if isinstance(value, Decimal) and value else -value
@@ -328,7 +334,7 @@ def constant(node: exp.Expression) -> object:
 
 def literal(value: object) -> exp.Expression:
     """A bound parameter's value as a SQL literal, marked as a parameter (:func:`assigned`)."""
-    node = _literal(value)
+    node = _parameter_node(value)
     node.meta[_PARAMETER] = True
     return node
 
@@ -342,13 +348,13 @@ def is_parameter(node: exp.Expression) -> bool:
     return bool(node.meta.get(_PARAMETER))
 
 
-def assigned(value: object, typ: SqlType, node: exp.Expression) -> object:
-    """The value an INSERT's VALUES or an UPDATE's SET expression ``node`` gives a column
-    of type ``typ``: cast as DuckDB's INSERT and UPDATE cast it (``'1'`` and ``2.5`` into
-    an INTEGER are 1 and 3, ``1`` into a VARCHAR is ``'1'``; an EvaluationError where the
-    cast fails), except a bound parameter's, a Python value, which is checked as
-    ``db.insert`` checks it (``'7'`` is no number: docs/sql.md)."""
-    if value is None or is_parameter(node):
+def assigned(value: object, typ: SqlType, parameter: bool) -> object:
+    """The value an INSERT's VALUES item or an UPDATE's SET expression gives a column of
+    type ``typ``: cast as DuckDB's INSERT and UPDATE cast it (``'1'`` and ``2.5`` into an
+    INTEGER are 1 and 3, ``1`` into a VARCHAR is ``'1'``; an EvaluationError where the
+    cast fails), except a bound ``parameter``'s (:func:`is_parameter`), a Python value,
+    which is checked as ``db.insert`` checks it (``'7'`` is no number: docs/sql.md)."""
+    if value is None or parameter:
         return value
     if type(value) is (int if typ.is_integer else _STORED_AS.get(typ.kind)):
         return value  # already the column's value (its range is checked when stored)
@@ -359,7 +365,7 @@ def assigned(value: object, typ: SqlType, node: exp.Expression) -> object:
 _STORED_AS = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}
 
 
-def _literal(value: object) -> exp.Expression:
+def _parameter_node(value: object) -> exp.Expression:
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -459,18 +465,20 @@ def insert_rows(stmt: exp.Insert, columns: list[tuple[str, SqlType]],
         tuples = [tup.expressions if isinstance(tup, exp.Tuple) else [tup]
                   for tup in source.expressions]
         rows = [tuple(constant(v) for v in tup) for tup in tuples]
+        parameters = [[is_parameter(v) for v in tup] for tup in tuples]
     else:
         rows = select(source)
-        tuples = [[source] * len(r) for r in rows]  # a query's values: SQL values, cast
+        parameters = None  # a query's values are SQL values: cast
     positions = positions or list(range(len(columns)))
     full = []
-    for i, (r, nodes) in enumerate(zip(rows, tuples, strict=True)):
+    for i, r in enumerate(rows):
         if len(r) != len(positions):
             raise SchemaError(f"row {i} has {len(r)} values for {len(positions)} columns", r, i)
+        given = parameters[i] if parameters is not None else [False] * len(r)
         out: list[object] = [None] * len(column_names)
-        for p, v, node in zip(positions, r, nodes, strict=True):
+        for p, v, parameter in zip(positions, r, given, strict=True):
             try:
-                out[p] = assigned(v, columns[p][1], node)
+                out[p] = assigned(v, columns[p][1], parameter)
             except EvaluationError as exc:  # a value of the wrong type: the row's fault
                 raise SchemaError(f"row {i} for table {insert_target(stmt)}, column "
                                   f"{column_names[p]}: {exc}", r, i) from None

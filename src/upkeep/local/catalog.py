@@ -76,6 +76,13 @@ def _no_log(record: tuple) -> None:
     """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
 
 
+def _rename_columns(view: ViewRuntime, names: list[str]) -> None:
+    """Give ``view``'s columns ``names`` (one each), repeated names made distinct as
+    DuckDB's view makes them; its rows are read by position, so nothing else changes."""
+    view.columns = [(n, t) for n, (_, t) in zip(distinct_names(names), view.columns,
+                                                  strict=True)]
+
+
 def _with_column_list(stmt: exp.Create) -> exp.Expression:
     """``CREATE VIEW v(a, b) AS q``: ``q`` with its columns named ``a, b``."""
     target = stmt.this
@@ -494,9 +501,8 @@ class LocalCatalog(Catalog):
                                             relations_read(query), self)]
         except (duckdb.Error, Error):
             return
-        if len(names) == len(view.columns):  # repeated names as DuckDB's view makes them
-            view.columns = [(n, t) for n, (_, t) in zip(distinct_names(names), view.columns,
-                                                          strict=True)]
+        if len(names) == len(view.columns):
+            _rename_columns(view, names)
 
     def _top_k(self, name: str, query: exp.Expression, strategy: str | None,
                created: list[str]) -> TopKView | None:
@@ -713,9 +719,8 @@ class LocalCatalog(Catalog):
             self._drop_view(hidden)
             raise SchemaError(f"derived table {sub.alias_or_name} has {len(view.columns)} "
                               f"columns, but {len(names)} names are given for them")
-        named = [n.name.lower() for n in names] + [c for c, _ in view.columns[len(names):]]
-        view.columns = [(n, t) for n, (_, t) in zip(distinct_names(named), view.columns,
-                                                      strict=True)]
+        _rename_columns(view, [n.name.lower() for n in names]
+                        + [c for c, _ in view.columns[len(names):]])
 
     def _types_of(self, select: exp.Select) -> list[str]:
         """DuckDB's types of ``select``'s columns (duckdb.Error if it cannot bind it)."""

@@ -225,24 +225,24 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
     targets = [table.column_index(a.this.name.lower()) for a in stmt.expressions]
-    where = stmt.args.get("where")
-    if reads_subquery(stmt):
-        db.expire()  # the rows matched are the rows left once the due ones expired
-        changed = matching_by_duckdb(db, table, stmt, targets)
-    else:
+    parameters = [is_parameter(a.expression) for a in stmt.expressions]
+    by_duckdb = reads_subquery(stmt)
+    if not by_duckdb:  # compiled first: an expression refused leaves the table as it is
         compiler = ExpressionCompiler(table_scope(table.name, table.columns))
         sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
-        db.expire()
+    db.expire()  # the rows matched are the rows left once the due ones expired
+    if by_duckdb:
+        changed = matching_by_duckdb(db, table, stmt, targets)
+    else:
         changed = [(row, w, [fn(row) for fn in sets])
-                   for row, w in matching(db, table, where)]
-    nodes = [a.expression for a in stmt.expressions]
+                   for row, w in matching(db, table, stmt.args.get("where"))]
     delta: Delta = {}
     for i, (row, w, values) in enumerate(changed):
         new = list(row)
-        for col, value, node in zip(targets, values, nodes, strict=True):
+        for col, value, parameter in zip(targets, values, parameters, strict=True):
             typ = table.columns[col][1]
             try:
-                new[col] = coerce_value(assigned(value, typ, node), typ)
+                new[col] = coerce_value(assigned(value, typ, parameter), typ)
             except (ValueError, EvaluationError) as exc:  # a value of the wrong type
                 raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: {exc}",
                                   row, i) from None

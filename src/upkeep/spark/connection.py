@@ -60,6 +60,7 @@ from ..sql import (
     assigned,
     insert_rows,
     insert_target,
+    is_parameter,
     is_query,
     parse_one,
     reads_subquery,
@@ -342,7 +343,8 @@ class SparkConnection(Engine):
         test = predicate(table.name, columns, condition)  # errors before any Spark job
         compiler = ExpressionCompiler(table_scope(table.name, columns))
         sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn,
-                 a.expression) for a in (stmt.expressions if verb == "UPDATE" else [])]
+                 is_parameter(a.expression))
+                for a in (stmt.expressions if verb == "UPDATE" else [])]
         with self._writes:  # the rows read are the rows changed
             self.expire()
             self._sync()
@@ -361,10 +363,10 @@ class SparkConnection(Engine):
                 delta[row] -= w
                 if sets:
                     new = list(row)
-                    for col, fn, node in sets:
+                    for col, fn, parameter in sets:
                         typ = columns[col][1]
                         try:
-                            new[col] = coerce_value(assigned(fn(row), typ, node), typ)
+                            new[col] = coerce_value(assigned(fn(row), typ, parameter), typ)
                         except (ValueError, EvaluationError) as exc:  # a wrong type
                             raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
                                               f"{exc}", row, i) from None

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import EvaluationError, SchemaError, UnsupportedError
 from ..expressions import _where
-from ..sql import assigned, constant, insert_target, located
+from ..sql import assigned, constant, insert_target, is_parameter, located
 from ..types import SqlType, coerce_value
 
 EQ, NE, IS = "=", "<>", "is"
@@ -139,7 +139,7 @@ class HyperplaneParser:
                 isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
             return _compared_number(value, typ)
         try:
-            return coerce_value(value if compared else assigned(value, typ, node), typ)
+            return coerce_value(value if compared else assigned(value, typ, is_parameter(node)), typ)
         except (ValueError, EvaluationError) as exc:
             raise SchemaError(f"{node.sql()} for column {self.names[col]} of {self.table}: "
                               f"{exc}{located(context)}") from None
