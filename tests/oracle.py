@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, event
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import engine as _hyp_engine
@@ -271,20 +272,39 @@ def check_window_stream(sql: str, says: str, steps: int = 50) -> None:
 # ---------------------------------------------------------------------------
 # SQL literal rendering
 # ---------------------------------------------------------------------------
-def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str = "v") -> None:
-    """Run ``setup`` (tables, rows, ``CREATE VIEW``) on upkeep and on DuckDB, then each of
-    ``changes`` on both: after the setup and after every change, upkeep's ``view`` holds
-    exactly DuckDB's rows, as a bag."""
+def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str = "v",
+                        query: str | None = None, strategy: str | None = None) -> None:
+    """Run ``setup`` (tables, rows, ``CREATE VIEW``) on upkeep and on DuckDB, and, given a
+    ``query``, make it view ``view`` on both (on upkeep with ``strategy``); then each of
+    ``changes`` on both: after the setup and after every change, upkeep's ``view`` has
+    DuckDB's column names and holds exactly DuckDB's rows, as a bag."""
     db, con = upkeep.connect(), duckdb.connect()
     for statement in setup:
         db.execute(statement)
         con.execute(statement)
+    if query is not None:
+        db.create_view(view, query, strategy=strategy)
+        con.execute(f"CREATE VIEW {view} AS {query}")
     for change in ("", *changes):
         if change:
             db.execute(change)
             con.execute(change)
-        assert sorted(db.view(view).rows(), key=repr) == sorted(
-            con.execute(f"SELECT * FROM {view}").fetchall(), key=repr), change or "setup"
+        cur = con.execute(f"SELECT * FROM {view}")
+        assert db.view(view).columns == [d[0] for d in cur.description], change or "setup"
+        assert sorted(db.view(view).rows(), key=repr) == sorted(cur.fetchall(), key=repr), (
+            change or "setup")
+
+
+def same_outcome_as_duckdb(db, con, sql: str, error: type, match: str | None = None) -> None:
+    """Run ``sql`` on DuckDB's ``con`` and on upkeep's ``db``: where DuckDB refuses it,
+    upkeep raises ``error`` (matching ``match``), else upkeep runs it too."""
+    try:
+        con.execute(sql)
+    except duckdb.Error:
+        with pytest.raises(error, match=match):
+            db.execute(sql)
+    else:
+        db.execute(sql)
 
 
 def sql_literal(v: Any) -> str:
