@@ -5,7 +5,9 @@ PRIMARY KEY), a join-free aggregate view over it maintained, then ``--statements
 ``UPDATE ... SET n = c WHERE w = a AND d = b`` statements, each its own transaction, once
 with their constants written in and once with parameters (``?``); DuckDB runs the same
 statements on the same table in the same run (it maintains no view: it is the peer for what
-a statement costs to parse, plan and apply). Then views created one after another (each is
+a statement costs to parse, plan and apply). Then ``--subqueries`` keyed UPDATEs whose SET
+reads a 100-row table through a correlated subquery (``SET n = (SELECT bonus FROM u WHERE
+u.w = t.w)``), which upkeep hands to DuckDB with the rows the key fixes. Then views created one after another (each is
 parsed, bound by DuckDB, planned and built), and ad-hoc SELECTs, which upkeep evaluates
 with DuckDB over the current contents.
 
@@ -30,6 +32,8 @@ TABLE = "CREATE TABLE t (w INTEGER, d INTEGER, n INTEGER, name VARCHAR, PRIMARY 
 VIEW = "SELECT w, COUNT(*) AS c, SUM(n) AS s FROM t GROUP BY w"
 UPDATE = "UPDATE t SET n = {n} WHERE w = {w} AND d = {d}"
 PARAMETERIZED = "UPDATE t SET n = ? WHERE w = ? AND d = ?"
+BONUS = "CREATE TABLE u (w INTEGER, bonus INTEGER)"
+SUBQUERY = "UPDATE t SET n = (SELECT bonus FROM u WHERE u.w = t.w) + ? WHERE w = ? AND d = ?"
 
 
 def _statements(rows: int, count: int, seed: int) -> list[tuple[int, int, int]]:
@@ -45,7 +49,7 @@ def _per_second(count: int, run) -> float:
     return count / (time.perf_counter() - t0)
 
 
-def measure(rows: int, count: int, views: int, selects: int) -> dict:
+def measure(rows: int, count: int, views: int, selects: int, subqueries: int) -> dict:
     data = [(w, d, 0, f"name{d}") for w in range(rows // 1000) for d in range(1000)]
     db = upkeep.connect()
     db.execute(TABLE)
@@ -67,6 +71,16 @@ def measure(rows: int, count: int, views: int, selects: int) -> dict:
         db.execute(PARAMETERIZED, (n, w, d)) for n, w, d in second])
     out["duckdb_parameterized_per_s"] = _per_second(count, lambda: [
         con.execute(PARAMETERIZED, (n, w, d)) for n, w, d in second])
+    bonus = [(w, w % 7) for w in range(100)]
+    for target in (db, con):
+        target.execute(BONUS)
+        target.executemany("INSERT INTO u VALUES (?, ?)", bonus)
+    third = [(n, w % 100, d) for n, w, d in _statements(rows, subqueries, 3)]
+    out["subqueries"] = subqueries
+    out["upkeep_subquery_per_s"] = _per_second(subqueries, lambda: [
+        db.execute(SUBQUERY, (n, w, d)) for n, w, d in third])
+    out["duckdb_subquery_per_s"] = _per_second(subqueries, lambda: [
+        con.execute(SUBQUERY, (n, w, d)) for n, w, d in third])
     expected = con.execute("SELECT w, COUNT(*), SUM(n) FROM t GROUP BY w").fetchall()
     assert sorted(db.view("v").rows()) == sorted(expected), "the view differs from DuckDB"
     t0 = time.perf_counter()
@@ -92,14 +106,17 @@ def measure(rows: int, count: int, views: int, selects: int) -> dict:
 def report(result: dict) -> str:
     m = result["measured"]
     lines = [
-        f"`python -m bench.statements --rows {m['rows']} --statements {m['statements']}` "
+        f"`python -m bench.statements --rows {m['rows']} --statements {m['statements']} "
+        f"--subqueries {m['subqueries']}` "
         f"({result['when']}, {result['git']}, {result['machine']})",
         "",
         "| work | upkeep | DuckDB | upkeep's speed / DuckDB's |",
         "|---|---:|---:|---:|",
     ]
     for label, key, unit in (("keyed UPDATE, constants written in", "update_per_s", "/s"),
-                             ("keyed UPDATE, parameters", "parameterized_per_s", "/s")):
+                             ("keyed UPDATE, parameters", "parameterized_per_s", "/s"),
+                             ("keyed UPDATE, SET from a correlated subquery",
+                              "subquery_per_s", "/s")):
         up, dk = m[f"upkeep_{key}"], m[f"duckdb_{key}"]
         lines.append(f"| {label} | {up:,.0f}{unit} | {dk:,.0f}{unit} | {up / dk:.2f}x |")
     lines.append(f"| ad-hoc SELECT on a 1,000-row table | {m['upkeep_select_ms']:.1f} ms | "
@@ -116,10 +133,12 @@ def main() -> None:
     parser.add_argument("--statements", type=int, default=2_000)
     parser.add_argument("--views", type=int, default=20)
     parser.add_argument("--selects", type=int, default=50)
+    parser.add_argument("--subqueries", type=int, default=200)
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "statements.json"))
     args = parser.parse_args()
     result = {"when": now(), "git": git_rev(), "machine": machine(),
-              "measured": measure(args.rows, args.statements, args.views, args.selects)}
+              "measured": measure(args.rows, args.statements, args.views, args.selects,
+                                         args.subqueries)}
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(report(result))
 
