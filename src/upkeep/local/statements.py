@@ -14,13 +14,12 @@ from sqlglot import exp
 
 from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
-from ..errors import EvaluationError, ParseError, SchemaError, UnsupportedError
+from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
+from ..errors import ParseError, UnsupportedError
 from ..expressions import ExpressionCompiler, table_scope
 from ..plan import distinct_names
 from ..planner import refuse_per_row_random
 from ..sql import (
-    assigned,
-    constant,
     insert_rows,
     insert_target,
     is_parameter,
@@ -31,10 +30,8 @@ from ..sql import (
     unsupported,
 )
 from ..table import Table
-from ..types import BIGINT, coerce_value, format_row
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
 from ..views import query_duckdb
-from ..zset import Delta
 from .catalog import table_record
 
 if TYPE_CHECKING:
@@ -140,11 +137,11 @@ def matching(db: Connection, table: Table, where: exp.Expression | None
 def candidates(db: Connection, table: Table, where: exp.Expression | None, alias: str
                ) -> dict[tuple, int]:
     """The table's rows (as staged) ``where`` may accept. A WHERE that fixes a column
-    (``col = literal`` among its conjuncts, the column qualified by the table's ``alias``
-    or not at all) reads only the rows holding that value, through the table's column
-    index (of the fixed column with the most distinct values in a sample; of the PRIMARY
-    KEY's columns together when it fixes them all); else every row."""
-    probes = [] if where is None else _equality_probes(table, where.this, alias)
+    (:func:`~upkeep.dml_rows.fixed_columns`) reads only the rows holding that value,
+    through the table's column index (of the fixed column with the most distinct values in
+    a sample; of the PRIMARY KEY's columns together when it fixes them all); else every
+    row."""
+    probes = [] if where is None else fixed_columns(table, where.this, alias)
     fixed = dict(probes)
     if not probes:
         return db._catalog.staged_rows(table)
@@ -154,53 +151,6 @@ def candidates(db: Connection, table: Table, where: exp.Expression | None, alias
     # the column whose values are most varied in a sample: one index, not one each
     col, value = max(probes, key=lambda probe: table.distinct_in_sample(probe[0]))
     return db._catalog.staged_rows_with(table, col, value)
-
-
-_PROBE_TYPES = {"VARCHAR": str, "BOOLEAN": bool}
-
-
-def _equality_probes(table: Table, condition: exp.Expression, alias: str
-                     ) -> list[tuple[int, object]]:
-    """The conjuncts ``col = literal`` of ``condition`` whose literal is already a value of
-    the column's Python type (integers, strings, booleans), as (column index, value). Only
-    such values are looked up: SQL equality on them is Python equality, so an index finds
-    every row the predicate accepts (no casts, no NaN)."""
-    probes = []
-    for conjunct in condition.flatten() if isinstance(condition, exp.And) else (condition,):
-        if not isinstance(conjunct, exp.EQ):
-            continue
-        column, literal = conjunct.this, conjunct.expression
-        if isinstance(literal, exp.Column):
-            column, literal = literal, column
-        if not isinstance(column, exp.Column) or column.table.lower() not in ("", alias):
-            continue
-        value = _literal_value(literal)
-        name = column.name.lower()
-        for i, (col, sql_type) in enumerate(table.columns):
-            if col != name:
-                continue
-            wanted = int if sql_type.is_integer else _PROBE_TYPES.get(sql_type.kind)
-            if wanted is not None and type(value) is wanted:
-                probes.append((i, value))
-    return probes
-
-
-def _literal_value(node: exp.Expression) -> object:
-    """The Python value of a plain literal (``5``, ``-5``, ``'x'``, ``TRUE``), else None."""
-    if isinstance(node, exp.Boolean):
-        return node.this
-    negative = isinstance(node, exp.Neg)
-    if negative:
-        node = node.this
-    if not isinstance(node, exp.Literal):
-        return None
-    if node.is_string:
-        return None if negative else node.this
-    try:
-        value = int(node.this)
-    except ValueError:
-        return None
-    return -value if negative else value
 
 
 def delete(db: Connection, stmt: exp.Delete) -> Cursor:
@@ -236,79 +186,21 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
     else:
         changed = [(row, w, [fn(row) for fn in sets])
                    for row, w in matching(db, table, stmt.args.get("where"))]
-    delta: Delta = {}
-    for i, (row, w, values) in enumerate(changed):
-        new = list(row)
-        for col, value, parameter in zip(targets, values, parameters, strict=True):
-            typ = table.columns[col][1]
-            try:
-                new[col] = coerce_value(assigned(value, typ, parameter), typ)
-            except (ValueError, EvaluationError) as exc:  # a value of the wrong type
-                raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: {exc}",
-                                  row, i) from None
-        delta[row] = delta.get(row, 0) - w
-        new_row = tuple(new)
-        delta[new_row] = delta.get(new_row, 0) + w
-    db._stage(table, {r: w for r, w in delta.items() if w})
+    delta = updated_rows(table, changed, targets, parameters)
+    db._stage(table, delta)
     return Cursor(rowcount=sum(w for _, w, _ in changed))
-
-
-#: the name the target table's rows take in DuckDB for :func:`matching_by_duckdb`, with
-#: the hidden column numbering them
-_TARGET, _ROW_ID = "upkeep_dml_target__", "upkeep_dml_row__"
 
 
 def matching_by_duckdb(db: Connection, table: Table, stmt: exp.Delete | exp.Update,
                        targets: list[int]) -> list[tuple[tuple, int, list]]:
-    """The table's rows (as staged) that a DELETE's or UPDATE's WHERE accepts, with their
-    multiplicities and the values its SET gives the columns ``targets`` (cast to their
-    types as DuckDB's UPDATE casts them), evaluated by DuckDB over the current contents:
-    a WHERE or SET with subqueries, correlated or not, reading any table or view (the target
-    too, as it is before the statement), as a ``SELECT`` in the same place reads them.
-    Each distinct row the WHERE may accept (:func:`candidates`: those holding the values
-    its ``col = literal`` conjuncts fix, through an index) is given to DuckDB once,
-    numbered, under the target's name or alias, so the rows found are the stored ones, not
-    copies read back; a subquery reading the target reads all of it."""
+    """The table's rows (as staged) that a DELETE's or UPDATE's WHERE with subqueries
+    accepts, and the values its SET gives ``targets``, evaluated by DuckDB over the current
+    contents (:func:`~upkeep.dml_rows.matches_by_duckdb`); the candidates are read through
+    :func:`candidates`, and a subquery reading the target reads all of it."""
     alias = stmt.this.alias_or_name.lower()
     staged = list(candidates(db, table, stmt.args.get("where"), alias).items())
-    query = exp.select(exp.column(_ROW_ID, table=alias)).from_(
-        exp.Table(this=exp.to_identifier(_TARGET), alias=exp.TableAlias(
-            this=exp.to_identifier(alias))))
-    given: dict[int, object] = {}  # SET position -> a bound parameter's Python value
-    for k, (col, assignment) in enumerate(zip(targets, stmt.expressions, strict=True)):
-        if is_parameter(assignment.expression):  # as given (see assigned), not DuckDB's
-            given[k] = constant(assignment.expression)
-        else:
-            query = query.select(exp.Cast(this=assignment.expression.copy(),
-                                          to=exp.DataType.build(table.columns[col][1].sql())))
-    where = stmt.args.get("where")
-    if where is not None:
-        query = query.where(where.this.copy())
-    ctes = stmt.args.get("with_")
-    if ctes is not None:  # WITH .. DELETE / UPDATE: the subqueries read its CTEs
-        query.set("with_", ctes.copy())
-    relations = relations_read(query) - {_TARGET}
-    for name in relations:
-        db._catalog.schema_of(name)
-    schema = table.columns + [(_ROW_ID, BIGINT)]
-    numbered = [row + (i,) for i, (row, _) in enumerate(staged)]
-
-    def contents_of(name: str) -> tuple[list, list[tuple]]:
-        return (schema, numbered) if name == _TARGET else db._catalog.contents_of(name)
-
-    try:
-        _, found = query_duckdb(query.sql(dialect="duckdb"), relations | {_TARGET},
-                                contents_of)
-    except (SchemaError, EvaluationError) as exc:  # said of the statement, not the rewrite
-        reason = str(exc).split("\n")[0].split(": ", 1)[-1]
-        raise type(exc)(f"{stmt.key.upper()} of {table.name}: DuckDB could not evaluate "
-                        f"it: {reason}") from None
-    changed = []
-    for hit in sorted(found):
-        computed = iter(hit[1:])
-        values = [given[k] if k in given else next(computed) for k in range(len(targets))]
-        changed.append((*staged[hit[0]], values))
-    return changed
+    return matches_by_duckdb(table, stmt, targets, staged, db._catalog.contents_of,
+                             db._catalog.schema_of)
 
 
 def select(db: Connection, stmt: exp.Expression) -> Cursor:

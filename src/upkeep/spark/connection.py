@@ -48,8 +48,9 @@ from sqlglot import exp
 from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
+from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
-from ..errors import ConstraintError, Error, EvaluationError, SchemaError, UnsupportedError
+from ..errors import ConstraintError, Error, SchemaError, UnsupportedError
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog, new_view_name, view_provenance
@@ -57,7 +58,6 @@ from ..planner import refuse_per_row_random
 from ..recursive.provenance import ORDERINGS
 from ..rows import iter_rows
 from ..sql import (
-    assigned,
     insert_rows,
     insert_target,
     is_parameter,
@@ -73,7 +73,7 @@ from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
-from .dml import committed_matches, predicate, where_sql
+from .dml import committed_rows, predicate, where_sql
 from .errors import query_error, spark_job_errors
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
@@ -237,11 +237,12 @@ class SparkConnection(Engine):
 
     # ------------------------------------------------------------ statements
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
-        """CREATE TABLE / CREATE VIEW / DROP, INSERT ... VALUES, and queries over views.
+        """CREATE TABLE / CREATE VIEW / DROP, INSERT, DELETE / UPDATE ... WHERE, queries.
 
-        DELETE / UPDATE ... WHERE find their rows in the tables' keyed state (with
-        ``state="keyed"``, :mod:`.dml`).  The driver holds no table contents: INSERT ...
-        SELECT and queries that read tables raise :class:`UnsupportedError`."""
+        With ``state="keyed"`` statements find the tables' rows in their keyed state
+        (:mod:`.dml`); queries over views alone read the views' driver copies.  With
+        shards the driver holds no table contents: statements and queries that read
+        tables raise :class:`UnsupportedError`."""
         if isinstance(stmt, exp.Insert):
             return self._insert_statement(stmt)
         if isinstance(stmt, (exp.Delete, exp.Update)):
@@ -271,7 +272,7 @@ class SparkConnection(Engine):
                 self._keep_timers()
             return Cursor()
         if is_query(stmt):
-            return self._query_views(stmt)
+            return self._select(stmt)
         raise unsupported(stmt, "spark")
 
     def _check_declaration(self, stmt: exp.Create) -> None:
@@ -323,76 +324,119 @@ class SparkConnection(Engine):
     def _modify(self, stmt: exp.Delete | exp.Update) -> Cursor:
         """DELETE / UPDATE ... WHERE: the matching rows found by a Spark job over the
         table's keyed state (plus rows staged earlier in the transaction), staged as one
-        change of this statement."""
+        change of this statement.  With a subquery in WHERE or SET, DuckDB evaluates the
+        statement on the driver over the rows its ``col = literal`` conjuncts leave and
+        the relations it reads (:mod:`upkeep.dml_rows`)."""
         self._check_open()
         verb = "DELETE" if isinstance(stmt, exp.Delete) else "UPDATE"
-        if self.state != "keyed":
-            raise UnsupportedError(
-                f"{verb} ... WHERE on the spark engine needs the tables' rows in Spark's "
-                f"keyed state: connect(engine='spark', state='keyed'); or use "
-                f"db.delete(table, rows) and db.insert(table, rows)")
+        self._need_keyed(f"{verb} ... WHERE",
+                         "or use db.delete(table, rows) and db.insert(table, rows)")
         refuse_per_row_random(stmt)
-        if reads_subquery(stmt):
-            raise UnsupportedError(
-                f"{verb} with a subquery on the spark engine: its WHERE and SET are "
-                f"evaluated row by row on the executors; compute the values with a query "
-                f"first and pass them as parameters")
         table = self._catalog.table(stmt.this.name)
         columns = self._catalog.schema_of(table.name)
-        condition = where_sql(stmt)
-        test = predicate(table.name, columns, condition)  # errors before any Spark job
-        compiler = ExpressionCompiler(table_scope(table.name, columns))
-        sets = [(table.column_index(a.this.name.lower()), compiler.compile(a.expression).fn,
-                 is_parameter(a.expression))
-                for a in (stmt.expressions if verb == "UPDATE" else [])]
+        assignments = stmt.expressions if verb == "UPDATE" else []
+        targets = [table.column_index(a.this.name.lower()) for a in assignments]
+        parameters = [is_parameter(a.expression) for a in assignments]
+        by_duckdb = reads_subquery(stmt)
+        reads: dict[str, str | None] = {}  # table -> the WHERE its rows are read through
+        if by_duckdb:
+            alias = stmt.this.alias_or_name.lower()
+            where = stmt.args.get("where")
+            fixed = [] if where is None else fixed_columns(table, where.this, alias)
+            others = relations_read(stmt) - {table.name}
+            if any(t.name.lower() == table.name for select in stmt.find_all(exp.Select)
+                   for t in select.find_all(exp.Table)):
+                others.add(table.name)  # a subquery reads the whole target
+            elif fixed:
+                reads[table.name] = exp.and_(*(
+                    exp.EQ(this=exp.column(columns[i][0], quoted=True),
+                           expression=exp.convert(value)) for i, value in fixed)).sql("duckdb")
+            for name in others:
+                self.schema_of(name)
+            reads.update(dict.fromkeys(others & set(self._catalog.tables)))
+            reads.setdefault(table.name, None)
+        else:
+            reads[table.name] = where_sql(stmt)
+            predicate(table.name, columns, reads[table.name])  # errors before any Spark job
+            compiler = ExpressionCompiler(table_scope(table.name, columns))
+            sets = [compiler.compile(a.expression).fn for a in assignments]
         with self._writes:  # the rows read are the rows changed
             self.expire()
-            self._sync()
-            checkpoint = self._checkpoint()
-            hits: Counter = Counter()
-            if any((checkpoint / "commits").glob("[0-9]*")):
-                step = self._plan_now().keyed.tables.index(table.name)
-                with spark_job_errors():
-                    hits = committed_matches(self.spark, str(checkpoint), step, table.name,
-                                             columns, condition)
-            for name, row, weight in self._pending or []:
-                if name == table.name and test(row) is True:
-                    hits[row] += weight
-            delta: Counter = Counter()
-            for i, (row, w) in enumerate((r, w) for r, w in hits.items() if w > 0):
-                delta[row] -= w
-                if sets:
-                    new = list(row)
-                    for col, fn, parameter in sets:
-                        typ = columns[col][1]
-                        try:
-                            new[col] = coerce_value(assigned(fn(row), typ, parameter), typ)
-                        except (ValueError, EvaluationError) as exc:  # a wrong type
-                            raise SchemaError(f"UPDATE of row {format_row(row)} in {table.name}: "
-                                              f"{exc}", row, i) from None
-                    table.check_not_null(tuple(new))
-                    delta[tuple(new)] += w
+            read = self._table_rows(reads)
+            candidates = [(r, w) for r, w in read[table.name].items() if w > 0]
+            if by_duckdb:
+                changed = matches_by_duckdb(table, stmt, targets, candidates,
+                                            self._relations(read), self.schema_of)
+            else:
+                changed = [(r, w, [fn(r) for fn in sets]) for r, w in candidates]
+            if verb == "UPDATE":
+                delta = updated_rows(table, changed, targets, parameters)
+            else:
+                delta = {r: -w for r, w, _ in changed}
+            for row, w in delta.items():
+                if w > 0:
+                    table.check_not_null(row)
             staged = [(table.name, row, 1 if w > 0 else -1)
                       for row, w in delta.items() for _ in range(abs(w))]
             if self._pending is not None:
                 self._stage(table, staged)
             elif staged:  # read and written under one hold of the query: no lost update
                 self._commit_now([staged])
-        return Cursor(rowcount=sum(w for w in hits.values() if w > 0))
+        return Cursor(rowcount=sum(w for _, w, _ in changed))
 
-    def _query_views(self, stmt: exp.Expression) -> Cursor:
-        """A query over views only, evaluated by DuckDB over the driver's copies."""
+    def _need_keyed(self, what: str, otherwise: str) -> None:
+        """Refuse ``what``, which reads tables' rows, unless they are in keyed state."""
+        if self.state != "keyed":
+            raise UnsupportedError(
+                f"{what} on the spark engine needs the tables' rows in Spark's keyed state: "
+                f"connect(engine='spark', state='keyed'); {otherwise}")
+
+    def _table_rows(self, reads: dict[str, str | None]) -> dict[str, Counter]:
+        """The rows of each table of ``reads`` that satisfy its WHERE (None: all), with
+        counts: the committed ones by one Spark job over the tables' keyed state, plus
+        what the calling thread's transaction staged.  Called holding ``_writes``, after
+        every committed change file is processed."""
+        self._sync()
+        columns = {name: self._catalog.schema_of(name) for name in reads}
+        found = {name: Counter() for name in reads}
+        checkpoint = self._checkpoint()
+        if any((checkpoint / "commits").glob("[0-9]*")):
+            tables = self._plan_now().keyed.tables
+            with spark_job_errors():
+                found = committed_rows(self.spark, str(checkpoint), {
+                    tables.index(name): (name, columns[name], where)
+                    for name, where in reads.items()})
+        tests = {name: predicate(name, columns[name], where) for name, where in reads.items()}
+        for name, row, weight in self._pending or []:
+            if name in reads and tests[name](row) is True:
+                found[name][row] += weight
+        return found
+
+    def _relations(self, tables: dict[str, Counter]
+                  ) -> Callable[[str], tuple[list, list[tuple]]]:
+        """``name -> (columns, rows)`` for DuckDB: tables from ``tables`` (as
+        :meth:`_table_rows` read them), views from the driver's copies as last committed."""
+        def contents(name: str) -> tuple[list, list[tuple]]:
+            if name in tables:
+                return self._catalog.schema_of(name), list(tables[name].elements())
+            return self.schema_of(name), self._read(name, lambda copy: list(copy.elements()))
+        return contents
+
+    def _select(self, stmt: exp.Expression) -> Cursor:
+        """A query evaluated by DuckDB on the driver: over the views' copies, and over the
+        tables it reads, read from their keyed state by a Spark job."""
+        self._check_open()
         relations = relations_read(stmt)
         for name in relations:
             self.schema_of(name)
-            if name in self._catalog.tables:
-                raise UnsupportedError(f"a query reading table {name} on the spark engine: the "
-                                       f"driver holds views' rows, not tables'")
-
-        def contents(name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
-            return self.schema_of(name), self._read(name, lambda rows: list(rows.elements()))
-
-        columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents)
+        tables = dict.fromkeys(name for name in relations if name in self._catalog.tables)
+        if tables:
+            self._need_keyed(f"a query reading table {min(tables)}",
+                             "the driver holds views' rows, not tables'")
+        with self._writes:  # every table read at the same committed micro-batch
+            self.expire()
+            contents = self._relations(self._table_rows(tables) if tables else {})
+            columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents)
         return Cursor(columns, rows)
 
     # ------------------------------------------------------------ catalog
@@ -594,11 +638,10 @@ class SparkConnection(Engine):
         return len(staged)
 
     def _insert_statement(self, stmt: exp.Insert) -> Cursor:
-        if not isinstance(stmt.expression, exp.Values):
-            raise UnsupportedError("INSERT ... SELECT on the spark engine (the driver does not "
-                                   "hold table contents); use INSERT ... VALUES")
+        """INSERT ... VALUES, or INSERT ... SELECT with the query evaluated as
+        :meth:`_select` evaluates it (tables as the transaction sees them)."""
         table = self._catalog.table(insert_target(stmt))
-        rows = insert_rows(stmt, table.columns, lambda query: [])
+        rows = insert_rows(stmt, table.columns, lambda query: self._select(query).fetchall())
         return Cursor(rowcount=self.insert(table.name, rows))
 
     def in_transaction(self) -> bool:

@@ -6,6 +6,8 @@ reads the last committed micro-batch's state; executors evaluate the WHERE with 
 engine's expression compiler) and stages them as deletes (and, for UPDATE, the new rows as
 inserts) in the connection's batch: the statement commits as one micro-batch, or with its
 transaction.  Rows staged earlier in the same transaction are matched on the driver.
+Statements that read tables beyond their own rows (subqueries, ``INSERT ... SELECT``,
+queries) read them here too, whole, for DuckDB on the driver (:mod:`upkeep.dml_rows`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from ..sql import parse_one
 from ..types import SqlType
 from .errors import BatchRejected
 
-MATCH_SCHEMA = "row binary, weight long"
+MATCH_SCHEMA = "step long, row binary, weight long"
+
+#: table step -> (its table, the table's columns, the WHERE its rows are read through)
+Reads = dict[int, tuple[str, list[tuple[str, SqlType]], str | None]]
 
 
 def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | None):
@@ -38,36 +43,37 @@ def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | No
     return ExpressionCompiler(table_scope(name, columns)).compile(where).fn
 
 
-def _matches(name: str, columns: list, where_sql: str | None,
-             frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """A table step's map entries (each key's rows with counts, pickled) as the rows
-    that satisfy the WHERE."""
-    test = predicate(name, columns, where_sql)
+def _matches(reads: Reads, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Table steps' map entries (each key's rows with counts, pickled) as the rows that
+    satisfy their table's WHERE."""
+    tests = {step: predicate(*read) for step, read in reads.items()}
     for frame in frames:
         try:
-            keep = [(r, n) for value in frame["value"] for r, n in pickle.loads(value).items()
-                    if test(pickle.loads(r)) is True]
+            keep = [(step, r, n) for step, value in zip(frame["step"], frame["value"],
+                                                        strict=True)
+                    for r, n in pickle.loads(value).items()
+                    if tests[step](pickle.loads(r)) is True]
         except Error as exc:  # a row the WHERE cannot evaluate: the local engine's error
             raise BatchRejected(exc.to_record()) from None
-        yield pd.DataFrame(keep, columns=["row", "weight"])
+        yield pd.DataFrame(keep, columns=["step", "row", "weight"])
 
 
-def committed_matches(spark: SparkSession, checkpoint: str, step: int, name: str,
-                      columns: list[tuple[str, SqlType]], where_sql: str | None
-                      ) -> Counter:
-    """The committed rows of table step ``step`` that satisfy the WHERE, with counts."""
+def committed_rows(spark: SparkSession, checkpoint: str, reads: Reads) -> dict[str, Counter]:
+    """The committed rows of each table step of ``reads`` that satisfy its WHERE, with
+    counts, by table: one Spark job over the last committed micro-batch's state."""
     metadata = spark.read.format("state-metadata").load(checkpoint).collect()
-    found: Counter = Counter()
+    found: dict[str, Counter] = {name: Counter() for name, _, _ in reads.values()}
     for operator in metadata:
         if not _keeps_tables(operator.operatorProperties):
             continue  # the shards' log, when some views run in shards
         state = (spark.read.format("statestore").option("operatorId", operator.operatorId)
                  .option("stateVarName", "values").load(checkpoint)
-                 .where(F.col("key.step") == step)
-                 .select(F.col("user_map_value.value").alias("value")))
-        hits = state.mapInPandas(partial(_matches, name, columns, where_sql), MATCH_SCHEMA)
+                 .where(F.col("key.step").isin(list(reads)))
+                 .select(F.col("key.step").alias("step"),
+                         F.col("user_map_value.value").alias("value")))
+        hits = state.mapInPandas(partial(_matches, reads), MATCH_SCHEMA)
         for r in hits.collect():
-            found[pickle.loads(r.row)] += int(r.weight)
+            found[reads[int(r.step)][0]][pickle.loads(r.row)] += int(r.weight)
     return found
 
 
