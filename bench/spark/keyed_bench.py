@@ -190,7 +190,7 @@ def main() -> None:
     command = "python -m bench.spark.keyed_bench " + " ".join(sys.argv[1:])
     results = []
     for scale in [float(s) for s in args.scales.split(",")]:
-        generate(scale)
+        generate(scale, TABLES)
         for view, system, master in [(v, s, m) for v in args.views.split(",")
                                      for s in args.systems.split(",")
                                      for m in args.masters.split(";")]:
