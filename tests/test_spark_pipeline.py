@@ -200,17 +200,46 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
         SparkPipelineRunner(resharded, spark=spark).run()
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "parquet", "parquet-deltas"])
-def test_a_sink_added_after_a_run_is_refused(spark, tmp_path, kind) -> None:
-    """A sink new to a pipeline that has run would hold only the later batches' deltas
-    (the view's rows so far never reach the driver): refused, naming the way to fill it."""
+def test_a_sink_added_after_a_run_is_refused_with_shards(spark, tmp_path) -> None:
+    """With views in shards a sink new to a pipeline that has run would hold only the
+    later batches' deltas (the tables' rows are in the shards, which the driver cannot
+    read): refused, naming the ways to fill it."""
     stream = Stream(seed=5).generate(60)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
-    others = tuple(k for k in ("jsonl", "parquet-deltas") if k != kind)
-    assert SparkPipelineRunner(load_config(spark_pipeline(tmp_path, others)), spark=spark).run()
-    config = load_config(spark_pipeline(tmp_path, (*others, kind)))
-    with pytest.raises(PipelineError, match="new sink of a pipeline that has already run"):
+    assert SparkPipelineRunner(load_config(spark_pipeline(tmp_path, ("jsonl",))),
+                               spark=spark).run()
+    config = load_config(spark_pipeline(tmp_path, ("jsonl", "parquet")))
+    with pytest.raises(PipelineError, match=r"new sink of a pipeline that has already run.*"
+                                            r"state = \"keyed\" fills"):
         SparkPipelineRunner(config, spark=spark).run()
+
+
+def test_a_sink_added_to_a_keyed_pipeline_starts_from_its_views_rows(spark, tmp_path) -> None:
+    """In keyed state a sink new to a pipeline that has run is filled with its view's rows
+    as of the last committed micro-batch (read from the tables' keyed state), as a local
+    sink is at start, then takes the later batches: each kind ends equal to the model."""
+    stream = Stream(seed=6).generate(240)
+    records = stream.records
+    WRITERS["jsonl"](tmp_path / "changes", records[:120], files=2)
+    keyed = SPARK.replace("files_per_batch = 1", 'state = "keyed"')
+
+    def config(kinds: tuple[str, ...]):
+        return load_config(write_pipeline(tmp_path, state_dir="state", extra=keyed,
+                                          sinks={view: list(kinds) for view in VIEW_KINDS}))
+
+    assert SparkPipelineRunner(config(("parquet-deltas",)), spark=spark).run()
+    # every kind is filled as of the same batch: the run below adds no change file first
+    assert SparkPipelineRunner(config(ALL_SINKS), spark=spark).run() == 0
+    expected = expected_views(model_of(records[:120]))
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
+    WRITERS["jsonl"](tmp_path / "changes", records[120:], files=2, first=3)
+    assert SparkPipelineRunner(config(ALL_SINKS), spark=spark).run() >= 1
+    expected = expected_views(model_of(records))
+    for view, sinks in sink_views(tmp_path).items():
+        for kind, rows in sinks.items():
+            assert rows == expected[view], (view, kind)
 
 
 def test_a_hugeint_spark_cannot_hold_stops_the_run(spark, tmp_path, capsys) -> None:

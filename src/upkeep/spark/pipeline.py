@@ -30,6 +30,7 @@ from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
 from .codec import decode_deltas
+from .dml import committed_rows
 from .errors import query_error
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
@@ -98,7 +99,9 @@ class SparkPipelineRunner:
                 if not tick.exists():
                     tick.write_text("start\n")  # not empty: Spark skips empty files
             order_by_name(self.config.source.path)
-            sinks = [open_sink(s, self.catalog, committed, spark) for s in self.config.sinks]
+            fill = self._rows_so_far(spark, checkpoint, plan) if plan.keyed else None
+            sinks = [open_sink(s, self.catalog, committed, spark, fill)
+                     for s in self.config.sinks]
             rates = [RateSource(**r) for r in self.config.spark_rates]
             deltas = delta_stream(spark, plan, str(self.config.source.path),
                                   max_files_per_trigger=self.config.spark_files_per_batch,
@@ -193,6 +196,27 @@ class SparkPipelineRunner:
             entry = json.loads(line)
             self.console.print(f"batch {batch_id}: {verb} {entry['_source']}: {entry['_error']}",
                                highlight=False, markup=False)
+
+    def _rows_so_far(self, spark, checkpoint: Path, plan) -> Callable[[str], list[tuple]]:
+        """``view -> its rows`` after the last committed micro-batch, for a sink new to a
+        run that has committed some: the tables' rows read from their keyed state by one
+        Spark job (on first use, through the driver) into a local database of the
+        pipeline's schema, whose views the local engine then computes."""
+        local: list[Connection] = []
+
+        def rows(view: str) -> list[tuple]:
+            if not local:
+                db = Connection()
+                ensure_schema(db, self.config)
+                tables = plan.keyed.tables
+                found = committed_rows(spark, str(checkpoint), {
+                    i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
+                with db.transaction():
+                    for name, counted in found.items():
+                        db.insert(name, list(counted.elements()))
+                local.append(db)
+            return local[0].view(view).rows()
+        return rows
 
 
 def order_by_name(directory: Path) -> None:

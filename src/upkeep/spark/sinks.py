@@ -22,7 +22,8 @@ A micro-batch's directory is written under a hidden name and renamed into place,
 reader never sees half of one; a micro-batch Spark replays replaces its own directory, and
 at start directories of batches the checkpoint never committed are removed: each batch is
 there exactly once.  A run with a fresh checkpoint starts every sink afresh, as the local
-sinks overwrite their files.
+sinks overwrite their files; a sink new to a run that has committed micro-batches starts
+from its view's rows, read from the tables' keyed state (:func:`starts_late`).
 ``terminal`` prints deltas from the driver (at least once; display only).
 """
 
@@ -112,16 +113,33 @@ def remove_uncommitted(directory: Path, committed: int) -> None:
         _remove(partial)
 
 
-def refuse_late_start(config: SinkConfig, committed: int) -> None:
-    """A sink that starts after its pipeline has run is refused: its view's rows so far
-    never pass through the driver, so it could only hold the later batches' deltas (on one
-    machine the sink is filled from the view's rows; here a fresh ``state_dir`` replays
-    every change into every sink)."""
-    if committed >= 0:
+#: a view's rows (duplicates repeated) after the last committed micro-batch, read from the
+#: tables' keyed state (:meth:`upkeep.spark.pipeline.SparkPipelineRunner.run`); None where
+#: the tables live in shards, which the driver cannot read
+Fill = Callable[[str], list[tuple]] | None
+
+
+def starts_late(config: SinkConfig, committed: int, fill: Fill) -> bool:
+    """Whether a sink with nothing at its path joins a pipeline that has already run (its
+    checkpoint committed micro-batch ``committed``): it is then filled with its view's rows
+    as of that batch, as a local sink is at start, when ``fill`` can read them; with shards
+    it is refused, since it could only hold the later batches' deltas."""
+    if committed < 0:
+        return False
+    if fill is None:
         raise PipelineError(
             f"{config.label}: a new sink of a pipeline that has already run (its checkpoint "
-            f"has committed micro-batch {committed}); on the spark engine a sink starts with "
-            "its pipeline: run with a fresh state_dir to fill every sink from all the changes")
+            f"has committed micro-batch {committed}); with views in shards a sink starts "
+            "with its pipeline ([spark] state = \"keyed\" fills a new one from the tables' "
+            "keyed state): run with a fresh state_dir to fill every sink from all the changes")
+    return True
+
+
+def _counted(rows: list[tuple]) -> Changes:
+    counts: dict[tuple, int] = {}
+    for row in rows:
+        counts[row] = counts.get(row, 0) + 1
+    return list(counts.items())
 
 
 def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> None:
@@ -134,6 +152,12 @@ def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> No
     if final.exists() or final.is_symlink():
         _remove(final)
     os.replace(partial, final)
+
+
+def _write_file(directory: str, name: str, write: Callable[[str], object]) -> None:
+    """A batch directory of one file written by the driver (a late sink's fill)."""
+    Path(directory).mkdir(parents=True)
+    write(str(Path(directory) / name))
 
 
 class ExecutorSink(Sink):
@@ -169,13 +193,20 @@ class ExecutorSink(Sink):
 class ParquetDeltas(ExecutorSink):
     """``<path>/batch=<id>/``: each micro-batch's net delta as Parquet."""
 
-    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
+                 fill: Fill = None):
         super().__init__(config, catalog)
         check_columns(self.columns, config.label)
-        if not self.path.exists():
-            refuse_late_start(config, committed)
+        late = not self.path.exists() and starts_late(config, committed, fill)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
+        if late:  # the view's rows so far, as the delta of the last committed batch
+            changes = _counted(fill(self.view))
+            if changes:
+                table = to_arrow(self.columns, [r for r, _ in changes],
+                                 {"weight": [w for _, w in changes]})
+                write_batch(self.path, committed, lambda p: _write_file(
+                    p, "part-fill.parquet", lambda f: pq.write_table(table, f)))
 
     def write(self, frame: DataFrame, batch: int) -> None:
         write_batch(self.path, batch, self.net(frame).write.mode("overwrite").parquet)
@@ -185,12 +216,18 @@ class JsonlBatches(ExecutorSink):
     """``<path>/batch=<id>/part-*.txt``: each micro-batch's delta lines, encoded on the
     executors by the local sink's own code (:func:`~upkeep.io.sinks.jsonl.delta_lines`)."""
 
-    def __init__(self, config: SinkConfig, catalog: Connection, committed: int):
+    def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
+                 fill: Fill = None):
         super().__init__(config, catalog)
-        if not self.path.exists():
-            refuse_late_start(config, committed)
+        late = not self.path.exists() and starts_late(config, committed, fill)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
+        if late:  # the view's rows so far, as the lines of the last committed batch
+            lines = delta_lines([n for n, _ in self.columns], _counted(fill(self.view)),
+                                committed)
+            if lines:
+                write_batch(self.path, committed, lambda p: _write_file(
+                    p, "part-fill.txt", lambda f: Path(f).write_text("".join(lines))))
 
     def write(self, frame: DataFrame, batch: int) -> None:
         names = [n for n, _ in self.columns]
@@ -217,14 +254,13 @@ class ParquetSnapshot(ExecutorSink):
     (``<path>.snapshots/pending/batch=<id>/``) after every ``every`` batches and at close."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 spark: SparkSession):
+                 spark: SparkSession, fill: Fill = None):
         super().__init__(config, catalog)
         if self.path.is_dir() and not self.path.is_symlink():
             raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
                                 f"engine the parquet sink keeps a link to its latest snapshot "
                                 f"there (move the directory away or choose another path)")
-        if not self.path.is_symlink():
-            refuse_late_start(config, committed)
+        late = not self.path.is_symlink() and starts_late(config, committed, fill)
         self.spark = spark
         self.every = int(config.options.get("every") or 1)
         self.store = self.path.with_name(self.path.name + ".snapshots")
@@ -233,11 +269,13 @@ class ParquetSnapshot(ExecutorSink):
         # The snapshot may include a batch the checkpoint has not committed (written, then
         # killed before Spark's commit): Spark replays that batch with the same deltas,
         # which write() then skips.  A snapshot further ahead, or any snapshot when the
-        # checkpoint has committed nothing, is another run's: start from no rows.
+        # checkpoint has committed nothing, is another run's: start from no rows.  A sink
+        # new to a run that has committed batches starts from its view's rows.
         self.included = batch_id(Path(os.readlink(self.path))) if self.path.is_symlink() else None
-        if self.included is None or committed < 0 or self.included > committed + 1:
-            self.included = -1
-            self._publish(self._empty(), -1)
+        if late:  # the view's rows so far, as the snapshot of the last committed batch
+            self._publish(self._first(fill(self.view), committed), committed)
+        elif self.included is None or committed < 0 or self.included > committed + 1:
+            self._publish(self._first([], -1), -1)
         for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
             if batch_id(stray) != self.included:
                 _remove(stray)
@@ -248,13 +286,14 @@ class ParquetSnapshot(ExecutorSink):
         for b in {batch_id(p) for p in self.pending_dir.glob("batch=*")} - set(self.pending):
             _remove(self.pending_dir / f"batch={b}")  # merged already
 
-    def _empty(self) -> Path:
-        """The first snapshot, of no rows, written with the view's Arrow types."""
-        directory = self.store / "batch=-1"
+    def _first(self, rows: list[tuple], batch: int) -> Path:
+        """The first snapshot, of ``rows`` as of micro-batch ``batch`` (a new run: none, as
+        of -1), written with the view's Arrow types."""
+        directory = self.store / f"batch={batch}"
         if directory.exists() or directory.is_symlink():
             _remove(directory)
         directory.mkdir(parents=True)
-        pq.write_table(to_arrow(self.columns, []), directory / "part-0.parquet")
+        pq.write_table(to_arrow(self.columns, rows), directory / "part-0.parquet")
         return directory
 
     def _publish(self, directory: Path, batch: int) -> None:
@@ -312,16 +351,17 @@ class ParquetSnapshot(ExecutorSink):
 
 
 def open_sink(config: SinkConfig, catalog: Connection, committed: int,
-              spark: SparkSession) -> Sink:
+              spark: SparkSession, fill: Fill = None) -> Sink:
     """The Spark pipeline's sink for ``config``; ``committed`` is the checkpoint's last
-    committed micro-batch (-1 if none)."""
+    committed micro-batch (-1 if none); ``fill`` fills a sink new to a pipeline that has
+    run (:func:`starts_late`)."""
     try:
         if config.type == "parquet-deltas":
-            return ParquetDeltas(config, catalog, committed)
+            return ParquetDeltas(config, catalog, committed, fill)
         if config.type == "parquet":
-            return ParquetSnapshot(config, catalog, committed, spark)
+            return ParquetSnapshot(config, catalog, committed, spark, fill)
         if config.type == "jsonl":
-            return JsonlBatches(config, catalog, committed)
+            return JsonlBatches(config, catalog, committed, fill)
     except OSError as exc:
         raise PipelineError(f"{config.label}: cannot prepare {exc.filename or config.label}: "
                             f"{exc.strerror or exc}") from None
