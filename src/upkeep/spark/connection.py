@@ -27,7 +27,6 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -79,14 +78,13 @@ from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
 from .keyed import bulk_build
 from .paths import glob_characters
-from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
+from .processor import CHANGE_FILE, DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
 from .query import delta_stream, keyed_load_records, make_plan
 from .session import spark_session
 
 T = TypeVar("T")
 STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
 # a commit's change file: its sequence number (the batch it commits) and commit time
-CHANGE_FILE = re.compile(r"changes-(?P<seq>\d+)-t(?P<at>.+)\.jsonl")
 
 
 def open_spark(database: str | os.PathLike | None = ":memory:", *,
@@ -286,6 +284,8 @@ class SparkConnection(Engine):
         mine = {"columns": [[n, t.sql()] for n, t in table.columns],
                 "not_null": sorted(table.not_null), "key": list(table.key or ())}
         saved = self._declarations().get(table.name)
+        if saved is not None:
+            saved = {k: v for k, v in saved.items() if k != "since"}
         if saved is not None and saved != mine:
             def spelled(d: dict) -> str:
                 return ", ".join(f"{n} {t}" for n, t in d["columns"]) + (
@@ -295,8 +295,13 @@ class SparkConnection(Engine):
                               f"{self.directory}, whose change files hold its rows by "
                               f"position; declare it the same way, or DROP TABLE it first "
                               f"(now: {spelled(mine)})")
-        if saved is None:
-            self._declare(table.name, mine)
+        if saved is None:  # its rows are in the change files from the next one on
+            self._declare(table.name, {**mine, "since": self.batches + 1})
+
+    def _since(self) -> dict[str, int]:
+        """Per declared table, the first change file that may hold its rows: the files
+        before it hold a dropped table's of the same name (``QueryPlan.since``)."""
+        return {name: d.get("since", 0) for name, d in self._declarations().items()}
 
     def _declarations(self) -> dict:
         path = self.directory / "tables.json"
@@ -605,7 +610,8 @@ class SparkConnection(Engine):
             keyed = self.state == "keyed"
             self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
                                           keyed=keyed,
-                                          loaded_rows=self._loaded_rows() if keyed else 0)
+                                          loaded_rows=self._loaded_rows() if keyed else 0,
+                                          since=self._since())
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)
                                for g in plan.groups if g.fixpoint is not None}
@@ -752,9 +758,10 @@ class SparkConnection(Engine):
         expiry's deletes replay as hand deletes, which skip the same timers)."""
         expiry = Expiry(ttl)
         schema = self._catalog.schema_of(table)
+        first = self._since().get(table, 0)
         for path in sorted(self.changes.glob("changes-*.jsonl")):
             named = CHANGE_FILE.fullmatch(path.name)
-            if named is None:
+            if named is None or int(named["seq"]) < first:
                 continue
             staged = []
             for line in path.read_text().splitlines():

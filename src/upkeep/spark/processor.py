@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -49,6 +50,9 @@ from .worker_heap import freeze_worker_heap
 ROUTED_SCHEMA = "grp string, shard int, file string, payload binary"
 DEAD = "__dead__"  # the key that carries records rejected while decoding
 DEAD_LETTER_VIEW = "__dead_letter__"  # output rows that are rejected records, not deltas
+#: an embedded database's change file (``upkeep.spark.connection``): its sequence number
+#: and commit time
+CHANGE_FILE = re.compile(r"changes-(?P<seq>\d+)-t(?P<at>.+)\.jsonl")
 TICK_SUFFIX = ".tick"  # a change file with no records that makes every shard report in
 CHUNK_ROWS = 50_000
 COMPACT_FACTOR = 4
@@ -65,6 +69,17 @@ class QueryPlan:
     on_error: str = "stop"
     keyed: KeyedLayout | None = None  # views kept in Spark's keyed state (:mod:`.keyed`)
     unkeyed: dict[str, str] = field(default_factory=dict)  # with keyed state: why not
+    #: table -> the first embedded change file (:data:`CHANGE_FILE`) that may hold its rows:
+    #: a table dropped and created again ignores the rows earlier files give its name
+    since: dict[str, int] = field(default_factory=dict)
+
+    def stale_tables(self, name: str) -> frozenset[str]:
+        """The tables whose records in change file ``name`` belong to a dropped table."""
+        named = CHANGE_FILE.fullmatch(name)
+        if named is None or not self.since:
+            return frozenset()
+        seq = int(named["seq"])
+        return frozenset(t for t, first in self.since.items() if seq < first)
 
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
@@ -117,16 +132,20 @@ def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.
         yield pd.DataFrame(out, columns=["grp", "shard", "file", "payload"])
 
 
-def _file_records(name: str, content: bytes) -> Iterator:
+def _file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
     """A change file's records, read by the local pipeline's reader for its format (none
-    for a file of another kind)."""
+    for a file of another kind), but for those of a table dropped since the file was
+    written (:meth:`QueryPlan.stale_tables`)."""
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
         return
+    stale = plan.stale_tables(name)
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / name
         local.write_bytes(content)
-        yield from READERS[fmt](local, name).read(final=True)
+        for record in READERS[fmt](local, name).read(final=True):
+            if not (stale and isinstance(record.table, str) and record.table.lower() in stale):
+                yield record
 
 
 def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, tuple, int]]:
@@ -134,7 +153,7 @@ def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, t
     pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
     applier = _applier(plan)
     out = []
-    for record in _file_records(name, content):
+    for record in _file_records(plan, name, content):
         try:
             change = applier.prepare(record)
         except BadRecord as exc:
@@ -149,7 +168,7 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
     if EXTENSIONS.get(Path(name).suffix.lower()) is None:
         return []
     buckets: dict[tuple[str, int], tuple[list, list, list]] = {}
-    for record in _file_records(name, content):
+    for record in _file_records(plan, name, content):
         try:
             change = applier.prepare(record)
         except BadRecord as exc:
