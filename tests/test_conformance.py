@@ -31,7 +31,7 @@ ENGINES = ["local", "spark"]
 # What an engine answers with UnsupportedError, by contract member.
 UNSUPPORTED = {
     "local": set(),
-    "spark": {"why", "counters", "metadata-commit"},
+    "spark": {"why", "counters"},
 }
 
 TABLES = """
@@ -235,17 +235,23 @@ def test_why_on_a_recursive_view(engine) -> None:
 
 
 def test_metadata_commits_with_the_batch(engine) -> None:
+    """Metadata commits with its batch (also alone, with no change), stays through batches
+    without any, and a rejected transaction's is not kept."""
     db = engine
-    if "metadata-commit" in UNSUPPORTED[db.kind]:
-        with pytest.raises(UnsupportedError):
-            with db.transaction(metadata={"offset": 7}):
-                db.insert("orders", [(9, 9, Decimal("1.00"))])
-        assert db.view("cheap").rows() == [] and db.metadata() == {}
-        return
     with db.transaction(metadata={"offset": 7}):
         db.insert("orders", [(9, 9, Decimal("1.00"))])
     assert db.metadata() == {"offset": 7}
     assert db.view("cheap").rows() == [(9, 9)]
+    db.insert("orders", [(10, 9, Decimal("2.00"))])
+    assert db.metadata() == {"offset": 7}
+    with pytest.raises(ConstraintError):
+        with db.transaction(metadata={"offset": 8}):
+            db.delete("orders", [(77, 1, Decimal("1.00"))])
+    assert db.metadata() == {"offset": 7}
+    with db.transaction(metadata={"offset": 9, "source": ["a", "b"]}):
+        pass
+    assert db.metadata() == {"offset": 9, "source": ["a", "b"]}
+    assert sorted(db.view("cheap").rows()) == [(9, 9), (10, 9)]
 
 
 # ---------------------------------------------------------------- errors

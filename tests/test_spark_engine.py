@@ -260,3 +260,26 @@ def test_a_database_directory_with_glob_characters_is_refused(spark, tmp_path) -
     with pytest.raises(upkeep.UnsupportedError, match=r"holding '\{\}\[\]'.*db\{a,b\}\[1\]"):
         upkeep.connect(engine="spark", spark=spark, shards=2, database=path)
     assert not path.exists()
+
+
+def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:
+    """A transaction's metadata is the first line of its change file: it commits with the
+    batch and survives a reopen (the newest change file carrying some); metadata JSON
+    cannot hold is a SchemaError, and nothing of that transaction commits."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.create_view("v", "SELECT a FROM t")
+    with db.transaction(metadata={"offset": 3, "topic": "t"}):
+        db.insert("t", [(1,)])
+    db.insert("t", [(2,)])
+    with pytest.raises(upkeep.SchemaError, match="JSON"):
+        with db.transaction(metadata={"at": object()}):
+            db.insert("t", [(5,)])
+    assert db.metadata() == {"offset": 3, "topic": "t"}
+    db.close()
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    again.execute("CREATE TABLE t (a INTEGER)")
+    again.create_view("v", "SELECT a FROM t")
+    assert again.metadata() == {"offset": 3, "topic": "t"}
+    assert sorted(again.view("v").rows()) == [(1,), (2,)]
+    again.close()

@@ -22,6 +22,7 @@ seconds to wait for more, default 0).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import itertools
@@ -78,11 +79,20 @@ from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
 from .keyed import bulk_build
 from .paths import glob_characters
-from .processor import CHANGE_FILE, DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan
+from .processor import (
+    CHANGE_FILE,
+    DEAD_LETTER_VIEW,
+    TICK_SUFFIX,
+    QueryPlan,
+    metadata_in,
+    metadata_line,
+)
 from .query import delta_stream, keyed_load_records, make_plan
 from .session import spark_session
 
 T = TypeVar("T")
+#: what one statement or transaction commits: its changes, and its metadata line or None
+Unit = tuple[list[tuple[str, tuple, int]], str | None]
 STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
 # a commit's change file: its sequence number (the batch it commits) and commit time
 
@@ -201,9 +211,21 @@ class SparkConnection(Engine):
         self._baseline: dict[str, Counter] | None = None
         self._journal: Callable[[int, dict], Callable[[], None]] | None = None
         self._journaled = self.batches  # the last batch the journal was called for
+        self._metadata = self._last_metadata()
         self._lock = threading.Lock()  # the driver's copies of the views
         self._writes = threading.RLock()  # the streaming query: one user of it at a time
         self._group = GroupCommit(self._commit_group, commit_window)
+
+    def _last_metadata(self) -> dict:
+        """The metadata of the newest change file that carries some ({} if none)."""
+        files = [(int(m["seq"]), p) for p in self.changes.glob("changes-*.jsonl")
+                 if (m := CHANGE_FILE.fullmatch(p.name))]
+        for _, path in sorted(files, reverse=True):
+            with path.open("rb") as f:
+                found = metadata_in(f.readline().decode("utf-8", "replace"))
+            if found is not None:
+                return found
+        return {}
 
     @property
     def _pending(self) -> list[tuple[str, tuple, int]] | None:
@@ -386,7 +408,7 @@ class SparkConnection(Engine):
             if self._pending is not None:
                 self._stage(table, staged)
             elif staged:  # read and written under one hold of the query: no lost update
-                self._commit_now([staged])
+                self._commit_now([(staged, None)])
         return Cursor(rowcount=sum(w for _, w, _ in changed))
 
     def _need_keyed(self, what: str, otherwise: str) -> None:
@@ -484,8 +506,9 @@ class SparkConnection(Engine):
         """Nothing to do: Spark checkpoints every micro-batch as it commits."""
 
     def metadata(self) -> dict:
-        """Always {}: the spark engine commits no batch metadata (see :meth:`transaction`)."""
-        return {}
+        """The metadata committed with the latest batch that carried some ({} if none): the
+        first line of its change file, so it commits (and survives a reopen) with it."""
+        return copy.deepcopy(self._metadata)
 
     def explain(self, name: str) -> str:
         """The local engine's plan of the view, and how it is partitioned across shards."""
@@ -668,34 +691,33 @@ class SparkConnection(Engine):
 
     def _finish(self, metadata: dict | None) -> None:
         staged, self._pending = self._pending, None
-        if metadata is not None:
-            raise UnsupportedError(
-                "transaction metadata on the spark engine: its change files are the log and "
-                "carry no metadata (`upkeep run --engine spark` keeps source offsets in "
-                "Spark's checkpoint)")
-        if staged:
+        line = None if metadata is None else metadata_line(metadata)
+        if staged or line is not None:  # metadata alone commits too, as on one machine
             self._check_open()  # closed inside the transaction: nothing of it commits
-            self._commit(staged)
+            self._commit(staged or [], line)
 
-    def _commit(self, staged: list[tuple[str, tuple, int]]) -> None:
-        """An autocommitted statement or a transaction, in the next group of commits."""
-        self._group.submit(staged)
+    def _commit(self, staged: list[tuple[str, tuple, int]], line: str | None = None) -> None:
+        """An autocommitted statement or a transaction (with its metadata line), in the
+        next group of commits."""
+        self._group.submit((staged, line))
 
-    def _commit_group(self, units: list[list[tuple[str, tuple, int]]]
-                      ) -> list[Error | None]:
+    def _commit_group(self, units: list[Unit]) -> list[Error | None]:
         """The leader's group commit (:class:`GroupCommit`): each unit's error or None."""
         with self._writes:
             return self._commit_now(units, raise_single=False)
 
-    def _commit_now(self, units: list[list[tuple[str, tuple, int]]], *,
-                    raise_single: bool = True) -> list[Error | None]:
-        """Commit ``units`` as one micro-batch after the due expiries; if it is rejected,
-        each unit alone, so only the bad ones fail.  One unit's error is raised (unless
+    def _commit_now(self, units: list[Unit], *, raise_single: bool = True
+                    ) -> list[Error | None]:
+        """Commit ``units`` (changes, metadata line or None) as one micro-batch after the
+        due expiries, with the last metadata among them; if it is rejected, each unit
+        alone, so only the bad ones fail.  One unit's error is raised (unless
         ``raise_single`` is false); with several, each unit's error or None is returned."""
         self.expire()
         now = self._clock()
+        lines = [line for _, line in units if line is not None]
         try:
-            self._commit_at([c for unit in units for c in unit], now)
+            self._commit_at([c for staged, _ in units for c in staged], now,
+                            lines[-1] if lines else None)
             errors: list[Error | None] = [None] * len(units)
         except Error as exc:
             if len(units) == 1:
@@ -704,21 +726,27 @@ class SparkConnection(Engine):
                 return [exc]
             errors = [self._commit_now([unit], raise_single=False)[0] for unit in units]
             return errors
-        for unit in units:
-            for table, delta in net_by_table(unit).items():
+        for staged, _ in units:
+            for table, delta in net_by_table(staged).items():
                 if table in self._expiry:
                     self._expiry[table].committed(delta, now)
         return errors
 
-    def _commit_at(self, staged: list[tuple[str, tuple, int]], now: float) -> None:
+    def _commit_at(self, staged: list[tuple[str, tuple, int]], now: float,
+                   line: str | None = None) -> None:
+        """Write the change file of ``staged`` (its first line the transaction's metadata,
+        if any) and run it as the next micro-batch."""
         lines = [dumps({"table": table, "op": "insert" if weight > 0 else "delete",
                         "row": [to_json(v) for v in row]}) + "\n"
                  for table, row, weight in staged]
         if self._query is None:  # (re)build the views first: the replay is no batch's change
             self._sync()
         seq = next(self._sequence)
-        path = self._write(f"changes-{seq:08d}-t{now!r}.jsonl", "".join(lines))
+        path = self._write(f"changes-{seq:08d}-t{now!r}.jsonl",
+                           "".join([line] if line is not None else []) + "".join(lines))
         self._run(path, seq)
+        if line is not None:
+            self._metadata = metadata_in(line)
 
     # ------------------------------------------------------------ expiry
     def expire(self) -> int:
@@ -765,6 +793,8 @@ class SparkConnection(Engine):
                 continue
             staged = []
             for line in path.read_text().splitlines():
+                if metadata_in(line) is not None:
+                    continue
                 record = json.loads(line)
                 if record["table"] == table:  # as the change file spells it (DECIMAL: text)
                     row = tuple(from_json(v, t) for v, (_, t) in zip(record["row"], schema,

@@ -53,6 +53,8 @@ DEAD_LETTER_VIEW = "__dead_letter__"  # output rows that are rejected records, n
 #: an embedded database's change file (``upkeep.spark.connection``): its sequence number
 #: and commit time
 CHANGE_FILE = re.compile(r"changes-(?P<seq>\d+)-t(?P<at>.+)\.jsonl")
+#: how the first line of an embedded change file carrying a transaction's metadata begins
+METADATA_PREFIX = '{"upkeep_metadata": '
 TICK_SUFFIX = ".tick"  # a change file with no records that makes every shard report in
 CHUNK_ROWS = 50_000
 COMPACT_FACTOR = 4
@@ -132,18 +134,39 @@ def route_files(plan: QueryPlan, frames: Iterator[pd.DataFrame]) -> Iterator[pd.
         yield pd.DataFrame(out, columns=["grp", "shard", "file", "payload"])
 
 
+def metadata_line(metadata: dict) -> str:
+    """The change-file line carrying a transaction's ``metadata`` (JSON), or a SchemaError
+    when JSON cannot hold it."""
+    try:
+        return json.dumps({"upkeep_metadata": metadata}, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"transaction metadata on the spark engine is written as JSON "
+                          f"with the batch's changes: {exc}") from None
+
+
+def metadata_in(line: str) -> dict | None:
+    """The metadata a change-file line carries (None for a record's line)."""
+    if not line.startswith(METADATA_PREFIX):
+        return None
+    return json.loads(line)["upkeep_metadata"]
+
+
 def _file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
     """A change file's records, read by the local pipeline's reader for its format (none
     for a file of another kind), but for those of a table dropped since the file was
-    written (:meth:`QueryPlan.stale_tables`)."""
+    written (:meth:`QueryPlan.stale_tables`) and an embedded database's metadata line
+    (:func:`metadata_line`)."""
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
         return
     stale = plan.stale_tables(name)
+    # an embedded database's change file may begin with its transaction's metadata
+    skip = int(CHANGE_FILE.fullmatch(name) is not None
+               and content.startswith(METADATA_PREFIX.encode()))
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / name
         local.write_bytes(content)
-        for record in READERS[fmt](local, name).read(final=True):
+        for record in READERS[fmt](local, name, skip).read(final=True):
             if not (stale and isinstance(record.table, str) and record.table.lower() in stale):
                 yield record
 
