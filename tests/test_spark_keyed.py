@@ -265,10 +265,12 @@ def test_rejected_batches_change_nothing(keyed) -> None:
     assert {name: Counter(keyed.view(name).rows()) for name in VIEWS} == before
 
 
-def test_bulk_load_builds_keyed_state(spark, tmp_path) -> None:
+def test_bulk_load_builds_keyed_state(spark, tmp_path, monkeypatch) -> None:
     """``db.load`` fills keyed state by Spark jobs running the steps' own code; the views
     then follow changes, and a reopened directory starts from the loaded rows too.  One
-    view of each kind of step (and the views they read)."""
+    view of each kind of step (and the views they read).  The build runs in more tasks
+    than the state has partitions (as a big load does, to bound each task's memory)."""
+    monkeypatch.setattr(keyed_state, "BUILD_ROWS", 20_000)  # 1,024 keys: 6 build tasks
     views = {name: VIEWS[name] for name in (
         "per_segment", "per_region", "everything", "segments", "big_orders", "big_per_region",
         "idle", "idle_per_region", "auto_orders", "per_customer", "nested_sub", "same_qty",

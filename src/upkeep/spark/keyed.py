@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 import pandas as pd
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from sqlglot import exp
@@ -738,6 +739,9 @@ SPARK_GROUPS = 64  # per table / aggregate / distinct step: keys Spark groups it
 ROWS_PER_KEY = 128  # loaded rows per key of a step (:func:`bucket_count`)
 MIN_BUCKETS = 1024  # keys per step however little is loaded
 PREFETCH_SHARE = 4  # a batch touching a quarter of a group's keys reads its map at once
+#: loaded rows per task of the bulk build, whose task holds its keys' records and state
+#: as Python objects while it builds them (SF 10 in 2 tasks took over 5 GB each)
+BUILD_ROWS = 500_000
 
 
 def bucket_count(loaded_rows: int) -> int:
@@ -1439,11 +1443,16 @@ def bulk_build(plan, records: DataFrame | None
     if records is None:
         return [None] * layout.levels, []
     states: list[DataFrame | None] = []
-    partitions = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions", "4"))
+    # a key's records meet in one task whatever the tasks' count, and Spark hands the
+    # built state to the keyed steps' own partitions: tasks of about BUILD_ROWS rows
+    partitions = max(int(records.sparkSession.conf.get("spark.sql.shuffle.partitions", "4")),
+                     layout.buckets * ROWS_PER_KEY // BUILD_ROWS)
     for level in range(layout.levels):
+        # on disk, not in the executors' heap (in local mode the driver's): a level of
+        # TPC-H SF 10 is gigabytes, and the next level and the initial state read it once
         built = records.repartition(partitions, "step", "group").mapInPandas(
             partial(build_partition, layout, plan.catalog, level), BUILD_SCHEMA
-        ).localCheckpoint(eager=True)
+        ).localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
         states.append(built.where(f"kind != {RECORD}"))
         records = built.where(f"kind = {RECORD}").drop("kind")
     outputs = [pickle.loads(r["row"]) + (int(r["weight"]),)
