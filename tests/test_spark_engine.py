@@ -269,14 +269,19 @@ def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> N
     db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
     db.execute("CREATE TABLE t (a INTEGER)")
     db.create_view("v", "SELECT a FROM t")
+    seen: list = []  # what a subscriber reads of the metadata as its batch arrives
+    db.view("v").subscribe(lambda changes: seen.append(db.metadata()))
     with db.transaction(metadata={"offset": 3, "topic": "t"}):
         db.insert("t", [(1,)])
+    assert seen == [{"offset": 3, "topic": "t"}]
     db.insert("t", [(2,)])
     with pytest.raises(upkeep.SchemaError, match="JSON"):
         with db.transaction(metadata={"at": object()}):
             db.insert("t", [(5,)])
     assert db.metadata() == {"offset": 3, "topic": "t"}
     db.close()
+    # the views' copies stay readable after close, by SQL too
+    assert sorted(db.execute("SELECT a FROM v").fetchall()) == [(1,), (2,)]
     again = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
     again.execute("CREATE TABLE t (a INTEGER)")
     again.create_view("v", "SELECT a FROM t")

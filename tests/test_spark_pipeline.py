@@ -228,6 +228,18 @@ def test_a_sink_added_to_a_keyed_pipeline_starts_from_its_views_rows(spark, tmp_
                                           sinks={view: list(kinds) for view in VIEW_KINDS}))
 
     assert SparkPipelineRunner(config(("parquet-deltas",)), spark=spark).run()
+    # a fill that fails is the sink's PipelineError and leaves nothing at its path, so the
+    # next run fills it again (an empty directory left behind had made it a started sink)
+    import upkeep.spark.pipeline as spark_pipeline_module
+
+    def failing(*args):
+        raise RuntimeError("the tables could not be read")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spark_pipeline_module, "committed_rows", failing)
+        with pytest.raises(PipelineError, match="could not be read"):
+            SparkPipelineRunner(config(ALL_SINKS), spark=spark).run()
+    assert not (tmp_path / "out" / f"{next(iter(VIEW_KINDS))}.jsonl").exists()
     # every kind is filled as of the same batch: the run below adds no change file first
     assert SparkPipelineRunner(config(ALL_SINKS), spark=spark).run() == 0
     expected = expected_views(model_of(records[:120]))

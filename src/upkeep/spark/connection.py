@@ -221,8 +221,11 @@ class SparkConnection(Engine):
         files = [(int(m["seq"]), p) for p in self.changes.glob("changes-*.jsonl")
                  if (m := CHANGE_FILE.fullmatch(p.name))]
         for _, path in sorted(files, reverse=True):
-            with path.open("rb") as f:
-                found = metadata_in(f.readline().decode("utf-8", "replace"))
+            try:
+                with path.open("rb") as f:
+                    found = metadata_in(f.readline().decode("utf-8", "replace"))
+            except (OSError, ValueError) as exc:
+                raise StorageError(f"cannot read the change file {path}: {exc}") from None
             if found is not None:
                 return found
         return {}
@@ -287,7 +290,9 @@ class SparkConnection(Engine):
                 if isinstance(stmt, exp.Drop) and stmt.kind == "TABLE":
                     for dropped in stmt.args.get("tables") or [stmt.this]:
                         shutil.rmtree(self.loads / dropped.name.lower(), ignore_errors=True)
-                        self._declare(dropped.name.lower(), None)
+                        # its rows in the change files so far are a dropped table's
+                        self._declare(dropped.name.lower(),
+                                      {"dropped": True, "since": self.batches + 1})
                 self._catalog_changed()
                 self._keep_timers()
             return Cursor()
@@ -306,6 +311,8 @@ class SparkConnection(Engine):
         mine = {"columns": [[n, t.sql()] for n, t in table.columns],
                 "not_null": sorted(table.not_null), "key": list(table.key or ())}
         saved = self._declarations().get(table.name)
+        if saved is not None and saved.get("dropped"):
+            saved = None  # a table of that name was dropped: this is a new one
         if saved is not None:
             saved = {k: v for k, v in saved.items() if k != "since"}
         if saved is not None and saved != mine:
@@ -321,8 +328,8 @@ class SparkConnection(Engine):
             self._declare(table.name, {**mine, "since": self.batches + 1})
 
     def _since(self) -> dict[str, int]:
-        """Per declared table, the first change file that may hold its rows: the files
-        before it hold a dropped table's of the same name (``QueryPlan.since``)."""
+        """Per table declared or dropped, the first change file that may hold its rows:
+        the files before it hold a dropped table's of that name (``QueryPlan.since``)."""
         return {name: d.get("since", 0) for name, d in self._declarations().items()}
 
     def _declarations(self) -> dict:
@@ -446,24 +453,30 @@ class SparkConnection(Engine):
         def contents(name: str) -> tuple[list, list[tuple]]:
             if name in tables:
                 return self._catalog.schema_of(name), list(tables[name].elements())
-            return self.schema_of(name), self._read(name, lambda copy: list(copy.elements()))
+            with self._lock:  # as the caller synced it: no expiry may commit in between
+                return self.schema_of(name), list(self._contents[name].elements())
         return contents
 
     def _select(self, stmt: exp.Expression) -> Cursor:
         """A query evaluated by DuckDB on the driver: over the views' copies, and over the
         tables it reads, read from their keyed state by a Spark job."""
-        self._check_open()
         relations = relations_read(stmt)
         for name in relations:
             self.schema_of(name)
         tables = dict.fromkeys(name for name in relations if name in self._catalog.tables)
-        if tables:
+        if tables:  # a Spark job: not once the database is closed (views' copies are)
+            self._check_open()
             self._need_keyed(f"a query reading table {min(tables)}",
                              "the driver holds views' rows, not tables'")
-        with self._writes:  # every table read at the same committed micro-batch
+        with self._writes:  # tables and views read at the same committed micro-batch
             self.expire()
-            contents = self._relations(self._table_rows(tables) if tables else {})
-            columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents)
+            if tables:
+                read = self._table_rows(tables)
+            else:
+                self._sync()
+                read = {}
+            columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations,
+                                         self._relations(read))
         return Cursor(columns, rows)
 
     # ------------------------------------------------------------ catalog
@@ -634,7 +647,7 @@ class SparkConnection(Engine):
             self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
                                           keyed=keyed,
                                           loaded_rows=self._loaded_rows() if keyed else 0,
-                                          since=self._since())
+                                          since=self._since(), embedded=True)
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)
                                for g in plan.groups if g.fixpoint is not None}
@@ -649,7 +662,9 @@ class SparkConnection(Engine):
         """Delete one occurrence of each row; a row not present rejects the micro-batch."""
         return self._change(table, rows, -1)
 
-    def _change(self, table: str, rows, weight: int) -> int:
+    def _change(self, table: str, rows, weight: int, grouped: bool = True) -> int:
+        """Stage or commit ``rows`` of ``table`` with ``weight``; outside a transaction in
+        the next group commit, or (``grouped`` false, the caller holding the query) now."""
         if self._pending is None:
             self._check_open()  # (a transaction checked it when it began)
         relation = self._catalog.table(table)
@@ -662,16 +677,22 @@ class SparkConnection(Engine):
                 relation.check_not_null(row)  # the local engine's error, field for field
         if self._pending is not None:
             self._stage(relation, staged)
-        elif staged:  # nothing to change: no change file, no micro-batch
+        elif staged and grouped:  # nothing to change: no change file, no micro-batch
             self._commit(staged)
+        elif staged:
+            self._commit_now([(staged, None)])
         return len(staged)
 
     def _insert_statement(self, stmt: exp.Insert) -> Cursor:
         """INSERT ... VALUES, or INSERT ... SELECT with the query evaluated as
         :meth:`_select` evaluates it (tables as the transaction sees them)."""
         table = self._catalog.table(insert_target(stmt))
-        rows = insert_rows(stmt, table.columns, lambda query: self._select(query).fetchall())
-        return Cursor(rowcount=self.insert(table.name, rows))
+        if self._pending is not None or isinstance(stmt.expression, exp.Values):
+            rows = insert_rows(stmt, table.columns, lambda query: self._select(query).fetchall())
+            return Cursor(rowcount=self.insert(table.name, rows))
+        with self._writes:  # read and written under one hold of the query: no lost update
+            rows = insert_rows(stmt, table.columns, lambda query: self._select(query).fetchall())
+            return Cursor(rowcount=self._change(table.name, rows, 1, grouped=False))
 
     def in_transaction(self) -> bool:
         return self._pending is not None
@@ -744,9 +765,7 @@ class SparkConnection(Engine):
         seq = next(self._sequence)
         path = self._write(f"changes-{seq:08d}-t{now!r}.jsonl",
                            "".join([line] if line is not None else []) + "".join(lines))
-        self._run(path, seq)
-        if line is not None:
-            self._metadata = metadata_in(line)
+        self._run(path, seq, None if line is None else metadata_in(line))
 
     # ------------------------------------------------------------ expiry
     def expire(self) -> int:
@@ -871,22 +890,27 @@ class SparkConnection(Engine):
         by the next change or read): subscribers attached after this get changes only."""
         self._sync()
 
-    def _sync(self, batch: int | None = None) -> None:
-        """Process every change file written so far (``batch``: the newest one's number),
-        then hand the views' changes to the journal and the subscribers."""
+    def _sync(self, batch: int | None = None, metadata: dict | None = None) -> None:
+        """Process every change file written so far (``batch``: the newest one's number,
+        carrying ``metadata``), then hand the views' changes to the journal and the
+        subscribers (who read the batch's metadata as committed)."""
         with self._writes:
             if self._query is None:
                 self._start()
             self._query.processAllAvailable()
             if batch is not None:
                 self.batches = batch
+            if metadata is not None:
+                self._metadata = metadata
             self._deliver()
 
-    def _run(self, path: Path, batch: int) -> None:
-        """Commit the change file ``path`` (batch ``batch``); if Spark rejects it, or the
-        journal cannot record it, the file is removed and the state is as before."""
+    def _run(self, path: Path, batch: int, metadata: dict | None = None) -> None:
+        """Commit the change file ``path`` (batch ``batch``, with ``metadata``); if Spark
+        rejects it, or the journal cannot record it, the file is removed and the state
+        (the metadata too) is as before."""
+        before = self._metadata
         try:
-            self._sync(batch)
+            self._sync(batch, metadata)
         except StreamingQueryException as exc:
             error = query_error(exc)
             self._query = None
@@ -895,6 +919,7 @@ class SparkConnection(Engine):
             self._sync()
             raise error from None
         except _JournalFailed as failed:
+            self._metadata = before
             path.unlink(missing_ok=True)  # its micro-batch committed: replay without it
             self.batches = batch - 1
             self._catalog_changed()

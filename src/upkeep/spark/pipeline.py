@@ -31,7 +31,7 @@ from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
 from .codec import decode_deltas
 from .dml import committed_rows
-from .errors import query_error
+from .errors import query_error, spark_job_errors
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
 from .query import RateSource, delta_stream, make_plan
@@ -209,8 +209,9 @@ class SparkPipelineRunner:
                 db = Connection()
                 ensure_schema(db, self.config)
                 tables = plan.keyed.tables
-                found = committed_rows(spark, str(checkpoint), {
-                    i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
+                with spark_job_errors():
+                    found = committed_rows(spark, str(checkpoint), {
+                        i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
                 with db.transaction():
                     for name, counted in found.items():
                         db.insert(name, list(counted.elements()))

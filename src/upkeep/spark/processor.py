@@ -74,6 +74,9 @@ class QueryPlan:
     #: table -> the first embedded change file (:data:`CHANGE_FILE`) that may hold its rows:
     #: a table dropped and created again ignores the rows earlier files give its name
     since: dict[str, int] = field(default_factory=dict)
+    #: the change files are an embedded database's own (``upkeep.spark.connection``), whose
+    #: first line may carry its transaction's metadata; a pipeline's are the user's
+    embedded: bool = False
 
     def stale_tables(self, name: str) -> frozenset[str]:
         """The tables whose records in change file ``name`` belong to a dropped table."""
@@ -161,7 +164,7 @@ def _file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
         return
     stale = plan.stale_tables(name)
     # an embedded database's change file may begin with its transaction's metadata
-    skip = int(CHANGE_FILE.fullmatch(name) is not None
+    skip = int(plan.embedded and CHANGE_FILE.fullmatch(name) is not None
                and content.startswith(METADATA_PREFIX.encode()))
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(tmp) / name

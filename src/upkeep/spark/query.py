@@ -41,14 +41,15 @@ SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
               fixpoints: bool = False, keyed: bool = False, loaded_rows: int = 0,
-              since: dict[str, int] | None = None) -> QueryPlan:
+              since: dict[str, int] | None = None, embedded: bool = False) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
     ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`);
     ``keyed``: keep the views that fit it in Spark's keyed state (:mod:`.keyed`), the
     others in shards, its keys sized for ``loaded_rows`` rows loaded in bulk; ``since``:
     per table, the first embedded change file that may hold its rows
-    (:attr:`QueryPlan.since`)."""
+    (:attr:`QueryPlan.since`); ``embedded``: the change files are an embedded database's
+    own (:attr:`QueryPlan.embedded`)."""
     catalog = db.describe()
     layout, unkeyed = None, {}
     if keyed:
@@ -72,7 +73,8 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups],
                                         layout and layout.__dict__)).encode())
     digest = digest.hexdigest()
-    return QueryPlan(digest[:16], catalog, groups, on_error, layout, unkeyed, since or {})
+    return QueryPlan(digest[:16], catalog, groups, on_error, layout, unkeyed, since or {},
+                     embedded)
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,28 @@ def starts_late(config: SinkConfig, committed: int, fill: Fill) -> bool:
     return True
 
 
+def filled_rows(config: SinkConfig, fill: Fill) -> Changes:
+    """A late sink's view rows with their counts; a failure to read them (a Spark job, the
+    local engine) is the sink's PipelineError, before anything is written."""
+    try:
+        return _counted(fill(config.view))
+    except Exception as exc:  # Spark's errors and upkeep's alike
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PipelineError(f"{config.label}: a new sink of a pipeline that has run starts "
+                            f"from its view's rows, which could not be read: {first}") from None
+
+
+def _made_whole(path: Path, build: Callable[[Path], None]) -> None:
+    """The directory ``path`` built by ``build`` under a hidden name and renamed into
+    place: a build that fails leaves no directory, so the next run fills the sink again."""
+    partial = path.with_name(f".{path.name}.filling")
+    if partial.exists() or partial.is_symlink():
+        _remove(partial)
+    partial.mkdir(parents=True)
+    build(partial)
+    os.replace(partial, path)
+
+
 def _counted(rows: list[tuple]) -> Changes:
     counts: dict[tuple, int] = {}
     for row in rows:
@@ -197,16 +219,19 @@ class ParquetDeltas(ExecutorSink):
                  fill: Fill = None):
         super().__init__(config, catalog)
         check_columns(self.columns, config.label)
-        late = not self.path.exists() and starts_late(config, committed, fill)
+        if not self.path.exists() and starts_late(config, committed, fill):
+            # the view's rows so far, as the delta of the last committed batch
+            changes = filled_rows(config, fill)
+
+            def build(directory: Path) -> None:
+                if changes:
+                    table = to_arrow(self.columns, [r for r, _ in changes],
+                                     {"weight": [w for _, w in changes]})
+                    write_batch(directory, committed, lambda p: _write_file(
+                        p, "part-fill.parquet", lambda f: pq.write_table(table, f)))
+            _made_whole(self.path, build)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
-        if late:  # the view's rows so far, as the delta of the last committed batch
-            changes = _counted(fill(self.view))
-            if changes:
-                table = to_arrow(self.columns, [r for r, _ in changes],
-                                 {"weight": [w for _, w in changes]})
-                write_batch(self.path, committed, lambda p: _write_file(
-                    p, "part-fill.parquet", lambda f: pq.write_table(table, f)))
 
     def write(self, frame: DataFrame, batch: int) -> None:
         write_batch(self.path, batch, self.net(frame).write.mode("overwrite").parquet)
@@ -219,15 +244,18 @@ class JsonlBatches(ExecutorSink):
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
                  fill: Fill = None):
         super().__init__(config, catalog)
-        late = not self.path.exists() and starts_late(config, committed, fill)
+        if not self.path.exists() and starts_late(config, committed, fill):
+            # the view's rows so far, as the lines of the last committed batch
+            lines = delta_lines([n for n, _ in self.columns], filled_rows(config, fill),
+                                committed)
+
+            def build(directory: Path) -> None:
+                if lines:
+                    write_batch(directory, committed, lambda p: _write_file(
+                        p, "part-fill.txt", lambda f: Path(f).write_text("".join(lines))))
+            _made_whole(self.path, build)
         self.path.mkdir(parents=True, exist_ok=True)
         remove_uncommitted(self.path, committed)
-        if late:  # the view's rows so far, as the lines of the last committed batch
-            lines = delta_lines([n for n, _ in self.columns], _counted(fill(self.view)),
-                                committed)
-            if lines:
-                write_batch(self.path, committed, lambda p: _write_file(
-                    p, "part-fill.txt", lambda f: Path(f).write_text("".join(lines))))
 
     def write(self, frame: DataFrame, batch: int) -> None:
         names = [n for n, _ in self.columns]
@@ -273,7 +301,8 @@ class ParquetSnapshot(ExecutorSink):
         # new to a run that has committed batches starts from its view's rows.
         self.included = batch_id(Path(os.readlink(self.path))) if self.path.is_symlink() else None
         if late:  # the view's rows so far, as the snapshot of the last committed batch
-            self._publish(self._first(fill(self.view), committed), committed)
+            rows = [r for r, n in filled_rows(config, fill) for _ in range(n)]
+            self._publish(self._first(rows, committed), committed)
         elif self.included is None or committed < 0 or self.included > committed + 1:
             self._publish(self._first([], -1), -1)
         for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
