@@ -10,6 +10,7 @@ executors (:mod:`upkeep.spark.sinks`).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -202,22 +203,20 @@ class SparkPipelineRunner:
         run that has committed some: the tables' rows read from their keyed state by one
         Spark job (on first use, through the driver) into a local database of the
         pipeline's schema, whose views the local engine then computes."""
-        local: list[Connection] = []
+        @functools.cache
+        def database() -> Connection:
+            db = Connection()
+            ensure_schema(db, self.config)
+            tables = plan.keyed.tables
+            with spark_job_errors():
+                found = committed_rows(spark, str(checkpoint), {
+                    i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
+            with db.transaction():
+                for name, counted in found.items():
+                    db.insert(name, list(counted.elements()))
+            return db
 
-        def rows(view: str) -> list[tuple]:
-            if not local:
-                db = Connection()
-                ensure_schema(db, self.config)
-                tables = plan.keyed.tables
-                with spark_job_errors():
-                    found = committed_rows(spark, str(checkpoint), {
-                        i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
-                with db.transaction():
-                    for name, counted in found.items():
-                        db.insert(name, list(counted.elements()))
-                local.append(db)
-            return local[0].view(view).rows()
-        return rows
+        return lambda view: database().view(view).rows()
 
 
 def order_by_name(directory: Path) -> None:

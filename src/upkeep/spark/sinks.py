@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def filled_rows(config: SinkConfig, fill: Fill) -> Changes:
     """A late sink's view rows with their counts; a failure to read them (a Spark job, the
     local engine) is the sink's PipelineError, before anything is written."""
     try:
-        return _counted(fill(config.view))
+        return list(Counter(fill(config.view)).items())
     except Exception as exc:  # Spark's errors and upkeep's alike
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise PipelineError(f"{config.label}: a new sink of a pipeline that has run starts "
@@ -155,13 +156,6 @@ def _made_whole(path: Path, build: Callable[[Path], None]) -> None:
     partial.mkdir(parents=True)
     build(partial)
     os.replace(partial, path)
-
-
-def _counted(rows: list[tuple]) -> Changes:
-    counts: dict[tuple, int] = {}
-    for row in rows:
-        counts[row] = counts.get(row, 0) + 1
-    return list(counts.items())
 
 
 def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> None:
