@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .errors import EvaluationError, SchemaError
+from .expressions import literal_value
 from .sql import assigned, constant, is_parameter, relations_read
 from .table import Table
 from .types import BIGINT, SqlType, coerce_value, format_row
@@ -60,20 +61,16 @@ def fixed_columns(table: Table, condition: exp.Expression, alias: str
 
 
 def _literal_value(node: exp.Expression) -> object:
-    """The Python value of a plain literal (``5``, ``-5``, ``'x'``, ``TRUE``), else None."""
+    """The Python value of a plain literal (``5``, ``-5``, ``'x'``, ``TRUE``), as
+    :func:`~upkeep.expressions.literal_value` reads it; None for anything else."""
     if isinstance(node, exp.Boolean):
         return node.this
     negative = isinstance(node, exp.Neg)
     if negative:
         node = node.this
-    if not isinstance(node, exp.Literal):
+    if not isinstance(node, exp.Literal) or (negative and node.is_string):
         return None
-    if node.is_string:
-        return None if negative else node.this
-    try:
-        value = int(node.this)
-    except ValueError:
-        return None
+    value = literal_value(node)[0]
     return -value if negative else value
 
 
