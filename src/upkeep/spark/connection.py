@@ -378,8 +378,8 @@ class SparkConnection(Engine):
             where = stmt.args.get("where")
             fixed = [] if where is None else fixed_columns(table, where.this, alias)
             others = relations_read(stmt) - {table.name}
-            if any(t.name.lower() == table.name for select in stmt.find_all(exp.Select)
-                   for t in select.find_all(exp.Table)):
+            if any(t.name.lower() == table.name and t is not stmt.this
+                   for t in stmt.find_all(exp.Table)):
                 others.add(table.name)  # a subquery reads the whole target
             elif fixed:
                 reads[table.name] = exp.and_(*(
