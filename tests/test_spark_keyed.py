@@ -485,10 +485,38 @@ def test_a_helper_never_takes_a_views_name() -> None:
              ("v", "SELECT t.ck FROM (SELECT ck FROM orders WHERE qty > 1) t"),
              ("w", "SELECT t.ck FROM (SELECT ck FROM orders WHERE qty > 1) t")]
     compiled, refused = keyed_state._compile_all(views, schema, ("nation", "customer", "orders"),
-                                                 4)
+                                                 4, {})
     assert compiled.views == ["v__sub1", "w"]
     assert refused == {"v": "its helper's name v__sub1 is a view's"}
     assert compiled.roots["w__sub1"].hidden and not compiled.roots["v__sub1"].hidden
+
+
+def test_joins_are_ordered_so_no_big_side_is_keyed_by_few_values() -> None:
+    """With the tables' loaded sizes, a join chain keys the fact rows by the customer and
+    only the customers by the nation: in the atoms' own order (orders, customer, nation)
+    every orders-customer row lands under one of the 25 nation keys (at TPC-H SF 10, 600k
+    rows per key, which ran Spark out of memory when handed to it as initial state).
+    Without sizes, and where no order is better, the atoms' own order stays."""
+    local = upkeep.connect()
+    local.execute(TABLES)
+    views = {"by_region": VIEWS["per_region"], "per_segment": VIEWS["per_segment"]}
+    for name, sql in views.items():
+        local.create_view(name, sql)
+    catalog = local._catalog.describe()
+
+    def chains(loaded: dict[str, int] | None) -> list[str]:
+        layout, refused = keyed_state.plan_keyed(catalog, views, loaded)
+        assert not refused
+        return [layout.describe(v, catalog).split("partitions: ", 1)[1] for v in views]
+
+    own = ["orders -> join customer by (c.ck) (level 0) -> join nation by (n.nk) (level 1) "
+           "-> aggregate by group key (level 2)",
+           "orders -> join customer by (c.ck) (level 0) -> aggregate by group key (level 1)"]
+    assert chains(None) == own
+    assert chains({"orders": 100, "customer": 100, "nation": 100}) == own
+    sized = chains({"orders": 15_000_000, "customer": 1_500_000, "nation": 25})
+    assert sized == ["customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) "
+                     "(level 1) -> aggregate by group key (level 2)", own[1]]
 
 
 def test_workers_freeze_their_heap_once_and_the_driver_never(spark) -> None:

@@ -599,11 +599,11 @@ class SparkConnection(Engine):
     def _load_parts(self, table: str) -> list[Path]:
         return sorted(p for p in (self.loads / table).glob("[0-9]*") if p.is_dir())
 
-    def _loaded_rows(self) -> int:
-        """How many rows the tables' bulk loads hold (from the Parquet footers)."""
-        return sum(pq.ParquetFile(f).metadata.num_rows
-                   for table in self._catalog.tables for part in self._load_parts(table)
-                   for f in part.glob("*.parquet"))
+    def _loaded_rows(self) -> dict[str, int]:
+        """How many rows each table's bulk loads hold (from the Parquet footers)."""
+        return {table: sum(pq.ParquetFile(f).metadata.num_rows
+                           for part in self._load_parts(table) for f in part.glob("*.parquet"))
+                for table in self._catalog.tables}
 
     def _snapshots(self) -> dict[str, DataFrame]:
         """Each declared table's bulk-loaded rows, all its loads in order."""
@@ -646,7 +646,7 @@ class SparkConnection(Engine):
             keyed = self.state == "keyed"
             self._plan = plan = make_plan(self._catalog, self.shards, fixpoints=True,
                                           keyed=keyed,
-                                          loaded_rows=self._loaded_rows() if keyed else 0,
+                                          loaded=self._loaded_rows() if keyed else None,
                                           since=self._since(), embedded=True)
             self._fixpoints = {g.name: FixpointDriver(plan.plan_id, plan.catalog, g.name,
                                                       g.fixpoint)

@@ -49,6 +49,7 @@ executor from the view's SQL (:func:`compile_views`), the same code the local en
 from __future__ import annotations
 
 import heapq
+import itertools
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -107,6 +108,9 @@ class KeyedLayout:
     views: tuple[str, ...]  # in definition order: a view after the views it reads
     levels: int  # table steps and first join steps are level 0; the last ``levels - 1``
     buckets: int = 1024  # every step's key: a hash of its values modulo this
+    #: rows loaded in bulk per table, sorted by name: what orders a view's joins
+    #: (:func:`_join_order`), so the driver and the executors compile the same steps
+    loaded: tuple[tuple[str, int], ...] = ()
 
     def describe(self, view: str, catalog: dict) -> str:
         roots = compile_views(self, freeze(catalog)).roots
@@ -127,29 +131,81 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
     return None
 
 
-def _join_order(block: Block) -> list[int]:
+def _join_order(block: Block, loaded: dict[str, int] | None = None) -> list[int]:
     """A left-deep order of the atoms, each equi-joined to an earlier one where the join
     graph allows; an atom joined to none of them (a cross product) comes next with an empty
-    join key: its join step holds all its rows under one key (correct, not parallel)."""
+    join key: its join step holds all its rows under one key (correct, not parallel).
+
+    With tables' sizes ``loaded`` (rows loaded in bulk), the order whose join steps hold
+    the fewest rows under one key (:func:`_rows_per_key`) is taken, among all orders of
+    up to :data:`ORDERED_ATOMS` atoms; without them, or when none is better, the atoms'
+    own order.  A join key of few values on a big side is what this avoids: in
+    ``orders, customer, nation`` joined in that order, the orders-customer rows are
+    keyed by the nation (25 keys for all of them), while joining customer to nation
+    first keys only the customers by it, and the orders by customer."""
     analysis = analyse_joins(block)
     edges = {(atom_of_slot(block, a), atom_of_slot(block, b)) for a, b in analysis.equalities}
-    order = [0]
-    while len(order) < len(block.atoms):
-        rest = [j for j in range(len(block.atoms)) if j not in order]
-        order.append(next((j for j in rest
-                           if any((i, j) in edges or (j, i) in edges for i in order)), rest[0]))
-    return order
+    edges |= {(b, a) for a, b in edges}
+
+    def connected(order: list[int]) -> list[int]:
+        while len(order) < len(block.atoms):
+            rest = [j for j in range(len(block.atoms)) if j not in order]
+            order.append(next((j for j in rest if any((i, j) in edges for i in order)),
+                              rest[0]))
+        return order
+
+    order = connected([0])
+    sizes = [loaded.get(a.relation) for a in block.atoms] if loaded else []
+    if not any(sizes) or len(block.atoms) > ORDERED_ATOMS:
+        return order
+    known = max(n for n in sizes if n is not None)
+    sizes = [known if n is None else max(n, 1) for n in sizes]  # a view, or none loaded
+    best, best_cost = order, _rows_per_key(order, edges, sizes)
+    for candidate in itertools.permutations(range(len(block.atoms))):
+        if all(_joins(candidate[:k], j, edges) or not any(
+                _joins(candidate[:k], r, edges) for r in candidate[k:])
+               for k, j in enumerate(candidate) if k):  # no cross product before a join
+            cost = _rows_per_key(list(candidate), edges, sizes)
+            if cost < best_cost:
+                best, best_cost = list(candidate), cost
+    return best
 
 
-def plan_keyed(catalog: dict, views: dict[str, str], loaded_rows: int = 0
+def _joins(prefix: tuple[int, ...], atom: int, edges: set[tuple[int, int]]) -> bool:
+    return any((i, atom) in edges for i in prefix)
+
+
+ORDERED_ATOMS = 6  # a view joining more atoms keeps their own (greedy) order
+
+
+def _rows_per_key(order: list[int], edges: set[tuple[int, int]], sizes: list[int]
+                  ) -> tuple[float, float]:
+    """An order's estimated rows under one key of its join steps: the largest, then the
+    sum.  A step's stored sides are the rows joined so far (estimated as the biggest atom
+    among them: joins along keys) and the next atom's; its key takes at most as many
+    values as the smaller atom of any equality it joins on (one, for a cross product)."""
+    worst = total = 0.0
+    for j in range(1, len(order)):
+        prefix = order[:j]
+        values = max((min(sizes[i], sizes[order[j]]) for i in prefix
+                      if (i, order[j]) in edges), default=1)
+        rows = max(max(sizes[i] for i in prefix), sizes[order[j]]) / values
+        worst, total = max(worst, rows), total + rows
+    return worst, total
+
+
+def plan_keyed(catalog: dict, views: dict[str, str], loaded: dict[str, int] | None = None
                ) -> tuple[KeyedLayout, dict[str, str]]:
-    """The keyed layout of the views that fit it (its keys sized for ``loaded_rows``
-    rows loaded in bulk), and for the others why not."""
+    """The keyed layout of the views that fit it (its keys sized for the rows loaded in
+    bulk, ``loaded`` per table, and its joins ordered by them), and for the others why
+    not."""
     tables = tuple(name for name, *_ in catalog["tables"])
-    buckets = bucket_count(loaded_rows)
+    loaded = {t: n for t, n in (loaded or {}).items() if n}
+    buckets = bucket_count(sum(loaded.values()))
     compiled, refused = _compile_all(list(views.items()), _schema_of(freeze(catalog)), tables,
-                                     buckets)
-    return KeyedLayout(tables, tuple(compiled.views), compiled.levels, buckets), refused
+                                     buckets, loaded)
+    return KeyedLayout(tables, tuple(compiled.views), compiled.levels, buckets,
+                       tuple(sorted(loaded.items()))), refused
 
 
 # ---------------------------------------------------------------- compiled on executors
@@ -425,13 +481,14 @@ def compile_views(layout: KeyedLayout, frozen: str) -> Compiled:
     """The keyed views of ``layout`` compiled against the catalog (cached per process)."""
     catalog = pickle.loads(bytes.fromhex(frozen))
     compiled, refused = _compile_all([(n, catalog["views"][n][0]) for n in layout.views],
-                                     _schema_of(frozen), layout.tables, layout.buckets)
+                                     _schema_of(frozen), layout.tables, layout.buckets,
+                                     dict(layout.loaded))
     assert not refused and compiled.levels == layout.levels, refused
     return compiled
 
 
-def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], buckets: int
-                 ) -> tuple[Compiled, dict[str, str]]:
+def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], buckets: int,
+                 loaded: dict[str, int]) -> tuple[Compiled, dict[str, str]]:
     """Views in definition order as keyed steps numbered after the table steps, each after
     the levels where the keyed views it reads emit their rows; and why the others cannot.
     A view with CTEs, derived tables, outer joins or scalar subqueries reads hidden
@@ -470,7 +527,7 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
 
         try:
             _bind_parts(name, sql, schema_of, bind)
-            built, after = _compile_parts(parts, name, step, buckets, compiled)
+            built, after = _compile_parts(parts, name, step, buckets, compiled, loaded)
         except (Error, _NotKeyed) as exc:
             refused[name] = str(exc)
             for part, _ in parts:
@@ -486,7 +543,7 @@ class _NotKeyed(Exception):
 
 
 def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
-                   compiled: Compiled) -> tuple[list[tuple], int]:
+                   compiled: Compiled, loaded: dict[str, int]) -> tuple[list[tuple], int]:
     """A view's bound parts (its helpers, then itself) as steps numbered from ``step``, each
     ``(part, root, chains, nodes)``, and the next free step; ``compiled`` is left as it is
     (a part that fails to compile leaves nothing of the view behind)."""
@@ -499,7 +556,7 @@ def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, bucket
                            buckets=buckets, readers=[])
             nodes.append(root)
         else:
-            root = _compile_plan(part, plan, step, buckets, scratch, chains, nodes)
+            root = _compile_plan(part, plan, step, buckets, scratch, chains, nodes, loaded)
         root.hidden = part != name
         scratch.roots[part] = root
         built.append((part, root, chains, nodes))
@@ -612,7 +669,7 @@ def _plan_columns(plan) -> list[tuple[str, SqlType]]:
         return set_operation_columns(plan.kind, _plan_columns(plan.left),
                                      _plan_columns(plan.right))
     if plan.is_aggregate:  # typed as the aggregate step's finalizer types its rows
-        types = _compile_view("", plan, 0).finalizer.types
+        types = _compile_view("", plan, 0, {}).finalizer.types
     else:
         compiler = ExpressionCompiler(plan.scope)
         types = [compiler.compile(e).type for _, e in plan.select]
@@ -626,20 +683,21 @@ def _after(step: int, chains: list, nodes: list) -> int:
 
 
 def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
-                  chains: list, nodes: list):
+                  chains: list, nodes: list, loaded: dict[str, int]):
     """A bound view (or one input of its set operations) as steps numbered from ``step``;
     its chains and set steps are appended to ``chains`` and ``nodes``."""
     if isinstance(plan, Block):
-        chain = _compile_view(name, plan, step)
+        chain = _compile_view(name, plan, step, loaded)
         chain.buckets, chain.hidden = buckets, True
         reads = [a.relation for a in plan.atoms] + [s.relation for s in plan.subqueries]
         chain.offset = max((compiled.roots[r].ready for r in reads if r in compiled.roots),
                            default=0)
         chains.append(chain)
         return chain
-    left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, nodes)
+    left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, nodes,
+                         loaded)
     right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, nodes), buckets,
-                          compiled, chains, nodes)
+                          compiled, chains, nodes, loaded)
     step = _after(step, chains, nodes)
     columns = _plan_columns(plan)
     node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
@@ -680,9 +738,11 @@ def _describe(root) -> str:
     return " -> ".join(parts)
 
 
-def _compile_view(name: str, block: Block, step: int) -> CompiledView:
-    """One SELECT block's chain of steps, numbered from ``step``."""
-    order = _join_order(block)
+def _compile_view(name: str, block: Block, step: int, loaded: dict[str, int]
+                  ) -> CompiledView:
+    """One SELECT block's chain of steps, numbered from ``step``, its joins ordered by the
+    tables' sizes ``loaded`` (:func:`_join_order`)."""
+    order = _join_order(block, loaded)
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
     local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]

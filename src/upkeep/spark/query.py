@@ -40,13 +40,15 @@ SNAPSHOT_SCHEMA = "grp string, shard int, rows long, payload binary"
 
 
 def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
-              fixpoints: bool = False, keyed: bool = False, loaded_rows: int = 0,
+              fixpoints: bool = False, keyed: bool = False,
+              loaded: dict[str, int] | None = None,
               since: dict[str, int] | None = None, embedded: bool = False) -> QueryPlan:
     """The query plan of ``db``'s catalog (tables and views) over ``shards`` shards;
     ``on_error`` is the pipeline's policy for rejected records (stop, skip, dead-letter);
     ``fixpoints``: run recursive views as partitioned fixpoints (:mod:`.fixpoint`);
     ``keyed``: keep the views that fit it in Spark's keyed state (:mod:`.keyed`), the
-    others in shards, its keys sized for ``loaded_rows`` rows loaded in bulk; ``since``:
+    others in shards, its keys sized and joins ordered for the rows ``loaded`` in bulk
+    (per table); ``since``:
     per table, the first embedded change file that may hold its rows
     (:attr:`QueryPlan.since`); ``embedded``: the change files are an embedded database's
     own (:attr:`QueryPlan.embedded`)."""
@@ -59,7 +61,7 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
         while True:  # a view in shards has every view it reads in shards with it
             layout, refused = plan_keyed(catalog, {
                 name: sql for name, (sql, _) in catalog["views"].items()
-                if name not in kept_out}, loaded_rows)
+                if name not in kept_out}, loaded)
             stranded = {read: f"view {name} reads it and runs in shards"
                         for name in refused.keys() | kept_out.keys()
                         for read in reads[name] if read in layout.views}
