@@ -303,6 +303,9 @@ def test_bulk_load_builds_keyed_state(spark, tmp_path, monkeypatch) -> None:
     for name, sql in views.items():
         assert normal(db.view(name).rows()) == normal(expected(sql).elements()), name
     assert Counter(r for r, w in seen for _ in range(w)) == Counter(db.view("per_segment").rows())
+    # the joins ordered by the loads' sizes: the 600 orders keyed by customer, not nation
+    by_sizes = "customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) (level 1)"
+    assert by_sizes in db.explain("per_region")
     gone, new = orders[:7], [(1000 + k, k, 12.5, 2) for k in range(5)]
     with db.transaction():
         db.delete("orders", gone)
@@ -316,6 +319,7 @@ def test_bulk_load_builds_keyed_state(spark, tmp_path, monkeypatch) -> None:
     again = opened()
     for name, sql in views.items():
         assert normal(again.view(name).rows()) == normal(expected(sql).elements()), name
+    assert by_sizes in again.explain("per_region")
     again.close()
 
 
