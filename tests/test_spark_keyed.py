@@ -5,6 +5,7 @@ of a missing row, a duplicate key) leave every view as it was."""
 
 from __future__ import annotations
 
+import pickle
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from oracle import insert_rows
 
 import upkeep
 import upkeep.spark.keyed as keyed_state
+from upkeep.codecs.spark_rows import encode_row
 from upkeep.spark import worker_heap
 from upkeep.storage import StorageError
 
@@ -778,6 +780,51 @@ def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_
 def pyspark_row(step, group, key, side, row, weight):
     from pyspark.sql import Row
     return Row(step=step, group=group, key=key, side=side, row=row, weight=weight)
+
+
+def test_a_join_side_only_appended_to_stays_compact(spark, tmp_path, monkeypatch) -> None:
+    """A join step appends a side's changes without reading it and reads a side only when
+    the other side changes: an order inserted and deleted 1,000 times under a customer
+    that never changes left 2,000 entries in the orders log (Spark keeps every one; the
+    customer's next change reads them all).  One append in ``COMPACT_ODDS`` reads the log
+    first and writes it back consolidated when more than half of it is cancelled, so it
+    stays within a constant of its live rows; and the join still emits what it holds."""
+    monkeypatch.setattr(keyed_state, "compaction_draws", random.Random(5))
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    db.create_view("big_orders", VIEWS["big_orders"])
+    plan = db._plan_now()
+    db.close()
+    layout, catalog = plan.keyed, plan.catalog
+    chains = keyed_state.compile_views(layout, keyed_state.freeze(catalog)).chains
+    view = next(c for c in chains if c.name == "big_orders")
+    assert [view.block.atoms[i].relation for i in view.order] == ["orders", "customer"]
+    step = keyed_state.KeyedStep(layout, catalog, 0)
+    step.compile()
+    sides = [keyed_state.ListInMemory(), keyed_state.ListInMemory()]
+    step.setup(sides, keyed_state.MapInMemory())
+
+    def run(table: str, row: tuple, weight: int) -> list[tuple]:
+        records = [r for r in keyed_state.route_changes(layout, catalog, chains,
+                                                        [(table, row, weight)])
+                   if r[0] == view.first_step]
+        return list(step.handleInputRows(records[0][:2], iter([pyspark_row(*r)
+                                                               for r in records]), None))
+
+    def entries(side: int) -> int:
+        return sum(len(keyed_state._unpacked(r, w)) for r, w in sides[side].entries)
+
+    run("customer", (1, 4, "AUTO"), 1)
+    order = (7, 1, Decimal("60.00"), 3)
+    for _ in range(1000):
+        run("orders", order, 1)
+        run("orders", order, -1)
+    assert entries(keyed_state.LEFT) <= 100
+    run("orders", order, 1)
+    out = run("customer", (1, 4, "AUTO"), -1)  # reads the orders log: the one live order
+    assert [(pickle.loads(r.row), r.weight) for r in out if r.step == keyed_state.OUTPUT_STEP
+            ] == [(("big_orders", encode_row((7, "AUTO"))), -1)]
 
 
 def test_big_batches_read_a_groups_map_at_once_and_match_duckdb(spark, tmp_path) -> None:

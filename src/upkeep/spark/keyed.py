@@ -13,7 +13,8 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   engine;
 * a **join step** per further atom, keyed by the equality values between the atoms joined
   so far and the next one; it keeps both sides' rows of its key as logs of Z-set weights
-  (``ListState``: appended to without reading, compacted when read half cancelled) and
+  (``ListState``: appended to without reading, compacted when read half cancelled, and
+  read before one append in 16 so that no side grows with its history) and
   emits ``dL x (R + dR) + L x dR`` (deletes included), matching exact join values;
 * a **subquery step** per ``[NOT] EXISTS`` / ``IN`` conjunct after the joins, keyed by
   the correlated values: a semijoin (anti-join) of the joined rows with the subquery's
@@ -51,6 +52,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import pickle
+import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -1123,8 +1125,10 @@ class KeyedStep(StatefulProcessor):
               ) -> list[tuple]:
         d_left = {r: w for r, w in d_left.items() if w}
         d_right = {r: w for r, w in d_right.items() if w}
-        old_left, left_length = self._side(LEFT) if d_right else ({}, 0)
-        old_right, right_length = self._side(RIGHT) if d_left else ({}, 0)
+        read_left = bool(d_right) or (bool(d_left) and _compact_now())
+        read_right = bool(d_left) or (bool(d_right) and _compact_now())
+        old_left, left_length = self._side(LEFT) if read_left else ({}, 0)
+        old_right, right_length = self._side(RIGHT) if read_right else ({}, 0)
         lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
         strict = view.strict[j]
         new_right = Counter(old_right)
@@ -1134,6 +1138,8 @@ class KeyedStep(StatefulProcessor):
 
         def emit(left: dict, right: dict) -> None:
             # a key holds every join value of its bucket: hash-join within it
+            if not left:
+                return
             by_value: dict[tuple, list[tuple[tuple, int]]] = {}
             for rb, rw in right.items():
                 if rw:
@@ -1151,8 +1157,8 @@ class KeyedStep(StatefulProcessor):
 
         emit(d_left, new_right)
         emit(old_left, d_right)
-        self._store(LEFT, d_left, old_left if d_right else None, left_length)
-        self._store(RIGHT, d_right, old_right if d_left else None, right_length)
+        self._store(LEFT, d_left, old_left if read_left else None, left_length)
+        self._store(RIGHT, d_right, old_right if read_right else None, right_length)
         return out
 
     # -- subquery step: joined rows pass while their key has a right row (or, negated, none)
@@ -1171,7 +1177,8 @@ class KeyedStep(StatefulProcessor):
             changed.add(k)
         flipped = {k: after[k] > 0 for k in changed if (before[k] > 0) != (after[k] > 0)}
         out: list[tuple] = []
-        old_left, left_length = self._side(LEFT) if flipped else ({}, 0)
+        read_left = bool(flipped) or (bool(d_left) and _compact_now())
+        old_left, left_length = self._side(LEFT) if read_left else ({}, 0)
         for lb, lw in old_left.items():  # rows of a key whose count crossed zero
             wide = pickle.loads(lb)
             now = flipped.get(sub.probe_key(wide))
@@ -1183,7 +1190,7 @@ class KeyedStep(StatefulProcessor):
             key = sub.probe_key(wide)
             if (key is not None and after[key] > 0) != sub.negated:
                 out += filtered(sub.view, wide, lw, sub.index + 1)
-        self._store(LEFT, d_left, old_left if flipped else None, left_length)
+        self._store(LEFT, d_left, old_left if read_left else None, left_length)
         self._store(RIGHT, d_right, held, right_length)
         return out
 
@@ -1205,7 +1212,10 @@ class KeyedStep(StatefulProcessor):
                length: int = 0) -> None:
         """A batch's rows into a log: appended without reading it, or, when the log was
         read (``held``, ``length``) and more than half of it is cancelled entries,
-        written back consolidated (each entry is read O(1) times amortised)."""
+        written back consolidated (each entry is read O(1) times amortised).  A side
+        only ever appended to (orders churning under a customer that never changes) is
+        read before one append in :data:`COMPACT_ODDS` (:func:`_compact_now`), so it too
+        stays within a constant of its live rows instead of growing with its history."""
         log = self.sides[side]
         if held is not None and length > 2 * len(held) + 16:
             rows = Counter(held)
@@ -1374,6 +1384,19 @@ class KeyedStep(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+#: one append in this many to a join side the batch would not read reads it first, so
+#: that a side whose other side never changes is compacted too (:meth:`KeyedStep._store`)
+COMPACT_ODDS = 16
+compaction_draws = random.Random()
+
+
+def _compact_now() -> bool:
+    """Whether this append to an unread side reads (and may compact) it first: by chance,
+    so that no pattern of keys and batches escapes it.  Compaction never changes what a
+    side holds, only how many entries hold it, so a retried batch may draw otherwise."""
+    return compaction_draws.randrange(COMPACT_ODDS) == 0
 
 
 def _listed(rows: dict[tuple, int]) -> list[tuple]:
