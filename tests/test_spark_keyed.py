@@ -525,6 +525,35 @@ def test_joins_are_ordered_so_no_big_side_is_keyed_by_few_values() -> None:
                      "(level 1) -> aggregate by group key (level 2)", own[1]]
 
 
+def test_a_view_over_a_view_joins_its_tables_while_the_inner_views_levels_run() -> None:
+    """A join step runs at the level after the previous one, or later when it joins a
+    view whose rows come later: the tables of a view over a view are joined while the
+    inner view's levels run (they waited for it: one level more per table joined), and,
+    with the loads' sizes, the inner view is joined last where the sizes leave the choice."""
+    local = upkeep.connect()
+    local.execute(TABLES)
+    over = ("SELECT n.region, p.total FROM {} WHERE c.nk = n.nk AND c.segment = p.segment")
+    views = {"per_segment": VIEWS["per_segment"],
+             "tables_first": over.format("customer c, nation n, per_segment p"),
+             "view_first": over.format("per_segment p, customer c, nation n")}
+    for name, sql in views.items():
+        local.create_view(name, sql)
+    catalog = local._catalog.describe()
+    catalog["view_columns"] = {name: local._catalog.schema_of(name) for name in views}
+
+    def chain(view: str, loaded: dict[str, int] | None) -> str:
+        layout, refused = keyed_state.plan_keyed(catalog, views, loaded)
+        assert not refused
+        return layout.describe(view, catalog).split("partitions: ", 1)[1]
+
+    early = ("customer -> join nation by (n.nk) (level 0) -> join per_segment by "
+             "(p.segment) (level 2)")
+    assert chain("tables_first", None) == early
+    assert chain("view_first", None) == ("per_segment -> join customer by (c.segment) "
+                                         "(level 2) -> join nation by (n.nk) (level 3)")
+    assert chain("view_first", {"orders": 600, "customer": 40, "nation": 5}) == early
+
+
 def test_workers_freeze_their_heap_once_and_the_driver_never(spark) -> None:
     """PySpark's daemon collects garbage after every task: a worker moves what its first
     task loaded out of the collector's reach (:func:`worker_heap.freeze_worker_heap`),

@@ -133,15 +133,18 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
     return None
 
 
-def _join_order(block: Block, loaded: dict[str, int] | None = None) -> list[int]:
+def _join_order(block: Block, loaded: dict[str, int] | None = None,
+                ready: list[int] | None = None) -> list[int]:
     """A left-deep order of the atoms, each equi-joined to an earlier one where the join
     graph allows; an atom joined to none of them (a cross product) comes next with an empty
     join key: its join step holds all its rows under one key (correct, not parallel).
 
     With tables' sizes ``loaded`` (rows loaded in bulk), the order whose join steps hold
-    the fewest rows under one key (:func:`_rows_per_key`) is taken, among all orders of
-    up to :data:`ORDERED_ATOMS` atoms; without them, or when none is better, the atoms'
-    own order.  A join key of few values on a big side is what this avoids: in
+    the fewest rows under one key (:func:`_rows_per_key`), then that takes the fewest
+    levels (``ready``: the level where each atom's rows arrive; a view read by this one
+    is best joined last, while its own levels run), is taken, among all orders of up to
+    :data:`ORDERED_ATOMS` atoms; without them, or when none is better, the atoms' own
+    order.  A join key of few values on a big side is what this avoids: in
     ``orders, customer, nation`` joined in that order, the orders-customer rows are
     keyed by the nation (25 keys for all of them), while joining customer to nation
     first keys only the customers by it, and the orders by customer."""
@@ -162,15 +165,37 @@ def _join_order(block: Block, loaded: dict[str, int] | None = None) -> list[int]
         return order
     known = max(n for n in sizes if n is not None)
     sizes = [known if n is None else max(n, 1) for n in sizes]  # a view, or none loaded
-    best, best_cost = order, _rows_per_key(order, edges, sizes)
+    ready = ready or [0] * len(block.atoms)
+
+    def cost(order: list[int]) -> tuple:
+        worst, total = _rows_per_key(order, edges, sizes)
+        return worst, _levels(order, ready, [])[1], total
+
+    best, best_cost = order, cost(order)
     for candidate in itertools.permutations(range(len(block.atoms))):
         if all(_joins(candidate[:k], j, edges) or not any(
                 _joins(candidate[:k], r, edges) for r in candidate[k:])
                for k, j in enumerate(candidate) if k):  # no cross product before a join
-            cost = _rows_per_key(list(candidate), edges, sizes)
-            if cost < best_cost:
-                best, best_cost = list(candidate), cost
+            candidate_cost = cost(list(candidate))
+            if candidate_cost < best_cost:
+                best, best_cost = list(candidate), candidate_cost
     return best
+
+
+def _levels(order: list[int], ready: list[int], subqueries: list[int]
+            ) -> tuple[tuple[int, ...], int]:
+    """The levels of a chain's join steps in ``order``, and of its first step after them,
+    given the level where each atom's rows arrive (``ready``: 0 for a table, for a view
+    the level after it emits them) and each subquery relation's.  A join step runs the
+    level after the previous one, or later when it joins a view whose rows come later:
+    joining the tables first and a view last lets the tables' joins run while the view's
+    own levels do, so a view over a view takes fewer levels."""
+    levels: list[int] = []
+    for j in range(1, len(order)):
+        previous = levels[-1] + 1 if levels else ready[order[0]]
+        levels.append(max(previous, ready[order[j]]))
+    after = levels[-1] + 1 if levels else ready[order[0]]
+    return tuple(levels), max([after, *subqueries])
 
 
 def _joins(prefix: tuple[int, ...], atom: int, edges: set[tuple[int, int]]) -> bool:
@@ -250,7 +275,10 @@ class CompiledView:
     aggs: list | None = None
     finalizer: Finalizer | None = None
     buckets: int = 1024  # the layout's: a step's key is a hash of its values modulo this
-    offset: int = 0  # the level of its first join step (after the views it reads)
+    #: the level of each join step ``j`` (at ``j - 1``): the level after the previous one,
+    #: or, joining a view, the first level its rows reach (:func:`_levels`)
+    join_levels: tuple[int, ...] = ()
+    after: int = 0  # the level of its first step after the joins
     readers: list = field(default_factory=list)  # (keyed view, atom) or (set step, side)
     hidden: bool = False  # an input of a set operation: its rows go only to its readers
     subqueries: list = field(default_factory=list)  # its SubqueryStep per EXISTS / IN
@@ -269,7 +297,9 @@ class CompiledView:
     def step_level(self, j: int) -> int:
         """The level of its ``j``-th step: join steps ``1 .. len(order) - 1``, then its
         subquery steps, then its aggregate / distinct step."""
-        return self.offset + j - 1
+        if j < len(self.order):
+            return self.join_levels[j - 1]
+        return self.after + j - len(self.order)
 
     def bucket(self, values: tuple) -> int:
         return key_hash(values) % self.buckets
@@ -689,11 +719,15 @@ def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
     """A bound view (or one input of its set operations) as steps numbered from ``step``;
     its chains and set steps are appended to ``chains`` and ``nodes``."""
     if isinstance(plan, Block):
-        chain = _compile_view(name, plan, step, loaded)
+        def ready(relation: str) -> int:  # a base table's rows enter at level 0
+            root = compiled.roots.get(relation)
+            return 0 if root is None else root.ready
+
+        atoms = [ready(a.relation) for a in plan.atoms]
+        chain = _compile_view(name, plan, step, loaded, atoms)
         chain.buckets, chain.hidden = buckets, True
-        reads = [a.relation for a in plan.atoms] + [s.relation for s in plan.subqueries]
-        chain.offset = max((compiled.roots[r].ready for r in reads if r in compiled.roots),
-                           default=0)
+        chain.join_levels, chain.after = _levels(chain.order, atoms,
+                                                 [ready(s.relation) for s in plan.subqueries])
         chains.append(chain)
         return chain
     left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, nodes,
@@ -740,11 +774,12 @@ def _describe(root) -> str:
     return " -> ".join(parts)
 
 
-def _compile_view(name: str, block: Block, step: int, loaded: dict[str, int]
-                  ) -> CompiledView:
+def _compile_view(name: str, block: Block, step: int, loaded: dict[str, int],
+                  ready: list[int] | None = None) -> CompiledView:
     """One SELECT block's chain of steps, numbered from ``step``, its joins ordered by the
-    tables' sizes ``loaded`` (:func:`_join_order`)."""
-    order = _join_order(block, loaded)
+    tables' sizes ``loaded`` and the levels ``ready`` where each atom's rows arrive
+    (:func:`_join_order`)."""
+    order = _join_order(block, loaded, ready or [0] * len(block.atoms))
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
     local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
@@ -1007,9 +1042,8 @@ class KeyedStep(StatefulProcessor):
         self.sides, self.values = sides, values
 
     def level_of(self, step: int) -> int:
-        """Table steps are level 0; a view's ``j``-th join step (and its last step, ``j``
-        = its tables) is level ``offset + j - 1``: its offset is 0 over base tables, and
-        past the levels where the views it reads emit their rows."""
+        """Table steps are level 0; a view's steps are at :meth:`CompiledView.step_level`
+        (after the levels where the views it reads emit their rows, :func:`_levels`)."""
         if step == OUTPUT_STEP:
             return self.layout.levels
         if step < len(self.layout.tables):
