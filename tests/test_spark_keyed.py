@@ -855,6 +855,27 @@ def test_a_join_side_only_appended_to_stays_compact(spark, tmp_path, monkeypatch
     assert [(pickle.loads(r.row), r.weight) for r in out if r.step == keyed_state.OUTPUT_STEP
             ] == [(("big_orders", encode_row((7, "AUTO"))), -1)]
 
+    # a side of many rows (one key's 4,000 orders) is read before fewer appends: about
+    # COMPACT_READ rows per append, not a sixteenth of the side
+    reads = Counter()
+
+    class CountedList(keyed_state.ListInMemory):
+        def get(self):
+            reads[self] += 1
+            return super().get()
+
+    sides[:] = [CountedList(), CountedList()]
+    run("customer", (1, 4, "AUTO"), 1)
+    many = [(k, 1, Decimal("60.00"), 3) for k in range(100, 4100)]
+    for k in range(0, len(many), 500):
+        for row in many[k:k + 500]:
+            run("orders", row, 1)
+    reads.clear()
+    for _ in range(500):
+        run("orders", order, 1)
+        run("orders", order, -1)
+    assert reads[sides[keyed_state.LEFT]] <= 20  # a sixteenth: about 62
+
 
 def test_big_batches_read_a_groups_map_at_once_and_match_duckdb(spark, tmp_path) -> None:
     """Batches touching most keys of the table steps' Spark groups (which read each

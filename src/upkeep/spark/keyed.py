@@ -14,7 +14,7 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
 * a **join step** per further atom, keyed by the equality values between the atoms joined
   so far and the next one; it keeps both sides' rows of its key as logs of Z-set weights
   (``ListState``: appended to without reading, compacted when read half cancelled, and
-  read before one append in 16 so that no side grows with its history) and
+  read before some appends so that no side grows with its history) and
   emits ``dL x (R + dR) + L x dR`` (deletes included), matching exact join values;
 * a **subquery step** per ``[NOT] EXISTS`` / ``IN`` conjunct after the joins, keyed by
   the correlated values: a semijoin (anti-join) of the joined rows with the subquery's
@@ -1008,6 +1008,7 @@ class KeyedStep(StatefulProcessor):
         self.finals: dict[int, CompiledView] = {}
         self.compiled = False
         self.prefetched: dict[int, tuple] | None = None  # this group's map, read at once
+        self.current = (0, 0)  # the step and key being stepped
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         """Declare the state; the views compile at the first rows (:meth:`handleInputRows`),
@@ -1084,6 +1085,7 @@ class KeyedStep(StatefulProcessor):
             yield Row(step=r[0], group=r[1], key=r[2], side=r[3], row=r[4], weight=r[5])
 
     def _step(self, step: int, key: int, frame: dict[str, list]) -> list[tuple]:
+        self.current = (step, key)
         if step < len(self.layout.tables):
             return self._table(step, key, frame)
         view, j = self.by_step[step]
@@ -1159,8 +1161,8 @@ class KeyedStep(StatefulProcessor):
               ) -> list[tuple]:
         d_left = {r: w for r, w in d_left.items() if w}
         d_right = {r: w for r, w in d_right.items() if w}
-        read_left = bool(d_right) or (bool(d_left) and _compact_now())
-        read_right = bool(d_left) or (bool(d_right) and _compact_now())
+        read_left = bool(d_right) or (bool(d_left) and self._compact_now(LEFT))
+        read_right = bool(d_left) or (bool(d_right) and self._compact_now(RIGHT))
         old_left, left_length = self._side(LEFT) if read_left else ({}, 0)
         old_right, right_length = self._side(RIGHT) if read_right else ({}, 0)
         lkey, rkey, atom = view.left_keys[j], view.right_keys[j], view.order[j]
@@ -1211,7 +1213,7 @@ class KeyedStep(StatefulProcessor):
             changed.add(k)
         flipped = {k: after[k] > 0 for k in changed if (before[k] > 0) != (after[k] > 0)}
         out: list[tuple] = []
-        read_left = bool(flipped) or (bool(d_left) and _compact_now())
+        read_left = bool(flipped) or (bool(d_left) and self._compact_now(LEFT))
         old_left, left_length = self._side(LEFT) if read_left else ({}, 0)
         for lb, lw in old_left.items():  # rows of a key whose count crossed zero
             wide = pickle.loads(lb)
@@ -1240,7 +1242,23 @@ class KeyedStep(StatefulProcessor):
             for r, w in _unpacked(row, weight):
                 rows[r] += w
                 length += 1
-        return {r: w for r, w in rows.items() if w}, length
+        held = {r: w for r, w in rows.items() if w}
+        big = (*self.current, side)
+        if len(held) > COMPACT_ODDS * COMPACT_READ:
+            _big_sides[big] = len(held)
+        else:
+            _big_sides.pop(big, None)
+        return held, length
+
+    def _compact_now(self, side: int) -> bool:
+        """Whether this append to a side the batch does not read reads it first (and may
+        compact it, :meth:`_store`): one append in :data:`COMPACT_ODDS`, or, on a side
+        this worker read big, one in so many that the read costs about
+        :data:`COMPACT_READ` rows per append.  By chance, so that no pattern of keys and
+        batches escapes it: compaction never changes what a side holds, only how many
+        entries hold it, so a retried batch may draw otherwise."""
+        size = _big_sides.get((*self.current, side), 0)
+        return compaction_draws.randrange(max(COMPACT_ODDS, size // COMPACT_READ)) == 0
 
     def _store(self, side: int, delta: dict[bytes, int], held: dict[bytes, int] | None = None,
                length: int = 0) -> None:
@@ -1248,8 +1266,8 @@ class KeyedStep(StatefulProcessor):
         read (``held``, ``length``) and more than half of it is cancelled entries,
         written back consolidated (each entry is read O(1) times amortised).  A side
         only ever appended to (orders churning under a customer that never changes) is
-        read before one append in :data:`COMPACT_ODDS` (:func:`_compact_now`), so it too
-        stays within a constant of its live rows instead of growing with its history."""
+        read before some appends (:meth:`_compact_now`), so it too stays within a
+        constant of its live rows instead of growing with its history."""
         log = self.sides[side]
         if held is not None and length > 2 * len(held) + 16:
             rows = Counter(held)
@@ -1423,14 +1441,14 @@ class KeyedStep(StatefulProcessor):
 #: one append in this many to a join side the batch would not read reads it first, so
 #: that a side whose other side never changes is compacted too (:meth:`KeyedStep._store`)
 COMPACT_ODDS = 16
+#: rows a compaction read may cost an append, amortised, on a side known to be big (a
+#: side keyed by a value of few distinct values: all the orders of a nation)
+COMPACT_READ = 8
 compaction_draws = random.Random()
-
-
-def _compact_now() -> bool:
-    """Whether this append to an unread side reads (and may compact) it first: by chance,
-    so that no pattern of keys and batches escapes it.  Compaction never changes what a
-    side holds, only how many entries hold it, so a retried batch may draw otherwise."""
-    return compaction_draws.randrange(COMPACT_ODDS) == 0
+#: live rows of the big join sides this worker read, by (step, key, side): a heuristic
+#: (lost with the worker, then learnt again), kept only for sides of over
+#: COMPACT_ODDS * COMPACT_READ rows, so at most one entry per that many rows of state
+_big_sides: dict[tuple[int, int, int], int] = {}
 
 
 def _listed(rows: dict[tuple, int]) -> list[tuple]:
