@@ -114,6 +114,11 @@ VIEWS = {
     "top_orders": "SELECT ok, price FROM orders ORDER BY price DESC NULLS LAST, ok LIMIT 3",
     "top_hidden": "SELECT ok FROM orders ORDER BY qty NULLS FIRST, ok LIMIT 2 OFFSET 1",
     "top_segments": "SELECT segment, total FROM per_segment ORDER BY total DESC LIMIT 1",
+    # views over views joining tables: the tables joined while the inner view's levels run
+    "top_customers": "SELECT t.segment, c.ck FROM top_segments t JOIN customer c "
+                     "ON c.segment = t.segment",
+    "segment_regions": "SELECT n.region, p.total FROM customer c, nation n, per_segment p "
+                       "WHERE c.nk = n.nk AND c.segment = p.segment",
     # QUALIFY, a window inside an expression, a top-k CTE: the same steps
     "latest": "SELECT ok, ck FROM orders "
               "QUALIFY ROW_NUMBER() OVER (PARTITION BY ck ORDER BY ok DESC) = 1",
