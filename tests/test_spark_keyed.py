@@ -777,6 +777,19 @@ class CountedMap(keyed_state.MapInMemory):
         return super().iterator()
 
 
+def planned(spark, tmp_path, view: str) -> tuple:
+    """The keyed layout, catalog and compiled chains of ``view`` alone over TABLES: what
+    a test needs to run the steps' own code over in-memory state."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    db.execute(TABLES)
+    db.create_view(view, VIEWS[view])
+    plan = db._plan_now()
+    db.close()
+    layout, catalog = plan.keyed, plan.catalog
+    return layout, catalog, keyed_state.compile_views(layout, keyed_state.freeze(catalog)).chains
+
+
 def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_path,
                                                                      monkeypatch) -> None:
     """A table step's group holds many keys' MapState entries: a batch touching a quarter
@@ -784,14 +797,7 @@ def test_a_batch_touching_most_keys_of_a_group_reads_its_map_at_once(spark, tmp_
     key; a batch touching one key reads that key alone (a 1-row batch's bytes stay those
     of its keys)."""
     monkeypatch.setattr(keyed_state, "MIN_BUCKETS", 1024)  # the module's fixture sets 4
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
-                        database=tmp_path / "db")
-    db.execute(TABLES)
-    db.create_view("everything", VIEWS["everything"])
-    plan = db._plan_now()
-    db.close()
-    layout, catalog = plan.keyed, plan.catalog
-    chains = keyed_state.compile_views(layout, keyed_state.freeze(catalog)).chains
+    layout, catalog, chains = planned(spark, tmp_path, "everything")
     table = layout.tables.index("orders")
     rows = [(k, k % 7, Decimal("1.50"), k % 3) for k in range(4000)]
     records = [r for r in keyed_state.route_changes(
@@ -824,14 +830,7 @@ def test_a_join_side_only_appended_to_stays_compact(spark, tmp_path, monkeypatch
     first and writes it back consolidated when more than half of it is cancelled, so it
     stays within a constant of its live rows; and the join still emits what it holds."""
     monkeypatch.setattr(keyed_state, "compaction_draws", random.Random(5))
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
-                        database=tmp_path / "db")
-    db.execute(TABLES)
-    db.create_view("big_orders", VIEWS["big_orders"])
-    plan = db._plan_now()
-    db.close()
-    layout, catalog = plan.keyed, plan.catalog
-    chains = keyed_state.compile_views(layout, keyed_state.freeze(catalog)).chains
+    layout, catalog, chains = planned(spark, tmp_path, "big_orders")
     view = next(c for c in chains if c.name == "big_orders")
     assert [view.block.atoms[i].relation for i in view.order] == ["orders", "customer"]
     step = keyed_state.KeyedStep(layout, catalog, 0)
