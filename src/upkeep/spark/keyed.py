@@ -34,11 +34,11 @@ into the layout's buckets (about 128 loaded rows per key, :func:`bucket_count`):
   (:class:`OrderedStep`).
 
 Steps run in levels: a change goes at once to its table step and (past its table's
-filters) into each view's first step, all at level 0; a view's ``j``-th join step is level
-``j - 1``, its subquery steps the levels after its last join, its aggregate / distinct step
-the level after those.  A view over
-other keyed views has its levels shifted past the levels where they emit rows, and their
-changed rows enter its steps as a table's changes do (:func:`emit`).  A table step
+filters) into the view step joining it; over base tables a view's ``j``-th join step is
+level ``j - 1``, its subquery steps the levels after its last join, its aggregate /
+distinct step the level after those.  A join step that joins another keyed view runs at
+the first level that view's rows reach (:func:`_levels`), and their changed rows enter
+its steps as a table's changes do (:func:`emit`).  A table step
 that rejects a row fails the whole micro-batch, so nothing the row reached is committed.
 Every view's steps of one level share one stateful operator grouped by ``(step, group)``
 (:func:`record`), and Spark repartitions by it between levels, so a micro-batch reads and writes only the
@@ -54,7 +54,7 @@ import itertools
 import pickle
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
@@ -155,8 +155,7 @@ def _join_order(block: Block, loaded: dict[str, int] | None = None,
     def connected(order: list[int]) -> list[int]:
         while len(order) < len(block.atoms):
             rest = [j for j in range(len(block.atoms)) if j not in order]
-            order.append(next((j for j in rest if any((i, j) in edges for i in order)),
-                              rest[0]))
+            order.append(next((j for j in rest if _joins(order, j, edges)), rest[0]))
         return order
 
     order = connected([0])
@@ -198,7 +197,8 @@ def _levels(order: list[int], ready: list[int], subqueries: list[int]
     return tuple(levels), max([after, *subqueries])
 
 
-def _joins(prefix: tuple[int, ...], atom: int, edges: set[tuple[int, int]]) -> bool:
+def _joins(prefix: Sequence[int], atom: int, edges: set[tuple[int, int]]) -> bool:
+    """Whether ``atom`` is equi-joined to one of the atoms ``prefix``."""
     return any((i, atom) in edges for i in prefix)
 
 
@@ -779,7 +779,7 @@ def _compile_view(name: str, block: Block, step: int, loaded: dict[str, int],
     """One SELECT block's chain of steps, numbered from ``step``, its joins ordered by the
     tables' sizes ``loaded`` and the levels ``ready`` where each atom's rows arrive
     (:func:`_join_order`)."""
-    order = _join_order(block, loaded, ready or [0] * len(block.atoms))
+    order = _join_order(block, loaded, ready)
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
     local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
