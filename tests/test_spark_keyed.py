@@ -19,7 +19,9 @@ from oracle import insert_rows
 import upkeep
 import upkeep.spark.keyed as keyed_state
 from upkeep.codecs.spark_rows import encode_row
+from upkeep.plan import analyse_joins, bind_query
 from upkeep.spark import worker_heap
+from upkeep.sql import parse_one
 from upkeep.storage import StorageError
 
 TABLES = """
@@ -195,8 +197,8 @@ def test_every_view_runs_in_keyed_state(keyed) -> None:
         assert "Spark keyed state" in text, (name, text)
     for name, ending in EXPLAIN_ENDINGS.items():
         assert keyed.explain(name).endswith(ending), (name, keyed.explain(name))
-    assert "join customer by (c.ck)" in keyed.explain("per_region")
-    assert "aggregate by group key (level 2)" in keyed.explain("per_region")
+    assert "customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) (level 1) " \
+        "-> aggregate by group key (level 2)" in keyed.explain("per_region")
     assert "cross product with orders, one key" in keyed.explain("theta")
     assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
         "(level 3)" in keyed.explain("big_per_region")
@@ -507,15 +509,16 @@ def test_joins_are_ordered_so_no_big_side_is_keyed_by_few_values() -> None:
     only the customers by the nation: in the atoms' own order (orders, customer, nation)
     every orders-customer row lands under one of the 25 nation keys (at TPC-H SF 10, 600k
     rows per key, which ran Spark out of memory when handed to it as initial state).
-    Without sizes, and where no order is better, the atoms' own order stays."""
-    local = upkeep.connect()
-    local.execute(TABLES)
-    views = {"by_region": VIEWS["per_region"], "per_segment": VIEWS["per_segment"]}
-    for name, sql in views.items():
-        local.create_view(name, sql)
-    catalog = local._catalog.describe()
-
-    def chains(loaded: dict[str, int] | None) -> list[str]:
+    Without loads (tables fed by changes alone) the PRIMARY KEYs the joins reach give the
+    same order: orders reference customers, customers nations.  Where no order is better
+    (equal loads; no loads and no keys) the atoms' own order stays."""
+    def chains(tables: str, loaded: dict[str, int] | None) -> list[str]:
+        local = upkeep.connect()
+        local.execute(tables)
+        views = {"by_region": VIEWS["per_region"], "per_segment": VIEWS["per_segment"]}
+        for name, sql in views.items():
+            local.create_view(name, sql)
+        catalog = local._catalog.describe()
         layout, refused = keyed_state.plan_keyed(catalog, views, loaded)
         assert not refused
         return [layout.describe(v, catalog).split("partitions: ", 1)[1] for v in views]
@@ -523,40 +526,71 @@ def test_joins_are_ordered_so_no_big_side_is_keyed_by_few_values() -> None:
     own = ["orders -> join customer by (c.ck) (level 0) -> join nation by (n.nk) (level 1) "
            "-> aggregate by group key (level 2)",
            "orders -> join customer by (c.ck) (level 0) -> aggregate by group key (level 1)"]
-    assert chains(None) == own
-    assert chains({"orders": 100, "customer": 100, "nation": 100}) == own
-    sized = chains({"orders": 15_000_000, "customer": 1_500_000, "nation": 25})
-    assert sized == ["customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) "
-                     "(level 1) -> aggregate by group key (level 2)", own[1]]
+    dimensions_first = ["customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) "
+                        "(level 1) -> aggregate by group key (level 2)", own[1]]
+    keyless = TABLES.replace("PRIMARY KEY", "")
+    assert chains(keyless, None) == own
+    assert chains(TABLES, None) == dimensions_first
+    assert chains(TABLES, {"orders": 100, "customer": 100, "nation": 100}) == own
+    sized = {"orders": 15_000_000, "customer": 1_500_000, "nation": 25}
+    assert chains(TABLES, sized) == chains(keyless, sized) == dimensions_first
+
+
+def test_join_sizes_without_loads_follow_the_primary_keys_the_joins_reach() -> None:
+    """An atom whose equalities cover another's whole PRIMARY KEY references it (many rows
+    to one) and is estimated KEY_FANOUT times bigger; a key joined to a key both ways is
+    one to one; a join on part of a composite key references nothing."""
+    db = upkeep.connect()
+    db.execute(TABLES + "CREATE TABLE line (ok INTEGER, n INTEGER, ck INTEGER, "
+               "PRIMARY KEY (ok, n)); CREATE TABLE note (ok INTEGER, n INTEGER, txt VARCHAR);")
+    catalog = db._catalog.describe()
+    facts = keyed_state.TableFacts.of(catalog, {})
+    schema = {name: cols for name, cols, *_ in catalog["tables"]}.__getitem__
+
+    def sizes(sql: str) -> list[int]:
+        block = bind_query(parse_one(sql), schema)
+        return keyed_state._sizes_by_keys(block, analyse_joins(block).equalities, facts.primary)
+
+    fan = keyed_state.KEY_FANOUT
+    assert sizes("SELECT * FROM orders o, customer c, nation n "
+                 "WHERE o.ck = c.ck AND c.nk = n.nk") == [fan * fan, fan, 1]
+    assert sizes("SELECT * FROM customer a, customer b WHERE a.ck = b.ck") == [1, 1]
+    assert sizes("SELECT * FROM note t, line l WHERE t.ok = l.ok") == [1, 1]
+    assert sizes("SELECT * FROM note t, line l, customer c "
+                 "WHERE t.ok = l.ok AND t.n = l.n AND l.ck = c.ck") == [fan * fan, fan, 1]
 
 
 def test_a_view_over_a_view_joins_its_tables_while_the_inner_views_levels_run() -> None:
     """A join step runs at the level after the previous one, or later when it joins a
     view whose rows come later: the tables of a view over a view are joined while the
     inner view's levels run (they waited for it: one level more per table joined), and,
-    with the loads' sizes, the inner view is joined last where the sizes leave the choice."""
-    local = upkeep.connect()
-    local.execute(TABLES)
+    with the loads' sizes (or, without loads, the keys'), the inner view is joined last
+    where the sizes leave the choice."""
     over = ("SELECT n.region, p.total FROM {} WHERE c.nk = n.nk AND c.segment = p.segment")
     views = {"per_segment": VIEWS["per_segment"],
              "tables_first": over.format("customer c, nation n, per_segment p"),
              "view_first": over.format("per_segment p, customer c, nation n")}
-    for name, sql in views.items():
-        local.create_view(name, sql)
-    catalog = local._catalog.describe()
-    catalog["view_columns"] = {name: local._catalog.schema_of(name) for name in views}
 
-    def chain(view: str, loaded: dict[str, int] | None) -> str:
+    def chain(tables: str, view: str, loaded: dict[str, int] | None) -> str:
+        local = upkeep.connect()
+        local.execute(tables)
+        for name, sql in views.items():
+            local.create_view(name, sql)
+        catalog = local._catalog.describe()
+        catalog["view_columns"] = {name: local._catalog.schema_of(name) for name in views}
         layout, refused = keyed_state.plan_keyed(catalog, views, loaded)
         assert not refused
         return layout.describe(view, catalog).split("partitions: ", 1)[1]
 
     early = ("customer -> join nation by (n.nk) (level 0) -> join per_segment by "
              "(p.segment) (level 2)")
-    assert chain("tables_first", None) == early
-    assert chain("view_first", None) == ("per_segment -> join customer by (c.segment) "
-                                         "(level 2) -> join nation by (n.nk) (level 3)")
-    assert chain("view_first", {"orders": 600, "customer": 40, "nation": 5}) == early
+    keyless = TABLES.replace("PRIMARY KEY", "")
+    assert chain(keyless, "tables_first", None) == early
+    assert chain(keyless, "view_first", None) == ("per_segment -> join customer by "
+                                                  "(c.segment) (level 2) -> join nation by "
+                                                  "(n.nk) (level 3)")
+    assert chain(keyless, "view_first", {"orders": 600, "customer": 40, "nation": 5}) == early
+    assert chain(TABLES, "view_first", None) == early
 
 
 def test_workers_freeze_their_heap_once_and_the_driver_never(spark) -> None:

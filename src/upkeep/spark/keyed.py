@@ -133,21 +133,38 @@ def keyable(block: object, tables: set[str], keyed_views: set[str]) -> str | Non
     return None
 
 
-def _join_order(block: Block, loaded: dict[str, int] | None = None,
+@dataclass(frozen=True)
+class TableFacts:
+    """What orders a view's joins (:func:`_join_order`): rows loaded in bulk per table,
+    and each table's PRIMARY KEY (column positions), from the catalog the driver and the
+    executors share, so both compile the same steps."""
+
+    loaded: dict[str, int] = field(default_factory=dict)
+    primary: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, catalog: dict, loaded: dict[str, int]) -> TableFacts:
+        return cls(loaded, {entry[0]: tuple(entry[3] or ()) for entry in catalog["tables"]})
+
+
+def _join_order(block: Block, facts: TableFacts | None = None,
                 ready: list[int] | None = None) -> list[int]:
     """A left-deep order of the atoms, each equi-joined to an earlier one where the join
     graph allows; an atom joined to none of them (a cross product) comes next with an empty
     join key: its join step holds all its rows under one key (correct, not parallel).
 
-    With tables' sizes ``loaded`` (rows loaded in bulk), the order whose join steps hold
-    the fewest rows under one key (:func:`_rows_per_key`), then that takes the fewest
-    levels (``ready``: the level where each atom's rows arrive; a view read by this one
-    is best joined last, while its own levels run), is taken, among all orders of up to
-    :data:`ORDERED_ATOMS` atoms; without them, or when none is better, the atoms' own
+    The atoms' sizes are the rows loaded in bulk (``facts.loaded``) or, with none loaded,
+    estimated from the PRIMARY KEYs the join's equalities reach (:func:`_sizes_by_keys`).
+    The order whose join steps hold the fewest rows under one key
+    (:func:`_rows_per_key`), then that takes the fewest levels (``ready``: the level
+    where each atom's rows arrive; a view read by this one is best joined last, while its
+    own levels run), is taken, among all orders of up to :data:`ORDERED_ATOMS` atoms;
+    when no order is better (the sizes all equal: no loads and no keys), the atoms' own
     order.  A join key of few values on a big side is what this avoids: in
     ``orders, customer, nation`` joined in that order, the orders-customer rows are
     keyed by the nation (25 keys for all of them), while joining customer to nation
     first keys only the customers by it, and the orders by customer."""
+    facts = facts or TableFacts()
     analysis = analyse_joins(block)
     edges = {(atom_of_slot(block, a), atom_of_slot(block, b)) for a, b in analysis.equalities}
     edges |= {(b, a) for a, b in edges}
@@ -159,11 +176,16 @@ def _join_order(block: Block, loaded: dict[str, int] | None = None,
         return order
 
     order = connected([0])
-    sizes = [loaded.get(a.relation) for a in block.atoms] if loaded else []
-    if not any(sizes) or len(block.atoms) > ORDERED_ATOMS:
+    if len(block.atoms) > ORDERED_ATOMS:
         return order
-    known = max(n for n in sizes if n is not None)
-    sizes = [known if n is None else max(n, 1) for n in sizes]  # a view, or none loaded
+    if any(facts.loaded.get(a.relation) for a in block.atoms):
+        sizes = [facts.loaded.get(a.relation) for a in block.atoms]
+        known = max(n for n in sizes if n is not None)
+        sizes = [known if n is None else max(n, 1) for n in sizes]  # a view, or none loaded
+    else:
+        sizes = _sizes_by_keys(block, analysis.equalities, facts.primary)
+        if len(set(sizes)) == 1:
+            return order
     ready = ready or [0] * len(block.atoms)
 
     def cost(order: list[int]) -> tuple:
@@ -179,6 +201,43 @@ def _join_order(block: Block, loaded: dict[str, int] | None = None,
             if candidate_cost < best_cost:
                 best, best_cost = list(candidate), candidate_cost
     return best
+
+
+KEY_FANOUT = 10  # rows per row of a table referenced by PRIMARY KEY, estimated (no loads)
+
+
+def _sizes_by_keys(block: Block, equalities: list[tuple[int, int]],
+                   primary: dict[str, tuple[int, ...]]) -> list[int]:
+    """The atoms' sizes as estimated without loads: an atom whose equalities with another
+    cover that one's whole PRIMARY KEY (and not the other way round) references it, many
+    rows to one, as a fact table references a dimension; it is estimated
+    :data:`KEY_FANOUT` times as big as the biggest atom it references (an atom that
+    references none: 1).  In ``orders, customer, nation`` (joined on customer's and
+    nation's keys): 100, 10 and 1."""
+    atoms = block.atoms
+    covered: dict[tuple[int, int], set[int]] = {}  # (i, j): columns of j equated to i's
+    for a, b in equalities:
+        i, j = atom_of_slot(block, a), atom_of_slot(block, b)
+        if i != j:
+            covered.setdefault((i, j), set()).add(b - atoms[j].offset)
+            covered.setdefault((j, i), set()).add(a - atoms[i].offset)
+
+    def keyed(i: int, j: int) -> bool:  # i's equalities cover j's PRIMARY KEY
+        key = primary.get(atoms[j].relation, ())
+        return bool(key) and set(key) <= covered.get((i, j), set())
+
+    references = {i: [j for j in range(len(atoms))
+                      if j != i and keyed(i, j) and not keyed(j, i)]
+                  for i in range(len(atoms))}
+    sizes: dict[int, int] = {}
+
+    def size(i: int, seen: frozenset[int]) -> int:
+        if i not in sizes:
+            below = [size(j, seen | {i}) for j in references[i] if j not in seen]
+            sizes[i] = KEY_FANOUT * max(below) if below else 1
+        return sizes[i]
+
+    return [size(i, frozenset()) for i in range(len(atoms))]
 
 
 def _levels(order: list[int], ready: list[int], subqueries: list[int]
@@ -230,7 +289,7 @@ def plan_keyed(catalog: dict, views: dict[str, str], loaded: dict[str, int] | No
     loaded = {t: n for t, n in (loaded or {}).items() if n}
     buckets = bucket_count(sum(loaded.values()))
     compiled, refused = _compile_all(list(views.items()), _schema_of(freeze(catalog)), tables,
-                                     buckets, loaded)
+                                     buckets, TableFacts.of(catalog, loaded))
     return KeyedLayout(tables, tuple(compiled.views), compiled.levels, buckets,
                        tuple(sorted(loaded.items()))), refused
 
@@ -514,13 +573,13 @@ def compile_views(layout: KeyedLayout, frozen: str) -> Compiled:
     catalog = pickle.loads(bytes.fromhex(frozen))
     compiled, refused = _compile_all([(n, catalog["views"][n][0]) for n in layout.views],
                                      _schema_of(frozen), layout.tables, layout.buckets,
-                                     dict(layout.loaded))
+                                     TableFacts.of(catalog, dict(layout.loaded)))
     assert not refused and compiled.levels == layout.levels, refused
     return compiled
 
 
 def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], buckets: int,
-                 loaded: dict[str, int]) -> tuple[Compiled, dict[str, str]]:
+                 facts: TableFacts) -> tuple[Compiled, dict[str, str]]:
     """Views in definition order as keyed steps numbered after the table steps, each after
     the levels where the keyed views it reads emit their rows; and why the others cannot.
     A view with CTEs, derived tables, outer joins or scalar subqueries reads hidden
@@ -559,7 +618,7 @@ def _compile_all(views: list[tuple[str, str]], schema, tables: tuple[str, ...], 
 
         try:
             _bind_parts(name, sql, schema_of, bind)
-            built, after = _compile_parts(parts, name, step, buckets, compiled, loaded)
+            built, after = _compile_parts(parts, name, step, buckets, compiled, facts)
         except (Error, _NotKeyed) as exc:
             refused[name] = str(exc)
             for part, _ in parts:
@@ -575,7 +634,7 @@ class _NotKeyed(Exception):
 
 
 def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, buckets: int,
-                   compiled: Compiled, loaded: dict[str, int]) -> tuple[list[tuple], int]:
+                   compiled: Compiled, facts: TableFacts) -> tuple[list[tuple], int]:
     """A view's bound parts (its helpers, then itself) as steps numbered from ``step``, each
     ``(part, root, chains, nodes)``, and the next free step; ``compiled`` is left as it is
     (a part that fails to compile leaves nothing of the view behind)."""
@@ -588,7 +647,7 @@ def _compile_parts(parts: list[tuple[str, object]], name: str, step: int, bucket
                            buckets=buckets, readers=[])
             nodes.append(root)
         else:
-            root = _compile_plan(part, plan, step, buckets, scratch, chains, nodes, loaded)
+            root = _compile_plan(part, plan, step, buckets, scratch, chains, nodes, facts)
         root.hidden = part != name
         scratch.roots[part] = root
         built.append((part, root, chains, nodes))
@@ -701,7 +760,7 @@ def _plan_columns(plan) -> list[tuple[str, SqlType]]:
         return set_operation_columns(plan.kind, _plan_columns(plan.left),
                                      _plan_columns(plan.right))
     if plan.is_aggregate:  # typed as the aggregate step's finalizer types its rows
-        types = _compile_view("", plan, 0, {}).finalizer.types
+        types = _compile_view("", plan, 0, TableFacts()).finalizer.types
     else:
         compiler = ExpressionCompiler(plan.scope)
         types = [compiler.compile(e).type for _, e in plan.select]
@@ -715,7 +774,7 @@ def _after(step: int, chains: list, nodes: list) -> int:
 
 
 def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
-                  chains: list, nodes: list, loaded: dict[str, int]):
+                  chains: list, nodes: list, facts: TableFacts):
     """A bound view (or one input of its set operations) as steps numbered from ``step``;
     its chains and set steps are appended to ``chains`` and ``nodes``."""
     if isinstance(plan, Block):
@@ -724,16 +783,16 @@ def _compile_plan(name: str, plan, step: int, buckets: int, compiled: Compiled,
             return 0 if root is None else root.ready
 
         atoms = [ready(a.relation) for a in plan.atoms]
-        chain = _compile_view(name, plan, step, loaded, atoms)
+        chain = _compile_view(name, plan, step, facts, atoms)
         chain.buckets, chain.hidden = buckets, True
         chain.join_levels, chain.after = _levels(chain.order, atoms,
                                                  [ready(s.relation) for s in plan.subqueries])
         chains.append(chain)
         return chain
     left = _compile_plan(f"{name}.left", plan.left, step, buckets, compiled, chains, nodes,
-                         loaded)
+                         facts)
     right = _compile_plan(f"{name}.right", plan.right, _after(step, chains, nodes), buckets,
-                          compiled, chains, nodes, loaded)
+                          compiled, chains, nodes, facts)
     step = _after(step, chains, nodes)
     columns = _plan_columns(plan)
     node = SetStep(name, step, plan.kind, plan.distinct, (left, right),
@@ -774,12 +833,12 @@ def _describe(root) -> str:
     return " -> ".join(parts)
 
 
-def _compile_view(name: str, block: Block, step: int, loaded: dict[str, int],
+def _compile_view(name: str, block: Block, step: int, facts: TableFacts,
                   ready: list[int] | None = None) -> CompiledView:
     """One SELECT block's chain of steps, numbered from ``step``, its joins ordered by the
-    tables' sizes ``loaded`` and the levels ``ready`` where each atom's rows arrive
-    (:func:`_join_order`)."""
-    order = _join_order(block, loaded, ready)
+    tables' sizes or keys (``facts``) and the levels ``ready`` where each atom's rows
+    arrive (:func:`_join_order`)."""
+    order = _join_order(block, facts, ready)
     analysis = analyse_joins(block)
     compiler = ExpressionCompiler(block.scope)
     local = [[compiler.compile_condition(c).fn for c in conds] for conds in analysis.local]
