@@ -122,6 +122,7 @@ class RankedView(MaterializedView):
     rank at ``position`` (see the module)."""
 
     strategy = "ranked"
+    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  partition: Callable[[tuple], tuple], key: Callable[[tuple], tuple],

@@ -85,6 +85,7 @@ class TopKView(MaterializedView):
     """Rows ``offset .. offset + limit`` of ``helper`` in ``key`` order."""
 
     strategy = "topk"
+    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  key: Callable[[tuple], tuple], limit: int, offset: int, hidden: int = 0

@@ -46,6 +46,11 @@ class ViewRuntime:
     """Common interface of maintained views."""
 
     strategy = ""
+    #: whether rows that tie in the view's order are told apart by when they arrived (a
+    #: top-k, ranked or window view, or DuckDB recomputing any query): a change and its
+    #: inverse then need not leave the view as it was, so a what-if cannot push a
+    #: hypothetical batch through it and take it back (``Connection._hypothetical``)
+    ties_by_arrival = False
 
     def __init__(self, name: str, columns: Columns, inputs: set[str], sql: str):
         self.name = name
@@ -376,6 +381,7 @@ class RecomputeView(MaterializedView):
     """DuckDB recomputes the view per batch; the delta is new result minus old."""
 
     strategy = "recompute"
+    ties_by_arrival = True
 
     def __init__(self, name, columns, inputs, sql, contents_of: Callable[[str], tuple]):
         super().__init__(name, columns, inputs, sql)

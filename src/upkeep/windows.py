@@ -315,6 +315,7 @@ class WindowView(MaterializedView):
     partition or a million.  Otherwise a change re-reads its whole partition."""
 
     strategy = "window"
+    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  partition: Callable[[tuple], tuple], evaluators: list[Callable],

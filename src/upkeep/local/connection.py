@@ -496,14 +496,14 @@ class Connection(Engine):
                                                                                 valuation))
 
     def _world(self, name: str, deltas: Callable[[], dict[str, Delta]]) -> WhatIf:
-        """``name`` with the provenance tables changed by ``deltas()``: pushed through the
-        views' own maintenance code and taken back (:meth:`Committer.hypothetical`)."""
+        """``name`` with the provenance tables changed by ``deltas()``
+        (:meth:`_hypothetical`)."""
         if self._staging is not None:
             raise UnsupportedError("what-if inside a transaction")
         self.expire()
         name = self._catalog.user_named(name)
         self._catalog.schema_of(name)
-        changes = self._committer.hypothetical(deltas(), name)
+        changes = self._hypothetical(deltas(), name)
         batches = self._committer.batches
         source = self._relation(name)
 
@@ -521,6 +521,31 @@ class Connection(Engine):
                 self._lock.release()
 
         return WhatIf(name, list(changes.items()), real)
+
+    def _hypothetical(self, deltas: dict[str, Delta], name: str) -> Delta:
+        """How ``name`` changes when the tables change by ``deltas``: pushed through the
+        views' own maintenance code and taken back (:meth:`Committer.hypothetical`), or,
+        when a view on the way tells tied rows apart by arrival (``ties_by_arrival``: the
+        push and its inverse could leave it holding the other one of two tied rows, with
+        no subscriber told), computed on a scratch database holding the tables ``name``
+        reads as they would be and its views built over them: the real state is not
+        touched."""
+        catalog = self._catalog
+        deltas = {t: d for t, d in deltas.items() if d}
+        needed = catalog.reads(name)
+        if name in catalog.tables or not any(
+                catalog.views[v].ties_by_arrival
+                for v in catalog.affected(frozenset(deltas)) if v in needed):
+            return self._committer.hypothetical(deltas, name)
+        tables = [t for t in needed if t in catalog.tables]
+        changes = [(t, row, w) for t in tables for row, w in catalog.weighted_rows(t)]
+        changes += [(t, row, w) for t in tables for row, w in deltas.get(t, {}).items()]
+        views = [v for v in catalog.view_names() if v in needed]
+        scratch = from_catalog(catalog.describe(), views, changes)
+        world = dict(scratch._catalog.weighted_rows(name))
+        real = dict(catalog.weighted_rows(name))
+        return {r: world.get(r, 0) - real.get(r, 0) for r in world.keys() | real.keys()
+                if world.get(r, 0) != real.get(r, 0)}
 
     def _relation(self, name: str) -> object | None:
         """The table or view object ``name`` names now (a new one once dropped and made
