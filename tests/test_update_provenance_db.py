@@ -153,6 +153,21 @@ def test_a_what_if_leaves_a_view_of_tied_rows_as_it_was(view, strategy):
     assert Counter(asked.view("v").rows()) == Counter(never.view("v").rows()) == +copy
 
 
+def test_a_what_if_on_a_scratch_copy_keeps_rows_a_key_allows_once():
+    """Constraints do not hold in hypothetical worlds, on the scratch copy either: with
+    the delete between two inserts of key 1 aborted, both rows are there."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (k INTEGER PRIMARY KEY, v VARCHAR NOT NULL) "
+               "WITH (provenance = 'update')")
+    db.create_view("top", "SELECT k, v FROM r ORDER BY k LIMIT 5")
+    for sql in ("INSERT INTO r VALUES (1, 'a')", "DELETE FROM r WHERE k = 1",
+                "INSERT INTO r VALUES (1, 'b')"):
+        db.execute(sql)
+    world = db.what_if("top", abort=[2])
+    assert sorted(world.rows) == [(1, "a"), (1, "b")]
+    assert db.view("top").rows() == [(1, "b")]
+
+
 def test_a_what_if_pushes_through_views_without_ties_and_copies_nothing(monkeypatch):
     """Views that do not tell tied rows apart (a join + aggregate) take the what-if's
     batch and its inverse: no scratch database is built."""
