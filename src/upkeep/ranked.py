@@ -19,7 +19,8 @@ and lists the rows ranked ``1..k`` with their rank, so
 
 The rank is DuckDB's: ``ROW_NUMBER`` numbers the rows, ``RANK`` gives tied rows the
 position of the first of them, ``DENSE_RANK`` counts distinct keys.  ``ROW_NUMBER``'s order
-among tied rows is unspecified in DuckDB too; here it is the order they arrived in.
+among tied rows is unspecified in DuckDB too; here it is the rows' own order
+(:func:`.topk.row_order`), so the ranks are a function of the rows, not of their arrival.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .expressions import conjuncts
-from .topk import TopKError, sort_key
+from .topk import TopKError, row_order, sort_key
 from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
 from .windows import (
@@ -122,7 +123,6 @@ class RankedView(MaterializedView):
     rank at ``position`` (see the module)."""
 
     strategy = "ranked"
-    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  partition: Callable[[tuple], tuple], key: Callable[[tuple], tuple],
@@ -147,6 +147,12 @@ class RankedView(MaterializedView):
         return RankedView(self.name, self.columns, self.helper, self.sql, self.partition,
                           self.key, self.kind, self.limit, self.position, self.hidden)
 
+    def _position(self, row: tuple) -> tuple:
+        """Where a row sorts in its partition: by the ORDER BY key, ties by the row's own
+        values (:func:`.topk.row_order`), not by arrival, so a change and its inverse leave
+        the ranks as they were."""
+        return self.key(row), row_order(row)
+
     def _window(self, rows: SortedKeyList) -> list[tuple]:
         """The partition's rows ranked ``1..limit``, as output rows."""
         out = []
@@ -162,7 +168,7 @@ class RankedView(MaterializedView):
         for group, rows in by_partition(batch.get(self.helper), self.partition).items():
             members = self.groups.get(group)
             if members is None:
-                members = self.groups[group] = SortedKeyList(key=self.key)
+                members = self.groups[group] = SortedKeyList(key=self._position)
             before = self._window(members) if self._touches(members, rows) else None
             for row, weight in rows:
                 self.ops["sorted_updates"] += abs(weight)

@@ -10,8 +10,11 @@ sorted list by the ORDER BY key, so
   read from the sorted list), never the whole result.
 
 The order is DuckDB's: ascending unless ``DESC``, NULLs last unless ``NULLS FIRST``, NaN
-above every number.  Rows whose keys tie at the window's edge are cut in the order they
-arrived, where DuckDB's choice is unspecified too; the keys in the window are the same.
+above every number.  Rows whose keys tie at the window's edge are cut by the rows' own values
+(:func:`row_order`), where DuckDB's choice is unspecified: the window is a function of the
+rows, not of when they arrived, so a change and its inverse leave it as it was (what-if
+pushes a hypothetical batch through the view and takes it back, ``Committer.hypothetical``);
+the keys in the window are DuckDB's.
 """
 
 from __future__ import annotations
@@ -81,11 +84,18 @@ def sort_key(order: exp.Order, columns: Columns) -> Callable[[tuple], tuple]:
     return key
 
 
+def row_order(row: tuple) -> tuple:
+    """A total order of a view's rows (each column holds one type): NULL after every
+    value, NaN after every number; what breaks ties in the ORDER BY key."""
+    return tuple((1,) if v is None else (0, nan_order(v) if type(v) is float else v)
+                 for v in row)
+
+
 class TopKView(MaterializedView):
-    """Rows ``offset .. offset + limit`` of ``helper`` in ``key`` order."""
+    """Rows ``offset .. offset + limit`` of ``helper`` in ``key`` order, ties in
+    :func:`row_order`."""
 
     strategy = "topk"
-    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  key: Callable[[tuple], tuple], limit: int, offset: int, hidden: int = 0
@@ -96,7 +106,7 @@ class TopKView(MaterializedView):
         self.key = key
         self.limit = limit
         self.offset = offset
-        self.sorted = SortedKeyList(key=key)
+        self.sorted = SortedKeyList(key=self._position)
         self.ops = {"sorted_updates": 0, "window_rebuilds": 0}
         self.explanation = [
             f"top-k: rows {offset + 1}..{offset + limit} of helper view {helper} in ORDER BY "
@@ -110,6 +120,9 @@ class TopKView(MaterializedView):
         view.hidden = self.hidden
         return view
 
+    def _position(self, row: tuple) -> tuple:
+        return self.key(row), row_order(row)
+
     def _window(self) -> list[tuple]:
         end = self.offset + self.limit
         rows = self.sorted.islice(self.offset, min(end, len(self.sorted)))
@@ -118,16 +131,16 @@ class TopKView(MaterializedView):
         return list(rows)
 
     def _edge(self) -> tuple | None:
-        """The key of the window's last row (None: the window is not full)."""
+        """The position of the window's last row (None: the window is not full)."""
         end = self.offset + self.limit
-        return self.key(self.sorted[end - 1]) if len(self.sorted) >= end else None
+        return self._position(self.sorted[end - 1]) if len(self.sorted) >= end else None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = batch.get(self.helper)
         if not changes or not self.limit:  # LIMIT 0: always empty, nothing to keep
             return {}
         edge = self._edge()
-        touches = edge is None or any(not edge < self.key(row) for row in changes)
+        touches = edge is None or any(not edge < self._position(row) for row in changes)
         before = self._window() if touches else None
         for row, weight in changes.items():
             self.ops["sorted_updates"] += abs(weight)

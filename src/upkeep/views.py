@@ -47,7 +47,7 @@ class ViewRuntime:
 
     strategy = ""
     #: whether rows that tie in the view's order are told apart by when they arrived (a
-    #: top-k, ranked or window view, or DuckDB recomputing any query): a change and its
+    #: ranked or window view, or DuckDB recomputing any query): a change and its
     #: inverse then need not leave the view as it was, so a what-if cannot push a
     #: hypothetical batch through it and take it back (``Connection._hypothetical``)
     ties_by_arrival = False

@@ -525,17 +525,18 @@ class Connection(Engine):
     def _hypothetical(self, deltas: dict[str, Delta], name: str) -> Delta:
         """How ``name`` changes when the tables change by ``deltas``: pushed through the
         views' own maintenance code and taken back (:meth:`Committer.hypothetical`), or,
-        when a view on the way tells tied rows apart by arrival (``ties_by_arrival``: the
-        push and its inverse could leave it holding the other one of two tied rows, with
-        no subscriber told), computed on a scratch database holding the tables ``name``
-        reads as they would be and its views built over them: the real state is not
-        touched."""
+        when a view over those tables tells tied rows apart by arrival
+        (``ties_by_arrival``: the push and its inverse could leave it holding the other
+        one of two tied rows, with no subscriber told; and a table's rows deleted and
+        added back come after the others, which is what DuckDB recomputing a view reads
+        next, even for a view the what-if does not ask about), computed on a scratch
+        database holding the tables ``name`` reads as they would be and its views built
+        over them: the real state is not touched."""
         catalog = self._catalog
         deltas = {t: d for t, d in deltas.items() if d}
         needed = catalog.reads(name)
         if name in catalog.tables or not any(
-                catalog.views[v].ties_by_arrival
-                for v in catalog.affected(frozenset(deltas)) if v in needed):
+                catalog.views[v].ties_by_arrival for v in catalog.affected(frozenset(deltas))):
             return self._committer.hypothetical(deltas, name)
         tables = [t for t in needed if t in catalog.tables]
         changes = [(t, row, w) for t in tables for row, w in catalog.weighted_rows(t)]
