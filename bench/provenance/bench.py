@@ -53,7 +53,8 @@ class Workload:
     rows: dict[str, list[tuple]]
     transactions: list[list[str]]
     view: str
-    #: a top-k view (what-if answers it on a scratch copy of its table: tied rows)
+    #: a top-k view: what-if pushes its batch through it (ties broken by the rows' values)
+    #: or, with DuckDB recomputing it, answers on a scratch copy of its table
     top: str = ""
     dims: frozenset = frozenset()
     distinct: bool = True  # whether an UPDATE can merge rows (set semantics in the re-run)
@@ -293,22 +294,28 @@ def whatif(args: argparse.Namespace) -> dict:
     without_s, world = timed(lambda: db.what_if("v", without=[victim_row]))
     rerun_without_s, expected = timed(lambda: rerun(None, victim_row))
     assert set(world.rows) == expected, "what-if (without) differs from the re-run"
-    db.create_view("top", w.top)  # a transaction that inserts: its abort reaches the view
     top_table = parse_one(w.top).find(exp.Table).name
-    inserts = next(k for k in range(victim, len(txns))
+    inserts = next(k for k in range(victim, len(txns))  # its abort reaches the view
                    if any(sql.startswith(f"INSERT INTO {top_table} ")
                           for sql in w.transactions[k - 1]))
-    top_s, world = timed(lambda: db.what_if("top", abort=[txns[inserts]]))
     rerun_top_s, expected = timed(lambda: rerun(inserts, None, w.top))
-    assert set(world.rows) == expected, "what-if (top-k) differs from the re-run"
+    tops = {}
+    for strategy in ("topk", "recompute"):  # pushed through; on a scratch copy
+        db.create_view(f"top_{strategy}", w.top,
+                       strategy="recompute" if strategy == "recompute" else None)
+        tops[strategy], world = timed(lambda s=strategy: db.what_if(f"top_{s}",
+                                                                    abort=[txns[inserts]]))
+        assert set(world.rows) == expected, f"what-if (top-k, {strategy}) differs"
     return {"load_s": round(load_s, 2), "log_s": round(log_s, 2),
             "statements_per_s": stats["statements_per_s"],
             "abort_view_s": round(abort_s, 4), "rerun_abort_s": round(rerun_abort_s, 3),
             "abort_speedup": round(rerun_abort_s / abort_s, 1),
             "without_view_s": round(without_s, 4), "rerun_without_s": round(rerun_without_s, 3),
             "without_speedup": round(rerun_without_s / without_s, 1),
-            "top_view_s": round(top_s, 4), "rerun_top_s": round(rerun_top_s, 3),
-            "top_speedup": round(rerun_top_s / top_s, 1),
+            "top_view_s": round(tops["topk"], 4), "rerun_top_s": round(rerun_top_s, 3),
+            "top_speedup": round(rerun_top_s / tops["topk"], 1),
+            "top_scratch_s": round(tops["recompute"], 4),
+            "top_scratch_speedup": round(rerun_top_s / tops["recompute"], 2),
             "provenance": db._catalog.provenance.size(), "rss_after_log_mb": rss_log,
             "peak_mb": round(peak_rss_mb(), 1)}
 
@@ -411,9 +418,12 @@ def report(result: dict) -> str:
         f"{w['without_speedup']:,.0f}x |",
     ]
     if "top_view_s" in w:
-        lines.append(f"| abort one transaction, top-10 view (a scratch copy of its table) | "
+        lines.append(f"| abort one transaction (that inserts), top-10 view | "
                      f"{w['top_view_s']:.4f} | {w['rerun_top_s']:.2f} | "
                      f"{w['top_speedup']:,.1f}x |")
+        lines.append(f"| the same, top-10 view DuckDB recomputes (a scratch copy of its "
+                     f"table) | {w['top_scratch_s']:.4f} | {w['rerun_top_s']:.2f} | "
+                     f"{w['top_scratch_speedup']:,.2f}x |")
     lines += [
         "",
         f"Through the database: input rows loaded in {w['load_s']} s, the log committed at "
