@@ -46,8 +46,8 @@ class ViewRuntime:
     """Common interface of maintained views."""
 
     strategy = ""
-    #: whether rows that tie in the view's order are told apart by when they arrived (a
-    #: ranked or window view, or DuckDB recomputing any query): a change and its
+    #: whether rows that tie in the view's order are told apart by when they arrived
+    #: (DuckDB recomputing a query reads its tables in their rows' order): a change and its
     #: inverse then need not leave the view as it was, so a what-if cannot push a
     #: hypothetical batch through it and take it back (``Connection._hypothetical``)
     ties_by_arrival = False

@@ -27,8 +27,10 @@ Functions and their DuckDB meaning:
   ``RANGE`` bounded by ``UNBOUNDED`` / ``CURRENT ROW`` or by constant distances from a
   numeric order column's value.  Sums are exact (:mod:`upkeep.exact`).
 
-Rows that tie on the order are taken in arrival order, where DuckDB's order among peers is
-unspecified too (``row_number`` or ``lag`` over ties can differ from DuckDB's choice).
+Rows that tie on the order (and all rows, without an ORDER BY) are taken in the order of
+their own values (:func:`.topk.row_order`), so a view's rows are a function of its input's,
+not of when they arrived; DuckDB's order among peers is unspecified (``row_number`` or
+``lag`` over ties can differ from DuckDB's choice).
 Anything else (``GROUPS`` frames, ``RANGE`` offsets over dates or several order columns,
 named windows, ``DISTINCT`` arguments) leaves the view to be recomputed.
 """
@@ -48,7 +50,7 @@ from sqlglot import exp
 from .aggregates import average_of, exact_converter, from_exact
 from .expressions import ExpressionCompiler, nan_order, table_scope
 from .plan import output_name, unordered
-from .topk import TopKError, sort_key
+from .topk import TopKError, row_order, sort_key
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
 from .zset import add_into
@@ -315,7 +317,6 @@ class WindowView(MaterializedView):
     partition or a million.  Otherwise a change re-reads its whole partition."""
 
     strategy = "window"
-    ties_by_arrival = True
 
     def __init__(self, name: str, columns: Columns, helper: str, sql: str,
                  partition: Callable[[tuple], tuple], evaluators: list[Callable],
@@ -382,6 +383,11 @@ class WindowView(MaterializedView):
         for row in outputs:
             add_into(delta, row, 1)
 
+    def _position(self, row: tuple) -> tuple:
+        """Where a row sorts in its partition: by the shared ORDER BY, ties by the row's
+        own values (:func:`.topk.row_order`), as :func:`_evaluator` orders them."""
+        return self.order(row), row_order(row)
+
     def _reread_near(self, group: tuple, rows: list[tuple[tuple, int]],
                      delta: Delta) -> None:
         """Apply a partition's changes to its sorted rows; the outputs of the rows within
@@ -390,7 +396,7 @@ class WindowView(MaterializedView):
         needs ``reach`` rows of context on either side."""
         members = self.sorted.get(group)
         if members is None:
-            members = self.sorted[group] = SortedKeyList(key=self.order)
+            members = self.sorted[group] = SortedKeyList(key=self._position)
         n = len(members)
         before, after = n, n  # unchanged rows before the first change, after the last
         for row, weight in rows:
@@ -647,15 +653,20 @@ def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
                arg_type: SqlType | None, by_value: tuple[int, bool] | None = None
                ) -> Callable[[list[tuple]], list]:
     """``evaluate(rows) -> values``: the function's value for each of a partition's rows
-    (in the order given, arrival order), computed over the rows sorted by its ORDER BY."""
+    (in the order given), computed over the rows sorted by its ORDER BY, rows that tie
+    (or all, without an ORDER BY) in the order of their own values (:func:`.topk.row_order`):
+    the values are a function of the partition's rows, not of the order they arrived in."""
     compute = _computation(f, arg, arg_type, by_value)
 
     def evaluate(rows: list[tuple]) -> list:
         n = len(rows)
+        ties = [row_order(r) for r in rows]
         if key is None:
-            return compute(rows, [()] * n)
-        keys = [key(r) for r in rows]
-        order = sorted(range(n), key=keys.__getitem__)  # stable: ties in arrival order
+            keys = [()] * n
+            order = sorted(range(n), key=ties.__getitem__)
+        else:
+            keys = [key(r) for r in rows]
+            order = sorted(range(n), key=lambda p: (keys[p], ties[p]))
         sorted_values = compute([rows[p] for p in order], [keys[p] for p in order])
         values = [None] * n
         for p, value in zip(order, sorted_values, strict=True):
