@@ -536,6 +536,23 @@ def test_joins_are_ordered_so_no_big_side_is_keyed_by_few_values() -> None:
     assert chains(TABLES, sized) == chains(keyless, sized) == dimensions_first
 
 
+def test_top_k_ties_are_cut_as_the_local_engine_cuts_them() -> None:
+    """Rows that tie in a top-k's ORDER BY are ordered by their own values on both
+    engines (not by arrival, nor by hash), so both keep the same rows."""
+    sql = "SELECT a, b FROM r ORDER BY b LIMIT 3"
+    local = upkeep.connect()
+    local.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+    local.create_view("top", sql)
+    rows = [(a, 5) for a in (9, 5, 1, 7, 3, 0, 2, 8, 6, 4)] + [(0, 4)]
+    for row in rows:
+        local.insert("r", [row])
+    catalog = local._catalog.describe()
+    layout, refused = keyed_state.plan_keyed(catalog, {"top": sql})
+    step = keyed_state.compile_views(layout, keyed_state.freeze(catalog)).roots["top"]
+    kept = step.first(dict.fromkeys(rows, 1), 3)
+    assert sorted(kept) == sorted(local.view("top").rows()) == [(0, 4), (0, 5), (1, 5)]
+
+
 def test_join_sizes_without_loads_follow_the_primary_keys_the_joins_reach() -> None:
     """An atom whose equalities cover another's whole PRIMARY KEY references it (many rows
     to one) and is estimated KEY_FANOUT times bigger; a key joined to a key both ways is

@@ -87,7 +87,7 @@ from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
-from ..topk import TopKError, sort_key, split_top_k
+from ..topk import TopKError, row_order, sort_key, split_top_k
 from ..types import SqlType, format_row
 from ..windows import WindowView, by_partition, window_view, windowing_of
 from ..zset import add_into
@@ -491,7 +491,8 @@ class OrderedStep:
       holds those candidates and outputs rows ``offset + 1 .. offset + limit`` of them.
       Every row of the result is among its own key's first ``offset + limit``, so the
       merge reads at most ``offset + limit`` rows per key of the first step.  Rows that
-      tie in the ORDER BY are ordered by their hash, the same in every process."""
+      tie in the ORDER BY are ordered by their own values (:func:`upkeep.topk.row_order`),
+      in every process, as the local engine's top-k orders them."""
 
     name: str
     kind: str  # "window" or "top-k"
@@ -529,9 +530,10 @@ class OrderedStep:
                        join=False)]
 
     def first(self, rows: dict[tuple, int], n: int) -> list[tuple]:
-        """The first ``n`` of ``rows`` (row -> count) in ORDER BY order, ties by hash."""
+        """The first ``n`` of ``rows`` (row -> count) in ORDER BY order, ties by the rows'
+        values."""
         out: list[tuple] = []
-        for row in heapq.nsmallest(n, rows, key=lambda r: (self.order(r), key_hash(r))):
+        for row in heapq.nsmallest(n, rows, key=lambda r: (self.order(r), row_order(r))):
             out += [row] * min(rows[row], n - len(out))
         return out
 
