@@ -190,6 +190,13 @@ class RowStore:
         else:
             counts.pop(key, None)
 
+    def copy(self) -> RowStore:
+        """Another store holding the same rows (their stored keys shared, not encoded
+        again): a scratch table as it is now (what-if, ``Connection._hypothetical``)."""
+        other = RowStore(self._columns)
+        other._counts = dict(self._counts)
+        return other
+
     def items(self) -> Iterator[tuple[tuple, int]]:
         """Every distinct row with its multiplicity, decoded (repeated values shared)."""
         decode = self._bulk_decoder()

@@ -538,14 +538,17 @@ class Connection(Engine):
         if name in catalog.tables or not any(
                 catalog.views[v].ties_by_arrival for v in catalog.affected(frozenset(deltas))):
             return self._committer.hypothetical(deltas, name)
-        tables = [t for t in needed if t in catalog.tables]
-        changes = [(t, row, w) for t in tables for row, w in catalog.weighted_rows(t)]
-        changes += [(t, row, w) for t in tables for row, w in deltas.get(t, {}).items()]
-        views = [v for v in catalog.view_names() if v in needed]
         described = catalog.describe()  # constraints do not hold in hypothetical worlds
         described["tables"] = [(t, columns, set(), None)
                                for t, columns, *_ in described["tables"]]
-        scratch = from_catalog(described, views, changes)
+        scratch = from_catalog(described, [])
+        for t in needed:
+            if t in catalog.tables:  # its rows' stored keys copied, not decoded and encoded
+                table = scratch._catalog.tables[t]
+                table.rows = catalog.tables[t].rows.copy()
+                table.apply(deltas.get(t, {}))
+        scratch._catalog.restore_views({v: definition for v, definition
+                                        in described["views"].items() if v in needed})
         world = dict(scratch._catalog.weighted_rows(name))
         real = dict(catalog.weighted_rows(name))
         return {r: world.get(r, 0) - real.get(r, 0) for r in world.keys() | real.keys()
