@@ -32,7 +32,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .expressions import conjuncts
-from .topk import TopKError, row_order, sort_key
+from .topk import TopKError, sort_key, tie_broken
 from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
 from .windows import (
@@ -131,6 +131,8 @@ class RankedView(MaterializedView):
         self.helper = helper
         self.partition = partition
         self.key = key
+        self.order_key = tie_broken(key)  # ties by the rows' values: a change and its
+        # inverse leave the ranks as they were
         self.kind = kind
         self.limit = limit
         self.position = position
@@ -147,12 +149,6 @@ class RankedView(MaterializedView):
         return RankedView(self.name, self.columns, self.helper, self.sql, self.partition,
                           self.key, self.kind, self.limit, self.position, self.hidden)
 
-    def _position(self, row: tuple) -> tuple:
-        """Where a row sorts in its partition: by the ORDER BY key, ties by the row's own
-        values (:func:`.topk.row_order`), not by arrival, so a change and its inverse leave
-        the ranks as they were."""
-        return self.key(row), row_order(row)
-
     def _window(self, rows: SortedKeyList) -> list[tuple]:
         """The partition's rows ranked ``1..limit``, as output rows."""
         out = []
@@ -168,7 +164,7 @@ class RankedView(MaterializedView):
         for group, rows in by_partition(batch.get(self.helper), self.partition).items():
             members = self.groups.get(group)
             if members is None:
-                members = self.groups[group] = SortedKeyList(key=self._position)
+                members = self.groups[group] = SortedKeyList(key=self.order_key)
             before = self._window(members) if self._touches(members, rows) else None
             for row, weight in rows:
                 self.ops["sorted_updates"] += abs(weight)

@@ -91,6 +91,13 @@ def row_order(row: tuple) -> tuple:
                  for v in row)
 
 
+def tie_broken(key: Callable[[tuple], tuple]) -> Callable[[tuple], tuple]:
+    """A row's position: by ``key`` (an ORDER BY), ties by :func:`row_order`, so what is
+    kept in order is a function of the rows, not of when they arrived (top-k, ranked and
+    window views, and Spark's keyed top-k, all order rows so)."""
+    return lambda row: (key(row), row_order(row))
+
+
 class TopKView(MaterializedView):
     """Rows ``offset .. offset + limit`` of ``helper`` in ``key`` order, ties in
     :func:`row_order`."""
@@ -106,7 +113,8 @@ class TopKView(MaterializedView):
         self.key = key
         self.limit = limit
         self.offset = offset
-        self.sorted = SortedKeyList(key=self._position)
+        self.order_key = tie_broken(key)
+        self.sorted = SortedKeyList(key=self.order_key)
         self.ops = {"sorted_updates": 0, "window_rebuilds": 0}
         self.explanation = [
             f"top-k: rows {offset + 1}..{offset + limit} of helper view {helper} in ORDER BY "
@@ -120,9 +128,6 @@ class TopKView(MaterializedView):
         view.hidden = self.hidden
         return view
 
-    def _position(self, row: tuple) -> tuple:
-        return self.key(row), row_order(row)
-
     def _window(self) -> list[tuple]:
         end = self.offset + self.limit
         rows = self.sorted.islice(self.offset, min(end, len(self.sorted)))
@@ -133,14 +138,14 @@ class TopKView(MaterializedView):
     def _edge(self) -> tuple | None:
         """The position of the window's last row (None: the window is not full)."""
         end = self.offset + self.limit
-        return self._position(self.sorted[end - 1]) if len(self.sorted) >= end else None
+        return self.order_key(self.sorted[end - 1]) if len(self.sorted) >= end else None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = batch.get(self.helper)
         if not changes or not self.limit:  # LIMIT 0: always empty, nothing to keep
             return {}
         edge = self._edge()
-        touches = edge is None or any(not edge < self._position(row) for row in changes)
+        touches = edge is None or any(not edge < self.order_key(row) for row in changes)
         before = self._window() if touches else None
         for row, weight in changes.items():
             self.ops["sorted_updates"] += abs(weight)

@@ -50,7 +50,7 @@ from sqlglot import exp
 from .aggregates import average_of, exact_converter, from_exact
 from .expressions import ExpressionCompiler, nan_order, table_scope
 from .plan import output_name, unordered
-from .topk import TopKError, row_order, sort_key
+from .topk import TopKError, row_order, sort_key, tie_broken
 from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
 from .views import Batch, Columns, Delta, MaterializedView
 from .zset import add_into
@@ -383,11 +383,6 @@ class WindowView(MaterializedView):
         for row in outputs:
             add_into(delta, row, 1)
 
-    def _position(self, row: tuple) -> tuple:
-        """Where a row sorts in its partition: by the shared ORDER BY, ties by the row's
-        own values (:func:`.topk.row_order`), as :func:`_evaluator` orders them."""
-        return self.order(row), row_order(row)
-
     def _reread_near(self, group: tuple, rows: list[tuple[tuple, int]],
                      delta: Delta) -> None:
         """Apply a partition's changes to its sorted rows; the outputs of the rows within
@@ -396,7 +391,7 @@ class WindowView(MaterializedView):
         needs ``reach`` rows of context on either side."""
         members = self.sorted.get(group)
         if members is None:
-            members = self.sorted[group] = SortedKeyList(key=self._position)
+            members = self.sorted[group] = SortedKeyList(key=tie_broken(self.order))
         n = len(members)
         before, after = n, n  # unchanged rows before the first change, after the last
         for row, weight in rows:

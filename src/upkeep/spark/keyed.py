@@ -87,7 +87,7 @@ from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
-from ..topk import TopKError, row_order, sort_key, split_top_k
+from ..topk import TopKError, sort_key, split_top_k, tie_broken
 from ..types import SqlType, format_row
 from ..windows import WindowView, by_partition, window_view, windowing_of
 from ..zset import add_into
@@ -533,7 +533,7 @@ class OrderedStep:
         """The first ``n`` of ``rows`` (row -> count) in ORDER BY order, ties by the rows'
         values."""
         out: list[tuple] = []
-        for row in heapq.nsmallest(n, rows, key=lambda r: (self.order(r), row_order(r))):
+        for row in heapq.nsmallest(n, rows, key=tie_broken(self.order)):
             out += [row] * min(rows[row], n - len(out))
         return out
 
