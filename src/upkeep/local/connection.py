@@ -534,10 +534,10 @@ class Connection(Engine):
         over them: the real state is not touched."""
         catalog = self._catalog
         deltas = {t: d for t, d in deltas.items() if d}
-        needed = catalog.reads(name)
         if name in catalog.tables or not any(
                 catalog.views[v].ties_by_arrival for v in catalog.affected(frozenset(deltas))):
             return self._committer.hypothetical(deltas, name)
+        needed = catalog.reads(name)
         described = catalog.describe()  # constraints do not hold in hypothetical worlds
         described["tables"] = [(t, columns, set(), None)
                                for t, columns, *_ in described["tables"]]
