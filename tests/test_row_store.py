@@ -152,3 +152,35 @@ def test_strings_with_lone_surrogates_round_trip_beside_plain_ones():
     assert store.get(odd) == 2 and store.get(plain) == 1 and len(store) == 2
     assert store.key(odd)[:7] == store.key(plain)[:7]  # the header and "café" alike
     assert sorted(store.as_dict().items()) == sorted({odd: 2, plain: 1}.items())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=10, unique=True),
+       st.lists(st.integers(0, 9), max_size=10, unique=True))
+def test_rows_deleted_keeping_their_places_come_back_where_they_were(present, deleted):
+    """A what-if deletes rows keeping their places and adds them back: the store then reads
+    exactly as before, in the same order; meanwhile deleted rows read as absent."""
+    columns = [("a", type_from_name("INTEGER"))]
+    store = RowStore(columns)
+    for a in present:
+        store.add((a,), 2 if a % 3 == 0 else 1)
+    before = list(store.items())
+    gone = [a for a in deleted if a in present]
+    new = [a for a in deleted if a not in present]
+    for a in gone:
+        store.add((a,), -store.get((a,)), keep_place=True)
+    for a in new:
+        store.add((a,), 1, keep_place=True)
+    expected = {(a,): n for (a,), n in before if a not in gone} | {(a,): 1 for a in new}
+    assert dict(store.items()) == expected
+    assert len(store) == len(expected)
+    assert sorted(store) == sorted(expected)
+    assert [store.row(k) for k in store.keys()] == list(store)
+    assert dict(store.copy().items()) == expected
+    assert all(store.get((a,)) == 0 for a in gone)
+    for a in gone:  # the inverse, as Committer.hypothetical applies it
+        store.add((a,), dict(before)[(a,)])
+    for a in new:
+        store.add((a,), -1)
+    assert list(store.items()) == before
+    assert len(store) == len(before)

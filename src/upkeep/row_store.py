@@ -139,7 +139,8 @@ def _same(x):
 class RowStore:
     """row -> multiplicity for one table; rows go in and come out as tuples."""
 
-    __slots__ = ("_counts", "_encode", "_decode", "_columns", "_last_row", "_last_key")
+    __slots__ = ("_counts", "_encode", "_decode", "_columns", "_last_row", "_last_key",
+                 "_zeros")
 
     def __init__(self, columns: list[tuple[str, SqlType]]):
         self._counts: dict = {}
@@ -150,6 +151,8 @@ class RowStore:
         # checked and again when it is applied, the same tuple object both times
         self._last_row: tuple | None = None
         self._last_key: object = None
+        # rows held at multiplicity 0 to keep their place (``add(..., keep_place=True)``)
+        self._zeros = 0
 
     def _key_of(self, row: tuple) -> object:
         if row is self._last_row:
@@ -159,7 +162,7 @@ class RowStore:
         return key
 
     def __len__(self) -> int:
-        return len(self._counts)
+        return len(self._counts) - self._zeros
 
     def get(self, row: tuple, default: int = 0) -> int:
         """How many times the table holds ``row``."""
@@ -178,34 +181,51 @@ class RowStore:
         return self._decode(key)
 
     def keys(self) -> Iterator[object]:
+        if self._zeros:
+            return (key for key, n in self._counts.items() if n)
         return iter(self._counts)
 
-    def add(self, row: tuple, weight: int) -> None:
-        """Change the multiplicity of ``row`` by ``weight`` (the caller checked it stays >= 0)."""
+    def add(self, row: tuple, weight: int, keep_place: bool = False) -> None:
+        """Change the multiplicity of ``row`` by ``weight`` (the caller checked it stays >= 0).
+
+        ``keep_place``: a row this takes to 0 stays where it is, at multiplicity 0 (read as
+        absent), so that adding it back puts it where it was, not last.  A what-if deletes
+        rows and adds them back (``Committer.hypothetical``), and DuckDB reads a table in
+        the order it holds its rows: a row that moved would change which of two tied rows a
+        query or a view made later picks."""
         counts = self._counts
         key = self._key_of(row)
-        n = counts.get(key, 0) + weight
+        old = counts.get(key)
+        n = (old or 0) + weight
         if n:
             counts[key] = n
-        else:
-            counts.pop(key, None)
+            if old == 0:  # held at 0 to keep its place
+                self._zeros -= 1
+        elif keep_place:
+            if old is not None:
+                counts[key] = 0
+                self._zeros += 1
+        elif counts.pop(key, None) == 0:
+            self._zeros -= 1
 
     def copy(self) -> RowStore:
         """Another store holding the same rows (their stored keys shared, not encoded
         again): a scratch table as it is now (what-if, ``Connection._hypothetical``)."""
         other = RowStore(self._columns)
-        other._counts = dict(self._counts)
+        other._counts = ({k: n for k, n in self._counts.items() if n} if self._zeros
+                         else dict(self._counts))
         return other
 
     def items(self) -> Iterator[tuple[tuple, int]]:
         """Every distinct row with its multiplicity, decoded (repeated values shared)."""
         decode = self._bulk_decoder()
         for key, n in self._counts.items():
-            yield decode(key), n
+            if n:
+                yield decode(key), n
 
     def __iter__(self) -> Iterator[tuple]:
         decode = self._bulk_decoder()
-        return (decode(key) for key in self._counts)
+        return (decode(key) for key in self.keys())
 
     def _bulk_decoder(self) -> Callable[[object], tuple]:
         """A decoder for reading the whole store, sharing one object per value in columns

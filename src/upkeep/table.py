@@ -86,10 +86,12 @@ class Table:
                 raise ConstraintError(
                     f"duplicate primary key {format_row(k)} in table {self.name}", k)
 
-    def apply(self, delta: dict[tuple, int]) -> None:
+    def apply(self, delta: dict[tuple, int], keep_places: bool = False) -> None:
+        """Add ``delta`` to the rows; ``keep_places``: rows it deletes keep their place
+        (``RowStore.add``), for a what-if that adds them back."""
         add = self.rows.add
         for row, w in delta.items():
-            add(row, w)
+            add(row, w, keep_places)
             if self.key is not None:
                 k = tuple(row[i] for i in self.key)
                 m = self.keys.get(k, 0) + w

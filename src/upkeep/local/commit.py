@@ -156,21 +156,24 @@ class Committer:
         order = [v for v in catalog.affected(frozenset(deltas)) if v in needed]
         inverse = {t: {r: -w for r, w in d.items()} for t, d in deltas.items()}
         with gc_paused(_rows(deltas)):
-            forward = self._push(deltas, order, None, undo=True)
+            # the rows the batch deletes keep their places in their tables, so the
+            # inverse puts them back where they were (``RowStore.add``)
+            forward = self._push(deltas, order, None, undo=True, keep_places=True)
             self._push(inverse, order, None, undo=False)
         return forward.get(name, {})
 
     def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
               undo: bool, then: Callable[[dict[str, Delta]], None] | None = None,
-              ) -> dict[str, Delta]:
+              keep_places: bool = False) -> dict[str, Delta]:
         """Apply ``deltas`` to the tables and step the views of ``order`` that a change
         reaches, computing the delta of those in ``want`` (of all if None); ``then(changes)``
         runs before the batch counts as applied (a commit's log record).  If anything fails, the
         tables are taken back if ``undo`` and the views rebuilt from them.  Returns the
-        views' changes: of a commit, for the subscribers; of a what-if, the answer."""
+        views' changes: of a commit, for the subscribers; of a what-if, the answer.
+        ``keep_places``: rows deleted keep their places in their tables (``Table.apply``)."""
         catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
         for table, d in deltas.items():
-            tables[table].apply(d)
+            tables[table].apply(d, keep_places)
         batch: dict[str, Delta] = dict(deltas)
         changed: dict[str, Delta] = {}
         try:
