@@ -241,7 +241,6 @@ class Representation:
         self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
         self._anchored_by_id: dict[int, tuple[Callable, Callable, Callable]] = {}
         self._row_makers: dict[tuple[int, tuple[int, ...]], Callable] = {}
-        self._emitters: dict[int, tuple[tuple[int, ...], Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
@@ -607,22 +606,12 @@ class Representation:
                 add_into(out, row(project(s)), w)
             self.push_outputs += len(changed)
             return out
-        # a key's context is the same before and after the batch while the key has anchor
-        # tuples on both sides: taken before the batch for keys present then, after it for
-        # the keys the batch brings (as in _delta_of_one_frontier)
-        if len(changed) == 1 and positions is not None:  # a single-row change, plain columns
-            s, before, w = changed[0]
-            emit = self._emitter(anchor, positions)
-            if before is not None:
-                self.push_outputs += emit(s, w, out)
-            for node_state in upper:
-                self._process(node_state, deltas)
-            if before is None:
-                self.push_outputs += emit(s, w, out)
-            return out
         key, context, combine = self._anchored(anchor)
         if positions is not None:
             combine, row = self._row_maker(anchor, positions), _identity
+        # a key's context is the same before and after the batch while the key has anchor
+        # tuples on both sides: taken before the batch for keys present then, after it for
+        # the keys the batch brings (as in _delta_of_one_frontier)
         if len(changed) == 1:  # a single-row change
             s, before, w = changed[0]
             k = key(s)
@@ -805,17 +794,6 @@ class Representation:
         if got is None:
             got = self._row_makers[anchor.id, positions] = combiner(self, anchor, positions)
         return got
-
-    def _emitter(self, anchor: Node, positions: tuple[int, ...]
-                 ) -> Callable[[tuple, object, dict], int]:
-        """``emit(anchor tuple, weight, out) -> rows added``: a single-row change's rows at
-        ``positions``, added to ``out`` in one generated walk (:func:`generate`), made on
-        first use.  A view passes the same ``positions`` object every time, so the cache is
-        checked by identity, without hashing a select list per change."""
-        got = self._emitters.get(anchor.id)
-        if got is None or got[0] is not positions:
-            got = self._emitters[anchor.id] = (positions, generate(self, anchor, positions))
-        return got[1]
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""

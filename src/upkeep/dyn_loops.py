@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .zset import add_into
-
 if TYPE_CHECKING:
     from .dyn import Representation
     from .gjt import Node
@@ -70,8 +68,7 @@ def _tuple(names: list[str]) -> str:
     return "(" + "".join(f"{n}, " for n in names) + ")"
 
 
-def generate(rep: Representation, anchor: Node | None,
-             positions: tuple[int, ...] | None = None) -> Callable:
+def generate(rep: Representation, anchor: Node | None) -> Callable:
     """The enumeration of ``rep``'s output tuples, as generated code.
 
     Without an anchor: ``run()``, a generator of ``(output tuple, weight)`` pairs over the
@@ -83,27 +80,14 @@ def generate(rep: Representation, anchor: Node | None,
     anchor tuple by :func:`combiner`), ``weight`` the product of the other frontier nodes'
     weights.  The key is the anchor tuple's projection on :func:`anchor_key_vars`: by the
     running intersection property of the GJT nothing else of the anchor tuple reaches the
-    rest of N, so anchor tuples sharing a key share one context.
-
-    With an anchor and ``positions`` (a select list of plain columns): ``emit(s, w, out)``,
-    which adds each row extending anchor tuple ``s`` (its values at ``positions`` of the
-    output tuple) to the Z-set ``out`` with weight ``others * w`` and returns how many it
-    added: a single-row change's delta in one walk, each row built from the walk's local
-    names, with no context list and no combiner call between (about 2 us less per change
-    on TPC-H FQ1)."""
+    rest of N, so anchor tuples sharing a key share one context."""
     pair = rep.pair
     plan = rep._plan()
     states = rep.states
     needs_env = _has_predicates(rep)
     ns: dict[str, object] = {"counter": rep.enum_work}
-    emits = anchor is not None and positions is not None
     if anchor is None:
         w = _Writer("def run():")
-    elif emits:
-        w = _Writer("def emit(s, weight, out):")
-        w.emit("work = 0")
-        w.emit("added = 0")
-        ns["add_into"] = add_into
     else:
         w = _Writer("def context(key):")
         w.emit("out = []")
@@ -129,10 +113,7 @@ def generate(rep: Representation, anchor: Node | None,
     path: list[Node] = []
     if anchor is not None:
         # the anchor's ancestors, bottom-up (section 5: anchored at a frontier tuple)
-        if emits:
-            bind(anchor.vars, "s")
-        else:
-            bind(anchor_key_vars(rep, anchor), "key")
+        bind(anchor_key_vars(rep, anchor), "key")
         child, a = anchor, anchor.parent
         path.append(anchor)
         while a is not None:
@@ -196,13 +177,6 @@ def generate(rep: Representation, anchor: Node | None,
             weights.append(f"w{n.id}")
     if anchor is None:
         w.emit(f"yield {_tuple([f'x{v}' for v in pair.out])}, {' * '.join(weights)}")
-    elif emits:
-        row = _tuple([f"x{pair.out[p]}" for p in positions])
-        w.emit(f"add_into(out, {row}, {' * '.join([*weights, 'weight'])})")
-        w.emit("added += 1")
-        w.depth = 1
-        w.emit("counter[0] += work")
-        w.emit("return added")
     else:
         values = _tuple([f"x{v}" for v in _context_vars(rep, anchor)])
         w.emit(f"append(({values}, {' * '.join(weights) or 'ONE'}))")
@@ -211,7 +185,7 @@ def generate(rep: Representation, anchor: Node | None,
         w.emit("counter[0] += work")
         w.emit("return out")
     exec("\n".join(w.lines), ns)  # noqa: S102 - generated from the tree's shape only
-    return ns["run" if anchor is None else "emit" if emits else "context"]
+    return ns["run" if anchor is None else "context"]
 
 
 def _has_predicates(rep: Representation) -> bool:
