@@ -84,11 +84,56 @@ def sort_key(order: exp.Order, columns: Columns) -> Callable[[tuple], tuple]:
     return key
 
 
+class _Last:
+    """A value that sorts after every value of a column: NaN after every number, NULL
+    after every value and after NaN (``rank``); equal to itself only, by rank, so it
+    survives pickling (Spark's keyed top-k)."""
+
+    __slots__ = ("rank",)
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _Last and other.rank == self.rank
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((_Last, self.rank))
+
+    def __lt__(self, other: object) -> bool:
+        return type(other) is _Last and self.rank < other.rank
+
+    def __gt__(self, other: object) -> bool:
+        return type(other) is not _Last or self.rank > other.rank
+
+    def __le__(self, other: object) -> bool:
+        return self == other or self < other
+
+    def __ge__(self, other: object) -> bool:
+        return self == other or self > other
+
+    def __reduce__(self) -> tuple:
+        return _Last, (self.rank,)
+
+
+NAN_LAST, NULL_LAST = _Last(0), _Last(1)
+
+
 def row_order(row: tuple) -> tuple:
     """A total order of a view's rows (each column holds one type): NULL after every
-    value, NaN after every number; what breaks ties in the ORDER BY key."""
-    return tuple((1,) if v is None else (0, nan_order(v) if type(v) is float else v)
-                 for v in row)
+    value, NaN after every number; what breaks ties in the ORDER BY key.
+
+    A row without NULL or NaN is its own order, the row itself: a sorted list keyed by
+    it shares the row instead of holding a tuple per value beside it (350 bytes less per
+    row of four columns)."""
+    for v in row:
+        if v is None or (type(v) is float and v != v):
+            return tuple(NULL_LAST if x is None else
+                         NAN_LAST if type(x) is float and x != x else x for x in row)
+    return row
 
 
 def tie_broken(key: Callable[[tuple], tuple]) -> Callable[[tuple], tuple]:
