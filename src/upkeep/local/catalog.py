@@ -260,7 +260,9 @@ class LocalCatalog(Catalog):
                 "it (recursive views keep theirs always)")
         if runtime.multiplicity(row) <= 0:
             raise ProvenanceError(f"row {format_row(row)} is not in view {view}", row)
-        products = self._derivations(view, row)
+        # a set of derivations: blocks of a UNION may each derive the row from the same rows
+        products = [list(p) for p in dict.fromkeys(tuple(p) for p in
+                                                    self._derivations(view, row))]
         annotations = {(rel, base): self.provenance.annotation(rel, base)
                        for rows in products for rel, base in rows
                        if self.provenance.tracks(rel)}
@@ -280,7 +282,9 @@ class LocalCatalog(Catalog):
                 for rel, used in rows:
                     if rel in self.views and is_pad(self.views[rel].columns, used):
                         continue  # a LEFT join's NULL row: derived from nothing
-                    options = (self._derivations(rel, used) if rel in self.witnesses
+                    # a row of a view with none (an aggregate over no rows) is derived
+                    # from nothing too, and takes nothing from the others it joins
+                    options = ((self._derivations(rel, used) or [[]]) if rel in self.witnesses
                                else [[(rel, used)]])
                     combined = [done + more for done in combined for more in options]
                 products.extend(combined)
@@ -438,10 +442,13 @@ class LocalCatalog(Catalog):
         self._helpers.setdefault(name, []).extend(made)
         self.witnesses[name] = [(hidden, layout) for hidden, _, layout in witnesses]
         # the hidden helper views it reads (derived tables, subqueries) keep theirs too, so
-        # a derivation reaches base rows; a helper whose form has none stays an input row
+        # a derivation reaches base rows; a helper whose form has none stays an input row.
+        # A helper may read one registered under the user's view (a subquery's helper read
+        # by the helper that pads or correlates it), so every hidden view read counts.
         read = {rel for _, _, layout in witnesses for rel, _ in layout.relations}
-        for helper in self._helpers.get(name, []):
-            if helper in read and helper not in self.witnesses:
+        hidden = self._hidden()
+        for helper in sorted(read):
+            if helper in hidden and helper not in self.witnesses:
                 try:
                     self.add_witnesses(helper)
                 except UnsupportedError:

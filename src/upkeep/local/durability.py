@@ -61,7 +61,8 @@ class Durability:
             "provenance": catalog.provenance.history,
             "views": [(name, sql, strategy)
                       for name, (sql, strategy) in catalog.user_views.items()],
-            "why": sorted(catalog.witnesses),
+            # the user's views; their hidden helpers get theirs again with them
+            "why": sorted(v for v in catalog.witnesses if v in catalog.user_views),
             "batches": batches,
             "metadata": metadata,
         }
@@ -146,8 +147,9 @@ class Durability:
             catalog.drop_table(name)
             self.log(("drop", "table", name))
         catalog.restore_views(views)
-        for name in why:
-            catalog.add_witnesses(name)
+        for name in sorted(why):
+            if name not in catalog.witnesses:  # (older checkpoints list helpers too)
+                catalog.add_witnesses(name)
         catalog.changed()
         return batches, metadata
 
