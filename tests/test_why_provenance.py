@@ -145,6 +145,9 @@ def test_why_refusals_and_errors():
     db.execute("CREATE MATERIALIZED VIEW w WITH (provenance = 'why') AS SELECT a FROM r")
     with pytest.raises(upkeep.ProvenanceError, match="not in view w"):
         db.why("w", (7,))
+    with pytest.raises(upkeep.errors.SchemaError,
+                       match="row 0 for view w has 2 values, the view has 1 columns"):
+        db.why("w", (1, 2))
     hidden = next(v for v in db._catalog.views if v.startswith("w__"))
     for ask in (db.view, db.explain, lambda n: db.why(n, (1,))):  # helpers are not the user's
         with pytest.raises(upkeep.errors.SchemaError, match=f"unknown table or view {hidden}"):

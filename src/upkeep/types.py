@@ -365,20 +365,22 @@ def _decimal_fits(v: Decimal, precision: int, scale: int) -> bool:
     return t.exponent == -scale and len(t.digits) <= precision
 
 
-def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int) -> tuple:
-    """Validate one row against a table schema; SchemaError names the table, row and index."""
+def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, index: int,
+               kind: str = "table") -> tuple:
+    """Validate one row against a table schema (a view's, with ``kind="view"``);
+    SchemaError names the table, row and index."""
     if isinstance(row, dict):
         unknown = set(row) - {name for name, _ in columns}
         if unknown:
             raise SchemaError(
-                f"row {index} for table {table} has unknown columns {sorted(unknown)}: {row!r}",
+                f"row {index} for {kind} {table} has unknown columns {sorted(unknown)}: {row!r}",
                 row, index)
         row = tuple(row.get(name) for name, _ in columns)
     elif not isinstance(row, (tuple, list)):
-        raise SchemaError(f"row {index} for table {table} is not a tuple: {row!r}", row, index)
+        raise SchemaError(f"row {index} for {kind} {table} is not a tuple: {row!r}", row, index)
     if len(row) != len(columns):
         raise SchemaError(
-            f"row {index} for table {table} has {len(row)} values, the table has "
+            f"row {index} for {kind} {table} has {len(row)} values, the {kind} has "
             f"{len(columns)} columns: {format_row(row)}", row, index)
     out = []
     for value, (name, typ) in zip(row, columns, strict=True):
@@ -386,7 +388,7 @@ def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, inde
             out.append(coerce_value(value, typ))
         except ValueError as exc:
             raise SchemaError(
-                f"row {index} for table {table}, column {name}: {exc}: {format_row(row)}",
+                f"row {index} for {kind} {table}, column {name}: {exc}: {format_row(row)}",
                 row, index) from None
     return tuple(out)
 

@@ -250,7 +250,7 @@ class LocalCatalog(Catalog):
         """Why ``row`` is in ``view``: recursive views from their absorption provenance,
         views created ``WITH (provenance = 'why')`` from their witness view."""
         runtime = self.runtime(view)
-        row = coerce_row(row, runtime.columns, view, 0)
+        row = coerce_row(row, runtime.columns, view, 0, kind="view")
         if isinstance(runtime, RecursiveView):
             return runtime.why(row)
         layouts = self.witnesses.get(view)
