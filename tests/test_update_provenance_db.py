@@ -974,3 +974,51 @@ def test_a_provenance_tables_set_value_is_cast_as_on_any_table():
         con.execute("SELECT * FROM p").fetchall())
     with pytest.raises(SchemaError, match="expected VARCHAR"):
         db.execute("UPDATE p SET s = ? WHERE k = 4", [5])
+
+
+def test_a_commit_that_takes_a_snapshot_keeps_its_transaction_on_reopening(tmp_path):
+    """A commit that grows the log past ``snapshot_bytes`` writes a snapshot, which
+    replaces the log: the snapshot must hold that commit's transaction (its metadata and
+    annotations), or reopening lost T2 and gave the next transaction its id again."""
+    db = upkeep.connect(tmp_path / "db", snapshot_bytes=1)  # every commit snapshots
+    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR) WITH (provenance = 'update')")
+    with db.transaction(metadata={"who": "loader"}):
+        db.insert("t", [(1, "x"), (2, "y")])
+    with db.transaction(metadata={"who": "updater"}):
+        db.execute("UPDATE t SET b = 'z' WHERE a = 1")
+    before = (db.transactions(), str(db.provenance("t", (1, "z"))),
+              db.what_if("t", abort=[2]).rows)
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    assert (db.transactions(), str(db.provenance("t", (1, "z"))),
+            db.what_if("t", abort=[2]).rows) == before
+    with db.transaction(metadata={"who": "next"}):
+        db.execute("DELETE FROM t WHERE b = 'z'")
+    assert sorted(db.transactions()) == [1, 2, 3]
+    assert db.execute("SELECT * FROM t").fetchall() == [(2, "y")]
+
+
+def test_transaction_metadata_is_fixed_when_the_transaction_commits(tmp_path):
+    """The caller's dict, and what ``transactions()`` hands out, are copies: changing them
+    changes neither the answers nor what the log or a snapshot keeps."""
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER) WITH (provenance = 'update')")
+    meta = {"principals": ["FR"], "trust": 0.9}
+    with db.transaction(metadata=meta):
+        db.insert("t", [(1,)])
+    meta["principals"].append("IL")
+    meta["trust"] = 0.1
+    db.transactions()[1]["principals"].append("US")
+    assert db.transactions() == {1: {"principals": ["FR"], "trust": 0.9}}
+    assert db.visible("t", "IL").rows == []
+    second = {"trust": 0.9}
+    with db.transaction(metadata=second):
+        db.insert("t", [(2,)])
+    second["trust"] = 0.1
+    db.checkpoint()
+    expected = {1: {"principals": ["FR"], "trust": 0.9}, 2: {"trust": 0.9}}
+    assert db.transactions() == expected
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    assert db.transactions() == expected
+    assert db.visible("t", "IL").rows == [(2,)]  # T2 names no principals: seen by all

@@ -69,6 +69,11 @@ class Committer:
                 raise
             if provenance.open is not None:
                 provenance.committed(metadata)
+            # a snapshot replaces the log, so it is taken once the batch is wholly
+            # committed: with its provenance transaction in the tracker's history
+            if self.durability.wants_snapshot():
+                self.durability.snapshot(self.catalog, self.batches, self.metadata,
+                                         after_commit=True)
         if applied is not None:
             applied()
         if changed:  # subscribers run with the collector as the caller keeps it
@@ -123,9 +128,6 @@ class Committer:
                 expiry = tables[name].expiry
                 if expiry is not None:
                     expiry.committed(d, now)
-        if self.durability.wants_snapshot():
-            self.durability.snapshot(self.catalog, self.batches, self.metadata,
-                                     after_commit=True)
         return changed
 
     def _log_batch(self, record: tuple, changed: dict[str, Delta]) -> None:

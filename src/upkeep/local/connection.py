@@ -454,7 +454,7 @@ class Connection(Engine):
         return self._catalog.provenance.annotation(t.name, t.coerce(args.row_of(row), 0))
 
     def transactions(self) -> dict[int, dict]:
-        return {t: dict(m) for t, m in self._catalog.provenance.transactions.items()}
+        return copy.deepcopy(self._catalog.provenance.transactions)
 
     def what_if(self, name: str, abort: Iterable[int] = (),
                 without: Iterable[tuple[str, tuple]] = ()) -> WhatIf:

@@ -25,6 +25,7 @@ function of the queries).
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -218,16 +219,18 @@ class ProvenanceTracker:
         return None if tx is None or not tx.ops else (tx.txn, tx.ops)
 
     def committed(self, metadata: dict | None) -> None:
-        """The open transaction committed: its annotations become the relations'."""
+        """The open transaction committed: its annotations become the relations'.  Its
+        metadata is copied whole: the caller's dict may change after the commit, and what
+        is kept must stay what the log holds."""
         tx, self.open = self.open, None
         if tx is None or not tx.ops:
             return
         for table, rtx in tx.relations.items():
             self.relations[table].commit(rtx.result())
-        self._record(tx.txn, metadata, tx.ops)
+        self._record(tx.txn, copy.deepcopy(metadata), tx.ops)
 
     def _record(self, txn: int, metadata: dict | None, ops: list[tuple]) -> None:
-        self.transactions[txn] = dict(metadata or {})
+        self.transactions[txn] = metadata if metadata is not None else {}
         for table, op in ops:
             if op[0] == "inputs":
                 _, rows, first = op
