@@ -161,6 +161,7 @@ def test_a_bad_transaction_id_is_a_bad_record():
         rec = decode_mapping({"table": "t", "op": "insert", "row": [1], "txn": bad},
                              Position("f", 2))
         assert "'txn' must be a non-empty string or an integer" in rec.error
+        assert not rec.error.endswith("got ")  # the bad value is shown, "" as ""
 
 
 def _records(values, txns=None):

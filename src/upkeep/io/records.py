@@ -78,7 +78,8 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
         rec.error = f"unknown key {unknown[0]!r} (expected table, op, row, before, after, txn)"
     elif txn is not None and (isinstance(txn, bool) or not isinstance(txn, (str, int))
                               or txn == ""):
-        rec.error = f"'txn' must be a non-empty string or an integer, got {_short(txn)}"
+        got = json.dumps(txn) if txn == "" else _short(txn)  # an empty string shown as ""
+        rec.error = f"'txn' must be a non-empty string or an integer, got {got}"
     elif not isinstance(rec.table, str) or not rec.table:
         rec.error = ("missing or empty 'table'" if rec.table in (None, "") else
                      f"'table' must be a string, got {_short(rec.table)}")
