@@ -1022,3 +1022,36 @@ def test_transaction_metadata_is_fixed_when_the_transaction_commits(tmp_path):
     db = upkeep.connect(tmp_path / "db")
     assert db.transactions() == expected
     assert db.visible("t", "IL").rows == [(2,)]  # T2 names no principals: seen by all
+
+
+def test_a_long_logs_provenance_prints_and_converts_in_the_size_of_its_dag():
+    """A normal form shares sub-expressions across transactions, so its tree can be
+    exponential in the log (here over a million symbols for 200 statements on five rows):
+    printing writes each shared part once (``where e1 = ...``), ``as_tuple`` shares tuples
+    as the DAG shares nodes and ``==`` compares each pair of nodes once, all in its size
+    (each took minutes or more); small expressions print as trees."""
+    import random
+
+    from upkeep.update_provenance.expression import dag_size, from_tuple, tree_size
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, v INTEGER) WITH (provenance = 'update')")
+    db.insert("t", [(i, 0) for i in range(5)])
+    rng = random.Random(0)
+    for _ in range(200):
+        k, v, op = rng.randrange(5), rng.randrange(3), rng.random()
+        if op < 0.6:
+            db.execute(f"UPDATE t SET v = {v} WHERE k = {k}")
+        elif op < 0.8:
+            db.execute(f"DELETE FROM t WHERE k = {k} AND v <> {v}")
+        else:
+            db.execute(f"INSERT INTO t VALUES ({k}, {v})")
+    expressions = [db.provenance("t", r) for r in db.execute("SELECT * FROM t").fetchall()]
+    assert max(tree_size(e) for e in expressions) > 1_000_000
+    for e in expressions:
+        text = str(e)
+        assert len(text) < 60 * dag_size([e])
+        assert ("\nwhere\n  e1 = " in text) == (tree_size(e) > 400)
+        again = from_tuple(e.as_tuple())
+        assert again == e and str(again) == text
+    assert all(a != b for a, b in zip(expressions, expressions[1:], strict=False))

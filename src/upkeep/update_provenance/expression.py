@@ -50,16 +50,43 @@ class Node:
 
     # ------------------------------------------------------------ structure
     def __eq__(self, other: object) -> bool:
-        """Syntactic equality, Σ compared as a set of terms (spec U.4: "modulo Σ order")."""
+        """Syntactic equality, Σ compared as a set of terms (spec U.4: "modulo Σ order").
+        Each pair of nodes is compared once, so two DAGs compare in their size, not in the
+        size of the trees they stand for."""
         if self is other:
             return True
-        if not isinstance(other, Node) or self.op != other.op or hash(self) != hash(other):
+        if not isinstance(other, Node):
             return False
-        if self.op == VAR:
-            return self.name == other.name
-        if self.op == SUM:
-            return set(self.args) == set(other.args)
-        return self.args == other.args
+        equal: set[tuple[int, int]] = set()
+        todo = [(self, other)]
+        while todo:
+            a, b = todo.pop()
+            if a is b or (id(a), id(b)) in equal:
+                continue
+            if a.op != b.op or hash(a) != hash(b) or (
+                    a.op != SUM and len(a.args) != len(b.args)):
+                return False
+            if a.op == VAR:
+                if a.name != b.name:
+                    return False
+            elif a.op == SUM:  # as sets: terms paired by their (cached) hashes
+                mine: dict[int, list[Node]] = {}
+                theirs: dict[int, list[Node]] = {}
+                for terms, by_hash in ((a.args, mine), (b.args, theirs)):
+                    for t in terms:
+                        by_hash.setdefault(hash(t), []).append(t)
+                if mine.keys() != theirs.keys():
+                    return False
+                for h, ts in mine.items():
+                    us = theirs[h]
+                    if len(ts) == 1 and len(us) == 1:
+                        todo.append((ts[0], us[0]))
+                    elif set(ts) != set(us):  # a repeated term, or hashes that collide
+                        return False
+            else:
+                todo.extend(zip(a.args, b.args, strict=True))
+            equal.add((id(a), id(b)))
+        return True
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -99,10 +126,14 @@ class Node:
 
     def as_tuple(self) -> object:
         """The expression as nested tuples (``("var", name)``, ``("0",)``, ``(op, *args)``):
-        a plain structure for callers that walk it, and for serialisation."""
-        if self.op == VAR:
-            return (VAR, self.name)
-        return (self.op, *(a.as_tuple() for a in self.args))
+        a plain structure for callers that walk it, and for serialisation.  A node the DAG
+        shares is one tuple object shared the same way, so this takes time and memory
+        linear in the DAG, not in the tree it stands for (which can be exponential)."""
+        made: dict[int, tuple] = {}
+        for n in _post_order(self):
+            made[id(n)] = ((VAR, n.name) if n.op == VAR else
+                           (n.op, *(made[id(a)] for a in n.args)))
+        return made[id(self)]
 
 
 ZERO_NODE = Node(ZERO)
@@ -141,16 +172,49 @@ def total(terms: Iterable[Node]) -> Node:
 
 
 def from_tuple(value: object) -> Node:
-    """The inverse of :meth:`Node.as_tuple`."""
-    op, *rest = value
-    if op == VAR:
-        return var(rest[0])
-    if op == ZERO:
-        return ZERO_NODE
-    args = [from_tuple(a) for a in rest]
-    if op == SUM:
-        return total(args)
-    return {PLUS_I: plus_i, MINUS: minus, PLUS_M: plus_m, TIMES_M: times_m}[op](*args)
+    """The inverse of :meth:`Node.as_tuple` (a tuple object met twice is one node)."""
+    made: dict[int, Node] = {}
+    stack = [value]
+    while stack:  # children first, without deep recursion on long logs
+        t = stack[-1]
+        if id(t) in made:
+            stack.pop()
+            continue
+        op, *rest = t
+        todo = [] if op in (VAR, ZERO) else [a for a in rest if id(a) not in made]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if op == VAR:
+            made[id(t)] = var(rest[0])
+        elif op == ZERO:
+            made[id(t)] = ZERO_NODE
+        elif op == SUM:
+            made[id(t)] = total(made[id(a)] for a in rest)
+        else:
+            made[id(t)] = {PLUS_I: plus_i, MINUS: minus, PLUS_M: plus_m,
+                           TIMES_M: times_m}[op](*(made[id(a)] for a in rest))
+    return made[id(value)]
+
+
+def _post_order(root: Node) -> list[Node]:
+    """Every distinct node under ``root``, each after its arguments (iteratively: a long
+    log's expression is deeper than Python's recursion limit)."""
+    order: list[Node] = []
+    done: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        if expanded:
+            done.add(id(node))
+            order.append(node)
+        else:
+            stack.append((node, True))
+            stack.extend((a, False) for a in reversed(node.args) if id(a) not in done)
+    return order
 
 
 # ---------------------------------------------------------------- printing and size
@@ -158,21 +222,46 @@ def from_tuple(value: object) -> Node:
 _BINARY = {PLUS_I: "+I", MINUS: "-", PLUS_M: "+M", TIMES_M: "·M"}
 
 
+#: an expression whose tree has more symbols than this prints its shared parts once
+PRINT_AS_TREE = 400
+
+
 def render(node: Node) -> str:
-    """The expression in the paper's notation, e.g. ``(p1 + p3) ·M p``."""
-    if node.op == VAR:
-        return node.name
-    if node.op == ZERO:
-        return "0"
-    if node.op == SUM:
-        return " + ".join(_operand(a) for a in node.args)
-    left, right = node.args
-    return f"{_operand(left)} {_BINARY[node.op]} {_operand(right)}"
+    """The expression in the paper's notation, e.g. ``(p1 + p3) ·M p``.
 
-
-def _operand(node: Node) -> str:
-    text = render(node)
-    return text if node.op in (VAR, ZERO) else f"({text})"
+    Written out as a tree while that is short.  A long log's normal form shares
+    sub-expressions across transactions (a DAG, spec U.9), and its tree can be exponential
+    in the log: then each shared sub-expression is written once, named ``e1``, ``e2``, ...
+    and defined after a ``where``, so the text is linear in the DAG."""
+    order = _post_order(node)
+    if tree_size(node) <= PRINT_AS_TREE:
+        shared: set[int] = set()
+    else:
+        parents: dict[int, int] = {}
+        for n in order:
+            for a in n.args:
+                parents[id(a)] = parents.get(id(a), 0) + 1
+        shared = {id(n) for n in order
+                  if n is not node and n.op not in (VAR, ZERO) and parents.get(id(n), 0) > 1}
+    text: dict[int, str] = {}
+    names: dict[int, str] = {}
+    definitions: list[str] = []
+    for n in order:
+        if n.op == VAR:
+            text[id(n)] = n.name
+        elif n.op == ZERO:
+            text[id(n)] = "0"
+        else:
+            operands = [names.get(id(a)) or (text[id(a)] if a.op in (VAR, ZERO)
+                                             else f"({text[id(a)]})") for a in n.args]
+            text[id(n)] = (" + ".join(operands) if n.op == SUM else
+                           f"{operands[0]} {_BINARY[n.op]} {operands[1]}")
+        if id(n) in shared:
+            names[id(n)] = f"e{len(names) + 1}"
+            definitions.append(f"  {names[id(n)]} = {text.pop(id(n))}")
+    if not definitions:
+        return text[id(node)]
+    return "\n".join([text[id(node)], "where", *definitions])
 
 
 def tree_size(node: Node) -> int:
