@@ -794,3 +794,31 @@ def test_a_bad_tokens_file_leaves_no_database_behind(tmp_path) -> None:
     with pytest.raises(Error):
         Server(tmp_path / "db", tmp_path / "no-such-tokens.json", port=0)
     assert not (tmp_path / "db").exists()
+
+
+def test_a_websocket_subscriber_that_sends_a_message_keeps_its_stream(tmp_path) -> None:
+    """The stream is the server's to send; what a client sends is read and ignored, so
+    the connection's pings and pongs keep flowing (a client that sent one message was cut
+    by the keep-alive ping timeout: the server had stopped reading its socket)."""
+    import time
+
+    from websockets.sync.client import connect
+
+    server = Server(tmp_path / "db", TOKENS, port=0, fsync=False)
+    server._uvicorn.config.ws_ping_interval = server._uvicorn.config.ws_ping_timeout = 0.3
+    server.start()
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
+        sid = Client(server.url, READER).subscribe(QUERIES[0]).id
+        url = server.url.replace("http", "ws") + f"/subscriptions/{sid}/ws"
+        with connect(url, additional_headers={"Authorization": f"Bearer {READER}"},
+                     ping_interval=None) as ws:
+            assert json.loads(ws.recv(timeout=10))["kind"] == "snapshot"
+            ws.send("hello")
+            time.sleep(2)  # several of the server's ping intervals and timeouts
+            admin.sql("INSERT INTO orders VALUES (2, 1, 'open', 5)")
+            delta = json.loads(ws.recv(timeout=10))
+            assert delta["kind"] == "delta" and delta["changes"] == [[[2, "open", 2], 1]]
+    finally:
+        server.stop()

@@ -613,10 +613,14 @@ class Service:
             return
         sent = [first[-1].batch if first else -1]
         self.streams[id(sent)] = (sid, sent)
+        # the stream is the server's to send; what the client sends is read and dropped,
+        # so the socket keeps being read (pongs, the client's close): left unread, one
+        # client message stopped the reading and the ping timeout cut the stream
+        reader = asyncio.create_task(_ignore_messages(websocket))
         try:
             for event in first:
                 await websocket.send_text(self._count(json.dumps(event_json(event))))
-            while True:
+            while not reader.done():
                 event = await self._next(queue, listener, sent)
                 if event is None:
                     await websocket.send_json({"kind": "keep-alive"})
@@ -628,8 +632,18 @@ class Service:
         except WebSocketDisconnect:
             pass
         finally:
+            reader.cancel()
             self.streams.pop(id(sent), None)
             self.hub.unlisten(sid, listener)
+
+
+async def _ignore_messages(websocket: WebSocket) -> None:
+    """Read a subscription stream's incoming messages until the client goes."""
+    try:
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass
+    except (WebSocketDisconnect, RuntimeError):  # gone, or closed by the stream
+        pass
 
 
 def assignment_json(assignment: Assignment) -> dict:
