@@ -822,3 +822,35 @@ def test_a_websocket_subscriber_that_sends_a_message_keeps_its_stream(tmp_path) 
             assert delta["kind"] == "delta" and delta["changes"] == [[[2, "open", 2], 1]]
     finally:
         server.stop()
+
+
+def test_a_client_that_hangs_up_mid_request_is_not_logged_as_an_internal_error(tmp_path):
+    """A request body cut short by the client is an ordinary disconnect, not a traceback
+    in the server's log (any client could fill the log with them)."""
+    import logging
+    import socket
+    import time
+
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    server = start(tmp_path / "db")
+    logged = Kept()
+    logging.getLogger("upkeep.service").addHandler(logged)
+    try:
+        for path in ("/sql", "/subscriptions"):
+            with socket.create_connection((server.host, server.port)) as s:
+                s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n"
+                          f"Authorization: Bearer {ADMIN}\r\n\r\n{{\"sql\":".encode())
+                time.sleep(0.2)
+        time.sleep(0.5)
+        assert Client(server.url, ADMIN).sql("SELECT 1 AS one").rows == [(1,)]
+        assert logged.messages == []
+    finally:
+        logging.getLogger("upkeep.service").removeHandler(logged)
+        server.stop()

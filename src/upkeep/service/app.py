@@ -39,7 +39,7 @@ from sqlglot import exp
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -129,6 +129,9 @@ def status_of(error: Exception) -> int:
 def error_response(error: Exception) -> JSONResponse:
     if isinstance(error, Error):
         return JSONResponse({"error": error.to_record()}, status_of(error))
+    if isinstance(error, ClientDisconnect):  # the client hung up mid-request: nobody to
+        return JSONResponse({"error": {"class": "ClientDisconnect",  # answer, nothing
+                                       "message": "the client went away"}}, 400)  # to log
     log.exception("internal error", exc_info=error)
     return JSONResponse({"error": {"class": "InternalError",
                                    "message": f"{type(error).__name__}: {error}"}}, 500)
