@@ -854,3 +854,27 @@ def test_a_client_that_hangs_up_mid_request_is_not_logged_as_an_internal_error(t
     finally:
         logging.getLogger("upkeep.service").removeHandler(logged)
         server.stop()
+
+
+def test_a_stream_opened_while_the_server_stops_gets_shutdown(tmp_path) -> None:
+    """Once the server has told its listeners ``shutdown``, a stream opened on a kept-alive
+    connection gets its first events and ``shutdown`` at once, not a stream cut off when
+    the server's graceful shutdown runs out (its clients resume from their tokens)."""
+    from websockets.sync.client import connect
+
+    server = start(tmp_path / "db")
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 1, 'open', 10)")
+        reader = Client(server.url, READER)
+        sid = reader.subscribe(QUERIES[0]).id
+        server.hub.shutting_down()  # what stop() does first
+        kinds = [e["kind"] for e in reader.events(sid, read_timeout=5)
+                 if e["kind"] != "keep-alive"]
+        assert kinds == ["snapshot", "shutdown"]
+        url = server.url.replace("http", "ws") + f"/subscriptions/{sid}/ws"
+        with connect(url, additional_headers={"Authorization": f"Bearer {READER}"}) as ws:
+            assert [json.loads(ws.recv(timeout=5))["kind"] for _ in range(2)] == [
+                "snapshot", "shutdown"]
+    finally:
+        server.stop()

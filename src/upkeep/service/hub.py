@@ -164,6 +164,8 @@ class Hub:
         self._listeners: dict[str, set[Listener]] = {}
         #: called when the server stops (no lock), after the listeners got ``shutdown``
         self.on_shutdown: list[Callable[[], None]] = []
+        #: set by shutting_down: listeners added after it get ``shutdown`` at once
+        self.stopping = False
         self._unsubscribe: dict[str, Callable[[], None]] = {}
         for sid in self.subscriptions:
             self._attach(sid)
@@ -316,6 +318,8 @@ class Hub:
                          for b, c in self.feed.since(sid, batch)]
                 first.append(Event("progress", now, self.token(now)))
             self._listeners.setdefault(sid, set()).add(listener)
+            if self.stopping:  # checked once added: shutting_down sets it, then tells all
+                listener(Event("shutdown", now, self.token(now)))
             return first
 
     def progress(self, listener: Listener) -> int:
@@ -348,6 +352,7 @@ class Hub:
     def shutting_down(self) -> None:
         """Every listener gets a ``shutdown`` event (its client resumes from its token when
         the server is back).  No lock: called from a signal handler."""
+        self.stopping = True  # a stream opened from now on is told at once (listen)
         now = self.now()
         for listeners in list(self._listeners.values()):
             for listener in list(listeners):
