@@ -152,6 +152,25 @@ def test_batches_never_split_a_source_transaction():
     assert cut == [["a"]]
 
 
+def test_a_bad_record_stays_in_its_transaction():
+    """A record rejected as it is decoded (an unknown key, a bad op) keeps its ``txn``, so
+    the batches never cut its transaction: a view never shows part of it (the batch
+    closed at the bad record, and ``skip`` / ``stop`` then committed the part before)."""
+    from upkeep.io.records import Position, decode_mapping
+
+    bad = [{"table": "t", "op": "insert", "row": [2], "txn": "A", "oops": 1},
+           {"table": "t", "op": "upsert", "row": [2], "txn": "A"},
+           {"table": 5, "op": "insert", "row": [2], "txn": "A"}]
+    for middle in bad:
+        records = [decode_mapping(d, Position("f", i + 1)) for i, d in enumerate([
+            {"table": "t", "op": "insert", "row": [1], "txn": "A"}, middle,
+            {"table": "t", "op": "insert", "row": [3], "txn": "A"}])]
+        assert records[1].error is not None and records[1].txn == "A"
+        cut = [[r.position.number for r in b]
+               for b in batches(records, BatchConfig(rows_per_batch=1))]
+        assert cut == [[1, 2, 3]], middle
+
+
 def test_a_bad_transaction_id_is_a_bad_record():
     from upkeep.io.records import Position, decode_mapping
 

@@ -74,10 +74,13 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
     rec = ChangeRecord(position, table=data.get("table"), op=data.get("op"), row=data.get("row"),
                        before=data.get("before"), after=data.get("after"))
     txn = data.get("txn")
+    bad_txn = txn is not None and (isinstance(txn, bool) or not isinstance(txn, (str, int))
+                                   or txn == "")
+    if txn is not None and not bad_txn:  # also on a bad record: it stays in its
+        rec.txn = str(txn)  # transaction, which then commits (or fails) whole
     if unknown:
         rec.error = f"unknown key {unknown[0]!r} (expected table, op, row, before, after, txn)"
-    elif txn is not None and (isinstance(txn, bool) or not isinstance(txn, (str, int))
-                              or txn == ""):
+    elif bad_txn:
         got = json.dumps(txn) if txn == "" else _short(txn)  # an empty string shown as ""
         rec.error = f"'txn' must be a non-empty string or an integer, got {got}"
     elif not isinstance(rec.table, str) or not rec.table:
@@ -87,7 +90,6 @@ def decode_mapping(data: Any, position: Position) -> ChangeRecord:
         rec.error = ("missing 'op' (insert, delete or update)" if rec.op is None else
                      f"'op' must be insert, delete or update, got {_short(rec.op)}")
     else:
-        rec.txn = None if txn is None else str(txn)
         rec.table = rec.table.lower()
         rec.op = rec.op.lower()
         if rec.op not in OPS:
