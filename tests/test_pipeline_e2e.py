@@ -292,3 +292,45 @@ def test_a_duckdb_sink_holds_every_hugeint_and_parquet_says_what_to_do(tmp_path)
     with pytest.raises(PipelineError, match="of 39 digits.*cast it in the view"):
         PipelineRunner(load_config(tmp_path / "p.toml"), console=quiet,
                        progress="none").run()
+
+
+def test_a_parquet_deltas_directory_of_another_view_is_an_error_not_a_traceback(tmp_path):
+    """A sink pointed at a directory another view's sink wrote (or other Parquet files)
+    is refused naming the file and the column it lacks (pyarrow's KeyError escaped)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from upkeep.io.sinks.parquet_deltas import read_deltas
+    from upkeep.types import type_from_name
+
+    (tmp_path / "batch=1").mkdir()
+    pq.write_table(pa.table({"g": ["a"], "n": [1], "weight": [1]}),
+                   tmp_path / "batch=1" / "part-0.parquet")
+    columns = [("k", type_from_name("INTEGER")), ("g", type_from_name("VARCHAR"))]
+    with pytest.raises(ValueError, match="batch=1/part-0.parquet has no column 'k'"):
+        read_deltas(tmp_path, columns)
+
+
+@pytest.mark.parametrize("output", ["sink", "dead_letter"])
+def test_an_output_written_over_a_change_file_of_the_source_is_refused(tmp_path, output):
+    """A sink (or the dead-letter file) pointed at one of the source's change files would
+    replace or append to that input and never read it; the run is refused, the input
+    left as it was."""
+    changes = tmp_path / "changes"
+    changes.mkdir()
+    first = '{"table": "t", "op": "insert", "row": [1]}\n'
+    (changes / "a.jsonl").write_text(first)
+    (changes / "b.jsonl").write_text('{"table": "t", "op": "insert", "row": [2]}\n')
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (k INTEGER);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT k FROM t;")
+    target = "changes/a.jsonl"
+    sink = target if output == "sink" else "out/v.jsonl"
+    dead = target if output == "dead_letter" else "dead.jsonl"
+    (tmp_path / "p.toml").write_text(
+        f'state_dir = ":memory:"\ntables = "tables.sql"\nviews = "views.sql"\n'
+        f'dead_letter = "{dead}"\n[source]\npath = "changes"\n'
+        f'[[sinks]]\nview = "v"\ntype = "jsonl"\npath = "{sink}"\n')
+    with pytest.raises(PipelineError, match="changes/a.jsonl, a change file of the source"):
+        PipelineRunner(load_config(tmp_path / "p.toml"), console=Console(file=io.StringIO()),
+                       progress="none").run()
+    assert (changes / "a.jsonl").read_text() == first

@@ -25,6 +25,7 @@ from ..errors import Error
 from ..io.apply import Applier, BadRecord, Change
 from ..io.deadletter import DeadLetter
 from ..io.errors import PipelineError, RecordError
+from ..io.formats import format_of
 from ..io.records import ChangeRecord, Position
 from ..io.sinks import Sink, make_sink
 from .batching import batches
@@ -156,6 +157,7 @@ class PipelineRunner:
         if offset:
             self.stats.resumed_from = str(Position(offset["file"], offset["position"],
                                                    offset.get("unit", "line")))
+        self._refuse_outputs_over_inputs(fresh=not offset)
         self.applier = Applier(db)
         # provenance tables annotate each committed transaction: there, each source
         # transaction of a batch commits on its own (its id in the metadata)
@@ -174,6 +176,22 @@ class PipelineRunner:
                 if not text.startswith(str(self.config.file)):
                     raise PipelineError(f"{self.config.file}: {text}") from exc.__cause__
                 raise
+
+    def _refuse_outputs_over_inputs(self, fresh: bool) -> None:
+        """A sink or the dead-letter file written over one of the source's change files
+        would replace (or append to) that input and never read it: refused.  A path in the
+        source directory is the pipeline's own output once a batch was committed (the
+        source leaves it out), so there only a fresh run's non-empty change file counts."""
+        root = self.config.source.path.resolve()
+        outputs = [("dead_letter", self.config.dead_letter),
+                   *((s.label, s.options["path"]) for s in self.config.sinks
+                     if "path" in s.options)]
+        for label, path in outputs:
+            at = path.resolve()
+            if at == root or (fresh and at.parent == root and at.is_file()
+                              and at.stat().st_size and format_of(at) is not None):
+                raise PipelineError(f"{self.config.file}: {label} writes to {path}, a change "
+                                    "file of the source: give it another path")
 
     def _note(self, text: str) -> None:
         if self._progress is not None:

@@ -53,6 +53,12 @@ def read_deltas(path: Path, columns: Columns) -> Counter[tuple]:
         if file.name.startswith((".", "_")):
             continue
         table = pq.read_table(file, partitioning=None)
+        missing = [name for name in [*(n for n, _ in columns), "weight"]
+                   if name not in table.column_names]
+        if missing:  # written for another view (the sink was pointed elsewhere), or not
+            raise ValueError(  # by a parquet-deltas sink at all
+                f"{file.relative_to(path)} has no column {missing[0]!r}: the directory "
+                "holds another view's deltas or other files; give the sink another path")
         for row, w in zip(from_arrow(table, columns), table.column("weight").to_pylist(),
                           strict=True):
             total[row] += w
