@@ -334,3 +334,20 @@ def test_an_output_written_over_a_change_file_of_the_source_is_refused(tmp_path,
         PipelineRunner(load_config(tmp_path / "p.toml"), console=Console(file=io.StringIO()),
                        progress="none").run()
     assert (changes / "a.jsonl").read_text() == first
+
+
+def test_a_parquet_sink_whose_path_is_a_directory_leaves_no_temporary_file(tmp_path):
+    changes = tmp_path / "changes"
+    changes.mkdir()
+    (changes / "a.jsonl").write_text('{"table": "t", "op": "insert", "row": [1]}\n')
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (k INTEGER);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT k FROM t;")
+    (tmp_path / "out" / "v.parquet").mkdir(parents=True)
+    (tmp_path / "p.toml").write_text(
+        'state_dir = ":memory:"\ntables = "tables.sql"\nviews = "views.sql"\n'
+        '[source]\npath = "changes"\n'
+        '[[sinks]]\nview = "v"\ntype = "parquet"\npath = "out/v.parquet"\n')
+    with pytest.raises(PipelineError, match="parquet sink"):
+        PipelineRunner(load_config(tmp_path / "p.toml"), console=Console(file=io.StringIO()),
+                       progress="none").run()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["v.parquet"]

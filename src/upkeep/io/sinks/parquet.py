@@ -47,6 +47,7 @@ class ParquetSink(Sink):
             pq.write_table(table, tmp)
             os.replace(tmp, self.path)
         except OSError as exc:
+            tmp.unlink(missing_ok=True)  # (the rename failed: a directory at the path)
             raise PipelineError(f"parquet sink {self.path}: {exc}") from None
         self._since = 0
         self._dirty = False
