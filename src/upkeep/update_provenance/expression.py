@@ -234,7 +234,7 @@ def render(node: Node) -> str:
     in the log: then each shared sub-expression is written once, named ``e1``, ``e2``, ...
     and defined after a ``where``, so the text is linear in the DAG."""
     order = _post_order(node)
-    if tree_size(node) <= PRINT_AS_TREE:
+    if _tree_size(order) <= PRINT_AS_TREE:
         shared: set[int] = set()
     else:
         parents: dict[int, int] = {}
@@ -267,27 +267,15 @@ def render(node: Node) -> str:
 def tree_size(node: Node) -> int:
     """Leaves plus binary operations of the expression written out as a tree (a Σ of n
     terms counts n - 1 operations): the size measure of Proposition 5.1 (spec U.8)."""
-    memo: dict[int, int] = {}
+    return _tree_size(_post_order(node))
 
-    def size(n: Node) -> int:
-        got = memo.get(id(n))
-        if got is None:
-            if not n.args:
-                got = 1
-            else:
-                got = sum(size(a) for a in n.args) + len(n.args) - 1
-            memo[id(n)] = got
-        return got
 
-    stack = [node]
-    while stack:  # children first, without deep recursion on long logs
-        n = stack[-1]
-        todo = [a for a in n.args if id(a) not in memo]
-        if todo:
-            stack.extend(todo)
-        else:
-            size(stack.pop())
-    return memo[id(node)]
+def _tree_size(order: list[Node]) -> int:
+    """:func:`tree_size` of the last node of ``order`` (a :func:`_post_order`)."""
+    size: dict[int, int] = {}
+    for n in order:
+        size[id(n)] = sum(size[id(a)] for a in n.args) + len(n.args) - 1 if n.args else 1
+    return size[id(order[-1])]
 
 
 def dag_size(nodes: Iterable[Node]) -> int:
