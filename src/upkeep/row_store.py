@@ -199,13 +199,13 @@ class RowStore:
         n = (old or 0) + weight
         if n:
             counts[key] = n
-            if old == 0:  # held at 0 to keep its place
+            if self._zeros and old == 0:  # it was held at 0 to keep its place
                 self._zeros -= 1
         elif keep_place:
             if old is not None:
                 counts[key] = 0
                 self._zeros += 1
-        elif counts.pop(key, None) == 0:
+        elif counts.pop(key, None) == 0 and self._zeros:
             self._zeros -= 1
 
     def copy(self) -> RowStore:
