@@ -5,6 +5,7 @@ feed that no longer reaches back far enough; grants, tokens and bad requests."""
 from __future__ import annotations
 
 import json
+import logging
 import random
 import subprocess
 import sys
@@ -38,6 +39,17 @@ QUERIES = [
     "SELECT o.ok, o.price FROM orders o WHERE o.price > 50",
     "SELECT c.ck, c.segment FROM customer c",
 ]
+
+
+class Kept(logging.Handler):
+    """The messages logged at WARNING or above, kept for a test to read."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def start(directory, **options) -> Server:
@@ -210,18 +222,8 @@ def test_changes_of_a_failed_batch_reach_no_subscriber(tmp_path) -> None:
 def test_websocket_gets_the_snapshot_then_each_change(tmp_path) -> None:
     """Events as JSON messages; refused handshakes are HTTP errors, and the server logs
     no error for them (uvicorn would, unfiltered)."""
-    import logging
-
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
-
-    class Kept(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__(logging.WARNING)
-            self.messages: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.messages.append(record.getMessage())
 
     server = start(tmp_path / "db")
     logged = Kept()
@@ -827,17 +829,8 @@ def test_a_websocket_subscriber_that_sends_a_message_keeps_its_stream(tmp_path) 
 def test_a_client_that_hangs_up_mid_request_is_not_logged_as_an_internal_error(tmp_path):
     """A request body cut short by the client is an ordinary disconnect, not a traceback
     in the server's log (any client could fill the log with them)."""
-    import logging
     import socket
     import time
-
-    class Kept(logging.Handler):
-        def __init__(self) -> None:
-            super().__init__(logging.WARNING)
-            self.messages: list[str] = []
-
-        def emit(self, record: logging.LogRecord) -> None:
-            self.messages.append(record.getMessage())
 
     server = start(tmp_path / "db")
     logged = Kept()
