@@ -328,6 +328,8 @@ class WindowView(MaterializedView):
         self.evaluators = evaluators
         self.project = project  # a helper row followed by its window values -> output row
         self.order = order
+        # a partition's rows in reach mode: by the ORDER BY, ties by the rows' values
+        self.order_key = None if order is None else tie_broken(order)
         self.reach = reach
         self.groups: dict[tuple, dict[tuple, int]] = {}
         self.outputs: dict[tuple, list[tuple]] = {}  # per partition, its output rows now
@@ -391,7 +393,7 @@ class WindowView(MaterializedView):
         needs ``reach`` rows of context on either side."""
         members = self.sorted.get(group)
         if members is None:
-            members = self.sorted[group] = SortedKeyList(key=tie_broken(self.order))
+            members = self.sorted[group] = SortedKeyList(key=self.order_key)
         n = len(members)
         before, after = n, n  # unchanged rows before the first change, after the last
         for row, weight in rows:
