@@ -356,10 +356,14 @@ def _state_read_by_one_row(spark, tmp_path, orders: int) -> dict[str, int]:
         [(k, k % 50, Decimal("1.50"), 1) for k in range(orders)],
         "ok int, ck int, price decimal(10,2), qty int"))
     db.view("per_segment").rows()  # the loaded state's own micro-batch
-    db.insert("orders", [(orders, 7, Decimal("2.50"), 2)])
-    metrics = db.last_batch_metrics()
+    # the least of a few 1-row batches: an append to a join side reads that side first
+    # by chance (one in COMPACT_ODDS, so that it is compacted), which is not this cost
+    runs = []
+    for extra in range(4):
+        db.insert("orders", [(orders + extra, 7, Decimal("2.50"), 2)])
+        runs.append(db.last_batch_metrics())
     db.close()
-    return metrics
+    return {name: min(run[name] for run in runs) for name in ("bytes_read", "gets")}
 
 
 def test_one_row_batch_reads_what_its_keys_hold(spark, tmp_path, monkeypatch) -> None:
