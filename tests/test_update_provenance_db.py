@@ -1055,3 +1055,21 @@ def test_a_long_logs_provenance_prints_and_converts_in_the_size_of_its_dag():
         again = from_tuple(e.as_tuple())
         assert again == e and str(again) == text
     assert all(a != b for a, b in zip(expressions, expressions[1:], strict=False))
+
+
+def test_a_naive_expression_as_deep_as_a_long_log_hashes_and_answers():
+    """The naive construction nests one node per statement, so 3,000 updates of two rows
+    give expressions far deeper than Python's recursion limit: hashing them (which ``==``,
+    sets and the what-if's evaluation use) once recursed and failed with RecursionError.
+    Aborting the last transaction gives back the row the one before it wrote."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, v INTEGER) WITH (provenance = 'update-naive')")
+    db.insert("t", [(1, 0), (2, 0)])
+    for i in range(1, 3001):
+        db.execute(f"UPDATE t SET v = {i} WHERE k = {1 + i % 2}")
+    last = max(db.transactions())
+    e = db.provenance("t", (1, 3000))
+    assert hash(e) == hash(db.provenance("t", (1, 3000)))
+    assert e == db.provenance("t", (1, 3000)) and e != db.provenance("t", (2, 2999))
+    assert len({e, db.provenance("t", (1, 3000))}) == 1
+    assert sorted(db.what_if("t", abort=[last]).changes) == [((1, 2998), 1), ((1, 3000), -1)]

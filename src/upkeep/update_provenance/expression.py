@@ -21,7 +21,7 @@ what-if that falsifies a few variables skips every annotation that cannot mentio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from zlib import crc32
 
 #: operation names, as the paper writes them
@@ -89,13 +89,16 @@ class Node:
         return True
 
     def __hash__(self) -> int:
+        """Structural, cached; computed arguments first without recursion (a naive log's
+        expression is as deep as the log)."""
         if self._hash is None:
-            if self.op == VAR:
-                self._hash = hash((VAR, self.name))
-            elif self.op == SUM:
-                self._hash = hash((SUM, frozenset(self.args)))
-            else:
-                self._hash = hash((self.op, self.args))
+            for node in _post_order(self, skip=lambda n: n._hash is not None):
+                if node.op == VAR:
+                    node._hash = hash((VAR, node.name))
+                elif node.op == SUM:
+                    node._hash = hash((SUM, frozenset(node.args)))
+                else:
+                    node._hash = hash((node.op, node.args))
         return self._hash
 
     def __repr__(self) -> str:
@@ -198,9 +201,10 @@ def from_tuple(value: object) -> Node:
     return made[id(value)]
 
 
-def _post_order(root: Node) -> list[Node]:
+def _post_order(root: Node, skip: Callable[[Node], bool] | None = None) -> list[Node]:
     """Every distinct node under ``root``, each after its arguments (iteratively: a long
-    log's expression is deeper than Python's recursion limit)."""
+    log's expression is deeper than Python's recursion limit); nodes ``skip`` accepts are
+    left out with what is only under them."""
     order: list[Node] = []
     done: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
@@ -213,7 +217,8 @@ def _post_order(root: Node) -> list[Node]:
             order.append(node)
         else:
             stack.append((node, True))
-            stack.extend((a, False) for a in reversed(node.args) if id(a) not in done)
+            stack.extend((a, False) for a in reversed(node.args)
+                         if id(a) not in done and (skip is None or not skip(a)))
     return order
 
 
