@@ -169,3 +169,32 @@ def test_a_statement_fixing_a_composite_key_reads_only_its_row(monkeypatch):
     assert db.execute("SELECT n FROM c WHERE a = 1 AND b = 'new'").fetchall() == [(7,)]
     assert db.execute("SELECT n FROM c WHERE a = 2 AND b = 'b17'").fetchall() == [(5,)]
     assert db.execute("SELECT COUNT(*) FROM c").fetchall() == [(6001,)]
+
+
+def test_a_where_of_a_thousand_terms_runs_in_views_and_statements():
+    """A generated ``k = 0 OR k = 1 OR ...`` nests one level a term: its operands were
+    gathered recursively (RecursionError from ``CREATE VIEW``), and a DELETE or UPDATE
+    whose WHERE or SET is deeper than Python compiles was refused although DuckDB
+    evaluates it (as views too fall back to).  Views, tables and row counts equal DuckDB's."""
+    terms = 1_200
+    any_of = " OR ".join(f"k = {i}" for i in range(0, 2 * terms, 2))
+    none_of = " AND ".join(f"k <> {i}" for i in range(0, 2 * terms, 2))
+    views = {"hits": f"SELECT k, s FROM t WHERE {any_of}",
+             "misses": f"SELECT k, s FROM t WHERE {none_of}"}
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute(SCHEMA)
+    for name, sql in views.items():
+        db.create_view(name, sql)
+    rows = [(k, "a" if k % 3 else "b", k % 2 == 0, 0.5) for k in range(-10, 30)]
+    db.insert("t", rows)
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    statements = [f"DELETE FROM t WHERE s = 'b' AND ({any_of})",
+                  f"UPDATE t SET x = 2.5 WHERE {none_of}",
+                  f"UPDATE t SET k = k + 1 WHERE ({any_of}) AND k > 10"]
+    for sql in statements:
+        assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0], sql
+        for name, query in views.items():
+            assert sorted(db.view(name).rows()) == sorted(con.execute(query).fetchall())
+        assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+            con.execute("SELECT * FROM t").fetchall())

@@ -651,6 +651,11 @@ def bound_parameter(node: exp.Expression) -> tuple[object, SqlType] | None:
         return None
 
 
+class TooDeepToCompile(UnsupportedError):
+    """An expression nested deeper than Python's parser takes (a generated ``a OR b OR
+    ...`` of a few hundred terms): callers that can hand it to DuckDB do."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _code(src: str):
     """The compiled code of ``lambda r: src``: compiling is most of what a generated
@@ -659,8 +664,7 @@ def _code(src: str):
     try:
         return compile(f"lambda r: {src}", "<upkeep expression>", "eval")
     except (SyntaxError, RecursionError, MemoryError):  # Python's parser nests 200 deep
-        raise UnsupportedError("an expression nested too deeply to compile (DuckDB "
-                               "evaluates it)") from None
+        raise TooDeepToCompile("an expression nested too deeply to compile") from None
 
 
 class ExpressionCompiler:
@@ -1224,11 +1228,19 @@ def _null_skip(fn_name: str) -> Callable[..., object]:
 
 
 def _flatten(node: exp.Expression, cls: type) -> list[exp.Expression]:
-    if isinstance(node, cls):
-        return _flatten(node.this, cls) + _flatten(node.expression, cls)
-    if isinstance(node, exp.Paren) and isinstance(node.this, cls):
-        return _flatten(node.this, cls)
-    return [node]
+    """The operands of a chain of ``cls`` (AND or OR), left to right, brackets around a
+    link dropped; iteratively, since a generated ``a OR b OR ...`` nests one level a term."""
+    operands: list[exp.Expression] = []
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, exp.Paren) and isinstance(node.this, cls):
+            node = node.this
+        if isinstance(node, cls):
+            todo += (node.expression, node.this)
+        else:
+            operands.append(node)
+    return operands
 
 
 #: a comparison with its sides swapped: ``a < b`` is ``b > a``

@@ -8,6 +8,7 @@ directly (``SELECT * FROM r``) or evaluated by DuckDB over the current contents.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -16,7 +17,7 @@ from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
 from ..errors import ParseError, UnsupportedError
-from ..expressions import ExpressionCompiler, table_scope
+from ..expressions import ExpressionCompiler, TooDeepToCompile, table_scope
 from ..plan import distinct_names
 from ..planner import refuse_per_row_random
 from ..sql import (
@@ -123,15 +124,23 @@ def insert(db: Connection, stmt: exp.Insert) -> Cursor:
     return Cursor(rowcount=db._change(table, rows, 1))
 
 
-def matching(db: Connection, table: Table, where: exp.Expression | None
-             ) -> list[tuple[tuple, int]]:
-    """The table's rows (as staged) that satisfy ``where``, with multiplicities, read
-    through :func:`candidates`; the whole predicate is checked on each."""
-    if where is None:
+def matching(db: Connection, table: Table, where: exp.Expression | None,
+             pred: Callable[[tuple], object] | None) -> list[tuple[tuple, int]]:
+    """The table's rows (as staged) that satisfy ``where`` (compiled: ``pred``), with
+    multiplicities, read through :func:`candidates`; the whole predicate is checked on
+    each."""
+    if where is None or pred is None:
         return list(db._catalog.staged_rows(table).items())
-    pred = ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
     return [(r, w) for r, w in candidates(db, table, where, table.name).items()
             if pred(r) is True]
+
+
+def compiled_where(table: Table, where: exp.Expression | None
+                   ) -> Callable[[tuple], object] | None:
+    """``where`` as a function of the table's rows (None without a WHERE)."""
+    if where is None:
+        return None
+    return ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
 
 
 def candidates(db: Connection, table: Table, where: exp.Expression | None, alias: str
@@ -159,11 +168,18 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
+    where = stmt.args.get("where")
+    by_duckdb = reads_subquery(stmt)
+    if not by_duckdb:
+        try:
+            pred = compiled_where(table, where)
+        except TooDeepToCompile:
+            by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
-    if reads_subquery(stmt):
+    if by_duckdb:
         hits = [(r, w) for r, w, _ in matching_by_duckdb(db, table, stmt, [])]
     else:
-        hits = matching(db, table, stmt.args.get("where"))
+        hits = matching(db, table, where, pred)
     db._stage(table, {r: -w for r, w in hits})
     return Cursor(rowcount=sum(w for _, w in hits))
 
@@ -176,16 +192,21 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
     targets = [table.column_index(a.this.name.lower()) for a in stmt.expressions]
     parameters = [is_parameter(a.expression) for a in stmt.expressions]
+    where = stmt.args.get("where")
     by_duckdb = reads_subquery(stmt)
     if not by_duckdb:  # compiled first: an expression refused leaves the table as it is
         compiler = ExpressionCompiler(table_scope(table.name, table.columns))
-        sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
+        try:
+            sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
+            pred = compiled_where(table, where)
+        except TooDeepToCompile:
+            by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
     if by_duckdb:
         changed = matching_by_duckdb(db, table, stmt, targets)
     else:
         changed = [(row, w, [fn(row) for fn in sets])
-                   for row, w in matching(db, table, stmt.args.get("where"))]
+                   for row, w in matching(db, table, where, pred)]
     delta = updated_rows(table, changed, targets, parameters)
     db._stage(table, delta)
     return Cursor(rowcount=sum(w for _, w, _ in changed))
