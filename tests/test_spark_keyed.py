@@ -1037,3 +1037,20 @@ def test_insert_select_reads_and_writes_under_one_hold(spark, tmp_path) -> None:
     assert not errors
     assert sorted(db.view("v").rows()) == [(k,) for k in range(7)]
     db.close()
+
+
+def test_dml_predicate_takes_a_number_as_a_condition_as_duckdb_does() -> None:
+    """The executors' WHERE of a keyed DELETE / UPDATE: a number is true when not zero
+    (as on the local engine and in DuckDB; it once matched no row)."""
+    from upkeep.spark.dml import predicate
+    from upkeep.types import type_from_name
+
+    columns = [("k", type_from_name("INTEGER")), ("x", type_from_name("DOUBLE"))]
+    rows = [(0, 0.0), (2, 1.5), (None, 2.0), (-1, 0.0)]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (k INTEGER, x DOUBLE)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    for where in ("k", "x", "k AND x", "k - 2 OR x"):
+        test = predicate("t", columns, where)
+        assert sorted((r for r in rows if test(r) is True), key=repr) == sorted(
+            con.execute(f"SELECT * FROM t WHERE {where}").fetchall(), key=repr), where

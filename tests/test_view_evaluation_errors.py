@@ -289,12 +289,49 @@ def test_arithmetic_agrees_with_duckdb_row_by_row(op, left, right) -> None:
     "SELECT a, CASE WHEN b THEN 1 ELSE 0 END AS c FROM p",
     "SELECT a, COUNT(*) AS n FROM p GROUP BY a HAVING COUNT(*) - 2",
     "SELECT a, SUM(b) AS s FROM p GROUP BY a HAVING SUM(b)",
+    # in a subquery's own WHERE and an outer join's ON (once taken as values: never True)
+    "SELECT a FROM p WHERE a IN (SELECT a FROM p AS q WHERE b)",
+    "SELECT a FROM p WHERE EXISTS (SELECT 1 FROM p AS q WHERE q.a = p.a + 1 AND q.b)",
+    "SELECT a FROM p WHERE NOT EXISTS (SELECT 1 FROM p AS q WHERE q.a = p.a AND b - 5)",
+    "SELECT p.a, q.b FROM p LEFT JOIN p AS q ON p.a = q.a + 1 AND q.b",
+    "SELECT p.a, q.b FROM p FULL JOIN p AS q ON p.a = q.a AND q.b + 1",
 ])
 def test_numbers_as_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
     db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER)")
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(1, 0), (1, 0), (2, 5), (3, None), (0, -1)])
     assert Counter(db.view("v").rows()) == Counter(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.k, u.y FROM t LEFT JOIN u ON t.k = u.k AND u.y",
+    "SELECT t.k, u.y FROM u RIGHT JOIN t ON t.k = u.k AND u.y - 5",
+    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.y)",
+])
+def test_numbers_as_conditions_of_the_side_an_outer_join_pads(sql) -> None:
+    """An outer join's padding is an anti-join whose ON is a subquery's WHERE: a bare
+    number there once matched nothing, so a row was both joined and padded."""
+    db, con = twins("CREATE TABLE t (k INTEGER)", "CREATE TABLE u (k INTEGER, y INTEGER)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "t", [(1,), (2,), (3,)])
+    insert_both(db, con, "u", [(1, 5), (2, 0), (4, 1)])
+    assert Counter(db.view("v").rows()) == Counter(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "DELETE FROM p WHERE b",
+    "DELETE FROM p WHERE a AND d",
+    "UPDATE p SET a = 9 WHERE d",
+    "UPDATE p SET a = 9 WHERE b - 5 OR a = 3",
+])
+def test_numbers_as_dml_conditions_are_true_when_not_zero_as_in_duckdb(sql) -> None:
+    """A DELETE's or UPDATE's WHERE by the same rule (it matched no row at all)."""
+    db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER, d DECIMAL(4,1))")
+    insert_both(db, con, "p", [(1, 0, Decimal("0.0")), (2, 5, Decimal("1.5")),
+                               (3, None, None), (0, -1, Decimal("-2.0"))])
+    assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0] > 0
+    assert Counter(db.execute("SELECT * FROM p").fetchall()) == Counter(
+        con.execute("SELECT * FROM p").fetchall())
 
 
 @pytest.mark.parametrize("sql", [

@@ -442,8 +442,8 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
     for part in conjuncts(where.this if where else None):
         _reject_subqueries(part)
         sides = {side(c) for c in column_refs(part)}
-        if sides <= {"inner"}:
-            local.append(part)
+        if sides <= {"inner"}:  # a bare number is a condition here too (``WHERE y``)
+            local.append(as_condition(part, ExpressionCompiler(inner).type_of(part)))
             continue
         if isinstance(part, exp.EQ) and all(
                 isinstance(x, exp.Column) for x in (part.this, part.expression)) and sides == {

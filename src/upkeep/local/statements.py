@@ -140,7 +140,8 @@ def compiled_where(table: Table, where: exp.Expression | None
     """``where`` as a function of the table's rows (None without a WHERE)."""
     if where is None:
         return None
-    return ExpressionCompiler(table_scope(table.name, table.columns)).compile(where.this).fn
+    return ExpressionCompiler(table_scope(table.name, table.columns)).compile_condition(
+        where.this).fn
 
 
 def candidates(db: Connection, table: Table, where: exp.Expression | None, alias: str

@@ -40,7 +40,7 @@ def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | No
     if where_sql is None:
         return lambda row: True
     where = parse_one(f"SELECT * FROM {name} WHERE {where_sql}").args["where"].this
-    return ExpressionCompiler(table_scope(name, columns)).compile(where).fn
+    return ExpressionCompiler(table_scope(name, columns)).compile_condition(where).fn
 
 
 def _matches(reads: Reads, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
