@@ -497,3 +497,29 @@ def test_schema_main_names_the_tables_as_in_duckdb() -> None:
     db.execute("DROP VIEW main.v")
     db.execute("DROP TABLE main.t")
     assert db.tables() == [] and db.views() == []
+
+
+@pytest.mark.parametrize("sql, error", [
+    ("SELECT " + "(" * 500 + "a" + ")" * 500 + " FROM t", upkeep.ParseError),
+    ("CREATE VIEW v AS SELECT " + "abs(" * 300 + "a" + ")" * 300 + " FROM t", UnsupportedError),
+    ("CREATE VIEW v AS SELECT " + " + ".join(["a"] * 500) + " FROM t", UnsupportedError),
+    ("UPDATE t SET a = " + "abs(" * 300 + "a" + ")" * 300, UnsupportedError),
+    ("INSERT INTO t VALUES (1); UPDATE t SET a = " + "abs(" * 300 + "a" + ")" * 300,
+     UnsupportedError),
+])
+def test_sql_nested_deeper_than_python_recurses_is_refused_whole(sql, error) -> None:
+    """Brackets and calls nested a few hundred deep: sqlglot's parser and the planner walk
+    them recursively (a raw RecursionError); now an upkeep error, nothing changed (the
+    two statements of one call are one batch, rejected whole)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.execute("CREATE VIEW ok AS SELECT a FROM t")
+    db.insert("t", [(5,)])
+    with pytest.raises(error, match="nest"):
+        db.execute(sql)
+    if sql.startswith("CREATE VIEW v AS "):
+        with pytest.raises(error, match="nest"):
+            db.create_view("v", sql.removeprefix("CREATE VIEW v AS "))
+    assert db.views() == ["ok"] and db.view("ok").rows() == [(5,)]
+    db.insert("t", [(6,)])
+    assert sorted(db.view("ok").rows()) == [(5,), (6,)]

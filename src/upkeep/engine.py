@@ -26,7 +26,7 @@ from functools import cached_property
 from sqlglot import exp
 
 from .cursor import Cursor
-from .errors import Error, SchemaError, UnsupportedError
+from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
 from .provenance_arguments import check_metadata
 from .sql import bind_parameters, parse, simple_insert
 from .storage import StorageError
@@ -106,7 +106,7 @@ class Engine(ABC):
             parsed = [bind_parameters(parsed[0], list(parameters))]
         atomic = len(parsed) > 1 and not self.in_transaction() and not any(
             isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)) for stmt in parsed)
-        with self.transaction() if atomic else nullcontext(self):
+        with refusing_deep_nesting(), self.transaction() if atomic else nullcontext(self):
             for stmt in parsed:
                 cursor = self.execute_parsed(stmt)
         return cursor
@@ -131,7 +131,8 @@ class Engine(ABC):
         if table is not None and not self.has_update_provenance(table):
             return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
         total = 0
-        with nullcontext(self) if self.in_transaction() else self.transaction():
+        with refusing_deep_nesting(), (
+                nullcontext(self) if self.in_transaction() else self.transaction()):
             for params in seq_of_parameters:
                 total += max(self.execute_parsed(bind_parameters(stmt, list(params))).rowcount, 0)
         return Cursor(rowcount=total)

@@ -17,6 +17,8 @@ import datetime as dt
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 
 
@@ -49,6 +51,19 @@ class ParseError(Error):
 
 class UnsupportedError(Error):
     """The SQL is valid but uses a construct upkeep cannot maintain or evaluate."""
+
+
+@contextmanager
+def refusing_deep_nesting() -> Iterator[None]:
+    """Turn a RecursionError (SQL nested deeper than Python's recursion limit: a few
+    hundred brackets or chained operators, which the parser or planner walk recursively)
+    into an :class:`UnsupportedError`; whatever raised it has undone its work."""
+    try:
+        yield
+    except RecursionError:
+        raise UnsupportedError("the SQL nests expressions too deeply to plan (beyond "
+                               "Python's recursion limit): flatten it, or split it into "
+                               "views") from None
 
 
 class StrategyError(UnsupportedError):

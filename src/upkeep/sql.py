@@ -166,6 +166,9 @@ def parse(sql: str) -> list[exp.Expression]:
                          err.get("line"), err.get("col")) from None
     except sqlglot.errors.TokenError as exc:
         raise ParseError(f"cannot tokenize SQL: {exc}") from None
+    except RecursionError:  # sqlglot's parser recurses per bracket
+        raise ParseError("cannot parse SQL: brackets or expressions nested too deeply "
+                         "(beyond Python's recursion limit)") from None
     if not statements:
         raise ParseError("empty SQL statement")
     for stmt in statements:

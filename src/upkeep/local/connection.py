@@ -25,7 +25,13 @@ from ..bulk_progress import STEP, bulk_progress
 from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf, check_subscriber
 from ..engine import ViewHandle as ViewHandleContract
-from ..errors import Error, ProvenanceError, SchemaError, UnsupportedError
+from ..errors import (
+    Error,
+    ProvenanceError,
+    SchemaError,
+    UnsupportedError,
+    refusing_deep_nesting,
+)
 from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
@@ -295,7 +301,9 @@ class Connection(Engine):
         name = new_view_name(name, sql)
         if provenance not in (None, "why"):
             raise SchemaError(f"provenance of view {name} must be 'why', not {provenance!r}")
-        statements.define_view(self, name, parse_one(sql), strategy, why=provenance == "why")
+        with refusing_deep_nesting():
+            statements.define_view(self, name, parse_one(sql), strategy,
+                                   why=provenance == "why")
         return ViewHandle(self, name)
 
     # ------------------------------------------------------------ statements

@@ -50,7 +50,13 @@ from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
 from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
-from ..errors import ConstraintError, Error, SchemaError, UnsupportedError
+from ..errors import (
+    ConstraintError,
+    Error,
+    SchemaError,
+    UnsupportedError,
+    refusing_deep_nesting,
+)
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
 from ..local.catalog import LocalCatalog, new_view_name, view_provenance
@@ -490,7 +496,7 @@ class SparkConnection(Engine):
         if self.in_transaction():
             raise UnsupportedError("CREATE VIEW inside a transaction")
         self._check_open()
-        with self._writes:
+        with self._writes, refusing_deep_nesting():
             self._catalog.define_view(name, parse_one(sql), strategy)
             self._catalog_changed()
         return SparkViewHandle(self, name)
