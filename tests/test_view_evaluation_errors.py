@@ -349,3 +349,22 @@ def test_values_have_the_type_duckdb_gives_them(sql) -> None:
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(1, None, Decimal("2.5"), None), (2, 3, None, 1.5), (0, None, None, -2.0)])
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+
+
+def test_a_number_in_exponent_notation_glued_to_an_operator_is_that_arithmetic() -> None:
+    """``1e3+1`` is 1001.0 in DuckDB; sqlglot read it as one number literal (a raw
+    ValueError) or, with more after it, as a parse error.  Quoted text and comments
+    holding the same characters are left as they are."""
+    db, con = twins("CREATE TABLE p (x DOUBLE, i INTEGER, s VARCHAR)")
+    statements = ["INSERT INTO p VALUES (1e3+1, 2, '1e3+1')",
+                  "INSERT INTO p VALUES (1E3-1e2+5, 2e1+1, 'a') -- 1e3+1",
+                  "INSERT INTO p VALUES (2.5e-3-1, 1e+1+1, '2e5-1')",
+                  "UPDATE p SET x = 1e2-1 /* 1e2-1 */ WHERE i = 21"]
+    view = "SELECT x + 1e3+1 AS y, i, s FROM p WHERE s <> '1e3+1' OR i = 2e0-0"
+    db.execute(f"CREATE VIEW v AS {view}")
+    for sql in statements:
+        db.execute(sql)
+        con.execute(sql)
+    assert sorted(db.execute("SELECT * FROM p").fetchall()) == sorted(
+        con.execute("SELECT * FROM p").fetchall())
+    assert sorted(db.view("v").rows()) == sorted(con.execute(view).fetchall())

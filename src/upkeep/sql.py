@@ -157,6 +157,8 @@ def parse(sql: str) -> list[exp.Expression]:
     if not isinstance(sql, str):
         raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
     check_syntax(sql)
+    if _GLUED_EXPONENT.search(sql):
+        sql = _unglue_exponents(sql)
     try:
         with quiet_sqlglot():
             statements = [s for s in sqlglot.parse(sql, read=Dialect) if s is not None]
@@ -175,6 +177,21 @@ def parse(sql: str) -> list[exp.Expression]:
         _unqualify(stmt)
     return [_dml(s) if isinstance(s, (exp.Insert, exp.Update, exp.Delete)) else s
             for s in statements]
+
+
+#: a number in exponent notation followed by ``+`` / ``-`` with no space (``1e3+1``),
+#: which sqlglot's tokenizer reads as one number literal (or as ``1e3-1`` then ``e2``)
+_GLUED_EXPONENT = re.compile(r"\d[eE][+-]?\d+[+-]")
+#: what a space may not go into (quoted strings and names, comments), and such numbers
+_QUOTED_OR_GLUED = re.compile(
+    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|(\d[eE][+-]?\d+)(?=[+-])",
+    re.DOTALL)
+
+
+def _unglue_exponents(sql: str) -> str:
+    """``sql`` with a space after each number in exponent notation that an operator
+    follows (``1e3+1`` is 1001.0 in DuckDB), outside quotes and comments."""
+    return _QUOTED_OR_GLUED.sub(lambda m: m[0] + " " if m[1] else m[0], sql)
 
 
 def _unqualify(stmt: exp.Expression) -> None:
