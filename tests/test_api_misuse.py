@@ -523,3 +523,35 @@ def test_sql_nested_deeper_than_python_recurses_is_refused_whole(sql, error) -> 
     assert db.views() == ["ok"] and db.view("ok").rows() == [(5,)]
     db.insert("t", [(6,)])
     assert sorted(db.view("ok").rows()) == [(5,), (6,)]
+
+
+def test_a_lone_surrogate_in_sql_text_or_a_parameter_is_an_upkeep_error() -> None:
+    """DuckDB cannot hold a lone surrogate (a raw TypeError / RuntimeError from its
+    binding); ``db.insert`` already refused one."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (s VARCHAR)")
+    with pytest.raises(upkeep.ParseError, match=r"valid Unicode.*character 8"):
+        db.execute("SELECT '\ud800'")
+    with pytest.raises(upkeep.ParseError, match="valid Unicode"):
+        db.create_view("v", "SELECT s, 'a\udcff' AS z FROM t")
+    for sql in ("SELECT ?", "INSERT INTO t VALUES (?)"):
+        with pytest.raises(SchemaError, match="valid Unicode"):
+            db.execute(sql, ["x\ud800"])
+    assert db.views() == [] and db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("row", [None, 5, "ab", ([1], "x"), ({}, "x")])
+def test_asking_a_view_for_what_cannot_be_a_row_is_a_schema_error(row) -> None:
+    """``count`` and ``in`` once raised raw TypeErrors (not iterable, unhashable); a row
+    of the wrong length or types is simply not there."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    db.execute("CREATE VIEW v AS SELECT * FROM t")
+    db.insert("t", [(1, "x")])
+    view = db.view("v")
+    with pytest.raises(SchemaError, match="a row of view v"):
+        view.count(row)
+    with pytest.raises(SchemaError, match="a row of view v"):
+        assert row in view
+    assert (1, "x") in view and [1, "x"] in view and view.count((1, "x")) == 1
+    assert (1,) not in view and view.count((1, 2)) == 0

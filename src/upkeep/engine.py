@@ -18,7 +18,7 @@ import importlib
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -62,6 +62,21 @@ class ViewHandle(ABC):
 
     def __contains__(self, row: tuple) -> bool:
         return self.count(row) > 0
+
+    def looked_up(self, row: object) -> tuple:
+        """``row`` as the tuple :meth:`count` looks up; a :class:`SchemaError` for what
+        cannot be a row (a row of the wrong length or types is simply not there)."""
+        if not isinstance(row, (tuple, list)):
+            raise SchemaError(f"a row of view {self.name} is a tuple of its column values, "
+                              f"not {type(row).__name__}: {row!r}"[:200])
+        row = tuple(row)
+        try:
+            hash(row)
+        except TypeError:
+            bad = next(v for v in row if not isinstance(v, Hashable))
+            raise SchemaError(f"a row of view {self.name} holds a {type(bad).__name__}, "
+                              f"which no column holds: {row!r}"[:200]) from None
+        return row
 
     @abstractmethod
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:

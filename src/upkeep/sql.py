@@ -31,7 +31,7 @@ from .expressions import (
     cast_value,
     literal_value,
 )
-from .types import SqlType
+from .types import SqlType, is_unicode
 
 
 class Dialect(DuckDB):
@@ -156,6 +156,10 @@ def parse(sql: str) -> list[exp.Expression]:
     """The statements of ``sql`` (at least one), or a :class:`ParseError`."""
     if not isinstance(sql, str):
         raise ParseError(f"SQL must be a string, got {type(sql).__name__}")
+    if not (sql.isascii() or is_unicode(sql)):
+        bad = next(i for i, c in enumerate(sql) if not is_unicode(c))
+        raise ParseError(f"SQL must be valid Unicode: a lone surrogate {sql[bad]!r} at "
+                         f"character {bad}")
     check_syntax(sql)
     if _GLUED_EXPONENT.search(sql):
         sql = _unglue_exponents(sql)
@@ -400,6 +404,9 @@ def _parameter_node(value: object) -> exp.Expression:
             return exp.Neg(this=exp.Literal.number(str(magnitude)))
         return exp.Literal.number(str(value))
     if isinstance(value, str):
+        if not (value.isascii() or is_unicode(value)):
+            raise SchemaError(f"parameter {value!r}: VARCHAR must be valid Unicode (it "
+                              "holds a lone surrogate)")
         return exp.Literal.string(value)
     if isinstance(value, dt.datetime):  # before date: a datetime is a date too
         if value.utcoffset() is not None:

@@ -215,7 +215,7 @@ def coerce_value(value: object, typ: SqlType) -> object:
             raise ValueError(f"expected VARCHAR, got {value!r}")
         if type(value) is not str:
             value = str.__str__(value)  # numpy's str_, a StrEnum member: the text itself
-        if not _is_unicode(value):
+        if not is_unicode(value):
             raise ValueError(f"VARCHAR must be valid Unicode, got {value!r} (a lone "
                              "surrogate)")
         return value
@@ -287,7 +287,7 @@ def format_value(v: object) -> str:
     if v is None:
         return "NULL"
     if isinstance(v, str):
-        if not _is_unicode(v):  # a lone surrogate would break any terminal or file
+        if not is_unicode(v):  # a lone surrogate would break any terminal or file
             v = v.encode("utf-8", "backslashreplace").decode("utf-8")
         return "'" + v.replace("'", "''") + "'"
     if isinstance(v, (dt.date, Decimal)):
@@ -330,7 +330,7 @@ def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], boo
                 return False
         for k in texts:  # ASCII is valid Unicode; the rest is checked
             v = r[k]
-            if v is not None and (type(v) is not str or not (v.isascii() or _is_unicode(v))):
+            if v is not None and (type(v) is not str or not (v.isascii() or is_unicode(v))):
                 return False
         for k in doubles:  # a NaN other than math.nan, and -0.0, are made canonical
             v = r[k]
@@ -351,7 +351,7 @@ def fast_row_check(columns: list[tuple[str, SqlType]]) -> Callable[[object], boo
     return valid
 
 
-def _is_unicode(text: str) -> bool:
+def is_unicode(text: str) -> bool:
     """Whether ``text`` has no lone surrogate (what UTF-8, and so DuckDB, cannot hold)."""
     try:
         text.encode("utf-8")

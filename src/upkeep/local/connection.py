@@ -158,8 +158,9 @@ class ViewHandle(ViewHandleContract):
 
     def count(self, row: tuple) -> int:
         """Multiplicity of ``row`` in the view; O(1) for Dynamic Yannakakis views over columns."""
+        row = self.looked_up(row)
         self._db.expire()
-        return self._runtime().multiplicity(tuple(row))
+        return self._runtime().multiplicity(row)
 
     def explain(self) -> str:
         return self._db.explain(self.name)

@@ -133,7 +133,8 @@ class SparkViewHandle(ViewHandle):
         return self._db._read(self.name, lambda rows: list(rows.elements()))
 
     def count(self, row: tuple) -> int:
-        return self._db._read(self.name, lambda rows: rows[tuple(row)])
+        row = self.looked_up(row)
+        return self._db._read(self.name, lambda rows: rows[row])
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(changes)`` after every micro-batch that changes the view."""
