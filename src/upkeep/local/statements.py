@@ -17,7 +17,7 @@ from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
 from ..errors import ParseError, UnsupportedError
-from ..expressions import ExpressionCompiler, TooDeepToCompile, table_scope
+from ..expressions import ExpressionCompiler, table_scope
 from ..plan import distinct_names
 from ..planner import refuse_per_row_random
 from ..sql import (
@@ -174,7 +174,7 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     if not by_duckdb:
         try:
             pred = compiled_where(table, where)
-        except TooDeepToCompile:
+        except UnsupportedError:  # what the compiler does not evaluate, DuckDB does
             by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
     if by_duckdb:
@@ -200,7 +200,7 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
         try:
             sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
             pred = compiled_where(table, where)
-        except TooDeepToCompile:
+        except UnsupportedError:  # what the compiler does not evaluate, DuckDB does
             by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
     if by_duckdb:
