@@ -368,3 +368,18 @@ def test_a_number_in_exponent_notation_glued_to_an_operator_is_that_arithmetic()
     assert sorted(db.execute("SELECT * FROM p").fetchall()) == sorted(
         con.execute("SELECT * FROM p").fetchall())
     assert sorted(db.view("v").rows()) == sorted(con.execute(view).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT k + 9223372036854775808 AS a FROM p",
+    "SELECT k * 99999999999999999999 AS a FROM p",
+    "SELECT k FROM p WHERE k < 170141183460469231731687303715884105727",
+])
+def test_integer_literals_beyond_bigint_are_hugeint_as_duckdb_types_them(sql) -> None:
+    """A literal of 2**63 or more was typed BIGINT (an overflow where DuckDB adds)."""
+    db, con = twins("CREATE TABLE p (k BIGINT)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "p", [(1,), (-5,)])
+    assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())
+    assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
+        f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]

@@ -28,6 +28,7 @@ from .types import (
     BOOLEAN,
     DATE,
     DOUBLE,
+    HUGEINT,
     INT_RANGES,
     INTEGER,
     INTEGER_KINDS,
@@ -617,7 +618,10 @@ def literal_value(node: exp.Literal) -> tuple[object, SqlType]:
     text = node.this
     if re.fullmatch(r"\d+", text):
         value = int(text)
-        return value, INTEGER if value < 2**31 else BIGINT
+        if value >= 2**127:  # DuckDB's UHUGEINT and BIGNUM, which no column here holds
+            raise UnsupportedError(f"the integer literal {text[:50]} (beyond HUGEINT)"
+                                   f"{_where(node)}")
+        return value, INTEGER if value < 2**31 else BIGINT if value < 2**63 else HUGEINT
     if re.fullmatch(r"\d*\.\d*", text):  # DuckDB: one digit of width per digit written
         width, scale = len(text) - 1, len(text.split(".")[1])
         if width <= 38:
