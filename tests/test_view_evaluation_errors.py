@@ -125,6 +125,22 @@ def test_a_failing_create_or_replace_keeps_the_old_view(tmp_path) -> None:
     db.close()
 
 
+def test_a_failing_create_or_replace_keeps_a_view_with_helpers_maintained() -> None:
+    """A view over a CTE reads a hidden helper view; the views are stepped in the order
+    the catalog holds them, and a failed replace put the view back after its helper (so
+    no later batch reached it: silently stale) and after the other views."""
+    cte = "WITH c AS (SELECT a FROM p WHERE a > 0) SELECT a, COUNT(*) AS n FROM c GROUP BY a"
+    db, con = twins("CREATE TABLE p (a INTEGER)")
+    db.execute(f"CREATE VIEW v AS {cte}")
+    db.execute("CREATE VIEW w AS SELECT a FROM p")
+    insert_both(db, con, "p", [(1,), (2,)])
+    with pytest.raises(upkeep.EvaluationError, match="division by zero"):
+        db.execute("CREATE OR REPLACE VIEW v AS SELECT a // (a - a) AS x FROM p")
+    assert db.views() == ["v", "w"]
+    insert_both(db, con, "p", [(3,), (1,), (-1,)])
+    assert sorted(db.view("v").rows()) == sorted(con.execute(cte).fetchall())
+
+
 def test_string_functions_need_strings_at_definition() -> None:
     db = upkeep.connect()
     db.execute("CREATE TABLE r (i INTEGER, s VARCHAR)")

@@ -625,7 +625,7 @@ class LocalCatalog(Catalog):
     def _detach(self, name: str) -> tuple:
         """Take a view and its helpers out of the catalog, keeping them to put back."""
         names = [name, *self._helpers.get(name, [])]
-        kept = ({n: self.views.pop(n) for n in names},
+        kept = (list(self.views), {n: self.views.pop(n) for n in names},
                 {n: self._definitions.pop(n) for n in names if n in self._definitions},
                 {n: self._helpers.pop(n) for n in names if n in self._helpers},
                 {n: self.subscribers.pop(n) for n in names if n in self.subscribers},
@@ -635,7 +635,12 @@ class LocalCatalog(Catalog):
         return kept
 
     def _reattach(self, name: str, kept: tuple) -> None:
-        views, definitions, helpers, subscribers, layout, why_index = kept
+        """Put back what :meth:`_detach` took, each view in its place: the order of
+        ``views`` is the order views are stepped in (:meth:`affected`), helpers first."""
+        order, views, definitions, helpers, subscribers, layout, why_index = kept
+        views.update(self.views)
+        self.views.clear()
+        self.views.update({n: views.pop(n) for n in order if n in views})
         self.views.update(views)
         self._definitions.update(definitions)
         self._helpers.update(helpers)
