@@ -655,11 +655,6 @@ def bound_parameter(node: exp.Expression) -> tuple[object, SqlType] | None:
         return None
 
 
-class TooDeepToCompile(UnsupportedError):
-    """An expression nested deeper than Python's parser takes (a generated ``a OR b OR
-    ...`` of a few hundred terms): callers that can hand it to DuckDB do."""
-
-
 @functools.lru_cache(maxsize=4096)
 def _code(src: str):
     """The compiled code of ``lambda r: src``: compiling is most of what a generated
@@ -668,7 +663,8 @@ def _code(src: str):
     try:
         return compile(f"lambda r: {src}", "<upkeep expression>", "eval")
     except (SyntaxError, RecursionError, MemoryError):  # Python's parser nests 200 deep
-        raise TooDeepToCompile("an expression nested too deeply to compile") from None
+        raise UnsupportedError("an expression nested too deeply to compile (DuckDB "
+                               "evaluates it)") from None
 
 
 class ExpressionCompiler:

@@ -129,7 +129,7 @@ def matching(db: Connection, table: Table, where: exp.Expression | None,
     """The table's rows (as staged) that satisfy ``where`` (compiled: ``pred``), with
     multiplicities, read through :func:`candidates`; the whole predicate is checked on
     each."""
-    if where is None or pred is None:
+    if pred is None:
         return list(db._catalog.staged_rows(table).items())
     return [(r, w) for r, w in candidates(db, table, where, table.name).items()
             if pred(r) is True]
