@@ -32,6 +32,16 @@ VIEWS = [
     # an anti-join's ordered keys hold NaN (deleting a row raised ValueError)
     "SELECT k, x FROM t WHERE NOT EXISTS (SELECT 1 FROM t u WHERE u.x = t.x AND u.k > t.k)",
     "SELECT k FROM t WHERE x NOT IN (SELECT u.x FROM t u WHERE u.g = t.g AND u.k <> t.k)",
+    # NaN computed in the view (a new NaN object per row): keys, groups, sets and sort keys
+    # (groups split, deletes never cancelled, a top-k delete raised ValueError)
+    "SELECT x / 2 AS m, count(*) AS n FROM t GROUP BY 1",
+    "SELECT count(DISTINCT x % 2) AS n FROM t",
+    "SELECT x / 2 AS m FROM t UNION SELECT abs(x) FROM t",
+    "SELECT x / 2 AS m FROM t INTERSECT SELECT coalesce(x / 2, 0) FROM t",
+    "SELECT abs(x) AS m, CASE WHEN g = 1 THEN x / 2 END AS c FROM t",
+    "SELECT k, x / 2 AS m FROM t ORDER BY m DESC, k LIMIT 3",
+    "SELECT k, lag(k) OVER (ORDER BY x % 2, k) AS p FROM t",
+    "SELECT k, x FROM t QUALIFY row_number() OVER (PARTITION BY g ORDER BY x / 2, k) <= 1",
 ]
 STRATEGIES = [None, "dyn", "general"]
 DDL = "CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER, x DOUBLE)"

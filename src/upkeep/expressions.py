@@ -667,6 +667,10 @@ def _code(src: str):
                                "evaluates it)") from None
 
 
+#: the code of a stored value (a row's slot), which is canonical already
+_SLOT = re.compile(r"r\[\d+\]")
+
+
 class ExpressionCompiler:
     """Turns sqlglot expressions into :class:`Compiled` functions over a :class:`Scope`."""
 
@@ -679,7 +683,7 @@ class ExpressionCompiler:
 
     # -- public ---------------------------------------------------------------
     def compile(self, node: exp.Expression) -> Compiled:
-        src, typ = self._gen(node)
+        src, typ = self._valued(node)
         return Compiled(self._function(src), typ, src)
 
     def compile_condition(self, node: exp.Expression) -> Compiled:
@@ -690,7 +694,7 @@ class ExpressionCompiler:
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
         """``row -> (value of each node, ...)`` as one generated function: a select list or
         grouping key costs one call per row instead of one per column."""
-        parts = [self._gen(node)[0] for node in nodes]
+        parts = [self._valued(node)[0] for node in nodes]
         return self._function("(" + "".join(f"{src}, " for src in parts) + ")")
 
     def compile_filtered_tuple(self, nodes: list[exp.Expression],
@@ -698,7 +702,7 @@ class ExpressionCompiler:
                                ) -> Callable[[tuple], tuple | None]:
         """``row -> (value of each node, ...)`` for the rows ``condition`` holds for, None
         for the others: a one-relation block's filter and select list as one function."""
-        body = "(" + "".join(f"{self._gen(node)[0]}, " for node in nodes) + ")"
+        body = "(" + "".join(f"{self._valued(node)[0]}, " for node in nodes) + ")"
         if condition is None:
             return self._function(body)
         return self._function(f"{body} if ({self._truth(condition)}) is True else None")
@@ -713,6 +717,17 @@ class ExpressionCompiler:
 
     def type_of(self, node: exp.Expression) -> SqlType:
         return self._gen(node)[1]
+
+    def _valued(self, node: exp.Expression) -> tuple[str, SqlType]:
+        """The code of a value a row, key or sort key holds: a computed DOUBLE's NaN is
+        the one NaN object (:func:`~upkeep.types.canonical_float`), as stored values are;
+        ``c / 2`` makes a new NaN object per row, and NaNs that are not one object never
+        meet in a group, a Z-set or a sorted list (unequal to each other)."""
+        src, typ = self._gen(node)
+        if typ.kind != "DOUBLE" or _SLOT.fullmatch(src):
+            return src, typ
+        z = self._tmp()
+        return f"(_nan if ({z} := {src}) != {z} else {z})", typ
 
     # -- generation -----------------------------------------------------------
     def _const(self, value: object) -> str:
