@@ -399,3 +399,20 @@ def test_integer_literals_beyond_bigint_are_hugeint_as_duckdb_types_them(sql) ->
     assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())
     assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
         f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]
+
+
+def test_trim_takes_off_the_unicode_spaces_duckdb_takes_off() -> None:
+    """Without characters given, DuckDB's TRIM / LTRIM / RTRIM take off Unicode's space
+    separators (category Zs), not tabs or line breaks; upkeep took off ASCII spaces only."""
+    import sys
+    import unicodedata
+
+    from upkeep.expressions import SPACES
+
+    assert SPACES == "".join(c for c in map(chr, range(sys.maxunicode + 1))
+                             if unicodedata.category(c) == "Zs")
+    sql = "SELECT s, trim(s) AS a, ltrim(s) AS b, rtrim(s) AS c FROM p"
+    db, con = twins("CREATE TABLE p (s VARCHAR)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "p", [(f"{c}x y{c}",) for c in SPACES + "\t\n\r\x0b\x0c\x85\u200b\u2028\ufeff"])
+    assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())

@@ -285,8 +285,16 @@ def _abs(v, bound=0):
     return abs(v)
 
 
-def _trim(s, chars=" ", left=True, right=True):
-    """DuckDB's TRIM / LTRIM / RTRIM: any of ``chars`` (spaces unless given) off the ends."""
+#: what DuckDB's TRIM takes off without characters given: Unicode's space separators
+#: (category Zs: the space, no-break, en / em and ideographic spaces, ...), not tabs or
+#: line breaks
+SPACES = ("\u0020\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+          "\u2009\u200a\u202f\u205f\u3000")
+
+
+def _trim(s, chars=SPACES, left=True, right=True):
+    """DuckDB's TRIM / LTRIM / RTRIM: any of ``chars`` (:data:`SPACES` unless given) off
+    the ends."""
     if s is None or chars is None:
         return None
     if left:
@@ -598,6 +606,7 @@ _HELPERS: dict[str, object] = {
     "_length": _null_or(len),
     "_abs": _abs,
     "_trim": _trim,
+    "_spaces": SPACES,
     "_concat": _null_or(lambda *xs: "".join(map(_text, xs))),
     "_concat_ws": _concat_ws,
     "_decimal": _decimal,
@@ -938,7 +947,7 @@ class ExpressionCompiler:
             position = (node.args.get("position") or "BOTH").upper()
             chars = node.args.get("expression")
             args = [self._string(node.this, node),
-                    "' '" if chars is None else self._string(chars, node),
+                    "_spaces" if chars is None else self._string(chars, node),
                     str(position != "TRAILING"), str(position != "LEADING")]
             return f"_trim({', '.join(args)})", VARCHAR
         if isinstance(node, exp.Abs):
