@@ -232,7 +232,9 @@ def test_a_restarted_server_keeps_its_placements(tmp_path, listening) -> None:
 # ------------------------------------------------------------------ over the network
 def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimised(
         tmp_path) -> None:
-    server = start(tmp_path / "db", replan=0, ttl=1.5)  # leases renewed every 0.5 s
+    # leases of 30 s: moves are pushed (test below); with 1.5 s, a check() slower than
+    # that under load let every lease lapse and the placement tree emptied
+    server = start(tmp_path / "db", replan=0, ttl=30.0)
     relays: list[RelaySite] = []
     try:
         admin, writer, stream = published(server, 11)
@@ -291,6 +293,38 @@ def test_placed_subscribers_equal_duckdb_as_relays_come_leave_and_are_re_optimis
     finally:
         for relay in relays:
             relay.stop()
+        server.stop()
+
+
+def test_a_relay_stopping_during_its_lease_renewal_leaves_once_and_cleanly(tmp_path) -> None:
+    """``RelaySite.stop`` while its follower thread renews the lease: the renewal ended
+    after the leave and joined the relay again, and the second leave (the follower's
+    close) went out on the closed client, a raw RuntimeError (seen under load, with leases
+    renewed every 0.3 s).  The leave now waits for the renewal in flight."""
+    server = start(tmp_path / "db", replan=0, ttl=600.0)
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        relay = RelaySite(server.url, READER, OPEN, TOKENS, name="r1", capacity=2).start()
+        lease, in_flight, answer = relay.lease, threading.Event(), threading.Event()
+        place = lease.server.place
+
+        def slow_place(*args, **kwargs):  # the renewal is in flight as stop() begins
+            data = place(*args, **kwargs)
+            in_flight.set()
+            answer.wait(10)
+            return data
+
+        lease.server.place = slow_place
+        renewal = threading.Thread(target=lease.renew, daemon=True)  # the follower's
+        renewal.start()
+        assert in_flight.wait(10)
+        threading.Timer(0.5, answer.set).start()  # it answers while stop() is under way
+        relay.stop()
+        renewal.join(10)
+        members = [m["name"] for m in admin.status()["placement"]["members"]]
+        assert "r1" not in members and lease.left and not lease.joined
+    finally:
         server.stop()
 
 

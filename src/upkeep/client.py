@@ -202,20 +202,25 @@ class Lease:
         self.moved = threading.Event()  # the server's assignment differs from it
         self._watcher: Client | None = None  # watch() was called: the watch's own client
         self._watching: threading.Thread | None = None
+        # one renewal or leave at a time: a renewal in flight when the member leaves (a
+        # follower thread's, as a relay stops) would join it again after it left
+        self._turn = threading.Lock()
 
     def renew(self, failed: list[str] = ()) -> dict:
-        if self.left:
-            raise ServiceError(f"member {self.name} left the placements")
-        self.moved.clear()  # before the call: a move made during it is pushed again
-        data = self.server.place(self.query, self.name, site=self.site,
-                                 capacity=self.capacity, failed=failed, compose=self.compose)
-        self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
-        self.inputs, self.sql = data.get("inputs"), data.get("sql")
-        self.digest = data.get("digest")
-        self.renewed = time.monotonic()
-        self.joined = True
-        self._start_watching()
-        return data
+        with self._turn:
+            if self.left:
+                raise ServiceError(f"member {self.name} left the placements")
+            self.moved.clear()  # before the call: a move made during it is pushed again
+            data = self.server.place(self.query, self.name, site=self.site,
+                                     capacity=self.capacity, failed=failed,
+                                     compose=self.compose)
+            self.name, self.feed, self.ttl = data["name"], data["feed"], data["ttl"]
+            self.inputs, self.sql = data.get("inputs"), data.get("sql")
+            self.digest = data.get("digest")
+            self.renewed = time.monotonic()
+            self.joined = True
+            self._start_watching()
+            return data
 
     def due(self) -> bool:
         return self.moved.is_set() or time.monotonic() - self.renewed >= self.ttl / 3
@@ -256,15 +261,17 @@ class Lease:
                 self.moved.set()
 
     def leave(self) -> None:
-        self.left = True
-        if self._watcher is not None:
-            self._watcher.close()
-        if self.joined:
-            self.joined = False
-            try:
-                self.server.leave(self.name)
-            except (httpx.TransportError, ServiceError):
-                pass  # the lease lapses by itself
+        """Leave the placements, once a renewal in flight has ended (:attr:`_turn`)."""
+        with self._turn:
+            self.left = True
+            if self._watcher is not None:
+                self._watcher.close()
+            if self.joined:
+                self.joined = False
+                try:
+                    self.server.leave(self.name)
+                except (httpx.TransportError, ServiceError, RuntimeError):
+                    pass  # the lease lapses by itself (RuntimeError: the client closed)
 
 
 class SiteGone(Exception):
