@@ -416,3 +416,28 @@ def test_trim_takes_off_the_unicode_spaces_duckdb_takes_off() -> None:
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(f"{c}x y{c}",) for c in SPACES + "\t\n\r\x0b\x0c\x85\u200b\u2028\ufeff"])
     assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.k, w.c FROM t JOIN w ON t.d = w.c",
+    "SELECT t.k FROM t JOIN w ON t.k = w.c",
+    "SELECT k FROM t JOIN (SELECT c AS d FROM w) AS x USING (d)",
+    "SELECT t.k, w.c FROM t LEFT JOIN w ON t.d = w.c",
+    "SELECT k FROM t WHERE d IN (SELECT c FROM w)",
+    "SELECT k FROM t WHERE EXISTS (SELECT 1 FROM w WHERE w.c = t.k)",
+    "SELECT k FROM t WHERE k NOT IN (SELECT c FROM w)",
+    "SELECT k, (SELECT COUNT(*) FROM w WHERE w.c = t.d) AS n FROM t",
+    "SELECT k FROM t WHERE d >= (SELECT MIN(c) FROM w)",
+    "SELECT c FROM w WHERE c <= (SELECT MAX(d) FROM t)",
+])
+def test_decimal_and_bigint_meet_double_as_doubles_in_keys(sql) -> None:
+    """DuckDB compares a DECIMAL or BIGINT with a DOUBLE as DOUBLEs (0.10 = 0.1, and
+    2**53 + 1 = 2.0**53); join and semijoin keys met by Python's exact equality and
+    thresholds compared exactly, so rows went missing (and a joined DOUBLE column showed
+    the DECIMAL's value)."""
+    db, con = twins("CREATE TABLE t (k BIGINT, d DECIMAL(6,2))", "CREATE TABLE w (c DOUBLE)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "t", [(2**53 + 1, Decimal("0.10")), (3, Decimal("2.25")),
+                               (5, Decimal("-1.00"))])
+    insert_both(db, con, "w", [(0.1,), (float(2**53),), (2.25,), (3.0,)])
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))

@@ -434,7 +434,8 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
         if not isinstance(picked, exp.Column) or not isinstance(probe, exp.Column) or (
                 side(picked) != "inner"):
             raise UnsupportedError(f"{cond.sql()[:60]} (only column IN (SELECT column ..))")
-        outer.resolve(probe)  # the probe is outside the subquery: no inner name shadows it
+        probe_type = outer.resolve(probe).type  # outside the subquery: no inner shadowing
+        _refuse_double_key(cond, inner.resolve(picked).type, probe_type)
         inner_keys.append(inner.resolve(picked).slot)
         outer_keys.append(probe)
     null_probe: exp.Column | None = None  # ``outer.x IS NULL``: see SubqueryFilter
@@ -451,6 +452,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             a, b = part.this, part.expression
             if side(a) == "outer":
                 a, b = b, a
+            _refuse_double_key(part, inner.resolve(a).type, outer.resolve(b).type)
             inner_keys.append(inner.resolve(a).slot)
             outer_keys.append(b)
             continue
@@ -464,6 +466,13 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
         outer_keys.append(null_probe)  # last, after the equalities' keys
     return SubqueryFilter(negated, relation, inner_keys, outer_keys, local, inner,
                           cond.sql(dialect="duckdb"), null_probe is not None)
+
+
+def _refuse_double_key(cond: exp.Expression, a: SqlType, b: SqlType) -> None:
+    """A subquery's key equality that DuckDB compares as DOUBLEs (:func:`compared_as_doubles`)."""
+    if compared_as_doubles(a, b):
+        raise UnsupportedError(f"{cond.sql()[:60]} compares {a.sql()} with {b.sql()} as "
+                               "DOUBLEs, which no semijoin key does")
 
 
 def _reject_subqueries(node: exp.Expression) -> None:
@@ -560,6 +569,14 @@ class JoinAnalysis:
         return {s for pair in self.equalities if pair not in self.null_safe for s in pair}
 
 
+def compared_as_doubles(a: SqlType, b: SqlType) -> bool:
+    """Whether DuckDB compares values of types ``a`` and ``b`` as DOUBLEs although one is
+    not: a DECIMAL or an integer against a DOUBLE (``0.10 = 0.1`` holds, and so does
+    ``2**53 + 1 = 2.0**53``).  Such an equality cannot key a join or a semijoin, whose
+    keys meet by Python's exact equality; the compiled comparison casts as DuckDB does."""
+    return (a.kind == "DOUBLE") != (b.kind == "DOUBLE") and a.is_numeric and b.is_numeric
+
+
 def analyse_joins(block: Block) -> JoinAnalysis:
     local: list[list[exp.Expression]] = [[] for _ in block.atoms]
     equalities: list[tuple[int, int]] = []
@@ -571,7 +588,8 @@ def analyse_joins(block: Block) -> JoinAnalysis:
                 cond.this, exp.Column) and isinstance(cond.expression, exp.Column):
             a = block.scope.resolve(cond.this)
             b = block.scope.resolve(cond.expression)
-            if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot):
+            if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot) and not (
+                    compared_as_doubles(a.type, b.type)):
                 equalities.append((a.slot, b.slot))
                 if isinstance(cond, exp.NullSafeEQ):
                     null_safe.add((a.slot, b.slot))

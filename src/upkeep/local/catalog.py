@@ -37,6 +37,7 @@ from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
 from ..plan import (
     column_list,
+    compared_as_doubles,
     ctes_as_relations,
     derived_table_body,
     derived_tables,
@@ -55,7 +56,7 @@ from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_pred
 from ..table import Table
 from ..threshold import ThresholdView, one_relation_block, scalar_strategy, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
-from ..types import SqlType, coerce_row, format_row
+from ..types import SqlType, coerce_row, format_row, type_from_name
 from ..value_index import column_value
 from ..views import ViewRuntime
 from ..why import WitnessLayout, witness_queries
@@ -556,7 +557,7 @@ class LocalCatalog(Catalog):
         """A comparison with an uncorrelated scalar subquery as a moving threshold over the
         block's rows (``threshold.py``): the subquery is a helper view, and so is the block
         unless it is one relation's filter and select list, which the view applies itself."""
-        block, scalar, op = split
+        block, scalar, op = _compared_as_duckdb_compares(*split, self._types_of)
         scalar_name = f"{name}__scalar"
         try:
             self.create_view(scalar_name, scalar, scalar_strategy(scalar))
@@ -861,3 +862,31 @@ def _name(name: object, kind: str) -> str:
     if not isinstance(name, str):
         raise SchemaError(f"a {kind} name must be a string, not {type(name).__name__}")
     return name.lower()
+
+
+def _compared_as_duckdb_compares(block: exp.Select, scalar: exp.Select, op: str,
+                                 types_of: Callable[[exp.Select], list[str]]
+                                 ) -> tuple[exp.Select, exp.Select, str]:
+    """A threshold's block and scalar with the side that is not a DOUBLE cast to one when
+    the other is (:func:`~upkeep.plan.compared_as_doubles`): the view compares the two
+    values in Python, where ``Decimal('0.10') >= 0.1`` is False and DuckDB's is True."""
+    try:
+        mine, theirs = (type_from_name(types_of(block)[-1]),
+                        type_from_name(types_of(scalar)[0]))
+    except (duckdb.Error, Error):
+        return block, scalar, op
+    if not compared_as_doubles(mine, theirs):
+        return block, scalar, op
+    if theirs.kind == "DOUBLE":
+        return _last_as_double(block), scalar, op
+    return block, _last_as_double(scalar), op
+
+
+def _last_as_double(select: exp.Select) -> exp.Select:
+    """``select`` with its last item cast to DOUBLE (its name kept)."""
+    select = select.copy()
+    item = select.expressions[-1]
+    value = item.this if isinstance(item, exp.Alias) else item
+    cast = exp.cast(value.copy(), "DOUBLE")
+    item.replace(cast.as_(item.alias) if isinstance(item, exp.Alias) else cast)
+    return select
