@@ -482,10 +482,11 @@ def test_upkeep_subscribe_reports_bad_input_and_unreachable_servers(served, tmp_
     status, err, _ = run(served.url, "SELECT nope FROM orders o", "--token", READER)
     assert status == 1 and "nope" in err
     (tmp_path / "token").write_text(READER + "\n")
+    # timeouts long enough for the snapshot on a busy machine (0.5 s once left none)
     status, err, events = run(served.url, QUERIES[0], "--token", f"@{tmp_path / 'token'}",
-                              "--timeout", "0.5", "--no-placed")
+                              "--timeout", "3", "--no-placed")
     assert status == 0 and events[0]["kind"] == "snapshot"
-    status, err, _ = run(served.url, QUERIES[0], "--token", READER, "--timeout", "0.5",
+    status, err, _ = run(served.url, QUERIES[0], "--token", READER, "--timeout", "2",
                          "--batches", "999", "--no-placed")
     assert status == 1 and "not at batch 999" in err
 
@@ -807,7 +808,8 @@ def test_a_websocket_subscriber_that_sends_a_message_keeps_its_stream(tmp_path) 
     from websockets.sync.client import connect
 
     server = Server(tmp_path / "db", TOKENS, port=0, fsync=False)
-    server._uvicorn.config.ws_ping_interval = server._uvicorn.config.ws_ping_timeout = 0.3
+    # pings every second, a second to answer: under load the client's pong may take a while
+    server._uvicorn.config.ws_ping_interval = server._uvicorn.config.ws_ping_timeout = 1.0
     server.start()
     try:
         admin = Client(server.url, ADMIN)
@@ -818,7 +820,7 @@ def test_a_websocket_subscriber_that_sends_a_message_keeps_its_stream(tmp_path) 
                      ping_interval=None) as ws:
             assert json.loads(ws.recv(timeout=10))["kind"] == "snapshot"
             ws.send("hello")
-            time.sleep(2)  # several of the server's ping intervals and timeouts
+            time.sleep(4.5)  # more than two of the server's ping intervals and timeouts
             admin.sql("INSERT INTO orders VALUES (2, 1, 'open', 5)")
             delta = json.loads(ws.recv(timeout=10))
             assert delta["kind"] == "delta" and delta["changes"] == [[[2, "open", 2], 1]]
