@@ -375,6 +375,8 @@ def test_a_number_in_exponent_notation_glued_to_an_operator_is_that_arithmetic()
     statements = ["INSERT INTO p VALUES (1e3+1, 2, '1e3+1')",
                   "INSERT INTO p VALUES (1E3-1e2+5, 2e1+1, 'a') -- 1e3+1",
                   "INSERT INTO p VALUES (2.5e-3-1, 1e+1+1, '2e5-1')",
+                  "INSERT INTO p VALUES (1e1+1, 3, $$1e3+1$$), (1e1-1, 4, $t$2e2-2$t$), "
+                  "(1e0+0, 5, E'it\\'s 1e3+1')",
                   "UPDATE p SET x = 1e2-1 /* 1e2-1 */ WHERE i = 21"]
     view = "SELECT x + 1e3+1 AS y, i, s FROM p WHERE s <> '1e3+1' OR i = 2e0-0"
     db.execute(f"CREATE VIEW v AS {view}")

@@ -186,16 +186,18 @@ def parse(sql: str) -> list[exp.Expression]:
 #: a number in exponent notation followed by ``+`` / ``-`` with no space (``1e3+1``),
 #: which sqlglot's tokenizer reads as one number literal (or as ``1e3-1`` then ``e2``)
 _GLUED_EXPONENT = re.compile(r"\d[eE][+-]?\d+[+-]")
-#: what a space may not go into (quoted strings and names, comments), and such numbers
+#: what a space may not go into (quoted strings, ``E'..'`` and ``$tag$..$tag$`` ones
+#: included, quoted names, comments), and such numbers
 _QUOTED_OR_GLUED = re.compile(
-    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|(\d[eE][+-]?\d+)(?=[+-])",
+    r"\b[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$(\w*)\$.*?\$\1\$"
+    r"|--[^\n]*|/\*.*?\*/|(\d[eE][+-]?\d+)(?=[+-])",
     re.DOTALL)
 
 
 def _unglue_exponents(sql: str) -> str:
     """``sql`` with a space after each number in exponent notation that an operator
     follows (``1e3+1`` is 1001.0 in DuckDB), outside quotes and comments."""
-    return _QUOTED_OR_GLUED.sub(lambda m: m[0] + " " if m[1] else m[0], sql)
+    return _QUOTED_OR_GLUED.sub(lambda m: m[0] + " " if m[2] else m[0], sql)
 
 
 def _unqualify(stmt: exp.Expression) -> None:
