@@ -212,3 +212,34 @@ def test_a_dml_expression_the_compiler_does_not_evaluate_is_evaluated_by_duckdb(
         assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0] == 1, sql
         assert sorted(db.execute("SELECT * FROM t").fetchall(), key=repr) == sorted(
             con.execute("SELECT * FROM t").fetchall(), key=repr)
+
+
+def test_a_where_fixing_a_column_to_a_literal_beyond_hugeint_matches_as_duckdb():
+    """``col = <integer beyond HUGEINT>`` (which DuckDB types UHUGEINT or BIGNUM): the
+    column index's probe cannot hold it, and the statement is DuckDB's to evaluate (it
+    was refused); HUGEINT's least value, written negated, is a HUGEINT."""
+    huge, least = 2**127 + 1, -(2**127)
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute("CREATE TABLE t (k INTEGER, d DOUBLE, h HUGEINT)")
+        target.execute(f"INSERT INTO t VALUES (1, 2.0, {least}), (2, {float(huge)}, 0)")
+    for sql in (f"DELETE FROM t WHERE d = {huge} AND k = 1",
+                f"UPDATE t SET k = 7 WHERE d = {huge}",
+                f"UPDATE t SET k = 3 WHERE h = {least}"):
+        assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0], sql
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        con.execute("SELECT * FROM t").fetchall())
+
+
+def test_dml_expressions_nested_deeper_than_python_recurses_are_evaluated_by_duckdb():
+    """``x + (x + (x + ...)))`` 400 deep: the compiler recurses past Python's limit, and
+    the statement was refused where DuckDB (and a SELECT) evaluates it."""
+    nested = "k" + " + (k" * 400 + ")" * 400
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute("CREATE TABLE t (k BIGINT, g INTEGER)")
+        target.execute("INSERT INTO t VALUES (1, 1), (2, 2), (3, 2)")
+    for sql in (f"UPDATE t SET k = {nested} WHERE g = 1", f"DELETE FROM t WHERE {nested} > 1000"):
+        assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0], sql
+        assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+            con.execute("SELECT * FROM t").fetchall())

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .errors import EvaluationError, SchemaError
+from .errors import EvaluationError, SchemaError, UnsupportedError
 from .expressions import literal_value
 from .sql import assigned, constant, is_parameter, relations_read
 from .table import Table
@@ -70,7 +70,10 @@ def _literal_value(node: exp.Expression) -> object:
         node = node.this
     if not isinstance(node, exp.Literal) or (negative and node.is_string):
         return None
-    value = literal_value(node)[0]
+    try:
+        value = literal_value(node)[0]
+    except UnsupportedError:  # an integer beyond HUGEINT: no column's index holds it
+        return None
     return -value if negative else value
 
 

@@ -135,13 +135,15 @@ def matching(db: Connection, table: Table, where: exp.Expression | None,
             if pred(r) is True]
 
 
-def compiled_where(table: Table, where: exp.Expression | None
+def compiled_where(compiler: ExpressionCompiler, where: exp.Expression | None
                    ) -> Callable[[tuple], object] | None:
     """``where`` as a function of the table's rows (None without a WHERE)."""
-    if where is None:
-        return None
-    return ExpressionCompiler(table_scope(table.name, table.columns)).compile_condition(
-        where.this).fn
+    return None if where is None else compiler.compile_condition(where.this).fn
+
+
+#: what the expression compiler does not evaluate, and DuckDB does: an unsupported
+#: construct (``LIKE ... ESCAPE``), an expression nested deeper than Python recurses
+NOT_COMPILED = (UnsupportedError, RecursionError)
 
 
 def candidates(db: Connection, table: Table, where: exp.Expression | None, alias: str
@@ -173,8 +175,9 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     by_duckdb = reads_subquery(stmt)
     if not by_duckdb:
         try:
-            pred = compiled_where(table, where)
-        except UnsupportedError:  # what the compiler does not evaluate, DuckDB does
+            pred = compiled_where(ExpressionCompiler(table_scope(table.name, table.columns)),
+                                  where)
+        except NOT_COMPILED:
             by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
     if by_duckdb:
@@ -199,8 +202,8 @@ def update(db: Connection, stmt: exp.Update) -> Cursor:
         compiler = ExpressionCompiler(table_scope(table.name, table.columns))
         try:
             sets = [compiler.compile(a.expression).fn for a in stmt.expressions]
-            pred = compiled_where(table, where)
-        except UnsupportedError:  # what the compiler does not evaluate, DuckDB does
+            pred = compiled_where(compiler, where)
+        except NOT_COMPILED:
             by_duckdb = True
     db.expire()  # the rows matched are the rows left once the due ones expired
     if by_duckdb:
