@@ -627,7 +627,7 @@ def literal_value(node: exp.Literal) -> tuple[object, SqlType]:
     text = node.this
     if re.fullmatch(r"\d+", text):
         value = int(text)
-        if value >= 2**127:  # DuckDB's UHUGEINT and BIGNUM, which no column here holds
+        if value > 2**127:  # DuckDB's UHUGEINT and BIGNUM (2**127 is -HUGEINT's least)
             raise UnsupportedError(f"the integer literal {text[:50]} (beyond HUGEINT)"
                                    f"{_where(node)}")
         return value, INTEGER if value < 2**31 else BIGINT if value < 2**63 else HUGEINT
@@ -676,8 +676,9 @@ def _code(src: str):
                                "evaluates it)") from None
 
 
-#: the code of a stored value (a row's slot), which is canonical already
-_SLOT = re.compile(r"r\[\d+\]")
+#: expressions whose DOUBLE value is the one NaN object already: stored values, literals
+#: and what :meth:`ExpressionCompiler._arith` computes
+_CANONICAL_DOUBLES = (exp.Column, exp.Literal, exp.Add, exp.Sub, exp.Mul)
 
 
 class ExpressionCompiler:
@@ -730,10 +731,12 @@ class ExpressionCompiler:
     def _valued(self, node: exp.Expression) -> tuple[str, SqlType]:
         """The code of a value a row, key or sort key holds: a computed DOUBLE's NaN is
         the one NaN object (:func:`~upkeep.types.canonical_float`), as stored values are;
-        ``c / 2`` makes a new NaN object per row, and NaNs that are not one object never
-        meet in a group, a Z-set or a sorted list (unequal to each other)."""
+        ``c / 2``, ``c % 2``, ``abs(c)`` or a cast of ``'nan'`` make a new NaN object per
+        row, and NaNs that are not one object never meet in a group, a Z-set or a sorted
+        list (unequal to each other).  Stored columns, literals and ``+ - *`` (made the
+        one NaN by :meth:`_arith`) need no second look."""
         src, typ = self._gen(node)
-        if typ.kind != "DOUBLE" or _SLOT.fullmatch(src):
+        if typ.kind != "DOUBLE" or isinstance(unparen(node), _CANONICAL_DOUBLES):
             return src, typ
         z = self._tmp()
         return f"(_nan if ({z} := {src}) != {z} else {z})", typ

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -414,7 +415,10 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             names = [d[0] for d in result.description]
             rows = [tuple(r) for r in result.fetchall()]
             types = con.execute(f"DESCRIBE {sql}").fetchall()
-            return [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)], rows
+            columns = [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)]
+            if any(t.kind == "DOUBLE" for _, t in columns):  # each NaN a new object
+                rows = [tuple(math.nan if v != v else v for v in r) for r in rows]
+            return columns, rows
         except duckdb.Error as exc:
             raise as_error(exc, "DuckDB could not evaluate the query") from exc
 
