@@ -540,7 +540,7 @@ def test_a_lone_surrogate_in_sql_text_or_a_parameter_is_an_upkeep_error() -> Non
     assert db.views() == [] and db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
 
 
-@pytest.mark.parametrize("row", [None, 5, "ab", ([1], "x"), ({}, "x")])
+@pytest.mark.parametrize("row", [None, 5, "ab", ([1], "x"), ({}, "x"), (1, (2, [3]))])
 def test_asking_a_view_for_what_cannot_be_a_row_is_a_schema_error(row) -> None:
     """``count`` and ``in`` once raised raw TypeErrors (not iterable, unhashable); a row
     of the wrong length or types is simply not there."""
@@ -555,3 +555,4 @@ def test_asking_a_view_for_what_cannot_be_a_row_is_a_schema_error(row) -> None:
         assert row in view
     assert (1, "x") in view and [1, "x"] in view and view.count((1, "x")) == 1
     assert (1,) not in view and view.count((1, 2)) == 0
+    assert view.count(iter([1, "x"])) == 1  # any iterable of values (a numpy row too)

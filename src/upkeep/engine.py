@@ -15,10 +15,11 @@ imported when first asked for, so the local engine never imports Spark (docs/des
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,18 +65,18 @@ class ViewHandle(ABC):
         return self.count(row) > 0
 
     def looked_up(self, row: object) -> tuple:
-        """``row`` as the tuple :meth:`count` looks up; a :class:`SchemaError` for what
-        cannot be a row (a row of the wrong length or types is simply not there)."""
-        if not isinstance(row, (tuple, list)):
-            raise SchemaError(f"a row of view {self.name} is a tuple of its column values, "
-                              f"not {type(row).__name__}: {row!r}"[:200])
-        row = tuple(row)
+        """``row`` as the tuple :meth:`count` looks up (any iterable of values but a
+        string); a :class:`SchemaError` for what cannot be a row (a row of the wrong
+        length or types is simply not there)."""
         try:
+            if isinstance(row, (str, bytes)):
+                raise TypeError
+            # a NaN as the one NaN object views hold (another never equals it)
+            row = tuple(math.nan if type(v) is float and v != v else v for v in row)
             hash(row)
-        except TypeError:
-            bad = next(v for v in row if not isinstance(v, Hashable))
-            raise SchemaError(f"a row of view {self.name} holds a {type(bad).__name__}, "
-                              f"which no column holds: {row!r}"[:200]) from None
+        except TypeError as exc:
+            raise SchemaError(f"a row of view {self.name} is a tuple of its column values, "
+                              f"not {row!r}: {str(exc) or type(row).__name__}"[:200]) from None
         return row
 
     @abstractmethod
