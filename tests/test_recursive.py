@@ -944,3 +944,33 @@ def test_aggregate_selection_keeps_and_deletes_null_values(name, strategy) -> No
         with duckdb_loaded([LINK], {"link": +held}) as con:
             assert_bag_equal(con.execute(oracle or sql).fetchall(), view.rows(), sql,
                              f"after {change}")
+
+
+@pytest.mark.parametrize("key_type, edges, start", [
+    ("DECIMAL(3,2)", [("0.10", "0.20"), ("0.20", "0.30")], 0.1),
+    ("BIGINT", [(2**53 + 1, 5), (5, 6)], 2.0**53),
+])
+def test_a_recursive_join_of_a_key_with_a_double_compares_as_doubles(key_type, edges,
+                                                                       start) -> None:
+    """The rule's equality ``r.n = e.s`` between a DOUBLE and a DECIMAL or BIGINT is a
+    condition compared as DOUBLEs (as DuckDB does), not a key that meets by exact equality
+    (the recursion stopped at its first step)."""
+    from decimal import Decimal
+
+    import duckdb
+
+    ddl = [f"CREATE TABLE e (s {key_type}, t {key_type})", "CREATE TABLE s (x DOUBLE)"]
+    query = ("WITH RECURSIVE r(n) AS (SELECT x FROM s UNION SELECT e.t FROM r JOIN e "
+             "ON r.n = e.s) SELECT n FROM r")
+    rows = [tuple(Decimal(v) if isinstance(v, str) else v for v in edge) for edge in edges]
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in ddl:
+        db.execute(statement)
+        con.execute(statement)
+    db.create_view("v", query)
+    db.insert("e", rows)
+    db.insert("s", [(start,)])
+    con.executemany("INSERT INTO e VALUES (?, ?)", rows)
+    con.execute("INSERT INTO s VALUES (?)", [start])
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(query).fetchall()))
+    assert len(db.view("v").rows()) == 3
