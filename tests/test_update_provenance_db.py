@@ -1073,3 +1073,26 @@ def test_a_naive_expression_as_deep_as_a_long_log_hashes_and_answers():
     assert e == db.provenance("t", (1, 3000)) and e != db.provenance("t", (2, 2999))
     assert len({e, db.provenance("t", (1, 3000))}) == 1
     assert sorted(db.what_if("t", abort=[last]).changes) == [((1, 2998), 1), ((1, 3000), -1)]
+
+
+def test_a_double_constant_on_an_integer_or_decimal_column_compares_as_duckdb():
+    """``col = <DOUBLE>`` compares as DOUBLEs in DuckDB: on a DECIMAL(3,2) column
+    ``0.1::DOUBLE`` finds 0.10; on a BIGINT column ``2.0**53`` equals both 2**53 and
+    2**53 + 1, which no hyperplane (one value) says: refused, nothing changed (it deleted
+    no row where DuckDB deletes one, and ``<>`` the reverse)."""
+    import duckdb
+
+    ddl = "CREATE TABLE p (k INTEGER, b BIGINT, d DECIMAL(3,2))"
+    db, con = upkeep.connect(), duckdb.connect()
+    db.execute(ddl + " WITH (provenance = 'update')")
+    con.execute(ddl)
+    for target in (db, con):
+        target.execute("INSERT INTO p VALUES (1, 9007199254740993, 0.10), (2, 5, 0.20)")
+    sql = "DELETE FROM p WHERE d = 0.1::DOUBLE AND b <> 5.0::DOUBLE"
+    assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0] == 1
+    for bad in ("DELETE FROM p WHERE b = 9007199254740992::DOUBLE",
+                "UPDATE p SET k = 3 WHERE b <> 9007199254740992::DOUBLE"):
+        with pytest.raises(upkeep.UnsupportedError, match="several values of b BIGINT"):
+            db.execute(bad)
+    assert sorted(db.execute("SELECT * FROM p").fetchall()) == sorted(
+        con.execute("SELECT * FROM p").fetchall())

@@ -87,7 +87,7 @@ Query = Insert | Delete | Modify
 def _compared_number(value: int | float | Decimal, typ: SqlType) -> object:
     """A number in a WHERE condition on an INTEGER or DECIMAL column, as the engine
     compares it: by value (``k = 1.0`` is ``k = 1``; a DOUBLE constant compares as a
-    DOUBLE).  If no value of the column equals it, the number itself: ``=`` then holds for
+    DOUBLE, where it equals one value of the column at most: :func:`_one_value_as_double`).  If no value of the column equals it, the number itself: ``=`` then holds for
     no row and ``<>`` for every row (:class:`Pattern` compares with ``==``)."""
     candidates = [value]
     if not isinstance(value, int) and math.isfinite(value):
@@ -100,6 +100,16 @@ def _compared_number(value: int | float | Decimal, typ: SqlType) -> object:
         if (float(coerced) == value) if isinstance(value, float) else (coerced == value):
             return coerced
     return value
+
+
+def _one_value_as_double(value: float, typ: SqlType) -> bool:
+    """Whether at most one value of an integer or DECIMAL column equals DOUBLE ``value``
+    compared as DOUBLEs (as DuckDB compares them): integers below 2**53 and decimals of at
+    most 15 digits each have a DOUBLE of their own; past them, several share one, and
+    ``col = value`` is no hyperplane."""
+    if typ.kind == "DECIMAL":
+        return (typ.precision or 18) <= 15
+    return not math.isfinite(value) or abs(value) < 2.0**53
 
 
 def _refuse(what: str, node: exp.Expression, table: str) -> UnsupportedError:
@@ -137,6 +147,10 @@ class HyperplaneParser:
         value, typ = constant(node), self.columns[col][1]
         if compared and typ.is_numeric and typ.kind != "DOUBLE" and \
                 isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+            if isinstance(value, float) and not _one_value_as_double(value, typ):
+                raise _refuse(f"{node.sql()} (a DOUBLE, which several values of "
+                              f"{self.names[col]} {typ.sql()} equal as DOUBLEs)", context,
+                              self.table)
             return _compared_number(value, typ)
         try:
             return coerce_value(value if compared else assigned(value, typ, is_parameter(node)), typ)
