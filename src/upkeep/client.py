@@ -229,9 +229,10 @@ class Lease:
         """Have moves pushed (idempotent): while the lease is held, a daemon thread
         long-polls the server for this member's assignment and sets :attr:`moved` when it
         differs from the one renewed last."""
-        if self._watcher is None and not self.left:
-            self._watcher = self.server.at(self.server.url)
-        self._start_watching()
+        with self._turn:  # not while a leave closes the watch's client
+            if self._watcher is None and not self.left:
+                self._watcher = self.server.at(self.server.url)
+            self._start_watching()
 
     def _start_watching(self) -> None:
         if (self._watcher is None or self.left or not self.joined

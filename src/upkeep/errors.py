@@ -56,13 +56,14 @@ class UnsupportedError(Error):
 @contextmanager
 def refusing_deep_nesting() -> Iterator[None]:
     """Turn a RecursionError (SQL nested deeper than Python's recursion limit: a few
-    hundred brackets or chained operators, which the parser or planner walk recursively)
-    into an :class:`UnsupportedError`; whatever raised it has undone its work."""
+    hundred brackets or chained operators, which the planner walks recursively) into an
+    :class:`UnsupportedError`, raised where a failed statement's or view's changes are
+    taken back as for any other error."""
     try:
         yield
     except RecursionError:
-        raise UnsupportedError("the SQL nests expressions too deeply to plan (beyond "
-                               "Python's recursion limit): flatten it, or split it into "
+        raise UnsupportedError("the SQL nests expressions too deeply (beyond Python's "
+                               "recursion limit): flatten it, or split it into "
                                "views") from None
 
 

@@ -435,8 +435,9 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
                 side(picked) != "inner"):
             raise UnsupportedError(f"{cond.sql()[:60]} (only column IN (SELECT column ..))")
         probe_type = outer.resolve(probe).type  # outside the subquery: no inner shadowing
-        _refuse_double_key(cond, inner.resolve(picked).type, probe_type)
-        inner_keys.append(inner.resolve(picked).slot)
+        picked_column = inner.resolve(picked)
+        _refuse_double_key(cond, picked_column.type, probe_type)
+        inner_keys.append(picked_column.slot)
         outer_keys.append(probe)
     null_probe: exp.Column | None = None  # ``outer.x IS NULL``: see SubqueryFilter
     where = query.args.get("where")
@@ -452,8 +453,9 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             a, b = part.this, part.expression
             if side(a) == "outer":
                 a, b = b, a
-            _refuse_double_key(part, inner.resolve(a).type, outer.resolve(b).type)
-            inner_keys.append(inner.resolve(a).slot)
+            inner_column = inner.resolve(a)
+            _refuse_double_key(part, inner_column.type, outer.resolve(b).type)
+            inner_keys.append(inner_column.slot)
             outer_keys.append(b)
             continue
         if isinstance(part, exp.Is) and isinstance(part.this, exp.Column) and isinstance(

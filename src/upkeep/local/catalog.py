@@ -639,10 +639,10 @@ class LocalCatalog(Catalog):
         """Put back what :meth:`_detach` took, each view in its place: the order of
         ``views`` is the order views are stepped in (:meth:`affected`), helpers first."""
         order, views, definitions, helpers, subscribers, layout, why_index = kept
-        views.update(self.views)
+        merged = {**self.views, **views}
         self.views.clear()
-        self.views.update({n: views.pop(n) for n in order if n in views})
-        self.views.update(views)
+        self.views.update({n: merged.pop(n) for n in order if n in merged})
+        self.views.update(merged)
         self._definitions.update(definitions)
         self._helpers.update(helpers)
         self.subscribers.update(subscribers)
