@@ -443,3 +443,19 @@ def test_decimal_and_bigint_meet_double_as_doubles_in_keys(sql) -> None:
                                (5, Decimal("-1.00"))])
     insert_both(db, con, "w", [(0.1,), (float(2**53),), (2.25,), (3.0,)])
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT round(d, 1) AS r, sum(round(d, 1)) AS s FROM p GROUP BY 1",
+    "SELECT round(d) AS r, round(d, -1) AS t, round(d, 5) AS u FROM p",
+    "SELECT max(round(d, 2)) AS m FROM p",
+])
+def test_round_of_a_decimal_has_the_scale_duckdb_gives_it(sql) -> None:
+    """ROUND(DECIMAL(p, s), n) is DECIMAL(p, min(s, max(n, 0))) in DuckDB; it kept scale s
+    (2.3 read back as 2.300, and a SUM of rounded values overflowed DECIMAL(38, s))."""
+    db, con = twins("CREATE TABLE p (d DECIMAL(18,3))")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "p", [(Decimal("2.345"),), (Decimal("-17.5"),), (Decimal("0.049"),)])
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
+        f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]

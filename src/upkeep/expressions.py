@@ -314,6 +314,12 @@ def _concat_ws(separator, *values):
     return _text(separator).join(_text(v) for v in values if v is not None)
 
 
+def _integer_literal(node: exp.Expression) -> int | None:
+    """The value of ``5`` or ``-5`` written as a literal, else None."""
+    text = node.sql()
+    return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+
 def _round(x, digits=0, bound=0):
     """ROUND as DuckDB's: half away from zero; ``bound``: an integer type's (rounding to
     tens may leave it: ROUND(2147483647, -1))."""
@@ -970,8 +976,11 @@ class ExpressionCompiler:
             ((a, ta),) = self._numbers(node, node.this)
             digits = node.args.get("decimals")
             d = self._gen(digits)[0] if digits is not None else "0"
-            if ta.kind == "DECIMAL":
-                return f"_round({a}, {d})", ta
+            if ta.kind == "DECIMAL":  # DuckDB: the scale of the digits kept, at most s
+                n = _integer_literal(digits) if digits is not None else 0
+                typ = ta if n is None else SqlType("DECIMAL", ta.precision,
+                                                   min(ta.scale, max(n, 0)))
+                return f"_round({a}, {d})", typ
             return f"_round({a}, {d}, {_bound(ta)})", DOUBLE if ta.kind == "DOUBLE" else ta
         if isinstance(node, exp.Coalesce):
             items = [node.this, *node.expressions]
