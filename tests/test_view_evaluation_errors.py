@@ -459,3 +459,20 @@ def test_round_of_a_decimal_has_the_scale_duckdb_gives_it(sql) -> None:
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
     assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
         f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT d FROM p WHERE d IN (TIMESTAMP '2020-02-29 00:00:00', DATE '2021-01-01')",
+    "SELECT d, d NOT IN (DATE '2020-01-01', TIMESTAMP '2020-02-29 00:00:00') AS x FROM p",
+    "SELECT d FROM p WHERE d IN (TIMESTAMP '2021-01-01 12:00:00', NULL)",
+])
+def test_a_date_in_a_list_with_timestamps_compares_as_a_timestamp(sql) -> None:
+    """DuckDB compares a DATE with a TIMESTAMP at midnight in ``IN`` as in ``=``; the list
+    compared Python's date with datetime, which are never equal."""
+    import datetime as dt
+
+    db, con = twins("CREATE TABLE p (d DATE)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "p", [(dt.date(2020, 2, 29),), (dt.date(2021, 1, 1),),
+                               (dt.date(2020, 1, 2),), (None,)])
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))

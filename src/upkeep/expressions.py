@@ -899,6 +899,11 @@ class ExpressionCompiler:
                 a = self._compared_as(a, ta, common)
                 opts = [o if o == "None" else self._folded_as(o, t, common)
                         for o, t in zip(opts, types, strict=True)]
+            elif {"DATE", "TIMESTAMP"} <= {ta.kind, *(t.kind for t in types)}:
+                # DuckDB compares them all as TIMESTAMPs, a DATE at midnight (as ``=``)
+                a = f"_at_midnight({a})" if ta.kind == "DATE" else a
+                opts = [f"_at_midnight({o})" if t.kind == "DATE" else o
+                        for o, t in zip(opts, types, strict=True)]
             if all(o == "None" or o in self._consts for o in opts):
                 values = [None if o == "None" else self._consts[o] for o in opts]
                 try:
