@@ -476,3 +476,17 @@ def test_a_date_in_a_list_with_timestamps_compares_as_a_timestamp(sql) -> None:
     insert_both(db, con, "p", [(dt.date(2020, 2, 29),), (dt.date(2021, 1, 1),),
                                (dt.date(2020, 1, 2),), (None,)])
     assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+
+
+@pytest.mark.parametrize("target", ["INTEGER", "BIGINT", "DECIMAL(6,2)", "DOUBLE"])
+def test_underscores_in_numbers_cast_from_text_as_duckdb_takes_them(target) -> None:
+    """One underscore between two digits ('1_000'), as DuckDB; Python's parsers took
+    '_1', '1_' and '1__0' too."""
+    sql = f"SELECT s, TRY_CAST(s AS {target}) AS a FROM p"
+    db, con = twins("CREATE TABLE p (s VARCHAR)")
+    db.execute(f"CREATE VIEW v AS {sql}")
+    insert_both(db, con, "p", [(v,) for v in ("_1", "1_", "1__0", "1_000", "1_0_0", "1_000.5",
+                                              "1_0e1", "_", "1.0_0", "12")])
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    with pytest.raises(upkeep.EvaluationError):
+        db.execute(f"CREATE VIEW w AS SELECT CAST(s AS {target}) AS a FROM p WHERE s = '1__0'")

@@ -497,12 +497,19 @@ def _varchar(value) -> str:
     return str(value)
 
 
+#: an underscore not between two digits, which DuckDB's number casts refuse
+_LOOSE_UNDERSCORE = re.compile(r"(?<![0-9])_|_(?![0-9])")
+
+
 def _cast(value, typ: SqlType):
     if value is None:
         return None
     kind = typ.kind
     try:
         if isinstance(value, str) and not value.isascii():  # Python reads '١٢' as 12
+            raise ValueError(f"not a number: {value!r}")
+        if isinstance(value, str) and "_" in value and _LOOSE_UNDERSCORE.search(value) and (
+                typ.is_numeric):  # DuckDB: one underscore between two digits ('1_000')
             raise ValueError(f"not a number: {value!r}")
         if typ.is_integer:  # DuckDB rounds: half to even from DOUBLE, half away otherwise
             if isinstance(value, str):
