@@ -1090,6 +1090,8 @@ def test_a_double_constant_on_an_integer_or_decimal_column_compares_as_duckdb():
         target.execute("INSERT INTO p VALUES (1, 9007199254740993, 0.10), (2, 5, 0.20)")
     sql = "DELETE FROM p WHERE d = 0.1::DOUBLE AND b <> 5.0::DOUBLE"
     assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0] == 1
+    sql = "UPDATE p SET k = 4 WHERE b <> 1e30 AND k = 2.0::DOUBLE"  # 1e30: past BIGINT
+    assert db.execute(sql).rowcount == con.execute(sql).fetchone()[0] == 1
     for bad in ("DELETE FROM p WHERE b = 9007199254740992::DOUBLE",
                 "UPDATE p SET k = 3 WHERE b <> 9007199254740992::DOUBLE"):
         with pytest.raises(upkeep.UnsupportedError, match="several values of b BIGINT"):

@@ -19,7 +19,7 @@ from sqlglot import exp
 from ..errors import EvaluationError, SchemaError, UnsupportedError
 from ..expressions import _where
 from ..sql import assigned, constant, insert_target, is_parameter, located
-from ..types import SqlType, coerce_value
+from ..types import INT_RANGES, SqlType, coerce_value
 
 EQ, NE, IS = "=", "<>", "is"
 
@@ -106,10 +106,10 @@ def _one_value_as_double(value: float, typ: SqlType) -> bool:
     """Whether at most one value of an integer or DECIMAL column equals DOUBLE ``value``
     compared as DOUBLEs (as DuckDB compares them): integers below 2**53 and decimals of at
     most 15 digits each have a DOUBLE of their own; past them, several share one, and
-    ``col = value`` is no hyperplane."""
+    ``col = value`` is no hyperplane (a value past the column's range equals none)."""
     if typ.kind == "DECIMAL":
         return (typ.precision or 18) <= 15
-    return not math.isfinite(value) or abs(value) < 2.0**53
+    return not math.isfinite(value) or abs(value) < 2.0**53 or abs(value) > INT_RANGES[typ.kind]
 
 
 def _refuse(what: str, node: exp.Expression, table: str) -> UnsupportedError:
