@@ -50,6 +50,17 @@ def insert_both(db: upkeep.Connection, con: duckdb.DuckDBPyConnection, table: st
     con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
 
 
+def assert_view_v_is_duckdbs(db: upkeep.Connection, con: duckdb.DuckDBPyConnection,
+                             sql: str, schema: bool = False) -> None:
+    """View ``v`` holds DuckDB's rows of ``sql``, each value of the same Python type
+    (compared by ``repr``: 2.3 is not Decimal('2.30')), and with ``schema`` its columns
+    have DuckDB's types."""
+    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    if schema:
+        assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
+            f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]
+
+
 def duckdb_raises(expression: str, row: tuple) -> bool:
     con = duckdb.connect()
     con.execute("CREATE TABLE p (a INTEGER, b INTEGER, s VARCHAR, x BIGINT)")
@@ -364,7 +375,7 @@ def test_values_have_the_type_duckdb_gives_them(sql) -> None:
     db, con = twins("CREATE TABLE p (a INTEGER, b INTEGER, m DECIMAL(6,2), d DOUBLE)")
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(1, None, Decimal("2.5"), None), (2, 3, None, 1.5), (0, None, None, -2.0)])
-    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    assert_view_v_is_duckdbs(db, con, sql)
 
 
 def test_a_number_in_exponent_notation_glued_to_an_operator_is_that_arithmetic() -> None:
@@ -398,9 +409,7 @@ def test_integer_literals_beyond_bigint_are_hugeint_as_duckdb_types_them(sql) ->
     db, con = twins("CREATE TABLE p (k BIGINT)")
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(1,), (-5,)])
-    assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())
-    assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
-        f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]
+    assert_view_v_is_duckdbs(db, con, sql, schema=True)
 
 
 def test_trim_takes_off_the_unicode_spaces_duckdb_takes_off() -> None:
@@ -417,7 +426,7 @@ def test_trim_takes_off_the_unicode_spaces_duckdb_takes_off() -> None:
     db, con = twins("CREATE TABLE p (s VARCHAR)")
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(f"{c}x y{c}",) for c in SPACES + "\t\n\r\x0b\x0c\x85\u200b\u2028\ufeff"])
-    assert sorted(db.view("v").rows()) == sorted(con.execute(sql).fetchall())
+    assert_view_v_is_duckdbs(db, con, sql)
 
 
 @pytest.mark.parametrize("sql", [
@@ -442,7 +451,7 @@ def test_decimal_and_bigint_meet_double_as_doubles_in_keys(sql) -> None:
     insert_both(db, con, "t", [(2**53 + 1, Decimal("0.10")), (3, Decimal("2.25")),
                                (5, Decimal("-1.00"))])
     insert_both(db, con, "w", [(0.1,), (float(2**53),), (2.25,), (3.0,)])
-    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    assert_view_v_is_duckdbs(db, con, sql)
 
 
 @pytest.mark.parametrize("sql", [
@@ -456,9 +465,7 @@ def test_round_of_a_decimal_has_the_scale_duckdb_gives_it(sql) -> None:
     db, con = twins("CREATE TABLE p (d DECIMAL(18,3))")
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(Decimal("2.345"),), (Decimal("-17.5"),), (Decimal("0.049"),)])
-    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
-    assert db.view("v").schema == [(n, str(t)) for n, t in con.execute(
-        f"SELECT column_name, column_type FROM (DESCRIBE {sql})").fetchall()]
+    assert_view_v_is_duckdbs(db, con, sql, schema=True)
 
 
 @pytest.mark.parametrize("sql", [
@@ -475,7 +482,7 @@ def test_a_date_in_a_list_with_timestamps_compares_as_a_timestamp(sql) -> None:
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(dt.date(2020, 2, 29),), (dt.date(2021, 1, 1),),
                                (dt.date(2020, 1, 2),), (None,)])
-    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    assert_view_v_is_duckdbs(db, con, sql)
 
 
 @pytest.mark.parametrize("target", ["INTEGER", "BIGINT", "DECIMAL(6,2)", "DOUBLE"])
@@ -487,6 +494,6 @@ def test_underscores_in_numbers_cast_from_text_as_duckdb_takes_them(target) -> N
     db.execute(f"CREATE VIEW v AS {sql}")
     insert_both(db, con, "p", [(v,) for v in ("_1", "1_", "1__0", "1_000", "1_0_0", "1_000.5",
                                               "1_0e1", "_", "1.0_0", "12")])
-    assert sorted(map(repr, db.view("v").rows())) == sorted(map(repr, con.execute(sql).fetchall()))
+    assert_view_v_is_duckdbs(db, con, sql)
     with pytest.raises(upkeep.EvaluationError):
         db.execute(f"CREATE VIEW w AS SELECT CAST(s AS {target}) AS a FROM p WHERE s = '1__0'")
