@@ -497,3 +497,40 @@ def test_underscores_in_numbers_cast_from_text_as_duckdb_takes_them(target) -> N
     assert_view_v_is_duckdbs(db, con, sql)
     with pytest.raises(upkeep.EvaluationError):
         db.execute(f"CREATE VIEW w AS SELECT CAST(s AS {target}) AS a FROM p WHERE s = '1__0'")
+
+
+@pytest.mark.parametrize("statement", [
+    "CREATE VIEW v AS SELECT a, DATE '10000-01-01' AS d FROM p",
+    "CREATE VIEW v AS SELECT a FROM p WHERE d < DATE '10000-01-01'",
+    "CREATE VIEW v AS SELECT a FROM p WHERE d > DATE '0000-01-01'",
+    "CREATE VIEW v AS SELECT a, TIMESTAMP '10000-01-01 00:00:00' AS t FROM p",
+    "DELETE FROM p WHERE d < DATE '10000-01-01'",
+    "UPDATE p SET a = 2 WHERE d < DATE '10000-01-01'",
+])
+def test_a_date_literal_past_year_9999_is_a_schema_error(statement) -> None:
+    """DuckDB's Python client gives such a date as text: a view held the text in a DATE
+    column, and a comparison with it raised a raw TypeError (docs/sql.md: a SchemaError)."""
+    import datetime as dt
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, d DATE)")
+    db.insert("p", [(1, dt.date(2020, 1, 1))])
+    with pytest.raises(upkeep.SchemaError, match="outside the years 1 to 9999"):
+        db.execute(statement)
+    assert db.execute("SELECT * FROM p").fetchall() == [(1, dt.date(2020, 1, 1))]
+    assert "v" not in db.views()
+
+
+def test_date_arithmetic_past_year_9999_rejects_the_rows_that_reach_it() -> None:
+    """A constant computed past 9999 (``DATE '9999-12-31' + 1``) is an EvaluationError
+    where a row evaluates it, as date arithmetic on a column is: the batch is rejected."""
+    import datetime as dt
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, d DATE)")
+    db.insert("p", [(1, dt.date(2020, 1, 1))])
+    db.execute("CREATE VIEW v AS SELECT a FROM p WHERE a > 5 AND d < DATE '9999-12-31' + 1")
+    assert db.view("v").rows() == []
+    with pytest.raises(upkeep.EvaluationError, match="outside the years 1 to 9999"):
+        db.insert("p", [(7, dt.date(2021, 1, 1))])
+    assert db.execute("SELECT * FROM p").fetchall() == [(1, dt.date(2020, 1, 1))]

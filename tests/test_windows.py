@@ -75,6 +75,9 @@ QUERIES = [
     "WHERE p IS NOT NULL",
     "SELECT t.k, b.v, row_number() OVER (PARTITION BY t.g ORDER BY t.k, b.v) AS rn "
     "FROM t JOIN b ON t.g = b.g",
+    # QUALIFY on one window function that is not a rank (docs/sql.md: maintained)
+    "SELECT k, x FROM t QUALIFY sum(x) OVER (PARTITION BY g) > 1",
+    "SELECT g, v FROM b QUALIFY count(*) OVER (PARTITION BY g) >= 2",
 ]
 
 

@@ -817,6 +817,13 @@ class ExpressionCompiler:
             except duckdb.Error:
                 raise error from exc
             return f"_fail({self._const(str(error))})", type_from_name(type_name)
+        if isinstance(value, str) and type_name in ("DATE", "TIMESTAMP"):
+            # DuckDB's Python client gives a date outside Python's years 1-9999 as text
+            message = (f"{type_name.lower()} {value} is outside the years 1 to 9999 "
+                       f"that upkeep's dates hold: {sql}")
+            if isinstance(node, exp.Cast) and node.this.is_string:  # a literal
+                raise SchemaError(message + _where(node))
+            return f"_fail({self._const(message)})", type_from_name(type_name)
         if isinstance(value, dt.datetime):
             value = value.date() if type_name == "DATE" else value
         if type_name == "DATE" and value in (dt.date.max, dt.date.min):
