@@ -1098,3 +1098,23 @@ def test_a_double_constant_on_an_integer_or_decimal_column_compares_as_duckdb():
             db.execute(bad)
     assert sorted(db.execute("SELECT * FROM p").fetchall()) == sorted(
         con.execute("SELECT * FROM p").fetchall())
+
+
+@pytest.mark.parametrize("prov", ["", " WITH (provenance = 'update')"])
+@pytest.mark.parametrize(("sql", "clash"), [("INSERT INTO r VALUES (?, ?)", (1, 9)),
+                                            ("INSERT INTO r (a, k) VALUES (?, ?)", (9, 1))])
+def test_a_failing_executemany_insert_in_a_transaction_stages_nothing(prov, sql, clash) -> None:
+    """The tuples before the failing one were staged one statement each on a provenance
+    table (annotated with the transaction, so a what-if aborting the load showed them);
+    an ordinary table's one-call insert staged nothing."""
+    db = upkeep.connect()
+    db.execute(f"CREATE TABLE r (k INTEGER PRIMARY KEY, a INTEGER){prov}")
+    db.execute("INSERT INTO r VALUES (1, 1)")
+    with db.transaction():
+        with pytest.raises(ConstraintError, match="duplicate primary key"):
+            db.executemany(sql, [(5, 5), (6, 6), clash])
+        assert db.executemany(sql, [(7, 7), (8, 8)]).rowcount == 2
+    assert sorted(db.execute("SELECT * FROM r").fetchall()) == [(1, 1), (7, 7), (8, 8)]
+    if prov:
+        assert str(db.provenance("r", (5, 5))) == "0"
+        assert sorted(db.what_if("r", abort=[1]).rows) == [(7, 7), (8, 8)]

@@ -113,7 +113,9 @@ class Engine(ABC):
     def execute(self, sql: str, parameters: Iterable | None = None) -> Cursor:
         """Run one or more SQL statements; a cursor over the last one's result.  Several
         statements commit as one atomic batch, unless a CREATE, DROP or ALTER is among
-        them: then each runs on its own, in order, as DDL cannot be part of a batch."""
+        them: then each runs on its own, in order, as DDL cannot be part of a batch.
+        Inside a transaction each is a statement of it: one that raises changes nothing
+        itself, and those before it stay staged (docs/sql.md)."""
         parsed = parse(sql)
         if parameters is not None:
             _positional(parameters)
@@ -128,7 +130,11 @@ class Engine(ABC):
         return cursor
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Iterable]) -> Cursor:
-        """Run one statement once per parameter tuple, all in one atomic batch."""
+        """Run one statement once per parameter tuple, all in one atomic batch.  An
+        ``INSERT .. VALUES (..)`` runs as one statement of all the tuples' rows, so inside
+        a transaction too it stages all or nothing; an UPDATE or DELETE there is one
+        statement per tuple (one that raises changes nothing itself, those before it
+        stay staged)."""
         parsed = parse(sql)
         if len(parsed) != 1:
             raise UnsupportedError("executemany takes exactly one statement")
@@ -146,6 +152,15 @@ class Engine(ABC):
         seq_of_parameters = [_positional(p) for p in seq_of_parameters]
         if table is not None and not self.has_update_provenance(table):
             return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
+        if seq_of_parameters and _one_values_row(stmt):
+            # INSERT .. VALUES (..) once per tuple: one statement of all the rows, which
+            # changes nothing if any row fails, inside a transaction too (a provenance
+            # table's rows are then one statement's queries, annotated as separate ones)
+            bound = [bind_parameters(stmt, list(p)) for p in seq_of_parameters]
+            combined = bound[0]
+            combined.expression.set("expressions", [b.expression.expressions[0] for b in bound])
+            with refusing_deep_nesting():
+                return self.execute_parsed(combined)
         total = 0
         with refusing_deep_nesting(), (
                 nullcontext(self) if self.in_transaction() else self.transaction()):
@@ -309,6 +324,13 @@ def check_subscriber(fn: object) -> None:
     if not callable(fn):
         raise SchemaError(f"a subscriber must be callable (changes -> None), not "
                           f"{type(fn).__name__}")
+
+
+def _one_values_row(stmt: exp.Expression) -> bool:
+    """``INSERT INTO t [(cols)] VALUES (..)``: one row of values, nothing else to run."""
+    values = stmt.expression if isinstance(stmt, exp.Insert) else None
+    return (isinstance(values, exp.Values) and len(values.expressions) == 1
+            and not stmt.args.get("with") and not stmt.args.get("returning"))
 
 
 def _positional(parameters):
