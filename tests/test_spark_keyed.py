@@ -1054,3 +1054,23 @@ def test_dml_predicate_takes_a_number_as_a_condition_as_duckdb_does() -> None:
         test = predicate("t", columns, where)
         assert sorted((r for r in rows if test(r) is True), key=repr) == sorted(
             con.execute(f"SELECT * FROM t WHERE {where}").fetchall(), key=repr), where
+
+
+def test_distinct_counts_zero_and_negative_zero_as_one_row(spark, tmp_path) -> None:
+    """A distinct step counted rows by their pickled bytes, and ``0.0`` / ``-0.0`` pickle
+    differently: ``SELECT DISTINCT ROUND(f)`` over -0.4 and 0.3 kept two rows."""
+    sql = "SELECT DISTINCT ROUND(f) AS r FROM t"
+    db = upkeep.connect(engine="spark", spark=spark, state="keyed", database=tmp_path / "db")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, f DOUBLE)")
+    db.create_view("d", sql)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, f DOUBLE)")
+    for change in ([(1, -0.4), (2, 0.3), (3, 1.4)], [(1, -0.4)], [(2, 0.3)]):
+        if len(change) > 1:
+            db.insert("t", change)
+            con.executemany("INSERT INTO t VALUES (?, ?)", change)
+        else:
+            db.delete("t", change)
+            con.execute("DELETE FROM t WHERE id = ?", [change[0][0]])
+        assert Counter(db.view("d").rows()) == Counter(con.execute(sql).fetchall()), change
+    db.close()

@@ -1404,17 +1404,27 @@ class KeyedStep(StatefulProcessor):
 
     # -- distinct step: a row's count crossing zero
     def _distinct(self, view: CompiledView, key: int, delta: dict[bytes, int]) -> list[tuple]:
-        counts: dict[bytes, int] = self._load(key) or {}
-        out = []
+        """Rows counted as tuples, as the local engine counts them: ``0.0`` and ``-0.0``
+        pickle differently but are one row (a key's state written while rows were counted
+        by their pickled bytes is read as tuples too)."""
+        counts: dict[tuple, int] = {}
+        for row, n in (self._load(key) or {}).items():
+            row = pickle.loads(row) if isinstance(row, bytes) else row
+            counts[row] = counts.get(row, 0) + n
+        changes: dict[tuple, int] = {}
         for rb, w in delta.items():
-            old = counts.get(rb, 0)
+            row = pickle.loads(rb)
+            changes[row] = changes.get(row, 0) + w
+        out = []
+        for row, w in changes.items():
+            old = counts.get(row, 0)
             new = old + w
             if new:
-                counts[rb] = new
+                counts[row] = new
             else:
-                counts.pop(rb, None)
+                counts.pop(row, None)
             if (old > 0) != (new > 0):
-                out += emit(view, pickle.loads(rb), 1 if new > 0 else -1)
+                out += emit(view, row, 1 if new > 0 else -1)
         self._keep(key, counts)
         return out
 

@@ -84,3 +84,8 @@ def configure(spark: SparkSession) -> None:
     # counting the store's rows makes RocksDB read a key's whole value on every write (an
     # append to a log reads the log): writes must cost what they write
     spark.conf.set("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false")
+    # each attempt of a micro-batch writes its state files under an id of its own, and the
+    # commit log names the ids committed: a rejected attempt's files (a snapshot the
+    # maintenance thread uploaded from them included) are never read as that version's
+    # state when the batch id is used again (tests/test_spark_rejected_state.py)
+    spark.conf.set("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
