@@ -327,10 +327,9 @@ def check_subscriber(fn: object) -> None:
 
 
 def _one_values_row(stmt: exp.Expression) -> bool:
-    """``INSERT INTO t [(cols)] VALUES (..)``: one row of values, nothing else to run."""
+    """``INSERT INTO t [(cols)] VALUES (..)``: one row of values."""
     values = stmt.expression if isinstance(stmt, exp.Insert) else None
-    return (isinstance(values, exp.Values) and len(values.expressions) == 1
-            and not stmt.args.get("with") and not stmt.args.get("returning"))
+    return isinstance(values, exp.Values) and len(values.expressions) == 1
 
 
 def _positional(parameters):
