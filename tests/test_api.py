@@ -88,6 +88,30 @@ def test_executemany_and_parameters():
     assert db.execute("SELECT * FROM t").fetchall() == [(1, "z", Decimal("1.50"))]
 
 
+@pytest.mark.parametrize(("sql", "params"), [
+    ("WITH x AS (SELECT ? AS v) INSERT INTO t SELECT v, ? FROM x", [(1, 2), (3, 4)]),
+    ("WITH x AS (SELECT ? AS v) INSERT INTO t SELECT v + ?, ? FROM x WHERE v < ?",
+     [(1, 2, 3, 9), (5, 6, 7, 1)]),
+    ("INSERT INTO t SELECT ? + (SELECT ?), ?", [(1, 2, 3)]),
+])
+def test_parameters_bind_in_the_order_of_the_text_as_duckdb_binds_them(sql, params):
+    """A CTE's ``?`` comes first in the text, after the query in sqlglot's tree: its
+    value went to the query's ``?`` and the other way round."""
+    import duckdb
+
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER, b INTEGER)")
+    db.execute(sql, list(params[0]))
+    con.execute(sql, list(params[0]))
+    db.executemany(sql, params)
+    con.executemany(sql, params)
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        con.execute("SELECT * FROM t").fetchall())
+    select = "WITH x AS (SELECT ? AS v) SELECT v, ? FROM x"
+    assert db.execute(select, [1, 2]).fetchall() == con.execute(select, [1, 2]).fetchall()
+
+
 def test_parameters_with_a_cast_read_as_duckdb_reads_them():
     """``?::TYPE`` is a parameter and a cast, as in DuckDB (sqlglot alone reads ``?::`` as
     one operator of other dialects)."""

@@ -534,3 +534,22 @@ def test_date_arithmetic_past_year_9999_rejects_the_rows_that_reach_it() -> None
     with pytest.raises(upkeep.EvaluationError, match="outside the years 1 to 9999"):
         db.insert("p", [(7, dt.date(2021, 1, 1))])
     assert db.execute("SELECT * FROM p").fetchall() == [(1, dt.date(2020, 1, 1))]
+
+
+def test_a_recomputed_view_computing_a_date_past_year_9999_rejects_the_batch() -> None:
+    """DuckDB recomputes this view, and its client gives such a date as text: the view
+    held a str in its DATE column, and a view over it raised a raw TypeError."""
+    import datetime as dt
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE p (a INTEGER, d DATE)")
+    db.insert("p", [(1, dt.date(2000, 1, 1))])
+    db.execute("CREATE VIEW v AS SELECT a, CAST(CAST(d AS TIMESTAMP) + INTERVAL 2 DAY "
+               "AS DATE) AS x FROM p")
+    assert db.explain("v").startswith("view v: strategy recompute")
+    db.execute("CREATE VIEW w AS SELECT a FROM v WHERE x > DATE '2000-01-01'")
+    with pytest.raises(upkeep.EvaluationError, match="outside the years 1 to 9999"):
+        db.insert("p", [(2, dt.date(9999, 12, 30))])
+    assert db.view("v").rows() == [(1, dt.date(2000, 1, 3))]
+    assert db.view("w").rows() == [(1,)]
+    assert db.execute("SELECT * FROM p").fetchall() == [(1, dt.date(2000, 1, 1))]

@@ -29,7 +29,7 @@ from sqlglot import exp
 from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
 from .provenance_arguments import check_metadata
-from .sql import bind_parameters, parse, simple_insert
+from .sql import bind_parameters, parse, placeholder_order, simple_insert
 from .storage import StorageError
 from .types import SqlType
 from .zset import Changes
@@ -156,16 +156,19 @@ class Engine(ABC):
             # INSERT .. VALUES (..) once per tuple: one statement of all the rows, which
             # changes nothing if any row fails, inside a transaction too (a provenance
             # table's rows are then one statement's queries, annotated as separate ones)
-            bound = [bind_parameters(stmt, list(p)) for p in seq_of_parameters]
+            order = placeholder_order(stmt)
+            bound = [bind_parameters(stmt, list(p), order) for p in seq_of_parameters]
             combined = bound[0]
             combined.expression.set("expressions", [b.expression.expressions[0] for b in bound])
             with refusing_deep_nesting():
                 return self.execute_parsed(combined)
         total = 0
+        order = placeholder_order(stmt)
         with refusing_deep_nesting(), (
                 nullcontext(self) if self.in_transaction() else self.transaction()):
             for params in seq_of_parameters:
-                total += max(self.execute_parsed(bind_parameters(stmt, list(params))).rowcount, 0)
+                bound = bind_parameters(stmt, list(params), order)
+                total += max(self.execute_parsed(bound).rowcount, 0)
         return Cursor(rowcount=total)
 
     @abstractmethod

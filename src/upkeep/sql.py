@@ -420,13 +420,37 @@ def _parameter_node(value: object) -> exp.Expression:
     raise SchemaError(f"unsupported parameter value {value!r}")
 
 
-def bind_parameters(stmt: exp.Expression, params: list) -> exp.Expression:
-    """``stmt`` with its ``?`` placeholders replaced by ``params``, in order."""
-    placeholders = list(stmt.find_all(exp.Placeholder))
-    if len(placeholders) != len(params):
-        raise SchemaError(f"statement has {len(placeholders)} parameters, got {len(params)}")
+def placeholder_order(stmt: exp.Expression) -> list[int]:
+    """For each ``?`` of ``stmt`` in the tree's depth-first order, its place in the
+    statement's text, where DuckDB numbers them: the tree holds an INSERT's or a SELECT's
+    CTEs after its query, the text before it (``WITH x AS (SELECT ? AS v) INSERT INTO t
+    SELECT v, ? FROM x`` bound its values the other way round)."""
+    labelled = stmt.copy()
+    nodes = [n for n in labelled.dfs() if isinstance(n, exp.Placeholder)]
+    for i, node in enumerate(nodes):
+        node.set("this", f"upkeep_p{i:06d}")
+    text = labelled.sql(dialect="duckdb")
+    positions = [text.find(f"$upkeep_p{i:06d}") for i in range(len(nodes))]
+    if -1 in positions:  # not written out once each: keep the tree's order
+        return list(range(len(nodes)))
+    by_text = sorted(range(len(nodes)), key=positions.__getitem__)
+    order = [0] * len(nodes)
+    for place, i in enumerate(by_text):
+        order[i] = place
+    return order
+
+
+def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None = None
+                    ) -> exp.Expression:
+    """``stmt`` with its ``?`` placeholders replaced by ``params`` in the order of the
+    statement's text (``order``: :func:`placeholder_order` of ``stmt``, when it is bound
+    many times)."""
+    if order is None:
+        order = placeholder_order(stmt)
+    if len(order) != len(params):
+        raise SchemaError(f"statement has {len(order)} parameters, got {len(params)}")
     stmt = stmt.copy()
-    values = iter(params)
+    values = iter(params[place] for place in order)
     return stmt.transform(lambda n: literal(next(values)) if isinstance(n, exp.Placeholder) else n)
 
 

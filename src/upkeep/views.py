@@ -25,6 +25,7 @@ from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
+from .errors import EvaluationError
 from .gc_pause import StateDict
 from .operators import Batch, Delta, Operator, Source
 from .types import VARCHAR, SqlType, type_from_name
@@ -418,9 +419,22 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             columns = [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)]
             if any(t.kind == "DOUBLE" for _, t in columns):  # each NaN a new object
                 rows = [tuple(math.nan if v != v else v for v in r) for r in rows]
+            _check_years(columns, rows)
             return columns, rows
         except duckdb.Error as exc:
             raise as_error(exc, "DuckDB could not evaluate the query") from exc
+
+
+def _check_years(columns: Columns, rows: list[tuple]) -> None:
+    """DuckDB's Python client gives a date or timestamp outside years 1 to 9999 as text:
+    such a value is an EvaluationError (docs/sql.md), not text in a DATE column."""
+    dated = [k for k, (_, t) in enumerate(columns) if t.kind in ("DATE", "TIMESTAMP")]
+    for row in rows if dated else ():
+        for k in dated:
+            if row[k].__class__ is str:
+                raise EvaluationError(
+                    f"column {columns[k][0]}: {columns[k][1].kind.lower()} {row[k]} is "
+                    f"outside the years 1 to 9999 that upkeep's dates hold")
 
 
 def register(con: duckdb.DuckDBPyConnection, name: str, columns: Columns, rows: list[tuple]

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import pickle
 import random
 from collections import Counter
@@ -1265,11 +1266,11 @@ class KeyedStep(StatefulProcessor):
         held, right_length = self._side(RIGHT)  # the keys' counts: read on any change
         before: Counter = Counter()
         for kb, n in held.items():
-            before[pickle.loads(kb)] += n
+            before[_loads(kb)] += n
         after = Counter(before)
         changed = set()
         for kb, w in d_right.items():
-            k = pickle.loads(kb)
+            k = _loads(kb)
             after[k] += w
             changed.add(k)
         flipped = {k: after[k] > 0 for k in changed if (before[k] > 0) != (after[k] > 0)}
@@ -1355,13 +1356,13 @@ class KeyedStep(StatefulProcessor):
         their groups' states; each touched group's old row out, its new row in."""
         held = self._load(key)
         fresh = held is None
-        groups: dict[tuple, list] = {} if fresh else held
+        groups: dict[tuple, list] = {} if fresh else _valued_keys(held)
         global_group = not view.block.group_by
         if fresh and global_group:
             groups[()] = [GroupState(view.aggs), None]
         touched = set()
         for rb, w in delta.items():
-            wide = pickle.loads(rb)
+            wide = _loads(rb)
             g = view.group_key(wide)
             entry = groups.get(g)
             if entry is None:
@@ -1370,6 +1371,7 @@ class KeyedStep(StatefulProcessor):
             touched.add(g)
         for pb in partials:
             g, part = pickle.loads(pb)
+            g = _valued(g)
             entry = groups.get(g)
             if entry is None:
                 entry = groups[g] = [GroupState(view.aggs), None]
@@ -1409,11 +1411,11 @@ class KeyedStep(StatefulProcessor):
         by their pickled bytes is read as tuples too)."""
         counts: dict[tuple, int] = {}
         for row, n in (self._load(key) or {}).items():
-            row = pickle.loads(row) if isinstance(row, bytes) else row
+            row = _loads(row) if isinstance(row, bytes) else _valued(row)
             counts[row] = counts.get(row, 0) + n
         changes: dict[tuple, int] = {}
         for rb, w in delta.items():
-            row = pickle.loads(rb)
+            row = _loads(rb)
             changes[row] = changes.get(row, 0) + w
         out = []
         for row, w in changes.items():
@@ -1430,11 +1432,11 @@ class KeyedStep(StatefulProcessor):
 
     # -- set step: a row's multiplicity on either side, and the output's
     def _set(self, node: SetStep, key: int, frame: dict[str, list]) -> list[tuple]:
-        counts: dict[tuple, list[int]] = self._load(key) or {}
+        counts: dict[tuple, list[int]] = _valued_keys(self._load(key) or {})
         before: dict[tuple, int] = {}
         for side, row, weight in zip(frame["side"], frame["row"], frame["weight"],
                                      strict=True):
-            t = pickle.loads(row)  # a tuple: 1 and 1.0 are one row, as on the local engine
+            t = _loads(row)  # a tuple: 1 and 1.0 are one row, as on the local engine
             held = counts.get(t)
             if held is None:
                 held = counts[t] = [0, 0]
@@ -1456,9 +1458,11 @@ class KeyedStep(StatefulProcessor):
                  ) -> list[tuple]:
         delta: Counter = Counter()
         for row, weight in zip(frame["row"], frame["weight"], strict=True):
-            delta[pickle.loads(row)] += int(weight)  # tuples: 1 and 1.0 are one row
+            delta[_loads(row)] += int(weight)  # tuples: 1 and 1.0 are one row
         delta = Counter({r: w for r, w in delta.items() if w})
-        held = self._load(key) or {}
+        held = _valued_keys(self._load(key) or {})
+        if node.kind == "window":  # partition -> its rows with counts
+            held = {part: _valued_keys(rows) for part, rows in held.items()}
         out: list[tuple] = []
         if node.kind == "window":
             view = node.window
@@ -1525,6 +1529,27 @@ _big_sides: dict[tuple[int, int, int], int] = {}
 def _listed(rows: dict[tuple, int]) -> list[tuple]:
     """Rows with counts as a list, each row as often as it counts."""
     return [row for row, n in rows.items() for _ in range(n)]
+
+
+def _valued(row: tuple) -> tuple:
+    """``row`` with every NaN the one ``math.nan`` (as :func:`upkeep.types.canonical_float`
+    makes them): unpickling makes a new NaN object each time, and Python's NaNs are
+    unequal, so a row holding one, counted by value, never met its earlier copies."""
+    for v in row:
+        if v != v:
+            return tuple(math.nan if x != x else x for x in row)
+    return row
+
+
+def _loads(data: bytes) -> tuple:
+    """A pickled row, its NaNs the one NaN (:func:`_valued`)."""
+    return _valued(pickle.loads(data))
+
+
+def _valued_keys(held: dict) -> dict:
+    """A loaded state's map from rows (or group, partition keys) to counts, keyed by
+    :func:`_valued` rows."""
+    return {_valued(k): v for k, v in held.items()}
 
 
 def _unpacked(row: bytes, weight: int) -> list[tuple[bytes, int]]:
