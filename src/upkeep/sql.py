@@ -427,6 +427,8 @@ def placeholder_order(stmt: exp.Expression) -> list[int]:
     SELECT v, ? FROM x`` bound its values the other way round)."""
     labelled = stmt.copy()
     nodes = [n for n in labelled.dfs() if isinstance(n, exp.Placeholder)]
+    if len(nodes) < 2:
+        return list(range(len(nodes)))
     for i, node in enumerate(nodes):
         node.set("this", f"upkeep_p{i:06d}")
     text = labelled.sql(dialect="duckdb")
