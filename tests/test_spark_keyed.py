@@ -1079,8 +1079,10 @@ def test_distinct_counts_zero_and_negative_zero_as_one_row(spark, tmp_path) -> N
 @pytest.mark.parametrize("sql", [
     "SELECT DISTINCT x FROM t",
     "SELECT x, COUNT(*) AS n FROM t GROUP BY x",
+    "SELECT COUNT(DISTINCT x) AS d, MIN(x) AS lo, MAX(x) AS hi FROM t",
     "SELECT x FROM t UNION SELECT x FROM t WHERE id > 1",
     "SELECT id, x, RANK() OVER (PARTITION BY x ORDER BY id) AS r FROM t",
+    "SELECT a.id, b.id AS other FROM t a JOIN t b ON a.x = b.x",
 ])
 def test_nan_rows_are_one_value_in_keyed_steps(spark, tmp_path, sql) -> None:
     """Unpickling makes a new NaN object each time, and Python's NaNs are unequal: a step

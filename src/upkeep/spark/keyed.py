@@ -1027,7 +1027,7 @@ def partial_aggregates(records: list[tuple], finals: dict[int, CompiledView]) ->
         if view is None or r[3] != LEFT or not r[4]:
             out.append(r)
             continue
-        wide = pickle.loads(r[4])
+        wide = _loads(r[4])
         group = (r[0], view.group_key(wide))
         entry = groups.get(group)
         if entry is None:
@@ -1241,12 +1241,12 @@ class KeyedStep(StatefulProcessor):
             by_value: dict[tuple, list[tuple[tuple, int]]] = {}
             for rb, rw in right.items():
                 if rw:
-                    rt = pickle.loads(rb)
+                    rt = _loads(rb)  # NaN joins NaN, as in DuckDB: the one NaN
                     by_value.setdefault(rkey(rt), []).append((rt, rw))
             if not by_value:
                 return
             for lb, lw in left.items():
-                lt = pickle.loads(lb)
+                lt = _loads(lb)
                 k = lkey(lt)
                 if any(k[i] is None for i in strict):
                     continue
@@ -1356,7 +1356,9 @@ class KeyedStep(StatefulProcessor):
         their groups' states; each touched group's old row out, its new row in."""
         held = self._load(key)
         fresh = held is None
-        groups: dict[tuple, list] = {} if fresh else _valued_keys(held)
+        groups: dict[tuple, list] = {} if fresh else {
+            _valued(g): [_valued_group(state), None if row is None else _valued(row)]
+            for g, (state, row) in held.items()}
         global_group = not view.block.group_by
         if fresh and global_group:
             groups[()] = [GroupState(view.aggs), None]
@@ -1371,7 +1373,7 @@ class KeyedStep(StatefulProcessor):
             touched.add(g)
         for pb in partials:
             g, part = pickle.loads(pb)
-            g = _valued(g)
+            g, part = _valued(g), _valued_group(part)
             entry = groups.get(g)
             if entry is None:
                 entry = groups[g] = [GroupState(view.aggs), None]
@@ -1544,6 +1546,19 @@ def _valued(row: tuple) -> tuple:
 def _loads(data: bytes) -> tuple:
     """A pickled row, its NaNs the one NaN (:func:`_valued`)."""
     return _valued(pickle.loads(data))
+
+
+def _valued_group(state: GroupState) -> GroupState:
+    """A loaded group's state with every NaN among its distinct values the one NaN (its
+    copies summed), as :func:`_valued` rows: COUNT(DISTINCT) counted each NaN apart."""
+    for i, counts in enumerate(state.values):
+        if type(counts) is dict and any(v != v for v in counts):
+            merged: dict = {}
+            for v, n in counts.items():
+                v = math.nan if v != v else v
+                merged[v] = merged.get(v, 0) + n
+            state.values[i] = merged
+    return state
 
 
 def _valued_keys(held: dict) -> dict:
