@@ -425,10 +425,10 @@ def placeholder_order(stmt: exp.Expression) -> list[int]:
     statement's text, where DuckDB numbers them: the tree holds an INSERT's or a SELECT's
     CTEs after its query, the text before it (``WITH x AS (SELECT ? AS v) INSERT INTO t
     SELECT v, ? FROM x`` bound its values the other way round)."""
+    if stmt.find(exp.With) is None:  # the tree's depth-first order is the text's
+        return list(range(sum(1 for _ in stmt.find_all(exp.Placeholder))))
     labelled = stmt.copy()
     nodes = [n for n in labelled.dfs() if isinstance(n, exp.Placeholder)]
-    if len(nodes) < 2:
-        return list(range(len(nodes)))
     for i, node in enumerate(nodes):
         node.set("this", f"upkeep_p{i:06d}")
     text = labelled.sql(dialect="duckdb")
