@@ -10,13 +10,11 @@ rows and the pid of the executor it killed as JSON."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from collections import Counter
 
 import duckdb
+from spark_app import run_spark_app
 
 JOB = r'''
 import json, os, sys, threading, time
@@ -132,12 +130,7 @@ def test_killed_executor_mid_batch_loses_and_doubles_nothing(tmp_path) -> None:
     (tmp_path / "data.json").write_text(json.dumps({
         "tables": TABLES, "views": VIEWS, "batches": batches,
         "load": {"customer": customers, "orders": orders}}))
-    (tmp_path / "job.py").write_text(JOB)
-    env = dict(os.environ)  # PYSPARK_PYTHON from tests/conftest.py
-    done = subprocess.run([sys.executable, str(tmp_path / "job.py"), str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result = run_spark_app(JOB, tmp_path)
     assert result["killed"], "no executor was killed mid-batch"
     assert result["killed"][0] not in result["after"]
     con = duckdb.connect()

@@ -11,10 +11,7 @@ attempt's files under an id of their own, as upkeep now has them, none is upload
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from spark_app import run_spark_app
 
 JOB = r'''
 import json, sys, time
@@ -69,12 +66,7 @@ db.close()
 
 
 def test_a_rejected_batch_leaves_no_state_a_snapshot_could_bring_back(tmp_path) -> None:
-    (tmp_path / "job.py").write_text(JOB)
-    env = dict(os.environ)  # PYSPARK_PYTHON from tests/conftest.py
-    done = subprocess.run([sys.executable, str(tmp_path / "job.py"), str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result = run_spark_app(JOB, tmp_path)
     assert len(result["rejected"]) == 2, result
     assert result["ids"] == [1]
     assert result["deleted"] == 0
