@@ -5,7 +5,8 @@ PRIMARY KEY), a join-free aggregate view over it maintained, then ``--statements
 ``UPDATE ... SET n = c WHERE w = a AND d = b`` statements, each its own transaction, once
 with their constants written in and once with parameters (``?``); DuckDB runs the same
 statements on the same table in the same run (it maintains no view: it is the peer for what
-a statement costs to parse, plan and apply). Then ``--subqueries`` keyed UPDATEs whose SET
+a statement costs to parse, plan and apply). Then ``5 * --statements`` new rows in one
+``executemany`` of an INSERT naming its columns. Then ``--subqueries`` keyed UPDATEs whose SET
 reads a 100-row table through a correlated subquery (``SET n = (SELECT bonus FROM u WHERE
 u.w = t.w)``), which upkeep hands to DuckDB with the rows the key fixes. Then views created one after another (each is
 parsed, bound by DuckDB, planned and built), and ad-hoc SELECTs, which upkeep evaluates
@@ -33,6 +34,7 @@ VIEW = "SELECT w, COUNT(*) AS c, SUM(n) AS s FROM t GROUP BY w"
 UPDATE = "UPDATE t SET n = {n} WHERE w = {w} AND d = {d}"
 PARAMETERIZED = "UPDATE t SET n = ? WHERE w = ? AND d = ?"
 BONUS = "CREATE TABLE u (w INTEGER, bonus INTEGER)"
+MANY = "INSERT INTO t (w, d, name, n) VALUES (?, ?, ?, ?)"
 SUBQUERY = "UPDATE t SET n = (SELECT bonus FROM u WHERE u.w = t.w) + ? WHERE w = ? AND d = ?"
 
 
@@ -81,6 +83,12 @@ def measure(rows: int, count: int, views: int, selects: int, subqueries: int) ->
         db.execute(SUBQUERY, (n, w, d)) for n, w, d in third])
     out["duckdb_subquery_per_s"] = _per_second(subqueries, lambda: [
         con.execute(SUBQUERY, (n, w, d)) for n, w, d in third])
+    fresh = [(rows // 1000 + i // 1000, i % 1000, f"new{i}", i) for i in range(count * 5)]
+    out["many"] = len(fresh)
+    out["upkeep_executemany_per_s"] = _per_second(len(fresh), lambda: db.executemany(
+        MANY, fresh))
+    out["duckdb_executemany_per_s"] = _per_second(len(fresh), lambda: con.executemany(
+        MANY, fresh))
     expected = con.execute("SELECT w, COUNT(*), SUM(n) FROM t GROUP BY w").fetchall()
     assert sorted(db.view("v").rows()) == sorted(expected), "the view differs from DuckDB"
     t0 = time.perf_counter()
@@ -116,7 +124,9 @@ def report(result: dict) -> str:
     for label, key, unit in (("keyed UPDATE, constants written in", "update_per_s", "/s"),
                              ("keyed UPDATE, parameters", "parameterized_per_s", "/s"),
                              ("keyed UPDATE, SET from a correlated subquery",
-                              "subquery_per_s", "/s")):
+                              "subquery_per_s", "/s"),
+                             (f"executemany INSERT with a column list, {m['many']:,} rows "
+                              "in one call", "executemany_per_s", " rows/s")):
         up, dk = m[f"upkeep_{key}"], m[f"duckdb_{key}"]
         lines.append(f"| {label} | {up:,.0f}{unit} | {dk:,.0f}{unit} | {up / dk:.2f}x |")
     lines.append(f"| ad-hoc SELECT on a 1,000-row table | {m['upkeep_select_ms']:.1f} ms | "

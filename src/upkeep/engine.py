@@ -29,7 +29,7 @@ from sqlglot import exp
 from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
 from .provenance_arguments import check_metadata
-from .sql import bind_parameters, parse, placeholder_order, simple_insert
+from .sql import bind_parameters, insert_target, insert_template, parse, placeholder_order
 from .storage import StorageError
 from .types import SqlType
 from .zset import Changes
@@ -142,16 +142,20 @@ class Engine(ABC):
         if not isinstance(stmt, (exp.Insert, exp.Update, exp.Delete)):
             raise UnsupportedError(f"executemany runs INSERT, UPDATE or DELETE, not "
                                    f"{stmt.key.upper()}: run it with execute")
-        table = simple_insert(stmt)
-        # INSERT INTO t VALUES (?, ...): the rows in one call (a provenance table's INSERT
-        # statements are hyperplane queries of the transaction, not input rows)
         if isinstance(seq_of_parameters, (str, bytes)) or not isinstance(seq_of_parameters,
                                                                          Iterable):
             raise SchemaError(f"executemany takes a sequence of parameter sequences, not "
                               f"{type(seq_of_parameters).__name__}")
         seq_of_parameters = [_positional(p) for p in seq_of_parameters]
-        if table is not None and not self.has_update_provenance(table):
-            return Cursor(rowcount=self.insert(table, [tuple(p) for p in seq_of_parameters]))
+        # INSERT INTO t [(cols)] VALUES (?, 'const', ...): the rows in one call (a
+        # provenance table's INSERT statements are hyperplane queries of the
+        # transaction, not input rows)
+        table = insert_target(stmt) if isinstance(stmt, exp.Insert) else None
+        if table in self.tables() and not self.has_update_provenance(table):
+            row = insert_template(stmt, self.schema_of(table))
+            if row is not None:
+                return Cursor(rowcount=self.insert(
+                    table, [row(list(p), i) for i, p in enumerate(seq_of_parameters)]))
         if seq_of_parameters and _one_values_row(stmt):
             # INSERT .. VALUES (..) once per tuple: one statement of all the rows, which
             # changes nothing if any row fails, inside a transaction too (a provenance

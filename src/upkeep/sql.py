@@ -456,17 +456,49 @@ def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None 
     return stmt.transform(lambda n: literal(next(values)) if isinstance(n, exp.Placeholder) else n)
 
 
-def simple_insert(stmt: exp.Expression) -> str | None:
-    """``INSERT INTO t VALUES (?, ?, ...)``: the table name, for the executemany fast path."""
-    if not isinstance(stmt, exp.Insert) or isinstance(stmt.this, exp.Schema):
+def insert_template(stmt: exp.Expression, columns: list[tuple[str, SqlType]]
+                    ) -> Callable[[list, int], tuple] | None:
+    """For ``INSERT INTO t [(cols)] VALUES (..)`` whose values are ``?`` placeholders
+    and literals: a function of one parameter tuple (and its place) to the full row the statement
+    inserts, as :func:`insert_rows` builds it (columns not named are NULL, literals cast
+    to their column's type once, parameters left for ``db.insert`` to check), so
+    executemany inserts all its rows in one call.  None where the statement is any other
+    (an expression, a function such as ``random()`` that differs per row, a column named
+    wrongly: :func:`insert_rows` says what is wrong)."""
+    if not isinstance(stmt, exp.Insert) or not isinstance(stmt.expression, exp.Values):
         return None
-    values = stmt.expression
-    if not isinstance(values, exp.Values) or len(values.expressions) != 1:
+    if len(stmt.expression.expressions) != 1:
         return None
-    tup = values.expressions[0]
-    if all(isinstance(e, exp.Placeholder) for e in tup.expressions):
-        return stmt.this.name.lower()
-    return None
+    tup = stmt.expression.expressions[0]
+    items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+    names = [n for n, _ in columns]
+    target = stmt.this
+    named = ([i.name.lower() for i in target.expressions] if isinstance(target, exp.Schema)
+             else names)
+    if len(named) != len(items) or len(set(named)) != len(named) or not set(named) <= set(names):
+        return None
+    slots: list[tuple[int | None, object]] = [(None, None)] * len(names)
+    parameters = 0
+    for name, item in zip(named, items, strict=True):
+        column = names.index(name)
+        if isinstance(item, exp.Placeholder) and not item.this:
+            slots[column] = (parameters, None)
+            parameters += 1
+            continue
+        if not isinstance(item, (exp.Literal, exp.Null, exp.Boolean)) and not (
+                isinstance(item, exp.Neg) and isinstance(item.this, exp.Literal)):
+            return None
+        try:
+            slots[column] = (None, assigned(constant(item), columns[column][1], False))
+        except EvaluationError:
+            return None
+
+    def row(params: list, i: int) -> tuple:
+        if len(params) != parameters:
+            raise SchemaError(f"parameter tuple {i}: the statement has {parameters} "
+                              f"parameters, got {len(params)}", params, i)
+        return tuple(params[k] if k is not None else value for k, value in slots)
+    return row
 
 
 def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:

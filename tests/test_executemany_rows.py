@@ -1,0 +1,93 @@
+"""``executemany`` of an ``INSERT .. VALUES`` of placeholders and literals builds its rows
+directly and inserts them in one call: it must give what running the statement once per
+parameter tuple gives (the same rows, or the same error and nothing changed)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import upkeep
+from upkeep.errors import Error, SchemaError
+
+COLUMNS = [("i", "INTEGER"), ("s", "VARCHAR"), ("f", "DOUBLE"), ("d", "DATE"),
+           ("b", "BOOLEAN"), ("m", "DECIMAL(10,2)")]
+CREATE = f"CREATE TABLE t ({', '.join(f'{n} {t}' for n, t in COLUMNS)})"
+LITERALS = ["1", "-2", "2.5", "-0.5", "'x'", "'7'", "'2024-02-29'", "NULL", "TRUE",
+            "1e400", "'2024-13-01'"]
+
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-2**40, max_value=2**40),
+    st.sampled_from([2**31, -2**31 - 1, 2**70]),
+    st.floats(allow_nan=True, width=64), st.text(max_size=3),
+    st.sampled_from(["1", "2024-01-02", "abc"]),
+    st.dates(min_value=dt.date(1, 1, 1)),
+    st.sampled_from([Decimal("1.25"), Decimal("123456789.5"), Decimal("NaN")]))
+
+
+@st.composite
+def statements(draw):
+    """An INSERT naming some columns (or none) and its parameter tuples."""
+    named = draw(st.one_of(st.none(), st.permutations([n for n, _ in COLUMNS]).flatmap(
+        lambda cols: st.integers(1, len(cols)).map(lambda k: cols[:k]))))
+    width = len(COLUMNS) if named is None else len(named)
+    items = [draw(st.one_of(st.just("?"), st.sampled_from(LITERALS))) for _ in range(width)]
+    target = "t" if named is None else f"t ({', '.join(named)})"
+    sql = f"INSERT INTO {target} VALUES ({', '.join(items)})"
+    holes = items.count("?")
+    tuples = draw(st.lists(st.lists(values, min_size=holes, max_size=holes).map(tuple),
+                           max_size=4))
+    return sql, tuples
+
+
+def run(fn):
+    """The rows of t after ``fn`` on a fresh database, or the class of error it raised
+    (with t unchanged)."""
+    db = upkeep.connect()
+    db.execute(CREATE)
+    db.execute("INSERT INTO t (i) VALUES (0)")
+    before = sorted(db.execute("SELECT * FROM t").fetchall(), key=repr)
+    try:
+        fn(db)
+    except Error as exc:
+        after = sorted(db.execute("SELECT * FROM t").fetchall(), key=repr)
+        assert after == before, "a refused executemany changed the table"
+        return type(exc)
+    return sorted(db.execute("SELECT * FROM t").fetchall(), key=repr)
+
+
+def one_statement_per_tuple(sql, tuples):
+    def fn(db):
+        with db.transaction():
+            for params in tuples:
+                db.execute(sql, list(params))
+    return fn
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(statements())
+def test_executemany_inserts_what_one_statement_per_tuple_inserts(case):
+    sql, tuples = case
+    got = run(lambda db: db.executemany(sql, tuples))
+    assert got == run(one_statement_per_tuple(sql, tuples)), (sql, tuples)
+
+
+def test_a_parameter_tuple_of_the_wrong_length_is_named():
+    db = upkeep.connect()
+    db.execute(CREATE)
+    with pytest.raises(SchemaError, match="parameter tuple 1: the statement has 2") as info:
+        db.executemany("INSERT INTO t (s, i) VALUES (?, ?)", [("a", 1), ("b",)])
+    assert info.value.index == 1
+    assert db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+
+
+def test_a_function_in_values_is_evaluated_per_row():
+    """``random()`` is not a literal: each tuple's row gets its own value."""
+    db = upkeep.connect()
+    db.execute(CREATE)
+    db.executemany("INSERT INTO t (i, f) VALUES (?, random())", [(k,) for k in range(20)])
+    assert db.execute("SELECT count(DISTINCT f) FROM t").fetchall() == [(20,)]
