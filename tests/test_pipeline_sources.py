@@ -229,3 +229,23 @@ def test_the_pipelines_own_files_in_the_source_directory_are_not_read(tmp_path):
                         outputs=[tmp_path / "p.dead-letter.jsonl", tmp_path / "x" / ".." /
                                  "out.jsonl"])
     assert [str(r.position) for r in records(source)] == ["c-001.jsonl, line 1"]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_lines_appended_to_a_followed_csv_file_are_read_whole(tmp_path, bom):
+    """A followed CSV file is read again from where the last read ended: that offset
+    counts a byte-order mark only when the file has one (it skipped three bytes of the
+    next line, ``orders`` read as ``ers``)."""
+    path = tmp_path / "c.csv"
+    path.write_bytes(bom + b'table,op,row\norders,insert,"[1, ""a""]"\n')
+    stop = threading.Event()
+    it = iter(FileSource(SourceConfig(path, follow=True, poll_interval=0.01), stop=stop))
+    first = next(it)
+    assert (first.table, first.row, first.error) == ("orders", [1, "a"], None)
+    assert next(it) is CAUGHT_UP
+    with path.open("ab") as f:
+        f.write(b'orders,insert,"[2, ""b""]"\n')
+    second = next(it)
+    assert (str(second.position), second.table, second.row, second.error) == (
+        "c.csv, line 3", "orders", [2, "b"], None)
+    stop.set()

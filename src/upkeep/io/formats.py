@@ -140,8 +140,8 @@ class CsvReader(_LineReader):
                 for raw in f:
                     if not raw.endswith(b"\n") and not final:
                         break
-                    if state[0] == 0:
-                        raw = raw.removeprefix(BOM)  # Excel's byte-order mark
+                    if state[0] == 0 and raw.startswith(BOM):  # Excel's byte-order mark
+                        raw = raw[len(BOM):]
                         state[0] += len(BOM)
                     state[0] += len(raw)
                     state[1] += 1
