@@ -526,3 +526,28 @@ def test_change_record_values_read_as_duckdb_reads_them():
         (Decimal("1234567890123456789.5000000000"), dt.date(2020, 1, 31))]
     with pytest.raises(BadRecord, match="expected DATE"):
         prepared([2, "1", "2020-W01-1"])
+
+
+@pytest.mark.parametrize(("sql_type", "text"), [
+    ("DECIMAL(10,2)", "\u0661\u0662"), ("DECIMAL(10,2)", "\uff11\uff12.5"),
+    ("DATE", "\u0662\u0660\u0662\u0664-01-02"), ("INTEGER", "\u0661\u0662"),
+    ("DOUBLE", "\u0661\u0662"), ("DECIMAL(10,2)", "1_000"), ("DECIMAL(10,2)", " 12 "),
+    ("DATE", "2024-01-02")])
+def test_a_record_value_is_read_as_duckdb_casts_its_text(sql_type, text):
+    """Python's ``Decimal`` and ``int`` read any script's digits (``'١٢'`` is 12); DuckDB
+    reads 0-9 only, and so does a record's value (it was stored as 12.00)."""
+    import duckdb
+
+    from upkeep.io.apply import converter
+    from upkeep.types import type_from_name
+
+    try:
+        expected = duckdb.execute(f"SELECT ?::{sql_type}", [text]).fetchone()[0]
+    except duckdb.Error:
+        expected = None
+    convert = converter(type_from_name(sql_type))
+    if expected is None:
+        with pytest.raises(ValueError):
+            convert(text)
+    elif sql_type.startswith("DECIMAL") or sql_type == "DATE":
+        assert convert(text) == expected

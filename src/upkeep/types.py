@@ -255,7 +255,8 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
 _DATE_TEXT = re.compile(
     r"\s*(\d{1,4})([-/])(\d{1,2})\2(\d{1,2})"
     r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d+)?)?"
-    r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*")
+    r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*",
+    re.ASCII)  # digits 0-9 only, as DuckDB reads them (not '٢٠٢٤')
 
 
 def parse_date(text: str) -> dt.date:

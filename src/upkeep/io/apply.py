@@ -57,7 +57,7 @@ def converter(typ: SqlType) -> Callable[[Any], Any]:
 
         def decimal(v: Any) -> Any:
             kind = type(v)
-            if kind is float or kind is int or kind is str:
+            if kind is float or kind is int or (kind is str and v.isascii()):  # not '١٢'
                 try:
                     # by its text: a JSON number is the decimal written in the record,
                     # not a DOUBLE (types.double_to_decimal is for DOUBLE values)
