@@ -551,3 +551,25 @@ def test_a_record_value_is_read_as_duckdb_casts_its_text(sql_type, text):
             convert(text)
     elif sql_type.startswith("DECIMAL") or sql_type == "DATE":
         assert convert(text) == expected
+
+
+def test_a_sqlite_sink_keeps_a_double_nan_apart_from_null(tmp_path):
+    """SQLite has no NaN: bound as a REAL it is stored as NULL, so the sink held NULL for
+    the view's NaN (and a NaN row's delete matched a NULL row). NaN is the text 'NaN', as
+    in JSON; infinities are REAL."""
+    import sqlite3
+
+    (tmp_path / "t.sql").write_text("CREATE TABLE t (k INTEGER, x DOUBLE);")
+    (tmp_path / "v.sql").write_text("CREATE VIEW v AS SELECT x FROM t;")
+    (tmp_path / "p.toml").write_text(
+        'tables = "t.sql"\nviews = "v.sql"\n[source]\npath = "c.jsonl"\n'
+        '[[sinks]]\nview = "v"\ntype = "sqlite"\npath = "v.sqlite"\n')
+    records = [("insert", [1, "NaN"]), ("insert", [2, None]), ("insert", [3, "Infinity"]),
+               ("insert", [4, "NaN"]), ("delete", [1, "NaN"]), ("insert", [5, 1.5])]
+    (tmp_path / "c.jsonl").write_text("".join(
+        json.dumps({"table": "t", "op": op, "row": row}) + "\n" for op, row in records))
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "none"]) == 0
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    got = sorted(con.execute("SELECT x, typeof(x) FROM v").fetchall(), key=repr)
+    assert got == sorted([("NaN", "text"), (None, "null"), (math.inf, "real"),
+                          (1.5, "real")], key=repr)

@@ -11,7 +11,7 @@ encoding writes.
 | TINYINT ... BIGINT  | `int`              | number                            | int8 ... int64                   | INTEGER                  |
 | HUGEINT             | `int`              | number (exact digits)             | decimal128(38, 0)                | text beyond 64 bits      |
 | DECIMAL(p, s)       | `Decimal`          | string of its exact digits        | decimal128(p, s)                 | text of its exact digits |
-| DOUBLE              | `float`            | number; `"NaN"`, `"Infinity"`, `"-Infinity"` | float64               | REAL                     |
+| DOUBLE              | `float`            | number; `"NaN"`, `"Infinity"`, `"-Infinity"` | float64               | REAL; NaN as text `'NaN'` |
 | VARCHAR             | `str`              | string                            | string                           | TEXT                     |
 | DATE                | `datetime.date`    | `"YYYY-MM-DD"`                    | date32                           | text, ISO                |
 | TIMESTAMP           | `datetime.datetime`| ISO 8601 `"YYYY-MM-DDTHH:MM:SS[.ffffff]"` | timestamp[us]            | text, ISO                |

@@ -26,7 +26,10 @@ def sqlite_type(typ: SqlType) -> str:
 
 def to_sqlite(value: Any) -> Any:
     """DECIMAL, DATE and TIMESTAMP as their JSON text, BOOLEAN as 0/1, integers beyond 64
-    bits as text, the rest as is."""
+    bits as text, a DOUBLE NaN as the text ``'NaN'`` (SQLite stores a NaN REAL as NULL),
+    the rest as is."""
+    if type(value) is float and value != value:
+        return "NaN"
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int) and not -(2**63) <= value < 2**63:

@@ -3,8 +3,7 @@
 At start the table is dropped and refilled with the view's current rows (with an index on
 all columns); after each batch that changes the view its delta is applied in one SQLite
 transaction: one occurrence deleted per -1 row (``rowid ... LIMIT``, NULL-safe ``IS``
-matching), one row inserted per +1.  Values: integers INTEGER, DOUBLE REAL, DECIMAL and
-DATE as exact text, BOOLEAN 0/1.
+matching), one row inserted per +1.  Values: :mod:`upkeep.codecs.sqlite_values`.
 """
 
 from __future__ import annotations
