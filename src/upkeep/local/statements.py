@@ -247,5 +247,39 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
     relations = relations_read(stmt)
     for r in relations:
         catalog.schema_of(r)
-    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, catalog.contents_of)
+    contents_of = catalog.contents_of
+    narrowed = _narrowed(db, stmt)
+    if narrowed is not None:
+        name, rows = narrowed
+
+        def contents_of(relation: str):
+            if relation != name:
+                return catalog.contents_of(relation)
+            return catalog.schema_of(name), rows
+    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of)
     return Cursor(columns, rows)
+
+
+def _narrowed(db: Connection, stmt: exp.Expression) -> tuple[str, list[tuple]] | None:
+    """For a SELECT over one table whose WHERE fixes columns (``col = literal``
+    conjuncts, :func:`candidates`): the table and the rows that may pass the WHERE, read
+    through the table's index, so that DuckDB is handed those rows and not the whole table
+    (a key lookup on a 100,000-row table took ~100 ms).  The rows left out fail the WHERE,
+    and nothing else in such a query sees them: no joins, no subqueries, no CTEs."""
+    if not isinstance(stmt, exp.Select) or stmt.args.get("joins") or stmt.args.get("with"):
+        return None
+    where = stmt.args.get("where")
+    from_ = stmt.args.get("from_") or stmt.args.get("from")
+    if where is None or from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    if any(select is not stmt for select in stmt.find_all(exp.Select)):
+        return None
+    source = from_.this
+    name = source.name.lower()
+    if not isinstance(source.this, exp.Identifier) or name not in db._catalog.tables:
+        return None
+    table = db._catalog.table(name)
+    alias = (source.alias or name).lower()
+    if not fixed_columns(table, where.this, alias):
+        return None
+    return name, [r for r, w in candidates(db, table, where, alias).items() for _ in range(w)]
