@@ -10,7 +10,8 @@ a statement costs to parse, plan and apply). Then ``5 * --statements`` new rows 
 reads a 100-row table through a correlated subquery (``SET n = (SELECT bonus FROM u WHERE
 u.w = t.w)``), which upkeep hands to DuckDB with the rows the key fixes. Then views created one after another (each is
 parsed, bound by DuckDB, planned and built), and ad-hoc SELECTs, which upkeep evaluates
-with DuckDB over the current contents.
+with DuckDB over the current contents: on the 1,000-row table, and key lookups on the big
+one (DuckDB is handed the rows the key's index finds).
 
     .venv/bin/python -m bench.statements            # results in bench/results/statements.json
 """
@@ -34,6 +35,7 @@ VIEW = "SELECT w, COUNT(*) AS c, SUM(n) AS s FROM t GROUP BY w"
 UPDATE = "UPDATE t SET n = {n} WHERE w = {w} AND d = {d}"
 PARAMETERIZED = "UPDATE t SET n = ? WHERE w = ? AND d = ?"
 BONUS = "CREATE TABLE u (w INTEGER, bonus INTEGER)"
+LOOKUP = "SELECT n, name FROM t WHERE w = ? AND d = ?"
 MANY = "INSERT INTO t (w, d, name, n) VALUES (?, ?, ?, ?)"
 SUBQUERY = "UPDATE t SET n = (SELECT bonus FROM u WHERE u.w = t.w) + ? WHERE w = ? AND d = ?"
 
@@ -108,6 +110,12 @@ def measure(rows: int, count: int, views: int, selects: int, subqueries: int) ->
     for i in range(selects):
         con.execute(f"SELECT d, n FROM s WHERE d = {i}").fetchall()
     out["duckdb_select_ms"] = (time.perf_counter() - t0) / selects * 1000
+    lookups = [(w, d) for _, w, d in _statements(rows, selects, 4)]
+    for key, target in (("upkeep_lookup_ms", db), ("duckdb_lookup_ms", con)):
+        t0 = time.perf_counter()
+        for w, d in lookups:
+            target.execute(LOOKUP, (w % (rows // 1000), d)).fetchall()
+        out[key] = (time.perf_counter() - t0) / selects * 1000
     return out
 
 
@@ -132,6 +140,9 @@ def report(result: dict) -> str:
     lines.append(f"| ad-hoc SELECT on a 1,000-row table | {m['upkeep_select_ms']:.1f} ms | "
                  f"{m['duckdb_select_ms']:.1f} ms | "
                  f"{m['duckdb_select_ms'] / m['upkeep_select_ms']:.2f}x |")
+    lines.append(f"| ad-hoc key lookup (`{LOOKUP}`) on the {m['rows']:,}-row table | "
+                 f"{m['upkeep_lookup_ms']:.1f} ms | {m['duckdb_lookup_ms']:.1f} ms | "
+                 f"{m['duckdb_lookup_ms'] / m['upkeep_lookup_ms']:.2f}x |")
     lines.append(f"| CREATE VIEW (aggregate, built over {m['rows']:,} rows) | "
                  f"{m['upkeep_create_view_ms']:.1f} ms | – | – |")
     return "\n".join(lines)
