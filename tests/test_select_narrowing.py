@@ -37,7 +37,8 @@ rows = st.tuples(st.one_of(st.none(), st.integers(-3, 3)),
 
 
 def bag(result: list[tuple]) -> list[str]:
-    return sorted(map(repr, result))
+    """Rows as text, -0.0 as 0.0 (upkeep stores it so: docs/sql.md)."""
+    return sorted(repr(tuple(v + 0.0 if type(v) is float else v for v in r)) for r in result)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,7 +59,7 @@ def test_a_select_reads_what_duckdb_reads_over_the_whole_table(committed, staged
         got = db.execute(sql).fetchall()
     want = con.execute(sql).fetchall()
     if "LIMIT" in sql:
-        assert got == want, sql
+        assert [bag([r]) for r in got] == [bag([r]) for r in want], sql
     assert bag(got) == bag(want), sql
 
 

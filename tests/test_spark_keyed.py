@@ -739,6 +739,9 @@ READING_QUERIES = [
     "SELECT p.ck, n.region FROM per_segment_ck p JOIN customer c ON c.ck = p.ck "
     "JOIN nation n ON n.nk = c.nk",
     "SELECT * FROM lonely",
+    "SELECT * FROM orders WHERE ck = 2",
+    "SELECT o.ok, o.price FROM orders AS o WHERE o.ck = 1 AND qty = 3",
+    "SELECT COUNT(*) FROM lonely WHERE x = 7",
 ]
 
 
@@ -748,7 +751,8 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
     (they were refused): DuckDB on the driver evaluates them over the tables read from
     the keyed state (with the transaction's staged rows) and the views' copies.  Random
     instances of each kind, then every table, view and query, equal DuckDB running the
-    same statements; a DELETE fixing ``ok`` hands DuckDB only the rows holding it."""
+    same statements; a DELETE fixing ``ok`` hands DuckDB only the rows holding it, and a
+    SELECT over one table fixing columns reads only the rows holding them."""
     import upkeep.spark.connection as spark_connection
     handed: list[int] = []
     real = spark_connection.matches_by_duckdb
@@ -758,6 +762,14 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
         return real(table, stmt, targets, candidates, *rest)
 
     monkeypatch.setattr(spark_connection, "matches_by_duckdb", counting)
+    reads: list[tuple[str, str | None]] = []  # (table, the WHERE its rows were read by)
+    real_rows = spark_connection.committed_rows
+
+    def reading(session, checkpoint, wanted):
+        reads.extend((name, where) for name, _, where in wanted.values())
+        return real_rows(session, checkpoint, wanted)
+
+    monkeypatch.setattr(spark_connection, "committed_rows", reading)
     db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
                         database=tmp_path / "db")
     con = duckdb.connect()
@@ -801,8 +813,12 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
         assert normal(db.execute("SELECT * FROM lonely").fetchall()) == normal(
             [(7,), (7,), (None,), (101,)])
     con.execute("INSERT INTO lonely VALUES (101)")
+    del reads[:]
     for sql in READING_QUERIES:
         assert normal(db.execute(sql).fetchall()) == normal(con.execute(sql).fetchall()), sql
+    # a query over one table fixing columns brings only the rows holding them to the driver
+    assert ("orders", None) in reads and ("orders", '"ck" = 2') in reads
+    assert ("orders", '"ck" = 1 AND "qty" = 3') in reads and ("lonely", '"x" = 7') in reads
     for name, sql in views.items():
         assert normal(db.view(name).rows()) == normal(con.execute(sql).fetchall()), name
     db.close()

@@ -322,6 +322,23 @@ def relations_read(query: exp.Expression) -> set[str]:
             if isinstance(t.this, exp.Identifier) and not names_cte(t)}
 
 
+def single_table_select(stmt: exp.Expression) -> tuple[exp.Table, exp.Where] | None:
+    """``SELECT ... FROM t [AS z] WHERE ...`` with no joins, subqueries or CTEs: its table
+    and WHERE.  Rows that fail the WHERE are seen by nothing else in such a query,
+    so an engine may hand DuckDB only the rows that can pass it."""
+    if not isinstance(stmt, exp.Select) or stmt.args.get("joins") or stmt.args.get("with"):
+        return None
+    where = stmt.args.get("where")
+    from_ = stmt.args.get("from_") or stmt.args.get("from")
+    if where is None or from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    if not isinstance(from_.this.this, exp.Identifier):
+        return None
+    if any(select is not stmt for select in stmt.find_all(exp.Select)):
+        return None
+    return from_.this, where
+
+
 def reads_subquery(stmt: exp.Delete | exp.Update) -> bool:
     """Whether a DELETE's or UPDATE's WHERE or SET holds a subquery (``IN (SELECT ..)``,
     ``EXISTS``, a scalar subquery)."""

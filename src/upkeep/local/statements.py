@@ -28,6 +28,7 @@ from ..sql import (
     reads_subquery,
     relations_read,
     simple_scan,
+    single_table_select,
     unsupported,
 )
 from ..table import Table
@@ -261,22 +262,16 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
 
 
 def _narrowed(db: Connection, stmt: exp.Expression) -> tuple[str, list[tuple]] | None:
-    """For a SELECT over one table whose WHERE fixes columns (``col = literal``
-    conjuncts, :func:`candidates`): the table and the rows that may pass the WHERE, read
-    through the table's index, so that DuckDB is handed those rows and not the whole table
-    (a key lookup on a 100,000-row table took ~100 ms).  The rows left out fail the WHERE,
-    and nothing else in such a query sees them: no joins, no subqueries, no CTEs."""
-    if not isinstance(stmt, exp.Select) or stmt.args.get("joins") or stmt.args.get("with"):
+    """For a SELECT over one table (:func:`~upkeep.sql.single_table_select`) whose WHERE
+    fixes columns (``col = literal`` conjuncts, :func:`candidates`): the table and the rows
+    that may pass the WHERE, read through the table's index, so that DuckDB is handed those
+    rows and not the whole table (a key lookup on a 100,000-row table took ~100 ms)."""
+    found = single_table_select(stmt)
+    if found is None:
         return None
-    where = stmt.args.get("where")
-    from_ = stmt.args.get("from_") or stmt.args.get("from")
-    if where is None or from_ is None or not isinstance(from_.this, exp.Table):
-        return None
-    if any(select is not stmt for select in stmt.find_all(exp.Select)):
-        return None
-    source = from_.this
+    source, where = found
     name = source.name.lower()
-    if not isinstance(source.this, exp.Identifier) or name not in db._catalog.tables:
+    if name not in db._catalog.tables:
         return None
     table = db._catalog.table(name)
     alias = (source.alias or name).lower()

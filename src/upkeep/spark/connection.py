@@ -71,6 +71,7 @@ from ..sql import (
     parse_one,
     reads_subquery,
     relations_read,
+    single_table_select,
     unsupported,
 )
 from ..storage import StorageError
@@ -79,7 +80,7 @@ from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
-from .dml import committed_rows, predicate, where_sql
+from .dml import committed_rows, fixed_sql, predicate, where_sql
 from .errors import query_error, spark_job_errors
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
@@ -389,9 +390,7 @@ class SparkConnection(Engine):
                    for t in stmt.find_all(exp.Table)):
                 others.add(table.name)  # a subquery reads the whole target
             elif fixed:
-                reads[table.name] = exp.and_(*(
-                    exp.EQ(this=exp.column(columns[i][0], quoted=True),
-                           expression=exp.convert(value)) for i, value in fixed)).sql("duckdb")
+                reads[table.name] = fixed_sql(columns, fixed)
             for name in others:
                 self.schema_of(name)
             reads.update(dict.fromkeys(others & set(self._catalog.tables)))
@@ -466,11 +465,21 @@ class SparkConnection(Engine):
 
     def _select(self, stmt: exp.Expression) -> Cursor:
         """A query evaluated by DuckDB on the driver: over the views' copies, and over the
-        tables it reads, read from their keyed state by a Spark job."""
+        tables it reads, read from their keyed state by a Spark job.  A SELECT over one
+        table whose WHERE fixes columns (``col = literal`` conjuncts) brings only the rows
+        holding those values to the driver (filtered on the executors)."""
         relations = relations_read(stmt)
         for name in relations:
             self.schema_of(name)
-        tables = dict.fromkeys(name for name in relations if name in self._catalog.tables)
+        tables: dict[str, str | None] = dict.fromkeys(
+            name for name in relations if name in self._catalog.tables)
+        single = single_table_select(stmt)
+        if single is not None and single[0].name.lower() in tables:
+            source, where = single
+            table = self._catalog.table(source.name)
+            fixed = fixed_columns(table, where.this, (source.alias or table.name).lower())
+            if fixed:
+                tables[table.name] = fixed_sql(self._catalog.schema_of(table.name), fixed)
         if tables:  # a Spark job: not once the database is closed (views' copies are)
             self._check_open()
             self._need_keyed(f"a query reading table {min(tables)}",

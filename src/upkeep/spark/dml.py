@@ -84,6 +84,14 @@ def _keeps_tables(properties: str | None) -> bool:
     return any(v.get("stateName") == "values" for v in variables)
 
 
+def fixed_sql(columns: list[tuple[str, SqlType]], fixed: list[tuple[int, object]]) -> str:
+    """The conjunction ``col = value AND ...`` of :func:`upkeep.dml_rows.fixed_columns`'
+    probes: the WHERE a table's rows are read through when a statement fixes columns."""
+    return exp.and_(*(exp.EQ(this=exp.column(columns[i][0], quoted=True),
+                             expression=exp.convert(value))
+                      for i, value in fixed)).sql("duckdb")
+
+
 def where_sql(stmt: exp.Delete | exp.Update) -> str | None:
     where = stmt.args.get("where")
     return None if where is None else where.this.sql(dialect="duckdb")
