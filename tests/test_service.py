@@ -363,6 +363,18 @@ def test_malformed_sql_requests_get_clear_errors(served, body, status, where) ->
     assert where in json.dumps(error) and "Traceback" not in response.text
 
 
+@pytest.mark.parametrize("path", ["/sql", "/subscriptions", "/placements"])
+def test_a_lone_surrogate_in_a_query_is_a_bad_request(served, path) -> None:
+    """Valid JSON may carry a lone surrogate; as a subscription's query it failed when
+    hashed for the subscription's id: 500 and a traceback in the server's log."""
+    sql = b"SELECT o.ok FROM orders o WHERE o.status = '\\ud800'"
+    field = b"sql" if path == "/sql" else b"query"
+    response = httpx.post(served.url + path, content=b'{"' + field + b'": "' + sql + b'"}',
+                          headers={"Authorization": f"Bearer {ADMIN}"})
+    assert response.status_code == 400, response.text
+    assert "lone surrogate" in response.json()["error"]["message"]
+
+
 @pytest.mark.parametrize("query, where, column", [
     ("SELECT o.status, COUNT(*) FROM orders o GROUP BY o.status", "GROUP", 50),
     ("SELECT o.ok FROM orders o LEFT JOIN customer c ON o.ck = c.ck", "inner", 37),

@@ -27,7 +27,7 @@ from ..errors import Error, SchemaError
 from ..expressions import Column as ScopeColumn
 from ..expressions import ExpressionCompiler, Scope
 from ..sql import Dialect, quiet_sqlglot
-from ..types import DATE, SqlType, coerce_value
+from ..types import DATE, SqlType, coerce_value, is_unicode
 
 OPS = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -168,6 +168,10 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     compare.  Constants are read as the engine reads them against their column's type
     (:class:`Predicate`), so that comparing two subscriptions' constants (:func:`implies`)
     compares what the engine compares."""
+    if not (sql.isascii() or is_unicode(sql)):  # it is hashed as UTF-8 (its id)
+        bad = next(i for i, c in enumerate(sql) if not is_unicode(c))
+        raise SubscriptionError(f"subscription {name}: SQL must be valid Unicode: a lone "
+                                f"surrogate {sql[bad]!r} at character {bad}")
     try:
         with quiet_sqlglot():
             tree = sqlglot.parse_one(sql, read=Dialect)
