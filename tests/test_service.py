@@ -196,6 +196,27 @@ def test_a_token_older_than_the_feed_gets_the_whole_result(tmp_path) -> None:
         server.stop()
 
 
+def test_the_feed_keeps_its_retention_when_no_subscription_changes(tmp_path) -> None:
+    """Every batch adds a feed record; the feed was trimmed only when a subscription
+    changed, so batches changing none (or a server with no subscriptions) grew it and
+    its file without bound."""
+    server = start(tmp_path / "db", retention=3)
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES)
+        for i in range(20):  # no subscription at all
+            admin.sql(f"INSERT INTO secret VALUES ({i}, 'x')")
+        assert admin.status()["feed"]["records"] <= 2 * 3
+        Client(server.url, READER).subscribe(QUERIES[0])
+        for i in range(20, 40):  # a subscription none of them changes
+            admin.sql(f"INSERT INTO secret VALUES ({i}, 'x')")
+        feed = admin.status()["feed"]
+        assert 3 <= feed["records"] <= 2 * 3 and feed["horizon"] > 30
+        assert (tmp_path / "db" / "feed.log").stat().st_size < 2_000
+    finally:
+        server.stop()
+
+
 def test_changes_of_a_failed_batch_reach_no_subscriber(tmp_path) -> None:
     server = start(tmp_path / "db")
     try:

@@ -208,13 +208,13 @@ class Hub:
         subs = {name[len(PREFIX):]: list(_changes(d)) for name, d in changed.items()
                 if name.startswith(PREFIX)}
         batch = batch if self.relay is None else self.relay.batch
+        self.feed.compact()  # every batch adds a record, changing a subscription or not
         self.feed.append(batch, subs)
         return lambda: self.feed.take_back(batch)
 
     def _attach(self, sid: str) -> None:
         def committed(changes: Changes) -> None:
             batch = self.now()
-            self.feed.compact()
             event = Event("delta", batch, self.token(batch), changes=changes)
             for listener in list(self._listeners.get(sid, ())):
                 listener(event)
