@@ -91,3 +91,23 @@ def test_a_function_in_values_is_evaluated_per_row():
     db.execute(CREATE)
     db.executemany("INSERT INTO t (i, f) VALUES (?, random())", [(k,) for k in range(20)])
     assert db.execute("SELECT count(DISTINCT f) FROM t").fetchall() == [(20,)]
+
+
+def test_a_decimal_nan_or_infinity_parameter_binds_as_duckdb_binds_it():
+    """DuckDB binds ``Decimal('NaN')`` as a floating-point NaN (a DOUBLE column takes it,
+    as ``db.insert`` does); a DECIMAL column cannot hold it."""
+    import duckdb
+
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute(CREATE)
+    values = [Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity")]
+    for v in values:
+        db.execute("INSERT INTO t (i, f) VALUES (1, ?)", [v])
+        con.execute("INSERT INTO t (i, f) VALUES (1, ?)", [v])
+    assert repr(sorted(db.execute("SELECT f FROM t").fetchall())) == repr(
+        sorted(con.execute("SELECT f FROM t").fetchall()))
+    with pytest.raises(SchemaError):
+        db.execute("INSERT INTO t (m) VALUES (?)", [Decimal("NaN")])
+    with pytest.raises(SchemaError):
+        db.execute("INSERT INTO t (f) VALUES (?)", [Decimal("sNaN")])

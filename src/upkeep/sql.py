@@ -413,10 +413,12 @@ def _parameter_node(value: object) -> exp.Expression:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
+    if isinstance(value, Decimal) and not value.is_finite():
+        if value.is_snan():
+            raise SchemaError(f"parameter {value!r}: not a number a column can hold")
+        value = float(value)  # NaN and infinities bind as floating point, as in DuckDB
     if isinstance(value, float):  # a DOUBLE, as DuckDB binds it (0.1 is not DECIMAL 0.1)
         return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
-    if isinstance(value, Decimal) and not value.is_finite():
-        raise SchemaError(f"parameter {value!r}: not a number a column can hold")
     if isinstance(value, (int, Decimal)):
         if value < 0:
             magnitude = value.copy_abs() if isinstance(value, Decimal) else -value
