@@ -78,9 +78,11 @@ def test_only_the_rows_the_index_finds_are_handed_to_duckdb(monkeypatch, sql, ha
     seen: list[int] = []
     real = statements.query_duckdb
 
-    def counting(sql, relations, contents_of):
-        seen.extend(len(contents_of(r)[1]) for r in relations)
-        return real(sql, relations, contents_of)
+    def counting(sql, relations, contents_of, arrow_of):
+        for r in relations:
+            arrow = arrow_of(r)
+            seen.append(len(contents_of(r)[1]) if arrow is None else arrow.num_rows)
+        return real(sql, relations, contents_of, arrow_of)
 
     monkeypatch.setattr(statements, "query_duckdb", counting)
     assert db.execute(sql).fetchall()[0][0] is not None

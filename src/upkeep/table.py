@@ -30,6 +30,7 @@ class Table:
         # (keyed DELETE / UPDATE), then kept by apply
         self._by_column: dict[int | tuple[int, ...], dict] = {}
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
+        self.version = 0  # bumped by every apply (local/arrow_snapshots.py)
         valid = fast_row_check(columns)
 
         def coerce(row: object, index: int) -> tuple:
@@ -89,6 +90,7 @@ class Table:
     def apply(self, delta: dict[tuple, int], keep_places: bool = False) -> None:
         """Add ``delta`` to the rows; ``keep_places``: rows it deletes keep their place
         (``RowStore.add``), for a what-if that adds them back."""
+        self.version += 1
         add = self.rows.add
         for row, w in delta.items():
             add(row, w, keep_places)

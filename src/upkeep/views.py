@@ -405,13 +405,19 @@ def sum_counters(parts: Iterable[dict[str, int]]) -> dict[str, int]:
     return total
 
 
-def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple]
+def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple],
+                 arrow_of: Callable[[str], object] | None = None
                  ) -> tuple[Columns, list[tuple]]:
-    """Evaluate ``sql`` in DuckDB over the current contents of ``relations``."""
+    """Evaluate ``sql`` in DuckDB over the current contents of ``relations``
+    (``arrow_of``: a relation's contents as an Arrow table, or None where it has none)."""
     with scratch() as con:
         try:
             for name in relations:
-                register(con, name, *contents_of(name))
+                arrow = None if arrow_of is None else arrow_of(name)
+                if arrow is not None:
+                    con.register(name, arrow)
+                else:
+                    register(con, name, *contents_of(name))
             result = con.execute(sql)
             names = [d[0] for d in result.description]
             rows = [tuple(r) for r in result.fetchall()]

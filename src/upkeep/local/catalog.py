@@ -68,6 +68,7 @@ from ..windows import (
     windows_as_derived,
 )
 from ..zset import Delta
+from .arrow_snapshots import ArrowSnapshots
 from .provenance import ProvenanceTracker
 
 Overlay = Callable[[str], Delta | None]
@@ -118,6 +119,7 @@ class LocalCatalog(Catalog):
         # witness view -> output key -> its witnesses with multiplicities; built by the
         # first db.why on the view, then kept by a subscription to the witness view
         self._why_index: dict[str, dict[tuple, dict[tuple, int]]] = {}
+        self.snapshots = ArrowSnapshots()  # tables as Arrow, between ad-hoc queries
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -233,6 +235,15 @@ class LocalCatalog(Catalog):
         if name in self.views:
             return self.views[name].weighted_rows()
         raise SchemaError(f"unknown table or view {name}")
+
+    def arrow_of(self, name: str):
+        """A table's committed rows as Arrow, kept between queries while it does not
+        change (:class:`ArrowSnapshots`); None for a view, or a table the open transaction
+        has changed (its staged rows are read through :meth:`contents_of`)."""
+        table = self.tables.get(name.lower())
+        if table is None or self._overlay(table.name):
+            return None
+        return self.snapshots.of(table)
 
     def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
         rows = []

@@ -248,7 +248,7 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
     relations = relations_read(stmt)
     for r in relations:
         catalog.schema_of(r)
-    contents_of = catalog.contents_of
+    contents_of, arrow_of = catalog.contents_of, catalog.arrow_of
     narrowed = _narrowed(db, stmt)
     if narrowed is not None:
         name, rows = narrowed
@@ -257,7 +257,11 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
             if relation != name:
                 return catalog.contents_of(relation)
             return catalog.schema_of(name), rows
-    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of)
+
+        def arrow_of(relation: str):
+            return None if relation == name else catalog.arrow_of(relation)
+    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of,
+                                 arrow_of)
     return Cursor(columns, rows)
 
 
