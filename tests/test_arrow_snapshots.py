@@ -15,6 +15,9 @@ from upkeep.local.arrow_snapshots import ArrowSnapshots
 
 CREATE = "CREATE TABLE t (k INTEGER, s VARCHAR, x DOUBLE)"
 QUERY = "SELECT s, count(*), sum(k), min(x) FROM t GROUP BY s"
+VIEWS = {"per_s": "SELECT s, count(*) AS c, sum(k) AS total FROM t GROUP BY s",
+         "big": "SELECT k, x FROM t WHERE k > 1"}
+VIEW_QUERIES = ["SELECT * FROM per_s WHERE c > 0", "SELECT count(*), sum(k), max(x) FROM big"]
 
 row = st.tuples(st.integers(0, 4), st.sampled_from(["a", "b", None]),
                 st.sampled_from([0.5, 1.5, None]))
@@ -37,11 +40,19 @@ def answer(rows: list[tuple]) -> list[str]:
 @given(st.lists(operation, max_size=12))
 def test_every_select_reads_the_current_rows(operations):
     db, con = upkeep.connect(), duckdb.connect()
-    for c in (db, con):
-        c.execute(CREATE)
 
-    def check(where: str) -> None:
-        assert answer(db.execute(QUERY).fetchall()) == answer(con.execute(QUERY).fetchall()), where
+    def create() -> None:
+        for c in (db, con):
+            c.execute(CREATE)
+            for name, sql in VIEWS.items():
+                c.execute(f"CREATE VIEW {name} AS {sql}")
+
+    create()
+
+    def check(where: str, views: bool = True) -> None:
+        for sql in [QUERY, *VIEW_QUERIES] if views else [QUERY]:
+            got, want = db.execute(sql).fetchall(), con.execute(sql).fetchall()
+            assert answer(got) == answer(want), (where, sql)
 
     for kind, arg in operations:
         if kind == "insert":
@@ -56,15 +67,17 @@ def test_every_select_reads_the_current_rows(operations):
             with db.transaction():
                 db.insert("t", arg)
                 con.executemany("INSERT INTO t VALUES (?, ?, ?)", arg)
-                check(kind)
+                check(kind, views=False)  # upkeep's views are as last committed
         elif kind == "failed transaction":  # nothing of it stays
             with pytest.raises(Error), db.transaction():
                 db.insert("t", arg)
                 db.execute("SELECT nope FROM t")
         elif kind == "recreate":
             for c in (db, con):
+                for name in VIEWS:
+                    c.execute(f"DROP VIEW {name}")
                 c.execute("DROP TABLE t")
-                c.execute(CREATE)
+            create()
             if arg:
                 db.insert("t", arg)
                 con.executemany("INSERT INTO t VALUES (?, ?, ?)", arg)
@@ -100,9 +113,30 @@ def test_copies_kept_stay_within_the_budget():
     big = ArrowSnapshots()
     for name in ("t", "u"):
         table = db._catalog.tables[name]
-        assert small.of(table).num_rows == big.of(table).num_rows == 1000
+        assert small.of(table)[1].num_rows == big.of(table)[1].num_rows == 1000
     assert not small._kept and list(big._kept) == ["t", "u"]
     one = ArrowSnapshots(budget=big._kept["t"][2].nbytes)
     for name in ("t", "u"):
         one.of(db._catalog.tables[name])
     assert list(one._kept) == ["u"]  # the least recently used went first
+
+
+def test_an_unchanged_view_is_converted_once():
+    db = upkeep.connect()
+    db.execute(CREATE)
+    db.create_view("per_s", VIEWS["per_s"])
+    db.insert("t", [(i, "a" if i % 2 else "b", 1.0) for i in range(100)])
+    snapshots = db._catalog.snapshots
+    built = snapshots.built
+    for _ in range(3):
+        assert sorted(db.execute(VIEW_QUERIES[0]).fetchall()) == [("a", 50, 2500),
+                                                                   ("b", 50, 2450)]
+    assert snapshots.built == built + 1
+    with db.transaction():  # a view reads as last committed, staged changes or not
+        db.insert("t", [(100, "b", 1.0)])
+        assert sorted(db.execute(VIEW_QUERIES[0]).fetchall()) == [("a", 50, 2500),
+                                                                   ("b", 50, 2450)]
+    assert snapshots.built == built + 1
+    assert sorted(db.execute(VIEW_QUERIES[0]).fetchall()) == [("a", 50, 2500),
+                                                               ("b", 51, 2550)]
+    assert snapshots.built == built + 2

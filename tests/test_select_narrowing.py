@@ -80,8 +80,8 @@ def test_only_the_rows_the_index_finds_are_handed_to_duckdb(monkeypatch, sql, ha
 
     def counting(sql, relations, contents_of, arrow_of):
         for r in relations:
-            arrow = arrow_of(r)
-            seen.append(len(contents_of(r)[1]) if arrow is None else arrow.num_rows)
+            kept = arrow_of(r)  # (columns, Arrow table) kept from an earlier query
+            seen.append(len(contents_of(r)[1]) if kept is None else kept[1].num_rows)
         return real(sql, relations, contents_of, arrow_of)
 
     monkeypatch.setattr(statements, "query_duckdb", counting)

@@ -406,18 +406,19 @@ def sum_counters(parts: Iterable[dict[str, int]]) -> dict[str, int]:
 
 
 def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tuple],
-                 arrow_of: Callable[[str], object] | None = None
+                 arrow_of: Callable[[str], tuple | None] | None = None
                  ) -> tuple[Columns, list[tuple]]:
     """Evaluate ``sql`` in DuckDB over the current contents of ``relations``
-    (``arrow_of``: a relation's contents as an Arrow table, or None where it has none)."""
+    (``arrow_of``: a relation's columns and :func:`duckdb_arrow` table, kept from an
+    earlier query, or None where it has none)."""
     with scratch() as con:
         try:
             for name in relations:
-                arrow = None if arrow_of is None else arrow_of(name)
-                if arrow is not None:
-                    con.register(name, arrow)
-                else:
-                    register(con, name, *contents_of(name))
+                kept = None if arrow_of is None else arrow_of(name)
+                if kept is None:
+                    columns, rows = contents_of(name)
+                    kept = columns, duckdb_arrow(columns, rows)
+                register_arrow(con, name, *kept)
             result = con.execute(sql)
             names = [d[0] for d in result.description]
             rows = [tuple(r) for r in result.fetchall()]
@@ -443,22 +444,29 @@ def _check_years(columns: Columns, rows: list[tuple]) -> None:
                     f"outside the years 1 to 9999 that upkeep's dates hold")
 
 
-def register(con: duckdb.DuckDBPyConnection, name: str, columns: Columns, rows: list[tuple]
-             ) -> None:
-    """Rows as DuckDB relation ``name`` (through Arrow).  A HUGEINT column goes as text and
-    is cast back in a view: Arrow's widest decimal DuckDB reads, decimal128(38, 0), holds
+def duckdb_arrow(columns: Columns, rows: list[tuple]):
+    """Rows as the Arrow table :func:`register_arrow` hands DuckDB.  A HUGEINT column goes
+    as text, to be cast back: Arrow's widest decimal DuckDB reads, decimal128(38, 0), holds
     less than HUGEINT's +-1.7e38, and DuckDB would type it DECIMAL, not HUGEINT."""
     huge = {k for k, (_, typ) in enumerate(columns) if typ.kind == "HUGEINT"}
     if not huge:
-        con.register(name, to_arrow(columns, rows))
-        return
+        return to_arrow(columns, rows)
     text = [(n, VARCHAR) if k in huge else (n, typ) for k, (n, typ) in enumerate(columns)]
-    as_text = [tuple(str(v) if k in huge and v is not None else v for k, v in enumerate(r))
-               for r in rows]
+    return to_arrow(text, [tuple(str(v) if k in huge and v is not None else v
+                                 for k, v in enumerate(r)) for r in rows])
+
+
+def register_arrow(con: duckdb.DuckDBPyConnection, name: str, columns: Columns, table
+                   ) -> None:
+    """:func:`duckdb_arrow`'s table as DuckDB relation ``name`` (HUGEINT text cast back by
+    a view over it)."""
+    if not any(typ.kind == "HUGEINT" for _, typ in columns):
+        con.register(name, table)
+        return
     raw = f"{name}__hugeint_text"
-    con.register(raw, to_arrow(text, as_text))
-    select = ", ".join(f"CAST({quote(n)} AS HUGEINT) AS {quote(n)}" if k in huge
-                       else quote(n) for k, (n, _) in enumerate(columns))
+    con.register(raw, table)
+    select = ", ".join(f"CAST({quote(n)} AS HUGEINT) AS {quote(n)}" if typ.kind == "HUGEINT"
+                       else quote(n) for n, typ in columns)
     con.execute(f"CREATE TEMP VIEW {quote(name)} AS SELECT {select} FROM {quote(raw)}")
 
 

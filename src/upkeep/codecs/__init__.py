@@ -19,7 +19,7 @@ encoding writes.
 A HUGEINT beyond decimal128's 38 digits (HUGEINT reaches +-1.7e38) cannot be written to
 Arrow or Parquet: the value is refused naming its column.  ``Cursor.df()`` holds HUGEINT
 columns as Python ints, so a DataFrame holds every value.  Queries DuckDB evaluates over
-upkeep's tables get HUGEINT columns as text cast back (:func:`upkeep.views.register`), so
+upkeep's tables get HUGEINT columns as text cast back (:func:`upkeep.views.duckdb_arrow`), so
 they see every value.
 
 A query's values of types no table holds are spelled too: TIME (`datetime.time`; JSON ISO

@@ -236,14 +236,18 @@ class LocalCatalog(Catalog):
             return self.views[name].weighted_rows()
         raise SchemaError(f"unknown table or view {name}")
 
-    def arrow_of(self, name: str):
-        """A table's committed rows as Arrow, kept between queries while it does not
-        change (:class:`ArrowSnapshots`); None for a view, or a table the open transaction
-        has changed (its staged rows are read through :meth:`contents_of`)."""
-        table = self.tables.get(name.lower())
-        if table is None or self._overlay(table.name):
-            return None
-        return self.snapshots.of(table)
+    def arrow_of(self, name: str, batch: int):
+        """A table's committed rows, or a view's rows as of ``batch`` (the last committed
+        batch), as Arrow, kept between queries while they do not change
+        (:class:`ArrowSnapshots`); None for a table the open transaction has changed (its
+        staged rows are read through :meth:`contents_of`)."""
+        name = name.lower()
+        table = self.tables.get(name)
+        if table is not None:
+            return None if self._overlay(table.name) else self.snapshots.of(table)
+        view = self.views[name]
+        return self.snapshots.kept(name, view, batch, self.schema_of(name),
+                                   view.weighted_rows)
 
     def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
         rows = []

@@ -248,18 +248,17 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
     relations = relations_read(stmt)
     for r in relations:
         catalog.schema_of(r)
-    contents_of, arrow_of = catalog.contents_of, catalog.arrow_of
+    contents_of = catalog.contents_of
     narrowed = _narrowed(db, stmt)
+    name = narrowed[0] if narrowed is not None else None
     if narrowed is not None:
-        name, rows = narrowed
-
         def contents_of(relation: str):
             if relation != name:
                 return catalog.contents_of(relation)
-            return catalog.schema_of(name), rows
+            return catalog.schema_of(name), narrowed[1]
 
-        def arrow_of(relation: str):
-            return None if relation == name else catalog.arrow_of(relation)
+    def arrow_of(relation: str):
+        return None if relation == name else catalog.arrow_of(relation, db.batches)
     columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of,
                                  arrow_of)
     return Cursor(columns, rows)
