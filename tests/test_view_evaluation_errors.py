@@ -553,3 +553,45 @@ def test_a_recomputed_view_computing_a_date_past_year_9999_rejects_the_batch() -
     assert db.view("v").rows() == [(1, dt.date(2000, 1, 3))]
     assert db.view("w").rows() == [(1,)]
     assert db.execute("SELECT * FROM p").fetchall() == [(1, dt.date(2000, 1, 1))]
+
+
+@pytest.mark.parametrize(("ddl", "rows", "sql"), [
+    # CAST of non-ASCII text to VARCHAR was refused (a check meant for numbers)
+    ("CREATE TABLE t (s VARCHAR)", [("café",)],
+     "SELECT CAST(s AS VARCHAR) AS c, TRY_CAST(s AS VARCHAR) AS d FROM t"),
+    # DECIMAL % at Python's 28 digits: digits lost, or a raw InvalidOperation
+    ("CREATE TABLE t (b DECIMAL(38,10))", [(Decimal("123456789012345678901234567.1234567891"),),
+                                           (Decimal("-7.5"),)], "SELECT b % 7 AS c FROM t"),
+    ("CREATE TABLE t (b DECIMAL(38,0))", [(Decimal(10**30),)], "SELECT b % 7 AS c FROM t"),
+    # ROUND of a double to tens of thousands: 10.0 ** -5 is inexact (99999.99999999999)
+    ("CREATE TABLE t (d DOUBLE)", [(55555.0,), (25e9,), (-123456789.0,), (0.5,)],
+     "SELECT d, round(d, -5) AS r, round(d, -9) AS s, round(d, -1) AS u FROM t"),
+    ("CREATE TABLE t (d DOUBLE)", [(55555.0,)], "SELECT d FROM t WHERE round(d, -5) = 100000"),
+    # TRY_CAST of text that is no date: NULL, as DuckDB's
+    ("CREATE TABLE t (s VARCHAR)", [("2020-02-30",), ("x",), ("2024-02-29",)],
+     "SELECT s, TRY_CAST(s AS DATE) AS d FROM t"),
+])
+def test_expressions_agree_with_duckdb(ddl, rows, sql) -> None:
+    db, con = twins(ddl)
+    db.create_view("v", sql)
+    insert_both(db, con, "t", rows)
+    assert_view_v_is_duckdbs(db, con, sql)
+
+
+@pytest.mark.parametrize(("ddl", "rows", "sql"), [
+    # AVG sums HUGEINT (and DECIMAL units) in a HUGEINT in DuckDB: it overflows as SUM does
+    ("CREATE TABLE t (h HUGEINT)", [(2**127 - 1,), (1,)], "SELECT avg(h) AS a FROM t"),
+    ("CREATE TABLE t (h HUGEINT)", [(2**127 - 1,), (1,)], "SELECT avg(DISTINCT h) AS a FROM t"),
+    ("CREATE TABLE t (a DECIMAL(38,0))", [(Decimal(10**38 - 1),), (Decimal(10**38 - 2),)],
+     "SELECT avg(a) AS a FROM t"),
+    # DuckDB gives a date upkeep cannot hold: an error, not a NULL
+    ("CREATE TABLE t (s VARCHAR)", [("infinity",)], "SELECT TRY_CAST(s AS DATE) AS d FROM t"),
+    ("CREATE TABLE t (s VARCHAR)", [("10000-01-01",)], "SELECT TRY_CAST(s AS DATE) AS d FROM t"),
+])
+def test_values_duckdb_overflows_on_or_upkeep_cannot_hold_reject_the_batch(ddl, rows, sql):
+    db, con = twins(ddl)
+    db.create_view("v", sql)
+    with pytest.raises(upkeep.EvaluationError):
+        insert_both(db, con, "t", rows)
+    assert db.view("v").rows() in ([], [(None,)])  # as before the batch
+    assert db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]

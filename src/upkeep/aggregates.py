@@ -288,9 +288,15 @@ class GroupState:
 
 
 def average_of(total: object, count: int, arg_type: SqlType) -> float:
-    """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py)."""
+    """AVG from an exact channel; doubles' channels are scaled by 2**1074 (see exact.py).
+    DuckDB sums HUGEINT and DECIMAL values (in units of the scale) in a HUGEINT: a sum
+    beyond it is an :class:`EvaluationError`, as DuckDB's overflow is."""
     if arg_type.kind == "DOUBLE":
         return exact_mean(total, count)
+    if arg_type.kind in ("HUGEINT", "DECIMAL") and not (
+            -INT_RANGES["HUGEINT"] <= total < INT_RANGES["HUGEINT"]):
+        raise EvaluationError(f"overflow in AVG of {arg_type.sql()}: its sum does not fit "
+                              "a HUGEINT")
     if arg_type.kind == "DECIMAL":  # in units of the scale: int / int rounds once
         return total / (count * 10 ** arg_type.scale)
     return total / count

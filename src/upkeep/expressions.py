@@ -36,6 +36,7 @@ from .types import (
     TIMESTAMP,
     VARCHAR,
     WIDE_CONTEXT,
+    OutsideDates,
     SqlType,
     canonical_float,
     coerce_value,
@@ -164,6 +165,9 @@ def _mod(a, b, bound=0):
             return math.nan
     if b == 0:
         raise EvaluationError(f"division by zero in ({a} % {b})")
+    if isinstance(a, Decimal) or isinstance(b, Decimal):  # all 38 digits, not Python's 28
+        r = WIDE_CONTEXT.remainder(WIDE_CONTEXT.abs(Decimal(a)), WIDE_CONTEXT.abs(Decimal(b)))
+        return r if a >= 0 else WIDE_CONTEXT.minus(r)
     r = abs(a) % abs(b)
     return r if a >= 0 else -r
 
@@ -340,14 +344,17 @@ def _round(x, digits=0, bound=0):
             return x
         if digits < -308:
             return math.copysign(0.0, x) + 0.0
-        factor = 10.0 ** digits
-        v = abs(x) * factor
+        # to tens, hundreds...: divided and multiplied back by 10 ** -digits, as DuckDB
+        # does (10.0 ** -5 is inexact: 55555 came back as 99999.99999999999)
+        modifier = 10.0 ** abs(digits)
+        v = abs(x) / modifier if digits < 0 else abs(x) * modifier
         if not math.isfinite(v):  # digits past the double's own: nothing to round
             return x
         r = math.floor(v)  # half away from zero by the exact fraction (floor(v + 0.5)
         if v - r >= 0.5:  # rounded 0.49999999999999994 up)
             r += 1.0
-        return math.copysign(r / factor, x)  # -0.0 stays, as DuckDB's
+        r = r * modifier if digits < 0 else r / modifier
+        return math.copysign(r, x)  # -0.0 stays, as DuckDB's
     if isinstance(x, int) and not isinstance(x, bool) and digits < 0:
         if digits < -40:  # beyond a HUGEINT's digits: 0, without computing 10 ** -digits
             return 0
@@ -506,8 +513,8 @@ def _cast(value, typ: SqlType):
         return None
     kind = typ.kind
     try:
-        if isinstance(value, str) and not value.isascii():  # Python reads '١٢' as 12
-            raise ValueError(f"not a number: {value!r}")
+        if isinstance(value, str) and typ.is_numeric and not value.isascii():
+            raise ValueError(f"not a number: {value!r}")  # Python reads '١٢' as 12
         if isinstance(value, str) and "_" in value and _LOOSE_UNDERSCORE.search(value) and (
                 typ.is_numeric):  # DuckDB: one underscore between two digits ('1_000')
             raise ValueError(f"not a number: {value!r}")
@@ -562,7 +569,8 @@ def _cast(value, typ: SqlType):
                 raise ValueError(f"no cast of {value!r} to BOOLEAN")
             return bool(value)
     except (ValueError, KeyError, ArithmeticError, TypeError) as exc:  # int(date): TypeError
-        raise EvaluationError(f"could not cast {value!r} to {typ.sql()}") from exc
+        why = f": {exc}" if isinstance(exc, OutsideDates) else ""
+        raise EvaluationError(f"could not cast {value!r} to {typ.sql()}{why}") from exc
     raise UnsupportedError(f"cast to {typ.sql()}")
 
 
@@ -572,10 +580,13 @@ def cast_value(value: object, typ: SqlType) -> object:
 
 
 def _try_cast(value, typ: SqlType):
-    """TRY_CAST: NULL where CAST fails."""
+    """TRY_CAST: NULL where CAST fails; a value DuckDB's cast gives and upkeep cannot hold
+    (a date past 9999, infinity) is still an EvaluationError, not NULL."""
     try:
         return _cast(value, typ)
-    except EvaluationError:
+    except EvaluationError as exc:
+        if isinstance(exc.__cause__, OutsideDates):
+            raise
         return None
 
 

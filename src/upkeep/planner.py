@@ -448,15 +448,15 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
                             Representation(pair, thetas, compiler_over(core)), sources, specs,
                             finalizer, global_group=not block.group_by)
     # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail,
-    # and so can a SUM whose result type cannot hold every sum of its argument's values
+    # and so can a SUM or AVG whose sum may not fit (its result type, DuckDB's HUGEINT)
     view.eager = block.having is not None or any(
         not isinstance(e, (exp.Column, *AGGREGATE_TYPES)) for _, e in block.select) or any(
-        s.kind == "sum" and may_overflow(s.arg.type) for s in specs)
+        s.kind in ("sum", "avg") and may_overflow(s.arg.type) for s in specs)
     view.explanation = classify(core, out_t, pair, thetas) + [
         "aggregates: " + ", ".join(s.node.sql() for s in specs)
         + " carried in the weight ring (count and exact sums per tuple)",
-        "mode: push on every batch: the select list computes over the groups (or a SUM may "
-        "overflow its type), so a group it cannot compute rejects its batch" if view.eager else
+        "mode: push on every batch: the select list computes over the groups (or a SUM or "
+        "AVG may overflow), so a group it cannot compute rejects its batch" if view.eager else
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
     return view
 

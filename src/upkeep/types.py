@@ -253,10 +253,14 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
 # DuckDB's text for a DATE: year-month-day split by '-' or '/' (the same twice), one or
 # two digit months and days, optionally a time of day and a zone after it, which it drops
 _DATE_TEXT = re.compile(
-    r"\s*(\d{1,4})([-/])(\d{1,2})\2(\d{1,2})"
+    r"\s*(\d{1,6})([-/])(\d{1,2})\2(\d{1,2})"
     r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d+)?)?"
     r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*",
     re.ASCII)  # digits 0-9 only, as DuckDB reads them (not '٢٠٢٤')
+
+
+class OutsideDates(ValueError):
+    """A date DuckDB holds and Python's dates do not: infinity, years 0 or past 9999."""
 
 
 def parse_date(text: str) -> dt.date:
@@ -270,17 +274,22 @@ def parse_date(text: str) -> dt.date:
         if word == "epoch":
             return dt.date(1970, 1, 1)
         if word in ("infinity", "-infinity", "+infinity"):
-            raise ValueError(f"expected DATE, got {text!r}: an infinite date has no value "
-                             "here")
+            raise OutsideDates(f"expected DATE, got {text!r}: an infinite date has no value "
+                               "here")
         raise ValueError(f"expected DATE, got {text!r}")
     year, _, month, day, hour, minute, second = found.groups()
     if hour is not None and not (int(hour) < 24 and int(minute) < 60
                                  and int(second or 0) < 60):
         raise ValueError(f"expected DATE, got {text!r}: time of day out of range")
-    try:
-        return dt.date(int(year), int(month), int(day))
+    year = int(year)
+    try:  # a year past 9999 checked on one of the same leap-ness (they repeat every 400)
+        date = dt.date(year if 0 < year <= 9999 else 2000 + year % 400, int(month), int(day))
     except ValueError:
         raise ValueError(f"expected DATE, got {text!r}: out of range") from None
+    if date.year != year:
+        raise OutsideDates(f"expected DATE, got {text!r}: a date outside the years 1 to 9999 "
+                           "has no value here")
+    return date
 
 
 def format_value(v: object) -> str:
