@@ -18,7 +18,7 @@ import pytest
 
 import upkeep
 from upkeep.cli import main as cli_main
-from upkeep.storage import LOG_MAGIC, SNAPSHOT_MAGIC, scan_log
+from upkeep.storage import LOG_MAGIC, SNAPSHOT_MAGIC, StorageError, scan_log
 
 
 class FailingDisk:
@@ -409,3 +409,42 @@ def test_a_failed_snapshot_delays_only_the_next_one(tmp_path, monkeypatch) -> No
         largest = max([largest] + [p.stat().st_size for p in path.glob("wal-*.log")])
     assert largest < 1.2 * limit
     db.close()
+
+
+def test_a_create_table_as_that_failed_leaves_its_name_free_after_reopening(
+        monkeypatch, tmp_path) -> None:
+    """A CREATE TABLE AS whose fill and then whose clean-up record failed to be written
+    (a full disk; the log cut back each time) left a declared, unfilled table in the log;
+    the name, used again and acknowledged, made reopening fail ("a table or view named t
+    already exists")."""
+    real_write = os.write
+    failing = [False]
+
+    def write(fd: int, data: bytes) -> int:
+        if failing[0]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE a (k INTEGER)")
+    db.execute("INSERT INTO a VALUES (1), (2)")
+    log = db._durability.log
+
+    def log_then_fill_the_disk(record: tuple) -> None:
+        log(record)
+        if record[0] == "table_as":  # the declaration is written, then the disk is full
+            failing[0] = True
+
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(db._durability, "log", log_then_fill_the_disk)
+    with pytest.raises(StorageError):
+        db.execute("CREATE TABLE t AS SELECT k FROM a")
+    failing[0] = False
+    assert db.tables() == ["a"]
+    db.execute("CREATE TABLE t (x INTEGER)")
+    db.execute("INSERT INTO t VALUES (42)")
+    db.close()
+    again = upkeep.connect(tmp_path / "db")
+    assert sorted(again.tables()) == ["a", "t"]
+    assert again.execute("SELECT * FROM t").fetchall() == [(42,)]
+    again.close()

@@ -106,6 +106,9 @@ class Durability:
             kind = record[0]
             if kind in ("table", "table_as"):
                 _, name, columns, not_null, key, ttl, *provenance = record
+                if name in unfilled:  # its statement raised, and its drop was not logged
+                    catalog.drop_table(name)
+                    unfilled.discard(name)
                 table = Table(name, columns, not_null, key)
                 table.expiry = Expiry(ttl) if ttl else None
                 table.provenance = provenance[0] if provenance else None
