@@ -21,6 +21,7 @@ what-if that falsifies a few variables skips every annotation that cannot mentio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from zlib import crc32
 
@@ -259,7 +260,7 @@ def render(node: Node) -> str:
         else:
             operands = [names.get(id(a)) or (text[id(a)] if a.op in (VAR, ZERO)
                                              else f"({text[id(a)]})") for a in n.args]
-            text[id(n)] = (" + ".join(operands) if n.op == SUM else
+            text[id(n)] = (" + ".join(sorted(operands, key=_natural)) if n.op == SUM else
                            f"{operands[0]} {_BINARY[n.op]} {operands[1]}")
         if id(n) in shared:
             names[id(n)] = f"e{len(names) + 1}"
@@ -267,6 +268,14 @@ def render(node: Node) -> str:
     if not definitions:
         return text[id(node)]
     return "\n".join([text[id(node)], "where", *definitions])
+
+
+def _natural(text: str) -> list:
+    """A Σ's terms printed in one order whatever the order they were summed in (which can
+    follow string hashes, so differ between processes): by text, numbers by value (p2
+    before p10)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", text) if part]
 
 
 def tree_size(node: Node) -> int:
