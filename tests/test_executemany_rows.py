@@ -111,3 +111,20 @@ def test_a_decimal_nan_or_infinity_parameter_binds_as_duckdb_binds_it():
         db.execute("INSERT INTO t (m) VALUES (?)", [Decimal("NaN")])
     with pytest.raises(SchemaError):
         db.execute("INSERT INTO t (f) VALUES (?)", [Decimal("sNaN")])
+
+
+def test_numpy_scalars_bind_as_their_python_values_on_every_path():
+    """A pandas frame's rows hold numpy scalars: db.insert takes them, and so do ``?``
+    parameters, through execute and executemany alike (execute refused np.int64, and a
+    np.float64 bound as the text 'np.float64(8.0)')."""
+    import numpy as np
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE n (k BIGINT, f DOUBLE, s VARCHAR)")
+    db.execute("INSERT INTO n (k, f, s) VALUES (?, ?, 'a')", (np.int64(5), np.float64(8.0)))
+    db.executemany("INSERT INTO n (k, f, s) VALUES (?, ?, 'b')",
+                   [(np.int32(6), np.float32(0.5))])
+    db.insert("n", [(np.int64(7), np.float64(1.5), "c")])
+    assert sorted(db.execute("SELECT * FROM n").fetchall()) == [
+        (5, 8.0, "a"), (6, 0.5, "b"), (7, 1.5, "c")]
+    assert db.execute("SELECT s FROM n WHERE k = ?", [np.int64(6)]).fetchall() == [("b",)]

@@ -87,3 +87,22 @@ def test_only_the_rows_the_index_finds_are_handed_to_duckdb(monkeypatch, sql, ha
     monkeypatch.setattr(statements, "query_duckdb", counting)
     assert db.execute(sql).fetchall()[0][0] is not None
     assert seen == [handed]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM t AS q(v, k) WHERE k = 1",  # the alias renames v to k
+    "SELECT * FROM t AS q(v, k) WHERE q.k = 1",
+    "SELECT count(*) FROM t TABLESAMPLE reservoir(1 ROWS) REPEATABLE (1) WHERE k = 1",
+    "SELECT count(*) FROM t WHERE k = 1 USING SAMPLE reservoir(1 ROWS) REPEATABLE (2)",
+    "SELECT v FROM t WHERE k = 0 LIMIT 3",
+])
+def test_a_renaming_alias_or_a_sample_reads_the_whole_table(sql):
+    """``FROM t AS q(v, k)`` names t's column v ``k``, and a sample is drawn from the whole
+    table before the WHERE: neither may be narrowed by t's own column k."""
+    rows = [(0, i) for i in range(200)] + [(2, 1), (1, 3), (1, 1000)]
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (k INTEGER, v INTEGER)")
+    db.insert("t", rows)
+    con.executemany("INSERT INTO t VALUES (?, ?)", rows)
+    assert db.execute(sql).fetchall() == con.execute(sql).fetchall()

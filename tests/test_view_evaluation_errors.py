@@ -567,6 +567,11 @@ def test_a_recomputed_view_computing_a_date_past_year_9999_rejects_the_batch() -
     ("CREATE TABLE t (d DOUBLE)", [(55555.0,), (25e9,), (-123456789.0,), (0.5,)],
      "SELECT d, round(d, -5) AS r, round(d, -9) AS s, round(d, -1) AS u FROM t"),
     ("CREATE TABLE t (d DOUBLE)", [(55555.0,)], "SELECT d FROM t WHERE round(d, -5) = 100000"),
+    ("CREATE TABLE t (d DOUBLE)", [(1.7976931348623157e308,), (-1.7976931348623157e308,)],
+     "SELECT round(d, -20) AS a, round(d, -307) AS b FROM t"),  # not past the largest double
+    # DuckDB trims ASCII spaces only around date text
+    ("CREATE TABLE t (s VARCHAR)", [("epoch\u00a0",), ("\u2003epoch",), ("infinity\u00a0",),
+                                   (" epoch ",)], "SELECT s, TRY_CAST(s AS DATE) AS d FROM t"),
     # TRY_CAST of text that is no date: NULL, as DuckDB's
     ("CREATE TABLE t (s VARCHAR)", [("2020-02-30",), ("x",), ("2024-02-29",)],
      "SELECT s, TRY_CAST(s AS DATE) AS d FROM t"),

@@ -354,6 +354,8 @@ def _round(x, digits=0, bound=0):
         if v - r >= 0.5:  # rounded 0.49999999999999994 up)
             r += 1.0
         r = r * modifier if digits < 0 else r / modifier
+        if not math.isfinite(r):  # rounded up past the largest double: DuckDB keeps x
+            return x
         return math.copysign(r, x)  # -0.0 stays, as DuckDB's
     if isinstance(x, int) and not isinstance(x, bool) and digits < 0:
         if digits < -40:  # beyond a HUGEINT's digits: 0, without computing 10 ** -digits

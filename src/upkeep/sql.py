@@ -332,11 +332,15 @@ def single_table_select(stmt: exp.Expression) -> tuple[exp.Table, exp.Where] | N
     from_ = stmt.args.get("from_") or stmt.args.get("from")
     if where is None or from_ is None or not isinstance(from_.this, exp.Table):
         return None
-    if not isinstance(from_.this.this, exp.Identifier):
+    source = from_.this
+    if not isinstance(source.this, exp.Identifier) or source.args.get("sample"):
+        return None  # a sample is drawn before the WHERE: from the whole table
+    alias = source.args.get("alias")
+    if alias is not None and alias.columns:  # FROM t AS q(v, k) renames the columns
         return None
-    if any(select is not stmt for select in stmt.find_all(exp.Select)):
+    if stmt.args.get("sample") or any(s is not stmt for s in stmt.find_all(exp.Select)):
         return None
-    return from_.this, where
+    return source, where
 
 
 def reads_subquery(stmt: exp.Delete | exp.Update) -> bool:
@@ -409,6 +413,9 @@ _STORED_AS = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}
 
 
 def _parameter_node(value: object) -> exp.Expression:
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar (np.int64, np.float64): its Python value,
+        # as db.insert takes it (a pandas frame's rows hold them)
     if value is None:
         return exp.Null()
     if isinstance(value, bool):

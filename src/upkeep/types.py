@@ -270,7 +270,7 @@ def parse_date(text: str) -> dt.date:
     is refused rather than held as 9999-12-31."""
     found = _DATE_TEXT.fullmatch(text)
     if found is None:
-        word = text.strip().lower()
+        word = text.strip(" \t\n\r\f\v").lower()  # ASCII spaces only, as DuckDB
         if word == "epoch":
             return dt.date(1970, 1, 1)
         if word in ("infinity", "-infinity", "+infinity"):

@@ -32,6 +32,7 @@ from ..sql import (
     unsupported,
 )
 from ..table import Table
+from ..topk import row_order
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
 from ..views import query_duckdb
 from .catalog import table_record
@@ -280,4 +281,5 @@ def _narrowed(db: Connection, stmt: exp.Expression) -> tuple[str, list[tuple]] |
     alias = (source.alias or name).lower()
     if not fixed_columns(table, where.this, alias):
         return None
-    return name, [r for r, w in candidates(db, table, where, alias).items() for _ in range(w)]
+    found = candidates(db, table, where, alias)  # an index's rows come in hash order:
+    return name, [r for r in sorted(found, key=row_order) for _ in range(found[r])]  # sorted
