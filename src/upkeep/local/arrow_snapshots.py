@@ -23,7 +23,7 @@ from ..views import duckdb_arrow
 
 Columns = list[tuple[str, SqlType]]
 
-#: the bytes of Arrow copies kept at most, over all tables
+#: the bytes of Arrow copies kept at most, over all relations
 BUDGET_BYTES = 256 * 2**20
 
 

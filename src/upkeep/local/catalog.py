@@ -119,7 +119,7 @@ class LocalCatalog(Catalog):
         # witness view -> output key -> its witnesses with multiplicities; built by the
         # first db.why on the view, then kept by a subscription to the witness view
         self._why_index: dict[str, dict[tuple, dict[tuple, int]]] = {}
-        self.snapshots = ArrowSnapshots()  # tables as Arrow, between ad-hoc queries
+        self.snapshots = ArrowSnapshots()  # relations as Arrow, between ad-hoc queries
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
