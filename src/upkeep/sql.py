@@ -497,16 +497,15 @@ def insert_template(stmt: exp.Expression, columns: list[tuple[str, SqlType]]
         return None
     tup = stmt.expression.expressions[0]
     items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
-    names = [n for n, _ in columns]
-    target = stmt.this
-    named = ([i.name.lower() for i in target.expressions] if isinstance(target, exp.Schema)
-             else names)
-    if len(named) != len(items) or len(set(named)) != len(named) or not set(named) <= set(names):
+    try:
+        positions = _named_positions(stmt, [n for n, _ in columns]) or range(len(columns))
+    except SchemaError:
         return None
-    slots: list[tuple[int | None, object]] = [(None, None)] * len(names)
+    if len(positions) != len(items):
+        return None
+    slots: list[tuple[int | None, object]] = [(None, None)] * len(columns)
     parameters = 0
-    for name, item in zip(named, items, strict=True):
-        column = names.index(name)
+    for column, item in zip(positions, items, strict=True):
         if isinstance(item, exp.Placeholder) and not item.this:
             slots[column] = (parameters, None)
             parameters += 1
@@ -556,6 +555,21 @@ def insert_target(stmt: exp.Insert) -> str:
     return (target.this.name if isinstance(target, exp.Schema) else target.name).lower()
 
 
+def _named_positions(stmt: exp.Insert, column_names: list[str]) -> list[int]:
+    """The positions of the columns an INSERT's column list names, in its order (empty
+    without a list); a SchemaError for a column the table lacks or one named twice."""
+    target = stmt.this
+    positions: list[int] = []
+    for ident in target.expressions if isinstance(target, exp.Schema) else ():
+        name = ident.name.lower()
+        if name not in column_names:
+            raise SchemaError(f"table {insert_target(stmt)} has no column {name}")
+        if column_names.index(name) in positions:
+            raise SchemaError(f"column {name} is named twice in the INSERT's column list")
+        positions.append(column_names.index(name))
+    return positions
+
+
 def insert_rows(stmt: exp.Insert, columns: list[tuple[str, SqlType]],
                 select: Callable[[exp.Expression], list[tuple]]) -> list[tuple]:
     """The full rows an INSERT adds: its VALUES, or ``select`` of its query, placed into
@@ -564,15 +578,7 @@ def insert_rows(stmt: exp.Insert, columns: list[tuple[str, SqlType]],
     and 3, ``1`` into a VARCHAR is ``'1'``; text that is no number is a SchemaError naming
     the row and column)."""
     column_names = [n for n, _ in columns]
-    target = stmt.this
-    positions = []
-    for ident in target.expressions if isinstance(target, exp.Schema) else ():
-        name = ident.name.lower()
-        if name not in column_names:
-            raise SchemaError(f"table {insert_target(stmt)} has no column {name}")
-        if column_names.index(name) in positions:
-            raise SchemaError(f"column {name} is named twice in the INSERT's column list")
-        positions.append(column_names.index(name))
+    positions = _named_positions(stmt, column_names)
     source = stmt.expression
     if isinstance(source, exp.Values):
         tuples = [tup.expressions if isinstance(tup, exp.Tuple) else [tup]
