@@ -8,6 +8,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import view_follows_duckdb
 
 import upkeep
@@ -110,6 +112,64 @@ def test_parameters_bind_in_the_order_of_the_text_as_duckdb_binds_them(sql, para
         con.execute("SELECT * FROM t").fetchall())
     select = "WITH x AS (SELECT ? AS v) SELECT v, ? FROM x"
     assert db.execute(select, [1, 2]).fetchall() == con.execute(select, [1, 2]).fetchall()
+
+
+@pytest.mark.parametrize(("sql", "params"), [
+    ("INSERT INTO t VALUES ($2, $1)", [(1, 2), (3, 4)]),
+    ("INSERT INTO t SELECT $1, $1 + $2", [(5, 1)]),
+    ("WITH x AS (SELECT $2 AS v) INSERT INTO t SELECT v, $1 FROM x", [(1, 2), (3, 4)]),
+    ("UPDATE t SET b = $1 WHERE a = $2", [(9, 2)]),
+])
+def test_numbered_parameters_bind_by_number_as_duckdb_binds_them(sql, params):
+    """``$n`` takes the n-th value wherever it stands (it bound in text order, as ``?``)."""
+    import duckdb
+
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER, b INTEGER)")
+        c.execute("INSERT INTO t VALUES (2, 0)")
+        c.execute(sql, list(params[0]))
+        c.executemany(sql, params)
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        con.execute("SELECT * FROM t").fetchall())
+    for select, values in [("SELECT $2, $1", [1, 2]), ("SELECT $1, $1 * 2", [5]),
+                           ("SELECT a FROM t WHERE b = $2 AND a = $1", [2, 9])]:
+        assert db.execute(select, values).fetchall() == con.execute(select, values).fetchall()
+
+
+@pytest.mark.parametrize(("sql", "params", "message"), [
+    ("SELECT $2", [1, 2], "no parameter \\$1"),
+    ("SELECT $2", [1], "has 2 parameters, got 1"),
+    ("SELECT $1, ?", [1, 2], "all \\? or all numbered"),
+    ("SELECT $name", [1], "not by name"),
+])
+def test_parameters_that_cannot_bind_are_named(sql, params, message):
+    db = upkeep.connect()
+    with pytest.raises(upkeep.SchemaError, match=message):
+        db.execute(sql, params)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.decimals(allow_nan=False, allow_infinity=False, places=None)
+       | st.decimals(min_value=-10**6, max_value=10**6, allow_nan=False, places=3))
+def test_a_decimal_parameter_is_typed_and_valued_as_duckdb_does(value):
+    """A Decimal binds as DECIMAL(width, scale) of its own digits (it bound as an
+    INTEGER without a fraction and as a DOUBLE in exponent form), a DOUBLE past 38."""
+    import duckdb
+
+    db, con = upkeep.connect(), duckdb.connect()
+    for sql in ("SELECT ?, typeof(?)", "SELECT CAST(? AS VARCHAR), ? * 3"):
+        assert db.execute(sql, [value, value]).fetchall() == con.execute(
+            sql, [value, value]).fetchall(), (sql, value)
+
+
+def test_an_integer_parameter_past_hugeint_is_refused():
+    db = upkeep.connect()
+    for value in (2**127, -2**127 - 1, 2**130):
+        with pytest.raises(upkeep.SchemaError, match="outside HUGEINT's range"):
+            db.execute("SELECT ?", [value])
+    assert db.execute("SELECT ?, ?", [2**127 - 1, -2**127]).fetchall() == [
+        (2**127 - 1, -2**127)]
 
 
 def test_parameters_with_a_cast_read_as_duckdb_reads_them():

@@ -159,6 +159,8 @@ def test_a_database_path_that_cannot_be_a_directory_is_a_storage_error(tmp_path,
     (lambda db: db.insert(None, [(1,)]), "table name must be a string"),
     (lambda db: db.delete(3, [(1,)]), "table name must be a string"),
     (lambda db: db.view(None), "view name must be a string"),
+    (lambda db: db.schema_of(None), "table or view name must be a string"),
+    (lambda db: db.schema_of(5), "table or view name must be a string"),
     (lambda db: db.create_view(5, "SELECT first FROM p"), "name and SQL as strings"),
     (lambda db: db.create_view(" ", "SELECT first FROM p"), "name must not be empty"),
 ])

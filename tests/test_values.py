@@ -184,6 +184,26 @@ def test_a_dataframe_holds_every_hugeint_exactly() -> None:
         assert list(frame.columns) == [d[0] for d in db.execute(sql).description]
 
 
+def test_a_dataframe_types_columns_with_nulls_as_duckdb_does() -> None:
+    """``df()``: an integer or BOOLEAN column holding a NULL is of pandas' nullable type,
+    so a BIGINT beyond 2**53 stays exact and the frame loads back into its table."""
+    ddl = ("CREATE TABLE t (i INTEGER, b BIGINT, s SMALLINT, t TINYINT, f BOOLEAN, "
+           "d DOUBLE, v VARCHAR)")
+    rows = "(1, 9007199254740993, 1, 1, true, 1.5, 'a'), (2, NULL, NULL, NULL, NULL, NULL, NULL)"
+    db, duck = upkeep.connect(), duckdb.connect()
+    for con in (db, duck):
+        con.execute(ddl)
+        con.execute(f"INSERT INTO t VALUES {rows}")
+    for sql in ("SELECT * FROM t ORDER BY i", "SELECT * FROM t WHERE i = 1"):
+        mine, theirs = db.execute(sql).df(), duck.execute(sql).df()
+        assert [str(t) for t in mine.dtypes] == [str(t) for t in theirs.dtypes], sql
+        assert mine.equals(theirs), sql
+    db.execute(ddl.replace("TABLE t", "TABLE u"))
+    db.insert("u", db.execute("SELECT * FROM t").df())
+    assert sorted(db.execute("SELECT * FROM u").fetchall(), key=repr) == sorted(
+        db.execute("SELECT * FROM t").fetchall(), key=repr)
+
+
 def test_arrow_columns_become_python_values_once_per_distinct_value() -> None:
     """Dates, timestamps and decimals are made once per distinct value of a chunk (and
     shared); every type gives what ``to_pylist`` gives, nulls and chunks included."""
@@ -433,6 +453,23 @@ def test_a_cast_to_decimal_checks_its_precision_as_duckdb_does(column, value) ->
     want = _duckdb_or_error(ddl, [(value,)], query)
     for strategy in STRATEGIES:
         assert _view_or_error(ddl, [(value,)], query, strategy) == want, strategy
+
+
+@pytest.mark.parametrize("spelling", ["DECIMAL(4)", "NUMERIC(10)", "DECIMAL(2)", "DECIMAL",
+                                      "NUMERIC"])
+def test_a_decimal_without_a_scale_is_typed_as_duckdb_types_it(spelling) -> None:
+    """DECIMAL(p) has scale 0 and a bare DECIMAL is DECIMAL(18,3), in tables and casts."""
+    duck = duckdb.connect()
+    duck.execute(f"CREATE TABLE d (x {spelling})")
+    duck.execute("INSERT INTO d VALUES (12)")
+    db = upkeep.connect()
+    db.execute(f"CREATE TABLE d (x {spelling})")
+    db.execute("INSERT INTO d VALUES (12)")
+    assert str(db.schema_of("d")[0][1]) == duck.execute("SELECT * FROM d").description[0][1]
+    assert db.execute("SELECT * FROM d").fetchall() == duck.execute("SELECT * FROM d").fetchall()
+    query = f"SELECT CAST(x AS {spelling}) AS c FROM d"
+    db.create_view("v", query)
+    assert db.view("v").rows() == duck.execute(query).fetchall()
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

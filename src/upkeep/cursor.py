@@ -57,18 +57,23 @@ class Cursor:
     fetch_arrow_table = arrow
 
     def df(self):
-        """The remaining rows as a pandas DataFrame.  A HUGEINT column holds Python ints
-        (exact, also beyond the 38 digits Arrow holds, where DuckDB's ``df()`` gives
-        floats); the other columns come through Arrow."""
-        rows = self.fetchall()
-        huge = [i for i, (_, typ) in enumerate(self._columns) if typ.kind == "HUGEINT"]
-        if not huge:
-            return to_arrow(self._columns, rows).to_pandas()
+        """The remaining rows as a pandas DataFrame, typed as DuckDB's ``df()`` types them:
+        an integer or BOOLEAN column holding a NULL is of pandas' nullable type (``Int64``,
+        ``boolean``), so its values stay exact (not floats with NaN); a HUGEINT column holds
+        Python ints (exact, also beyond the 38 digits Arrow holds, where DuckDB's ``df()``
+        gives floats); the other columns come through Arrow."""
         import pandas as pd
 
+        rows = self.fetchall()
+        huge = [i for i, (_, typ) in enumerate(self._columns) if typ.kind == "HUGEINT"]
         rest = [i for i in range(len(self._columns)) if i not in huge]
-        frame = to_arrow([self._columns[i] for i in rest],
-                         [tuple(r[i] for i in rest) for r in rows]).to_pandas()
+        table = to_arrow([self._columns[i] for i in rest],
+                         [tuple(r[i] for i in rest) for r in rows] if huge else rows)
+        frame = table.to_pandas()
+        nullable = _nullable_dtypes(pd)
+        for j, column in enumerate(table.columns):
+            if column.null_count and column.type in nullable:
+                frame.isetitem(j, column.to_pandas(types_mapper=nullable.get))
         for i in huge:
             frame.insert(i, self._columns[i][0], pd.Series([r[i] for r in rows], dtype=object),
                          allow_duplicates=True)
@@ -78,3 +83,14 @@ class Cursor:
 
     def close(self) -> None:
         self._rows = []
+
+
+def _nullable_dtypes(pd) -> dict[pa.DataType, object]:
+    """Arrow's integer and boolean types -> pandas' nullable dtypes of the same width."""
+    widths = {8: (pa.int8(), pa.uint8()), 16: (pa.int16(), pa.uint16()),
+              32: (pa.int32(), pa.uint32()), 64: (pa.int64(), pa.uint64())}
+    found: dict[pa.DataType, object] = {pa.bool_(): pd.BooleanDtype()}
+    for bits, (signed, unsigned) in widths.items():
+        found[signed] = getattr(pd, f"Int{bits}Dtype")()
+        found[unsigned] = getattr(pd, f"UInt{bits}Dtype")()
+    return found

@@ -426,10 +426,14 @@ def _parameter_node(value: object) -> exp.Expression:
         value = float(value)  # NaN and infinities bind as floating point, as in DuckDB
     if isinstance(value, float):  # a DOUBLE, as DuckDB binds it (0.1 is not DECIMAL 0.1)
         return exp.cast(exp.Literal.string(repr(value)), "DOUBLE")
-    if isinstance(value, (int, Decimal)):
+    if isinstance(value, Decimal):
+        return _decimal_parameter(value)
+    if isinstance(value, int):
+        if not -2**127 <= value < 2**127:
+            raise SchemaError(f"parameter {value}: outside HUGEINT's range (-2**127 to "
+                              "2**127 - 1), the widest integer upkeep holds")
         if value < 0:
-            magnitude = value.copy_abs() if isinstance(value, Decimal) else -value
-            return exp.Neg(this=exp.Literal.number(str(magnitude)))
+            return exp.Neg(this=exp.Literal.number(str(-value)))
         return exp.Literal.number(str(value))
     if isinstance(value, str):
         if not (value.isascii() or is_unicode(value)):
@@ -446,13 +450,41 @@ def _parameter_node(value: object) -> exp.Expression:
     raise SchemaError(f"unsupported parameter value {value!r}")
 
 
+def _decimal_parameter(value: Decimal) -> exp.Expression:
+    """A finite Decimal typed as DuckDB types one: DECIMAL(width, scale) of its own digits
+    (``Decimal('1.50')`` is DECIMAL(3,2), ``Decimal('1E+2')`` DECIMAL(3,0)), a DOUBLE
+    beyond 38 digits."""
+    _, digits, exponent = value.as_tuple()
+    scale = max(-exponent, 0)
+    width = len(digits) + max(exponent, 0)
+    if scale > width:  # 0.001: DECIMAL(4,3), as DuckDB makes it
+        width = scale + 1
+    if width > 38:
+        return exp.cast(exp.Literal.string(repr(float(value))), "DOUBLE")
+    return exp.cast(exp.Literal.string(format(value, "f")), f"DECIMAL({width},{scale})")
+
+
 def placeholder_order(stmt: exp.Expression) -> list[int]:
-    """For each ``?`` of ``stmt`` in the tree's depth-first order, its place in the
-    statement's text, where DuckDB numbers them: the tree holds an INSERT's or a SELECT's
-    CTEs after its query, the text before it (``WITH x AS (SELECT ? AS v) INSERT INTO t
-    SELECT v, ? FROM x`` bound its values the other way round)."""
+    """For each placeholder of ``stmt`` in the tree's depth-first order, the place of its
+    value among the parameters: a ``$n``'s is ``n - 1`` (it may appear more than once), a
+    ``?``'s is its place in the statement's text, where DuckDB numbers them: the tree holds
+    an INSERT's or a SELECT's CTEs after its query, the text before it (``WITH x AS (SELECT
+    ? AS v) INSERT INTO t SELECT v, ? FROM x`` bound its values the other way round).
+    Named parameters (``$name``, ``:name``) and ``$n`` mixed with ``?`` are a
+    :class:`SchemaError`: parameters are a sequence."""
+    nodes = [n for n in stmt.dfs() if isinstance(n, exp.Placeholder)]
+    names = [n.name for n in nodes if n.this]
+    if names:
+        named = next((name for name in names if not name.isdigit() or int(name) < 1), None)
+        if named is not None:
+            raise SchemaError(f"parameter ${named}: parameters are a sequence, bound to ? "
+                              "or to $1, $2, ... by number, not by name")
+        if len(names) < len(nodes):
+            raise SchemaError("a statement's parameters are all ? or all numbered ($1, "
+                              "$2, ...), not both")
+        return [int(n.name) - 1 for n in nodes]
     if stmt.find(exp.With) is None:  # the tree's depth-first order is the text's
-        return list(range(sum(1 for _ in stmt.find_all(exp.Placeholder))))
+        return list(range(len(nodes)))
     labelled = stmt.copy()
     nodes = [n for n in labelled.dfs() if isinstance(n, exp.Placeholder)]
     for i, node in enumerate(nodes):
@@ -470,13 +502,18 @@ def placeholder_order(stmt: exp.Expression) -> list[int]:
 
 def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None = None
                     ) -> exp.Expression:
-    """``stmt`` with its ``?`` placeholders replaced by ``params`` in the order of the
-    statement's text (``order``: :func:`placeholder_order` of ``stmt``, when it is bound
-    many times)."""
+    """``stmt`` with its placeholders replaced by ``params`` (``order``:
+    :func:`placeholder_order` of ``stmt``, when it is bound many times); every parameter
+    must be used, as DuckDB requires."""
     if order is None:
         order = placeholder_order(stmt)
-    if len(order) != len(params):
-        raise SchemaError(f"statement has {len(order)} parameters, got {len(params)}")
+    needed = max(order, default=-1) + 1
+    if needed != len(params):
+        raise SchemaError(f"statement has {needed} parameters, got {len(params)}")
+    unused = sorted(set(range(needed)).difference(order))
+    if unused:
+        raise SchemaError(f"statement has no parameter ${unused[0] + 1} of the {needed} "
+                          "given: every parameter must be used, as in DuckDB")
     stmt = stmt.copy()
     values = iter(params[place] for place in order)
     return stmt.transform(lambda n: literal(next(values)) if isinstance(n, exp.Placeholder) else n)

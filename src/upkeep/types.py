@@ -124,8 +124,9 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
     if kind == "DECIMAL":
         params = [int(p.this.this) if isinstance(p.this, exp.Literal) else int(p.name)
                   for p in node.expressions]
+        # DECIMAL alone is DECIMAL(18,3) and DECIMAL(p) is DECIMAL(p,0), as in DuckDB
         precision = params[0] if params else 18
-        scale = params[1] if len(params) > 1 else 3
+        scale = params[1] if len(params) > 1 else (0 if params else 3)
         if not 1 <= precision <= 38 or not 0 <= scale <= precision:
             raise SchemaError(f"column type {node.sql()}: a DECIMAL's width is 1 to 38 and "
                               "its scale 0 to the width (as in DuckDB)")

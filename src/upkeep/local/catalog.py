@@ -137,7 +137,7 @@ class LocalCatalog(Catalog):
 
     # ------------------------------------------------------------ lookups
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
-        name = name.lower()
+        name = _name(name, "table or view")
         if name in self.tables:
             return self.tables[name].columns
         if name in self.views:
