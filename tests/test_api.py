@@ -358,3 +358,59 @@ def test_a_view_over_a_view_keeps_rows_an_expression_makes_equal(inner, outer):
                          "INSERT INTO r VALUES (3, 1), (3, 2), (4, 7), (4, 7)",
                          f"CREATE VIEW v1 AS {inner}", f"CREATE VIEW v AS {outer}"],
                         ["INSERT INTO r VALUES (3, 5)", "DELETE FROM r WHERE b = 1"])
+
+
+STAR_QUERIES = [
+    "SELECT * EXCLUDE (a) FROM t",
+    "SELECT * REPLACE (a + 100 AS a) FROM t",
+    "SELECT * RENAME (a AS z) FROM t",
+    "SELECT t.* EXCLUDE (b), u.* RENAME (k AS uk) FROM t JOIN u ON t.a = u.k",
+    "SELECT * EXCLUDE (u.k) REPLACE (b || '!' AS b) FROM t JOIN u ON t.a = u.k",
+]
+
+
+@pytest.mark.parametrize("strategy", [None, "dyn", "general"])
+def test_star_exclude_replace_and_rename_as_duckdb(strategy):
+    """``* EXCLUDE / REPLACE / RENAME`` in views and in ad-hoc queries (views kept every
+    column unchanged; ``SELECT * ...`` was served from the table as it is)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+        c.execute("CREATE TABLE u (k INTEGER, w INTEGER)")
+    for i, sql in enumerate(STAR_QUERIES):
+        db.create_view(f"v{i}", sql, strategy=strategy)
+    for c in (db, con):
+        c.execute("INSERT INTO t VALUES (1, 'x'), (2, 'y')")
+        c.execute("INSERT INTO u VALUES (1, 10), (1, 11), (3, 30)")
+    for i, sql in enumerate(STAR_QUERIES):
+        want = con.execute(sql)
+        names = [d[0] for d in want.description]
+        rows = sorted(want.fetchall())
+        assert db.view(f"v{i}").columns == names, sql
+        assert sorted(db.view(f"v{i}").rows()) == rows, sql
+        mine = db.execute(sql)
+        assert [d[0] for d in mine.description] == names, sql
+        assert sorted(mine.fetchall()) == rows, sql
+    with pytest.raises(upkeep.SchemaError, match="EXCLUDE"):
+        db.create_view("bad", "SELECT * EXCLUDE (nope) FROM t", strategy=strategy)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM t AS q(p, r)", "SELECT * FROM t TABLESAMPLE 0%", "SELECT * FROM t LIMIT 50%",
+    "SELECT * FROM range(3)", "SELECT * FROM generate_series(1, 3) AS g(x)",
+])
+def test_select_star_forms_read_as_duckdb_reads_them(sql):
+    """``SELECT * FROM rel [LIMIT n]`` is served from the relation itself only as written
+    so: an alias renaming its columns, a sample, a percentage limit or a table function
+    went by it (the columns not renamed, every row, 50 rows, an unknown table ``''``)."""
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+        c.execute("INSERT INTO t VALUES (1, 'x'), (2, 'y'), (3, 'z'), (4, 'w')")
+    mine, want = db.execute(sql), con.execute(sql)
+    assert [d[0] for d in mine.description] == [d[0] for d in want.description]
+    assert sorted(mine.fetchall()) == sorted(want.fetchall())
+    db.execute(f"CREATE TABLE c AS {sql}")
+    con.execute(f"CREATE TABLE c AS {sql}")
+    assert sorted(db.execute("SELECT * FROM c").fetchall()) == sorted(
+        con.execute("SELECT * FROM c").fetchall())

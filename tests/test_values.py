@@ -472,6 +472,51 @@ def test_a_decimal_without_a_scale_is_typed_as_duckdb_types_it(spelling) -> None
     assert db.view("v").rows() == duck.execute(query).fetchall()
 
 
+@pytest.mark.parametrize("left, right, values, other", [
+    ("INTEGER", "DECIMAL(6,2)", ["1", "2", "2.50"], "s"),
+    ("DECIMAL(5,1)", "DECIMAL(6,2)", ["1.0", "2.5", "2.50"], "s"),
+    ("INTEGER", "BIGINT", ["1", "2", "3"], "s"),
+    # TIMESTAMPs at midnight (d even) and at ten (d odd) of the DATEs
+    ("DATE", "DATE", ["DATE '2020-01-02'", "DATE '2020-01-03'", "DATE '2020-01-02'"],
+     "(SELECT CAST(g AS TIMESTAMP) + d % 2 * INTERVAL 10 HOUR AS g, d FROM s)"),
+])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_join_of_columns_of_two_types_keeps_each_sides_value(left, right, values, other,
+                                                                strategy) -> None:
+    """An equality between columns of two types joins as DuckDB's ``=`` compares them, and
+    each side keeps its own value: the two columns were made one value (an INTEGER read
+    ``2.00`` from the DECIMAL it joined), and a DATE never met a TIMESTAMP at midnight.
+    Such an equality is no join key: a forced strategy that needs one refuses the view."""
+    ddl = [f"CREATE TABLE r (a {left}, c INTEGER)", f"CREATE TABLE s (g {right}, d INTEGER)"]
+    queries = [f"SELECT r.a, s.g, c, d FROM r JOIN {other} s ON r.a = s.g",
+               f"SELECT s.g, r.a, CAST(r.a AS VARCHAR) AS t FROM {other} s JOIN r ON r.a = s.g",
+               f"SELECT r.a, s.g FROM r LEFT JOIN {other} s ON r.a = s.g",
+               f"SELECT c FROM r WHERE a IN (SELECT g FROM {other} s)",
+               f"SELECT c FROM r WHERE NOT EXISTS (SELECT 1 FROM {other} s WHERE s.g = r.a)"]
+    duck, db = duckdb.connect(), upkeep.connect()
+    for con in (duck, db):
+        for statement in ddl:
+            con.execute(statement)
+    views = []
+    for i, query in enumerate(queries):
+        try:
+            db.create_view(f"v{i}", query, strategy=strategy)
+            views.append((f"v{i}", query))
+        except upkeep.StrategyError:
+            assert strategy is not None
+    assert strategy is not None or len(views) == len(queries)
+    batches = [[f"INSERT INTO r VALUES ({v}, {i})" for i, v in enumerate(values)],
+               [f"INSERT INTO s VALUES ({v}, {i})" for i, v in enumerate(values)],
+               ["DELETE FROM r WHERE c = 1", f"INSERT INTO s VALUES ({values[0]}, 8)"]]
+    for batch in batches:
+        for con in (duck, db):
+            for statement in batch:
+                con.execute(statement)
+        for name, query in views:
+            assert sorted(map(repr, db.view(name).rows())) == sorted(
+                map(repr, duck.execute(query).fetchall())), (name, query)
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_decimal_38_arithmetic_and_sums_keep_every_digit(strategy) -> None:
     """DECIMAL(38, s) values have more digits than Python's default decimal context (28):

@@ -278,15 +278,15 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     select: list[tuple[str, exp.Expression]] = []
     for proj in node.expressions:
         if isinstance(proj, exp.Star):  # USING / NATURAL columns once, from the left
-            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in scope.columns
-                          if (c.qualifier, c.name) not in hidden)
+            select.extend(_star_items(proj, [c for c in scope.columns
+                                             if (c.qualifier, c.name) not in hidden]))
             continue
         if isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star):
             q = proj.table.lower()
             cols = [c for c in scope.columns if c.qualifier == q]
             if not cols:
                 raise SchemaError(f"unknown table {q} in {proj.sql()}")
-            select.extend((c.name, exp.column(c.name, c.qualifier)) for c in cols)
+            select.extend(_star_items(proj.this, cols))
             continue
         expr = proj.this if isinstance(proj, exp.Alias) else proj
         _reject_subqueries(expr)
@@ -471,10 +471,11 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
 
 
 def _refuse_double_key(cond: exp.Expression, a: SqlType, b: SqlType) -> None:
-    """A subquery's key equality that DuckDB compares as DOUBLEs (:func:`compared_as_doubles`)."""
-    if compared_as_doubles(a, b):
-        raise UnsupportedError(f"{cond.sql()[:60]} compares {a.sql()} with {b.sql()} as "
-                               "DOUBLEs, which no semijoin key does")
+    """A subquery's key equality whose values do not meet by Python's equality as DuckDB's
+    do (:func:`matches_as_duckdb`)."""
+    if not matches_as_duckdb(a, b):
+        raise UnsupportedError(f"{cond.sql()[:60]} compares {a.sql()} with {b.sql()}, which "
+                               "DuckDB casts and no semijoin key does")
 
 
 def _reject_subqueries(node: exp.Expression) -> None:
@@ -579,6 +580,53 @@ def compared_as_doubles(a: SqlType, b: SqlType) -> bool:
     return (a.kind == "DOUBLE") != (b.kind == "DOUBLE") and a.is_numeric and b.is_numeric
 
 
+def _star_items(star: exp.Star, columns: list) -> list[tuple[str, exp.Expression]]:
+    """The select items a ``*`` stands for over ``columns`` (the scope's, in order), with
+    DuckDB's ``EXCLUDE (..)``, ``REPLACE (expr AS col, ..)`` and ``RENAME (col AS name,
+    ..)``; a column they name that the star does not cover is a :class:`SchemaError`,
+    as in DuckDB."""
+    def picked(ref: exp.Expression, clause: str) -> object:
+        column = ref.this if isinstance(ref, exp.Alias) else ref
+        if not isinstance(column, exp.Column):  # REPLACE names its column by the alias
+            column = exp.column(ref.alias)
+        found = [c for c in columns if c.name == column.name.lower() and (
+            not column.table or c.qualifier == column.table.lower())]
+        if not found:
+            raise SchemaError(f"column {column.sql()} in the * {clause} list is not among "
+                              "the columns the * stands for")
+        return found[0]
+
+    excluded = {id(picked(ref, "EXCLUDE")) for ref in star.args.get("except_") or ()}
+    replaced = {id(picked(alias, "REPLACE")): alias.this
+                for alias in star.args.get("replace") or ()}
+    for expression in replaced.values():
+        _reject_subqueries(expression)
+    renamed = {id(picked(alias, "RENAME")): alias.alias
+               for alias in star.args.get("rename") or ()}
+    return [(renamed.get(id(c), c.name),
+             replaced[id(c)].copy() if id(c) in replaced else exp.column(c.name, c.qualifier))
+            for c in columns if id(c) not in excluded]
+
+
+def matches_as_duckdb(a: SqlType, b: SqlType) -> bool:
+    """Whether values of types ``a`` and ``b`` are equal in Python exactly when DuckDB's
+    ``=`` holds, so the equality can match a semijoin's keys: integers and DECIMALs of any
+    scale (``Decimal('2.00') == 2``), or two values of one kind; not a DOUBLE against
+    another number (:func:`compared_as_doubles`), a DATE against a TIMESTAMP (DuckDB takes
+    the date at midnight) or text against a number (DuckDB casts the text)."""
+    if a.is_numeric and b.is_numeric:
+        return not compared_as_doubles(a, b)
+    return a.kind == b.kind
+
+
+def joins_as_key(a: SqlType, b: SqlType) -> bool:
+    """Whether an equality of columns of types ``a`` and ``b`` can key a join, whose two
+    columns become one value: they must match as DuckDB's ``=`` does and either value
+    stand for both, so of one type (integers of any width): an INTEGER joined to a
+    DECIMAL(6,2) would read ``2.00`` for the INTEGER."""
+    return a == b or (a.is_integer and b.is_integer)
+
+
 def analyse_joins(block: Block) -> JoinAnalysis:
     local: list[list[exp.Expression]] = [[] for _ in block.atoms]
     equalities: list[tuple[int, int]] = []
@@ -590,8 +638,8 @@ def analyse_joins(block: Block) -> JoinAnalysis:
                 cond.this, exp.Column) and isinstance(cond.expression, exp.Column):
             a = block.scope.resolve(cond.this)
             b = block.scope.resolve(cond.expression)
-            if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot) and not (
-                    compared_as_doubles(a.type, b.type)):
+            if atom_of_slot(block, a.slot) != atom_of_slot(block, b.slot) and joins_as_key(
+                    a.type, b.type):
                 equalities.append((a.slot, b.slot))
                 if isinstance(cond, exp.NullSafeEQ):
                     null_safe.add((a.slot, b.slot))

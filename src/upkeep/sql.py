@@ -567,10 +567,16 @@ def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
     """``SELECT * FROM rel [LIMIT n]``: served directly from the relation (enumeration)."""
     if not isinstance(stmt, exp.Select):
         return None
-    if len(stmt.expressions) != 1 or not isinstance(stmt.expressions[0], exp.Star):
+    star = stmt.expressions[0] if len(stmt.expressions) == 1 else None
+    if not isinstance(star, exp.Star) or any(star.args.values()):  # * EXCLUDE (..) etc.
         return None
     from_ = stmt.args.get("from_") or stmt.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
+        return None
+    source = from_.this
+    alias = source.args.get("alias")
+    if not isinstance(source.this, exp.Identifier) or source.args.get("sample") or (
+            alias is not None and alias.columns):  # range(3), a sample, AS q(v, k)
         return None
     for key, value in stmt.args.items():
         if key in ("expressions", "from_", "from", "limit") or not value:
@@ -580,8 +586,9 @@ def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
     n = None
     if limit is not None:
         lit = limit.expression
-        if not (isinstance(lit, exp.Literal) and lit.this.isdigit()):
-            return None
+        if not (isinstance(lit, exp.Literal) and lit.this.isdigit()) or any(
+                limit.args.get(key) for key in limit.args if key != "expression"):
+            return None  # LIMIT 5% and the like
         n = int(lit.this)
     return from_.this.name.lower(), n
 

@@ -19,7 +19,7 @@ from sqlglot import exp
 from ..duckdb_scratch import scratch
 from ..errors import UnsupportedError
 from ..expressions import ExpressionCompiler, column_refs
-from ..plan import Block, _bind_select, compared_as_doubles
+from ..plan import Block, _bind_select, joins_as_key
 from ..types import SqlType, type_from_name
 
 
@@ -234,9 +234,8 @@ def _bind_rule(head: str, branch: exp.Select, columns: list[tuple[str, SqlType]]
                 and isinstance(cond.expression, exp.Column)):
             a = block.scope.resolve(cond.this)
             b = block.scope.resolve(cond.expression)
-            # a key: Python's exact equality, unless DuckDB compares them as DOUBLEs
-            if a.type.is_numeric == b.type.is_numeric and not compared_as_doubles(a.type,
-                                                                                 b.type):
+            # a key where Python's exact equality is DuckDB's and one value serves both
+            if joins_as_key(a.type, b.type):
                 equalities.append((a.slot, b.slot))
                 continue
         slots = frozenset(block.scope.resolve(c).slot for c in column_refs(cond))
