@@ -414,3 +414,20 @@ def test_select_star_forms_read_as_duckdb_reads_them(sql):
     con.execute(f"CREATE TABLE c AS {sql}")
     assert sorted(db.execute("SELECT * FROM c").fetchall()) == sorted(
         con.execute("SELECT * FROM c").fetchall())
+
+
+def test_dict_rows_find_columns_whatever_their_case_as_frames_do():
+    """A dict row's keys name columns as SQL names them (``"Col A"`` is column ``col a``),
+    as a DataFrame's and an Arrow table's column names do; a key given twice in two cases
+    is refused, not one of them dropped."""
+    db = upkeep.connect()
+    db.execute('CREATE TABLE m ("Col A" INTEGER, Name VARCHAR)')
+    db.insert("m", [{"Col A": 1, "Name": "dict"}, {"col a": 2, "NAME": "lower"}])
+    db.insert("m", pd.DataFrame({"Col A": [3], "Name": ["frame"]}))
+    assert sorted(db.execute("SELECT * FROM m").fetchall()) == [
+        (1, "dict"), (2, "lower"), (3, "frame")]
+    with pytest.raises(upkeep.SchemaError, match="unknown or repeated columns"):
+        db.insert("m", [{"Col A": 4, "col a": 5, "name": "twice"}])
+    with pytest.raises(upkeep.SchemaError, match="unknown or repeated columns"):
+        db.insert("m", [{"nope": 4}])
+    assert len(db.execute("SELECT * FROM m").fetchall()) == 3

@@ -66,8 +66,9 @@ class ViewHandle(ABC):
 
     def looked_up(self, row: object) -> tuple:
         """``row`` as the tuple :meth:`count` looks up (any iterable of values but a
-        string); a :class:`SchemaError` for what cannot be a row (a row of the wrong
-        length or types is simply not there)."""
+        string); a :class:`SchemaError` for what cannot be a row of the view (not a
+        sequence, or of another length than its columns; a row of other types is simply
+        not there)."""
         try:
             if isinstance(row, (str, bytes)):
                 raise TypeError
@@ -77,6 +78,9 @@ class ViewHandle(ABC):
         except TypeError as exc:
             raise SchemaError(f"a row of view {self.name} is a tuple of its column values, "
                               f"not {row!r}: {str(exc) or type(row).__name__}"[:200]) from None
+        if len(row) != len(self.columns):
+            raise SchemaError(f"a row of view {self.name} has {len(self.columns)} values, "
+                              f"not {len(row)}: {row!r}"[:200], row)
         return row
 
     @abstractmethod

@@ -64,10 +64,17 @@ def expand_grouping_sets(select: exp.Expression,
         return select
     if types is None or len(types) != len(universe):
         return select
-    blocks = [_block(select, s, universe, types) for s in sets]
+    # the CTEs (a WITH RECURSIVE too) go before the whole union, not into each block
+    key = "with_" if "with_" in select.args else "with"  # the name by sqlglot's version
+    ctes = select.args.get(key)
+    bare = select.copy()
+    bare.set(key, None)
+    blocks = [_block(bare, s, universe, types) for s in sets]
     union = blocks[0]
     for block in blocks[1:]:
         union = exp.Union(this=union, expression=block, distinct=False)
+    if ctes is not None:
+        union.set(key, ctes.copy())
     return union
 
 

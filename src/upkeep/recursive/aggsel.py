@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..expressions import nan_order
+
 
 @dataclass(frozen=True)
 class SelectionSpec:
@@ -34,10 +36,13 @@ class SelectionSpec:
 
 
 def _better(a: object, b: object, kind: str) -> bool:
+    """Whether ``a`` beats ``b`` for MIN / MAX, ordered as DuckDB orders them: NULL never
+    wins, and NaN is above every number (Python's ``<`` is False for it either way)."""
     if a is None:
         return False
     if b is None:
         return True
+    a, b = nan_order(a), nan_order(b)
     return a < b if kind == "min" else a > b
 
 

@@ -139,7 +139,12 @@ def _program_sql(with_: exp.With, ordered: list[str], target: str) -> str:
 def _cte_schemas(with_: exp.With, ordered: list[str], bodies: dict[str, exp.CTE],
                  schema_of) -> dict[str, list[tuple[str, SqlType]]]:
     """Column names and types of each CTE as DuckDB types them (the oracle's own typing)."""
-    tables = {t.name.lower() for c in ordered for t in bodies[c].this.find_all(exp.Table)}
+    read = [t for c in ordered for t in bodies[c].this.find_all(exp.Table)]
+    for t in read:
+        if not isinstance(t.this, exp.Identifier):  # generate_series(1, 2), range(3)
+            raise UnsupportedError(f"table function {t.this.sql(dialect='duckdb')[:60]} in "
+                                   "a recursive CTE")
+    tables = {t.name.lower() for t in read}
     nested = {n.alias_or_name.lower() for c in ordered for n in bodies[c].this.find_all(exp.CTE)}
     tables -= set(bodies) | nested  # a WITH inside a CTE's body names no table
     with scratch() as con:
