@@ -158,9 +158,15 @@ def test_a_decimal_parameter_is_typed_and_valued_as_duckdb_does(value):
     import duckdb
 
     db, con = upkeep.connect(), duckdb.connect()
+
+    def outcome(run, sql):  # the rows, or that it failed (an overflow, on both)
+        try:
+            return run(sql, [value, value]).fetchall()
+        except (upkeep.Error, duckdb.Error):
+            return "error"
+
     for sql in ("SELECT ?, typeof(?)", "SELECT CAST(? AS VARCHAR), ? * 3"):
-        assert db.execute(sql, [value, value]).fetchall() == con.execute(
-            sql, [value, value]).fetchall(), (sql, value)
+        assert outcome(db.execute, sql) == outcome(con.execute, sql), (sql, value)
 
 
 def test_an_integer_parameter_past_hugeint_is_refused():
@@ -315,7 +321,8 @@ def test_membership_is_a_lookup_on_dynamic_yannakakis_aggregates(db, monkeypatch
         assert row in db.view("g") and db.view("g").count(row) == 1
         assert (*row[:-1], row[-1] + 1000) not in db.view("g")  # another aggregate value
     assert (None,) * len(expected[0]) not in db.view("g")
-    assert () not in db.view("g")
+    with pytest.raises(upkeep.SchemaError, match="values, not 0"):  # not a row of it
+        assert () in db.view("g")
 
 
 def test_drop_refuses_while_dependents_exist(db):
