@@ -80,7 +80,13 @@ def test_bulk_load_then_changes(spark, tmp_path) -> None:
                              "day": [r[2] for r in ords],
                              "price": pa.array([r[3] for r in ords], pa.decimal128(12, 2))}), path)
     remote.load("orders", str(path))
-    remote.load("customers", spark.createDataFrame(cust, "ck int, segment string, nation int"))
+    with pytest.raises(upkeep.SchemaError, match="takes a Spark DataFrame"):
+        remote.load("customers", cust)  # a list of tuples: db.insert's, not a load's
+    # an Arrow table (and a pandas frame) become a Spark DataFrame on the driver: they
+    # were a raw AttributeError
+    remote.load("customers", pa.table({
+        "ck": pa.array([c[0] for c in cust], pa.int32()), "segment": [c[1] for c in cust],
+        "nation": pa.array([c[2] for c in cust], pa.int32())}))
     local.insert("orders", ords)
     local.insert("customers", cust)
     assert_same(local, remote)

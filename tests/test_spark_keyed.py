@@ -454,10 +454,12 @@ def test_bad_statements_loads_and_closes_are_upkeep_errors_and_change_nothing(
                               "d decimal(6,2), extra int"): "extra, which the table lacks",
         spark.createDataFrame([(1, "a", Decimal("123456.50"))], "k int, s string, "
                               "d decimal(20,2)"): r"does not fit DECIMAL\(6,2\)",
+        "a pandas frame": "extra, which the table lacks",
     }
+    frame = pd.DataFrame({"k": [1], "s": ["a"], "d": [Decimal("1.00")], "extra": [5]})
     for data, message in loads.items():
         with pytest.raises(upkeep.SchemaError, match=message):
-            db.load("t", data)
+            db.load("t", frame if data == "a pandas frame" else data)
     db.insert("t", [(1, "abc", Decimal("1.00")), (2, "7", Decimal("2.00"))])
     for sql in ("DELETE FROM t WHERE CAST(s AS INTEGER) = 7",
                 "UPDATE t SET s = 'x' WHERE CAST(s AS INTEGER) = 7"):

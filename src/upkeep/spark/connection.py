@@ -40,7 +40,7 @@ from typing import TypeVar
 
 import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
@@ -568,9 +568,10 @@ class SparkConnection(Engine):
                 "gets": total("rocksdbGetCount"), "puts": total("rocksdbPutCount"),
                 "batch_ms": int(progress["durationMs"].get("triggerExecution", 0))}
 
-    def load(self, table: str, data: DataFrame | str) -> None:
-        """Bulk-load rows into a table (a Spark DataFrame, or a Parquet path) before the
-        first change: the shards' state is built from them by Spark, not row by row.
+    def load(self, table: str, data) -> None:
+        """Bulk-load rows into a table (a Spark DataFrame, a Parquet path, or a pandas
+        DataFrame or Arrow table, made a Spark DataFrame on the driver) before the first
+        change: the shards' state is built from them by Spark, not row by row.
 
         The executors copy the rows into ``<directory>/loads/<table>/`` (Parquet, renamed
         into place when whole), so they are part of the database: a connection opened
@@ -589,6 +590,8 @@ class SparkConnection(Engine):
         try:
             if isinstance(data, (str, os.PathLike)):
                 data = self.spark.read.parquet(str(data))
+            elif not isinstance(data, DataFrame):
+                data = self._driver_frame(table, data)
             extra = sorted({c.lower() for c in data.columns} - set(names))
             if extra:
                 raise SchemaError(f"bulk load of table {table}: the rows have column(s) "
@@ -620,6 +623,22 @@ class SparkConnection(Engine):
         return {table: sum(pq.ParquetFile(f).metadata.num_rows
                            for part in self._load_parts(table) for f in part.glob("*.parquet"))
                 for table in self._catalog.tables}
+
+    def _driver_frame(self, table: str, data) -> DataFrame:
+        """A pandas DataFrame or an Arrow table given to :meth:`load`, as a Spark
+        DataFrame; anything else is a :class:`SchemaError` naming what load takes."""
+        import pandas as pd
+        import pyarrow as pa
+
+        if not isinstance(data, (pd.DataFrame, pa.Table)):
+            raise SchemaError(f"bulk load of table {table} takes a Spark DataFrame, a "
+                              f"Parquet path, a pandas DataFrame or an Arrow table, not "
+                              f"{type(data).__name__}")
+        try:
+            return self.spark.createDataFrame(data)
+        except (ValueError, TypeError, PySparkException) as exc:  # a column Spark cannot type
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SchemaError(f"bulk load of table {table}: {first[:500]}") from None
 
     def _snapshots(self) -> dict[str, DataFrame]:
         """Each declared table's bulk-loaded rows, all its loads in order."""
