@@ -517,6 +517,19 @@ def test_a_join_of_columns_of_two_types_keeps_each_sides_value(left, right, valu
                 map(repr, duck.execute(query).fetchall())), (name, query)
 
 
+def test_decimals_of_one_scale_join_by_key_whatever_their_width() -> None:
+    """A LEFT JOIN's padded side and a SUM are DECIMAL(38, s): joined to a DECIMAL(10, s)
+    column they are still keyed (they became a residual predicate, so not free-connex)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE a (x DECIMAL(10,2), p INTEGER)")
+    db.execute("CREATE TABLE b (y DECIMAL(10,2), q INTEGER)")
+    db.create_view("s", "SELECT p, SUM(x) AS total FROM a GROUP BY p")
+    for name, sql in [("l", "SELECT a.p, b.q FROM a LEFT JOIN b ON a.x = b.y"),
+                      ("j", "SELECT s.p, b.q, s.total FROM s JOIN b ON s.total = b.y")]:
+        db.create_view(name, sql, strategy="dyn")
+        assert "free-connex" in db.explain(name), name
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_decimal_38_arithmetic_and_sums_keep_every_digit(strategy) -> None:
     """DECIMAL(38, s) values have more digits than Python's default decimal context (28):

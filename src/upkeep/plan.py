@@ -622,9 +622,14 @@ def matches_as_duckdb(a: SqlType, b: SqlType) -> bool:
 def joins_as_key(a: SqlType, b: SqlType) -> bool:
     """Whether an equality of columns of types ``a`` and ``b`` can key a join, whose two
     columns become one value: they must match as DuckDB's ``=`` does and either value
-    stand for both, so of one type (integers of any width): an INTEGER joined to a
+    stand for both, so of one type but for the width (integers of any width, DECIMALs of
+    one scale: a padded side or a SUM is a DECIMAL(38, s)): an INTEGER joined to a
     DECIMAL(6,2) would read ``2.00`` for the INTEGER."""
-    return a == b or (a.is_integer and b.is_integer)
+    if a.is_integer and b.is_integer:
+        return True
+    if a.kind == "DECIMAL" and b.kind == "DECIMAL":
+        return a.scale == b.scale
+    return a == b
 
 
 def analyse_joins(block: Block) -> JoinAnalysis:
