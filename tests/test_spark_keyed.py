@@ -485,6 +485,30 @@ def test_bad_statements_loads_and_closes_are_upkeep_errors_and_change_nothing(
     again.close()
 
 
+def test_an_evaluation_error_names_its_view_as_on_one_machine(spark, tmp_path) -> None:
+    """A batch a view cannot evaluate is rejected with the view named (``view`` and the
+    message), in a view's filter and in its later steps, as the local engine names it (it
+    was ``view=None``)."""
+    views = {"ratio": "SELECT k, 100 // (q - 5) AS r FROM t",
+             "picky": "SELECT k FROM t WHERE 10 // (q - 6) > 0",
+             "per_q": "SELECT q, SUM(100 // (k - 3)) AS s FROM t GROUP BY q"}
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path / "db")
+    local = upkeep.connect()
+    for con in (db, local):
+        con.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, q INTEGER)")
+        for name, sql in views.items():
+            con.create_view(name, sql)
+        con.insert("t", [(1, 1)])
+    for row, view in [((2, 5), "ratio"), ((2, 6), "picky"), ((3, 1), "per_q")]:
+        for con in (db, local):
+            with pytest.raises(upkeep.EvaluationError, match=f"^view {view}: division") as err:
+                con.insert("t", [row])
+            assert err.value.view == view
+    assert db.view("ratio").rows() == [(1, -25)]
+    db.close()
+
+
 def test_statement_dml_needs_keyed_state(spark, tmp_path) -> None:
     db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
     db.execute(TABLES)

@@ -67,7 +67,7 @@ from sqlglot import exp
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
-from ..errors import ConstraintError, Error, SchemaError
+from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..expressions import ExpressionCompiler
 from ..hashing import key_hash
 from ..outer_joins import rewrite_outer_joins
@@ -940,17 +940,20 @@ def route_changes(layout: KeyedLayout, catalog: dict, views: list[CompiledView],
     readers: dict[str, list[tuple]] = {}
     for v in views:
         for i, atom in enumerate(v.block.atoms):
-            readers.setdefault(atom.relation, []).append((v, i))
+            readers.setdefault(atom.relation, []).append((v, i, v.name))
         for sub in v.subqueries:
-            readers.setdefault(sub.relation, []).append((sub, RIGHT))
+            readers.setdefault(sub.relation, []).append((sub, RIGHT, v.name))
     out = []
     try:
         for table, row, weight in changes:
             i = index[table]
             out.append(record(i, table_key(catalog, i, row, layout.buckets), LEFT,
                               pickle.dumps(row, protocol=5), weight, join=False))
-            for reader, slot in readers.get(table, ()):
-                out += reach(reader, slot, row, weight)
+            for reader, slot, view in readers.get(table, ()):
+                try:
+                    out += reach(reader, slot, row, weight)
+                except EvaluationError as exc:  # a filter of ``view``: said of it
+                    raise exc.in_view(view) from None
     except Error as exc:
         raise BatchRejected(exc.to_record()) from None
     return out
@@ -1140,11 +1143,19 @@ class KeyedStep(StatefulProcessor):
         try:
             out = [o for k, columns in keys.items() for o in self._step(step, k, columns)]
         except Error as exc:
-            raise BatchRejected(exc.to_record()) from None
+            raise self.rejected(exc, step) from None
         finally:
             self.prefetched = None
         for r in partial_aggregates(out, self.finals):
             yield Row(step=r[0], group=r[1], key=r[2], side=r[3], row=r[4], weight=r[5])
+
+    def rejected(self, exc: Error, step: int) -> BatchRejected:
+        """A step's error as its micro-batch's rejection; an evaluation error said of the
+        view it arose in (``view`` set, the message starting with it), as the local
+        engine says it."""
+        if isinstance(exc, EvaluationError) and step in self.by_step:
+            exc = exc.in_view(self.by_step[step][0].name)
+        return BatchRejected(exc.to_record())
 
     def _step(self, step: int, key: int, frame: dict[str, list]) -> list[tuple]:
         self.current = (step, key)
@@ -1657,7 +1668,7 @@ def build_partition(layout: KeyedLayout, catalog: dict, level: int,
         try:
             produced = step._step(s, k, rows)
         except Error as exc:
-            raise BatchRejected(exc.to_record()) from None
+            raise step.rejected(exc, s) from None
         out += [(RECORD, *r) for r in partial_aggregates(produced, step.finals)]
         for kind, log in ((LEFT_STATE, sides[LEFT]), (RIGHT_STATE, sides[RIGHT])):
             if log.entries:
