@@ -373,6 +373,8 @@ STAR_QUERIES = [
     "SELECT * RENAME (a AS z) FROM t",
     "SELECT t.* EXCLUDE (b), u.* RENAME (k AS uk) FROM t JOIN u ON t.a = u.k",
     "SELECT * EXCLUDE (u.k) REPLACE (b || '!' AS b) FROM t JOIN u ON t.a = u.k",
+    "SELECT * EXCLUDE (b) FROM t JOIN x USING (a)",  # both b: only the first went
+    "SELECT * REPLACE (d AS a, a AS d) FROM x",  # by the alias: a bare column went by itself
 ]
 
 
@@ -384,11 +386,13 @@ def test_star_exclude_replace_and_rename_as_duckdb(strategy):
     for c in (db, con):
         c.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
         c.execute("CREATE TABLE u (k INTEGER, w INTEGER)")
+        c.execute("CREATE TABLE x (a INTEGER, b VARCHAR, d INTEGER)")
     for i, sql in enumerate(STAR_QUERIES):
         db.create_view(f"v{i}", sql, strategy=strategy)
     for c in (db, con):
         c.execute("INSERT INTO t VALUES (1, 'x'), (2, 'y')")
         c.execute("INSERT INTO u VALUES (1, 10), (1, 11), (3, 30)")
+        c.execute("INSERT INTO x VALUES (1, 'p', 7), (2, 'q', 8)")
     for i, sql in enumerate(STAR_QUERIES):
         want = con.execute(sql)
         names = [d[0] for d in want.description]

@@ -583,26 +583,24 @@ def compared_as_doubles(a: SqlType, b: SqlType) -> bool:
 def _star_items(star: exp.Star, columns: list) -> list[tuple[str, exp.Expression]]:
     """The select items a ``*`` stands for over ``columns`` (the scope's, in order), with
     DuckDB's ``EXCLUDE (..)``, ``REPLACE (expr AS col, ..)`` and ``RENAME (col AS name,
-    ..)``; a column they name that the star does not cover is a :class:`SchemaError`,
-    as in DuckDB."""
-    def picked(ref: exp.Expression, clause: str) -> object:
-        column = ref.this if isinstance(ref, exp.Alias) else ref
-        if not isinstance(column, exp.Column):  # REPLACE names its column by the alias
-            column = exp.column(ref.alias)
-        found = [c for c in columns if c.name == column.name.lower() and (
+    ..)``: a name without a table names every column of that name the star covers (both
+    ``b`` of a join), and REPLACE names its column by the alias, whatever the expression; a
+    column they name that the star does not cover is a :class:`SchemaError`, as in DuckDB."""
+    def picked(column: exp.Column, clause: str) -> list[int]:
+        found = [id(c) for c in columns if c.name == column.name.lower() and (
             not column.table or c.qualifier == column.table.lower())]
         if not found:
             raise SchemaError(f"column {column.sql()} in the * {clause} list is not among "
                               "the columns the * stands for")
-        return found[0]
+        return found
 
-    excluded = {id(picked(ref, "EXCLUDE")) for ref in star.args.get("except_") or ()}
-    replaced = {id(picked(alias, "REPLACE")): alias.this
-                for alias in star.args.get("replace") or ()}
+    excluded = {i for ref in star.args.get("except_") or () for i in picked(ref, "EXCLUDE")}
+    replaced = {i: alias.this for alias in star.args.get("replace") or ()
+                for i in picked(exp.column(alias.alias), "REPLACE")}
     for expression in replaced.values():
         _reject_subqueries(expression)
-    renamed = {id(picked(alias, "RENAME")): alias.alias
-               for alias in star.args.get("rename") or ()}
+    renamed = {i: alias.alias for alias in star.args.get("rename") or ()
+               for i in picked(alias.this, "RENAME")}
     return [(renamed.get(id(c), c.name),
              replaced[id(c)].copy() if id(c) in replaced else exp.column(c.name, c.qualifier))
             for c in columns if id(c) not in excluded]
