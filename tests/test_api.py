@@ -442,3 +442,30 @@ def test_dict_rows_find_columns_whatever_their_case_as_frames_do():
     with pytest.raises(upkeep.SchemaError, match="unknown or repeated columns"):
         db.insert("m", [{"nope": 4}])
     assert len(db.execute("SELECT * FROM m").fetchall()) == 3
+
+
+def test_bound_parameters_are_read_without_asking_duckdb(monkeypatch):
+    """A Decimal, float or date parameter's cast is read by the compiler, not folded by
+    DuckDB (~0.6 ms a statement: a Decimal parameter's DECIMAL cast was), with the values
+    DuckDB gives the same statement."""
+    from upkeep.expressions import ExpressionCompiler
+
+    folded = []
+    fold = ExpressionCompiler._fold
+    monkeypatch.setattr(ExpressionCompiler, "_fold",
+                        lambda self, node: folded.append(node.sql()) or fold(self, node))
+    ddl = "CREATE TABLE t (k INTEGER, d DECIMAL(10,2), x DOUBLE, day DATE)"
+    update = "UPDATE t SET d = d + ?, x = x * ?, day = ? WHERE k = ? AND d > ?"
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute(ddl)
+    db.insert("t", [(1, Decimal("1.00"), 1.0, dt.date(2020, 1, 1))])
+    con.execute("INSERT INTO t VALUES (1, 1.00, 1.0, DATE '2020-01-01')")
+    for params in ([Decimal("2.50"), 0.5, dt.date(2021, 1, 1), 1, Decimal("-0.00")],
+                   [Decimal("-3.505"), 2.0, dt.date(2022, 2, 2), 1, Decimal("0.001")],
+                   [Decimal("1E+2"), 1.5, dt.date(2023, 3, 3), 1, Decimal("-12345678901")]):
+        for c in (db, con):
+            c.execute(update, params)
+        assert db.execute("SELECT * FROM t").fetchall() == con.execute(
+            "SELECT * FROM t").fetchall(), params
+    assert folded == []

@@ -681,6 +681,8 @@ def bound_parameter(node: exp.Expression) -> tuple[object, SqlType] | None:
     if not (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal)
             and node.this.is_string):
         return None
+    if node.to.this == exp.DataType.Type.DECIMAL:
+        return _bound_decimal(node.this.this, node.to)
     found = _BOUND_TEXT.get(node.to.this.name)
     if found is None or not found[0].fullmatch(node.this.this):
         return None
@@ -688,6 +690,24 @@ def bound_parameter(node: exp.Expression) -> tuple[object, SqlType] | None:
         return found[1](node.this.this), found[2]
     except ValueError:  # 2021-02-30: DuckDB's error, from _fold
         return None
+
+
+def _bound_decimal(text: str, to: exp.DataType) -> tuple[Decimal, SqlType] | None:
+    """A Decimal parameter's cast as :func:`upkeep.sql.literal` writes it
+    (``CAST('1.50' AS DECIMAL(3,2))``: its digits, at the cast's scale and within its
+    width), read without DuckDB; other text is DuckDB's to cast."""
+    m = _DECIMAL_TEXT.fullmatch(text)
+    if m is None:
+        return None
+    typ = type_from_sqlglot(to)
+    whole, fraction = m.group(1), m.group(2) or ""
+    if len(fraction) != typ.scale or len(whole.lstrip("0")) > typ.precision - typ.scale:
+        return None
+    value = Decimal(text)
+    return (value.copy_abs() if not value else value), typ  # a zero has no sign
+
+
+_DECIMAL_TEXT = re.compile(r"-?(\d+)(?:\.(\d+))?", re.ASCII)
 
 
 @functools.lru_cache(maxsize=4096)

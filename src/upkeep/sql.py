@@ -371,7 +371,7 @@ def constant(node: exp.Expression) -> object:
         return value.copy_negate() if isinstance(value, Decimal) and value else -value
     if isinstance(node, exp.Boolean):
         return bool(node.this)
-    bound = bound_parameter(node)  # a float, date or datetime parameter (literal below)
+    bound = bound_parameter(node)  # a float, decimal, date or datetime parameter
     if bound is not None:
         return bound[0]
     if any(True for _ in node.find_all(exp.Column)):
