@@ -329,18 +329,26 @@ def single_table_select(stmt: exp.Expression) -> tuple[exp.Table, exp.Where] | N
     if not isinstance(stmt, exp.Select) or stmt.args.get("joins") or stmt.args.get("with"):
         return None
     where = stmt.args.get("where")
-    from_ = stmt.args.get("from_") or stmt.args.get("from")
-    if where is None or from_ is None or not isinstance(from_.this, exp.Table):
-        return None
-    source = from_.this
-    if not isinstance(source.this, exp.Identifier) or source.args.get("sample"):
-        return None  # a sample is drawn before the WHERE: from the whole table
-    alias = source.args.get("alias")
-    if alias is not None and alias.columns:  # FROM t AS q(v, k) renames the columns
+    source = _plain_table(stmt)
+    if where is None or source is None:
         return None
     if stmt.args.get("sample") or any(s is not stmt for s in stmt.find_all(exp.Select)):
         return None
     return source, where
+
+
+def _plain_table(stmt: exp.Select) -> exp.Table | None:
+    """The table ``stmt`` reads FROM when it reads one as it is: a named relation, not a
+    table function (``range(3)``), a sample (drawn from the whole table, before any
+    WHERE or LIMIT) or an alias renaming its columns (``t AS q(v, k)``)."""
+    from_ = stmt.args.get("from_") or stmt.args.get("from")
+    source = from_.this if from_ is not None else None
+    if not isinstance(source, exp.Table) or not isinstance(source.this, exp.Identifier):
+        return None
+    alias = source.args.get("alias")
+    if source.args.get("sample") or (alias is not None and alias.columns):
+        return None
+    return source
 
 
 def reads_subquery(stmt: exp.Delete | exp.Update) -> bool:
@@ -570,13 +578,8 @@ def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
     star = stmt.expressions[0] if len(stmt.expressions) == 1 else None
     if not isinstance(star, exp.Star) or any(star.args.values()):  # * EXCLUDE (..) etc.
         return None
-    from_ = stmt.args.get("from_") or stmt.args.get("from")
-    if from_ is None or not isinstance(from_.this, exp.Table):
-        return None
-    source = from_.this
-    alias = source.args.get("alias")
-    if not isinstance(source.this, exp.Identifier) or source.args.get("sample") or (
-            alias is not None and alias.columns):  # range(3), a sample, AS q(v, k)
+    source = _plain_table(stmt)
+    if source is None:
         return None
     for key, value in stmt.args.items():
         if key in ("expressions", "from_", "from", "limit") or not value:
@@ -590,7 +593,7 @@ def simple_scan(stmt: exp.Expression) -> tuple[str, int | None] | None:
                 limit.args.get(key) for key in limit.args if key != "expression"):
             return None  # LIMIT 5% and the like
         n = int(lit.this)
-    return from_.this.name.lower(), n
+    return source.name.lower(), n
 
 
 def insert_target(stmt: exp.Insert) -> str:
