@@ -380,14 +380,17 @@ def coerce_row(row: object, columns: list[tuple[str, SqlType]], table: str, inde
                kind: str = "table") -> tuple:
     """Validate one row against a table schema (a view's, with ``kind="view"``);
     SchemaError names the table, row and index."""
-    if isinstance(row, dict):  # keys found as SQL finds names, whatever their case
-        given = {key.lower() if isinstance(key, str) else key: value
-                 for key, value in row.items()}
-        unknown = set(given) - {name for name, _ in columns}
-        if unknown or len(given) < len(row):
-            raise SchemaError(
-                f"row {index} for {kind} {table} has unknown or repeated columns "
-                f"{sorted(map(str, unknown or row))}: {row!r}", row, index)
+    if isinstance(row, dict):
+        given = row
+        names = {name for name, _ in columns}
+        if not row.keys() <= names:  # keys found as SQL finds names, whatever their case
+            given = {key.lower() if isinstance(key, str) else key: value
+                     for key, value in row.items()}
+            unknown = set(given) - names
+            if unknown or len(given) < len(row):
+                raise SchemaError(
+                    f"row {index} for {kind} {table} has unknown or repeated columns "
+                    f"{sorted(map(str, unknown or row))}: {row!r}", row, index)
         row = tuple(given.get(name) for name, _ in columns)
     elif not isinstance(row, (tuple, list)):
         raise SchemaError(f"row {index} for {kind} {table} is not a tuple: {row!r}", row, index)
