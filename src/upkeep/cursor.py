@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -70,7 +71,7 @@ class Cursor:
         table = to_arrow([self._columns[i] for i in rest],
                          [tuple(r[i] for i in rest) for r in rows] if huge else rows)
         frame = table.to_pandas()
-        nullable = _nullable_dtypes(pd)
+        nullable = _nullable_dtypes()
         for j, column in enumerate(table.columns):
             if column.null_count and column.type in nullable:
                 frame.isetitem(j, column.to_pandas(types_mapper=nullable.get))
@@ -85,8 +86,11 @@ class Cursor:
         self._rows = []
 
 
-def _nullable_dtypes(pd) -> dict[pa.DataType, object]:
+@functools.cache
+def _nullable_dtypes() -> dict[pa.DataType, object]:
     """Arrow's integer and boolean types -> pandas' nullable dtypes of the same width."""
+    import pandas as pd
+
     widths = {8: (pa.int8(), pa.uint8()), 16: (pa.int16(), pa.uint16()),
               32: (pa.int32(), pa.uint32()), 64: (pa.int64(), pa.uint64())}
     found: dict[pa.DataType, object] = {pa.bool_(): pd.BooleanDtype()}
