@@ -436,7 +436,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             raise UnsupportedError(f"{cond.sql()[:60]} (only column IN (SELECT column ..))")
         probe_type = outer.resolve(probe).type  # outside the subquery: no inner shadowing
         picked_column = inner.resolve(picked)
-        _refuse_double_key(cond, picked_column.type, probe_type)
+        _refuse_unmatched_key(cond, picked_column.type, probe_type)
         inner_keys.append(picked_column.slot)
         outer_keys.append(probe)
     null_probe: exp.Column | None = None  # ``outer.x IS NULL``: see SubqueryFilter
@@ -454,7 +454,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
             if side(a) == "outer":
                 a, b = b, a
             inner_column = inner.resolve(a)
-            _refuse_double_key(part, inner_column.type, outer.resolve(b).type)
+            _refuse_unmatched_key(part, inner_column.type, outer.resolve(b).type)
             inner_keys.append(inner_column.slot)
             outer_keys.append(b)
             continue
@@ -470,7 +470,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
                           cond.sql(dialect="duckdb"), null_probe is not None)
 
 
-def _refuse_double_key(cond: exp.Expression, a: SqlType, b: SqlType) -> None:
+def _refuse_unmatched_key(cond: exp.Expression, a: SqlType, b: SqlType) -> None:
     """A subquery's key equality whose values do not meet by Python's equality as DuckDB's
     do (:func:`matches_as_duckdb`)."""
     if not matches_as_duckdb(a, b):
