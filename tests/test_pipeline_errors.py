@@ -369,6 +369,41 @@ def test_csv_dead_letter_keeps_the_lines_as_written(tmp_path):
                                                         len(good) + 4]
     assert "malformed CSV" in entries[1]["_error"]
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_csv_or_parquet_record_with_a_bad_image_replays_once_fixed(tmp_path, fmt):
+    """A CSV (Parquet) record whose ``row`` is not JSON is dead-lettered without its empty
+    (null) cells: they were kept as ``"before": ""`` / ``None``, so the fixed line
+    replayed as "an insert takes 'row', not 'before'"."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    (tmp_path / "changes").mkdir()
+    columns = {"table": ["customers", "customers"], "op": ["insert", "insert"],
+               "row": ['[41, "a", "AUTO"]', '[42, "b", "AUTO"'],  # the second lacks its ]
+               "before": ["", ""] if fmt == "csv" else [None, None],
+               "after": ["", ""] if fmt == "csv" else [None, None]}
+    if fmt == "csv":
+        pa_csv.write_csv(pa.table(columns), tmp_path / "changes" / "c.csv")
+    else:
+        pq.write_table(pa.table(columns, schema=pa.schema(
+            [(n, pa.string()) for n in columns])), tmp_path / "changes" / "c.parquet")
+    path = write_pipeline(tmp_path, sinks={}, extra='on_error = "dead-letter"')
+    db = upkeep.connect()
+    run(path, db=db)[1]()
+    (entry,) = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+    assert {k for k in entry if not k.startswith("_")} == {"table", "op", "row"}
+    entry["row"] = '[42, "b", "AUTO"]'
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "fixed.jsonl").write_text(json.dumps(entry) + "\n")
+    config = load_config(path).replace(source=load_config(path).source.__class__(path=replay))
+    stats = PipelineRunner(config, db=db, progress="none",
+                           console=Console(file=io.StringIO())).run()
+    assert (stats.applied, stats.rejected) == (1, 0)
+    assert (42, "b", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
+
+
 VIEW_CAST = "CREATE MATERIALIZED VIEW v AS SELECT a, CAST(s AS INTEGER) AS n FROM t;\n"
 
 

@@ -288,7 +288,10 @@ class ParquetReader(Reader):
 
 
 def _decode_cells(cells: dict[str, Any], position: Position) -> ChangeRecord:
-    """A CSV/Parquet row: plain ``table`` and ``op``, JSON row images."""
+    """A CSV/Parquet row: plain ``table`` and ``op``, JSON row images.  A record whose
+    image is not JSON keeps, for its dead letter, only the cells that hold something: an
+    empty CSV cell (a null Parquet one) is an absent key in the JSONL change format, so
+    the dead letter, once fixed, replays as a change record."""
     data: dict[str, Any] = {}
     for key, value in cells.items():
         if key.startswith("_"):
@@ -297,7 +300,8 @@ def _decode_cells(cells: dict[str, Any], position: Position) -> ChangeRecord:
             try:
                 value = json_cell(value, key)
             except ValueError as exc:
-                return ChangeRecord(position, error=str(exc), original=dict(cells))
+                held = {k: v for k, v in cells.items() if v is not None and v != ""}
+                return ChangeRecord(position, error=str(exc), original=held)
         elif value == "":
             value = None
         if value is not None:
