@@ -7,6 +7,7 @@ import shutil
 from collections import Counter
 from decimal import Decimal
 
+import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 from test_pipeline_support import (
@@ -23,7 +24,7 @@ from test_pipeline_support import (
 import upkeep
 from upkeep.io.errors import PipelineError
 from upkeep.io.sinks import TerminalSink
-from upkeep.pipeline import PipelineRunner, load_config
+from upkeep.pipeline import PipelineRunner, RecordError, load_config
 
 
 def run(path, **options):
@@ -351,3 +352,41 @@ def test_a_parquet_sink_whose_path_is_a_directory_leaves_no_temporary_file(tmp_p
         PipelineRunner(load_config(tmp_path / "p.toml"), console=Console(file=io.StringIO()),
                        progress="none").run()
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["v.parquet"]
+
+
+@pytest.mark.parametrize("state", [":memory:", "state"])
+def test_the_pipelines_own_outputs_in_the_source_directory_do_not_refuse_a_rerun(tmp_path,
+                                                                               state):
+    """A rerun that starts fresh (an in-memory state directory, or a first run that stopped
+    at a bad record before committing) finds its own sinks' and dead letters' files in the
+    source directory: they are not change files of the source (a Parquet sink's start
+    snapshot refused every such rerun), while a change file there still is."""
+    changes = tmp_path / "changes"
+    changes.mkdir()
+    (changes / "a.jsonl").write_text('{"table": "t", "op": "insert", "row": [1]}\n'
+                                     '{"table": "t", "op": "delete", "row": [9]}\n')
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (k INTEGER);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT k FROM t;")
+    pipeline = (f'state_dir = "{state}"\ntables = "tables.sql"\nviews = "views.sql"\n'
+                'dead_letter = "changes/dead.jsonl"\non_error = "{on_error}"\n'
+                '[source]\npath = "changes"\n'
+                '[[sinks]]\nview = "v"\ntype = "parquet"\npath = "changes/v.parquet"\n'
+                '[[sinks]]\nview = "v"\ntype = "jsonl"\npath = "changes/v.jsonl"\n')
+
+    def run(on_error: str):
+        (tmp_path / "p.toml").write_text(pipeline.replace("{on_error}", on_error))
+        return PipelineRunner(load_config(tmp_path / "p.toml"),
+                              console=Console(file=io.StringIO()), progress="none").run()
+
+    with pytest.raises(RecordError, match="cannot delete row"):
+        run("stop")  # nothing committed; the sinks have started
+    assert (changes / "v.parquet").stat().st_size
+    assert run("dead-letter").applied == 1  # a fresh run: the sinks' files are there
+    assert (changes / "dead.jsonl").stat().st_size
+    if state == ":memory:":
+        assert run("dead-letter").applied == 1  # and the dead letter too
+    assert pq.read_table(changes / "v.parquet").to_pylist() == [{"k": 1}]
+    (changes / "v.jsonl").write_text('{"table": "t", "op": "insert", "row": [2]}\n')
+    if state == ":memory:":  # an input at a sink's path is still refused
+        with pytest.raises(PipelineError, match="v.jsonl, a change file of the source"):
+            run("dead-letter")

@@ -11,6 +11,7 @@ and report or dead-letter the bad ones.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from ..errors import Error
 from ..io.apply import Applier, BadRecord, Change
 from ..io.deadletter import DeadLetter
 from ..io.errors import PipelineError, RecordError
-from ..io.formats import format_of
+from ..io.formats import BOM, READERS, format_of
 from ..io.records import ChangeRecord, Position
 from ..io.sinks import Sink, make_sink
 from .batching import batches
@@ -34,6 +35,28 @@ from .progress import Progress
 from .schema import ensure_schema
 from .source import FileSource
 from .stats import RunStats, ViewStats
+
+
+def _holds_change_records(path: Path) -> bool:
+    """Whether ``path``'s first record is a change record and not a dead letter: what a
+    sink writes (JSON lines of batch, weight and row, a view's columns in Parquet) is not
+    one, and a dead letter carries ``_error``."""
+    fmt = format_of(path)
+    if fmt is None:
+        return False
+    for record in READERS[fmt](path, path.name).read(final=True):
+        if record.error is not None:
+            return False
+        if fmt != "jsonl":
+            return True
+        with path.open("rb") as f:  # the line it was read from: has it an _error?
+            for _ in range(record.position.number):
+                line = f.readline()
+        try:
+            return "_error" not in json.loads(line.removeprefix(BOM))
+        except ValueError:
+            return False
+    return False
 
 
 def check_engine(config: PipelineConfig) -> None:
@@ -181,7 +204,10 @@ class PipelineRunner:
         """A sink or the dead-letter file written over one of the source's change files
         would replace (or append to) that input and never read it: refused.  A path in the
         source directory is the pipeline's own output once a batch was committed (the
-        source leaves it out), so there only a fresh run's non-empty change file counts."""
+        source leaves it out), so there only a fresh run's file that holds change records
+        counts (:func:`_holds_change_records`): what a previous run wrote there before it
+        committed anything (a sink's start, an in-memory state directory's last run) is
+        the pipeline's own."""
         root = self.config.source.path.resolve()
         outputs = [("dead_letter", self.config.dead_letter),
                    *((s.label, s.options["path"]) for s in self.config.sinks
@@ -189,7 +215,7 @@ class PipelineRunner:
         for label, path in outputs:
             at = path.resolve()
             if at == root or (fresh and at.parent == root and at.is_file()
-                              and at.stat().st_size and format_of(at) is not None):
+                              and at.stat().st_size and _holds_change_records(at)):
                 raise PipelineError(f"{self.config.file}: {label} writes to {path}, a change "
                                     "file of the source: give it another path")
 
