@@ -105,3 +105,26 @@ def test_batches_a_subscriber_commits_reach_every_subscriber_after_the_batch_tol
     assert heard == [("v", [((1,), 1)]), ("both_", [(("t", 1), 1)]),
                      ("both_", [(("log", 1), 1)]),
                      ("v", [((101,), 1)]), ("both_", [(("t", 101), 1)])]
+
+
+def test_a_snapshot_taken_by_an_expiry_commit_does_not_keep_its_timers(tmp_path) -> None:
+    """A snapshot the expiry's own commit takes (the log has grown past ``snapshot_bytes``)
+    held the tables without the expired rows but their timers still pending: reopened,
+    they expired again, and the table held a row -1 times."""
+    clock = Clock()
+    db = upkeep.connect(tmp_path / "db", clock=clock, snapshot_bytes=1)
+    db.execute("CREATE TABLE t (a INTEGER) WITH (ttl_seconds = 10)")
+    db.create_view("v", "SELECT a, COUNT(*) AS c FROM t GROUP BY a")
+    db.insert("t", [(1,)])
+    clock.now = 1005
+    db.insert("t", [(2,)])
+    clock.now = 1011
+    assert db.expire() == 1  # its commit takes a snapshot (every commit does here)
+    db.close()
+    db = upkeep.connect(tmp_path / "db", clock=clock, snapshot_bytes=1)
+    clock.now = 1012
+    assert db.expire() == 0
+    assert db.execute("SELECT a FROM t").fetchall() == [(2,)]
+    assert db.view("v").rows() == [(2, 1)]
+    clock.now = 1016
+    assert db.expire() == 1 and db.view("v").rows() == []

@@ -55,8 +55,8 @@ class Committer:
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
         deletes expired rows (their timers are consumed by ``applied``, not re-recorded).
-        ``applied`` runs once the batch is committed, before any subscriber is called (a
-        subscriber that reads or writes must find the batch's bookkeeping done).  The open
+        ``applied`` runs once the batch is committed, before a snapshot is taken and before
+        any subscriber is called (both must find the batch's bookkeeping done).  The open
         provenance transaction (``catalog.provenance``), if any, is logged with the batch
         and becomes the provenance tables' annotations when it commits."""
         provenance = self.catalog.provenance
@@ -69,13 +69,14 @@ class Committer:
                 raise
             if provenance.open is not None:
                 provenance.committed(metadata)
+            if applied is not None:
+                applied()
             # a snapshot replaces the log, so it is taken once the batch is wholly
-            # committed: with its provenance transaction in the tracker's history
+            # committed: with its provenance transaction in the tracker's history and its
+            # bookkeeping done (an expiry's timers consumed, or they would fire again)
             if self.durability.wants_snapshot():
                 self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                          after_commit=True)
-        if applied is not None:
-            applied()
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
             told = {name: list(d.items()) for name, d in changed.items()
