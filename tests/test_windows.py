@@ -237,3 +237,62 @@ def test_a_window_reads_the_column_it_names_when_two_outputs_share_a_name(sql) -
                          "INSERT INTO r VALUES (1, 1), (1, 2), (2, 5)",
                          "INSERT INTO t VALUES (2)", f"CREATE VIEW v AS {sql}"],
                         ["INSERT INTO t VALUES (1)", "DELETE FROM r WHERE b = 1"])
+
+
+COLLATED = ["CREATE TABLE c (id INTEGER, s VARCHAR)",
+            "INSERT INTO c VALUES (1, 'a'), (2, 'B'), (3, 'c'), (4, 'A'), (6, 'b')"]
+COLLATED_CHANGES = ["INSERT INTO c VALUES (0, 'C'), (5, 'a')", "DELETE FROM c WHERE id = 1",
+                    "INSERT INTO c VALUES (7, 'b')"]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, s FROM c ORDER BY s COLLATE NOCASE, id LIMIT 2",
+    "SELECT id, s, ROW_NUMBER() OVER (ORDER BY s COLLATE NOCASE, id) AS rn FROM c",
+    "SELECT id, s, LAG(id) OVER (ORDER BY s COLLATE NOCASE, id) AS prev FROM c",
+    "SELECT id, s, COUNT(*) OVER (PARTITION BY s COLLATE NOCASE) AS n FROM c",
+    "SELECT id, s FROM c QUALIFY ROW_NUMBER() OVER (PARTITION BY s COLLATE NOCASE "
+    "ORDER BY id) = 1",
+    "SELECT * FROM (SELECT id, s, ROW_NUMBER() OVER (ORDER BY s COLLATE NOCASE, id) AS rn "
+    "FROM c) WHERE rn <= 2"])
+def test_a_collation_in_a_window_or_top_k_orders_as_duckdb_does(sql) -> None:
+    """A ``COLLATE`` in an ORDER BY or PARTITION BY was dropped: rows were ordered and
+    partitioned by their code points (``'B'`` before ``'a'``)."""
+    view_follows_duckdb(COLLATED, COLLATED_CHANGES, query=sql)
+
+
+@pytest.mark.parametrize("sql", ["SELECT id, s FROM c ORDER BY ALL LIMIT 3",
+                                 "SELECT s, id FROM c ORDER BY ALL DESC LIMIT 2 OFFSET 1"])
+def test_order_by_all_with_a_limit_is_a_top_k(sql) -> None:
+    """``ORDER BY ALL .. LIMIT`` orders by every output column, left to right, and is
+    kept as a top-k (it was a ParseError: "cannot evaluate constant ALL")."""
+    view_follows_duckdb(COLLATED, COLLATED_CHANGES, query=sql)
+    db = upkeep.connect()
+    db.execute(COLLATED[0])
+    db.create_view("v", sql)
+    assert "strategy topk" in db.explain("v")
+
+
+@pytest.mark.parametrize("column", ["DECIMAL(38, 0)", "HUGEINT"])
+def test_a_window_sum_past_its_type_is_an_evaluation_error(column) -> None:
+    """A window SUM past HUGEINT or DECIMAL(38) is an EvaluationError that rejects the
+    batch, as a GROUP BY's SUM and DuckDB's are (the view held a 39-digit DECIMAL(38, 0))."""
+    import duckdb
+
+    big = "99999999999999999999999999999999999999" if column.startswith("DECIMAL") else \
+        str(2**127 - 1)
+    sql = "SELECT g, k, SUM(v) OVER (PARTITION BY g ORDER BY k) AS s FROM w"
+    setup = [f"CREATE TABLE w (g INTEGER, k INTEGER, v {column})",
+             f"INSERT INTO w VALUES (1, 0, {big})"]
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in setup:
+        db.execute(statement)
+        con.execute(statement)
+    view = db.create_view("v", sql)
+    before = view.rows()
+    with pytest.raises(duckdb.OutOfRangeException):
+        con.execute(f"INSERT INTO w VALUES (1, 1, 2); {sql}").fetchall()
+    with pytest.raises(upkeep.EvaluationError, match="overflow in SUM"):
+        db.execute("INSERT INTO w VALUES (1, 1, 2)")
+    assert view.rows() == before and db.execute("SELECT COUNT(*) FROM w").fetchall() == [(1,)]
+    db.execute("INSERT INTO w VALUES (2, 1, 2)")  # another partition: fits
+    assert sorted(view.rows()) == [(1, 0, before[0][2]), (2, 1, 2)]

@@ -237,12 +237,35 @@ def split_top_k(query: exp.Expression
     if not (isinstance(count, exp.Literal) and count.is_int) or (
             offset is not None and not (isinstance(offset, exp.Literal) and offset.is_int)):
         return None
+    if order.find(exp.Collate):
+        return None  # a collation orders values as the stored ones do not
+    order = _all_expanded(query, order.copy())
+    if order is None:
+        return None
     body = query.copy()
     for key in ("order", "limit", "offset"):
         body.set(key, None)
-    order = order.copy()
     hidden = _hide_order_items(body, order)
     return body, order, int(count.this), int(offset.this) if offset is not None else 0, hidden
+
+
+def _all_expanded(query: exp.Expression, order: exp.Order) -> exp.Order | None:
+    """``order`` with DuckDB's ``ORDER BY ALL`` spelled as every output column's position,
+    left to right (the same direction and NULLS place for each); None when the output
+    columns are not known here (``*``)."""
+    items = order.expressions
+    if not any(isinstance(i.this, exp.Var) and i.this.name.upper() == "ALL" for i in items):
+        return order
+    selects = query.selects
+    if len(items) != 1 or any(isinstance(e, exp.Star) or (
+            isinstance(e, exp.Column) and e.is_star) for e in selects):
+        return None
+    (item,) = items
+    order.set("expressions", [
+        exp.Ordered(this=exp.Literal.number(i + 1), desc=item.args.get("desc"),
+                    nulls_first=item.args.get("nulls_first"))
+        for i in range(len(selects))])
+    return order
 
 
 def _hide_order_items(body: exp.Expression, order: exp.Order) -> int:

@@ -47,7 +47,7 @@ from operator import itemgetter
 from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
-from .aggregates import average_of, exact_converter, from_exact
+from .aggregates import average_of, exact_converter, fitted_sum, from_exact, may_overflow
 from .expressions import ExpressionCompiler, nan_order, table_scope
 from .plan import output_name, unordered
 from .topk import TopKError, row_order, sort_key, tie_broken
@@ -173,6 +173,10 @@ def _function(window: exp.Window, name_of: Callable[[exp.Expression], str]
             ignore_nulls and kind not in _VALUES.values()):
         return None
     order = window.args.get("order")
+    if any(item.find(exp.Collate) for item in [
+            *(order.expressions if order is not None else ()),
+            *(window.args.get("partition_by") or ())]):
+        return None  # a collation orders (groups) values as the stored ones do not
     if order is not None:
         order = order.copy()
         for ordered in order.expressions:
@@ -812,6 +816,9 @@ def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
         counts[p + 1] = counts[p] + present
         sums[p + 1] = sums[p] + exact(v) if present and summed else sums[p]
     result_type = _result_type("sum", arg_type) if kind == "sum" else None
+    # past the result type's range (HUGEINT, DECIMAL(38, s)): an EvaluationError, as a
+    # GROUP BY's SUM and DuckDB's window SUM are
+    fit = fitted_sum if summed and may_overflow(arg_type) else from_exact
     out = []
     for a, b in zip(lo, hi, strict=True):
         if a > b:
@@ -823,7 +830,7 @@ def _aggregate(kind: str, values: list, lo: list[int], hi: list[int],
         elif count == 0:
             out.append(None)
         elif kind == "sum":
-            out.append(from_exact(sums[b + 1] - sums[a], result_type))
+            out.append(fit(sums[b + 1] - sums[a], result_type))
         else:
             out.append(average_of(sums[b + 1] - sums[a], count, arg_type))
     return out
