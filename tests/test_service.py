@@ -368,6 +368,48 @@ def test_subscriptions_respect_grants(served) -> None:
     assert err.value.status == 403
 
 
+def test_a_write_error_shows_no_value_of_a_table_the_writer_may_not_read(tmp_path) -> None:
+    """A write's error names no stored value the principal may not read: an UPDATE's
+    failing row and a NOT NULL violation of a write-only principal, a view's failing cast
+    of a table the writer may not read (each showed the rows), as PostgreSQL leaves a key's
+    values out of an error for a user without SELECT; a reader's errors keep them."""
+    server = start(tmp_path / "db")
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders VALUES (1, 7, 'topsecret', 99.50);"
+                  "INSERT INTO secret VALUES (1, 'hidden');"
+                  "CREATE MATERIALIZED VIEW v AS SELECT c.ck, CAST(s.note AS INTEGER) AS n "
+                  "FROM customer c JOIN secret s ON c.nation = s.id")
+        for client, sql, status in [
+                (Client(server.url, LOADER), "UPDATE orders SET ck = 'x'", 400),
+                (Client(server.url, LOADER), "UPDATE orders SET ok = NULL", 409),
+                (Client(server.url, WRITER), "INSERT INTO customer VALUES (5, 'a', 1)", 400)]:
+            with pytest.raises(ServiceError) as err:
+                client.sql(sql)
+            assert err.value.status == status, sql
+            text = json.dumps(err.value.record)
+            assert "topsecret" not in text and "hidden" not in text, text
+            assert "may not read table" in text, text
+        with pytest.raises(ServiceError) as err:  # the admin reads both: the whole error
+            admin.sql("UPDATE orders SET ck = 'x'")
+        assert "topsecret" in err.value.record["message"]
+        assert admin.sql("SELECT * FROM orders").rows == [(1, 7, "topsecret", Decimal("99.50"))]
+        assert admin.sql("SELECT * FROM customer").rows == []
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("query", ["SELECT s.nope FROM secret s",
+                                   "SELECT s.id FROM secret s WHERE s.note = 1"])
+def test_a_subscription_to_an_unreadable_table_tells_nothing_of_its_columns(served,
+                                                                           query) -> None:
+    """The grant is checked before the query is checked against the table's columns (a
+    reader learned a column's name or type from a 400)."""
+    with pytest.raises(ServiceError) as err:
+        Client(served.url, READER).subscribe(query)
+    assert err.value.status == 403 and "may not read table secret" in str(err.value)
+
+
 @pytest.mark.parametrize("body, status, where", [
     (b"{not json", 400, "not JSON"),
     (b"[1, 2]", 400, "JSON object"),

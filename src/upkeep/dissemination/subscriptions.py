@@ -162,6 +162,18 @@ def catalog_schema(tables: list[tuple]) -> dict[str, tuple[list[tuple[str, SqlTy
             for name, columns, *_, key in tables}
 
 
+def tables_named(sql: str) -> set[str]:
+    """The table names ``sql`` mentions (lower case; none if it does not parse): a
+    principal's read grant is checked on them before :func:`parse` checks the query
+    against their columns, whose errors would tell an unreadable table's columns."""
+    try:
+        with quiet_sqlglot():
+            tree = sqlglot.parse_one(sql, read=Dialect)
+    except (sqlglot.errors.ParseError, RecursionError, ValueError):
+        return set()
+    return {t.name.lower() for t in tree.find_all(exp.Table)}
+
+
 def parse(name: str, sql: str, schema: Schema) -> Subscription:
     """``sql`` as a subscription over the tables of ``schema``, or SubscriptionError
     naming the construct outside the language or comparing values the engine cannot

@@ -46,7 +46,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..codecs.json_values import to_json
 from ..duckdb_scratch import time_limit
-from ..errors import ConstraintError, Error
+from ..errors import ConstraintError, Error, EvaluationError, SchemaError, StatementTimeout
 from ..sql import is_query, names_cte, parse
 from .grants import GrantError, Principal, Tokens
 from .hub import PREFIX, Event, Hub, UnknownSubscription
@@ -76,6 +76,14 @@ class RefusedHandshakes(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not (_refused_handshake.get() and
                     record.getMessage().startswith("ASGI callable returned without"))
+
+
+def _target(stmt: exp.Insert | exp.Update | exp.Delete) -> str:
+    """The table a write changes (lower case)."""
+    target = stmt.this
+    while isinstance(target, exp.Schema):
+        target = target.this
+    return target.name.lower()
 
 
 def _reads_its_target(stmt: exp.Insert | exp.Update | exp.Delete, target: str) -> bool:
@@ -267,12 +275,10 @@ class Service:
             principal.check_admin(f"run {stmt.key.upper()}")
             return
         if isinstance(stmt, (exp.Insert, exp.Update, exp.Delete)):
-            target = stmt.this
-            while isinstance(target, exp.Schema):
-                target = target.this
-            principal.check_write(target.name.lower())
-            if not _reads_its_target(stmt, target.name.lower()):
-                names.discard(target.name.lower())
+            target = _target(stmt)
+            principal.check_write(target)
+            if not _reads_its_target(stmt, target):
+                names.discard(target)
         elif not is_query(stmt):
             principal.check_admin(f"run {stmt.key.upper()}")
         principal.check_read(self.readable_tables(names))
@@ -320,13 +326,41 @@ class Service:
                 return cursor
             for stmt in statements:
                 self.authorize(principal, stmt)
-            with time_limit(self.statement_seconds):
-                if len(statements) == 1:
-                    return db.execute(text, params)
-                with db.transaction():
-                    for stmt in statements:
-                        cursor = db.execute_parsed(stmt)
-                return cursor
+            try:
+                with time_limit(self.statement_seconds):
+                    if len(statements) == 1:
+                        return db.execute(text, params)
+                    with db.transaction():
+                        for stmt in statements:
+                            cursor = db.execute_parsed(stmt)
+                    return cursor
+            except (ConstraintError, EvaluationError, SchemaError) as exc:
+                raise self._withheld(principal, statements, exc) from None
+
+    def _withheld(self, principal: Principal, statements: list[exp.Expression],
+                  error: Error) -> Error:
+        """``error`` of a write, without the values it shows where they could come from a
+        table the principal may not read: the rows a written table holds (an UPDATE's
+        failing row, a NOT NULL or key violation) or what a view over the change read (a
+        view's failing cast), as PostgreSQL leaves a key's values out of an error for a
+        user without SELECT.  Errors that show no stored value pass unchanged."""
+        if isinstance(error, StatementTimeout):
+            return error
+        names = {_target(stmt) for stmt in statements
+                 if isinstance(stmt, (exp.Insert, exp.Update, exp.Delete))}
+        view = getattr(error, "view", None)
+        if view is not None:
+            names.add(view)
+        try:
+            hidden = sorted(t for t in self.readable_tables(names) if not principal.may_read(t))
+        except KeyError:  # a view the failed statement dropped: take no chance
+            hidden = ["(a table under the failed view)"]
+        if not hidden:
+            return error
+        what = "a view over the change could not be maintained" if view is not None else \
+            "the change was rejected"
+        return type(error)(f"{what} ({type(error).__name__}); its values are not shown: "
+                           f"{principal.name} may not read table {', '.join(hidden)}")
 
     async def tables(self, request: Request) -> Response:
         def listing(principal: Principal) -> dict:

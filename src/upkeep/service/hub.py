@@ -35,6 +35,7 @@ from ..dissemination.subscriptions import (
     SubscriptionError,
     catalog_schema,
     parse,
+    tables_named,
 )
 from ..errors import Error, UnsupportedError
 from ..local import Connection
@@ -240,7 +241,9 @@ class Hub:
         """The subscription to ``sql`` (created if no equal one exists); raises
         SubscriptionError outside the language, GrantError on a table not granted."""
         with self.lock:
-            parsed = parse("query", sql, self.schema())
+            schema = self.schema()
+            principal.check_read(tables_named(sql) & schema.keys())  # before the query
+            parsed = parse("query", sql, schema)  # is checked against their columns
             principal.check_read(parsed.tables())
             sid = subscription_id(parsed)
             if sid in self.subscriptions:
