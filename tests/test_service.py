@@ -530,6 +530,22 @@ def test_arrow_results(served) -> None:
     assert table.num_rows == len(Client(served.url, ADMIN).sql("SELECT * FROM customer").rows)
 
 
+def test_arrow_results_hold_maps_as_duckdb_exports_them(served) -> None:
+    """A MAP whose keys are not text was a 400 in Arrow (Arrow reads a dict as a MAP only
+    with string keys), and one with text keys became a struct."""
+    import pyarrow as pa
+
+    sql = ("SELECT MAP {1: 'a'} AS m, [MAP {2: 'b'}, NULL] AS l, MAP {'k': 1} AS t, "
+           "MAP {DATE '2020-01-01': [1.5]} AS d")
+    response = httpx.post(served.url + "/sql", json={"sql": sql},
+                          headers={"Authorization": f"Bearer {ADMIN}",
+                                   "Accept": "application/vnd.apache.arrow.stream"})
+    assert response.status_code == 200, response.text
+    table = pa.ipc.open_stream(response.content).read_all()
+    expected = duckdb.sql(sql).to_arrow_table()
+    assert table.schema == expected.schema and table.to_pylist() == expected.to_pylist()
+
+
 def test_values_keep_their_types(served) -> None:
     admin = Client(served.url, ADMIN)
     admin.sql("INSERT INTO orders VALUES (77, 3, 'typed', 12.50)")

@@ -7,7 +7,9 @@ Arrow integer, is a ``decimal128(38, 0)`` and comes back as ``int``.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -29,8 +31,14 @@ def to_arrow(columns: Columns, rows: list[tuple],
             values = [None if v is None else Decimal(v) for v in values]
         elif typ.kind == "UUID":
             values = [None if v is None else str(v) for v in values]
+        arrow_type = typ.arrow()
+        # Arrow infers a dict as a struct; a STRUCT's field names lost their case in
+        # ``kind``, so a MAP inside one is left to that inference (a SchemaError)
+        if arrow_type is None and "MAP(" in typ.kind and "STRUCT(" not in typ.kind:
+            arrow_type = _duckdb_arrow_type(typ.kind)
+            values = [_map_pairs(v, arrow_type) for v in values]
         try:
-            arrays.append(pa.array(values, type=typ.arrow()))  # None: as Arrow infers it
+            arrays.append(pa.array(values, type=arrow_type))  # None: as Arrow infers it
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
             wide = [v for v in values if typ.kind == "HUGEINT" and v is not None
                     and abs(v) >= 10 ** 38]
@@ -46,6 +54,29 @@ def to_arrow(columns: Columns, rows: list[tuple],
         arrays.append(pa.array(ints, type=pa.int64()))
         names.append(name)
     return pa.Table.from_arrays(arrays, names=names)
+
+
+@lru_cache(maxsize=256)
+def _duckdb_arrow_type(kind: str) -> pa.DataType:
+    """The Arrow type DuckDB exports a column of SQL type ``kind`` as."""
+    return duckdb.connect().sql(f"SELECT NULL::{kind} AS v").to_arrow_table().schema.field(0).type
+
+
+def _map_pairs(value: object, data_type: pa.DataType) -> object:
+    """``value`` with each MAP (a dict, as DuckDB gives it) as its (key, value) pairs:
+    Arrow reads a dict as a MAP only when its keys are strings (``MAP {1: 'a'}`` failed)."""
+    if value is None:
+        return None
+    if pa.types.is_map(data_type):
+        items = value.items() if isinstance(value, dict) else value
+        return [(_map_pairs(k, data_type.key_type), _map_pairs(v, data_type.item_type))
+                for k, v in items]
+    if pa.types.is_struct(data_type) and isinstance(value, dict):
+        return {f.name: _map_pairs(value.get(f.name), f.type) for f in data_type}
+    if (pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
+            or pa.types.is_fixed_size_list(data_type)) and isinstance(value, (list, tuple)):
+        return [_map_pairs(v, data_type.value_type) for v in value]
+    return value
 
 
 def _through_distinct(data_type: pa.DataType) -> bool:
