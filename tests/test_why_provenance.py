@@ -204,6 +204,26 @@ def test_why_follows_a_replaced_view():
     assert db.why("w", (2, 1)).products == [[("r", (1, 2))]]
 
 
+def test_replacing_a_why_view_replaces_its_derived_tables_witnesses():
+    """A replaced view's derived table's own witness view went with it: ``why`` answered
+    from the old derived table's (rows the new WHERE rejects were derivations), and a
+    replaced-then-dropped view left it maintained, so the name could not be made again."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE s (b INTEGER, c INTEGER)")
+    db.insert("s", [(3, 7), (3, 8), (3, 9)])
+    query = "SELECT y.b, y.n FROM (SELECT b, COUNT(*) AS n FROM s {} GROUP BY b) y"
+    db.create_view("v", query.format(""), provenance="why")
+    db.execute("CREATE OR REPLACE MATERIALIZED VIEW v WITH (provenance = 'why') AS "
+               + query.format("WHERE c > 7"))
+    assert db.view("v").rows() == [(3, 2)]
+    assert db.why("v", (3, 2)).products == [[("s", (3, 8))], [("s", (3, 9))]]
+    db.execute("CREATE OR REPLACE VIEW v AS " + query.format(""))
+    db.execute("DROP VIEW v")
+    assert db.views() == [] and sorted(db.local_catalog.views) == []
+    db.create_view("v", query.format(""), provenance="why")
+    assert db.why("v", (3, 3)).products == [[("s", (3, 7))], [("s", (3, 8))], [("s", (3, 9))]]
+
+
 UNION_VIEW = ("SELECT r.a AS x FROM r WHERE r.b > 1 UNION "
               "SELECT s.c FROM s JOIN r ON s.b = r.a")
 

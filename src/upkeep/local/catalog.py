@@ -640,12 +640,15 @@ class LocalCatalog(Catalog):
 
     def _detach(self, name: str) -> tuple:
         """Take a view and its helpers out of the catalog, keeping them to put back."""
-        names = [name, *self._helpers.get(name, [])]
+        names, todo = [], [name]  # with its helpers' own helpers (a helper's witness view)
+        while todo:
+            names.append(todo.pop())
+            todo.extend(self._helpers.get(names[-1], ()))
         kept = (list(self.views), {n: self.views.pop(n) for n in names},
                 {n: self._definitions.pop(n) for n in names if n in self._definitions},
                 {n: self._helpers.pop(n) for n in names if n in self._helpers},
                 {n: self.subscribers.pop(n) for n in names if n in self.subscribers},
-                self.witnesses.pop(name, None),
+                {n: self.witnesses.pop(n) for n in names if n in self.witnesses},
                 {n: self._why_index.pop(n) for n in names if n in self._why_index})
         self.changed()
         return kept
@@ -653,7 +656,7 @@ class LocalCatalog(Catalog):
     def _reattach(self, name: str, kept: tuple) -> None:
         """Put back what :meth:`_detach` took, each view in its place: the order of
         ``views`` is the order views are stepped in (:meth:`affected`), helpers first."""
-        order, views, definitions, helpers, subscribers, layout, why_index = kept
+        order, views, definitions, helpers, subscribers, layouts, why_index = kept
         merged = {**self.views, **views}
         self.views.clear()
         self.views.update({n: merged.pop(n) for n in order if n in merged})
@@ -661,8 +664,7 @@ class LocalCatalog(Catalog):
         self._definitions.update(definitions)
         self._helpers.update(helpers)
         self.subscribers.update(subscribers)
-        if layout is not None:
-            self.witnesses[name] = layout
+        self.witnesses.update(layouts)
         self._why_index.update(why_index)
         self.changed()
 
