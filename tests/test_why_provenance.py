@@ -224,6 +224,29 @@ def test_replacing_a_why_view_replaces_its_derived_tables_witnesses():
     assert db.why("v", (3, 3)).products == [[("s", (3, 7))], [("s", (3, 8))], [("s", (3, 9))]]
 
 
+@pytest.mark.parametrize("condition", ["s.b = r.b AND s.c < r.a", "s.b < r.b",
+                                       "NOT EXISTS (SELECT 1 FROM s WHERE s.c > r.a)"])
+def test_a_subquery_correlated_by_an_inequality_is_refused_not_misexplained(condition):
+    """Such a subquery is kept as a comparison with its group's MIN / MAX, whose witness
+    listed every row of the group (``s(2, 3)`` for ``s.c < 1``): refused by name, the
+    view not made; the same view without why-provenance is made."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
+    db.execute("CREATE TABLE s (b INTEGER, c INTEGER)")
+    db.insert("r", [(1, 2)])
+    db.insert("s", [(2, 0), (2, 3), (9, 9)])
+    where = condition if condition.startswith("NOT") else f"EXISTS (SELECT 1 FROM s WHERE {condition})"
+    sql = f"SELECT r.a FROM r WHERE {where}"
+    with pytest.raises(UnsupportedError, match="correlated by an inequality"):
+        db.create_view("v", sql, provenance="why")
+    assert db.views() == [] and sorted(db.local_catalog.views) == []
+    db.create_view("v", sql)
+    db.create_view("w", "SELECT r.a FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.b = r.b)",
+                   provenance="why")
+    assert db.why("w", (1,)).products == [[("r", (1, 2)), ("s", (2, 0))],
+                                          [("r", (1, 2)), ("s", (2, 3))]]
+
+
 UNION_VIEW = ("SELECT r.a AS x FROM r WHERE r.b > 1 UNION "
               "SELECT s.c FROM s JOIN r ON s.b = r.a")
 

@@ -119,6 +119,10 @@ class LocalCatalog(Catalog):
         # witness view -> output key -> its witnesses with multiplicities; built by the
         # first db.why on the view, then kept by a subscription to the witness view
         self._why_index: dict[str, dict[tuple, dict[tuple, int]]] = {}
+        # views whose subquery predicates compare with a group's MIN / MAX (an EXISTS
+        # correlated by an inequality): their subquery's rows derive nothing a witness
+        # view could list (set by each planning of the view)
+        self._by_extremum: set[str] = set()
         self.snapshots = ArrowSnapshots()  # relations as Arrow, between ad-hoc queries
 
     @classmethod
@@ -442,6 +446,11 @@ class LocalCatalog(Catalog):
     def add_witnesses(self, name: str) -> None:
         """Keep ``name``'s why-provenance: its witness view, maintained like a helper."""
         query, strategy = self._definitions[name]
+        if name in self._by_extremum:  # the subquery's rows are not in its derivations
+            raise UnsupportedError(
+                f"why-provenance of view {name}: an EXISTS / IN / ANY / ALL subquery "
+                "correlated by an inequality is kept as a comparison with its group's MIN "
+                "or MAX, whose derivations are not the subquery's rows")
         witnesses = witness_queries(name, query, self.schema_of)
         made = []
         try:
@@ -483,6 +492,7 @@ class LocalCatalog(Catalog):
             raise error
         created: list[str] = []
         original = query
+        self._by_extremum.discard(name)  # a replaced view's, planned again here
         try:
             view = self._windowed(name, query, strategy, created)
             if view is None:
@@ -730,7 +740,10 @@ class LocalCatalog(Catalog):
                 return query
         query = each_select(isolate_subquery_bodies)
         hoist(query)
+        extrema = sum(1 for _ in query.find_all(exp.Min, exp.Max))
         query = each_select(rewrite_subquery_predicates)
+        if sum(1 for _ in query.find_all(exp.Min, exp.Max)) > extrema:
+            self._by_extremum.add(name)
         query = each_select(rewrite_scalar_subqueries)
         hoist(query)
         query = each_select(lambda select, schema_of: rewrite_outer_joins(
@@ -760,6 +773,7 @@ class LocalCatalog(Catalog):
     def _drop_view(self, name: str) -> None:
         self.changed()
         del self.views[name]
+        self._by_extremum.discard(name)
         self.witnesses.pop(name, None)
         self._why_index.pop(name, None)
         self._definitions.pop(name, None)
