@@ -409,3 +409,21 @@ def test_a_derivation_two_blocks_of_a_union_share_is_listed_once():
     db.insert("r", [(1, 1)])
     db.create_view("u", "SELECT a FROM r UNION SELECT b FROM r", provenance="why")
     assert db.why("u", (1,)).products == [[("r", (1, 1))]]
+
+
+def test_a_recursive_view_takes_why_provenance_as_the_one_it_keeps(tmp_path):
+    """``provenance = 'why'`` on a recursive view was refused as "WITH is not supported",
+    though such a view answers why anyway: it is made (and reopened), unless DRed keeps it,
+    which keeps no provenance."""
+    query = ("WITH RECURSIVE p(a, b) AS (SELECT a, b FROM e UNION SELECT p.a, e.b FROM p "
+             "JOIN e ON p.b = e.a) SELECT * FROM p")
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE e (a INTEGER, b INTEGER)")
+    db.insert("e", [(1, 2), (2, 3)])
+    db.execute(f"CREATE MATERIALIZED VIEW r WITH (provenance = 'why') AS {query}")
+    with pytest.raises(UnsupportedError, match="DRed"):
+        db.create_view("d", query, strategy="dred", provenance="why")
+    assert db.views() == ["r"]
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    assert db.why("r", (1, 3)).products == [[("e", (1, 2)), ("e", (2, 3))]]

@@ -446,6 +446,13 @@ class LocalCatalog(Catalog):
     def add_witnesses(self, name: str) -> None:
         """Keep ``name``'s why-provenance: its witness view, maintained like a helper."""
         query, strategy = self._definitions[name]
+        recursive = self.views[name]
+        if isinstance(recursive, RecursiveView):  # keeps its own provenance (absorption)
+            if recursive.strategy == "dred":
+                raise UnsupportedError(f"why-provenance of view {name}: it is maintained by "
+                                       "DRed, which keeps no provenance; create it with "
+                                       "strategy 'absorption'")
+            return
         if name in self._by_extremum:  # the subquery's rows are not in its derivations
             raise UnsupportedError(
                 f"why-provenance of view {name}: an EXISTS / IN / ANY / ALL subquery "
