@@ -9,10 +9,10 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import lru_cache
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
+from ..duckdb_scratch import scratch
 from ..errors import SchemaError
 from ..types import SqlType
 
@@ -59,7 +59,8 @@ def to_arrow(columns: Columns, rows: list[tuple],
 @lru_cache(maxsize=256)
 def _duckdb_arrow_type(kind: str) -> pa.DataType:
     """The Arrow type DuckDB exports a column of SQL type ``kind`` as."""
-    return duckdb.connect().sql(f"SELECT NULL::{kind} AS v").to_arrow_table().schema.field(0).type
+    with scratch() as con:
+        return con.sql(f"SELECT NULL::{kind} AS v").to_arrow_table().schema.field(0).type
 
 
 def _map_pairs(value: object, data_type: pa.DataType) -> object:
@@ -71,8 +72,6 @@ def _map_pairs(value: object, data_type: pa.DataType) -> object:
         items = value.items() if isinstance(value, dict) else value
         return [(_map_pairs(k, data_type.key_type), _map_pairs(v, data_type.item_type))
                 for k, v in items]
-    if pa.types.is_struct(data_type) and isinstance(value, dict):
-        return {f.name: _map_pairs(value.get(f.name), f.type) for f in data_type}
     if (pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
             or pa.types.is_fixed_size_list(data_type)) and isinstance(value, (list, tuple)):
         return [_map_pairs(v, data_type.value_type) for v in value]
