@@ -132,7 +132,9 @@ def minimise_utilisation(rg: RewritabilityGraph, bounds: Bounds | None = None, *
                                                              np.full(nh, len(rg.views))]))
     matrix = coo_array((vals, (rows, cols)), shape=(len(lower), n)).tocsr()
     constraints = LinearConstraint(matrix, np.array(lower), np.array(upper))
-    options = {"mip_rel_gap": relative_gap}
+    # HiGHS's presolve (scipy 1.17's) reduces the level constraints' big-M rows wrongly:
+    # it returned 11 as optimal where a feasible configuration costs 10 (a cycle v0 <-> v3)
+    options = {"mip_rel_gap": relative_gap, "presolve": not levels}
     if time_limit is not None:
         options["time_limit"] = time_limit
     res = milp(c, constraints=constraints, integrality=integrality, bounds=var_bounds,
@@ -162,10 +164,12 @@ def _relax_and_fix(rg, bounds, c, integrality, var_bounds, constraints, ids, lev
     lo = var_bounds.lb.copy()
     nx = len(ids)
     lo[:nx] = np.where(relaxed.x[:nx] >= 0.999, 1.0, 0.0)
+    options = {"presolve": not levels}  # as in minimise_utilisation
     res = milp(c, constraints=constraints, integrality=integrality,
-               bounds=VariableBounds(lo, var_bounds.ub))
+               bounds=VariableBounds(lo, var_bounds.ub), options=options)
     if res.x is None:  # the fixing was too greedy: the full program without a time limit
-        res = milp(c, constraints=constraints, integrality=integrality, bounds=var_bounds)
+        res = milp(c, constraints=constraints, integrality=integrality, bounds=var_bounds,
+                   options=options)
     if res.x is None:
         raise Infeasible(_infeasible_message(bounds))
     cfg = _configuration(rg, ids, res.x)
