@@ -30,7 +30,8 @@ DATE_TEXTS = ["2020-01-31", "2020-1-5", " 2020-01-31 ", "2020/1/31", "2020-01-31
 @pytest.mark.parametrize("text", DATE_TEXTS)
 def test_date_text_is_read_as_duckdb_reads_it(text):
     try:
-        expected = duckdb.execute("SELECT ?::DATE", [text]).fetchone()[0]
+        with duckdb.connect() as oracle:
+            expected = oracle.execute("SELECT ?::DATE", [text]).fetchone()[0]
     except duckdb.Error:
         expected = None
     db = upkeep.connect()

@@ -577,7 +577,8 @@ def test_a_record_value_is_read_as_duckdb_casts_its_text(sql_type, text):
     from upkeep.types import type_from_name
 
     try:
-        expected = duckdb.execute(f"SELECT ?::{sql_type}", [text]).fetchone()[0]
+        with duckdb.connect() as oracle:
+            expected = oracle.execute(f"SELECT ?::{sql_type}", [text]).fetchone()[0]
     except duckdb.Error:
         expected = None
     convert = converter(type_from_name(sql_type))

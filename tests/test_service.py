@@ -542,7 +542,8 @@ def test_arrow_results_hold_maps_as_duckdb_exports_them(served) -> None:
                                    "Accept": "application/vnd.apache.arrow.stream"})
     assert response.status_code == 200, response.text
     table = pa.ipc.open_stream(response.content).read_all()
-    expected = duckdb.sql(sql).to_arrow_table()
+    with duckdb.connect() as oracle:
+        expected = oracle.sql(sql).to_arrow_table()
     assert table.schema == expected.schema and table.to_pylist() == expected.to_pylist()
 
 
