@@ -296,3 +296,18 @@ def test_a_window_sum_past_its_type_is_an_evaluation_error(column) -> None:
     assert view.rows() == before and db.execute("SELECT COUNT(*) FROM w").fetchall() == [(1,)]
     db.execute("INSERT INTO w VALUES (2, 1, 2)")  # another partition: fits
     assert sorted(view.rows()) == [(1, 0, before[0][2]), (2, 1, 2)]
+
+
+@pytest.mark.parametrize("predicate", [
+    "s = 'a' COLLATE NOCASE", "'a' COLLATE NOCASE = s", "s < 'B' COLLATE NOCASE",
+    "s = ('a' COLLATE NOCASE)"])
+def test_a_collation_on_the_constant_side_compares_as_duckdb_compares(predicate):
+    """``'a' COLLATE NOCASE`` was folded to plain ``'a'``: ``s = 'a' COLLATE NOCASE`` kept
+    'a' and not 'A' in a view, and DELETE / UPDATE with it left 'A' untouched."""
+    view_follows_duckdb(
+        [*COLLATED, "CREATE TABLE k (id INTEGER, s VARCHAR)",
+         "INSERT INTO k VALUES (1, 'A'), (2, 'a'), (3, 'b'), (4, 'C')"],
+        [f"UPDATE c SET id = id + 10 WHERE {predicate}",
+         "INSERT INTO c VALUES (7, 'A'), (8, 'b')",
+         f"DELETE FROM c WHERE {predicate}"],
+        query=f"SELECT c.id, c.s, k.id AS kid FROM c JOIN k ON c.s = k.s WHERE {predicate.replace('s', 'c.s')}")

@@ -818,6 +818,9 @@ class ExpressionCompiler:
         bound = bound_parameter(node)
         if bound is not None:
             return self._const(bound[0]), bound[1]
+        if isinstance(node, exp.Collate):  # folded, 'a' COLLATE NOCASE would be plain 'a'
+            raise UnsupportedError(f"expression {node.sql()} (Collate) is not supported"
+                                   f"{_where(node)}")
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
             isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
         ):
