@@ -211,3 +211,19 @@ def test_a_dml_statements_ctes_are_read_by_its_subqueries(sql):
     con.execute(sql)
     assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
         con.execute("SELECT * FROM t").fetchall())
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE t AS z SET x = t.x + 1", "DELETE FROM t AS z WHERE t.k = 1",
+    "DELETE FROM t WHERE other.t.k = 1", "DELETE FROM t AS z WHERE main.z.k = 1",
+    "DELETE FROM t WHERE u.k = 1",
+    # the forms DuckDB binds run
+    "DELETE FROM t WHERE main.t.k = 1", "DELETE FROM main.t WHERE t.k = 1",
+    "UPDATE t AS z SET x = z.x + 1 WHERE z.k = 1", "DELETE FROM t WHERE T.K = 2"])
+def test_a_column_qualified_by_a_table_the_statement_does_not_name_is_refused(sql):
+    """Under an alias only the alias names the table, and a schema part must be the
+    table's: DuckDB refuses ``DELETE FROM t AS z WHERE t.k = 1``; upkeep ran it."""
+    db, con = _two_tables(), _two_tables(duckdb.connect())
+    same_outcome_as_duckdb(db, con, sql, upkeep.SchemaError, "unknown table")
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+        con.execute("SELECT * FROM t").fetchall())

@@ -269,6 +269,8 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
         return stmt
     target = stmt.this
     alias = target.alias if isinstance(target, exp.Table) else ""
+    if isinstance(target, exp.Table) and not reads_subquery(stmt):
+        _check_qualifiers(stmt, target)
     if alias and not reads_subquery(stmt):  # with subqueries DuckDB reads the alias's scopes
         for column in stmt.find_all(exp.Column):
             if column.table.lower() == alias.lower():
@@ -282,6 +284,23 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
                 raise SchemaError(f"column {name} is assigned twice{located(assignment)}")
             assigned.add(name)
     return stmt
+
+
+def _check_qualifiers(stmt: exp.Update | exp.Delete, target: exp.Table) -> None:
+    """A column qualified by a table the statement does not name is a :class:`SchemaError`,
+    as DuckDB binds it: under an alias only the alias names the table (``DELETE FROM t AS z
+    WHERE t.id = 1`` is refused), and a schema part must be the table's own."""
+    alias = target.alias.lower()
+    schema = (target.db or "main").lower()
+    for column in stmt.find_all(exp.Column):
+        if not column.table:
+            continue
+        db = column.args.get("db")
+        if (column.table.lower() != (alias or target.name.lower())
+                or (db is not None and (alias or db.name.lower() != schema))):
+            named = ".".join(p.name for p in column.parts[:-1])
+            raise SchemaError(f"unknown table {named} in {column.sql()}{located(column)}: "
+                              f"the statement's table is {alias or target.name}")
 
 
 def parse_one(sql: str) -> exp.Expression:
