@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import same_outcome_as_duckdb
+from oracle import same_outcome_as_duckdb, view_follows_duckdb
 
 import upkeep
 
@@ -227,3 +227,28 @@ def test_a_column_qualified_by_a_table_the_statement_does_not_name_is_refused(sq
     same_outcome_as_duckdb(db, con, sql, upkeep.SchemaError, "unknown table")
     assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
         con.execute("SELECT * FROM t").fetchall())
+
+
+def test_values_subqueries_default_and_column_lists_run_as_in_duckdb():
+    """Valid DML refused with misleading errors: a VALUES row whose subquery reads a table
+    ("VALUES may not reference columns"), DEFAULT in VALUES or SET ("cannot evaluate
+    constant DEFAULT", "unknown column default") and ``SET (a, b) = (..)`` ("table t has no
+    column ''"). Tables hold no DEFAULT, so DEFAULT is NULL, as in DuckDB."""
+    view_follows_duckdb(
+        [*TWO_TABLES, "CREATE TABLE w (k BIGINT, x INTEGER, y VARCHAR)",
+         "INSERT INTO w VALUES (1, 2, 'a')"],
+        ["INSERT INTO w VALUES ((SELECT max(k) FROM t) + 1, (SELECT x FROM t WHERE k = 2), 'b')",
+         "INSERT INTO w VALUES (7, DEFAULT, 'c'), (DEFAULT, 8, DEFAULT)",
+         "INSERT INTO w (k) VALUES (DEFAULT)",
+         "UPDATE w SET (x, y) = (k * 2, 'd') WHERE k = 1",
+         "UPDATE w SET (x) = (x + 1)",
+         "UPDATE w SET y = DEFAULT WHERE k = 7"],
+        query="SELECT k, x, y, COUNT(*) AS n FROM w GROUP BY ALL")
+
+
+def test_a_column_list_set_from_a_subquery_is_refused_as_in_duckdb():
+    """(A list of values of another length is DuckDB's parser error, a ParseError.)"""
+    db, con = _two_tables(), _two_tables(duckdb.connect())
+    same_outcome_as_duckdb(db, con, "UPDATE t SET (k, x) = (SELECT 1, 2)", upkeep.SchemaError,
+                           "needs a list of 2 values")
+    assert db.execute("SELECT * FROM t ORDER BY k").fetchall() == [(1, 10), (2, 20), (3, 30)]

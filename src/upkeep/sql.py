@@ -259,6 +259,11 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
                 where = located(stmt).replace(" (", " (in the statement at ", 1)
             raise UnsupportedError(f"{what} is not supported{where}")
     if isinstance(stmt, exp.Insert):
+        if isinstance(stmt.expression, exp.Values):
+            for row in stmt.expression.expressions:
+                for value in row.expressions if isinstance(row, exp.Tuple) else [row]:
+                    if _is_default(value):  # tables hold no DEFAULT: the column's NULL
+                        value.replace(exp.Null())
         ctes = stmt.args.get("with_")
         if ctes is not None:
             query = stmt.expression
@@ -277,6 +282,8 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
                 column.set("table", exp.to_identifier(target.name))
         target.set("alias", None)
     if isinstance(stmt, exp.Update):
+        stmt.set("expressions", [one for assignment in stmt.expressions
+                                 for one in _assignments(assignment)])
         assigned: set[str] = set()
         for assignment in stmt.expressions:
             name = assignment.this.name.lower()
@@ -284,6 +291,34 @@ def _dml(stmt: exp.Insert | exp.Update | exp.Delete) -> exp.Expression:
                 raise SchemaError(f"column {name} is assigned twice{located(assignment)}")
             assigned.add(name)
     return stmt
+
+
+def _is_default(value: exp.Expression) -> bool:
+    """Whether ``value`` is the keyword DEFAULT (sqlglot reads it as a Var in VALUES, as an
+    unquoted column in SET)."""
+    if isinstance(value, exp.Var):
+        return value.name.upper() == "DEFAULT"
+    return (isinstance(value, exp.Column) and not value.table
+            and not value.this.quoted and value.name.upper() == "DEFAULT")
+
+
+def _assignments(assignment: exp.Expression) -> list[exp.Expression]:
+    """An UPDATE's ``SET`` item as one assignment per column: ``(a, b) = (x, y)`` is
+    ``a = x, b = y`` and ``(a) = (x)`` is ``a = x``, as DuckDB reads them; DEFAULT is NULL
+    (tables hold no DEFAULT)."""
+    target, value = assignment.this, assignment.expression
+    if isinstance(target, exp.Paren):
+        target = target.this
+        value = value.this if isinstance(value, exp.Paren) else value
+    if isinstance(target, exp.Tuple):
+        if not isinstance(value, exp.Tuple) or len(value.expressions) != len(target.expressions):
+            raise SchemaError(f"SET {target.sql()} needs a list of {len(target.expressions)} "
+                              f"values, not {value.sql()}{located(assignment)}")
+        pairs = list(zip(target.expressions, value.expressions, strict=True))
+    else:
+        pairs = [(target, value)]
+    return [exp.EQ(this=column, expression=exp.Null() if _is_default(v) else v)
+            for column, v in pairs]
 
 
 def _check_qualifiers(stmt: exp.Update | exp.Delete, target: exp.Table) -> None:
@@ -649,7 +684,10 @@ def insert_rows(stmt: exp.Insert, columns: list[tuple[str, SqlType]],
     if isinstance(source, exp.Values):
         tuples = [tup.expressions if isinstance(tup, exp.Tuple) else [tup]
                   for tup in source.expressions]
-        rows = [tuple(constant(v) for v in tup) for tup in tuples]
+        # a row with a subquery is DuckDB's to evaluate, over the contents before the INSERT
+        rows = [tuple(select(exp.select(*(v.copy() for v in tup)))[0])
+                if any(v.find(exp.Select) for v in tup) else tuple(constant(v) for v in tup)
+                for tup in tuples]
         parameters = [[is_parameter(v) for v in tup] for tup in tuples]
     else:
         rows = select(source)
