@@ -322,6 +322,8 @@ def test_bad_input_is_refused_and_changes_nothing():
         "DELETE FROM products WHERE category = 'Sport' OR price = 1": "OR",
         "UPDATE products SET price = 1 WHERE category = product": "category = product",
         "INSERT INTO products SELECT * FROM products": "INSERT ... SELECT",
+        "INSERT INTO products VALUES ('x', (SELECT max(category) FROM products), 1)":
+            "a subquery in VALUES",
         "DELETE FROM products WHERE category IN (SELECT category FROM products)": "IN",
     }
     for sql, words in statements.items():

@@ -203,6 +203,10 @@ class HyperplaneParser:
         return Modify(self.pattern(stmt.args.get("where")), tuple(sets))
 
     def insert_values(self, stmt: exp.Insert) -> None:
-        """Refuse an INSERT whose rows are not constants (INSERT ... SELECT)."""
+        """Refuse an INSERT whose rows are not constants (INSERT ... SELECT, a VALUES row
+        holding a subquery: its value depends on the contents, which a what-if changes)."""
         if not isinstance(stmt.expression, exp.Values):
             raise _refuse("INSERT ... SELECT", stmt, insert_target(stmt))
+        subquery = stmt.expression.find(exp.Select)
+        if subquery is not None:
+            raise _refuse("a subquery in VALUES", subquery, insert_target(stmt))
