@@ -24,7 +24,8 @@ ADMIN, READER, WRITER = "admin-token-0123456789", "reader-token-0123456789", "wr
 LOADER = "loader-token-0123456789"  # may write orders, read nothing
 TOKENS = Tokens.from_dict({"tokens": {
     ADMIN: {"name": "ops", "read": "*", "write": "*", "admin": True},
-    READER: {"name": "reader", "read": ["customer", "orders"]},
+    # the reader's token is also the relays' (a relay joins the placements as a site)
+    READER: {"name": "reader", "read": ["customer", "orders"], "relay": True},
     WRITER: {"name": "writer", "read": ["customer", "orders"], "write": ["customer", "orders"]},
     LOADER: {"name": "loader", "write": ["orders"]},
 }})
@@ -787,14 +788,27 @@ def test_serve_refuses_a_schema_file_for_a_local_database(tmp_path) -> None:
     assert "serving" not in run.stdout
 
 
-@pytest.mark.parametrize("admin", ["false", 0, 1, None])
-def test_a_tokens_file_whose_admin_is_not_true_or_false_is_refused(admin) -> None:
+@pytest.mark.parametrize(("token", "message"), [
+    ("short-token", "shorter than 16"), ("clé-secrète-0123456789", "not printable ASCII"),
+    ("tab\tin-the-token-0123", "not printable ASCII")])
+def test_a_tokens_file_with_a_token_no_header_carries_is_refused(token, message) -> None:
+    """A non-ASCII token was accepted, and every request presenting it was a 500
+    (``hmac.compare_digest`` refuses non-ASCII text)."""
+    from upkeep.service.grants import TokensFileError
+
+    with pytest.raises(TokensFileError, match=message):
+        Tokens.from_dict({"tokens": {token: {"name": "ops", "read": "*"}}})
+
+
+@pytest.mark.parametrize("flag", ["admin", "relay"])
+@pytest.mark.parametrize("value", ["false", 0, 1, None])
+def test_a_tokens_file_whose_flag_is_not_true_or_false_is_refused(flag, value) -> None:
     """``"admin": "false"`` is a string, which bool() reads as true: refused, not a grant."""
     from upkeep.service.grants import TokensFileError
 
-    with pytest.raises(TokensFileError, match='"admin" must be true or false'):
+    with pytest.raises(TokensFileError, match=f'"{flag}" must be true or false'):
         Tokens.from_dict({"tokens": {READER: {"name": "viewer", "read": ["orders"],
-                                              "admin": admin}}})
+                                              flag: value}}})
 
 
 @pytest.mark.parametrize(("content", "where", "message"), [

@@ -211,6 +211,23 @@ def test_placements_are_restored_whole_from_their_state(listening) -> None:
     assert all(r.assignment(m).feed in ([], [listening]) for m in r.members if m != "both")
 
 
+def test_only_a_principal_granted_relay_joins_as_a_site(tmp_path, listening) -> None:
+    """Members placed at a site present their own tokens there: any reader could join with
+    its own URL as a site and collect every placed member's token, an admin's included."""
+    server = start(tmp_path / "db", replan=0)
+    try:
+        Client(server.url, ADMIN).sql(TABLES)
+        with pytest.raises(ServiceError) as refused:
+            Client(server.url, WRITER).place(OPEN, "trap", site=listening)
+        assert refused.value.status == 403 and "relay" in str(refused.value)
+        assert Client(server.url, ADMIN).status()["placement"]["members"] == []
+        assert Client(server.url, ADMIN).replica(OPEN, placed=True).lease.feed == []
+        Client(server.url, READER).place(OPEN, "site", site=listening)  # granted relay
+        assert Client(server.url, ADMIN).place(OPEN_DEAR, "m")["feed"] == [listening]
+    finally:
+        server.stop()
+
+
 def test_a_restarted_server_keeps_its_placements(tmp_path, listening) -> None:
     directory = tmp_path / "db"
     server = start(directory, replan=0)

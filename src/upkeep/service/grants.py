@@ -9,7 +9,9 @@ The tokens file is JSON::
 ``read``: the tables whose rows the principal may see, through SQL over any view, and
 through subscriptions (a view is readable when every table under it is).  ``write``: the
 tables it may change with INSERT / UPDATE / DELETE.  ``admin``: CREATE and DROP, and ending
-any subscription.  A request without a known token is answered 401; one outside its grants
+any subscription.  ``relay``: joining the placements as a site (a URL other members are
+placed at: they present their own tokens there, so only relays the operator runs get it;
+an admin may too).  A request without a known token is answered 401; one outside its grants
 403, naming the table.
 """
 
@@ -41,6 +43,7 @@ class Principal:
     read: frozenset[str] | str = frozenset()
     write: frozenset[str] | str = frozenset()
     admin: bool = False
+    relay: bool = False
 
     def may_read(self, table: str) -> bool:
         return self.read == ALL or table in self.read
@@ -57,6 +60,11 @@ class Principal:
     def check_admin(self, what: str) -> None:
         if not self.admin:
             raise GrantError(f"{self.name} may not {what} (admin only)")
+
+    def check_relay(self) -> None:
+        if not (self.relay or self.admin):
+            raise GrantError(f"{self.name} may not join as a site that feeds other members "
+                             "(the relay grant)")
 
     def check_owner(self, owner: str) -> None:
         if not self.admin and owner != self.name:
@@ -98,12 +106,17 @@ class Tokens:
             if len(token) < 16:
                 raise TokensFileError(f"{where}: {spec['name']}'s token is shorter than 16 "
                                       "characters")
-            admin = spec.get("admin", False)
-            if not isinstance(admin, bool):  # "false" is a string, and true as bool() reads it
-                raise TokensFileError(f"{where}: {spec['name']}'s \"admin\" must be true or "
-                                      f"false, not {json.dumps(admin)}")
+            if not (token.isascii() and token.isprintable()):  # an HTTP header carries it
+                raise TokensFileError(f"{where}: {spec['name']}'s token holds a character "
+                                      "that is not printable ASCII")
+            flags = {}
+            for flag in ("admin", "relay"):
+                value = flags[flag] = spec.get(flag, False)
+                if not isinstance(value, bool):  # "false" is a string, true as bool() reads it
+                    raise TokensFileError(f"{where}: {spec['name']}'s \"{flag}\" must be true "
+                                          f"or false, not {json.dumps(value)}")
             principals[token] = Principal(spec["name"], _tables(spec.get("read", []), where),
-                                          _tables(spec.get("write", []), where), admin)
+                                          _tables(spec.get("write", []), where), **flags)
         return cls(principals)
 
 

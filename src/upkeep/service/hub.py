@@ -269,6 +269,8 @@ class Hub:
               compose: bool = False) -> tuple[Served, Assignment]:
         """Join (or renew) member ``name`` following ``sql``: the subscription is registered
         here too, so this server's feed is every member's exact fallback."""
+        if site is not None:  # members placed there present their tokens to it
+            principal.check_relay()
         failed = [site_url(url) for url in failed]
         up = {url: reachable(url) for url in failed}  # not under the lock
         with self.lock:
