@@ -411,6 +411,21 @@ def test_a_subscription_to_an_unreadable_table_tells_nothing_of_its_columns(serv
     assert err.value.status == 403 and "may not read table secret" in str(err.value)
 
 
+def test_an_unknown_table_is_a_400_and_range_is_answered(served) -> None:
+    """A table that does not exist was a 403 "ops may not read nosuch" even to an admin
+    granted every table, and ``range(3)`` was refused as if it read one."""
+    admin = Client(served.url, ADMIN)
+    with pytest.raises(ServiceError) as err:
+        admin.sql("SELECT * FROM nosuch")
+    assert err.value.status == 400 and "unknown table or view nosuch" in str(err.value)
+    with duckdb.connect() as oracle:
+        for sql in ["SELECT * FROM range(3)", "SELECT * FROM generate_series(1, 3, 2)"]:
+            assert admin.sql(sql).rows == oracle.sql(sql).fetchall()
+    with pytest.raises(ServiceError) as err:  # a table function that reads tables
+        Client(served.url, READER).sql("SELECT * FROM query_table('secret')")
+    assert err.value.status == 403
+
+
 @pytest.mark.parametrize("body, status, where", [
     (b"{not json", 400, "not JSON"),
     (b"[1, 2]", 400, "JSON object"),

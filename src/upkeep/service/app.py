@@ -47,7 +47,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..codecs.json_values import to_json
 from ..duckdb_scratch import time_limit
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError, StatementTimeout
-from ..sql import is_query, names_cte, parse
+from ..sql import is_query, located, names_cte, parse
 from .grants import GrantError, Principal, Tokens
 from .hub import PREFIX, Event, Hub, UnknownSubscription
 from .placement import Assignment, NameTaken, UnknownMember
@@ -266,9 +266,13 @@ class Service:
             if name.startswith(PREFIX) and not is_query(stmt):
                 raise GrantError(f"{name} is a subscription's view: end the subscription with "
                                  "DELETE /subscriptions/<id>")
+            if isinstance(table.this, exp.GenerateSeries):  # range(), generate_series()
+                continue
             if not isinstance(table.this, exp.Identifier) or name not in known:
                 if isinstance(stmt, (exp.Create, exp.Drop)):
                     continue
+                if isinstance(table.this, exp.Identifier):  # as upkeep.connect says it
+                    raise SchemaError(f"unknown table or view {name}{located(table)}")
                 raise GrantError(f"{principal.name} may not read {table.sql()[:60]}")
             names.add(name)
         if isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)):
