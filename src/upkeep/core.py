@@ -95,7 +95,7 @@ class Core:
         namespace: dict[str, object] = {}
         checks = []
         for j, cond in enumerate(self.analysis.local[i]):
-            namespace[f"_f{j}"] = compiler.compile(cond).fn
+            namespace[f"_f{j}"] = compiler.compile_condition(cond).fn
             checks.append(f"_f{j}(r) is True")
         first_pos: dict[int, int] = {}
         for k in range(len(atom.columns)):

@@ -262,7 +262,7 @@ class Representation:
     # ---------------------------------------------------------------- predicates
     def _check(self, preds: tuple[int, ...], layout: list[int]) -> Callable[[tuple], bool]:
         """All of ``preds`` hold (are TRUE) on a tuple laid out as the variables ``layout``."""
-        fns = [self.compile(self.thetas[k].node, layout) for k in preds]
+        fns = [self.compile(self.thetas[k].node, layout, condition=True) for k in preds]
         if len(fns) == 1:
             (f,) = fns
             return lambda t: f(t) is True

@@ -525,6 +525,8 @@ def _cast(value, typ: SqlType):
                 text = value.strip()
                 digits = text.lstrip("+-")
                 if digits[:2].lower() in ("0x", "0b"):  # hexadecimal, binary: as DuckDB
+                    if digits != text or value.rstrip() != value:  # reads them: no sign,
+                        raise ValueError(f"not a number: {value!r}")  # no space after
                     number = int(text, 0)
                 else:
                     number = int(text) if digits.isdigit() else int(_round(Decimal(text), 0))
@@ -743,8 +745,9 @@ class ExpressionCompiler:
         return Compiled(self._function(src), typ, src)
 
     def compile_condition(self, node: exp.Expression) -> Compiled:
-        """A condition (HAVING), by :func:`as_condition`'s rule."""
-        src = self._truth(node)
+        """A condition that filters rows (WHERE, ON, HAVING): ``row -> bool``, True exactly
+        where it is TRUE, evaluated as DuckDB filters (:meth:`_holds`)."""
+        src = self._holds(node)
         return Compiled(self._function(src), BOOLEAN, src)
 
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
@@ -761,7 +764,7 @@ class ExpressionCompiler:
         body = "(" + "".join(f"{self._valued(node)[0]}, " for node in nodes) + ")"
         if condition is None:
             return self._function(body)
-        return self._function(f"{body} if ({self._truth(condition)}) is True else None")
+        return self._function(f"{body} if {self._holds(condition)} else None")
 
     def _function(self, src: str) -> Callable[[tuple], object]:
         """``lambda r: src`` with the runtime helpers and this compiler's constants (every
@@ -1090,6 +1093,18 @@ class ExpressionCompiler:
                 raise SchemaError(f"{call.sql()} needs numbers, not {typ.sql()}{_where(call)}")
         return out
 
+    def _holds(self, node: exp.Expression) -> str:
+        """The code of ``node`` is TRUE, as DuckDB filters rows by it (a WHERE, a WHEN): an
+        AND goes no further than its first part that is not TRUE (a NULL drops the row as
+        FALSE does, so ``a > 0 AND 10 % b = 0`` never divides where ``a`` is NULL), an OR
+        no further than its first TRUE part; other parts are values (:meth:`_truth`)."""
+        if isinstance(node, exp.Paren):
+            return self._holds(node.this)
+        for cls, word in ((exp.And, " and "), (exp.Or, " or ")):
+            if isinstance(node, cls):
+                return "(" + word.join(self._holds(x) for x in _flatten(node, cls)) + ")"
+        return f"(({self._truth(node)}) is True)"
+
     def _truth(self, node: exp.Expression) -> str:
         """The code of a condition (WHEN, AND, OR, NOT, HAVING; see :func:`as_condition`)."""
         src, typ = self._gen(node)
@@ -1284,13 +1299,13 @@ class ExpressionCompiler:
             when = cond.this
             if subject is not None:
                 when = exp.EQ(this=subject, expression=when)
-            branches.append((self._truth(when), self._gen(cond.args["true"])))
+            branches.append((self._holds(when), self._gen(cond.args["true"])))
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
         typ = value_type([t for _, (_, t) in branches] + [dflt[1]])
         src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
-            src = f"({self._as(then, t, typ, value=True)} if ({when}) is True else {src})"
+            src = f"({self._as(then, t, typ, value=True)} if {when} else {src})"
         return src, typ
 
 

@@ -270,9 +270,11 @@ def thetas_of(core: Core, analysis) -> list[ThetaPredicate]:
 
 
 def compiler_over(core: Core) -> Callable:
-    """``compile(expression, layout)``: a function of tuples laid out as variables ``layout``."""
-    def compile_(node, layout: list[int]) -> Callable[[tuple], object]:
-        return ExpressionCompiler(core.scope_over(layout)).compile(node).fn
+    """``compile(expression, layout)``: a function of tuples laid out as variables ``layout``
+    (with ``condition``, whether a condition is TRUE, as DuckDB filters rows by it)."""
+    def compile_(node, layout: list[int], condition: bool = False) -> Callable[[tuple], object]:
+        compiler = ExpressionCompiler(core.scope_over(layout))
+        return (compiler.compile_condition if condition else compiler.compile)(node).fn
     return compile_
 
 
@@ -615,7 +617,7 @@ def _subquery_operator(child: Operator, sub: SubqueryFilter, block: Block, core:
     positions = tuple(out.index(core.var_of_slot[block.scope.resolve(c).slot])
                       for c in sub.outer_keys)
     compiler = ExpressionCompiler(sub.inner_scope)
-    filters = [compiler.compile(c).fn for c in sub.local]
+    filters = [compiler.compile_condition(c).fn for c in sub.local]
     project = key_function(tuple(sub.inner_keys))
     if sub.null_probe:  # the equalities' keys (none NULL), then the probe's NULL
         keys = project
@@ -719,7 +721,8 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
         for k in dropped:
             notes.append(f"theta predicate {thetas[k].sql} checked on the join's output "
                          "(in the join tree it would close a cycle)")
-            op = Filter(op, compiler_over(core)(thetas[k].node, list(approx)), thetas[k].sql)
+            op = Filter(op, compiler_over(core)(thetas[k].node, list(approx), condition=True),
+                        thetas[k].sql)
         return _project(op, approx, out, "project approximation"), notes
     return None
 
@@ -755,7 +758,7 @@ def _lftj_core(block: Block, analysis, core: Core, out: tuple[int, ...],
         "most atoms first, then the one sharing an atom with the most chosen ones)"]
     op: Operator = LeapfrogCore(join, sources, order)
     for th in thetas:
-        op = Filter(op, compiler_over(core)(th.node, list(need)), th.sql)
+        op = Filter(op, compiler_over(core)(th.node, list(need), condition=True), th.sql)
     return _project(op, need, out, "project output (support counts)"), notes
 
 
@@ -801,7 +804,7 @@ def _apply_residuals(op: Operator, layout: list[int], pending, core: Core):
     rest = []
     for cond, vs in pending:
         if vs <= set(layout):
-            pred = ExpressionCompiler(core.scope_over(layout)).compile(cond).fn
+            pred = ExpressionCompiler(core.scope_over(layout)).compile_condition(cond).fn
             op = Filter(op, pred, cond.sql())
         else:
             rest.append((cond, vs))

@@ -244,7 +244,7 @@ def _bind_rule(head: str, branch: exp.Select, columns: list[tuple[str, SqlType]]
                 equalities.append((a.slot, b.slot))
                 continue
         slots = frozenset(block.scope.resolve(c).slot for c in column_refs(cond))
-        conditions.append((slots, compiler.compile(cond).fn))
+        conditions.append((slots, compiler.compile_condition(cond).fn))
     head_exprs = []
     head_slots: list[int | None] = []
     head_nodes = []

@@ -135,7 +135,7 @@ class RecursiveView(MaterializedView):
             raise UnsupportedError(
                 f"why over view {self.name}: its outer query is not over the CTE alone")
         compiler = ExpressionCompiler(block.scope)
-        conds = [compiler.compile(c).fn for c in block.conditions]
+        conds = [compiler.compile_condition(c).fn for c in block.conditions]
         if not block.is_aggregate:
             selects = [compiler.compile(e).fn for _, e in block.select]
             for t in rows:

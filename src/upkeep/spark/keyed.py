@@ -873,7 +873,7 @@ def _compile_view(name: str, block: Block, step: int, facts: TableFacts,
         view.subqueries.append(SubqueryStep(
             view, i, step + len(order) - 1 + i, sub.negated, sub.relation,
             _getter(tuple(block.scope.resolve(c).slot for c in sub.outer_keys)),
-            _getter(tuple(sub.inner_keys)), [inner.compile(c).fn for c in sub.local],
+            _getter(tuple(sub.inner_keys)), [inner.compile_condition(c).fn for c in sub.local],
             ", ".join(c.sql() for c in sub.outer_keys), sub.null_probe))
     if kind == "aggregate":
         view.distinct_after = block.distinct
