@@ -777,3 +777,14 @@ def test_a_filter_goes_no_further_than_a_null_part_of_an_and(query):
         "INSERT INTO f VALUES (4, NULL, 0), (5, NULL, 0)",
         "UPDATE f SET k = k + 10 WHERE a > 0 AND 10 % b = 0",
         "DELETE FROM f WHERE (a > 0 AND 10 % b = 0) OR k = 5"], query=query)
+
+
+def test_a_signed_hexadecimal_text_is_no_integer_as_in_duckdb():
+    """DuckDB reads ``0x`` / ``0b`` text unsigned, with no space after it: ``'-0x10'`` was
+    -16 here (and ``DELETE .. WHERE TRY_CAST(s AS INTEGER) < 0`` deleted it), NULL there."""
+    texts = ["0x10", "-0x10", "+0x10", " 0x10", "0x10 ", "-0X80000000", "0b101", "-0b1"]
+    rows = ", ".join(f"({i}, '{t}')" for i, t in enumerate(texts))
+    view_follows_duckdb(
+        ["CREATE TABLE x (k INTEGER, s VARCHAR)", f"INSERT INTO x VALUES {rows}"],
+        ["DELETE FROM x WHERE TRY_CAST(s AS INTEGER) = 16 AND k > 0"],
+        query="SELECT k, TRY_CAST(s AS INTEGER) AS i, TRY_CAST(s AS BIGINT) AS b FROM x")
