@@ -267,16 +267,22 @@ class OutsideDates(ValueError):
 def parse_date(text: str) -> dt.date:
     """A DATE from text as DuckDB reads it (``'2020-1-31'``, ``'2020/01/31'``,
     ``'2020-01-31 10:00'``, ``'epoch'``), not as Python's ``fromisoformat`` does (which
-    also reads week dates and ``'20200131'``); ``'infinity'`` has no Python date, so it
-    is refused rather than held as 9999-12-31."""
+    also reads week dates and ``'20200131'``); ``'infinity'`` (``'inf'``) and a date before
+    Christ (``'-2024-01-01'``) have no Python date, so they are refused (OutsideDates, which
+    TRY_CAST raises too) rather than held as 9999-12-31 or read as NULL."""
     found = _DATE_TEXT.fullmatch(text)
     if found is None:
         word = text.strip(" \t\n\r\f\v").lower()  # ASCII spaces only, as DuckDB
         if word == "epoch":
             return dt.date(1970, 1, 1)
-        if word in ("infinity", "-infinity", "+infinity"):
+        if text.lstrip(" \t\n\r\f\v").lower() in ("inf", "-inf", "infinity", "-infinity"):
             raise OutsideDates(f"expected DATE, got {text!r}: an infinite date has no value "
                                "here")
+        before_christ = word.removesuffix(" (bc)") if word.endswith(" (bc)") else (
+            word[1:] if word.startswith("-") else None)  # DuckDB: '-2024-01-01', '.. (BC)'
+        if before_christ is not None and _DATE_TEXT.fullmatch(before_christ):
+            raise OutsideDates(f"expected DATE, got {text!r}: a date before Christ has no "
+                               "value here")
         raise ValueError(f"expected DATE, got {text!r}")
     year, _, month, day, hour, minute, second = found.groups()
     if hour is not None and not (int(hour) < 24 and int(minute) < 60
