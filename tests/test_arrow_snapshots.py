@@ -36,7 +36,7 @@ def answer(rows: list[tuple]) -> list[str]:
     return sorted(map(repr, rows))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(operation, max_size=12))
 def test_every_select_reads_the_current_rows(operations):
     db, con = upkeep.connect(), duckdb.connect()
