@@ -411,6 +411,29 @@ def test_a_subscription_to_an_unreadable_table_tells_nothing_of_its_columns(serv
     assert err.value.status == 403 and "may not read table secret" in str(err.value)
 
 
+def test_a_json_number_parameter_keeps_the_digits_it_was_sent_with(tmp_path) -> None:
+    """JSON carries a decimal exactly, but the body was read into binary floats:
+    ``123456789012345678.0123456789`` was stored as ``123456789012345685.0245451776``. A
+    number a double holds as written stays a DOUBLE (``SELECT ?`` of 0.5)."""
+    server = start(tmp_path / "db")
+    try:
+        headers = {"Authorization": f"Bearer {ADMIN}"}
+
+        def post(body: bytes) -> dict:
+            response = httpx.post(server.url + "/sql", content=body, headers=headers)
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        post(b'{"sql": "CREATE TABLE m (k INTEGER, d DECIMAL(38,10), x DOUBLE)"}')
+        post(b'{"sql": "INSERT INTO m VALUES (?, ?, ?)", '
+             b'"params": [1, 123456789012345678.0123456789, 0.1]}')
+        assert post(b'{"sql": "SELECT d, x FROM m"}')["rows"] == [
+            ["123456789012345678.0123456789", 0.1]]
+        assert post(b'{"sql": "SELECT ? AS h", "params": [0.5]}')["types"] == ["DOUBLE"]
+    finally:
+        server.stop()
+
+
 def test_an_unknown_table_is_a_400_and_range_is_answered(served) -> None:
     """A table that does not exist was a 403 "ops may not read nosuch" even to an admin
     granted every table, and ``range(3)`` was refused as if it read one."""

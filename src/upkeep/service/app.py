@@ -28,9 +28,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
+from decimal import Decimal
 from http import HTTPStatus
 from pathlib import Path
 
@@ -107,6 +109,21 @@ async def _refuse(websocket: WebSocket, response: Response) -> None:
 #: DuckDB table functions that read files or the network: never reachable over HTTP
 _FILE_FUNCTIONS = ("read_", "glob", "parquet_", "sniff_csv", "iceberg_", "delta_scan",
                    "sqlite_scan", "postgres_scan", "mysql_scan")
+
+
+def _parameter(value: object) -> object:
+    """A JSON parameter as the engine takes it: a number with a fraction or an exponent is
+    a DOUBLE where a double holds it as written (``0.1``), else a DECIMAL of its digits
+    (``123456789012345678.0123456789``: JSON carries them exactly, a double would not)."""
+    if isinstance(value, Decimal):
+        as_float = float(value)
+        exact = math.isfinite(as_float) and Decimal(repr(as_float)) == value
+        return as_float if exact else value
+    if isinstance(value, list):
+        return [_parameter(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _parameter(v) for k, v in value.items()}
+    return value
 
 
 #: the largest request body read (SQL text, a subscription, a placement): a larger one is
@@ -226,7 +243,7 @@ class Service:
                 raise TooLarge(f"the request body is over the limit of {MAX_BODY_BYTES} bytes")
             chunks.append(chunk)
         try:
-            data = json.loads(b"".join(chunks) or b"null")
+            data = json.loads(b"".join(chunks) or b"null", parse_float=Decimal)
         except (ValueError, RecursionError) as exc:
             raise BadRequest(f"the request body is not JSON: {str(exc)[:200]}") from None
         if not isinstance(data, dict):
@@ -303,6 +320,7 @@ class Service:
                 raise BadRequest('"sql" must be a string of SQL')
             if params is not None and not isinstance(params, list):
                 raise BadRequest('"params" must be a list')
+            params = None if params is None else [_parameter(p) for p in params]
             cursor = await run_in_threadpool(self._run_sql, principal, text, params)
             if ARROW in request.headers.get("accept", ""):
                 sink = pa.BufferOutputStream()
