@@ -411,6 +411,27 @@ def test_a_subscription_to_an_unreadable_table_tells_nothing_of_its_columns(serv
     assert err.value.status == 403 and "may not read table secret" in str(err.value)
 
 
+def test_a_subscription_too_big_to_build_within_the_time_limit_is_refused(tmp_path) -> None:
+    """A reader's subscription to a join that multiplies rows was built under the server's
+    lock with no limit: every other request waited as long as it ran (2,000 orders of one
+    customer: 4 M rows, 25 s at --statement-seconds 1), or the server ran out of memory."""
+    server = start(tmp_path / "db", statement_seconds=1)
+    try:
+        admin = Client(server.url, ADMIN)
+        admin.sql(TABLES + "INSERT INTO orders SELECT i, 1, 'open', 1 FROM range(500) t(i)")
+        reader = Client(server.url, READER)
+        joined = "SELECT o.ok FROM orders o JOIN orders p ON o.ck = p.ck"  # 250,000 rows
+        with pytest.raises(ServiceError) as refused:
+            reader.subscribe(joined)
+        assert refused.value.status == 400 and "250,000 rows" in str(refused.value)
+        assert admin.sql("SELECT COUNT(*) FROM orders").rows == [(500,)]
+        assert admin.status()["subscriptions"] in (0, [], {})  # nothing was built
+        reader.subscribe("SELECT o.ok FROM orders o")  # a small one is built
+        assert admin.status()["subscriptions"] not in (0, [], {})
+    finally:
+        server.stop()
+
+
 def test_a_json_number_parameter_keeps_the_digits_it_was_sent_with(tmp_path) -> None:
     """JSON carries a decimal exactly, but the body was read into binary floats:
     ``123456789012345678.0123456789`` was stored as ``123456789012345685.0245451776``. A

@@ -37,6 +37,7 @@ from ..dissemination.subscriptions import (
     parse,
     tables_named,
 )
+from ..duckdb_scratch import time_limit
 from ..errors import Error, UnsupportedError
 from ..local import Connection
 from ..zset import Changes, Delta
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
     from ..spark.connection import SparkConnection
 
 PREFIX = "__sub_"
+
+
+#: what building a subscription's view costs a row of its result (measured: 2-5 us on the
+#: benchmark machine), so that its row count tells how long the build holds the server
+BUILD_SECONDS_PER_ROW = 5e-6
 
 
 class TokenError(Error):
@@ -138,6 +144,9 @@ class Hub:
         #: which site feeds which member (the server's; a relay places nobody)
         self.placements = placements if relay is None else None
         self.lock = threading.RLock()
+        #: seconds one request may hold the server (``upkeep serve --statement-seconds``;
+        #: None: no limit): a subscription whose build would take longer is refused
+        self.statement_seconds: float | None = None
         directory = db.directory
         self._registry_path = directory / "service.json" if directory is not None else None
         registry = self._read_registry()
@@ -249,6 +258,7 @@ class Hub:
             if sid in self.subscriptions:
                 return self.subscriptions[sid]
             body = parsed.select_sql() if self.relay is None else self.relay.rewrite(parsed)
+            self._check_build_time(body)
             self.db.create_view(PREFIX + sid, body)
             if self._journal_follows_log:
                 self.db.sync()  # built now: its contents are no batch's change
@@ -263,6 +273,22 @@ class Hub:
                 raise
             self._attach(sid)
             return served
+
+    def _check_build_time(self, body: str) -> None:
+        """Refuse a subscription whose build would hold the server (and its lock) past the
+        statement time limit: its rows, counted by DuckDB within that limit, times what a
+        build costs a row. A reader's join that multiplies rows took every other request
+        with it for as long as it ran, or the server's memory."""
+        limit = self.statement_seconds
+        if limit is None:
+            return
+        with time_limit(limit):
+            (rows,) = self.db.execute(f"SELECT COUNT(*) FROM ({body})").fetchone()
+        if rows * BUILD_SECONDS_PER_ROW > limit:
+            raise SubscriptionError(
+                f"the subscription holds {rows:,} rows: building it would hold the server "
+                f"for about {rows * BUILD_SECONDS_PER_ROW:.0f} s, past the statement time "
+                f"limit of {limit:g} s (upkeep serve --statement-seconds); narrow it")
 
     def place(self, principal: Principal, sql: str, name: str, *, site: str | None = None,
               capacity: int | None = None, failed: list[str] = (),

@@ -61,6 +61,7 @@ class Server:
         # 0 or inf: no limit (a timer cannot wait past the platform's time_t)
         self.service.statement_seconds = (statement_seconds if statement_seconds
                                           and statement_seconds < NEVER else None)
+        self.hub.statement_seconds = self.service.statement_seconds
         try:
             self.socket = socket.create_server((host, port))
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
