@@ -788,3 +788,25 @@ def test_a_signed_hexadecimal_text_is_no_integer_as_in_duckdb():
         ["CREATE TABLE x (k INTEGER, s VARCHAR)", f"INSERT INTO x VALUES {rows}"],
         ["DELETE FROM x WHERE TRY_CAST(s AS INTEGER) = 16 AND k > 0"],
         query="SELECT k, TRY_CAST(s AS INTEGER) AS i, TRY_CAST(s AS BIGINT) AS b FROM x")
+
+
+def test_a_product_of_two_narrow_decimals_overflows_at_18_digits_as_in_duckdb():
+    """DuckDB keeps ``DECIMAL(18,4) * DECIMAL(3,2)`` in 18 digits (``DECIMAL(18,6)``) and
+    raises past them; upkeep held the 20-digit product. ``DECIMAL(10,9) * DECIMAL(10,9)``
+    (a scale of 18) and a BIGINT operand keep 38 digits in both."""
+    ddl = "CREATE TABLE p (e DECIMAL(18,4), n DECIMAL(10,9), b BIGINT)"
+    query = "SELECT e * 0.25 AS x, n * n AS y, e * b AS z FROM p"
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute(ddl)
+        target.execute("INSERT INTO p VALUES (1.5, 9.5, 10)")
+    db.create_view("v", query)
+    assert db.view("v").rows() == con.execute(query).fetchall()
+    big = "INSERT INTO p VALUES (12345678901234.5678, 9.123456789, 4000000000000000000)"
+    with pytest.raises(duckdb.Error, match="Overflow in multiplication"):
+        con.execute(big)
+        con.execute(query).fetchall()
+    with pytest.raises(upkeep.EvaluationError, match="multiplication of DECIMAL.18,6"):
+        db.execute(big)
+    assert db.view("v").rows() == con.execute(query.replace("FROM p", "FROM p WHERE e < 2"
+                                                            )).fetchall()

@@ -263,16 +263,19 @@ def _overflow(op: str, a, b, typ: SqlType):
 _SYMBOL = {"addition": "+", "subtraction": "-", "multiplication": "*", "negation": "-"}
 _OPERATION = {"+": "addition", "-": "subtraction", "*": "multiplication"}  # for _overflow
 _DECIMAL_OPS = {"+": WIDE_CONTEXT.add, "-": WIDE_CONTEXT.subtract, "*": WIDE_CONTEXT.multiply}
-_DECIMAL_DIGITS = 38  # DuckDB's widest DECIMAL
+#: the digits of an integer type as DuckDB's decimal arithmetic counts them
+_DECIMAL_WIDTHS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10, "BIGINT": 19, "HUGEINT": 38,
+                   "NULL": 0}
 
 
 def _decimal(op: str, a, b, typ: SqlType):
     """DECIMAL ``a op b``, exact (Python's default context keeps 28 digits, DECIMAL(38)
-    needs 38), or an overflow beyond 38 digits, as DuckDB's."""
+    needs 38), or an overflow beyond ``typ``'s digits (38, or 18: see ``_arith``), as
+    DuckDB's."""
     z = _DECIMAL_OPS[op](a, b)
     if not z:
         return z.copy_abs()  # 0.00 * -1 is 0.00 in DuckDB, not -0.00
-    if z.adjusted() >= _DECIMAL_DIGITS - typ.scale:
+    if z.adjusted() >= typ.precision - typ.scale:
         _overflow(_OPERATION[op], a, b, typ)
     return z
 
@@ -1140,7 +1143,11 @@ class ExpressionCompiler:
         typ = common_numeric(ta, tb)
         if op == "*" and typ.kind == "DECIMAL":  # scales add under multiplication (DuckDB)
             scale = sum(t.scale for t in (ta, tb) if t.kind == "DECIMAL")
-            typ = SqlType("DECIMAL", 38, scale)
+            widths = [_DECIMAL_WIDTHS.get(t.kind, t.precision) for t in (ta, tb)]
+            # DuckDB keeps a product of two 18-digit-or-less decimals in 18 digits (its
+            # 64-bit decimals) while the scale fits, and raises past them
+            narrow = max(widths) <= 18 < sum(widths) and scale < 18
+            typ = SqlType("DECIMAL", 18 if narrow else 38, scale)
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
         x, y = self._tmp(), self._tmp()
         value = f"{x} {op} {y}"
