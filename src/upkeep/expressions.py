@@ -1271,10 +1271,10 @@ class ExpressionCompiler:
         return self._compared_as(src, have, want)
 
     def _connective(self, parts: list[str], decides: str) -> str:
-        """AND (``decides`` False) / OR (True) of three-valued parts, left to right and no
-        further than the first part that decides it, as DuckDB evaluates them (``i > 100
-        AND b * 2 > 0`` computes ``b * 2`` only where ``i > 100`` holds); otherwise NULL
-        if a part is NULL."""
+        """AND (``decides`` False) / OR (True) of three-valued parts as a value (a select
+        list's; a filtering condition is :meth:`_holds`), left to right and no further
+        than the first part that decides it (``i > 100 AND b * 2 > 0`` computes ``b * 2``
+        only where ``i > 100`` holds); otherwise NULL if a part is NULL."""
         temps = [self._tmp() for _ in parts]
         undecided = "True" if decides == "False" else "False"  # every part the other way
         src = f"(None if ({' or '.join(f'{t} is None' for t in temps)}) else {undecided})"
