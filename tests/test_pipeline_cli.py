@@ -162,6 +162,19 @@ def test_a_sink_for_an_unknown_view(tmp_path, capsys):
     assert "no view named 'revenu'" in capsys.readouterr().err
 
 
+def test_a_dead_letter_option_naming_a_sinks_file_is_refused(tmp_path, capsys, monkeypatch):
+    """The pipeline file's ``dead_letter`` naming a sink's file was refused, the same path
+    given as ``--dead-letter`` was not: rejected records went into the sink's rows."""
+    path = write_pipeline(tmp_path, sinks={"revenue": ["jsonl"]})
+    (tmp_path / "changes").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--on-error", "dead-letter",
+                 "--dead-letter", "out/revenue.jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "writes to the dead-letter file revenue.jsonl (--dead-letter)" in err
+    assert not (tmp_path / "out" / "revenue.jsonl").exists()
+
+
 def test_run_from_the_command_line_with_overrides(tmp_path, capsys):
     stream = Stream(seed=21).generate(200)
     WRITERS["parquet"](tmp_path / "changes", stream.records, files=2)

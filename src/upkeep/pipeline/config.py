@@ -85,6 +85,8 @@ class PipelineConfig:
             if key in changes:
                 _choice(self.file, f"--{key.replace('_', '-')}", changes[key],
                         ON_ERROR if key == "on_error" else ENGINES)
+        if "dead_letter" in changes:
+            _check_dead_letter(self.file, self.sinks, changes["dead_letter"], "--dead-letter")
         return dataclasses.replace(self, **changes)
 
 
@@ -124,17 +126,22 @@ def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
         raise ConfigError(file, "key 'tables' names no SQL file (at least one CREATE TABLE)")
     views = _sql_files(file, data, "views") if "views" in data else []
     sinks = _sinks(file, data.get("sinks", []))
-    for sink in sinks:
-        if "path" in sink.options and sink.options["path"].resolve() == dead_letter.resolve():
-            raise ConfigError(file, f"{sink.label} writes to the dead-letter file "
-                                    f"{dead_letter.name} (key 'dead_letter'): give one of "
-                                    "them another path")
+    _check_dead_letter(file, sinks, dead_letter, "key 'dead_letter'")
     return PipelineConfig(
         file=file, name=name, state_dir=state_dir, tables=tables, views=views,
         source=_source(file, _table(file, data, "source", required=True)),
         batch=_batch(file, _table(file, data, "batch")), sinks=sinks,
         on_error=on_error, dead_letter=dead_letter, engine=engine,
         **_spark(file, _table(file, data, "spark")))
+
+
+def _check_dead_letter(file: Path, sinks: list, dead_letter: Path, given: str) -> None:
+    """A sink writing to the dead-letter file would take rejected records into its rows."""
+    for sink in sinks:
+        if "path" in sink.options and sink.options["path"].resolve() == dead_letter.resolve():
+            raise ConfigError(file, f"{sink.label} writes to the dead-letter file "
+                                    f"{dead_letter.name} ({given}): give one of them "
+                                    "another path")
 
 
 # ---------------------------------------------------------------- sections
