@@ -404,6 +404,56 @@ def test_a_csv_or_parquet_record_with_a_bad_image_replays_once_fixed(tmp_path, f
     assert (42, "b", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_column_named_twice_is_a_bad_record_not_a_dropped_cell(tmp_path, fmt):
+    """``table,op,row,ROW``: the last ``row`` cell was applied and the first dropped
+    without a word."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "changes").mkdir()
+    if fmt == "csv":
+        (tmp_path / "changes" / "c.csv").write_text(
+            'table,op,row,ROW\ncustomers,insert,"[1, ""a"", ""AUTO""]","[2, ""b"", ""AUTO""]"\n')
+    else:
+        pq.write_table(pa.Table.from_arrays(
+            [pa.array(["customers"]), pa.array(["insert"]), pa.array(['[1, "a", "AUTO"]']),
+             pa.array(['[2, "b", "AUTO"]'])], names=["table", "op", "row", "ROW"]),
+            tmp_path / "changes" / "c.parquet")
+    path = write_pipeline(tmp_path, sinks={})
+    db = upkeep.connect()
+    with pytest.raises(RecordError, match="names column 'row' twice"):
+        run(path, db=db)[1]()
+    assert db.execute("SELECT * FROM customers").fetchall() == []
+
+
+def test_a_parquet_file_of_an_unknown_column_dead_letters_its_records_whole(tmp_path):
+    """A Parquet file refused as a whole (a column no change record has) dead-lettered each
+    record as ``{"table": null, "op": null}``: nothing left to fix and replay."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "changes").mkdir()
+    pq.write_table(pa.table({"table": ["customers"], "op": ["insert"],
+                             "row": ['[43, "c", "AUTO"]'], "note": ["x"]}),
+                   tmp_path / "changes" / "c.parquet")
+    path = write_pipeline(tmp_path, sinks={}, extra='on_error = "dead-letter"')
+    db = upkeep.connect()
+    run(path, db=db)[1]()
+    (entry,) = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
+    assert "unknown column 'note'" in entry["_error"]
+    assert {k: v for k, v in entry.items() if not k.startswith("_")} == {
+        "table": "customers", "op": "insert", "row": [43, "c", "AUTO"], "note": "x"}
+    del entry["note"]
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "fixed.jsonl").write_text(json.dumps(entry) + "\n")
+    config = load_config(path).replace(source=load_config(path).source.__class__(path=replay))
+    stats = PipelineRunner(config, db=db, progress="none",
+                           console=Console(file=io.StringIO())).run()
+    assert (stats.applied, stats.rejected) == (1, 0)
+
+
 VIEW_CAST = "CREATE MATERIALIZED VIEW v AS SELECT a, CAST(s AS INTEGER) AS n FROM t;\n"
 
 

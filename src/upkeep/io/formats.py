@@ -192,6 +192,9 @@ class CsvReader(_LineReader):
         for need in ("table", "op"):
             if need not in self.header:
                 self.header_error = f"the CSV header (line 1) has no column {need!r}"
+        twice = _named_twice(self.header)
+        if twice:  # one of its cells would be dropped unseen
+            self.header_error = f"the CSV header (line 1) names column {twice!r} twice"
         for col in self.header:
             if col not in ("table", "op", "txn", *_IMAGE_COLUMNS) and not col.startswith("_"):
                 self.header_error = (f"the CSV header (line 1) has an unknown column {col!r} "
@@ -261,6 +264,8 @@ class ParquetReader(Reader):
         for col in names:
             if col not in ("table", "op", "txn", *_IMAGE_COLUMNS) and not col.startswith("_"):
                 problem = f"the Parquet file has an unknown column {col!r}"
+        if _named_twice(names):
+            problem = f"the Parquet file names column {_named_twice(names)!r} twice"
         number = 0
         # row group by row group, so that a damaged one loses only itself and what follows
         batches = (batch for group in range(pf.metadata.num_row_groups)
@@ -280,11 +285,35 @@ class ParquetReader(Reader):
                 if number <= self.skip:
                     continue
                 position = self._position(number)
-                if problem:
-                    yield ChangeRecord(position, error=problem)
+                if problem:  # the row's cells kept, for its dead letter to be fixed
+                    held = {n: v[i] for n, v in columns.items() if v[i] not in (None, "")}
+                    yield ChangeRecord(position, error=problem, original=_images_read(held))
                     continue
                 yield _decode_cells({n: v[i] for n, v in columns.items()}, position)
         self.finished = True
+
+
+def _named_twice(names: list[str]) -> str | None:
+    """A column named twice (names lowered), or None."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
+def _images_read(cells: dict[str, Any]) -> dict[str, Any]:
+    """Cells with their JSON row images read where they are JSON, as a dead letter holds
+    them (a replayed one then carries lists, not their text)."""
+    out = dict(cells)
+    for key in _IMAGE_COLUMNS:
+        if key in out:
+            try:
+                out[key] = json_cell(out[key], key)
+            except ValueError:
+                pass  # kept as text, for the reader of the dead letter to fix
+    return out
 
 
 def _decode_cells(cells: dict[str, Any], position: Position) -> ChangeRecord:

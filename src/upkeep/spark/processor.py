@@ -202,7 +202,7 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
                 raise BatchRejected(SchemaError(str(exc)).to_record(
                     position=str(record.position))) from None
             buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
-                dead_letter(record.images() if record.table else {"_raw": record.raw},
+                dead_letter(record.images() if record.table or record.original else {"_raw": record.raw},
                             str(exc), record.position))
             continue
         where = record.position
