@@ -17,7 +17,7 @@ from sqlglot.tokens import TokenType
 from ..engine import Engine
 from ..errors import Error, ParseError
 from ..io.errors import PipelineError
-from ..sql import Dialect, check_syntax, quiet_sqlglot
+from ..sql import Dialect, check_syntax, parse, quiet_sqlglot
 from .config import PipelineConfig
 
 
@@ -46,6 +46,12 @@ def split_statements(file: Path) -> list[tuple[int, str]]:
     try:
         tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
     except sqlglot.errors.TokenError as exc:
+        try:  # the parser names the line and column (an unterminated string's start)
+            parse(sql)
+        except Error as parsed:
+            line = getattr(parsed, "line", None)
+            if line is not None:
+                raise PipelineError(f"{file.name}, line {line}: {parsed}") from None
         raise PipelineError(f"{file.name}: cannot tokenize SQL: {exc}") from None
     out: list[tuple[int, str]] = []
     first = None
