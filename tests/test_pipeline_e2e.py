@@ -390,3 +390,19 @@ def test_the_pipelines_own_outputs_in_the_source_directory_do_not_refuse_a_rerun
     if state == ":memory:":  # an input at a sink's path is still refused
         with pytest.raises(PipelineError, match="v.jsonl, a change file of the source"):
             run("dead-letter")
+
+
+
+def test_plain_progress_prints_its_last_line_once():
+    """A refresh right before the run's closing one printed the same line again (after a
+    long batch: nothing for 20 s, then the line twice)."""
+    from upkeep.pipeline.progress import Progress
+    from upkeep.pipeline.stats import RunStats
+
+    stats = RunStats("p", "changes", ":memory:", read=600_000, batches=1)
+    out = io.StringIO()
+    with Progress(stats, [], "plain", Console(file=out, width=300), interval=0) as progress:
+        stats.finished = stats.started + 20.0
+        progress.update()  # after the batch
+        progress.update(force=True)  # the run's end
+    assert len(out.getvalue().splitlines()) == 1, out.getvalue()

@@ -36,6 +36,7 @@ class Progress:
         self.interval = interval
         self._live: Live | None = None
         self._last = 0.0
+        self._printed = ""
         self._notes = 0
 
     def __enter__(self) -> Progress:
@@ -61,8 +62,11 @@ class Progress:
                 self._live.update(self._render(), refresh=True)
                 self._last = now
         elif self.mode == "plain" and (force or now - self._last >= self.interval):
-            self.console.print(self.line(), highlight=False, soft_wrap=True,
-                      markup=False)
+            line = self.line()
+            if force and line == self._printed:
+                return  # the run's last line, already printed
+            self.console.print(line, highlight=False, soft_wrap=True, markup=False)
+            self._printed = line
             self._last = now
 
     def note(self, text: str, limit: int = 20) -> None:
