@@ -810,3 +810,13 @@ def test_a_product_of_two_narrow_decimals_overflows_at_18_digits_as_in_duckdb():
         db.execute(big)
     assert db.view("v").rows() == con.execute(query.replace("FROM p", "FROM p WHERE e < 2"
                                                             )).fetchall()
+
+
+@pytest.mark.parametrize("text", ["-0.0000000001", "0.0000000000", "1.50", "-12345678.9",
+                                  "0.0000001000"])
+def test_a_decimal_is_spelled_in_json_as_duckdb_spells_it(text):
+    """A small DECIMAL came out of the service's JSON and the jsonl sink as ``-1E-10``."""
+    with duckdb.connect() as oracle:
+        (value, spelled), = oracle.execute(
+            f"SELECT CAST({text} AS DECIMAL(20,10)) AS d, d::VARCHAR").fetchall()
+    assert to_json(value) == spelled

@@ -30,8 +30,8 @@ def to_json(value: Any) -> Any:
         if math.isfinite(value):
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Decimal):
-        return str(value)
+    if isinstance(value, Decimal):  # as DuckDB spells it: '-0.0000000001', not '-1E-10'
+        return format(value, "f")
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
