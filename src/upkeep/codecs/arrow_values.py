@@ -45,8 +45,9 @@ def to_arrow(columns: Columns, rows: list[tuple],
             if wide:
                 raise SchemaError(
                     f"column {name} holds the HUGEINT {wide[0]:f}, of 39 digits, where Arrow "
-                    f"and Parquet hold 38 (decimal128(38, 0)): cast it in the view (to "
-                    f"VARCHAR or DOUBLE), or use a duckdb, sqlite or jsonl sink") from None
+                    f"and Parquet hold 38 (decimal128(38, 0)): cast it to VARCHAR or DOUBLE "
+                    f"where it is computed, or read it without Arrow (JSON results; a "
+                    f"duckdb, sqlite or jsonl sink)") from None
             raise SchemaError(f"a value of column {name} does not fit its type {typ.sql()}: "
                               f"{exc}") from None
     names = [n for n, _ in columns]
