@@ -109,8 +109,8 @@ VIEWS = {
     # window functions, keyed by partition (or one key), over a helper of the rest
     "ranked": "SELECT ok, ck, RANK() OVER (PARTITION BY ck ORDER BY price) AS rk, "
               "SUM(price) OVER (PARTITION BY ck) AS tot FROM orders WHERE qty > 1",
-    "running": "SELECT ok, SUM(qty) OVER (ORDER BY ok) AS r, "
-               "LAG(qty) OVER (ORDER BY ok) AS prev FROM orders",
+    "running": "SELECT ok AS o, SUM(qty) OVER (ORDER BY o) AS r, "  # o: a select alias
+               "LAG(qty) OVER (ORDER BY o) AS prev FROM orders",
     "firsts": "SELECT ck, COUNT(*) AS n FROM ranked WHERE rk = 1 GROUP BY ck",
     # ORDER BY .. LIMIT: each key's first rows, then one key merging them
     "top_orders": "SELECT ok, price FROM orders ORDER BY price DESC NULLS LAST, ok LIMIT 3",

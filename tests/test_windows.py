@@ -75,6 +75,13 @@ QUERIES = [
     "WHERE p IS NOT NULL",
     "SELECT t.k, b.v, row_number() OVER (PARTITION BY t.g ORDER BY t.k, b.v) AS rn "
     "FROM t JOIN b ON t.g = b.g",
+    # a select alias that is no input column, named in a window as DuckDB reads it (an
+    # input column of that name wins: ``g AS k`` leaves t's own k in the order)
+    "SELECT k, x * 2 AS y, rank() OVER (PARTITION BY g ORDER BY y DESC, k) AS r, "
+    "sum(y) OVER (PARTITION BY g) AS s FROM t",
+    "SELECT g AS k, k AS g, x, row_number() OVER (ORDER BY g, k) AS rn, lag(s) OVER "
+    "(PARTITION BY k ORDER BY g) AS p FROM t",
+    "SELECT g AS h, v, row_number() OVER (PARTITION BY h ORDER BY v, g) FROM b",
     # QUALIFY on one window function that is not a rank (docs/sql.md: maintained)
     "SELECT k, x FROM t QUALIFY sum(x) OVER (PARTITION BY g) > 1",
     "SELECT g, v FROM b QUALIFY count(*) OVER (PARTITION BY g) >= 2",

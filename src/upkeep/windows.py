@@ -48,6 +48,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, fitted_sum, from_exact, may_overflow
+from .errors import SchemaError
 from .expressions import ExpressionCompiler, nan_order, table_scope
 from .plan import output_name, unordered
 from .topk import TopKError, row_order, sort_key, tie_broken
@@ -855,3 +856,61 @@ def _extremes(kind: str, values: list, lo: list[int], hi: list[int]) -> list:
             window.popleft()
         out.append(values[window[0]] if window and a <= b else None)
     return out
+
+
+def window_aliases_resolved(query: exp.Expression,
+                            schema_of: Callable[[str], list[tuple[str, SqlType]]]
+                            ) -> exp.Expression:
+    """``query`` with each unqualified name in a window's PARTITION BY, ORDER BY or
+    arguments that is a select alias and no column of the select's inputs replaced by
+    the aliased expression, as DuckDB reads ``SELECT b AS r, row_number() OVER (ORDER BY
+    r) FROM t`` (an input column of that name wins, as in DuckDB).  A select whose input
+    names are unknown (a table function, a star in a derived table) is left alone."""
+
+    def resolved(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Select):
+            return node
+        aliases = {item.alias.lower(): item.this for item in node.expressions
+                   if isinstance(item, exp.Alias) and not item.this.find(exp.Window)}
+        windows = [w for item in node.expressions for w in item.find_all(exp.Window)
+                   if w.find_ancestor(exp.Select) is node]
+        if not aliases or not windows:
+            return node
+        inputs = _input_names(node, schema_of)
+        if inputs is None:
+            return node
+
+        for window in windows:
+            for column in list(window.find_all(exp.Column)):
+                name = column.name.lower()
+                if not column.table and name in aliases and name not in inputs:
+                    column.replace(aliases[name].copy())
+        return node
+
+    return query.transform(resolved)
+
+
+def _input_names(select: exp.Select, schema_of: Callable[[str], list[tuple[str, SqlType]]]
+                 ) -> set[str] | None:
+    """The column names ``select``'s FROM and JOIN items give it, or None if one is not
+    known here."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    if from_ is None:
+        return set()
+    names: set[str] = set()
+    for item in [from_.this, *(j.this for j in select.args.get("joins") or [])]:
+        alias = item.args.get("alias")
+        if isinstance(alias, exp.TableAlias) and alias.columns:
+            names.update(c.name.lower() for c in alias.columns)
+        elif isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+            try:
+                names.update(c for c, _ in schema_of(item.name))
+            except SchemaError:  # a CTE or an unknown name: planning says which
+                return None
+        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and not any(
+                isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+                for e in item.this.expressions):
+            names.update(output_name(e) for e in item.this.expressions)
+        else:
+            return None
+    return names

@@ -63,6 +63,7 @@ from ..why import WitnessLayout, witness_queries
 from ..windows import (
     WINDOWED,
     WindowView,
+    window_aliases_resolved,
     window_view,
     windowing_of,
     windows_as_derived,
@@ -499,6 +500,7 @@ class LocalCatalog(Catalog):
             raise error
         created: list[str] = []
         original = query
+        query = window_aliases_resolved(query, self.schema_of)
         self._by_extremum.discard(name)  # a replaced view's, planned again here
         try:
             view = self._windowed(name, query, strategy, created)

@@ -90,7 +90,13 @@ from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k, tie_broken
 from ..types import SqlType, format_row
-from ..windows import WindowView, by_partition, window_view, windowing_of
+from ..windows import (
+    WindowView,
+    by_partition,
+    window_aliases_resolved,
+    window_view,
+    windowing_of,
+)
 from ..zset import add_into
 from .errors import BatchRejected
 from .worker_heap import freeze_worker_heap
@@ -720,6 +726,7 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
         """``part`` as an :class:`OrderedStep` over a helper of the rest of ``query`` when
         it is a top-k or has window functions in its select list (or in expressions there,
         which the step then computes), else as ``prepare(query)``."""
+        query = window_aliases_resolved(query, schema_of)
         top = split_top_k(query)
         if top is not None:
             body, order, limit, offset, hidden = top
