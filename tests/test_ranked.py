@@ -30,6 +30,10 @@ QUERIES = [
     "SELECT * FROM (SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY v DESC) AS rn "
     "FROM b) WHERE rn <= 2 AND v > 0",
     "SELECT g, v FROM b QUALIFY rank() OVER (ORDER BY v) < 3",  # one partition
+    # a select alias that is no input column, in the ranked window (as DuckDB reads it)
+    "SELECT k, x * 2 AS y FROM t QUALIFY row_number() OVER (PARTITION BY g ORDER BY y, k) "
+    "<= 2",
+    "SELECT g AS h, count(*) AS n FROM b GROUP BY g QUALIFY rank() OVER (ORDER BY n DESC) = 1",
 ]
 
 

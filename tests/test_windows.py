@@ -82,6 +82,7 @@ QUERIES = [
     "SELECT g AS k, k AS g, x, row_number() OVER (ORDER BY g, k) AS rn, lag(s) OVER "
     "(PARTITION BY k ORDER BY g) AS p FROM t",
     "SELECT g AS h, v, row_number() OVER (PARTITION BY h ORDER BY v, g) FROM b",
+    "SELECT k, x * 2 AS y FROM t QUALIFY sum(y) OVER (PARTITION BY g ORDER BY k) > 1",
     # QUALIFY on one window function that is not a rank (docs/sql.md: maintained)
     "SELECT k, x FROM t QUALIFY sum(x) OVER (PARTITION BY g) > 1",
     "SELECT g, v FROM b QUALIFY count(*) OVER (PARTITION BY g) >= 2",

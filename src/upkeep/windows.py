@@ -861,8 +861,8 @@ def _extremes(kind: str, values: list, lo: list[int], hi: list[int]) -> list:
 def window_aliases_resolved(query: exp.Expression,
                             schema_of: Callable[[str], list[tuple[str, SqlType]]]
                             ) -> exp.Expression:
-    """``query`` with each unqualified name in a window's PARTITION BY, ORDER BY or
-    arguments that is a select alias and no column of the select's inputs replaced by
+    """``query`` with each unqualified name in a window's (in the select list or QUALIFY)
+    PARTITION BY, ORDER BY or arguments that is a select alias and no column of the select's inputs replaced by
     the aliased expression, as DuckDB reads ``SELECT b AS r, row_number() OVER (ORDER BY
     r) FROM t`` (an input column of that name wins, as in DuckDB).  A select whose input
     names are unknown (a table function, a star in a derived table) is left alone."""
@@ -872,8 +872,9 @@ def window_aliases_resolved(query: exp.Expression,
             return node
         aliases = {item.alias.lower(): item.this for item in node.expressions
                    if isinstance(item, exp.Alias) and not item.this.find(exp.Window)}
-        windows = [w for item in node.expressions for w in item.find_all(exp.Window)
-                   if w.find_ancestor(exp.Select) is node]
+        qualify = node.args.get("qualify")
+        windows = [w for item in [*node.expressions, *([qualify] if qualify else [])]
+                   for w in item.find_all(exp.Window) if w.find_ancestor(exp.Select) is node]
         if not aliases or not windows:
             return node
         inputs = _input_names(node, schema_of)
