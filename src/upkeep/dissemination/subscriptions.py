@@ -200,11 +200,12 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
     if not isinstance(tree, exp.Select):
         raise SubscriptionError(f"subscription {name}: a subscription is one SELECT block "
                                 f"(not {tree.key.upper()})", at=tree)
-    for arg in ("group", "having", "order", "limit", "offset", "distinct", "with", "with_"):
-        if tree.args.get(arg):
-            raise SubscriptionError(f"subscription {name}: {arg.strip('_').upper()} is not in "
-                                    "the subscription language (SELECT-PROJECT-JOIN)",
-                                    at=_node(tree.args[arg]) or tree)
+    for arg, value in tree.args.items():  # every clause but the language's own
+        if value and arg not in ("expressions", "from", "from_", "joins", "where"):
+            clause = _CLAUSES.get(arg, arg.strip("_").upper())
+            raise SubscriptionError(f"subscription {name}: {clause} is not in the "
+                                    "subscription language (SELECT-PROJECT-JOIN)",
+                                    at=_node(value) or tree)
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None:
         raise SubscriptionError(f"subscription {name}: no FROM", at=tree)
@@ -216,9 +217,17 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
         if not isinstance(source, exp.Table):
             raise SubscriptionError(f"subscription {name}: {source.sql()[:60]!r} is not a table",
                                     at=source)
-        if holder is not from_ and (holder.args.get("side") or holder.args.get("using")):
+        if holder is not from_ and (
+                any(v for k, v in holder.args.items() if k not in ("this", "on", "kind"))
+                or (holder.args.get("kind") or "").upper() not in ("", "INNER", "CROSS")):
             raise SubscriptionError(f"subscription {name}: {holder.sql()[:60]!r}: only inner "
                                     "equi-joins", at=holder)
+        alias = source.args.get("alias")
+        if any(v for k, v in source.args.items() if k not in ("this", "alias")) or (
+                alias is not None and alias.columns):
+            raise SubscriptionError(f"subscription {name}: {source.sql()[:60]!r}: a table is "
+                                    "named by itself or an alias (no schema, sample, version "
+                                    "or column aliases)", at=source)
         table = source.name.lower()
         if table not in schema:
             raise SubscriptionError(f"subscription {name}: unknown table {table}", at=source)
@@ -303,6 +312,11 @@ def parse(name: str, sql: str, schema: Schema) -> Subscription:
             sub._class[c] = k
     sub.check_types(schema)
     return sub
+
+
+#: how clauses the subscription language leaves out are spelled in SQL
+_CLAUSES = {"windows": "WINDOW", "laterals": "LATERAL", "sample": "USING SAMPLE",
+            "with_": "WITH", "group": "GROUP BY", "order": "ORDER BY"}
 
 
 def _node(arg: object) -> exp.Expression | None:
