@@ -100,6 +100,25 @@ def test_a_more_selective_view_does_not_embed():
     assert eg["point"] == ["ranged"] and eg["ranged"] == []
 
 
+def test_a_join_of_a_column_with_itself_drops_nulls_so_it_embeds_only_where_they_are_gone():
+    s = subs(nonnull="SELECT r.id, r.a, r.b FROM r WHERE r.b = r.b",
+             pair="SELECT x.id, x.b FROM r AS x JOIN r AS y ON x.b = y.b",
+             every="SELECT r.id, r.a, r.b FROM r",
+             some="SELECT r.id, r.a, r.b FROM r WHERE r.b >= 1",
+             joined="SELECT r.id, r.b FROM r JOIN s ON r.b = s.b")
+    con = duckdb.connect()
+    for ddl in DDL:
+        con.execute(ddl)
+    con.execute("INSERT INTO r VALUES (1, 1, 10), (2, 2, NULL), (3, 3, 1)")
+    con.execute("INSERT INTO s VALUES (1, 10, 0), (2, NULL, 0)")
+    assert not embeddings(s["nonnull"], s["every"]) and not embeddings(s["pair"], s["every"])
+    assert embeddings(s["nonnull"], s["some"]) and embeddings(s["pair"], s["joined"])
+    for query, views in (("every", ["nonnull", "pair"]), ("some", ["nonnull"]),
+                         ("joined", ["pair"])):
+        for rw in rewritings(s[query], [s[v] for v in views], k=3):
+            results_equal(s[query], rw, con)
+
+
 def test_set_trie_finds_every_subset():
     trie = SetTrie()
     for i, members in enumerate([{"a"}, {"a", "b"}, {"b", "c"}, set(), {"a", "b", "c", "d"}]):

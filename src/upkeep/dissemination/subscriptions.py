@@ -97,6 +97,15 @@ class Subscription:
         """Whether the joins make columns ``a`` and ``b`` equal."""
         return a == b or (a in self._class and self._class.get(b) == self._class[a])
 
+    def implies_join(self, a: Column, b: Column) -> bool:
+        """Whether every row of this subscription meets the join ``a = b``: the joins make
+        the columns equal, and, where they are one column (a view's ``r.b = r.b``, or its
+        two atoms mapped to one), that column is never NULL here, being joined or compared
+        with a constant (a join drops the rows whose value is NULL)."""
+        if a != b:
+            return self.same(a, b)
+        return a in self._class or bool(self.interval(a))
+
     def members(self, c: Column) -> list[Column]:
         """Every column the joins make equal to ``c`` (itself included)."""
         k = self._class.get(c)
@@ -444,7 +453,8 @@ def embeddings(view: Subscription, query: Subscription) -> list[Mapping_]:
     out = []
     for image in itertools.product(*choices):
         phi = dict(zip(view.atoms, image, strict=True))
-        if all(query.same((phi[a], c), (phi[b], d)) for (a, c), (b, d) in view.joins) and all(
+        if all(query.implies_join((phi[a], c), (phi[b], d))
+               for (a, c), (b, d) in view.joins) and all(
                 implies(query.interval((phi[p.column[0]], p.column[1])),
                         Predicate((phi[p.column[0]], p.column[1]), p.op, p.value))
                 for p in view.predicates):
