@@ -24,7 +24,9 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Callable
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -92,6 +94,16 @@ class Served:
 
 
 Listener = Callable[[Event], None]
+
+
+def _tell(sid: str, listeners: Iterable[Listener], event: Event) -> None:
+    """Give ``event`` to each listener; one that raises is reported as a warning and does
+    not keep it from the others (as a view's subscribers, ``engine.deliver``)."""
+    for listener in listeners:
+        try:
+            listener(event)
+        except Exception as exc:
+            warnings.warn(f"listener of subscription {sid} raised {exc!r}", stacklevel=3)
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -177,6 +189,8 @@ class Hub:
         #: set by shutting_down: listeners added after it get ``shutdown`` at once
         self.stopping = False
         self._unsubscribe: dict[str, Callable[[], None]] = {}
+        #: per subscription, the batches journaled and not yet delivered, oldest first
+        self._labels: dict[str, deque[int]] = {}
         for sid in self.subscriptions:
             self._attach(sid)
         db.set_journal(self._journal)
@@ -220,14 +234,25 @@ class Hub:
         batch = batch if self.relay is None else self.relay.batch
         self.feed.compact()  # every batch adds a record, changing a subscription or not
         self.feed.append(batch, subs)
-        return lambda: self.feed.take_back(batch)
+        for sid in subs:  # the live delivery that follows is labelled with this batch
+            self._labels.setdefault(sid, deque()).append(batch)
+
+        def take_back() -> None:
+            self.feed.take_back(batch)
+            for sid in subs:
+                labels = self._labels.get(sid)
+                if labels and labels[-1] == batch:
+                    labels.pop()
+        return take_back
 
     def _attach(self, sid: str) -> None:
         def committed(changes: Changes) -> None:
-            batch = self.now()
-            event = Event("delta", batch, self.token(batch), changes=changes)
-            for listener in list(self._listeners.get(sid, ())):
-                listener(event)
+            # the batch the journal recorded these changes under: a subscriber that
+            # commits while an earlier batch is delivered makes now() a later one
+            labels = self._labels.get(sid)
+            batch = labels.popleft() if labels else self.now()
+            _tell(sid, list(self._listeners.get(sid, ())),
+                  Event("delta", batch, self.token(batch), changes=changes))
         self._unsubscribe[sid] = self.db.view(PREFIX + sid).subscribe(committed)
 
     def now(self) -> int:
@@ -302,11 +327,17 @@ class Hub:
         with self.lock:
             if self.placements is None:
                 raise UnsupportedError("placements are made by the server this relay follows")
+            known = set(self.subscriptions)
             served = self.subscribe(principal, sql)
-            parsed = parse(name, sql, self.schema())
-            return served, self.placements.join(name, parsed, principal.name, url=site,
-                                                capacity=capacity, failed=list(failed),
-                                                sid=served.id, compose=compose, up=up)
+            try:
+                parsed = parse(name, sql, self.schema())
+                return served, self.placements.join(name, parsed, principal.name, url=site,
+                                                    capacity=capacity, failed=list(failed),
+                                                    sid=served.id, compose=compose, up=up)
+            except BaseException:  # a refused join leaves no subscription of its own
+                if served.id not in known:
+                    self._forget(served.id)
+                raise
 
     def get(self, principal: Principal, sid: str) -> Served:
         served = self.subscriptions.get(sid)
@@ -320,13 +351,17 @@ class Hub:
         with self.lock:
             served = self.get(principal, sid)
             principal.check_owner(served.owner)
-            self._unsubscribe.pop(sid)()
-            del self.subscriptions[sid]
-            self._write_registry()
-            self.db.execute(f'DROP VIEW "{served.view}"')
-            end = Event("end", self.now(), self.token(self.now()))
-            for listener in self._listeners.pop(sid, ()):
-                listener(end)
+            self._forget(sid)
+            _tell(sid, self._listeners.pop(sid, ()),
+                  Event("end", self.now(), self.token(self.now())))
+
+    def _forget(self, sid: str) -> None:
+        """Take subscription ``sid`` out of the registry and drop its view."""
+        self._unsubscribe.pop(sid)()
+        self._labels.pop(sid, None)
+        served = self.subscriptions.pop(sid)
+        self._write_registry()
+        self.db.execute(f'DROP VIEW "{served.view}"')
 
     def columns(self, served: Served) -> list[tuple[str, str]]:
         return self.db.view(served.view).schema
