@@ -319,3 +319,24 @@ def test_a_collation_on_the_constant_side_compares_as_duckdb_compares(predicate)
          "INSERT INTO c VALUES (7, 'A'), (8, 'b')",
          f"DELETE FROM c WHERE {predicate}"],
         query=f"SELECT c.id, c.s, k.id AS kid FROM c JOIN k ON c.s = k.s WHERE {predicate.replace('s', 'c.s')}")
+
+
+@pytest.mark.parametrize("sql", [
+    # a CTE named as a table gives the names: its k is an input column, not the alias
+    "WITH t AS (SELECT a, b AS k FROM t) SELECT a, -a AS k, row_number() OVER (ORDER BY k) "
+    "AS n FROM t",
+    "WITH c(p, q) AS (SELECT a, b FROM t) SELECT p, -p AS k, row_number() OVER (ORDER BY k) "
+    "AS n FROM c",
+    # a subquery's columns are its own inputs', not the enclosing select's aliases
+    "SELECT a, b AS z, sum(a) OVER (ORDER BY (SELECT z FROM u WHERE u.k = t.a)) AS n FROM t",
+    "SELECT a, b AS z, sum((SELECT z FROM u WHERE u.k = t.a)) OVER () AS n FROM t",
+    # and the alias itself, beside them
+    "SELECT a, b AS z, sum(a) OVER (ORDER BY z, a) AS n FROM t",
+])
+def test_window_names_resolve_as_duckdb_resolves_them(sql) -> None:
+    setup = ["CREATE TABLE t (a INTEGER PRIMARY KEY, b INTEGER)",
+             "CREATE TABLE u (k INTEGER PRIMARY KEY, z INTEGER)",
+             "INSERT INTO t VALUES (1, 10), (2, 5), (3, 7), (4, 6)",
+             "INSERT INTO u VALUES (1, 3), (2, 1), (3, 2), (4, 0)"]
+    view_follows_duckdb(setup, ["INSERT INTO t VALUES (5, 1)", "UPDATE u SET z = 9 WHERE k = 2",
+                                "DELETE FROM t WHERE a = 1"], query=sql)

@@ -867,6 +867,10 @@ def window_aliases_resolved(query: exp.Expression,
     r) FROM t`` (an input column of that name wins, as in DuckDB).  A select whose input
     names are unknown (a table function, a star in a derived table) is left alone."""
 
+    ctes: dict[str, exp.CTE | None] = {}  # their names shadow tables (None: named twice)
+    for cte in query.find_all(exp.CTE):
+        ctes[cte.alias.lower()] = None if cte.alias.lower() in ctes else cte
+
     def resolved(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Select):
             return node
@@ -877,24 +881,25 @@ def window_aliases_resolved(query: exp.Expression,
                    for w in item.find_all(exp.Window) if w.find_ancestor(exp.Select) is node]
         if not aliases or not windows:
             return node
-        inputs = _input_names(node, schema_of)
+        inputs = _input_names(node, schema_of, ctes)
         if inputs is None:
             return node
 
         for window in windows:
             for column in list(window.find_all(exp.Column)):
-                name = column.name.lower()
-                if not column.table and name in aliases and name not in inputs:
+                name = column.name.lower()  # (a subquery's columns are its own inputs')
+                if not column.table and name in aliases and name not in inputs and (
+                        column.find_ancestor(exp.Select) is node):
                     column.replace(aliases[name].copy())
         return node
 
     return query.transform(resolved)
 
 
-def _input_names(select: exp.Select, schema_of: Callable[[str], list[tuple[str, SqlType]]]
-                 ) -> set[str] | None:
+def _input_names(select: exp.Select, schema_of: Callable[[str], list[tuple[str, SqlType]]],
+                 ctes: dict[str, exp.CTE | None]) -> set[str] | None:
     """The column names ``select``'s FROM and JOIN items give it, or None if one is not
-    known here."""
+    known here (a table function, a star, a CTE name two CTEs take)."""
     from_ = select.args.get("from_") or select.args.get("from")
     if from_ is None:
         return set()
@@ -904,14 +909,34 @@ def _input_names(select: exp.Select, schema_of: Callable[[str], list[tuple[str, 
         if isinstance(alias, exp.TableAlias) and alias.columns:
             names.update(c.name.lower() for c in alias.columns)
         elif isinstance(item, exp.Table) and isinstance(item.this, exp.Identifier):
+            if item.name.lower() in ctes:
+                cte = ctes[item.name.lower()]
+                names_of = _output_names(cte.this, cte.args.get("alias")) if cte else None
+                if names_of is None:
+                    return None
+                names.update(names_of)
+                continue
             try:
                 names.update(c for c, _ in schema_of(item.name))
             except SchemaError:  # a CTE or an unknown name: planning says which
                 return None
-        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select) and not any(
-                isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
-                for e in item.this.expressions):
-            names.update(output_name(e) for e in item.this.expressions)
+        elif isinstance(item, exp.Subquery) and (
+                given := _output_names(item.this, None)) is not None:
+            names.update(given)
         else:
             return None
     return names
+
+
+def _output_names(body: exp.Expression, alias: exp.TableAlias | None) -> list[str] | None:
+    """The column names of a derived table or CTE ``body`` (named by ``alias``'s column
+    list if it has one), or None when a star leaves them unknown here."""
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return [c.name.lower() for c in alias.columns]
+    while isinstance(body, (exp.Union, exp.Except, exp.Intersect)):
+        body = body.this  # a set operation's columns are named by its first block
+    if not isinstance(body, exp.Select) or any(
+            isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+            for e in body.expressions):
+        return None
+    return [output_name(e) for e in body.expressions]

@@ -253,6 +253,7 @@ class Hub:
             batch = labels.popleft() if labels else self.now()
             _tell(sid, list(self._listeners.get(sid, ())),
                   Event("delta", batch, self.token(batch), changes=changes))
+        self._labels.pop(sid, None)  # a batch journaled before this heard of no change
         self._unsubscribe[sid] = self.db.view(PREFIX + sid).subscribe(committed)
 
     def now(self) -> int:
