@@ -814,6 +814,63 @@ def test_a_pipeline_commits_each_source_transaction_as_its_own(tmp_path, capsys)
     assert "no committed transaction has source txn 't9'" in capsys.readouterr().err
 
 
+def test_a_source_transaction_keeps_its_history_for_what_if(tmp_path, capsys):
+    """A pipeline applies a provenance table's records in order, as the Python API does,
+    not as the transaction's net change: t3 inserts a row and deletes it again, so
+    aborting t2 (which deleted it first) changes nothing, and t3 is a committed
+    transaction of its own, as after ``db.transaction()`` doing the same."""
+    from upkeep.cli import main
+
+    records = [{"table": "orders", "op": op, "row": [1, 7], "txn": txn}
+               for op, txn in [("insert", "t1"), ("delete", "t2"), ("insert", "t3"),
+                               ("delete", "t3"), ("insert", "t4"), ("insert", "t4")]]
+    records[-1]["row"] = [2, 7]
+    write_pipeline(tmp_path, records)
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "none"]) == 0
+    api = upkeep.connect()
+    api.execute("CREATE TABLE orders (ok INTEGER, ck INTEGER) WITH (provenance = 'update')")
+    api.create_view("per_customer", "SELECT ck, COUNT(*) AS n FROM orders GROUP BY ck")
+    for txn in ("t1", "t2", "t3", "t4"):
+        with api.transaction(metadata={"txn": txn}):
+            for record in records:
+                if record["txn"] == txn:
+                    getattr(api, record["op"])("orders", [tuple(record["row"])])
+    db = upkeep.connect(tmp_path / "state")
+    by_source = {m["txn"]: t for t, m in db.transactions().items()}
+    assert sorted(by_source) == ["t1", "t2", "t3", "t4"]
+    api_ids = {m["txn"]: t for t, m in api.transactions().items()}
+    for txn, t in by_source.items():
+        assert sorted(db.what_if("per_customer", abort=[t]).rows) == sorted(
+            api.what_if("per_customer", abort=[api_ids[txn]]).rows), txn
+    assert sorted(db.what_if("per_customer", abort=[by_source["t2"]]).rows) == sorted(
+        db.view("per_customer").rows()) == [(7, 2)]  # t3 deletes the row t2 deleted
+    db.close()
+    capsys.readouterr()
+    assert main(["what-if", str(tmp_path / "p.toml"), "per_customer", "--abort-txn", "t2"]) == 0
+    assert not [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith(("+", "-"))]
+
+
+def test_an_unreadable_line_inside_a_source_transaction_applies_none_of_it(tmp_path, capsys):
+    """Under ``on_error = "stop"`` a line that cannot be read stops the run with none of
+    the transaction it interrupts applied (its records before the line were committed as
+    a transaction of their own, the rest as another after the line was fixed)."""
+    from upkeep.cli import main
+
+    write_pipeline(tmp_path, [])
+    good = [json.dumps({"table": "orders", "op": "insert", "row": [k, 7], "txn": "t1"})
+            for k in (1, 2, 3)]
+    (tmp_path / "changes" / "c-1.jsonl").write_text(
+        "\n".join([good[0], good[1][:-1], good[2]]) + "\n")
+    (tmp_path / "p.toml").write_text((tmp_path / "p.toml").read_text().replace(
+        "rows_per_batch = 2", "rows_per_batch = 10"))
+    assert main(["run", str(tmp_path / "p.toml"), "--progress", "none"]) == 1
+    assert "c-1.jsonl, line 2" in capsys.readouterr().err
+    db = upkeep.connect(tmp_path / "state")
+    assert db.transactions() == {} and db.view("per_customer").rows() == []
+    db.close()
+
+
 def test_what_if_aborts_every_transaction_of_a_source_txn_and_repeated_aborts(tmp_path,
                                                                                capsys):
     """Records of source txn x around those of y commit as two transactions with txn x:

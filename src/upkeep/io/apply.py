@@ -153,10 +153,18 @@ class Applier:
 
     # ------------------------------------------------------------ batches
     def apply(self, changes: list[Change]) -> None:
-        """Stage the batch's net change per table (call inside ``db.transaction()``)."""
+        """Stage the batch's net change per table (call inside ``db.transaction()``); a
+        table with update provenance takes the records one by one, in order, as the
+        history its annotations record (a row inserted and deleted again is part of it:
+        a what-if that aborts the delete brings it back)."""
         running: dict[str, dict[tuple, int]] = defaultdict(dict)
         lowest: dict[str, dict[tuple, int]] = defaultdict(dict)
+        tracked = getattr(self.db, "has_update_provenance", lambda table: False)
         for change in changes:
+            if tracked(change.table):
+                for row, w in change.rows:
+                    (self.db.insert if w > 0 else self.db.delete)(change.table, [row])
+                continue
             run, low = running[change.table], lowest[change.table]
             for row, w in change.rows:
                 n = run.get(row, 0) + w

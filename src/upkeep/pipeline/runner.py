@@ -233,11 +233,14 @@ class PipelineRunner:
         if not self._per_txn:
             self._process_records(records)
             return
-        start = 0
-        for i in range(1, len(records) + 1):
-            if i == len(records) or records[i].txn != records[i - 1].txn:
+        start, txn = 0, records[0].txn
+        for i in range(1, len(records)):
+            if records[i].error is not None and records[i].txn is None:
+                continue  # an unreadable record stays in the transaction it interrupts
+            if records[i].txn != txn:
                 self._process_records(records[start:i])
-                start = i
+                start, txn = i, records[i].txn
+        self._process_records(records[start:])
 
     def _process_records(self, records: list[ChangeRecord]) -> None:
         self.stats.read += len(records)
