@@ -394,14 +394,20 @@ def test_a_csv_or_parquet_record_with_a_bad_image_replays_once_fixed(tmp_path, f
     (entry,) = jsonl_lines(tmp_path / "pipeline.dead-letter.jsonl")
     assert {k for k in entry if not k.startswith("_")} == {"table", "op", "row"}
     entry["row"] = '[42, "b", "AUTO"]'
+    assert _replayed(path, db, entry, tmp_path)
+    assert (42, "b", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
+
+
+def _replayed(path, db, entry: dict, tmp_path) -> bool:
+    """Run pipeline ``path`` again over one fixed dead letter ``entry``: whether it was
+    applied, and nothing rejected."""
     replay = tmp_path / "replay"
     replay.mkdir()
     (replay / "fixed.jsonl").write_text(json.dumps(entry) + "\n")
     config = load_config(path).replace(source=load_config(path).source.__class__(path=replay))
     stats = PipelineRunner(config, db=db, progress="none",
                            console=Console(file=io.StringIO())).run()
-    assert (stats.applied, stats.rejected) == (1, 0)
-    assert (42, "b", "AUTO") in db.execute("SELECT * FROM customers").fetchall()
+    return (stats.applied, stats.rejected) == (1, 0)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -445,13 +451,7 @@ def test_a_parquet_file_of_an_unknown_column_dead_letters_its_records_whole(tmp_
     assert {k: v for k, v in entry.items() if not k.startswith("_")} == {
         "table": "customers", "op": "insert", "row": [43, "c", "AUTO"], "note": "x"}
     del entry["note"]
-    replay = tmp_path / "replay"
-    replay.mkdir()
-    (replay / "fixed.jsonl").write_text(json.dumps(entry) + "\n")
-    config = load_config(path).replace(source=load_config(path).source.__class__(path=replay))
-    stats = PipelineRunner(config, db=db, progress="none",
-                           console=Console(file=io.StringIO())).run()
-    assert (stats.applied, stats.rejected) == (1, 0)
+    assert _replayed(path, db, entry, tmp_path)
 
 
 VIEW_CAST = "CREATE MATERIALIZED VIEW v AS SELECT a, CAST(s AS INTEGER) AS n FROM t;\n"

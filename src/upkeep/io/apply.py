@@ -159,9 +159,10 @@ class Applier:
         a what-if that aborts the delete brings it back)."""
         running: dict[str, dict[tuple, int]] = defaultdict(dict)
         lowest: dict[str, dict[tuple, int]] = defaultdict(dict)
-        tracked = getattr(self.db, "has_update_provenance", lambda table: False)
+        tracks = getattr(self.db, "has_update_provenance", lambda table: False)
+        tracked = {t for t in {c.table for c in changes} if tracks(t)}  # once per table
         for change in changes:
-            if tracked(change.table):
+            if change.table in tracked:
                 for row, w in change.rows:
                     (self.db.insert if w > 0 else self.db.delete)(change.table, [row])
                 continue
