@@ -128,3 +128,48 @@ def test_a_snapshot_taken_by_an_expiry_commit_does_not_keep_its_timers(tmp_path)
     assert db.view("v").rows() == [(2, 1)]
     clock.now = 1016
     assert db.expire() == 1 and db.view("v").rows() == []
+
+
+def test_a_row_inserted_after_the_clock_stepped_back_expires_when_due() -> None:
+    """Timers are kept in order of their due times, not of their commits: after the clock
+    stepped back (an NTP correction), a row inserted then is due before rows inserted
+    earlier, and must go when its own time comes (it outlived them: the timers were a
+    queue in commit order, and the first one was not due yet)."""
+    db, clock = ttl_database()
+    db.insert("t", [(1, 1)])  # due at 1010
+    clock.now = 900  # the clock stepped back
+    db.insert("t", [(2, 2)])  # due at 910
+    clock.now = 911
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, 1)]
+    assert db.view("s").rows() == [(1,)]
+    clock.now = 1010
+    assert db.execute("SELECT * FROM t").fetchall() == []
+    assert db.view("s").rows() == [(0,)]
+
+
+def test_a_hand_delete_after_the_clock_stepped_back_removes_the_soonest_timer() -> None:
+    """Deleting one copy by hand cancels the copy due soonest, whatever the order of the
+    commits that inserted them."""
+    db, clock = ttl_database()
+    db.insert("t", [(1, 1)])  # due at 1010
+    clock.now = 900
+    db.insert("t", [(1, 1)])  # due at 910
+    db.delete("t", [(1, 1)])  # one copy
+    clock.now = 911
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, 1)]
+    clock.now = 1010
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+def test_a_copy_deleted_by_hand_before_the_clock_stepped_back_keeps_its_timer_cancelled(
+) -> None:
+    """A hand delete cancels a timer that exists when it commits: a copy inserted after the
+    clock stepped back, due sooner, still expires at its own time."""
+    db, clock = ttl_database()
+    db.insert("t", [(1, 1)])  # due at 1010
+    db.delete("t", [(1, 1)])
+    clock.now = 900
+    db.insert("t", [(1, 1)])  # due at 910
+    clock.now = 911
+    assert db.execute("SELECT * FROM t").fetchall() == []
+    assert db.view("s").rows() == [(0,)]

@@ -5,16 +5,19 @@ timeout after which it is deleted, and everything derived from it must go too.  
 declared ``WITH (ttl_seconds = N)`` keeps one timer per inserted copy of a row; a copy
 expires N seconds after the commit that inserted it, and an expiry is an ordinary delete
 batch, so every view (recursive ones by restricting provenance) follows.  Deleting a row
-by hand removes its oldest copy's timer first.
+by hand removes the timer of its copy due soonest.  Timers are kept in order of due time,
+not of commit: a clock that steps back (an NTP correction) makes a later commit due
+sooner.
 """
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import deque
 
 
 class Expiry:
-    """The timers of one table, oldest first (commit times never decrease)."""
+    """The timers of one table, soonest due first."""
 
     def __init__(self, ttl: float):
         self.ttl = ttl
@@ -23,11 +26,29 @@ class Expiry:
 
     def committed(self, delta: dict[tuple, int], now: float) -> None:
         """Record a committed batch's inserts and hand deletes of this table."""
+        at = now + self.ttl
         for row, w in delta.items():
-            if w > 0:
-                self.timers.extend([(now + self.ttl, row)] * w)
-            elif w < 0:
+            if w < 0:
                 self.skip[row] = self.skip.get(row, 0) - w
+            elif not self.timers or self.timers[-1][0] <= at:
+                self.timers.extend([(at, row)] * w)
+            else:  # the clock stepped back: rare, so searches of the deque will do
+                self._cancel_skipped(row)
+                for _ in range(w):
+                    insort(self.timers, (at, row), key=lambda timer: timer[0])
+
+    def _cancel_skipped(self, row: tuple) -> None:
+        """Remove the queued timers of ``row``'s copies deleted by hand before a timer
+        due sooner than theirs joins them (the skip would take the newcomer's instead)."""
+        left = self.skip.pop(row, 0)
+        if left:
+            kept = deque()
+            for timer in self.timers:
+                if left and timer[1] == row:
+                    left -= 1
+                else:
+                    kept.append(timer)
+            self.timers = kept
 
     def due(self, now: float) -> tuple[dict[tuple, int], int]:
         """The delete batch of copies due at ``now``, and how many timers it consumes
