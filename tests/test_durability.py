@@ -163,12 +163,14 @@ def test_a_second_process_cannot_open_the_same_database(tmp_path):
 KILLED_AFTER = r"""
 import os, signal, sys, upkeep
 from upkeep.storage import Storage
-path, kind, statement = sys.argv[1], sys.argv[2], sys.argv[3]
-db = upkeep.connect(path)
+path, kind, statement, snapshot_bytes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+db = upkeep.connect(path, snapshot_bytes=int(snapshot_bytes))
 db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
 db.insert("r", [(i, i % 7) for i in range(50)])
 append = Storage.append
 def append_then_die(self, record):
+    if "before " + record[0] == kind:
+        os.kill(os.getpid(), signal.SIGKILL)
     append(self, record)
     if record[0] == kind:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -178,21 +180,25 @@ print("returned", flush=True)
 """
 
 
-@pytest.mark.parametrize("kind, statement", [
-    ("table_as", "CREATE TABLE copy AS SELECT * FROM r"),
-    ("batch", "CREATE TABLE copy AS SELECT * FROM r"),
+@pytest.mark.parametrize("kind, statement, snapshot_bytes", [
+    ("table_as", "CREATE TABLE copy AS SELECT * FROM r", 1 << 30),
+    ("batch", "CREATE TABLE copy AS SELECT * FROM r", 1 << 30),
+    ("before filled", "CREATE TABLE copy AS SELECT * FROM r", 400),
     ("view", "CREATE MATERIALIZED VIEW copy WITH (provenance = 'why') AS SELECT a FROM r "
-             "WHERE b = 1"),
+             "WHERE b = 1", 1 << 30),
 ])
-def test_a_statement_killed_between_its_log_records_is_all_or_nothing(tmp_path, kind,
-                                                                      statement) -> None:
-    """kill -9 right after one of a statement's log records (it never returned): the table
-    of a CREATE TABLE AS is gone, not left empty or half-filled, and a view WITH
-    (provenance = 'why') is whole, its why-provenance with it."""
+def test_a_statement_killed_between_its_log_records_is_all_or_nothing(
+        tmp_path, kind, statement, snapshot_bytes) -> None:
+    """kill -9 right after one of a statement's log records, or before its last (it never
+    returned): the table of a CREATE TABLE AS is gone, not left empty or half-filled (also
+    when its rows' batch made the log long enough for a snapshot: taken then, it replaced
+    the record that marks the table unfinished), and a view WITH (provenance = 'why') is
+    whole, its why-provenance with it."""
     script = tmp_path / "worker.py"
     script.write_text(KILLED_AFTER)
     path = tmp_path / "db"
-    done = subprocess.run([sys.executable, str(script), str(path), kind, statement],
+    done = subprocess.run([sys.executable, str(script), str(path), kind, statement,
+                           str(snapshot_bytes)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr
     db = upkeep.connect(path)

@@ -139,3 +139,22 @@ def test_whole_number_decimals_go_into_integer_columns_and_fractions_do_not():
     for value in (Decimal("1.5"), 1.5, Decimal("NaN")):
         with pytest.raises(SchemaError, match="expected INTEGER"):
             db.insert("t", [(value,)])
+
+
+@pytest.mark.parametrize("value", ["'infinity'::DATE", "CAST('-infinity' AS DATE)",
+                                   "TRY_CAST('-infinity' AS TIMESTAMP)",
+                                   "'infinity'::TIMESTAMP + INTERVAL 1 DAY"])
+def test_an_infinite_date_duckdb_computes_is_refused_not_held_as_9999_12_31(value):
+    """A query DuckDB evaluates (an INSERT .. SELECT, an ad hoc SELECT) may compute an
+    infinite date, which DuckDB's Python client hands over as 9999-12-31 or 0001-01-01:
+    refused as an infinite date is from text (it was stored as that made-up date)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, d DATE)")
+    with pytest.raises(EvaluationError, match="infinite"):
+        db.execute(f"INSERT INTO t SELECT 1, {value}")
+    with pytest.raises(EvaluationError, match="infinite"):
+        db.execute(f"SELECT {value}")
+    assert db.execute("SELECT * FROM t").fetchall() == []
+    db.execute("INSERT INTO t SELECT 2, '9999-12-31'::DATE")
+    assert db.execute("SELECT k, d, '0001-01-01'::TIMESTAMP FROM t").fetchall() == [
+        (2, dt.date(9999, 12, 31), dt.datetime(1, 1, 1))]

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -427,6 +428,7 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             if any(t.kind == "DOUBLE" for _, t in columns):  # each NaN a new object
                 rows = [tuple(math.nan if v != v else v for v in r) for r in rows]
             _check_years(columns, rows)
+            _check_finite(con, sql, columns, rows)
             return columns, rows
         except duckdb.Error as exc:
             raise as_error(exc, "DuckDB could not evaluate the query") from exc
@@ -442,6 +444,28 @@ def _check_years(columns: Columns, rows: list[tuple]) -> None:
                 raise EvaluationError(
                     f"column {columns[k][0]}: {columns[k][1].kind.lower()} {row[k]} is "
                     f"outside the years 1 to 9999 that upkeep's dates hold")
+
+
+_DATE_ENDS = (dt.date.min, dt.date.max, dt.datetime.min, dt.datetime.max)
+
+
+def _check_finite(con: duckdb.DuckDBPyConnection, sql: str, columns: Columns,
+                  rows: list[tuple]) -> None:
+    """DuckDB's Python client gives an infinite date or timestamp as the first or last day
+    of years 1 to 9999, which are real days too: where a result holds one, DuckDB is asked
+    whether the column holds an infinity, which is an EvaluationError as an infinite date
+    read from text is (docs/sql.md), not a made-up date."""
+    dated = [k for k, (_, t) in enumerate(columns) if t.kind in ("DATE", "TIMESTAMP")]
+    suspect = sorted({k for row in rows if dated for k in dated if row[k] in _DATE_ENDS})
+    if not suspect:
+        return
+    names = ", ".join(f"c{k}" for k in range(len(columns)))
+    tests = ", ".join(f"bool_or(isinf(c{k}))" for k in suspect)
+    found = con.execute(f"SELECT {tests} FROM ({sql}) AS q({names})").fetchone()
+    for k, infinite in zip(suspect, found, strict=True):
+        if infinite:
+            raise EvaluationError(f"column {columns[k][0]}: an infinite "
+                                  f"{columns[k][1].kind.lower()} has no value here")
 
 
 def duckdb_arrow(columns: Columns, rows: list[tuple]):

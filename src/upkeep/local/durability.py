@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..expiry import Expiry
 from ..storage import Storage, StorageError, StorageWarning
@@ -26,6 +27,18 @@ class Durability:
     def __init__(self, storage: Storage | None) -> None:
         self.storage = storage
         self.closed = False
+        self.holding = 0  # statements under way whose records a snapshot must not split
+
+    @contextmanager
+    def holding_snapshots(self) -> Iterator[None]:
+        """No snapshot while a statement that spans several log records runs (a CREATE
+        TABLE AS: its table, its rows' batch, "filled"): a snapshot taken by its batch
+        would replace the record that tells recovery the table is unfinished."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
 
     def check_open(self) -> None:
         """Refuse a change to a closed database: it could not be logged, and a change
@@ -41,7 +54,8 @@ class Durability:
             self.storage.append(record)
 
     def wants_snapshot(self) -> bool:
-        return self.storage is not None and self.storage.wants_snapshot()
+        return (self.storage is not None and not self.holding
+                and self.storage.wants_snapshot())
 
     def snapshot(self, catalog: LocalCatalog, batches: int, metadata: dict,
                  after_commit: bool = False) -> bool:

@@ -85,16 +85,18 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     table = with_properties(Table(name, [(n, t) for n, (_, t) in zip(
         names, cur._columns, strict=True)]), stmt)
     # the table, its rows' batch, then "filled": recovery drops a table whose statement
-    # never returned (a kill between the records), so the statement is all or nothing
-    db._durability.log(("table_as", *table_record(table)[1:]))
-    db._catalog.add_table(table)
-    try:
-        db.insert(name, cur.fetchall())
-        db._durability.log(("filled", name))
-    except BaseException:  # nothing half-applied: the new table goes again
-        db._catalog.drop_table(name)
-        db._durability.log(("drop", "table", name))
-        raise
+    # never returned (a kill between the records), so the statement is all or nothing;
+    # no snapshot comes between them (it would drop the record that marks it unfinished)
+    with db._durability.holding_snapshots():
+        db._durability.log(("table_as", *table_record(table)[1:]))
+        db._catalog.add_table(table)
+        try:
+            db.insert(name, cur.fetchall())
+            db._durability.log(("filled", name))
+        except BaseException:  # nothing half-applied: the new table goes again
+            db._catalog.drop_table(name)
+            db._durability.log(("drop", "table", name))
+            raise
     return Cursor()
 
 
