@@ -562,6 +562,15 @@ def test_placements_refuse_malformed_failed_urls(served, failed) -> None:
     assert response.status_code == 400 and failed in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("name", [0, False, [], {}, "", {"a": 1}])
+def test_placements_refuse_a_name_that_is_no_string(served, name) -> None:
+    """A name the client gave must be a non-empty string; a falsy one (0, [], "") was
+    replaced by a name the server made up, so the client could not find its placement."""
+    response = httpx.post(served.url + "/placements", headers={"Authorization": f"Bearer {READER}"},
+                          json={"query": "SELECT o.ok FROM orders o", "name": name})
+    assert response.status_code == 400 and '"name"' in response.json()["error"]["message"]
+
+
 def test_bad_resume_tokens_and_unknown_subscriptions(served) -> None:
     reader = Client(served.url, READER)
     sid = reader.subscribe(QUERIES[0]).id

@@ -463,12 +463,15 @@ class Service:
         """Join or renew a member (``service/placement.py``): where it is fed."""
         async def handle(principal: Principal) -> Response:
             data = await self.body(request)
-            query, name = data.get("query"), data.get("name") or secrets.token_hex(8)
+            query, name = data.get("query"), data.get("name")
+            if name is None:  # absent or null: the server names the member
+                name = secrets.token_hex(8)
             site, capacity, failed = data.get("site"), data.get("capacity"), data.get("failed", [])
             if not isinstance(query, str):
                 raise BadRequest('"query" must be a string of SQL')
-            if not isinstance(name, str) or (site is not None and not isinstance(site, str)):
-                raise BadRequest('"name" and "site" must be strings')
+            if not (isinstance(name, str) and name) or (site is not None
+                                                        and not isinstance(site, str)):
+                raise BadRequest('"name" must be a non-empty string and "site" a string')
             if capacity is not None and (not isinstance(capacity, int) or
                                          isinstance(capacity, bool)):
                 raise BadRequest('"capacity" must be an integer')
