@@ -1,6 +1,7 @@
 """Durable state: kill -9 at random points, recover, and find every acknowledged batch
 exactly once, the source offset right, and every view equal to DuckDB's evaluation."""
 
+import datetime as dt
 import os
 import random
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
@@ -150,6 +152,29 @@ def test_metadata_commits_even_when_the_batch_is_empty(tmp_path):
     db.close()
     db = upkeep.connect(tmp_path / "db")
     assert db.metadata() == {"offset": 10}
+    db.close()
+
+
+def test_metadata_reads_back_after_reopening_as_it_was_committed(tmp_path):
+    """A frozenset came back a set, a datetime in a named zone with a fixed offset, and a
+    datetime's fold (the second 02:30 of a night the clocks go back) was lost."""
+    paris = ZoneInfo("Europe/Paris")
+    metadata = {"keys": frozenset({1, 2}), "set": {3}, "tuple": (1, "a"),
+                "zoned": dt.datetime(2024, 10, 27, 2, 30, fold=1, tzinfo=paris),
+                "fold": dt.datetime(2024, 10, 27, 2, 30, fold=1),
+                "fixed": dt.datetime(2024, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-3))),
+                "nested": [{"at": dt.datetime(2020, 3, 29, 1, 59, tzinfo=paris)}]}
+    db = upkeep.connect(tmp_path / "db")
+    with db.transaction(metadata=metadata):
+        pass
+    db.close()
+    db = upkeep.connect(tmp_path / "db")
+    back = db.metadata()
+    assert back == metadata
+    assert {k: type(v) for k, v in back.items()} == {k: type(v) for k, v in metadata.items()}
+    assert back["zoned"].tzinfo is paris and back["zoned"].fold == 1
+    assert back["fold"].fold == 1 and back["zoned"].utcoffset() == metadata["zoned"].utcoffset()
+    assert back["nested"][0]["at"].tzinfo is paris
     db.close()
 
 

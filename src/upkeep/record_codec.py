@@ -2,9 +2,10 @@
 
 Reading a database directory must not run code (issue 18: pickle would run whatever a
 changed file asks for), so records are msgpack (a well-kept C codec) with extension types
-for what it lacks: tuples (rows, table keys), sets, big integers (HUGEINT), decimals, dates,
-times, timestamps and column types.  Lists stay lists, so a record reads back as the same
-Python value.  A value of any other type cannot be written: :func:`encode` raises
+for what it lacks: tuples (rows, table keys), sets and frozensets, big integers (HUGEINT),
+decimals, dates, times, timestamps (with their fold and their zone: a fixed offset, or an
+IANA zone by its name) and column types.  Lists stay lists, so a record reads back as the
+same Python value.  A value of any other type cannot be written: :func:`encode` raises
 :class:`EncodingError` before anything reaches the disk.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import msgpack
 
 from .errors import Error
 from .types import SqlType
 
-_TUPLE, _SET, _BIGINT, _DECIMAL, _DATE, _DATETIME, _TIME, _SQLTYPE = range(1, 9)
+_TUPLE, _SET, _BIGINT, _DECIMAL, _DATE, _DATETIME, _TIME, _SQLTYPE, _FROZENSET = range(1, 10)
+_ZONED = 10  # a datetime with a fold or an IANA zone: [iso text, fold, zone name or None]
 
 
 class EncodingError(Error):
@@ -28,14 +31,16 @@ class EncodingError(Error):
 def _default(value: object) -> msgpack.ExtType:
     if isinstance(value, tuple):
         return msgpack.ExtType(_TUPLE, _pack(list(value)))
-    if isinstance(value, (set, frozenset)):
+    if isinstance(value, frozenset):
+        return msgpack.ExtType(_FROZENSET, _pack(list(value)))
+    if isinstance(value, set):
         return msgpack.ExtType(_SET, _pack(list(value)))
     if type(value) is int:  # beyond 64 bits (msgpack's own ints end there)
         return msgpack.ExtType(_BIGINT, str(value).encode())
     if isinstance(value, Decimal):
         return msgpack.ExtType(_DECIMAL, str(value).encode())
     if isinstance(value, dt.datetime):
-        return msgpack.ExtType(_DATETIME, value.isoformat().encode())
+        return _datetime(value)
     if isinstance(value, dt.date):
         return msgpack.ExtType(_DATE, value.toordinal().to_bytes(4, "big"))
     if isinstance(value, dt.time):
@@ -44,6 +49,22 @@ def _default(value: object) -> msgpack.ExtType:
         return msgpack.ExtType(_SQLTYPE, _pack([value.kind, value.precision, value.scale]))
     raise EncodingError(f"a value of type {type(value).__name__} cannot be stored "
                         f"durably: {value!r:.80}")
+
+
+def _datetime(value: dt.datetime) -> msgpack.ExtType:
+    """A timestamp as ISO text, which holds a fixed offset; one with a fold or an IANA
+    zone keeps them too (the zone by its name), any other zone cannot be stored."""
+    zone = value.tzinfo
+    if zone is None or type(zone) is dt.timezone:
+        if not value.fold:
+            return msgpack.ExtType(_DATETIME, value.isoformat().encode())
+        name = None
+    elif isinstance(zone, ZoneInfo) and zone.key is not None:
+        name, value = zone.key, value.replace(tzinfo=None)
+    else:
+        raise EncodingError(f"a timestamp in time zone {zone!r:.60} cannot be stored "
+                            f"durably: give it in a fixed offset or an IANA zone")
+    return msgpack.ExtType(_ZONED, _pack([value.isoformat(), value.fold, name]))
 
 
 def _pack(value: object) -> bytes:
@@ -55,6 +76,8 @@ def _ext(code: int, data: bytes) -> object:
         return tuple(_unpack(data))
     if code == _SET:
         return set(_unpack(data))
+    if code == _FROZENSET:
+        return frozenset(_unpack(data))
     if code == _BIGINT:
         return int(data)
     if code == _DECIMAL:
@@ -63,6 +86,10 @@ def _ext(code: int, data: bytes) -> object:
         return dt.date.fromordinal(int.from_bytes(data, "big"))
     if code == _DATETIME:
         return dt.datetime.fromisoformat(data.decode())
+    if code == _ZONED:
+        text, fold, name = _unpack(data)
+        value = dt.datetime.fromisoformat(text).replace(fold=fold)
+        return value if name is None else value.replace(tzinfo=ZoneInfo(name))
     if code == _TIME:
         return dt.time.fromisoformat(data.decode())
     if code == _SQLTYPE:
