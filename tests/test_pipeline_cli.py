@@ -386,3 +386,14 @@ def test_a_row_argument_with_an_over_long_integer_is_refused_as_json(tmp_path, c
     db.close()
     assert main(["provenance", str(tmp_path / "db"), "p", '["a", ' + "9" * 5000 + "]"]) == 1
     assert "the row must be a JSON array" in capsys.readouterr().err
+
+
+def test_python_dash_m_upkeep_is_the_upkeep_command(tmp_path):
+    """``python -m upkeep`` runs the CLI and returns its exit status."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    shown = subprocess.run([sys.executable, "-m", "upkeep", "--help"], capture_output=True,
+                           text=True, env=env, timeout=60)
+    assert shown.returncode == 0 and "what-if" in shown.stdout
+    failed = subprocess.run([sys.executable, "-m", "upkeep", "run", str(tmp_path / "none.toml")],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert failed.returncode == 1 and "upkeep: error:" in failed.stderr
