@@ -4,6 +4,7 @@ the order in which subscribers are told of batches that subscribers commit."""
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 
 import pytest
 
@@ -105,6 +106,38 @@ def test_batches_a_subscriber_commits_reach_every_subscriber_after_the_batch_tol
     assert heard == [("v", [((1,), 1)]), ("both_", [(("t", 1), 1)]),
                      ("both_", [(("log", 1), 1)]),
                      ("v", [((101,), 1)]), ("both_", [(("t", 101), 1)])]
+
+
+@pytest.mark.parametrize("writes", [False, True])
+def test_a_subscriber_attached_while_batches_are_told_hears_only_later_ones(writes) -> None:
+    """A subscriber attached inside another's callback starts from the view's rows, which
+    hold the batch being told and any batch committed since (a subscriber's write, queued
+    behind it): it must hear only of batches after those (it heard of them too, and its
+    copy held a row twice, or lost one it never had)."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.execute("CREATE TABLE audit (a INTEGER)")
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
+    db.execute("CREATE MATERIALIZED VIEW late AS SELECT a FROM t UNION ALL "
+               "SELECT -a FROM audit")
+    db.view("late").subscribe(lambda changes: None)  # told after v, of each batch
+    copy: Counter = Counter()
+    attached = []
+
+    def watcher(changes) -> None:
+        if writes:
+            db.insert("audit", [(row[0],) for row, w in changes if w > 0])
+        if not attached:
+            copy.update(db.view("late").rows())
+            attached.append(db.view("late").subscribe(
+                lambda told: copy.update(dict(told))))
+
+    db.view("v").subscribe(watcher)
+    db.insert("t", [(5,)])
+    assert +copy == Counter(db.view("late").rows())
+    db.insert("t", [(6,)])
+    assert +copy == Counter(db.view("late").rows())
+    assert sorted(copy.elements()) == ([(-6,), (-5,), (5,), (6,)] if writes else [(5,), (6,)])
 
 
 def test_a_snapshot_taken_by_an_expiry_commit_does_not_keep_its_timers(tmp_path) -> None:

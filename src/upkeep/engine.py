@@ -383,13 +383,30 @@ class WhatIf:
         return [r for r, w in self.changes if w < 0 for _ in range(-w)]
 
 
-def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes]) -> None:
-    """Call each view's subscribers with its committed changes.  The batch is committed
-    already, so a subscriber that raises is reported as a warning, not undone, and the
-    other subscribers still get their changes (the same on every engine)."""
+@dataclass(eq=False, slots=True)
+class Subscription:
+    """A view's subscriber and the last batch committed when it subscribed: it starts from
+    the view's rows then, so it is told only of later batches (one attached while batches
+    are being told must not hear of those its first rows hold)."""
+
+    fn: Subscriber
+    since: int
+
+    def __call__(self, changes: Changes) -> object:
+        return self.fn(changes)
+
+
+def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes],
+            batch: int | None = None) -> None:
+    """Call each view's subscribers with its committed changes (those of ``batch``: a
+    :class:`Subscription` made since is left out).  The batch is committed already, so a
+    subscriber that raises is reported as a warning, not undone, and the other
+    subscribers still get their changes (the same on every engine)."""
     interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all
     for name, changes in changed.items():
         for fn in list(subscribers.get(name, ())):
+            if batch is not None and isinstance(fn, Subscription) and fn.since >= batch:
+                continue
             try:
                 fn(changes)
             except Exception as exc:

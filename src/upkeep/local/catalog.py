@@ -20,7 +20,7 @@ from sqlglot import exp
 from .. import zset
 from ..bulk_progress import bulk_progress
 from ..ddl import created_name, refuse_replace, table_from_create
-from ..engine import Subscriber
+from ..engine import Subscriber, Subscription
 from ..errors import (
     ConstraintError,
     Error,
@@ -113,6 +113,7 @@ class LocalCatalog(Catalog):
         self._overlay = overlay or (lambda name: None)
         self._listening: set[str] | None = None
         self._affected: dict[frozenset[str], list[str]] = {}
+        self.last_batch: Callable[[], int] = lambda: 0  # the Committer's last batch id
         self._expiring: dict[str, Expiry] | None = None
         self.provenance = ProvenanceTracker()  # update provenance of provenance tables
         # views WITH (provenance = 'why') -> their witness views (one per UNION block)
@@ -792,13 +793,16 @@ class LocalCatalog(Catalog):
 
     # ------------------------------------------------------------ batches
     def subscribe(self, view: str, fn: Subscriber) -> Callable[[], None]:
+        """Tell ``fn`` of the view's batches committed from now on (its first rows, read
+        now, hold those before, also while they are being told)."""
         subs = self.subscribers.setdefault(view, [])
-        subs.append(fn)
+        subscription = Subscription(fn, self.last_batch())
+        subs.append(subscription)
         self.changed()
 
         def unsubscribe() -> None:
-            if fn in subs:
-                subs.remove(fn)
+            if subscription in subs:
+                subs.remove(subscription)
                 self.changed()
 
         return unsubscribe

@@ -38,6 +38,7 @@ class Committer:
         self.durability = durability
         self.clock = clock
         self.batches = 0
+        catalog.last_batch = lambda: self.batches  # what a new subscriber's rows hold
         self.metadata: dict = {}
         #: called with (batch id, the views' changes) after the views are stepped and before
         #: the batch is logged; returns a function that takes its record back if the log
@@ -45,7 +46,7 @@ class Committer:
         self.journal: Callable[[int, dict[str, Delta]], Callable[[], None]] | None = None
         # committed batches' changes not yet delivered, oldest first, and whether a
         # delivery is running (a subscriber's own commit only queues its changes)
-        self._outbox: deque[dict[str, list]] = deque()
+        self._outbox: deque[tuple[int, dict[str, list]]] = deque()  # (batch, its changes)
         self._delivering = False
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
@@ -82,7 +83,7 @@ class Committer:
             told = {name: list(d.items()) for name, d in changed.items()
                     if subscribers.get(name)}
             if told:  # a batch no subscriber hears of is not queued
-                self._outbox.append(told)
+                self._outbox.append((self.batches, told))
                 self._deliver()
 
     def _deliver(self) -> None:
@@ -93,7 +94,8 @@ class Committer:
         self._delivering = True
         try:
             while self._outbox:
-                deliver(self.catalog.subscribers, self._outbox.popleft())
+                batch, told = self._outbox.popleft()
+                deliver(self.catalog.subscribers, told, batch)
         finally:
             self._delivering = False
 
