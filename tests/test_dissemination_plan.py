@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from upkeep.cli import main
-from upkeep.dissemination.graph import SOURCE, validate
+from upkeep.dissemination.graph import SOURCE, RewritabilityGraph, out_degrees, validate
+from upkeep.dissemination.ilp import minimise_utilisation
 from upkeep.dissemination.plan import load, plan
 from upkeep.dissemination.subscriptions import SubscriptionError
 
@@ -78,6 +79,50 @@ def test_command_line_plan(tmp_path, capsys):
         assert main(["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
                      "--source-bound", "2", "--candidates", candidates]) == 0
         assert "50.0% fed by other subscriptions" in capsys.readouterr().out
+
+
+SAME = "".join(f"CREATE VIEW q{i} AS SELECT id, title FROM positions;\n" for i in range(1, 6))
+
+
+def test_loga_keeps_the_bounds_times_its_factor():
+    """The least-utilisation configuration keeps the bounds; lowering latency keeps them
+    times ``loga_factor`` (the paper's 1.5: a subscription bounded at 2 fed 3 where the
+    command's help promised 2), and at 1 they are hard."""
+    subs = load(TABLES, SAME)
+    hard = {v: 2 for v in subs_names(subs)} | {SOURCE: 1}
+    paper = plan(subs, bound=2, source_bound=1)
+    validate(paper.rg, paper.ilp.cfg, hard)
+    validate(paper.rg, paper.cfg, {v: 3 for v in subs_names(subs)} | {SOURCE: 1})
+    strict = plan(subs, bound=2, source_bound=1, loga_factor=1)
+    validate(strict.rg, strict.cfg, hard)
+    assert max(out_degrees(strict.rg, strict.cfg).values()) <= 2
+
+
+def subs_names(subs) -> list[str]:
+    return [s.name for s in subs]
+
+
+def test_command_line_plan_keeps_hard_bounds_with_factor_one(tmp_path, capsys):
+    (tmp_path / "t.sql").write_text(TABLES)
+    (tmp_path / "s.sql").write_text(SAME)
+    command = ["plan", str(tmp_path / "s.sql"), "--tables", str(tmp_path / "t.sql"),
+               "--bound", "2", "--source-bound", "1"]
+    assert main([*command, "--loga-factor", "1"]) == 0
+    assert "feeds 3" not in capsys.readouterr().out
+    for value, says in [("0.5", "0.5 is not a finite number >= 1"),
+                        ("inf", "inf is not a finite number >= 1"),
+                        ("x", "'x' is not a number")]:
+        with pytest.raises(SystemExit) as usage:
+            main([*command, "--loga-factor", value])
+        assert usage.value.code == 2
+        assert f"argument --loga-factor: {says}" in capsys.readouterr().err
+
+
+def test_no_subscriptions_is_an_empty_plan():
+    """It was scipy's ValueError from an integer program of no variables."""
+    empty = plan([])
+    assert empty.cfg == {} and empty.ilp.cfg == {}
+    assert minimise_utilisation(RewritabilityGraph()).cfg == {}
 
 
 @pytest.mark.parametrize("tables, subscriptions, message", [

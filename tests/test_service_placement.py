@@ -29,6 +29,7 @@ from test_service import (
 from test_service_relay import relay_process
 
 from upkeep.client import Client, ServiceError
+from upkeep.dissemination.graph import SOURCE, out_degrees
 from upkeep.dissemination.subscriptions import parse
 from upkeep.service.placement import NameTaken, PlacementError, Placements
 from upkeep.service.relay import RelaySite
@@ -143,6 +144,21 @@ def test_a_reported_site_is_removed_when_down_and_avoided_when_up(listening) -> 
     # a site that is up but failed this member (say, it does not know its token)
     assert p.join("m", sub("m", OPEN_DEAR), "r", failed=[listening]).feed == []
     assert p.join("n", sub("n", OPEN_DEAR), "r").feed == [listening]  # others still use it
+
+
+def test_reoptimising_keeps_every_relay_within_its_capacity() -> None:
+    """A relay's capacity is the most members it feeds, after a re-optimisation too (its
+    latency step used the paper's 1.5x bounds, and a relay of capacity 2 fed 3)."""
+    p = Placements(source_bound=1, default_capacity=2, clock=lambda: 0.0)
+    p.join("relay_a", sub("relay_a", OPEN), "r", url="http://a:1", capacity=2)
+    p.join("relay_b", sub("relay_b", OPEN), "r", url="http://b:1", capacity=2)
+    for i in range(3):
+        p.join(f"m{i}", sub(f"m{i}", OPEN), "r")
+    p.reoptimise()
+    fed = out_degrees(p.rg, p.cfg)
+    assert all(fed[m["name"]] <= m["capacity"] for m in p.describe()["members"]
+               if m["capacity"] is not None), p.describe()["members"]
+    assert fed[SOURCE] <= 1
 
 
 def test_reoptimising_moves_members_that_joined_before_the_sites(listening) -> None:

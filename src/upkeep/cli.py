@@ -11,6 +11,7 @@ aborts at once (status 130).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -114,9 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("-k", type=_at_least(1), default=30,
                       help="rewritings kept per subscription (the paper's 30)")
     plan.add_argument("--bound", type=_at_least(0), default=None,
-                      help="the most rewritings one subscription may feed (default: no bound)")
+                      help="the most rewritings one subscription may feed in the least "
+                           "utilisation configuration; lowering latency may go to "
+                           "--loga-factor times it (default: no bound)")
     plan.add_argument("--source-bound", type=_at_least(0), default=None,
-                      help="the most subscriptions the server feeds itself (default: no bound)")
+                      help="the most subscriptions the server feeds itself, with the same "
+                           "--loga-factor (default: no bound)")
+    plan.add_argument("--loga-factor", type=_factor, default=1.5, metavar="FACTOR",
+                      help="lowering latency keeps the bounds times FACTOR, rounded down "
+                           "(default 1.5, the paper's; 1 keeps the bounds hard)")
     plan.add_argument("--candidates", type=_at_least(0), default=32,
                       help="subscriptions considered to feed each one, the most specific "
                            "first (default 32; 0: all, which grows with the square of the "
@@ -445,6 +452,14 @@ def _not_negative(text: str) -> float:
     return value
 
 
+def _factor(text: str) -> float:
+    """A finite number argument of at least 1 (a bound's multiplier)."""
+    value = _not_negative(text)
+    if not 1 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number >= 1")
+    return value
+
+
 def _text(path: Path) -> str:
     """A text file given on the command line, or an :class:`Error` naming it."""
     try:
@@ -498,7 +513,8 @@ def _plan(args) -> str:
     budget = args.latency_budget
     with Console(stderr=True).status("planning") as status:
         result = plan(loaded, k=args.k, bound=args.bound,
-                      source_bound=args.source_bound, candidates=args.candidates or None,
+                      source_bound=args.source_bound, loga_factor=args.loga_factor,
+                      candidates=args.candidates or None,
                       latency_budget=budget,
                       on_phase=lambda phase: status.update(f"planning: {phase}"))
     text = result.describe()

@@ -85,6 +85,8 @@ def minimise_utilisation(rg: RewritabilityGraph, bounds: Bounds | None = None, *
     if levels is None:
         levels = has_cycle(rg)
     ids = list(rg.rewritings)
+    if not ids:  # no views: the empty configuration (HiGHS takes no empty program)
+        return Solution({}, 0.0, True, 0.0, time.perf_counter() - start, "milp")
     column = {rid: i for i, rid in enumerate(ids)}
     nx = len(ids)
     view_index = {v: i for i, v in enumerate(rg.views)}

@@ -123,8 +123,11 @@ def plan(subscriptions: list[Subscription], *, k: int = 30, bound: int | None = 
          costs: CostModel | None = None, time_limit: float | None = None,
          candidates: int | None = None, latency_budget: float | None = None,
          on_phase: Callable[[str], object] | None = None) -> Plan:
-    """Plan the dissemination of ``subscriptions``: every subscription may feed at most
-    ``bound`` rewritings and the publisher ``source_bound`` (None: unbounded).
+    """Plan the dissemination of ``subscriptions``: in the configuration of least
+    utilisation (the ILP's, :attr:`Plan.ilp`) every subscription feeds at most ``bound``
+    rewritings and the publisher ``source_bound`` (None: unbounded); lowering latency
+    (LOGA, :attr:`Plan.cfg`) keeps those bounds times ``loga_factor``, rounded down (the
+    paper's 1.5; 1 keeps them hard).  No subscriptions: an empty plan.
     ``candidates``: at most that many (the most specific) subscriptions are considered to
     feed each one (:func:`.rewriting.embedding_graph`'s ``limit``; None: all).
     ``latency_budget``: the most LOGA may add to the ILP's utilisation, as a fraction of

@@ -43,7 +43,7 @@ from ..dissemination.graph import (
 )
 from ..dissemination.ilp import minimise_utilisation
 from ..dissemination.incremental import place, remove
-from ..dissemination.loga import loga_bounds, minimise_latency
+from ..dissemination.loga import minimise_latency
 from ..dissemination.plan import CostModel
 from ..dissemination.rewriting import Use, rewriting_sql, rewritings
 from ..dissemination.subscriptions import Subscription
@@ -368,14 +368,16 @@ class Placements:
             raise NameTaken(f"member name {name!r} is held by another principal")
         return self.assignment(name)
 
-    def reoptimise(self, loga_factor: float = 1.5) -> int:
-        """Table 1's ILP, then LOGA, over every member; returns how many members move."""
+    def reoptimise(self) -> int:
+        """Table 1's ILP, then LOGA, over every member; returns how many members move.
+        LOGA keeps the sites' own bounds, not the paper's 1.5x of them: a relay's capacity
+        is the most members it can feed."""
         self.expire()
         if not self.members:
             return 0
         bounds = self.bounds()
         solution = minimise_utilisation(self.rg, bounds, time_limit=30.0)
-        cfg = minimise_latency(self.rg, solution.cfg, loga_bounds(bounds, loga_factor))
+        cfg = minimise_latency(self.rg, solution.cfg, bounds)
         moved = sum(1 for v, r in cfg.items() if self.cfg.get(v) != r)
         self.cfg = cfg
         self.moves += moved
