@@ -350,6 +350,33 @@ def test_checker_names_axiom_10_for_a_semiring_whose_minus_breaks_it():
     assert err.value.law.startswith("axiom")
 
 
+class _InsertIgnored(Boolean):
+    def plus_i(self, a, b):
+        return a
+
+
+class _ModificationTimesFirst(Boolean):
+    def times_m(self, a, b):
+        return a
+
+
+class _NothingSums(Boolean):
+    def total(self, terms):
+        return False
+
+
+@pytest.mark.parametrize(("structure", "law"), [
+    (_InsertIgnored(), "a +I b = a + b"), (_ModificationTimesFirst(), "a ·M b = a · b"),
+    (_NothingSums(), "Σ(a) = a")])
+def test_checker_refuses_a_structure_whose_own_update_operations_differ(structure, law):
+    """Theorem 4.5 asks +I = +M = Σ = + and ·M = ·; a structure overriding the operations
+    evaluation uses was accepted (only + and · were checked), and specialising with it gave
+    other rows than re-running the log."""
+    with pytest.raises(UpdateStructureError) as err:
+        check_update_structure([False, True], structure)
+    assert err.value.law == law
+
+
 def _trust_elements():
     return [(0.0, "F"), (1.0, "T"), (0.3, "U"), (0.7, "U")]
 

@@ -198,7 +198,9 @@ def check_update_structure(elements: Sequence, structure: UpdateStructure,
     satisfying axioms 2, 4, 5, 7, 10 and 12 of Figure 3 (sums of one or two terms).
 
     The check is exhaustive over ``elements`` (pass a finite carrier, or a sample of an
-    infinite one).  Axioms read with ``+I = +M = Σ = +`` and ``·M = ·``."""
+    infinite one).  The structure's ``plus_i``, ``plus_m``, ``times_m`` and ``total`` (what
+    evaluation uses) must equal ``+`` and ``·`` there; the axioms then read with
+    ``+I = +M = Σ = +`` and ``·M = ·``."""
     eq = equal or (lambda x, y: x == y)
     plus, times, minus = structure.plus, structure.times, structure.minus
     zero, one = structure.zero, structure.one
@@ -211,6 +213,14 @@ def check_update_structure(elements: Sequence, structure: UpdateStructure,
                     f"not an update structure (Theorem 4.5): {name} fails for "
                     f"{', '.join(map(repr, witness))}", name, witness)
 
+    # Theorem 4.5 asks +I = +M = Σ = + and ·M = ·: evaluation uses the structure's own
+    # update operations, so an override of one must agree with the semiring's
+    law("a +I b = a + b", lambda a, b: eq(structure.plus_i(a, b), plus(a, b)), 2)
+    law("a +M b = a + b", lambda a, b: eq(structure.plus_m(a, b), plus(a, b)), 2)
+    law("a ·M b = a · b", lambda a, b: eq(structure.times_m(a, b), times(a, b)), 2)
+    law("Σ() = 0", lambda: eq(structure.total(()), zero), 0)
+    law("Σ(a) = a", lambda a: eq(structure.total((a,)), a), 1)
+    law("Σ(a, b) = a + b", lambda a, b: eq(structure.total((a, b)), plus(a, b)), 2)
     law("0 + a = a", lambda a: eq(plus(zero, a), a), 1)
     law("0 · a = 0", lambda a: eq(times(zero, a), zero), 1)
     law("1 · a = a", lambda a: eq(times(one, a), a), 1)
