@@ -397,3 +397,51 @@ def test_python_dash_m_upkeep_is_the_upkeep_command(tmp_path):
     failed = subprocess.run([sys.executable, "-m", "upkeep", "run", str(tmp_path / "none.toml")],
                             capture_output=True, text=True, env=env, timeout=60)
     assert failed.returncode == 1 and "upkeep: error:" in failed.stderr
+
+
+def _replayed_jsonl(path: Path) -> Counter:
+    state: Counter = Counter()
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("reset"):
+            state.clear()
+        else:
+            state[tuple(entry["row"].values())] += entry["weight"]
+    return state
+
+
+def test_rows_that_expire_while_the_pipeline_is_down_leave_the_sinks_once(tmp_path):
+    """A restart's sinks start from the views' rows, and reading them ran the due expiry:
+    its delta reached the runner's buffers too, so the first batch deleted the rows again
+    (a jsonl replay went negative, the sqlite and duckdb sinks stopped the run)."""
+    import sqlite3
+
+    import duckdb
+    (tmp_path / "tables.sql").write_text(
+        "CREATE TABLE t (k INTEGER, v INTEGER) WITH (ttl_seconds = 1);")
+    (tmp_path / "views.sql").write_text("CREATE MATERIALIZED VIEW tv AS SELECT k, v FROM t;")
+    changes = tmp_path / "changes"
+    changes.mkdir()
+    (changes / "c-001.jsonl").write_text("".join(
+        json.dumps({"table": "t", "op": "insert", "row": [i, i]}) + "\n" for i in (1, 2, 3)))
+    sinks = "".join(f'[[sinks]]\nview = "tv"\ntype = "{kind}"\npath = "out/{name}"\n'
+                    for kind, name in [("jsonl", "tv.jsonl"), ("parquet-deltas", "tv.deltas"),
+                                       ("sqlite", "tv.sqlite"), ("duckdb", "tv.duckdb")])
+    path = tmp_path / "p.toml"
+    path.write_text('state_dir = "state"\ntables = ["tables.sql"]\nviews = ["views.sql"]\n'
+                    f'[source]\npath = "changes"\n{sinks}')
+    assert main(["run", str(path), "--progress", "none"]) == 0
+    time.sleep(1.3)  # the three rows expire while it is down
+    (changes / "c-002.jsonl").write_text(
+        json.dumps({"table": "t", "op": "insert", "row": [9, 9]}) + "\n")
+    assert main(["run", str(path), "--progress", "none"]) == 0
+    out = tmp_path / "out"
+    assert +_replayed_jsonl(out / "tv.jsonl") == Counter({(9, 9): 1})
+    assert -_replayed_jsonl(out / "tv.jsonl") == Counter()  # nothing deleted twice
+    deltas = duckdb.sql(f"SELECT k, v, SUM(weight) FROM read_parquet('{out}/tv.deltas/batch=*/"
+                        f"*.parquet', hive_partitioning = true) GROUP BY ALL "
+                        f"HAVING SUM(weight) <> 0").fetchall()
+    assert deltas == [(9, 9, 1)]
+    assert sqlite3.connect(out / "tv.sqlite").execute("SELECT * FROM tv").fetchall() == [(9, 9)]
+    with duckdb.connect(str(out / "tv.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT * FROM tv").fetchall() == [(9, 9)]

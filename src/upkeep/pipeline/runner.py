@@ -185,20 +185,25 @@ class PipelineRunner:
         # provenance tables annotate each committed transaction: there, each source
         # transaction of a batch commits on its own (its id in the metadata)
         self._per_txn = any(db.has_update_provenance(t) for t in db.tables())
-        for view in db.views():
-            self._collected[view] = []
-            self.stats.views[view] = ViewStats()
-            self._unsubscribe.append(db.view(view).subscribe(self._collected[view].extend))
-        for sink_config in self.config.sinks:
-            try:
-                sink = make_sink(sink_config, db)
-                self.sinks.append(sink)
-                sink.start(self.stats.batch)
-            except PipelineError as exc:  # a sink's option at fault: name the file too
-                text = str(exc)
-                if not text.startswith(str(self.config.file)):
-                    raise PipelineError(f"{self.config.file}: {text}") from exc.__cause__
-                raise
+        # the subscriptions and the sinks' first rows in one (empty) transaction: rows due
+        # to expire go before it, as a batch neither sees, or after it, as one both see
+        # (reading the rows in a sink's start ran the expiry: the sink's rows left the
+        # expired rows out and the subscription handed their deletes to it again)
+        with db.transaction():
+            for view in db.views():
+                self._collected[view] = []
+                self.stats.views[view] = ViewStats()
+                self._unsubscribe.append(db.view(view).subscribe(self._collected[view].extend))
+            for sink_config in self.config.sinks:
+                try:
+                    sink = make_sink(sink_config, db)
+                    self.sinks.append(sink)
+                    sink.start(self.stats.batch)
+                except PipelineError as exc:  # a sink's option at fault: name the file too
+                    text = str(exc)
+                    if not text.startswith(str(self.config.file)):
+                        raise PipelineError(f"{self.config.file}: {text}") from exc.__cause__
+                    raise
 
     def _refuse_outputs_over_inputs(self, fresh: bool) -> None:
         """A sink or the dead-letter file written over one of the source's change files
