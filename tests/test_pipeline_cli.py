@@ -79,6 +79,13 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
      'path = "o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\npath = "o/../o/x"\n',
      "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
+    # one file, two formats: the sqlite sink overwrote the jsonl lines
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "sqlite"\n'
+     'path = "o/v.db"\n[[sinks]]\nview = "w"\ntype = "jsonl"\npath = "o/v.db"\n',
+     "[[sinks]] #2 (view w) writes to the file of the sqlite sink [[sinks]] #1 (view v)"),
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "duckdb"\n'
+     'path = "o/v.db"\n[[sinks]]\nview = "w"\ntype = "sqlite"\npath = "o/v.db"\n',
+     "[[sinks]] #2 (view w) writes to the file of the duckdb sink [[sinks]] #1 (view v)"),
     ('tables = [\n', "invalid TOML"),
     # TOML's inf and nan are numbers: a timer cannot wait for them
     ('tables = "tables.sql"\n[source]\npath = "c"\npoll_interval = inf\n',

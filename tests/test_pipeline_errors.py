@@ -7,6 +7,7 @@ import io
 import json
 import math
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -659,3 +660,34 @@ def test_a_sqlite_sink_keeps_a_double_nan_apart_from_null(tmp_path):
     got = sorted(con.execute("SELECT x, typeof(x) FROM v").fetchall(), key=repr)
     assert got == sorted([("NaN", "text"), (None, "null"), (math.inf, "real"),
                           (1.5, "real")], key=repr)
+
+
+def _rowid_pipeline(tmp_path, kind: str) -> Path:
+    (tmp_path / "t.sql").write_text("CREATE TABLE t (rowid INTEGER, v VARCHAR);")
+    (tmp_path / "v.sql").write_text("CREATE VIEW v AS SELECT rowid, v FROM t;")
+    (tmp_path / "p.toml").write_text(
+        'tables = "t.sql"\nviews = "v.sql"\n[source]\npath = "c.jsonl"\n'
+        '[batch]\nrows_per_batch = 1\n'
+        f'[[sinks]]\nview = "v"\ntype = "{kind}"\npath = "v.{kind}"\n')
+    records = [("insert", [7, "a"]), ("insert", [7, "b"]), ("delete", [7, "a"])]
+    (tmp_path / "c.jsonl").write_text("".join(
+        json.dumps({"table": "t", "op": op, "row": row}) + "\n" for op, row in records))
+    return tmp_path / "p.toml"
+
+
+def test_a_sqlite_sink_of_a_view_with_a_column_named_rowid_deletes_one_row(tmp_path):
+    """The sink deletes one occurrence by SQLite's row id, which a column named rowid hides:
+    every row holding that value was picked and the run stopped."""
+    import sqlite3
+
+    assert main(["run", str(_rowid_pipeline(tmp_path, "sqlite")), "--progress", "none"]) == 0
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    assert con.execute("SELECT * FROM v").fetchall() == [(7, "b")]
+
+
+def test_a_duckdb_sink_refuses_a_view_with_a_column_named_rowid(tmp_path, capsys):
+    """DuckDB's row ids, which the sink deletes by, cannot be read past a column named
+    rowid: refused at start with the column named, not a run stopped at the first delete."""
+    assert main(["run", str(_rowid_pipeline(tmp_path, "duckdb")), "--progress", "none"]) == 1
+    err = capsys.readouterr().err
+    assert "rowid" in err and "rename" in err

@@ -235,6 +235,7 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
         raise ConfigError(file, "key 'sinks' must be an array of tables ([[sinks]] entries)")
     sinks = []
     targets: dict[tuple[str, str, str], str] = {}
+    files: dict[str, tuple[str, str]] = {}  # path -> the kind and label of its first sink
     for i, entry in enumerate(entries, 1):
         label = f"[[sinks]] #{i}"
         for key in ("view", "type"):
@@ -268,6 +269,12 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
         if target in targets:
             raise ConfigError(file, f"{label} writes to the same {kind} target as {targets[target]}")
         targets[target] = label
+        if "path" in options:  # one file, one format: sinks of one database kind share it
+            owner = files.setdefault(target[1], (kind, label))
+            if owner[0] != kind or kind not in ("duckdb", "sqlite"):
+                if owner[1] != label:
+                    raise ConfigError(file, f"{label} writes to the file of the {owner[0]} "
+                                            f"sink {owner[1]}")
         sinks.append(SinkConfig(view=view, type=kind, label=label, options=options))
     return sinks
 

@@ -27,6 +27,10 @@ class DuckDBSink(Sink):
     def start(self, batch: int) -> None:
         self.path = self.options["path"]
         self.table = quote(self.options["table"])
+        if any(n.lower() == "rowid" for n, _ in self.columns):
+            raise PipelineError(f"duckdb sink {self.path}: view {self.view.name} has a column "
+                                f"named rowid, which hides DuckDB's row ids the sink deletes "
+                                f"by: rename it in the view (AS ...)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.con = duckdb.connect(str(self.path))

@@ -27,7 +27,15 @@ class SQLiteSink(Sink):
         marks = ", ".join("?" for _ in self.names)
         self._insert_sql = f"INSERT INTO {self.table} ({cols}) VALUES ({marks})"
         match = " AND ".join(f"{quote(n)} IS ?" for n in self.names)
-        self._delete_sql = (f"DELETE FROM {self.table} WHERE rowid IN (SELECT rowid FROM "
+        # SQLite's row id by a name no column of the view hides (a column named rowid
+        # takes that name over, and the delete picked every row holding its value)
+        taken = {n.lower() for n in self.names}
+        rowid = next((a for a in ("rowid", "_rowid_", "oid") if a not in taken), None)
+        if rowid is None:
+            raise PipelineError(f"sqlite sink {self.path}: view {self.view.name} has columns "
+                                f"named rowid, _rowid_ and oid, which hide SQLite's row ids "
+                                f"the sink deletes by: rename one in the view (AS ...)")
+        self._delete_sql = (f"DELETE FROM {self.table} WHERE {rowid} IN (SELECT {rowid} FROM "
                             f"{self.table} WHERE {match} LIMIT ?)")
         columns = ", ".join(f"{quote(n)} {sqlite_type(t)}".rstrip() for n, t in self.columns)
         try:
