@@ -427,42 +427,39 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
             columns = [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)]
             if any(t.kind == "DOUBLE" for _, t in columns):  # each NaN a new object
                 rows = [tuple(math.nan if v != v else v for v in r) for r in rows]
-            _check_years(columns, rows)
-            _check_finite(con, sql, columns, rows)
+            _check_dates(con, sql, columns, rows)
             return columns, rows
         except duckdb.Error as exc:
             raise as_error(exc, "DuckDB could not evaluate the query") from exc
 
 
-def _check_years(columns: Columns, rows: list[tuple]) -> None:
-    """DuckDB's Python client gives a date or timestamp outside years 1 to 9999 as text:
-    such a value is an EvaluationError (docs/sql.md), not text in a DATE column."""
-    dated = [k for k, (_, t) in enumerate(columns) if t.kind in ("DATE", "TIMESTAMP")]
-    for row in rows if dated else ():
-        for k in dated:
-            if row[k].__class__ is str:
-                raise EvaluationError(
-                    f"column {columns[k][0]}: {columns[k][1].kind.lower()} {row[k]} is "
-                    f"outside the years 1 to 9999 that upkeep's dates hold")
-
-
 _DATE_ENDS = (dt.date.min, dt.date.max, dt.datetime.min, dt.datetime.max)
 
 
-def _check_finite(con: duckdb.DuckDBPyConnection, sql: str, columns: Columns,
-                  rows: list[tuple]) -> None:
-    """DuckDB's Python client gives an infinite date or timestamp as the first or last day
-    of years 1 to 9999, which are real days too: where a result holds one, DuckDB is asked
-    whether the column holds an infinity, which is an EvaluationError as an infinite date
-    read from text is (docs/sql.md), not a made-up date."""
+def _check_dates(con: duckdb.DuckDBPyConnection, sql: str, columns: Columns,
+                 rows: list[tuple]) -> None:
+    """Dates and timestamps upkeep cannot hold are an EvaluationError (docs/sql.md), in one
+    pass over the rows: DuckDB's Python client gives one outside years 1 to 9999 as text,
+    and an infinite one as the first or last day of those years, which are real days too,
+    so where a result holds one DuckDB is asked whether the column holds an infinity."""
     dated = [k for k, (_, t) in enumerate(columns) if t.kind in ("DATE", "TIMESTAMP")]
-    suspect = sorted({k for row in rows if dated for k in dated if row[k] in _DATE_ENDS})
+    suspect: set[int] = set()
+    for row in rows if dated else ():
+        for k in dated:
+            value = row[k]
+            if value.__class__ is str:
+                raise EvaluationError(
+                    f"column {columns[k][0]}: {columns[k][1].kind.lower()} {value} is "
+                    f"outside the years 1 to 9999 that upkeep's dates hold")
+            if value in _DATE_ENDS:
+                suspect.add(k)
     if not suspect:
         return
+    ordered = sorted(suspect)
     names = ", ".join(f"c{k}" for k in range(len(columns)))
-    tests = ", ".join(f"bool_or(isinf(c{k}))" for k in suspect)
+    tests = ", ".join(f"bool_or(isinf(c{k}))" for k in ordered)
     found = con.execute(f"SELECT {tests} FROM ({sql}) AS q({names})").fetchone()
-    for k, infinite in zip(suspect, found, strict=True):
+    for k, infinite in zip(ordered, found, strict=True):
         if infinite:
             raise EvaluationError(f"column {columns[k][0]}: an infinite "
                                   f"{columns[k][1].kind.lower()} has no value here")

@@ -270,11 +270,10 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
             raise ConfigError(file, f"{label} writes to the same {kind} target as {targets[target]}")
         targets[target] = label
         if "path" in options:  # one file, one format: sinks of one database kind share it
-            owner = files.setdefault(target[1], (kind, label))
-            if owner[0] != kind or kind not in ("duckdb", "sqlite"):
-                if owner[1] != label:
-                    raise ConfigError(file, f"{label} writes to the file of the {owner[0]} "
-                                            f"sink {owner[1]}")
+            first_kind, first = files.setdefault(target[1], (kind, label))
+            if first != label and (first_kind != kind or kind not in ("duckdb", "sqlite")):
+                raise ConfigError(file, f"{label} writes to the file of the {first_kind} "
+                                        f"sink {first}")
         sinks.append(SinkConfig(view=view, type=kind, label=label, options=options))
     return sinks
 
