@@ -392,11 +392,9 @@ class Subscription:
     fn: Subscriber
     since: int
 
-    def __call__(self, changes: Changes) -> object:
-        return self.fn(changes)
 
-
-def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes],
+def deliver(subscribers: dict[str, list[Subscriber | Subscription]],
+            changed: dict[str, Changes],
             batch: int | None = None) -> None:
     """Call each view's subscribers with its committed changes (those of ``batch``: a
     :class:`Subscription` made since is left out).  The batch is committed already, so a
@@ -405,8 +403,10 @@ def deliver(subscribers: dict[str, list[Subscriber]], changed: dict[str, Changes
     interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all
     for name, changes in changed.items():
         for fn in list(subscribers.get(name, ())):
-            if batch is not None and isinstance(fn, Subscription) and fn.since >= batch:
-                continue
+            if isinstance(fn, Subscription):
+                if batch is not None and fn.since >= batch:
+                    continue
+                fn = fn.fn
             try:
                 fn(changes)
             except Exception as exc:

@@ -106,7 +106,7 @@ class LocalCatalog(Catalog):
         self.fixpoint_partitions = fixpoint_partitions
         self.tables: dict[str, Table] = {}
         self.views: dict[str, ViewRuntime] = {}
-        self.subscribers: dict[str, list[Subscriber]] = {}
+        self.subscribers: dict[str, list[Subscription]] = {}
         self.user_views: dict[str, tuple[str, str | None]] = {}  # name -> (sql, strategy)
         self._definitions: dict[str, tuple[exp.Expression, str | None]] = {}
         self._helpers: dict[str, list[str]] = {}  # view -> hidden views of its subqueries
