@@ -89,17 +89,14 @@ def test_loga_keeps_the_bounds_times_its_factor():
     times ``loga_factor`` (the paper's 1.5: a subscription bounded at 2 fed 3 where the
     command's help promised 2), and at 1 they are hard."""
     subs = load(TABLES, SAME)
-    hard = {v: 2 for v in subs_names(subs)} | {SOURCE: 1}
+    names = [s.name for s in subs]
+    hard = {v: 2 for v in names} | {SOURCE: 1}
     paper = plan(subs, bound=2, source_bound=1)
     validate(paper.rg, paper.ilp.cfg, hard)
-    validate(paper.rg, paper.cfg, {v: 3 for v in subs_names(subs)} | {SOURCE: 1})
+    validate(paper.rg, paper.cfg, {v: 3 for v in names} | {SOURCE: 1})
     strict = plan(subs, bound=2, source_bound=1, loga_factor=1)
     validate(strict.rg, strict.cfg, hard)
     assert max(out_degrees(strict.rg, strict.cfg).values()) <= 2
-
-
-def subs_names(subs) -> list[str]:
-    return [s.name for s in subs]
 
 
 def test_command_line_plan_keeps_hard_bounds_with_factor_one(tmp_path, capsys):
