@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -245,6 +247,57 @@ def test_follow_picks_up_appended_lines_and_new_files_until_stopped(tmp_path):
     for view in ("revenue", "big_orders"):
         for kind, rows in read_all_sinks(tmp_path / "out", view).items():
             assert rows == expected[view], f"{kind} sink of {view}"
+
+
+def test_a_write_beside_a_following_pipeline_reaches_its_sinks_at_once(tmp_path):
+    """Another writer of the pipeline's database (``upkeep run --serve``: ``POST /sql``,
+    taking turns on the server's lock) changes a view while the source is idle: the
+    change reaches the sinks at once, not with the next record, under a batch id of its
+    own, so that a run that starts again from the database neither repeats nor loses it."""
+    from upkeep.pipeline.runner import open_database
+
+    stream = Stream(seed=25).generate(80)
+    write_jsonl(tmp_path / "changes", [json.dumps(r) for r in stream.records], files=1)
+    sinks = {"order_count": ["jsonl", "parquet-deltas"], "big_orders": ["sqlite"]}
+    path = write_pipeline(tmp_path, state_dir="state", sinks=sinks)
+    config = load_config(path)
+    config = config.replace(follow=True, source=config.source.__class__(
+        path=config.source.path, follow=True, poll_interval=0.05))
+    db, lock, stop = open_database(config), threading.RLock(), threading.Event()
+    runner = PipelineRunner(config, db=db, lock=lock, stop=stop, progress="none",
+                            console=Console(file=io.StringIO()))
+    thread = threading.Thread(target=runner.run)
+    thread.start()
+    model = {t: Counter(rows) for t, rows in stream.model.items()}
+
+    def sinks_hold_the_model() -> bool:
+        expected = expected_views(model)
+        return all(read_all_sinks(tmp_path / "out", view).get(kind) == expected[view]
+                   for view, kinds in sinks.items() for kind in kinds)
+
+    def wait_until(condition, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert thread.is_alive() and time.monotonic() < deadline, what
+            time.sleep(0.05)
+
+    try:
+        wait_until(lambda: runner.stats.caught_up and sinks_hold_the_model(), "caught up")
+        batches = runner.stats.batch
+        with lock:
+            db.execute("INSERT INTO orders VALUES (9001, 1, DATE '2024-01-02', 3.50, 7, "
+                       "'beside')")
+        model["orders"][(9001, 1, date(2024, 1, 2), Decimal("3.50"), 7, "beside")] += 1
+        wait_until(sinks_hold_the_model, "the write did not reach the sinks")
+        assert runner.stats.batch == batches + 1
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        db.close()
+    assert not thread.is_alive()
+    assert PipelineRunner(config.replace(follow=False, source=config.source.__class__(
+        path=config.source.path)), progress="none", console=Console(file=io.StringIO())).run()
+    assert sinks_hold_the_model(), "a run after it repeated or lost the write"
 
 
 def test_sigterm_ends_a_following_run_cleanly(tmp_path):

@@ -107,7 +107,7 @@ class PipelineRunner:
         self._totals = {"applied": 0, "rejected": 0}
         self._progress: Progress | None = None
         self._per_txn = False  # one commit per source transaction (provenance tables)
-        self._offset: dict | None = None  # where the last run stopped (its metadata)
+        self._offset: dict | None = None  # where the source stands (the last commit's)
 
     # ------------------------------------------------------------ the run
     def run(self) -> RunStats:
@@ -153,12 +153,16 @@ class PipelineRunner:
                             self._process(batch)
                     else:
                         self.stats.caught_up = True
+                        with self._lock:
+                            self._deliver_outside_writes()
                     self.stats.lag = source.lag()
                     progress.update()
                     if self.stop.is_set():
                         break
                 else:
                     self.stats.caught_up = True
+                with self._lock:
+                    self._deliver_outside_writes()
             finally:
                 self.stats.stopped = self.stop.is_set()
                 self.stats.finished = self.stats.finished or time.monotonic()
@@ -300,14 +304,17 @@ class PipelineRunner:
         if committed != last:
             self._commit([], last)
 
-    def _commit(self, changes: list[Change], last: Position) -> None:
-        """Commit ``changes`` with the offset ``last`` (and the id of their source
-        transaction when they are all of one); then deliver the views' deltas."""
+    def _commit(self, changes: list[Change], last: Position | None) -> None:
+        """Commit ``changes`` with the offset ``last`` (None: where the source stands, for
+        no records) and the id of their source transaction when they are all of one; then
+        deliver the views' deltas."""
         batch = self.stats.batch + 1
         applied = self._totals["applied"] + len(changes)
-        metadata: dict[str, Any] = {"pipeline": self.config.name, "source": last.offset(),
-                                    "batch": batch, "applied": applied,
-                                    "rejected": self._totals["rejected"]}
+        offset = self._offset if last is None else last.offset()
+        metadata: dict[str, Any] = {"pipeline": self.config.name, "batch": batch,
+                                    "applied": applied, "rejected": self._totals["rejected"]}
+        if offset is not None:
+            metadata["source"] = offset
         txn = changes[0].record.txn if changes else None
         if txn is not None and all(c.record.txn == txn for c in changes):
             metadata["txn"] = txn
@@ -315,10 +322,19 @@ class PipelineRunner:
         with self.db.transaction(metadata=metadata):
             self.applier.apply(changes)
         self._totals["applied"] = applied
+        self._offset = offset
         self.stats.batch = batch
         self.stats.batches += 1
         self.stats.applied += len(changes)
         self._deliver(batch)
+
+    def _deliver_outside_writes(self) -> None:
+        """Views changed by another writer of the database (``upkeep run --serve``: a
+        ``POST /sql`` between two batches) reach the sinks now, through a commit of no
+        records: the batch id the sinks write them under is then in the database, as for
+        records, so a run that starts again neither repeats nor loses them."""
+        if any(self._collected.values()):
+            self._commit([], None)
 
     def _deliver(self, batch: int) -> None:
         by_view: dict[str, list[Sink]] = {}
