@@ -35,6 +35,9 @@ _SHARE_MIN_ROWS = 1_000
 _SHARE_SAMPLE = 20_000
 _SHARE_RATIO = 0.8
 
+# the most keys a store keeps between a batch's check and its apply (``checked_count``)
+_CHECKED_MAX = 1_000_000
+
 _PLAIN = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL")
 _ENCODED = (*_PLAIN, "DOUBLE", "DATE", "DECIMAL")
 
@@ -140,7 +143,7 @@ class RowStore:
     """row -> multiplicity for one table; rows go in and come out as tuples."""
 
     __slots__ = ("_counts", "_encode", "_decode", "_columns", "_last_row", "_last_key",
-                 "_zeros")
+                 "_zeros", "_checked")
 
     def __init__(self, columns: list[tuple[str, SqlType]]):
         self._counts: dict = {}
@@ -153,6 +156,9 @@ class RowStore:
         self._last_key: object = None
         # rows held at multiplicity 0 to keep their place (``add(..., keep_place=True)``)
         self._zeros = 0
+        # id(row) -> (row, key) of the rows a batch's check read (``checked_count``), for
+        # the ``add`` that applies them: a batch's deletes are encoded once, not twice
+        self._checked: dict[int, tuple[tuple, object]] = {}
 
     def _key_of(self, row: tuple) -> object:
         if row is self._last_row:
@@ -167,6 +173,19 @@ class RowStore:
     def get(self, row: tuple, default: int = 0) -> int:
         """How many times the table holds ``row``."""
         return self._counts.get(self._key_of(row), default)
+
+    def checked_count(self, row: tuple) -> int:
+        """:meth:`get`, keeping the row's key for the :meth:`add` of this same tuple that
+        applies it (until :meth:`forget`): a batch is checked when staged and applied at
+        commit, and its rows' encoding is most of either."""
+        key = self._encode(row)
+        if len(self._checked) < _CHECKED_MAX:
+            self._checked[id(row)] = (row, key)
+        return self._counts.get(key, 0)
+
+    def forget(self) -> None:
+        """Drop the keys :meth:`checked_count` kept (the batch is applied, or rejected)."""
+        self._checked.clear()
 
     def key(self, row: tuple) -> object:
         """The stored form of ``row``: equal rows give equal keys (also with NaN)."""
@@ -194,7 +213,11 @@ class RowStore:
         the order it holds its rows: a row that moved would change which of two tied rows a
         query or a view made later picks."""
         counts = self._counts
-        key = self._key_of(row)
+        if self._checked:
+            hit = self._checked.pop(id(row), None)
+            key = hit[1] if hit is not None and hit[0] is row else self._key_of(row)
+        else:
+            key = self._key_of(row)
         old = counts.get(key)
         n = (old or 0) + weight
         if n:

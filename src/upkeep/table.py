@@ -62,10 +62,11 @@ class Table:
     def check_rows(self, delta: dict[tuple, int]) -> None:
         """Reject inserted rows with NULL in a NOT NULL column, and deletes of rows the
         table does not hold that many times (``delta``: row -> net weight)."""
+        present = self.rows.checked_count if len(delta) > 1 else self.rows.get
         for row, w in delta.items():
             if w > 0:
                 self.check_not_null(row)
-            elif self.rows.get(row, 0) + w < 0:
+            elif present(row) + w < 0:
                 raise ConstraintError(
                     f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)
@@ -101,6 +102,7 @@ class Table:
                     self.keys[k] = m
                 else:
                     self.keys.pop(k, None)
+        self.rows.forget()
         if self._by_column:
             self._reindex(delta)
 
