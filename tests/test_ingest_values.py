@@ -158,3 +158,67 @@ def test_an_infinite_date_duckdb_computes_is_refused_not_held_as_9999_12_31(valu
     db.execute("INSERT INTO t SELECT 2, '9999-12-31'::DATE")
     assert db.execute("SELECT k, d, '0001-01-01'::TIMESTAMP FROM t").fetchall() == [
         (2, dt.date(9999, 12, 31), dt.datetime(1, 1, 1))]
+
+
+def test_negative_zero_in_arrow_of_the_tables_own_types_reaches_views_as_zero():
+    """-0.0 is stored as 0.0; Arrow columns of the table's own types skip the per-row
+    check, which makes it so: a view was given -0.0 from Arrow and 0.0 from a tuple."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, v DOUBLE)")
+    sql = "SELECT k, CAST(v AS VARCHAR) AS s, MIN(v) AS m FROM t GROUP BY k, v"
+    db.create_view("w", sql)
+    db.insert("t", pa.table({"k": pa.array([1, 3], pa.int32()), "v": pa.array([-0.0, 2.5])}))
+    db.insert("t", [(2, -0.0)])
+    got = sorted(db.view("w").rows())
+    assert got == [(1, "0.0", 0.0), (2, "0.0", 0.0), (3, "2.5", 2.5)]
+    assert got == sorted(db.execute(sql).fetchall())
+
+
+def test_nan_in_a_nullable_pandas_float_column_is_null_as_duckdb_reads_it():
+    """On both of a DataFrame's paths: through Arrow, and row by row (a datetime64
+    column keeps it off Arrow)."""
+    a = pd.array([0.0, 1.0, None], dtype="Float64")
+    days = pd.to_datetime(["2020-01-01"] * 3)
+    frame = pd.DataFrame({"k": [1, 2, 3], "v": a / a, "d": days})  # 0/0: NaN, not NA
+    db, con = upkeep.connect(), duckdb.connect()
+    for target in (db, con):
+        target.execute("CREATE TABLE t (k INTEGER, v DOUBLE)")
+        target.execute("CREATE TABLE u (k INTEGER, v DOUBLE, d DATE)")
+    db.insert("t", frame[["k", "v"]])
+    db.insert("u", frame)
+    con.execute("INSERT INTO t SELECT k, v FROM frame")
+    con.execute("INSERT INTO u SELECT * FROM frame")
+    for table in ("t", "u"):
+        expected = con.execute(f"SELECT k, v FROM {table} ORDER BY k").fetchall()
+        assert expected == [(1, None), (2, 1.0), (3, None)]
+        assert db.execute(f"SELECT k, v FROM {table} ORDER BY k").fetchall() == expected
+
+
+@pytest.mark.parametrize("day", ["10000-01-01", "-0005-01-01"])
+def test_a_pandas_datetime_outside_years_1_to_9999_is_a_schema_error(day):
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, d DATE)")
+    db.create_view("n", "SELECT COUNT(*) AS n FROM t")
+    frame = pd.DataFrame({"k": [1, 2], "d": np.array(["2020-01-01", day], "datetime64[s]")})
+    with pytest.raises(SchemaError, match=r"row 1.*column d|column d.*row 1"):
+        db.insert("t", frame)
+    assert db.execute("SELECT * FROM t").fetchall() == [] and db.view("n").rows() == [(0,)]
+
+
+def test_arrow_readers_and_datasets_load_and_other_arrow_or_pandas_objects_are_refused():
+    import pyarrow.dataset as ds
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (g INTEGER, v INTEGER)")
+    table = pa.table({"g": pa.array([1, 2], pa.int32()), "v": pa.array([10, 20], pa.int32())})
+    db.insert("t", pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+    db.insert("t", ds.dataset(table))
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 10), (1, 10), (2, 20),
+                                                               (2, 20)]
+    db.delete("t", pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 10), (2, 20)]
+    for wrong in (pa.array([1, 2]), pa.chunked_array([[1]]), pa.scalar(1), table.schema,
+                  pd.Series({"g": 1, "v": 2}), pd.Index([1, 2])):
+        with pytest.raises(SchemaError, match="rows for table t"):
+            db.insert("t", wrong)
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 10), (2, 20)]

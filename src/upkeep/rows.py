@@ -27,9 +27,8 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
         import pandas as pd
 
         frame = rows.astype(object).where(pd.notna(rows), None)
-        for r in frame.itertuples(index=False, name=None):  # a zoned time stays, refused
-            yield tuple(v.date() if isinstance(v, pd.Timestamp) and v.tzinfo is None else v
-                        for v in r)
+        for i, r in enumerate(frame.itertuples(index=False, name=None)):
+            yield tuple(_pandas_value(v, i, j, table, columns) for j, v in enumerate(r))
         return
     if module.startswith("pyarrow"):
         picked = _arrow_columns(rows, table, [n for n, _ in columns])
@@ -39,9 +38,57 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
             yield from zip(*map(_python_values, part.columns, columns), strict=True)
         return
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-        raise SchemaError(f"rows for table {table} must be an iterable of rows, not "
-                          f"{type(rows).__name__}")
+        raise _not_rows(rows, table)
     yield from rows
+
+
+def _not_rows(rows, table: str) -> SchemaError:
+    return SchemaError(f"rows for table {table} must be an iterable of rows, a pandas "
+                       f"DataFrame or Arrow data (a table, record batch, record batch reader "
+                       f"or dataset), not {type(rows).__module__}.{type(rows).__name__}")
+
+
+def _pandas_value(v: object, i: int, j: int, table: str, columns: list[tuple[str, SqlType]]):
+    """A DataFrame cell as the row-by-row path reads it: NaN (also a nullable float
+    column's, which is not NA) as NULL, as DuckDB reads a DataFrame; a naive timestamp as
+    its day (a zoned one stays, and is refused by the column's check)."""
+    if v.__class__ is float and v != v:
+        return None
+    if getattr(v, "tzinfo", 0) is None and hasattr(v, "to_pydatetime"):  # pd.Timestamp
+        try:
+            return v.date()
+        except (ValueError, OverflowError, NotImplementedError):
+            raise SchemaError(f"row {i} for table {table}, column {columns[j][0]}: {v} is "
+                              f"outside years 1 to 9999", None, i) from None
+    return v
+
+
+def _arrow_data(rows, table: str):
+    """Arrow data as a table or record batch: a record batch reader read whole, a dataset
+    as its table; any other Arrow object (an array, a scalar, a schema) is refused."""
+    import pyarrow as pa
+
+    if isinstance(rows, (pa.Table, pa.RecordBatch)):
+        return rows
+    if isinstance(rows, pa.RecordBatchReader):
+        return rows.read_all()
+    import pyarrow.dataset as ds
+
+    if isinstance(rows, ds.Dataset):
+        return rows.to_table()
+    raise _not_rows(rows, table)
+
+
+def _nan_as_null(table):
+    """A table read from pandas with its float columns' NaN as NULL: Arrow makes a plain
+    float column's NaN NULL, a nullable one's (NaN, not NA) it keeps."""
+    import pyarrow as pa
+
+    for i, column in enumerate(table.columns):
+        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+            table = table.set_column(i, table.field(i), pc.if_else(
+                pc.is_nan(column), pa.scalar(None, column.type), column))
+    return table
 
 
 def _python_values(column, named: tuple[str, SqlType]) -> list:
@@ -61,9 +108,18 @@ def as_arrow(rows, columns: list[tuple[str, SqlType]], table: str = ""):
     columns, found by name, of numbers, booleans, strings, dates in object columns or
     nullable types; NaN and NA become NULL): its rows then take the Arrow path, about
     twice as fast.  Anything else (datetime64 columns, which that path makes into dates,
-    mixed objects) comes back as a DataFrame of the table's columns in order."""
-    if not type(rows).__module__.startswith("pandas") or not hasattr(rows, "dtypes"):
+    mixed objects) comes back as a DataFrame of the table's columns in order.  Arrow data
+    comes back as a table or record batch (:func:`_arrow_data`); any other pandas object
+    than a DataFrame is refused."""
+    module = type(rows).__module__
+    if module.startswith("pyarrow"):
+        return _arrow_data(rows, table)
+    if not module.startswith("pandas"):
         return rows
+    import pandas as pd
+
+    if not isinstance(rows, pd.DataFrame):
+        raise _not_rows(rows, table)
     rows = frame_columns(rows, table, [n for n, _ in columns])
     if [str(c).lower() for c in rows.columns] != [n for n, _ in columns]:
         return rows
@@ -72,7 +128,7 @@ def as_arrow(rows, columns: list[tuple[str, SqlType]], table: str = ""):
     import pyarrow as pa
 
     try:
-        return pa.Table.from_pandas(rows, preserve_index=False)
+        return _nan_as_null(pa.Table.from_pandas(rows, preserve_index=False))
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return rows
 
@@ -125,16 +181,25 @@ _ARROW_VALID = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE",
 
 def arrow_typed(rows, table: str, columns: list[tuple[str, SqlType]]) -> bool:
     """Whether ``rows`` is Arrow data whose columns for ``table`` already have the
-    columns' own Arrow types (:meth:`SqlType.arrow`) and hold no NaN: then every row
-    :func:`iter_rows` yields is valid as it is, and a bulk load skips the per-row check
-    (a line item: ~0.8 us).  A NaN is left to that check, which makes it the one NaN
-    value equal rows need."""
+    columns' own Arrow types (:meth:`SqlType.arrow`) and hold no NaN or -0.0: then every
+    row :func:`iter_rows` yields is valid as it is, and a bulk load skips the per-row
+    check (a line item: ~0.8 us).  A NaN or -0.0 is left to that check, which makes it
+    the one NaN value equal rows need, or 0.0."""
     if not type(rows).__module__.startswith("pyarrow") or not hasattr(rows, "column_names"):
         return False
     picked = _arrow_columns(rows, table, [n for n, _ in columns])
     for column, (_, typ) in zip(picked.columns, columns, strict=True):
         if typ.kind not in _ARROW_VALID or column.type != typ.arrow():
             return False
-        if typ.kind == "DOUBLE" and pc.any(pc.is_nan(column)).as_py():
+        if typ.kind == "DOUBLE" and (pc.any(pc.is_nan(column)).as_py()
+                                     or _negative_zero(column)):
             return False
     return True
+
+
+def _negative_zero(column) -> bool:
+    """Whether a float column holds -0.0 (equal to 0.0, told apart by its sign bit)."""
+    import numpy as np
+
+    zeros = pc.filter(column, pc.equal(column, 0.0))
+    return len(zeros) > 0 and bool(np.signbit(zeros.to_numpy()).any())
