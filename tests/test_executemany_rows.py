@@ -128,3 +128,21 @@ def test_numpy_scalars_bind_as_their_python_values_on_every_path():
     assert sorted(db.execute("SELECT * FROM n").fetchall()) == [
         (5, 8.0, "a"), (6, 0.5, "b"), (7, 1.5, "c")]
     assert db.execute("SELECT s FROM n WHERE k = ?", [np.int64(6)]).fetchall() == [("b",)]
+
+
+@pytest.mark.parametrize("sql, params", [
+    ("INSERT INTO t (i, d) SELECT ?, ?", [(1, "2020-01-01"), (2, "2020-01-02"), (3, "x")]),
+    ("UPDATE t SET d = ? WHERE i = ?", [("2021-01-01", 7), ("2021-01-02", 8), ("x", 9)]),
+    ("INSERT INTO t (i, d) SELECT ?, ?", [(1, "2020-01-01"), (2, "2020-01-02"), (3,)]),
+])
+def test_a_statement_run_per_tuple_names_the_tuple_at_fault(sql, params):
+    """A statement executemany runs once per tuple (not an INSERT .. VALUES) named the
+    row of that one statement, row 0 whichever tuple failed; nothing is applied."""
+    db = upkeep.connect()
+    db.execute(CREATE)
+    db.insert("t", [(i, "a", None, None, None, None) for i in (7, 8, 9)])
+    before = sorted(db.execute("SELECT * FROM t").fetchall())
+    with pytest.raises(Error, match="executemany parameter tuple 2: ") as caught:
+        db.executemany(sql, params)
+    assert getattr(caught.value, "index", 2) == 2
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == before

@@ -174,9 +174,12 @@ class Engine(ABC):
         order = placeholder_order(stmt)
         with refusing_deep_nesting(), (
                 nullcontext(self) if self.in_transaction() else self.transaction()):
-            for params in seq_of_parameters:
-                bound = bind_parameters(stmt, list(params), order)
-                total += max(self.execute_parsed(bound).rowcount, 0)
+            for i, params in enumerate(seq_of_parameters):
+                try:
+                    bound = bind_parameters(stmt, list(params), order)
+                    total += max(self.execute_parsed(bound).rowcount, 0)
+                except Error as exc:
+                    raise exc.in_parameters(i) from exc.__cause__
         return Cursor(rowcount=total)
 
     @abstractmethod

@@ -28,6 +28,15 @@ class Error(Exception):
     #: the attributes that locate the fault, carried by :meth:`to_record`
     fields: tuple[str, ...] = ()
 
+    def in_parameters(self, index: int) -> Error:
+        """This error, said of ``executemany``'s parameter tuple ``index`` (a statement
+        run once per tuple names its row 0 otherwise): the message says which, and a
+        row's ``index`` is the tuple's."""
+        self.args = (f"executemany parameter tuple {index}: {self}", *self.args[1:])
+        if "index" in self.fields:
+            self.index = index
+        return self
+
     def to_record(self, **extra) -> dict:
         """The error as a JSON-safe dict: class, message, fields (and ``extra``)."""
         record = {"class": type(self).__name__, "message": str(self)}
