@@ -13,6 +13,8 @@ import atexit
 import os
 import re
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,6 +40,8 @@ def _close() -> None:
     """Close the scratch database before the interpreter's teardown: left to it, DuckDB's
     bindings report the connection and its types as leaked (seen at the end of Spark runs,
     whose callback threads keep modules alive longer)."""
+    for call in list(_left_behind):  # a call left behind ends at its next interrupt
+        call.join(60)
     with _LOCK:
         for database in _DATABASE.values():
             database.close()
@@ -62,27 +66,112 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 @contextmanager
 def scratch() -> Iterator[duckdb.DuckDBPyConnection]:
-    """A fresh connection to the scratch database, closed after the block (interrupted
-    once the thread's :func:`time_limit` passes)."""
+    """A fresh connection to the scratch database, closed after the block (under the
+    thread's :func:`time_limit`, a :class:`_Limited` one)."""
     with _LOCK:
         con = _database().cursor()
     seconds = getattr(_LIMIT, "seconds", None)
-    timer = None if seconds is None else threading.Timer(seconds, con.interrupt)
-    if timer is not None:
-        timer.daemon = True
-        timer.start()
+    if seconds is None:
+        try:
+            yield con
+        finally:
+            con.close()
+        return
+    limited = _Limited(con, seconds)
     try:
-        yield con
+        yield limited  # type: ignore[misc]
     except Exception as exc:
-        if timer is not None and timer.finished.is_set():
+        if limited.timed_out:
             raise StatementTimeout(f"the statement ran past its time limit of {seconds:g} s "
-                                   "and was stopped; it changed nothing"
-                                   ) from exc
+                                   "and was stopped; it changed nothing") from exc
         raise
     finally:
-        if timer is not None:
-            timer.cancel()
-        con.close()
+        limited.close()
+
+
+# how long past its deadline a call may take to heed the interrupt before it is left behind
+_GRACE = 0.1
+# calls left behind still planning at once, at most (each holds a core until it is done)
+_LEFT_BEHIND = threading.BoundedSemaphore(2)
+
+
+class _Limited:
+    """A scratch connection whose ``execute`` stops at a deadline.  DuckDB heeds an
+    interrupt only while it executes, not while it parses, binds and plans, which for a
+    long statement (thousands of ``UNION ALL`` branches) takes seconds to minutes; a
+    server holding its lock meanwhile made every other request wait.  So each call runs
+    on a thread of its own and the caller waits until the deadline: a call still planning
+    then is left to finish alone, reading only its own registered Arrow tables (which
+    nothing changes), and closes its connection when it does; the caller gets
+    :class:`StatementTimeout`.  At most ``_LEFT_BEHIND`` calls are left at once: past
+    that, the caller waits for its call, as it did before."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, seconds: float):
+        self._con = con
+        self._deadline = time.monotonic() + seconds
+        self._state = threading.Lock()
+        self._left = False  # a call was left behind: it closes the connection
+        self.timed_out = False
+        self._timer = threading.Timer(seconds, self._interrupt)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _interrupt(self) -> None:
+        self.timed_out = True
+        self._con.interrupt()
+
+    def __getattr__(self, name: str):
+        return getattr(self._con, name)
+
+    def execute(self, *args, **kwargs):
+        if self._left:  # its connection is still another thread's
+            raise StatementTimeout("the statement ran past its time limit")
+        done = threading.Event()
+        out: dict = {}
+
+        def call() -> None:
+            try:
+                out["value"] = self._con.execute(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                out["error"] = exc
+            with self._state:
+                done.set()
+                if self._left:
+                    self._con.close()
+                    _LEFT_BEHIND.release()
+
+        worker = threading.Thread(target=call, name="upkeep-duckdb", daemon=True)
+        worker.start()
+        waited = done.wait(max(0.0, self._deadline - time.monotonic()) + _GRACE)
+        if not waited:
+            with self._state:
+                if not done.is_set() and _LEFT_BEHIND.acquire(blocking=False):
+                    self._left = self.timed_out = True
+                    _left_behind.add(worker)
+                    # the interrupt came while DuckDB planned: it is sent again until the
+                    # call ends, so that the execution its plan starts stops at once
+                    threading.Thread(target=_interrupt_until, args=(self._con, done),
+                                     daemon=True).start()
+                    raise StatementTimeout("DuckDB was still planning the statement at its "
+                                           "time limit")
+            done.wait()
+        if "error" in out:
+            raise out["error"]
+        return self if out["value"] is self._con else out["value"]
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._state:
+            if not self._left:
+                self._con.close()
+
+
+_left_behind: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def _interrupt_until(con: duckdb.DuckDBPyConnection, done: threading.Event) -> None:
+    while not done.wait(0.05):
+        con.interrupt()
 
 
 def quote(name: str) -> str:
