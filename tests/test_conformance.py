@@ -221,6 +221,32 @@ def test_results_types_and_subscriptions(engine) -> None:
     db.checkpoint()
 
 
+def test_a_subscriber_attached_inside_a_callback_hears_only_later_batches(engine) -> None:
+    """A subscriber attached while a batch is being told starts from the view's rows,
+    which hold that batch: it must not be told of it as well (its copy would hold the
+    batch's rows twice).  Each view's first callback attaches copies to every view, so
+    whichever view an engine tells first, the others are told after the attachment."""
+    db = engine
+    db.insert("customers", [(1, "AUTO", 1)])
+    copies: dict[str, Counter] = {name: Counter() for name in VIEWS}
+    attached: list = []
+
+    def watcher(changes) -> None:
+        if not attached:
+            for name in VIEWS:
+                copies[name].update(db.view(name).rows())
+                attached.append(db.view(name).subscribe(
+                    lambda told, name=name: copies[name].update(dict(told))))
+
+    for name in VIEWS:
+        db.view(name).subscribe(watcher)
+    for order in [(10, 1, Decimal("20.50")), (11, 1, Decimal("7.00"))]:
+        db.insert("orders", [order])
+        for name in VIEWS:
+            assert +copies[name] == Counter(db.view(name).rows()), name
+    assert len(attached) == len(VIEWS)
+
+
 def test_why_on_a_recursive_view(engine) -> None:
     db = engine
     db.execute("CREATE TABLE link (a INTEGER, b INTEGER)")

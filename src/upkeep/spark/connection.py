@@ -49,7 +49,7 @@ from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
-from ..engine import Engine, Subscriber, ViewHandle, check_subscriber, deliver
+from ..engine import Engine, Subscriber, Subscription, ViewHandle, check_subscriber, deliver
 from ..errors import (
     ConstraintError,
     Error,
@@ -138,11 +138,14 @@ class SparkViewHandle(ViewHandle):
         return self._db._read(self.name, lambda rows: rows[row])
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(changes)`` after every micro-batch that changes the view."""
+        """Call ``fn(changes)`` after every micro-batch that changes the view and is
+        committed from now on (its first rows, read now, hold those before, also while
+        they are being told: ``engine.Subscription``)."""
         check_subscriber(fn)
         subs = self._db._subscribers.setdefault(self.name, [])
-        subs.append(fn)
-        return lambda: subs.remove(fn) if fn in subs else None
+        subscription = Subscription(fn, self._db.batches)
+        subs.append(subscription)
+        return lambda: subs.remove(subscription) if subscription in subs else None
 
     @property
     def columns(self) -> list[str]:
@@ -1039,7 +1042,7 @@ class SparkConnection(Engine):
                 raise _JournalFailed() from exc
             self._journaled = self.batches
         if changed:
-            deliver(self._subscribers, changed)
+            deliver(self._subscribers, changed, self.batches)
 
     #: the journal is called after the batch's change file (the log) is written, once for
     #: every committed batch (also with no view changes): a journal that finds itself behind
