@@ -138,12 +138,13 @@ class SparkViewHandle(ViewHandle):
         return self._db._read(self.name, lambda rows: rows[row])
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(changes)`` after every micro-batch that changes the view and is
-        committed from now on (its first rows, read now, hold those before, also while
-        they are being told: ``engine.Subscription``)."""
+        """Call ``fn(changes)`` with every change of the view told from now on: each
+        micro-batch's, and a view's first rows when a later sync builds it.  One attached
+        while changes are being told is not told those (its first rows, read now, hold
+        them): ``engine.Subscription``, counting deliveries, not batches."""
         check_subscriber(fn)
         subs = self._db._subscribers.setdefault(self.name, [])
-        subscription = Subscription(fn, self._db.batches)
+        subscription = Subscription(fn, self._db._deliveries)
         subs.append(subscription)
         return lambda: subs.remove(subscription) if subscription in subs else None
 
@@ -222,6 +223,7 @@ class SparkConnection(Engine):
         self._baseline: dict[str, Counter] | None = None
         self._journal: Callable[[int, dict], Callable[[], None]] | None = None
         self._journaled = self.batches  # the last batch the journal was called for
+        self._deliveries = 0  # how many times subscribers were told (engine.Subscription)
         self._metadata = self._last_metadata()
         self._lock = threading.Lock()  # the driver's copies of the views
         self._writes = threading.RLock()  # the streaming query: one user of it at a time
@@ -1042,7 +1044,8 @@ class SparkConnection(Engine):
                 raise _JournalFailed() from exc
             self._journaled = self.batches
         if changed:
-            deliver(self._subscribers, changed, self.batches)
+            self._deliveries += 1
+            deliver(self._subscribers, changed, self._deliveries)
 
     #: the journal is called after the batch's change file (the log) is written, once for
     #: every committed batch (also with no view changes): a journal that finds itself behind
