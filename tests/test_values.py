@@ -267,17 +267,20 @@ def test_arrow_data_of_other_types_is_checked_row_by_row() -> None:
     db = upkeep.connect()
     db.execute("CREATE TABLE t (k INTEGER, x DOUBLE)")
     columns = db.schema_of("t")
-    fits = pa.table({"k": pa.array([1, 2], pa.int32()), "x": [0.5, -0.0]})
+    fits = pa.table({"k": pa.array([1, 2], pa.int32()), "x": [0.5, 0.0]})
     wide = pa.table({"k": pa.array([1, 2**40], pa.int64()), "x": [0.5, 1.0]})
     nan = pa.table({"k": pa.array([1], pa.int32()), "x": [math.nan]})
+    negative_zero = pa.table({"k": pa.array([3], pa.int32()), "x": [-0.0]})
     assert arrow_typed(fits, "t", columns)
     assert not arrow_typed(wide, "t", columns) and not arrow_typed(nan, "t", columns)
+    assert not arrow_typed(negative_zero, "t", columns)  # the check makes it 0.0
     assert not arrow_typed([(1, 0.5)], "t", columns)
     with pytest.raises(SchemaError, match="row 1"):
         db.insert("t", wide)
     assert db.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
     db.insert("t", fits)
-    db.delete("t", [(2, 0.0)])  # -0.0 is stored as 0.0, as from a tuple
+    db.insert("t", negative_zero)
+    db.delete("t", [(2, 0.0), (3, 0.0)])  # -0.0 is stored as 0.0, as from a tuple
     assert db.execute("SELECT k, x FROM t").fetchall() == [(1, 0.5)]
 
 
