@@ -399,8 +399,9 @@ class Subscription:
 def deliver(subscribers: dict[str, list[Subscriber | Subscription]],
             changed: dict[str, Changes],
             batch: int | None = None) -> None:
-    """Call each view's subscribers with its committed changes (those of ``batch``: a
-    :class:`Subscription` made since is left out).  The batch is committed already, so a
+    """Call each view's subscribers with its committed changes (those of ``batch``, the
+    number a :class:`Subscription` counts ``since`` in: the batch on the local engine, the
+    delivery on Spark; one made since is left out).  The batch is committed already, so a
     subscriber that raises is reported as a warning, not undone, and the other
     subscribers still get their changes (the same on every engine)."""
     interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all

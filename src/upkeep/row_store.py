@@ -184,7 +184,8 @@ class RowStore:
         return self._counts.get(key, 0)
 
     def forget(self) -> None:
-        """Drop the keys :meth:`checked_count` kept (the batch is applied, or rejected)."""
+        """Drop the keys :meth:`checked_count` kept (``Table.apply`` calls it: a rejected
+        batch's keys, at most ``_CHECKED_MAX``, go with the next batch applied)."""
         self._checked.clear()
 
     def key(self, row: tuple) -> object:
