@@ -150,19 +150,25 @@ def normal(rows) -> Counter:
     return Counter(tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in rows)
 
 
-@pytest.fixture(scope="module")
-def keyed(spark, tmp_path_factory):
-    """The views over 4 keys per step: every step's keys then hold several join values,
-    groups and rows, which the steps must tell apart."""
+@pytest.fixture(scope="module", autouse=True)
+def few_keys():
+    """Every test here over 4 keys per step (unless it sets its own): every step's keys
+    then hold several join values, groups and rows, which the steps must tell apart."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(keyed_state, "MIN_BUCKETS", 4)
-        db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
-                            database=tmp_path_factory.mktemp("keyed") / "db")
-        db.execute(TABLES)
-        for name, sql in VIEWS.items():
-            db.create_view(name, sql)
-        yield db
-        db.close()
+        yield
+
+
+@pytest.fixture(scope="class")
+def keyed(spark, tmp_path_factory):
+    """Every view of VIEWS in one keyed query."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                        database=tmp_path_factory.mktemp("keyed") / "db")
+    db.execute(TABLES)
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql)
+    yield db
+    db.close()
 
 
 #: how EXPLAIN ends for some views: their steps, levels and helper roots
@@ -191,95 +197,100 @@ EXPLAIN_ENDINGS = {
 }
 
 
-def test_every_view_runs_in_keyed_state(keyed) -> None:
-    for name in VIEWS:
-        text = keyed.explain(name)
-        assert "Spark keyed state" in text, (name, text)
-    for name, ending in EXPLAIN_ENDINGS.items():
-        assert keyed.explain(name).endswith(ending), (name, keyed.explain(name))
-    assert "customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) (level 1) " \
-        "-> aggregate by group key (level 2)" in keyed.explain("per_region")
-    assert "cross product with orders, one key" in keyed.explain("theta")
-    assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
-        "(level 3)" in keyed.explain("big_per_region")
-    assert "(orders) UNION ALL (customer)) EXCEPT (orders) -> except by row (level 0)" in \
-        keyed.explain("nested")
-    assert "semijoin with customer by (o.ck) (level 0) -> anti-join with nation by (o.qty) " \
-        "(level 1)" in keyed.explain("auto_orders")
-    assert "anti-join with nation by (o.qty) (level 2)" in keyed.explain("not_eu_qty")
-    assert "anti-join with orders by (c.ck, c.nk) (level 2)" in keyed.explain("other_nk")
+class TestEveryViewInOneQuery:
+    """The views of VIEWS in one keyed query (the class's ``keyed`` fixture, closed when
+    its tests end: an open query polls its change files, about a sixth of a core, while
+    the module's other tests run)."""
+
+    def test_every_view_runs_in_keyed_state(self, keyed) -> None:
+        for name in VIEWS:
+            text = keyed.explain(name)
+            assert "Spark keyed state" in text, (name, text)
+        for name, ending in EXPLAIN_ENDINGS.items():
+            assert keyed.explain(name).endswith(ending), (name, keyed.explain(name))
+        assert "customer -> join nation by (n.nk) (level 0) -> join orders by (o.ck) (level 1) " \
+            "-> aggregate by group key (level 2)" in keyed.explain("per_region")
+        assert "cross product with orders, one key" in keyed.explain("theta")
+        assert "big_orders -> join segments by (s.segment) (level 2) -> aggregate by group key " \
+            "(level 3)" in keyed.explain("big_per_region")
+        assert "(orders) UNION ALL (customer)) EXCEPT (orders) -> except by row (level 0)" in \
+            keyed.explain("nested")
+        assert "semijoin with customer by (o.ck) (level 0) -> anti-join with nation by (o.qty) " \
+            "(level 1)" in keyed.explain("auto_orders")
+        assert "anti-join with nation by (o.qty) (level 2)" in keyed.explain("not_eu_qty")
+        assert "anti-join with orders by (c.ck, c.nk) (level 2)" in keyed.explain("other_nk")
 
 
-def test_a_view_read_by_a_view_in_shards_stays_in_shards(spark, tmp_path) -> None:
-    """Views in shards read only views in shards (and keyed views only keyed ones): a view
-    that another view in shards reads is kept out of keyed state, and EXPLAIN says why."""
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
-                        database=tmp_path / "db")
-    db.execute(TABLES)
-    db.create_view("per_segment", VIEWS["per_segment"])
-    db.create_view("labels", "WITH RECURSIVE t(segment, d) AS (SELECT segment, 0 FROM "
-                             "per_segment UNION SELECT segment, d + 1 FROM t WHERE d < 2) "
-                             "SELECT segment, d FROM t")
-    db.create_view("alone", VIEWS["everything"])
-    assert "not in keyed state: view labels reads it and runs in shards" in \
-        db.explain("per_segment")
-    assert "not in keyed state: a recursive CTE" in db.explain("labels")
-    assert "Spark keyed state" in db.explain("alone")
-    db.close()
+    def test_a_view_read_by_a_view_in_shards_stays_in_shards(self, spark, tmp_path) -> None:
+        """Views in shards read only views in shards (and keyed views only keyed ones): a view
+        that another view in shards reads is kept out of keyed state, and EXPLAIN says why."""
+        db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+                            database=tmp_path / "db")
+        db.execute(TABLES)
+        db.create_view("per_segment", VIEWS["per_segment"])
+        db.create_view("labels", "WITH RECURSIVE t(segment, d) AS (SELECT segment, 0 FROM "
+                                 "per_segment UNION SELECT segment, d + 1 FROM t WHERE d < 2) "
+                                 "SELECT segment, d FROM t")
+        db.create_view("alone", VIEWS["everything"])
+        assert "not in keyed state: view labels reads it and runs in shards" in \
+            db.explain("per_segment")
+        assert "not in keyed state: a recursive CTE" in db.explain("labels")
+        assert "Spark keyed state" in db.explain("alone")
+        db.close()
 
 
-def test_random_changes_match_duckdb(keyed) -> None:
-    rnd = random.Random(7)
-    tables = {"nation": Counter(), "customer": Counter(), "orders": Counter()}
-    nations = [(k, rnd.choice(["EU", "ASIA", None])) for k in range(4)]
-    customers = [(k, rnd.randrange(5), rnd.choice(["AUTO", "HOUSE"])) for k in range(12)]
-    with keyed.transaction():
-        keyed.insert("nation", nations)
-        keyed.insert("customer", customers[:8])
-    tables["nation"].update(nations)
-    tables["customer"].update(customers[:8])
-    ok = 0
-    for step in range(6):
-        inserts = [(ok + i, rnd.randrange(13), rnd.randrange(1, 12000) / 100,
-                    rnd.choice([None, 1, 2, 3, 4])) for i in range(rnd.randrange(1, 12))]
-        ok += len(inserts)
-        live = list(tables["orders"].elements())
-        deletes = rnd.sample(live, min(len(live), rnd.randrange(0, 5)))
+    def test_random_changes_match_duckdb(self, keyed) -> None:
+        rnd = random.Random(7)
+        tables = {"nation": Counter(), "customer": Counter(), "orders": Counter()}
+        nations = [(k, rnd.choice(["EU", "ASIA", None])) for k in range(4)]
+        customers = [(k, rnd.randrange(5), rnd.choice(["AUTO", "HOUSE"])) for k in range(12)]
         with keyed.transaction():
-            keyed.insert("orders", inserts)
-            keyed.delete("orders", deletes)
+            keyed.insert("nation", nations)
+            keyed.insert("customer", customers[:8])
+        tables["nation"].update(nations)
+        tables["customer"].update(customers[:8])
+        ok = 0
+        for step in range(6):
+            inserts = [(ok + i, rnd.randrange(13), rnd.randrange(1, 12000) / 100,
+                        rnd.choice([None, 1, 2, 3, 4])) for i in range(rnd.randrange(1, 12))]
+            ok += len(inserts)
+            live = list(tables["orders"].elements())
+            deletes = rnd.sample(live, min(len(live), rnd.randrange(0, 5)))
+            with keyed.transaction():
+                keyed.insert("orders", inserts)
+                keyed.delete("orders", deletes)
+                if step == 3:
+                    keyed.insert("customer", customers[8:])
+                    keyed.delete("customer", [customers[0]])
+            tables["orders"].update(inserts)
+            tables["orders"].subtract(deletes)
             if step == 3:
-                keyed.insert("customer", customers[8:])
-                keyed.delete("customer", [customers[0]])
-        tables["orders"].update(inserts)
-        tables["orders"].subtract(deletes)
-        if step == 3:
-            tables["customer"].update(customers[8:])
-            tables["customer"].subtract([customers[0]])
-        tables = {n: +c for n, c in tables.items()}
+                tables["customer"].update(customers[8:])
+                tables["customer"].subtract([customers[0]])
+            tables = {n: +c for n, c in tables.items()}
+            expected = recomputed(tables)
+            for name, sql in VIEWS.items():
+                assert normal(keyed.view(name).rows()) == normal(expected(sql).elements()), \
+                    (step, name)
+
+
+    def test_rejected_batches_change_nothing(self, keyed) -> None:
+        keyed.insert("nation", [(98, "EUROPE")])  # a key held whatever tests ran before
+        before = {name: Counter(keyed.view(name).rows()) for name in VIEWS}
+        with pytest.raises(upkeep.ConstraintError):
+            keyed.delete("orders", [(10_000, 1, 1.00, 1)])
+        for rows in ([(98, "AFRICA")], [(99, "AFRICA"), (99, "ASIA")]):  # held, in one batch
+            with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
+                keyed.insert("nation", rows)
+        assert {name: Counter(keyed.view(name).rows()) for name in VIEWS} == before
+        # the query goes on from the state before the rejected batches
+        keyed.insert("nation", [(99, "AFRICA")])
+        tables = {name: Counter(keyed.execute(f"SELECT * FROM {name}").fetchall())
+                  for name in ("nation", "customer", "orders")}
+        assert tables["nation"][(99, "AFRICA")] == 1 and tables["nation"][(98, "EUROPE")] == 1
         expected = recomputed(tables)
         for name, sql in VIEWS.items():
-            assert normal(keyed.view(name).rows()) == normal(expected(sql).elements()), \
-                (step, name)
-
-
-def test_rejected_batches_change_nothing(keyed) -> None:
-    keyed.insert("nation", [(98, "EUROPE")])  # a key held whatever tests ran before
-    before = {name: Counter(keyed.view(name).rows()) for name in VIEWS}
-    with pytest.raises(upkeep.ConstraintError):
-        keyed.delete("orders", [(10_000, 1, 1.00, 1)])
-    for rows in ([(98, "AFRICA")], [(99, "AFRICA"), (99, "ASIA")]):  # held, in one batch
-        with pytest.raises(upkeep.ConstraintError, match="duplicate key"):
-            keyed.insert("nation", rows)
-    assert {name: Counter(keyed.view(name).rows()) for name in VIEWS} == before
-    # the query goes on from the state before the rejected batches
-    keyed.insert("nation", [(99, "AFRICA")])
-    tables = {name: Counter(keyed.execute(f"SELECT * FROM {name}").fetchall())
-              for name in ("nation", "customer", "orders")}
-    assert tables["nation"][(99, "AFRICA")] == 1 and tables["nation"][(98, "EUROPE")] == 1
-    expected = recomputed(tables)
-    for name, sql in VIEWS.items():
-        assert normal(keyed.view(name).rows()) == normal(expected(sql).elements()), name
+            assert normal(keyed.view(name).rows()) == normal(expected(sql).elements()), name
 
 
 def test_bulk_load_builds_keyed_state(spark, tmp_path, monkeypatch) -> None:
@@ -421,8 +432,12 @@ def test_delete_and_update_where_read_the_keyed_tables(spark, tmp_path) -> None:
         "DELETE FROM orders WHERE qty IS NULL",
     ]
     assert "not in keyed state: a recursive CTE" in db.explain("reached")
-    for sql in statements:
+    with db.transaction():  # the three inserts in one micro-batch
+        for sql in statements[:3]:
+            db.execute(sql)
+    for sql in statements[3:]:
         db.execute(sql)
+    for sql in statements:
         con.execute(sql)
     with db.transaction():
         db.execute("INSERT INTO orders VALUES (9, 3, 99.00, 9)")
@@ -819,7 +834,11 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
              "all_nations": "SELECT * FROM nation"}
     for sql in setup:
         con.execute(sql.replace("PRIMARY KEY", ""))
-        db.execute(sql)
+    db.execute(setup[0])
+    db.execute(setup[1])
+    with db.transaction():  # the inserts in one micro-batch
+        for sql in setup[2:]:
+            db.execute(sql)
     for name, sql in views.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
         db.create_view(name, sql)
