@@ -470,6 +470,22 @@ def test_an_unknown_table_is_a_400_and_range_is_answered(served) -> None:
     assert err.value.status == 403
 
 
+def test_an_alter_statement_is_refused_as_the_engine_refuses_it(served) -> None:
+    """``ALTER TABLE orders RENAME TO ...`` was a 400 "unknown table or view" naming the
+    new name; it is the engine's "not supported", to an admin, and a grant error to
+    others."""
+    for sql in ["ALTER TABLE orders RENAME TO purchases",
+                "ALTER TABLE orders ADD COLUMN extra INTEGER"]:
+        with pytest.raises(ServiceError) as err:
+            Client(served.url, ADMIN).sql(sql)
+        assert err.value.status == 400 and "ALTER statements are not supported" in \
+            str(err.value), str(err.value)
+        with pytest.raises(ServiceError) as err:
+            Client(served.url, READER).sql(sql)
+        assert err.value.status == 403, str(err.value)
+    assert Client(served.url, ADMIN).sql("SELECT COUNT(*) FROM orders").rows[0][0] >= 0
+
+
 @pytest.mark.parametrize("body, status, where", [
     (b"{not json", 400, "not JSON"),
     (b"[1, 2]", 400, "JSON object"),

@@ -286,7 +286,7 @@ class Service:
             if isinstance(table.this, exp.GenerateSeries):  # range(), generate_series()
                 continue
             if not isinstance(table.this, exp.Identifier) or name not in known:
-                if isinstance(stmt, (exp.Create, exp.Drop)):
+                if isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)):  # an admin's
                     continue
                 if isinstance(table.this, exp.Identifier):  # as upkeep.connect says it
                     raise SchemaError(f"unknown table or view {name}{located(table)}")
