@@ -895,6 +895,20 @@ def test_a_tokens_file_whose_flag_is_not_true_or_false_is_refused(flag, value) -
                                               flag: value}}})
 
 
+@pytest.mark.parametrize("entry", [{"name": "viewer", "reads": ["orders"]},
+                                   {"name": "viewer", "read": ["orders"], "Admin": True}])
+def test_a_tokens_file_with_a_key_it_does_not_know_is_refused(entry) -> None:
+    """A misspelt key (``"reads"``) was ignored: the principal silently got no grant, or
+    not the one its operator wrote."""
+    from upkeep.service.grants import TokensFileError
+
+    unknown = next(k for k in entry if k not in ("name", "read"))
+    with pytest.raises(TokensFileError, match=f"viewer's entry has a key \"{unknown}\""):
+        Tokens.from_dict({"tokens": {READER: entry}})
+    with pytest.raises(TokensFileError, match="a key \"colour\""):
+        Tokens.from_dict({"tokens": {READER: {"name": "viewer"}}, "colour": "red"})
+
+
 @pytest.mark.parametrize(("content", "where", "message"), [
     ("{broken", "agent.json", "is not one upkeep subscribe wrote"),
     ('{"subscription": null}', "agent.json", None),  # another query's: started afresh

@@ -27,6 +27,8 @@ from pathlib import Path
 from ..errors import Error
 
 ALL = "*"
+#: the keys of a token's entry
+ENTRY_KEYS = ("name", "read", "write", "admin", "relay")
 
 
 class GrantError(Error):
@@ -99,10 +101,19 @@ class Tokens:
         entries = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(entries, dict) or not entries:
             raise TokensFileError(f'{where}: expected {{"tokens": {{"<secret>": {{...}}}}}}')
+        for key in data:
+            if key != "tokens":
+                raise TokensFileError(f'{where}: a key "{key}" it does not know (only '
+                                      '"tokens")')
         principals = {}
         for token, spec in entries.items():
             if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
                 raise TokensFileError(f"{where}: the entry of a token needs a \"name\"")
+            for key in spec:
+                if key not in ENTRY_KEYS:  # a misspelt grant must not be no grant
+                    raise TokensFileError(
+                        f"{where}: {spec['name']}'s entry has a key \"{key}\" it does not "
+                        f"know (the keys are {', '.join(ENTRY_KEYS)})")
             if len(token) < 16:
                 raise TokensFileError(f"{where}: {spec['name']}'s token is shorter than 16 "
                                       "characters")
