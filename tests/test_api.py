@@ -1,6 +1,7 @@
 """The DB-API style surface: cursors, bulk input formats, transactions, subscriptions, EXPLAIN."""
 
 import datetime as dt
+import functools
 import math
 from decimal import Decimal
 
@@ -149,15 +150,22 @@ def test_parameters_that_cannot_bind_are_named(sql, params, message):
         db.execute(sql, params)
 
 
+@functools.cache
+def _decimal_connections():
+    """One upkeep and one DuckDB connection for every example (no table: nothing carries
+    over from one example to the next)."""
+    import duckdb
+
+    return upkeep.connect(), duckdb.connect()
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.decimals(allow_nan=False, allow_infinity=False, places=None)
        | st.decimals(min_value=-10**6, max_value=10**6, allow_nan=False, places=3))
 def test_a_decimal_parameter_is_typed_and_valued_as_duckdb_does(value):
     """A Decimal binds as DECIMAL(width, scale) of its own digits (it bound as an
     INTEGER without a fraction and as a DOUBLE in exponent form), a DOUBLE past 38."""
-    import duckdb
-
-    db, con = upkeep.connect(), duckdb.connect()
+    db, con = _decimal_connections()
 
     def outcome(run, sql):  # the rows, or that it failed (an overflow, on both)
         try:

@@ -18,8 +18,8 @@ def test_exact_roundtrip_of_extreme_doubles():
 
 
 @pytest.mark.parametrize("strategy", ["dyn", "general"])
-def test_hundreds_of_thousands_of_plus_minus_pairs_leave_the_exact_sum(strategy):
-    """300,000 inserted-then-deleted values from 1e-12 to 1e12 in magnitude: a float
+def test_tens_of_thousands_of_plus_minus_pairs_leave_the_exact_sum(strategy):
+    """60,000 inserted-then-deleted values from 1e-12 to 1e12 in magnitude: a float
     running sum is already off in the first batch (1,000 such pairs leave it ~0.01 from
     zero); the exact one keeps the ten values per batch that stay to the last bit."""
     rng = random.Random(strategy)
@@ -31,11 +31,11 @@ def test_hundreds_of_thousands_of_plus_minus_pairs_leave_the_exact_sum(strategy)
                         "FROM t JOIN k ON t.g = k.g GROUP BY k.g", strategy=strategy)
     kept = []
     pairs = 0
-    while pairs < 300_000:
-        batch = [(0, rng.choice((1, -1)) * 10.0 ** rng.uniform(-12, 12)) for _ in range(100_000)]
+    while pairs < 60_000:
+        batch = [(0, rng.choice((1, -1)) * 10.0 ** rng.uniform(-12, 12)) for _ in range(20_000)]
         db.insert("t", batch)
         rng.shuffle(batch)
-        doomed, stay = batch[:99_990], batch[99_990:]
+        doomed, stay = batch[:19_990], batch[19_990:]
         db.delete("t", doomed)  # each deleted value was inserted: a +x/-x pair
         pairs += len(doomed)
         kept.extend(x for _, x in stay)
