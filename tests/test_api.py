@@ -154,8 +154,6 @@ def test_parameters_that_cannot_bind_are_named(sql, params, message):
 def _decimal_connections():
     """One upkeep and one DuckDB connection for every example (no table: nothing carries
     over from one example to the next)."""
-    import duckdb
-
     return upkeep.connect(), duckdb.connect()
 
 
