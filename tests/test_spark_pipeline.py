@@ -48,18 +48,23 @@ conf = { "spark.sql.shuffle.partitions" = "2" }
 
 
 ALL_SINKS = ("jsonl", "parquet", "parquet-deltas")
+
+
+def every_view(*kinds: str) -> dict[str, list[str]]:
+    """Sinks of each of ``kinds`` for every view."""
+    return {view: list(kinds) for view in VIEW_KINDS}
+
+
+EVERY_KIND = every_view(*ALL_SINKS)
 #: one sink per view, each kind once: for the tests of batches (resumed, killed, rejected
 #: records), which ran nine sink writes per micro-batch; the tests of what the sinks hold
 #: give every view every kind
 ONE_OF_EACH = {view: [kind] for view, kind in zip(VIEW_KINDS, ALL_SINKS, strict=True)}
 
 
-def spark_pipeline(tmp_path: Path, kinds: tuple[str, ...] = ALL_SINKS,
-                   sinks: dict[str, list[str]] | None = None) -> Path:
-    """A Spark pipeline over the test stream with ``kinds`` of sink for every view (or
-    the ``sinks`` of each view)."""
-    return write_pipeline(tmp_path, state_dir="state", extra=SPARK,
-                          sinks=sinks or {view: list(kinds) for view in VIEW_KINDS})
+def spark_pipeline(tmp_path: Path, sinks: dict[str, list[str]] = EVERY_KIND) -> Path:
+    """A Spark pipeline over the test stream with the ``sinks`` of each view."""
+    return write_pipeline(tmp_path, state_dir="state", extra=SPARK, sinks=sinks)
 
 
 def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
@@ -94,15 +99,14 @@ def read_jsonl_batches(path: Path, view: str) -> Counter[tuple]:
     return +state
 
 
-def sink_views(tmp_path: Path, kinds: tuple[str, ...] = ALL_SINKS,
-               sinks: dict[str, list[str]] | None = None) -> dict[str, dict[str, Counter]]:
-    """Each view's contents as each of the ``kinds`` of sink (or each of its ``sinks``)
-    holds it (all written by Spark's executors)."""
+def sink_views(tmp_path: Path, sinks: dict[str, list[str]] = EVERY_KIND
+               ) -> dict[str, dict[str, Counter]]:
+    """Each view's contents as each of its ``sinks`` holds it (all written by Spark's
+    executors)."""
     out = tmp_path / "out"
     readers = {"jsonl": lambda v: read_jsonl_batches(out / f"{v}.jsonl", v),
                "parquet": lambda v: read_parquet_snapshot(out / f"{v}.parquet", v),
                "parquet-deltas": lambda v: read_parquet_deltas(out / f"{v}.deltas", v)}
-    sinks = sinks or {view: list(kinds) for view in VIEW_KINDS}
     return {v: {kind: readers[kind](v) for kind in sinks[v]} for v in sinks}
 
 
@@ -140,7 +144,7 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
-                          sinks={view: list(ALL_SINKS) for view in VIEW_KINDS})
+                          sinks=EVERY_KIND)
     config = load_config(path)
     runner = SparkPipelineRunner(config, spark=spark)
     plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
@@ -164,7 +168,7 @@ def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path
         '{"table": "orders", "op": "delete", "row": [7, 1, "2024-01-02", "1.00", 1, null]}\n')
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
-                          sinks={view: ["parquet-deltas"] for view in VIEW_KINDS})
+                          sinks=every_view("parquet-deltas"))
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
     assert "cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) from table orders" in err, err
@@ -213,9 +217,9 @@ def test_a_sink_added_after_a_run_is_refused_with_shards(spark, tmp_path) -> Non
     read): refused, naming the ways to fill it."""
     stream = Stream(seed=5).generate(60)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
-    assert SparkPipelineRunner(load_config(spark_pipeline(tmp_path, ("jsonl",))),
+    assert SparkPipelineRunner(load_config(spark_pipeline(tmp_path, every_view("jsonl"))),
                                spark=spark).run()
-    config = load_config(spark_pipeline(tmp_path, ("jsonl", "parquet")))
+    config = load_config(spark_pipeline(tmp_path, every_view("jsonl", "parquet")))
     with pytest.raises(PipelineError, match=r"new sink of a pipeline that has already run.*"
                                             r"state = \"keyed\" fills"):
         SparkPipelineRunner(config, spark=spark).run()
@@ -232,7 +236,7 @@ def test_a_sink_added_to_a_keyed_pipeline_starts_from_its_views_rows(spark, tmp_
 
     def config(kinds: tuple[str, ...]):
         return load_config(write_pipeline(tmp_path, state_dir="state", extra=keyed,
-                                          sinks={view: list(kinds) for view in VIEW_KINDS}))
+                                          sinks=every_view(*kinds)))
 
     assert SparkPipelineRunner(config(("parquet-deltas",)), spark=spark).run()
     # a fill that fails is the sink's PipelineError and leaves nothing at its path, so the
@@ -435,7 +439,7 @@ columns = { ok = "value", ck = "value % 7", day = "date_add(DATE'2024-01-01', CA
 '''
     (tmp_path / "changes").mkdir()
     path = write_pipeline(tmp_path, extra=SPARK + rate,
-                          sinks={view: ["jsonl"] for view in VIEW_KINDS})
+                          sinks=every_view("jsonl"))
     stop = threading.Event()
 
     def stop_once_orders_arrived(batch_id: int, changes) -> None:
