@@ -106,6 +106,8 @@ async def _refuse(websocket: WebSocket, response: Response) -> None:
     _refused_handshake.set(True)  # the connection's task: seen by RefusedHandshakes
     await websocket.send_denial_response(response)
 
+#: statements that change the catalog: an admin's (the engine refuses ALTER itself)
+_DDL = (exp.Create, exp.Drop, exp.Alter)
 #: DuckDB table functions that read files or the network: never reachable over HTTP
 _FILE_FUNCTIONS = ("read_", "glob", "parquet_", "sniff_csv", "iceberg_", "delta_scan",
                    "sqlite_scan", "postgres_scan", "mysql_scan")
@@ -286,13 +288,13 @@ class Service:
             if isinstance(table.this, exp.GenerateSeries):  # range(), generate_series()
                 continue
             if not isinstance(table.this, exp.Identifier) or name not in known:
-                if isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)):  # an admin's
+                if isinstance(stmt, _DDL):  # an admin's, naming what it makes or ends
                     continue
                 if isinstance(table.this, exp.Identifier):  # as upkeep.connect says it
                     raise SchemaError(f"unknown table or view {name}{located(table)}")
                 raise GrantError(f"{principal.name} may not read {table.sql()[:60]}")
             names.add(name)
-        if isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)):
+        if isinstance(stmt, _DDL):
             principal.check_admin(f"run {stmt.key.upper()}")
             return
         if isinstance(stmt, (exp.Insert, exp.Update, exp.Delete)):
@@ -341,7 +343,7 @@ class Service:
         with self.hub.lock:
             if params is not None and len(statements) > 1:
                 raise BadRequest("params with several statements")
-            if any(isinstance(s, (exp.Create, exp.Drop, exp.Alter)) for s in statements):
+            if any(isinstance(s, _DDL) for s in statements):
                 for stmt in statements:  # each checked when the ones before it have run
                     self.authorize(principal, stmt)
                     cursor = db.execute_parsed(stmt)
