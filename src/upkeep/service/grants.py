@@ -11,7 +11,8 @@ through subscriptions (a view is readable when every table under it is).  ``writ
 tables it may change with INSERT / UPDATE / DELETE.  ``admin``: CREATE and DROP, and ending
 any subscription.  ``relay``: joining the placements as a site (a URL other members are
 placed at: they present their own tokens there, so only relays the operator runs get it;
-an admin may too).  A request without a known token is answered 401; one outside its grants
+an admin may too).  Any other key is refused when the file is read (a misspelt grant must
+not be no grant).  A request without a known token is answered 401; one outside its grants
 403, naming the table.
 """
 
