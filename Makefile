@@ -33,7 +33,7 @@ demo: $(BUILT)
 
 test: $(BUILT) $(CHROMIUM)
 	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/python -m pytest -n auto --dist loadgroup --durations=40
+	$(VENV)/bin/python -m pytest -n auto --dist load --durations=40
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench examples

@@ -35,13 +35,13 @@ settings.load_profile("upkeep")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order and group the suite for ``make test`` (``-n auto --dist loadgroup``): the tests
-    that share the one SparkSession run together in one worker, first (they are the longest
-    run of work); the Spark tests that start their own applications come next, free to run
-    in any worker; the rest of the suite fills the workers after them."""
+    """Order the suite for ``make test`` (``-n auto --dist load``): the Spark tests first
+    (the longest run of work), those sharing a worker's SparkSession, then those starting
+    applications of their own; the rest of the suite fills the workers after them.  Each
+    worker starts its own session on first use, so the Spark tests share both cores (one
+    worker running them all in turn, as an ``xdist_group`` would, takes longer than the
+    rest of the suite; pytest-xdist 3.8's groups have no effect under pytest 9.2)."""
     shared = [i for i in items if "spark" in getattr(i, "fixturenames", ())]
-    for item in shared:
-        item.add_marker(pytest.mark.xdist_group("spark"))
     own = [i for i in items if i.path.name.startswith("test_spark") and i not in shared]
     first = set(shared) | set(own)
     items[:] = shared + own + [i for i in items if i not in first]
@@ -68,7 +68,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession the whole suite shares (local[2]; started on first use)."""
+    """This worker's SparkSession, which its tests share (local[2]; started on first use)."""
     from upkeep.spark import spark_session
 
     return spark_session("local[2]", config={"spark.sql.shuffle.partitions": "2"})
+

@@ -268,6 +268,55 @@ def test_a_database_directory_with_glob_characters_is_refused(spark, tmp_path) -
     assert not path.exists()
 
 
+def test_reads_after_close_start_no_query(spark, tmp_path) -> None:
+    """A closed database's views stay readable (as copies) without a streaming query: one
+    a read restarted ran on after close, listing the change directory every few ms; nor
+    does a read expire rows.  Views created after the last batch were never built: a read
+    says so."""
+    now = [0.0]
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db",
+                        clock=lambda: now[0])
+    db.execute("CREATE TABLE t (a INTEGER) WITH (ttl_seconds = 10)")
+    db.create_view("v", "SELECT a FROM t")
+    db.insert("t", [(1,), (2,)])
+    db.close()
+    active = {q.id for q in spark.streams.active}
+    now[0] = 60.0  # the rows are due, but a closed database commits nothing
+    assert sorted(db.execute("SELECT a FROM v").fetchall()) == [(1,), (2,)]
+    assert sorted(db.view("v").rows()) == [(1,), (2,)]
+    assert {q.id for q in spark.streams.active} == active
+    late = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "late")
+    late.execute("CREATE TABLE t (a INTEGER)")
+    late.create_view("w", "SELECT a FROM t")
+    late.close()
+    with pytest.raises(upkeep.StorageError, match=r"closed before its views \['w'\]"):
+        late.view("w").rows()
+    assert {q.id for q in spark.streams.active} == active
+
+
+def test_the_query_lists_only_the_change_files_it_has_yet_to_read(spark, tmp_path) -> None:
+    """Between batches the streaming query polls its source directory, listing it every
+    few ms: the change log itself grows by a file per batch, so the query reads an inbox
+    of links to the files not yet processed, empty between batches.  A rejected batch
+    leaves no file in either; a reopened database replays the whole log."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.create_view("v", "SELECT COUNT(*) AS n, SUM(a) AS s FROM t")
+    for i in range(3):
+        db.insert("t", [(i,)])
+    with pytest.raises(upkeep.ConstraintError):
+        db.delete("t", [(99,)])  # not there: the micro-batch is rejected
+    db.insert("t", [(10,)])
+    assert len(list(db.changes.glob("changes-*.jsonl"))) == 4
+    assert list(db.inbox.iterdir()) == []
+    db.close()
+    again = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    again.execute("CREATE TABLE t (a INTEGER)")
+    again.create_view("v", "SELECT COUNT(*) AS n, SUM(a) AS s FROM t")
+    assert again.view("v").rows() == [(4, 13)]
+    again.close()
+
+
 def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:
     """A transaction's metadata is the first line of its change file: it commits with the
     batch and survives a reopen (the newest change file carrying some); metadata JSON

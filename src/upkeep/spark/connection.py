@@ -2,8 +2,10 @@
 
 Tables and views are declared as on the local engine (the catalog is checked by the local
 engine, so the same SQL is accepted and rejected with the same errors).  Each committed batch
-is written as one JSONL change file into ``<directory>/changes`` and processed as one
-micro-batch of a streaming query checkpointed in ``<directory>/checkpoint``; the view deltas
+is written as one JSONL change file into ``<directory>/changes`` (the log, which a reopened
+database replays) and processed as one micro-batch of a streaming query checkpointed in
+``<directory>/checkpoint-<n>``, which reads links to the files it has yet to process from
+``<directory>/inbox`` (so that its polls between batches list no growing log); the view deltas
 come back to the driver, which keeps each view's current rows for :meth:`SparkViewHandle.rows`
 and calls subscribers.  A batch the engine rejects raises the local engine's error and leaves
 every view as it was: the micro-batch is never committed, its file and its uncommitted
@@ -196,6 +198,11 @@ class SparkConnection(Engine):
                                    f"({self.directory}); choose a directory without them")
         self.changes = self.directory / "changes"
         self.changes.mkdir(parents=True, exist_ok=True)
+        # what the streaming query reads: links to the change files it has yet to process
+        # (:meth:`_refill_inbox`), so that its polls between batches list a file or two,
+        # not the whole log, and cost the same after a million batches as after one
+        self.inbox = self.directory / "inbox"
+        self.inbox.mkdir(exist_ok=True)
         self.loads = self.directory / "loads"  # <table>/<n>: the rows of each db.load
         self.shards = shards or int(self.spark.conf.get("spark.sql.shuffle.partitions", "4"))
         self._catalog = LocalCatalog(bdd_ordering)  # checks and plans the SQL; holds no rows
@@ -811,8 +818,9 @@ class SparkConnection(Engine):
     def expire(self) -> int:
         """Delete the rows whose time-to-live has passed, as one batch with all their
         consequences; returns how many rows expired.  Runs on its own before every change
-        and read (as on the local engine)."""
-        if self._pending is not None:
+        and read (as on the local engine); not once the database is closed, whose views'
+        copies stay as they were."""
+        if self._pending is not None or self._closed:
             return 0
         with self._writes:
             return self._expire_now()
@@ -864,11 +872,24 @@ class SparkConnection(Engine):
         return expiry
 
     def _write(self, name: str, text: str) -> Path:
-        tmp = self.changes / f".{name}.tmp"
-        tmp.write_text(text)
-        path = self.changes / name
-        tmp.rename(path)
+        """Add change file ``name`` to the log, then hand it to the query (the inbox)."""
+        path = _write_whole(self.changes / name, text)
+        _link_or_copy(path, self.inbox / name)
         return path
+
+    def _refill_inbox(self) -> None:
+        """A fresh query's inbox: every change file of the log (it replays them all)."""
+        shutil.rmtree(self.inbox, ignore_errors=True)
+        self.inbox.mkdir(parents=True)
+        for path in self.changes.iterdir():
+            if CHANGE_FILE.fullmatch(path.name):
+                _link_or_copy(path, self.inbox / path.name)
+
+    def _empty_inbox(self) -> None:
+        """Forget the change files the query processed (every one written so far: the
+        caller holds the query, and it has processed all that was available)."""
+        for path in self.inbox.iterdir():
+            path.unlink(missing_ok=True)
 
     # ------------------------------------------------------------ the query
     def _checkpoint(self) -> Path:
@@ -881,12 +902,14 @@ class SparkConnection(Engine):
         if not (self._checkpoint() / "commits").exists():
             # a fresh query: every shard reports its views' initial contents in batch 0
             # (not empty: Spark's file source skips empty files)
-            self._write(f"changes-{self._generation:08d}{TICK_SUFFIX}", "start\n")
+            self._refill_inbox()  # the tick is no change: the inbox has it, the log not
+            _write_whole(self.inbox / f"changes-{self._generation:08d}{TICK_SUFFIX}",
+                         "start\n")
             if plan.keyed is not None and snapshots:
                 keyed_state, initial = self._bulk_build(plan, snapshots)
                 self._contents = {v: Counter() for v in self._catalog.view_names()}
                 self._fold(initial)
-        deltas = delta_stream(self.spark, plan, str(self.changes), snapshots,
+        deltas = delta_stream(self.spark, plan, str(self.inbox), snapshots,
                               keyed_state=keyed_state)
         self._last_batch = -1
         # one active query per name in a session: connections over other directories
@@ -933,11 +956,24 @@ class SparkConnection(Engine):
     def _sync(self, batch: int | None = None, metadata: dict | None = None) -> None:
         """Process every change file written so far (``batch``: the newest one's number,
         carrying ``metadata``), then hand the views' changes to the journal and the
-        subscribers (who read the batch's metadata as committed)."""
+        subscribers (who read the batch's metadata as committed).
+
+        Once the database is closed, nothing starts a query (it would run on after close,
+        polling the change directory): every commit was processed before close, so the
+        copies are current, unless views were created since the last batch and never
+        built."""
         with self._writes:
+            if self._closed:
+                if self._plan is None and self._catalog.view_names():
+                    raise StorageError("the database was closed before its views "
+                                       f"{sorted(self._catalog.view_names())} were built "
+                                       "(by a change or read after they were created): "
+                                       "connect again to read them")
+                return
             if self._query is None:
                 self._start()
             self._query.processAllAvailable()
+            self._empty_inbox()
             if batch is not None:
                 self.batches = batch
             if metadata is not None:
@@ -955,6 +991,7 @@ class SparkConnection(Engine):
             error = query_error(exc)
             self._query = None
             path.unlink(missing_ok=True)
+            (self.inbox / path.name).unlink(missing_ok=True)
             self._discard_uncommitted()
             self._sync()
             raise error from None
@@ -1080,6 +1117,25 @@ class SparkConnection(Engine):
         self._stop_query()
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _write_whole(path: Path, text: str) -> Path:
+    """Write ``path`` so that it appears whole or not at all (Spark's file source skips the
+    hidden name while it is being written)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.rename(path)
+    return path
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` a hard link to ``source`` (a copy where the file system has none)."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        pass
+    except OSError:
+        _write_whole(target, source.read_text())
 
 
 class _JournalFailed(Exception):
