@@ -317,6 +317,23 @@ def test_the_query_lists_only_the_change_files_it_has_yet_to_read(spark, tmp_pat
     again.close()
 
 
+def test_a_query_stopped_from_outside_restarts_and_misses_nothing(spark, tmp_path) -> None:
+    """A connection's streaming query stopped through ``spark.streams`` (not by upkeep):
+    the next change restarts it from its checkpoint, and the change is in the view."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute("CREATE TABLE t (a INTEGER)")
+    db.create_view("v", "SELECT COUNT(*) AS n, SUM(a) AS s FROM t")
+    db.insert("t", [(1,)])
+    mine = [q for q in spark.streams.active if q.id == db._query.id]
+    assert len(mine) == 1
+    mine[0].stop()
+    db.insert("t", [(2,)])
+    assert db.view("v").rows() == [(2, 3)]
+    db.insert("t", [(3,)])
+    assert db.view("v").rows() == [(3, 6)]
+    db.close()
+
+
 def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:
     """A transaction's metadata is the first line of its change file: it commits with the
     batch and survives a reopen (the newest change file carrying some); metadata JSON

@@ -973,6 +973,10 @@ class SparkConnection(Engine):
             if self._query is None:
                 self._start()
             self._query.processAllAvailable()
+            while not self._query.isActive:  # stopped from outside (``spark.streams``)
+                self._query = None  # before all was processed: on from the checkpoint
+                self._start()
+                self._query.processAllAvailable()
             self._empty_inbox()
             if batch is not None:
                 self.batches = batch
@@ -1130,10 +1134,9 @@ def _write_whole(path: Path, text: str) -> Path:
 
 def _link_or_copy(source: Path, target: Path) -> None:
     """``target`` a hard link to ``source`` (a copy where the file system has none)."""
+    target.unlink(missing_ok=True)
     try:
         os.link(source, target)
-    except FileExistsError:
-        pass
     except OSError:
         _write_whole(target, source.read_text())
 
