@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import shutil
 from collections import Counter
 from decimal import Decimal
 
@@ -332,6 +333,31 @@ def test_a_query_stopped_from_outside_restarts_and_misses_nothing(spark, tmp_pat
     db.insert("t", [(3,)])
     assert db.view("v").rows() == [(3, 6)]
     db.close()
+
+
+def test_a_change_file_the_query_cannot_be_handed_is_not_kept(spark, tmp_path) -> None:
+    """A change file is written to the log, then linked into the query's inbox: if the link
+    fails, the change fails (a StorageError) and the log drops the file, so that no later
+    reopening replays a change its writer was told had failed."""
+    def connect():
+        db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+        db.execute("CREATE TABLE t (a INTEGER)")
+        db.create_view("v", "SELECT COUNT(*) AS n, SUM(a) AS s FROM t")
+        return db
+
+    db = connect()
+    db.insert("t", [(1,)])
+    shutil.rmtree(db.inbox)
+    db.inbox.write_text("")  # no directory to link into
+    with pytest.raises(upkeep.StorageError, match="cannot write the change file"):
+        db.insert("t", [(2,)])
+    db.inbox.unlink()
+    db.inbox.mkdir()
+    assert db.view("v").rows() == [(1, 1)]
+    db.close()
+    again = connect()
+    assert again.view("v").rows() == [(1, 1)]
+    again.close()
 
 
 def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:

@@ -872,9 +872,18 @@ class SparkConnection(Engine):
         return expiry
 
     def _write(self, name: str, text: str) -> Path:
-        """Add change file ``name`` to the log, then hand it to the query (the inbox)."""
-        path = _write_whole(self.changes / name, text)
-        _link_or_copy(path, self.inbox / name)
+        """Add change file ``name`` to the log, then hand it to the query (the inbox); if
+        that fails, the log does not keep it either (a reopening would replay it)."""
+        try:
+            path = _write_whole(self.changes / name, text)
+            try:
+                _link_or_copy(path, self.inbox / name)
+            except OSError:
+                path.unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            raise StorageError(f"cannot write the change file {name} of {self.directory}: "
+                               f"{exc}") from None
         return path
 
     def _refill_inbox(self) -> None:
