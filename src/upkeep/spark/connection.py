@@ -368,10 +368,8 @@ class SparkConnection(Engine):
         if declaration is not None:
             saved[table] = declaration
         path = self.directory / "tables.json"
-        tmp = path.with_name(".tables.json.tmp")
         try:
-            tmp.write_text(json.dumps(saved, indent=1))
-            os.replace(tmp, path)
+            _write_whole(path, json.dumps(saved, indent=1))
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from None
 
@@ -1133,8 +1131,8 @@ class SparkConnection(Engine):
 
 
 def _write_whole(path: Path, text: str) -> Path:
-    """Write ``path`` so that it appears whole or not at all (Spark's file source skips the
-    hidden name while it is being written)."""
+    """Write ``path`` so that it appears whole or not at all: a hidden file renamed into
+    place (Spark's file source skips hidden names)."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     tmp.rename(path)
