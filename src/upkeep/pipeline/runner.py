@@ -184,7 +184,7 @@ class PipelineRunner:
         if offset:
             self.stats.resumed_from = str(Position(offset["file"], offset["position"],
                                                    offset.get("unit", "line")))
-        self._refuse_outputs_over_inputs(fresh=not offset)
+        self._refuse_outputs_over_inputs()
         self.applier = Applier(db)
         # provenance tables annotate each committed transaction: there, each source
         # transaction of a batch commits on its own (its id in the metadata)
@@ -209,21 +209,22 @@ class PipelineRunner:
                         raise PipelineError(f"{self.config.file}: {text}") from exc.__cause__
                     raise
 
-    def _refuse_outputs_over_inputs(self, fresh: bool) -> None:
+    def _refuse_outputs_over_inputs(self) -> None:
         """A sink or the dead-letter file written over one of the source's change files
-        would replace (or append to) that input and never read it: refused.  A path in the
-        source directory is the pipeline's own output once a batch was committed (the
-        source leaves it out), so there only a fresh run's file that holds change records
-        counts (:func:`_holds_change_records`): what a previous run wrote there before it
-        committed anything (a sink's start, an in-memory state directory's last run) is
-        the pipeline's own."""
+        would replace (or append to) that input, and the source, which leaves the
+        pipeline's own files out, would never read it: refused.  That is the source
+        itself, or a file in the source directory that holds change records
+        (:func:`_holds_change_records`); what the pipeline writes there itself (a sink's
+        rows, dead letters) holds none, so a rerun goes ahead.  Checked at every start:
+        a run that has committed batches skips such a file too (its records were lost
+        without a word when only a fresh run was checked)."""
         root = self.config.source.path.resolve()
         outputs = [("dead_letter", self.config.dead_letter),
                    *((s.label, s.options["path"]) for s in self.config.sinks
                      if "path" in s.options)]
         for label, path in outputs:
             at = path.resolve()
-            if at == root or (fresh and at.parent == root and at.is_file()
+            if at == root or (at.parent == root and at.is_file()
                               and at.stat().st_size and _holds_change_records(at)):
                 raise PipelineError(f"{self.config.file}: {label} writes to {path}, a change "
                                     "file of the source: give it another path")
