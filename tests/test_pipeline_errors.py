@@ -591,6 +591,44 @@ def test_a_dead_letter_line_is_json_and_replays_non_finite_doubles(tmp_path):
         [(1, math.nan), (2, math.inf), (3, -math.inf), (4, 1.5)])
 
 
+def test_records_nested_too_deeply_are_bad_records_under_every_policy(tmp_path, capsys):
+    """A row image that is JSON text of 3,000 nested arrays (a CSV cell holds images so)
+    and an image of 600 nested arrays, whose dead letter cannot be written out, are bad
+    records: ``stop`` names the line, ``skip`` and ``dead-letter`` go past them (both ended
+    the run with a RecursionError traceback, and every rerun stopped at the same record);
+    the dead letter of the deep one says where to read it."""
+    deep_text = '"' + "[" * 3000 + "]" * 3000 + '"'
+    deep_image = "[2, 7, " + "[" * 600 + "]" * 600 + "]"
+    (tmp_path / "changes").mkdir()
+    (tmp_path / "changes" / "a.jsonl").write_text(
+        '{"table": "t", "op": "insert", "row": [1, 7]}\n'
+        f'{{"table": "t", "op": "insert", "row": {deep_text}}}\n'
+        f'{{"table": "t", "op": "insert", "row": {deep_image}}}\n'
+        '{"table": "t", "op": "insert", "row": [3, 7]}\n')
+    (tmp_path / "tables.sql").write_text("CREATE TABLE t (k INTEGER, c INTEGER);")
+    (tmp_path / "views.sql").write_text("CREATE VIEW v AS SELECT k FROM t;")
+    for on_error in ("stop", "skip", "dead-letter"):
+        (tmp_path / "p.toml").write_text(
+            'state_dir = ":memory:"\ntables = ["tables.sql"]\nviews = ["views.sql"]\n'
+            f'on_error = "{on_error}"\ndead_letter = "dead.jsonl"\n[source]\n'
+            'path = "changes"\n[[sinks]]\nview = "v"\ntype = "jsonl"\npath = "v.jsonl"\n')
+        (tmp_path / "v.jsonl").unlink(missing_ok=True)  # (a rerun appends a reset)
+        code = main(["run", str(tmp_path / "p.toml"), "--progress", "none"])
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "RecursionError" not in err, err[-1500:]
+        if on_error == "stop":
+            assert code == 1 and "a.jsonl, line 2" in err and "nested too deeply" in err, err
+            continue
+        assert code == 0, err
+        rows = [json.loads(line)["row"] for line in (tmp_path / "v.jsonl").read_text()
+                .splitlines()]
+        assert sorted(rows, key=json.dumps) == [{"k": 1}, {"k": 3}], (on_error, rows)
+    entries = jsonl_lines(tmp_path / "dead.jsonl")
+    assert [e["_source"]["line"] for e in entries] == [2, 3]
+    assert "nested too deeply" in entries[0]["_error"]
+    assert "read it at _source" in entries[1]["_error"]
+
+
 def test_change_record_values_read_as_duckdb_reads_them():
     """A DECIMAL(38, s) value of more than 28 digits fits its column (it was refused: the
     text was rounded in Python's 28-digit context); a week date is no DATE (it read as a

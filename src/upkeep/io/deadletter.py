@@ -44,9 +44,14 @@ class DeadLetter:
                 else:  # a replayed dead letter's own _error and _source are old news
                     line.update((k, v) for k, v in record.images().items()
                                 if k not in ("_error", "_source"))
-                line = {"_error": error, "_source": {"file": pos.file, pos.unit: pos.number},
-                        **line}
-                lines.append(_json_line(line) + "\n")
+                source = {"file": pos.file, pos.unit: pos.number}
+                try:
+                    text = _json_line({"_error": error, "_source": source, **line})
+                except RecursionError:  # its images stay in the source, at _source
+                    text = _json_line({"_error": f"{error}; the record is nested too deeply "
+                                                 "to copy here: read it at _source",
+                                       "_source": source})
+                lines.append(text + "\n")
             self._file.write("".join(lines))
             self._file.flush()
             os.fsync(self._file.fileno())

@@ -115,6 +115,8 @@ def _check_images(rec: ChangeRecord, data: dict[str, Any]) -> str | None:
                 value = json.loads(value)
             except ValueError:
                 pass
+            except RecursionError:  # (as decode_json_line and json_cell say it)
+                return f"'{key}' is JSON text nested too deeply"
             else:
                 setattr(rec, key, value)
         if not isinstance(value, (dict, list)):
