@@ -17,11 +17,23 @@ from collections import deque
 from collections.abc import Callable
 
 from ..engine import deliver
-from ..errors import EvaluationError
+from ..errors import EvaluationError, SchemaError
 from ..gc_pause import gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
 from .durability import Durability
+
+
+def _copied(metadata: dict | None) -> dict | None:
+    """A batch's metadata as the committer keeps it: a copy (the caller's dict may change
+    later), made before the batch changes anything, so metadata it cannot copy (nested
+    too deeply) rejects the batch instead of failing it after the commit."""
+    if metadata is None:
+        return None
+    try:
+        return copy.deepcopy(metadata)
+    except RecursionError:
+        raise SchemaError("transaction metadata is nested too deeply") from None
 
 
 def _rows(deltas: dict[str, Delta]) -> int:
@@ -105,13 +117,14 @@ class Committer:
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
         now = self.clock()
+        kept = _copied(metadata)  # before anything changes: it may fail
         extra = () if provenance is None else (provenance,)
         if not deltas:
             if metadata is not None or provenance is not None:
                 self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
-                if metadata is not None:
-                    self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
+                if kept is not None:
+                    self.metadata = kept
             return {}
         tables = catalog.tables
         if not checked:
@@ -124,8 +137,8 @@ class Committer:
         changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
                              undo=True, then=log)
         self.batches += 1
-        if metadata is not None:
-            self.metadata = copy.deepcopy(metadata)  # the caller's dict may change
+        if kept is not None:
+            self.metadata = kept
         if not expiring and catalog.expiring:  # a batch counts by its net change (docs/sql.md)
             for name, d in deltas.items():
                 expiry = tables[name].expiry

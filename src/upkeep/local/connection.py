@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import os
 import threading
 import time
@@ -68,10 +69,33 @@ def open_local(database: str | os.PathLike | None = ":memory:", *, fsync: bool =
     if not isinstance(fixpoint_partitions, int) or fixpoint_partitions < 1:
         raise UnsupportedError(f"fixpoint_partitions must be a positive integer, not "
                                f"{fixpoint_partitions!r}")
+    if type(snapshot_bytes) is not int or snapshot_bytes < 1:
+        raise UnsupportedError(f"snapshot_bytes must be a positive integer, not "
+                               f"{snapshot_bytes!r}")
+    if not isinstance(fsync, bool):
+        raise UnsupportedError(f"fsync must be True or False, not {fsync!r}")
+    if clock is not None and not callable(clock):
+        raise UnsupportedError(f"clock must be a function returning seconds, not {clock!r}")
     storage = (None if database in (":memory:", "", None)
                else Storage(database, fsync=fsync, snapshot_bytes=snapshot_bytes))
-    return Connection(storage, bdd_ordering=bdd_ordering, clock=clock,
+    return Connection(storage, bdd_ordering=bdd_ordering,
+                      clock=None if clock is None else _checked_clock(clock),
                       fixpoint_partitions=fixpoint_partitions)
+
+
+def _checked_clock(clock: Callable[[], float]) -> Callable[[], float]:
+    """A user's clock whose every reading is checked before it is used: seconds as a
+    finite int or float.  A batch reads it before it changes anything, so a bad reading
+    rejects the batch (it was logged with the batch, and expiry then failed after the
+    commit and at every reopening)."""
+    def now() -> float:
+        value = clock()
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise UnsupportedError(f"clock() must return seconds as an int or float, not "
+                                   f"{value!r}")
+        return value
+
+    return now
 
 
 def from_catalog(catalog: dict, views: Iterable[str] | None = None,
