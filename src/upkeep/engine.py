@@ -403,16 +403,18 @@ def deliver(subscribers: dict[str, list[Subscriber | Subscription]],
     number a :class:`Subscription` counts ``since`` in: the batch on the local engine, the
     delivery on Spark; one made since is left out).  The batch is committed already, so a
     subscriber that raises is reported as a warning, not undone, and the other
-    subscribers still get their changes (the same on every engine)."""
+    subscribers still get their changes (the same on every engine); each subscriber gets
+    a list of its own."""
     interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all
     for name, changes in changed.items():
-        for fn in list(subscribers.get(name, ())):
+        told = list(subscribers.get(name, ()))
+        for fn in told:
             if isinstance(fn, Subscription):
                 if batch is not None and fn.since >= batch:
                     continue
                 fn = fn.fn
-            try:
-                fn(changes)
+            try:  # each its own list: one that edits its own must not change the others'
+                fn(changes if len(told) == 1 else list(changes))
             except Exception as exc:
                 warnings.warn(f"subscriber of view {name} raised {exc!r}", stacklevel=3)
             except BaseException as exc:
