@@ -657,7 +657,7 @@ def literal_value(node: exp.Literal) -> tuple[object, SqlType]:
         return node.this, VARCHAR
     text = node.this
     if re.fullmatch(r"\d+", text):
-        value = int(text)
+        value = int(text) if len(text.lstrip("0")) <= 39 else 2**128  # (not all converted)
         if value > 2**127:  # DuckDB's UHUGEINT and BIGNUM (2**127 is -HUGEINT's least)
             raise UnsupportedError(f"the integer literal {text[:50]} (beyond HUGEINT)"
                                    f"{_where(node)}")

@@ -31,7 +31,7 @@ from .expressions import (
     cast_value,
     literal_value,
 )
-from .types import SqlType, is_unicode
+from .types import SqlType, format_value, is_unicode
 
 
 class Dialect(DuckDB):
@@ -161,11 +161,13 @@ def parse(sql: str) -> list[exp.Expression]:
         raise ParseError(f"SQL must be valid Unicode: a lone surrogate {sql[bad]!r} at "
                          f"character {bad}")
     check_syntax(sql)
-    if _GLUED_EXPONENT.search(sql):
+    if _GLUED_EXPONENT.search(sql) or _GLUED_PARAMETER.search(sql):
         sql = _unglue_exponents(sql)
     try:
         with quiet_sqlglot():
-            statements = [s for s in sqlglot.parse(sql, read=Dialect) if s is not None]
+            # a comment after the last ``;`` is a statement of its own to sqlglot
+            statements = [s for s in sqlglot.parse(sql, read=Dialect)
+                          if s is not None and not isinstance(s, exp.Semicolon)]
     except sqlglot.errors.ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise ParseError(f"cannot parse SQL: {err.get('description', exc)}",
@@ -186,18 +188,22 @@ def parse(sql: str) -> list[exp.Expression]:
 #: a number in exponent notation followed by ``+`` / ``-`` with no space (``1e3+1``),
 #: which sqlglot's tokenizer reads as one number literal (or as ``1e3-1`` then ``e2``)
 _GLUED_EXPONENT = re.compile(r"\d[eE][+-]?\d+[+-]")
+#: a ``$n`` parameter followed by no space (``$1,$2``), which sqlglot's tokenizer reads as
+#: the start of a ``$tag$`` string
+_GLUED_PARAMETER = re.compile(r"\$\d+[^\s\d]")
 #: what a space may not go into (quoted strings, ``E'..'`` and ``$tag$..$tag$`` ones
 #: included, quoted names, comments), and such numbers
 _QUOTED_OR_GLUED = re.compile(
     r"\b[eE]'(?:[^'\\]|\\.|'')*'|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$(\w*)\$.*?\$\1\$"
-    r"|--[^\n]*|/\*.*?\*/|(\d[eE][+-]?\d+)(?=[+-])",
+    r"|--[^\n]*|/\*.*?\*/|(\d[eE][+-]?\d+)(?=[+-])|(\$\d+)(?=[^\s\d])",
     re.DOTALL)
 
 
 def _unglue_exponents(sql: str) -> str:
     """``sql`` with a space after each number in exponent notation that an operator
-    follows (``1e3+1`` is 1001.0 in DuckDB), outside quotes and comments."""
-    return _QUOTED_OR_GLUED.sub(lambda m: m[0] + " " if m[2] else m[0], sql)
+    follows (``1e3+1`` is 1001.0 in DuckDB) and after each ``$n`` parameter that a
+    character other than a space follows, outside quotes and comments."""
+    return _QUOTED_OR_GLUED.sub(lambda m: m[0] + " " if m[2] or m[3] else m[0], sql)
 
 
 def _unqualify(stmt: exp.Expression) -> None:
@@ -425,7 +431,7 @@ def constant(node: exp.Expression) -> object:
         if node.is_string:
             return node.this
         text = node.this
-        if text.isdigit():
+        if text.isdigit() and len(text) <= 39:
             return int(text)
         return literal_value(node)[0]  # a DECIMAL of up to 38 digits, else a DOUBLE
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
@@ -492,7 +498,7 @@ def _parameter_node(value: object) -> exp.Expression:
         return _decimal_parameter(value)
     if isinstance(value, int):
         if not -2**127 <= value < 2**127:
-            raise SchemaError(f"parameter {value}: outside HUGEINT's range (-2**127 to "
+            raise SchemaError(f"parameter {format_value(value)}: outside HUGEINT's range (-2**127 to "
                               "2**127 - 1), the widest integer upkeep holds")
         if value < 0:
             return exp.Neg(this=exp.Literal.number(str(-value)))

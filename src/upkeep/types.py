@@ -170,6 +170,8 @@ def coerce_value(value: object, typ: SqlType) -> object:
                 value = int(value)
             elif (isinstance(value, Decimal) and value.is_finite()
                   and value == value.to_integral_value()):  # 1.0, not 1.5 (docs/sql.md)
+                if value.adjusted() >= 40:  # beyond every integer kind: not expanded
+                    raise ValueError(f"{value} is out of range for {kind}")
                 value = int(value)
             elif hasattr(value, "__index__") and not isinstance(value, bool):
                 value = int(value)  # numpy integers
@@ -179,7 +181,7 @@ def coerce_value(value: object, typ: SqlType) -> object:
             value = int(value)  # an IntEnum member: its number, as every engine stores it
         bound = INT_RANGES[kind]
         if not -bound <= value < bound:
-            raise ValueError(f"{value!r} is out of range for {kind}")
+            raise ValueError(f"{format_value(value)} is out of range for {kind}")
         return value
     if kind == "DOUBLE":
         if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
@@ -309,6 +311,8 @@ def format_value(v: object) -> str:
         return "'" + v.replace("'", "''") + "'"
     if isinstance(v, (dt.date, Decimal)):
         return str(v)
+    if type(v) is int and v.bit_length() > 13_000:  # Python prints at most 4,300 digits
+        return f"an integer of about {v.bit_length() * 0.30103:.0f} digits"
     return repr(v)
 
 
