@@ -137,6 +137,12 @@ _VOLATILE_NAMES = frozenset({"now", "random", "gen_random_uuid", "uuid", "setsee
                              "current_localtime", "current_localtimestamp"})
 
 
+#: table functions a view may read: their rows are a function of their arguments; any
+#: other (``read_csv``, ``read_parquet``, ``glob``, ...) reads outside the database
+_TABLE_OF_VALUES = (exp.GenerateSeries, exp.Unnest)
+_TABLE_OF_VALUES_NAMES = frozenset({"range", "generate_series", "unnest"})
+
+
 #: of those, the ones DuckDB evaluates once per row (the clock is one value per statement)
 _PER_ROW = (exp.Rand, exp.Randn, exp.Uuid)
 _PER_ROW_NAMES = frozenset({"random", "gen_random_uuid", "uuid"})
@@ -158,6 +164,14 @@ def refuse_volatile(name: str, query: exp.Expression) -> None:
     (random numbers, UUIDs, the clock, sampling): maintained, it could never equal the
     same query evaluated now.  Rows that expire are tables' ``ttl_seconds``."""
     for node in query.walk():
+        if (isinstance(node, exp.Table) and isinstance(node.this, exp.Func)
+                and not isinstance(node.this, _TABLE_OF_VALUES)
+                and not (isinstance(node.this, exp.Anonymous)
+                         and str(node.this.this).lower() in _TABLE_OF_VALUES_NAMES)):
+            raise UnsupportedError(f"view {name}: {node.this.sql(dialect='duckdb')[:60]} reads "
+                                   "from outside the database, which changes no view when it "
+                                   "changes (and a database whose view cannot read it would "
+                                   "not open): load it into a table and define the view on that")
         volatile = isinstance(node, _VOLATILE) or (
             isinstance(node, exp.Anonymous) and str(node.this).lower() in _VOLATILE_NAMES)
         if volatile:

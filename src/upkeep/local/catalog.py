@@ -872,8 +872,8 @@ def view_provenance(stmt: exp.Create, view: str) -> bool:
         name = prop.name.lower() if isinstance(prop, exp.Property) else ""
         value = prop.args.get("value")
         if name != "provenance":
-            raise UnsupportedError(f"view property {prop.sql()} of view {view} (provenance is "
-                                   "known)")
+            raise UnsupportedError(f"view property {prop.sql()} of view {view} is not "
+                                   "supported: the one a view takes is provenance = 'why'")
         if not (isinstance(value, exp.Literal) and value.is_string
                 and value.this.lower() == "why"):
             raise SchemaError(f"provenance of view {view} must be 'why', not "
