@@ -609,3 +609,139 @@ def test_in_lists_equal_duckdb_with_nan_nulls_and_many_options(condition) -> Non
     db.create_view("w", f"SELECT id FROM e WHERE {condition}")
     assert sorted(db.view("w").rows()) == sorted(
         con.execute(f"SELECT id FROM e WHERE {condition}").fetchall())
+
+
+def test_a_bad_clock_rejects_the_batch_and_leaves_the_database_openable(tmp_path) -> None:
+    """A clock whose readings are not seconds rejects each batch before it changes
+    anything (the batch was committed and logged with the reading, the caller got a raw
+    TypeError, and every reopening failed on it); options of the wrong kind are refused
+    when connecting."""
+    import datetime as dt
+
+    db = upkeep.connect(tmp_path / "db", clock=dt.datetime.now)
+    db.execute("CREATE TABLE t (a INTEGER) WITH (ttl_seconds = 60)")
+    with pytest.raises(upkeep.UnsupportedError, match=r"clock\(\) must return seconds"):
+        db.insert("t", [(1,)])
+    assert db.batches == 0
+    db.close()
+    again = upkeep.connect(tmp_path / "db")
+    assert again.execute("SELECT * FROM t").fetchall() == []
+    again.insert("t", [(2,)])
+    assert again.execute("SELECT * FROM t").fetchall() == [(2,)]
+    again.close()
+    for options, message in (({"clock": "x"}, "clock must be a function"),
+                             ({"snapshot_bytes": None}, "snapshot_bytes must be a positive"),
+                             ({"snapshot_bytes": 0}, "snapshot_bytes must be a positive"),
+                             ({"fsync": "no"}, "fsync must be True or False")):
+        with pytest.raises(upkeep.UnsupportedError, match=message):
+            upkeep.connect(tmp_path / "other", **options)
+
+
+def test_metadata_nested_too_deeply_rejects_its_transaction() -> None:
+    """In memory, metadata nested too deeply to copy was found so after the batch had
+    committed (the caller got a RecursionError for a committed batch): now nothing
+    changes, as on a durable database."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    db.execute("CREATE VIEW v AS SELECT COUNT(*) AS n FROM t")
+    meta: dict = {}
+    for _ in range(5000):
+        meta = {"m": meta}
+    with pytest.raises(upkeep.Error, match="nested too deeply"):
+        with db.transaction(metadata=meta):
+            db.insert("t", [(1,)])
+    assert db.execute("SELECT * FROM t").fetchall() == [] and db.view("v").rows() == [(0,)]
+    assert db.batches == 0 and db.metadata() == {}
+
+
+def test_each_subscriber_gets_a_list_of_its_own() -> None:
+    """A subscriber that edits the list it is given (clears it, pops from it) changed what
+    the view's other subscribers got: they shared one list."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    db.execute("CREATE VIEW v AS SELECT k FROM t")
+    db.view("v").subscribe(lambda changes: changes.clear())
+    got: list = []
+    db.view("v").subscribe(lambda changes: got.append(sorted(changes)))
+    db.insert("t", [(1,), (2,)])
+    assert got == [[((1,), 1), ((2,), 1)]]
+
+
+@pytest.mark.parametrize("statement", [
+    lambda db: db.insert("t", [(10**5000,)]),
+    lambda db: db.delete("t", [(10**5000,)]),
+    lambda db: db.execute("SELECT ?", [10**5000]),
+    lambda db: db.execute("INSERT INTO t VALUES (" + "9" * 5000 + ")"),
+    lambda db: db.insert("t", [(Decimal("1E+5000"),)]),
+    lambda db: db.insert("t", [(Decimal("1E+100000000"),)]),  # was expanded: a hang
+])
+def test_integers_beyond_every_integer_type_are_named_not_printed(statement) -> None:
+    """Integers of thousands of digits got Python's own ValueError (it prints at most
+    4,300 digits), and a Decimal of a huge exponent into an INTEGER column was expanded
+    before its range was checked; now each is upkeep's error, and nothing changes."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    with pytest.raises(upkeep.Error, match="out of range|outside HUGEINT|beyond HUGEINT"):
+        statement(db)
+    assert db.execute("SELECT * FROM t").fetchall() == []
+
+
+@pytest.mark.parametrize("sql", ["CREATE TEMP VIEW v AS SELECT k FROM t",
+                                 "CREATE VIEW v WITH (colour = 'red') AS SELECT k FROM t"])
+def test_a_view_property_upkeep_does_not_take_is_named_as_unsupported(sql) -> None:
+    """The message ended "(provenance is known)", which said neither that the property is
+    unsupported nor which one a view takes."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER)")
+    with pytest.raises(upkeep.UnsupportedError,
+                       match=r"of view v is not supported: the one a view takes is provenance"):
+        db.execute(sql)
+    assert db.views() == []
+
+
+def test_a_comment_after_the_last_semicolon_ends_a_script() -> None:
+    """SQL scripts often end with a comment after the last ``;``; sqlglot reads it as a
+    statement of its own, which was refused ("SEMICOLON statements are not supported")
+    where DuckDB runs the script."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER); -- the table")
+    db.execute("INSERT INTO t VALUES (1); /* loaded */")
+    assert db.execute("SELECT * FROM t;\n-- end of script\n").fetchall() == [(1,)]
+    with pytest.raises(upkeep.ParseError, match="empty SQL statement"):
+        db.execute("-- only a comment")
+
+
+def test_a_view_over_a_file_is_refused_and_the_database_stays_openable(tmp_path) -> None:
+    """A view over ``read_csv`` was accepted, never followed the file, and once the file
+    was gone the durable database (its tables too) no longer opened.  Such a view is
+    refused as a view over the clock is; a query may still read the file, and views over
+    table functions of values (``range``, ``unnest``) stay."""
+    data = tmp_path / "data.csv"
+    data.write_text("a,b\n1,2\n")
+    db = upkeep.connect(tmp_path / "db")
+    db.execute("CREATE TABLE t (k INTEGER)")
+    db.insert("t", [(1,), (2,)])
+    for sql in (f"SELECT * FROM read_csv('{data}')", f"SELECT * FROM read_parquet('{data}')",
+                "SELECT * FROM glob('*')"):
+        with pytest.raises(upkeep.UnsupportedError, match="reads from outside the database"):
+            db.execute(f"CREATE VIEW z AS {sql}")
+    assert db.execute(f"SELECT * FROM read_csv('{data}')").fetchall() == [(1, 2)]
+    db.create_view("r", "SELECT k, x FROM t, range(2) AS s(x)")
+    db.close()
+    data.unlink()
+    again = upkeep.connect(tmp_path / "db")
+    assert sorted(again.view("r").rows()) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert again.views() == ["r"]
+
+
+def test_numbered_parameters_need_no_spaces_between_them() -> None:
+    """``$1,$2`` failed to tokenize (sqlglot reads ``$1,$`` as the start of a ``$tag$``
+    string) where ``$1, $2`` ran; strings and ``$$..$$`` strings holding the same text
+    are left as written."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER, b INTEGER, c INTEGER)")
+    assert db.execute("SELECT $1,$2", [1, 2]).fetchall() == [(1, 2)]
+    assert db.execute("SELECT $1+$2, $1||$2", [1, 2]).fetchall() == [(3, "12")]
+    db.execute("INSERT INTO t VALUES ($2,$1,$2)", [1, 2])
+    assert db.execute("SELECT * FROM t").fetchall() == [(2, 1, 2)]
+    assert db.execute("SELECT '$1,$2', $$a$1,$b$$").fetchall() == [("$1,$2", "a$1,$b")]
