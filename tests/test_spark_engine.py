@@ -136,8 +136,8 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     assert sorted(remote.view("joined").rows()) == []
     remote.execute("INSERT INTO orders VALUES (7, 1, DATE '2024-03-01', 2.50)")
     assert remote.view("joined").rows() == [(7, "AUTO")]
-    with pytest.raises(upkeep.UnsupportedError, match="db.delete"):
-        remote.execute("DELETE FROM orders WHERE ok = 7")
+    # read from the shards' logs by a Spark job (refused before: the driver holds no table)
+    assert remote.execute("UPDATE orders SET price = 3.00 WHERE ok = 7").rowcount == 1
     with pytest.raises(upkeep.UnsupportedError,
                        match="EXPLAIN statements are not supported on the spark engine: "
                              "use db.explain"):
@@ -154,6 +154,29 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
         with pytest.raises(upkeep.StorageError, match="closed"):  # as the local engine
             change()
     assert remote.view("joined").rows() == [(7, "AUTO")]  # what it holds stays readable
+
+
+def test_a_table_no_view_reads_is_checked_and_kept_in_the_shards(spark, tmp_path) -> None:
+    """With views in shards, a table that no view reads has a group of its own: a delete
+    of a row it does not hold and a duplicate key are refused as on the local engine (they
+    were accepted, and a view created later over the table then replayed a log that its
+    checks reject), nothing of the refused change is kept, and its rows are read from the
+    shards' logs."""
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
+    db.execute("CREATE TABLE kept (k INTEGER PRIMARY KEY, v VARCHAR)")
+    db.execute("CREATE TABLE other (a INTEGER)")
+    db.create_view("n", "SELECT COUNT(*) AS n FROM other")
+    db.insert("kept", [(1, "a"), (2, "b"), (3, "c")])
+    with pytest.raises(upkeep.ConstraintError, match="not present"):
+        db.delete("kept", [(2, "b"), (5, "nope")])
+    with pytest.raises(upkeep.ConstraintError, match="duplicate primary key"):
+        db.insert("kept", [(4, "d"), (1, "again")])
+    assert sorted(db.execute("SELECT * FROM kept").fetchall()) == [(1, "a"), (2, "b"),
+                                                                   (3, "c")]
+    assert db.execute("DELETE FROM kept WHERE k >= 2").rowcount == 2
+    db.create_view("all_kept", "SELECT * FROM kept")  # replays the log: every change checks
+    assert db.view("all_kept").rows() == [(1, "a")]
+    db.close()
 
 
 def test_a_table_declared_again_must_be_declared_as_before(spark, tmp_path) -> None:

@@ -535,14 +535,6 @@ def test_an_evaluation_error_names_its_view_as_on_one_machine(spark, tmp_path) -
     db.close()
 
 
-def test_statement_dml_needs_keyed_state(spark, tmp_path) -> None:
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
-    db.execute(TABLES)
-    with pytest.raises(upkeep.UnsupportedError, match="state='keyed'"):
-        db.execute("DELETE FROM orders WHERE ok = 1")
-    db.close()
-
-
 def test_a_helper_never_takes_a_views_name() -> None:
     """A derived table's helper root is named ``<view>__sub<i>``; where a view already has
     that name, the view reading the derived table stays out of keyed state and says why
@@ -797,14 +789,18 @@ READING_QUERIES = [
 ]
 
 
-def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
-                                                             monkeypatch) -> None:
-    """With keyed state, statements and queries that read tables run on the spark engine
-    (they were refused): DuckDB on the driver evaluates them over the tables read from
-    the keyed state (with the transaction's staged rows) and the views' copies.  Random
-    instances of each kind, then every table, view and query, equal DuckDB running the
-    same statements; a DELETE fixing ``ok`` hands DuckDB only the rows holding it, and a
-    SELECT over one table fixing columns reads only the rows holding them."""
+@pytest.mark.parametrize("state", ["keyed", "shards"])
+def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path, monkeypatch,
+                                                             state) -> None:
+    """Statements and queries that read tables run on the spark engine: DuckDB on the
+    driver evaluates them over the tables read by Spark jobs (from the keyed state, or,
+    with views in shards, from the shards' logs; with shards they were refused) with the
+    transaction's staged rows, and the views' copies.  Random instances of each kind, then
+    every table, view and query, equal DuckDB running the same statements; a DELETE fixing
+    ``ok`` hands DuckDB only the rows holding it, and a SELECT over one table fixing
+    columns reads only the rows holding them.  In shards, ``nation`` is read from a group
+    that copies it to both its shards (from one of them), the others from groups that
+    partition them, and ``lonely`` (no view reads it) from a group of its own."""
     import upkeep.spark.connection as spark_connection
     handed: list[int] = []
     real = spark_connection.matches_by_duckdb
@@ -816,13 +812,19 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
     monkeypatch.setattr(spark_connection, "matches_by_duckdb", counting)
     reads: list[tuple[str, str | None]] = []  # (table, the WHERE its rows were read by)
     real_rows = spark_connection.committed_rows
+    real_shard_rows = spark_connection.committed_shard_rows
 
     def reading(session, checkpoint, wanted):
         reads.extend((name, where) for name, _, where in wanted.values())
         return real_rows(session, checkpoint, wanted)
 
+    def reading_shards(session, checkpoint, wanted):
+        reads.extend((name, where) for name, (_, _, _, where) in wanted.items())
+        return real_shard_rows(session, checkpoint, wanted)
+
     monkeypatch.setattr(spark_connection, "committed_rows", reading)
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, state="keyed",
+    monkeypatch.setattr(spark_connection, "committed_shard_rows", reading_shards)
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state=state,
                         database=tmp_path / "db")
     con = duckdb.connect()
     setup = [TABLES, "CREATE TABLE lonely (x INTEGER)",  # a table no view reads
@@ -832,7 +834,9 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
              "INSERT INTO orders VALUES (1, 1, 10.00, 2), (2, 1, 60.00, 3), "
              "(3, 2, 70.00, 4), (4, 3, 5.00, NULL), (5, 2, 80.00, 2), (6, 4, 1.50, 1)",
              "INSERT INTO lonely VALUES (7), (7), (NULL)"]
-    views = {"per_segment_ck": "SELECT ck FROM orders GROUP BY ck HAVING COUNT(*) > 1",
+    views = {"order_regions": "SELECT o.ok, n.region FROM orders o JOIN customer c "
+                              "ON o.ck = c.ck JOIN nation n ON n.nk = c.nk",
+             "per_segment_ck": "SELECT ck FROM orders GROUP BY ck HAVING COUNT(*) > 1",
              "all_orders": "SELECT * FROM orders", "all_customers": "SELECT * FROM customer",
              "all_nations": "SELECT * FROM nation"}
     for sql in setup:
@@ -878,14 +882,6 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path,
     for name, sql in views.items():
         assert normal(db.view(name).rows()) == normal(con.execute(sql).fetchall()), name
     db.close()
-    shards = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "s")
-    shards.execute(TABLES)
-    for sql in ("SELECT * FROM orders", "INSERT INTO orders SELECT * FROM orders",
-                "DELETE FROM orders WHERE ck IN (SELECT ck FROM customer)"):
-        with pytest.raises(upkeep.UnsupportedError, match="state='keyed'"):
-            shards.execute(sql)
-    shards.close()
-
 
 
 class CountedMap(keyed_state.MapInMemory):

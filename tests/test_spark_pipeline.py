@@ -211,31 +211,22 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
         SparkPipelineRunner(resharded, spark=spark).run()
 
 
-def test_a_sink_added_after_a_run_is_refused_with_shards(spark, tmp_path) -> None:
-    """With views in shards a sink new to a pipeline that has run would hold only the
-    later batches' deltas (the tables' rows are in the shards, which the driver cannot
-    read): refused, naming the ways to fill it."""
-    stream = Stream(seed=5).generate(60)
-    WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
-    assert SparkPipelineRunner(load_config(spark_pipeline(tmp_path, every_view("jsonl"))),
-                               spark=spark).run()
-    config = load_config(spark_pipeline(tmp_path, every_view("jsonl", "parquet")))
-    with pytest.raises(PipelineError, match=r"new sink of a pipeline that has already run.*"
-                                            r"state = \"keyed\" fills"):
-        SparkPipelineRunner(config, spark=spark).run()
-
-
-def test_a_sink_added_to_a_keyed_pipeline_starts_from_its_views_rows(spark, tmp_path) -> None:
-    """In keyed state a sink new to a pipeline that has run is filled with its view's rows
-    as of the last committed micro-batch (read from the tables' keyed state), as a local
-    sink is at start, then takes the later batches: each kind ends equal to the model."""
+@pytest.mark.parametrize(("state", "reader"), [("shards", "committed_shard_rows"),
+                                               ("keyed", "committed_rows")])
+def test_a_sink_added_to_a_pipeline_starts_from_its_views_rows(spark, tmp_path, state,
+                                                                reader) -> None:
+    """A sink new to a pipeline that has run is filled with its view's rows as of the last
+    committed micro-batch, as a local sink is at start, then takes the later batches: each
+    kind ends equal to the model.  The rows are read by a Spark job from the tables' keyed
+    state, or, with views in shards, from the shards' logs (a partitioned table from every
+    shard, a copied one from one); before, a shards pipeline refused such a sink."""
     stream = Stream(seed=6).generate(240)
     records = stream.records
     WRITERS["jsonl"](tmp_path / "changes", records[:120], files=2)
-    keyed = SPARK.replace("files_per_batch = 1", 'state = "keyed"')
+    extra = SPARK.replace("files_per_batch = 1", f'state = "{state}"')
 
     def config(kinds: tuple[str, ...]):
-        return load_config(write_pipeline(tmp_path, state_dir="state", extra=keyed,
+        return load_config(write_pipeline(tmp_path, state_dir="state", extra=extra,
                                           sinks=every_view(*kinds)))
 
     assert SparkPipelineRunner(config(("parquet-deltas",)), spark=spark).run()
@@ -247,7 +238,7 @@ def test_a_sink_added_to_a_keyed_pipeline_starts_from_its_views_rows(spark, tmp_
         raise RuntimeError("the tables could not be read")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(spark_pipeline_module, "committed_rows", failing)
+        patch.setattr(spark_pipeline_module, reader, failing)
         with pytest.raises(PipelineError, match="could not be read"):
             SparkPipelineRunner(config(ALL_SINKS), spark=spark).run()
     assert not (tmp_path / "out" / f"{next(iter(VIEW_KINDS))}.jsonl").exists()

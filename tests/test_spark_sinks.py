@@ -58,9 +58,14 @@ def model(upto: int) -> Counter:
     return +state
 
 
+def no_late_start(view: str) -> list[tuple]:
+    """The fill of these tests' sinks: none starts late (the pipeline tests fill some)."""
+    raise AssertionError(f"a sink of {view} started late")
+
+
 def sink(catalog, kind: str, path: Path, committed: int, spark, **options):
     return open_sink(SinkConfig(VIEW, kind, f"sink {kind}", {"path": path, **options}),
-                     catalog, committed, spark)
+                     catalog, committed, spark, no_late_start)
 
 
 def snapshot(path: Path) -> tuple[int, Counter]:

@@ -82,7 +82,14 @@ from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
-from .dml import committed_rows, fixed_sql, predicate, where_sql
+from .dml import (
+    committed_rows,
+    committed_shard_rows,
+    fixed_sql,
+    predicate,
+    shard_reads,
+    where_sql,
+)
 from .errors import query_error, spark_job_errors
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
@@ -381,8 +388,6 @@ class SparkConnection(Engine):
         the relations it reads (:mod:`upkeep.dml_rows`)."""
         self._check_open()
         verb = "DELETE" if isinstance(stmt, exp.Delete) else "UPDATE"
-        self._need_keyed(f"{verb} ... WHERE",
-                         "or use db.delete(table, rows) and db.insert(table, rows)")
         refuse_per_row_random(stmt)
         table = self._catalog.table(stmt.this.name)
         columns = self._catalog.schema_of(table.name)
@@ -434,28 +439,27 @@ class SparkConnection(Engine):
                 self._commit_now([(staged, None)])
         return Cursor(rowcount=sum(w for _, w, _ in changed))
 
-    def _need_keyed(self, what: str, otherwise: str) -> None:
-        """Refuse ``what``, which reads tables' rows, unless they are in keyed state."""
-        if self.state != "keyed":
-            raise UnsupportedError(
-                f"{what} on the spark engine needs the tables' rows in Spark's keyed state: "
-                f"connect(engine='spark', state='keyed'); {otherwise}")
-
     def _table_rows(self, reads: dict[str, str | None]) -> dict[str, Counter]:
         """The rows of each table of ``reads`` that satisfy its WHERE (None: all), with
-        counts: the committed ones by one Spark job over the tables' keyed state, plus
-        what the calling thread's transaction staged.  Called holding ``_writes``, after
-        every committed change file is processed."""
+        counts: the committed ones by Spark jobs over the tables' keyed state or, for
+        tables in shards, the shards' logs (every table is in one or the other:
+        :func:`upkeep.spark.routing.tables_group`), filtered on the executors, plus what
+        the calling thread's transaction staged.  Called holding ``_writes``, after every
+        committed change file is processed."""
         self._sync()
         columns = {name: self._catalog.schema_of(name) for name in reads}
         found = {name: Counter() for name in reads}
         checkpoint = self._checkpoint()
         if any((checkpoint / "commits").glob("[0-9]*")):
-            tables = self._plan_now().keyed.tables
+            plan = self._plan_now()
+            keyed = plan.keyed.tables if plan.keyed is not None else ()
+            in_shards = {name: where for name, where in reads.items() if name not in keyed}
             with spark_job_errors():
-                found = committed_rows(self.spark, str(checkpoint), {
-                    tables.index(name): (name, columns[name], where)
-                    for name, where in reads.items()})
+                found.update(committed_rows(self.spark, str(checkpoint), {
+                    keyed.index(name): (name, columns[name], where)
+                    for name, where in reads.items() if name in keyed}))
+                found.update(committed_shard_rows(self.spark, str(checkpoint), shard_reads(
+                    plan.groups, in_shards, columns)))
         tests = {name: predicate(name, columns[name], where) for name, where in reads.items()}
         for name, row, weight in self._pending or []:
             if name in reads and tests[name](row) is True:
@@ -492,8 +496,6 @@ class SparkConnection(Engine):
                 tables[table.name] = fixed_sql(self._catalog.schema_of(table.name), fixed)
         if tables:  # a Spark job: not once the database is closed (views' copies are)
             self._check_open()
-            self._need_keyed(f"a query reading table {min(tables)}",
-                             "the driver holds views' rows, not tables'")
         with self._writes:  # tables and views read at the same committed micro-batch
             self.expire()
             if tables:

@@ -1,9 +1,11 @@
 """``DELETE ... WHERE`` and ``UPDATE ... SET ... WHERE`` on the Spark engine.
 
-With keyed state (:mod:`.keyed`) the tables' rows live in their table steps' state, so a
-statement finds its rows by a Spark job over that state (Spark's ``statestore`` data source
-reads the last committed micro-batch's state; executors evaluate the WHERE with the local
-engine's expression compiler) and stages them as deletes (and, for UPDATE, the new rows as
+With keyed state (:mod:`.keyed`) the tables' rows live in their table steps' state, and
+with views in shards in the shards' logs (``ShardProcessor.log``: every table is in a view
+group, or in the group of tables no view reads), so a statement finds its rows by a Spark
+job over that state (Spark's ``statestore`` data source reads the last committed
+micro-batch's state; executors evaluate the WHERE with the local engine's expression
+compiler) and stages them as deletes (and, for UPDATE, the new rows as
 inserts) in the connection's batch: the statement commits as one micro-batch, or with its
 transaction.  Rows staged earlier in the same transaction are matched on the driver.
 Statements that read tables beyond their own rows (subqueries, ``INSERT ... SELECT``,
@@ -30,6 +32,7 @@ from ..types import SqlType
 from .errors import BatchRejected
 
 MATCH_SCHEMA = "step long, row binary, weight long"
+LOGGED_SCHEMA = "table string, row binary, weight long"
 
 #: table step -> (its table, the table's columns, the WHERE its rows are read through)
 Reads = dict[int, tuple[str, list[tuple[str, SqlType]], str | None]]
@@ -61,8 +64,10 @@ def _matches(reads: Reads, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFr
 def committed_rows(spark: SparkSession, checkpoint: str, reads: Reads) -> dict[str, Counter]:
     """The committed rows of each table step of ``reads`` that satisfy its WHERE, with
     counts, by table: one Spark job over the last committed micro-batch's state."""
-    metadata = spark.read.format("state-metadata").load(checkpoint).collect()
     found: dict[str, Counter] = {name: Counter() for name, _, _ in reads.values()}
+    if not reads:
+        return found
+    metadata = spark.read.format("state-metadata").load(checkpoint).collect()
     for operator in metadata:
         if not _keeps_tables(operator.operatorProperties):
             continue  # the shards' log, when some views run in shards
@@ -80,8 +85,84 @@ def committed_rows(spark: SparkSession, checkpoint: str, reads: Reads) -> dict[s
 def _keeps_tables(properties: str | None) -> bool:
     """Whether a stateful operator (its ``state-metadata`` properties, JSON) is a level of
     keyed steps: the one kind that declares the ``values`` map state table steps keep."""
+    return _declares(properties, "values")
+
+
+def _declares(properties: str | None, state: str) -> bool:
+    """Whether a stateful operator's ``state-metadata`` properties (JSON) declare the state
+    variable ``state``."""
     variables = json.loads(properties or "{}").get("stateVariables", [])
-    return any(v.get("stateName") == "values" for v in variables)
+    return any(v.get("stateName") == state for v in variables)
+
+
+#: table -> (the view group whose shards' logs it is read from, whether that group
+#: partitions it over its shards (else every shard holds it whole), its columns, its WHERE)
+ShardReads = dict[str, tuple[str, bool, list[tuple[str, SqlType]], str | None]]
+
+
+def shard_reads(groups: list, wheres: dict[str, str | None],
+                columns: dict[str, list[tuple[str, SqlType]]]) -> ShardReads:
+    """Where each table of ``wheres`` is read from when views run in shards: the first view
+    group that reads it (a group holds every row of each table it reads, partitioned over
+    its shards or copied to each).  A table no view reads has no shard to hold it: left
+    out (the caller reads it elsewhere)."""
+    reads: ShardReads = {}
+    for name, where in wheres.items():
+        group = next((g for g in groups if name in g.tables), None)
+        if group is not None:
+            reads[name] = (group.name, name in group.routes, columns[name], where)
+    return reads
+
+
+def _logged_matches(reads: ShardReads, frames: Iterator[pd.DataFrame]
+                    ) -> Iterator[pd.DataFrame]:
+    """Shards' log chunks (``ShardProcessor.log``: pickled ``(table, row, weight)`` lists,
+    the changes each shard applied) as the rows they leave, net, that satisfy their table's
+    WHERE: a partitioned table's from every shard of its group, a copied one's from shard
+    0 only (every shard holds it whole)."""
+    tests = {name: predicate(name, cols, where) for name, (_, _, cols, where) in reads.items()}
+    for frame in frames:
+        net: Counter = Counter()
+        for group, shard, chunk in zip(frame["grp"], frame["shard"], frame["chunk"],
+                                       strict=True):
+            for table, row, weight in pickle.loads(chunk):
+                read = reads.get(table)
+                if read is not None and read[0] == group and (read[1] or shard == 0):
+                    net[table, row] += weight
+        try:
+            keep = [(table, pickle.dumps(row, protocol=5), n)
+                    for (table, row), n in net.items() if n and tests[table](row) is True]
+        except Error as exc:  # a row the WHERE cannot evaluate: the local engine's error
+            raise BatchRejected(exc.to_record()) from None
+        yield pd.DataFrame(keep, columns=["table", "row", "weight"])
+
+
+def committed_shard_rows(spark: SparkSession, checkpoint: str, reads: ShardReads
+                         ) -> dict[str, Counter]:
+    """The committed rows of each table of ``reads`` that satisfy its WHERE, with counts,
+    where views run in shards: one Spark job over the shards' logs in the last committed
+    micro-batch's state (each ``(group, shard)`` key's changes; a log is compacted to its
+    live rows as it grows, so this reads about the tables' size).  A row's count is its
+    net weight over the log, whatever the order of its chunks."""
+    found: dict[str, Counter] = {name: Counter() for name in reads}
+    if not reads:
+        return found
+    groups = sorted({group for group, _, _, _ in reads.values()})
+    for operator in spark.read.format("state-metadata").load(checkpoint).collect():
+        if not _declares(operator.operatorProperties, "log"):
+            continue  # the keyed steps' levels, when some views are keyed
+        state = (spark.read.format("statestore").option("operatorId", operator.operatorId)
+                 .option("stateVarName", "log").load(checkpoint)
+                 .where(F.col("key.grp").isin(groups))
+                 .select(F.col("key.grp").alias("grp"), F.col("key.shard").alias("shard"),
+                         F.col("list_element.chunk").alias("chunk")))
+        hits = state.mapInPandas(partial(_logged_matches, reads), LOGGED_SCHEMA)
+        for r in hits.collect():
+            found[r.table][pickle.loads(r.row)] += int(r.weight)
+    for counted in found.values():  # a row a partition added and another took back
+        for row in [row for row, n in counted.items() if not n]:
+            del counted[row]
+    return found
 
 
 def fixed_sql(columns: list[tuple[str, SqlType]], fixed: list[tuple[int, object]]) -> str:

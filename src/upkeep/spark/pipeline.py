@@ -31,7 +31,7 @@ from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
 from .codec import decode_deltas
-from .dml import committed_rows
+from .dml import committed_rows, committed_shard_rows, shard_reads
 from .errors import query_error, spark_job_errors
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
@@ -100,7 +100,7 @@ class SparkPipelineRunner:
                 if not tick.exists():
                     tick.write_text("start\n")  # not empty: Spark skips empty files
             order_by_name(self.config.source.path)
-            fill = self._rows_so_far(spark, checkpoint, plan) if plan.keyed else None
+            fill = self._rows_so_far(spark, checkpoint, plan)
             sinks = [open_sink(s, self.catalog, committed, spark, fill)
                      for s in self.config.sinks]
             rates = [RateSource(**r) for r in self.config.spark_rates]
@@ -116,7 +116,7 @@ class SparkPipelineRunner:
                 writer = writer.trigger(availableNow=True)
             query = writer.start()
             self.console.print(f"upkeep: pipeline {self.config.name} on Spark "
-                               f"({spark.sparkContext.master}), {len(plan.groups)} view "
+                               f"({spark.sparkContext.master}), {sum(1 for g in plan.groups if g.views)} view "
                                f"group(s); checkpoint {checkpoint}", highlight=False)
             deadline = (time.monotonic() + self.config.spark_run_seconds
                         if self.config.spark_run_seconds else None)
@@ -200,17 +200,21 @@ class SparkPipelineRunner:
 
     def _rows_so_far(self, spark, checkpoint: Path, plan) -> Callable[[str], list[tuple]]:
         """``view -> its rows`` after the last committed micro-batch, for a sink new to a
-        run that has committed some: the tables' rows read from their keyed state by one
-        Spark job (on first use, through the driver) into a local database of the
-        pipeline's schema, whose views the local engine then computes."""
+        run that has committed some: the tables' rows read by Spark jobs (on first use,
+        through the driver) from their keyed state, or, where views run in shards, from
+        the shards' logs, into a local database of the pipeline's schema, whose views the
+        local engine then computes."""
         @functools.cache
         def database() -> Connection:
             db = Connection()
             ensure_schema(db, self.config)
-            tables = plan.keyed.tables
+            keyed = plan.keyed.tables if plan.keyed is not None else ()
+            others = {name: None for name in db.tables() if name not in keyed}
             with spark_job_errors():
                 found = committed_rows(spark, str(checkpoint), {
-                    i: (name, db.schema_of(name), None) for i, name in enumerate(tables)})
+                    i: (name, db.schema_of(name), None) for i, name in enumerate(keyed)})
+                found.update(committed_shard_rows(spark, str(checkpoint), shard_reads(
+                    plan.groups, others, {name: db.schema_of(name) for name in others})))
             with db.transaction():
                 for name, counted in found.items():
                     db.insert(name, list(counted.elements()))

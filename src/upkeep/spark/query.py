@@ -32,7 +32,7 @@ from .processor import (
     route_keyed_files,
     route_rows,
 )
-from .routing import plan_groups, view_inputs
+from .routing import plan_groups, tables_group, view_inputs
 from .session import configure
 
 BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
@@ -72,6 +72,12 @@ def make_plan(db: LocalCatalog, shards: int, on_error: str = "stop",
         layout = layout if layout.tables else None
     groups = plan_groups(db, shards, fixpoints,
                          frozenset(layout.views) if layout else frozenset())
+    held = set(layout.tables) if layout else set()
+    for group in groups:
+        held |= group.tables
+    unheld = sorted(set(db.tables) - held)  # no view reads them
+    if unheld:
+        groups.append(tables_group(db, unheld, shards))
     digest = hashlib.sha256(_canonical((catalog, [g.__dict__ for g in groups],
                                         layout and layout.__dict__)).encode())
     digest = digest.hexdigest()

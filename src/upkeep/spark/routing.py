@@ -59,6 +59,19 @@ class Group:
         return text + (f"; copied to every shard: {', '.join(copied)}" if copied else "")
 
 
+TABLES_GROUP = "tables"
+
+
+def tables_group(db: LocalCatalog, names: list[str], shards: int) -> Group:
+    """A group of no views holding the tables ``names`` that no view reads, so that their
+    changes are checked as everywhere else (a delete must find its row, a key stays unique)
+    and their rows are kept in the shards' logs, where statements and queries read them.
+    Each is partitioned on its first PRIMARY KEY column, else its first column: equal rows
+    and equal keys meet in one shard."""
+    routes = {name: (db.tables[name].key or (0,))[0] for name in names}
+    return Group(TABLES_GROUP, shards, [], routes if shards > 1 else {}, set(names))
+
+
 def partition_columns(db: LocalCatalog, name: str, sql: str) -> dict[str, int] | None:
     """``{table: column index}`` to partition view ``name`` on, or None if it cannot be."""
     try:  # a single SELECT over base tables (WITH and derived tables do not bind here)

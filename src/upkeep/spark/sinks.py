@@ -23,7 +23,8 @@ reader never sees half of one; a micro-batch Spark replays replaces its own dire
 at start directories of batches the checkpoint never committed are removed: each batch is
 there exactly once.  A run with a fresh checkpoint starts every sink afresh, as the local
 sinks overwrite their files; a sink new to a run that has committed micro-batches starts
-from its view's rows, read from the tables' keyed state (:func:`starts_late`).
+from its view's rows, read from the tables' keyed state or the shards' logs
+(:func:`starts_late`).
 ``terminal`` prints deltas from the driver (at least once; display only).
 """
 
@@ -115,25 +116,15 @@ def remove_uncommitted(directory: Path, committed: int) -> None:
 
 
 #: a view's rows (duplicates repeated) after the last committed micro-batch, read from the
-#: tables' keyed state (:meth:`upkeep.spark.pipeline.SparkPipelineRunner.run`); None where
-#: the tables live in shards, which the driver cannot read
-Fill = Callable[[str], list[tuple]] | None
+#: tables' keyed state or the shards' logs (:meth:`upkeep.spark.pipeline.SparkPipelineRunner.run`)
+Fill = Callable[[str], list[tuple]]
 
 
-def starts_late(config: SinkConfig, committed: int, fill: Fill) -> bool:
+def starts_late(committed: int) -> bool:
     """Whether a sink with nothing at its path joins a pipeline that has already run (its
     checkpoint committed micro-batch ``committed``): it is then filled with its view's rows
-    as of that batch, as a local sink is at start, when ``fill`` can read them; with shards
-    it is refused, since it could only hold the later batches' deltas."""
-    if committed < 0:
-        return False
-    if fill is None:
-        raise PipelineError(
-            f"{config.label}: a new sink of a pipeline that has already run (its checkpoint "
-            f"has committed micro-batch {committed}); with views in shards a sink starts "
-            "with its pipeline ([spark] state = \"keyed\" fills a new one from the tables' "
-            "keyed state): run with a fresh state_dir to fill every sink from all the changes")
-    return True
+    as of that batch (:func:`filled_rows`), as a local sink is at start."""
+    return committed >= 0
 
 
 def filled_rows(config: SinkConfig, fill: Fill) -> Changes:
@@ -210,10 +201,10 @@ class ParquetDeltas(ExecutorSink):
     """``<path>/batch=<id>/``: each micro-batch's net delta as Parquet."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 fill: Fill = None):
+                 fill: Fill):
         super().__init__(config, catalog)
         check_columns(self.columns, config.label)
-        if not self.path.exists() and starts_late(config, committed, fill):
+        if not self.path.exists() and starts_late(committed):
             # the view's rows so far, as the delta of the last committed batch
             changes = filled_rows(config, fill)
 
@@ -236,9 +227,9 @@ class JsonlBatches(ExecutorSink):
     executors by the local sink's own code (:func:`~upkeep.io.sinks.jsonl.delta_lines`)."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 fill: Fill = None):
+                 fill: Fill):
         super().__init__(config, catalog)
-        if not self.path.exists() and starts_late(config, committed, fill):
+        if not self.path.exists() and starts_late(committed):
             # the view's rows so far, as the lines of the last committed batch
             lines = delta_lines([n for n, _ in self.columns], filled_rows(config, fill),
                                 committed)
@@ -276,13 +267,13 @@ class ParquetSnapshot(ExecutorSink):
     (``<path>.snapshots/pending/batch=<id>/``) after every ``every`` batches and at close."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 spark: SparkSession, fill: Fill = None):
+                 spark: SparkSession, fill: Fill):
         super().__init__(config, catalog)
         if self.path.is_dir() and not self.path.is_symlink():
             raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
                                 f"engine the parquet sink keeps a link to its latest snapshot "
                                 f"there (move the directory away or choose another path)")
-        late = not self.path.is_symlink() and starts_late(config, committed, fill)
+        late = not self.path.is_symlink() and starts_late(committed)
         self.spark = spark
         self.every = int(config.options.get("every") or 1)
         self.store = self.path.with_name(self.path.name + ".snapshots")
@@ -374,7 +365,7 @@ class ParquetSnapshot(ExecutorSink):
 
 
 def open_sink(config: SinkConfig, catalog: Connection, committed: int,
-              spark: SparkSession, fill: Fill = None) -> Sink:
+              spark: SparkSession, fill: Fill) -> Sink:
     """The Spark pipeline's sink for ``config``; ``committed`` is the checkpoint's last
     committed micro-batch (-1 if none); ``fill`` fills a sink new to a pipeline that has
     run (:func:`starts_late`)."""
