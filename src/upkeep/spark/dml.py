@@ -102,10 +102,11 @@ ShardReads = dict[str, tuple[str, bool, list[tuple[str, SqlType]], str | None]]
 
 def shard_reads(groups: list, wheres: dict[str, str | None],
                 columns: dict[str, list[tuple[str, SqlType]]]) -> ShardReads:
-    """Where each table of ``wheres`` is read from when views run in shards: the first view
-    group that reads it (a group holds every row of each table it reads, partitioned over
-    its shards or copied to each).  A table no view reads has no shard to hold it: left
-    out (the caller reads it elsewhere)."""
+    """Where each table of ``wheres`` is read from when views run in shards: the first
+    group that holds it (a group holds every row of each table it reads, partitioned over
+    its shards or copied to each; tables no view reads are held by
+    :func:`upkeep.spark.routing.tables_group`).  A table no group holds (one in keyed
+    state only) is left out: the caller reads it there."""
     reads: ShardReads = {}
     for name, where in wheres.items():
         group = next((g for g in groups if name in g.tables), None)
