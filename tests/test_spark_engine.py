@@ -156,29 +156,6 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     assert remote.view("joined").rows() == [(7, "AUTO")]  # what it holds stays readable
 
 
-def test_a_table_no_view_reads_is_checked_and_kept_in_the_shards(spark, tmp_path) -> None:
-    """With views in shards, a table that no view reads has a group of its own: a delete
-    of a row it does not hold and a duplicate key are refused as on the local engine (they
-    were accepted, and a view created later over the table then replayed a log that its
-    checks reject), nothing of the refused change is kept, and its rows are read from the
-    shards' logs."""
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "db")
-    db.execute("CREATE TABLE kept (k INTEGER PRIMARY KEY, v VARCHAR)")
-    db.execute("CREATE TABLE other (a INTEGER)")
-    db.create_view("n", "SELECT COUNT(*) AS n FROM other")
-    db.insert("kept", [(1, "a"), (2, "b"), (3, "c")])
-    with pytest.raises(upkeep.ConstraintError, match="not present"):
-        db.delete("kept", [(2, "b"), (5, "nope")])
-    with pytest.raises(upkeep.ConstraintError, match="duplicate primary key"):
-        db.insert("kept", [(4, "d"), (1, "again")])
-    assert sorted(db.execute("SELECT * FROM kept").fetchall()) == [(1, "a"), (2, "b"),
-                                                                   (3, "c")]
-    assert db.execute("DELETE FROM kept WHERE k >= 2").rowcount == 2
-    db.create_view("all_kept", "SELECT * FROM kept")  # replays the log: every change checks
-    assert db.view("all_kept").rows() == [(1, "a")]
-    db.close()
-
-
 def test_a_table_declared_again_must_be_declared_as_before(spark, tmp_path) -> None:
     """Change files hold rows by position: after a reopen, a table declared with its
     columns in another order (or of other types) is refused, not read under the wrong

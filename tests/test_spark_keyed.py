@@ -800,7 +800,8 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path, mon
     ``ok`` hands DuckDB only the rows holding it, and a SELECT over one table fixing
     columns reads only the rows holding them.  In shards, ``nation`` is read from a group
     that copies it to both its shards (from one of them), the others from groups that
-    partition them, and ``lonely`` (no view reads it) from a group of its own."""
+    partition them, and ``lonely`` (no view reads it) from a group of its own, which
+    checks its records (a delete of a row it does not hold was accepted in shards)."""
     import upkeep.spark.connection as spark_connection
     handed: list[int] = []
     real = spark_connection.matches_by_duckdb
@@ -849,6 +850,10 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path, mon
     for name, sql in views.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
         db.create_view(name, sql)
+    # no view reads lonely, and its records are checked all the same (in shards they were
+    # not: a group of no views holds it now, routing.tables_group)
+    with pytest.raises(upkeep.ConstraintError, match="not present"):
+        db.delete("lonely", [(99,)])
     rng = random.Random(7)
     holding = every = None
     for template in READING_STATEMENTS:
