@@ -812,8 +812,9 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path, mon
 
     monkeypatch.setattr(spark_connection, "matches_by_duckdb", counting)
     reads: list[tuple[str, str | None]] = []  # (table, the WHERE its rows were read by)
-    real_rows = spark_connection.committed_rows
-    real_shard_rows = spark_connection.committed_shard_rows
+    import upkeep.spark.dml as spark_dml
+    real_rows = spark_dml.committed_rows
+    real_shard_rows = spark_dml.committed_shard_rows
 
     def reading(session, checkpoint, wanted):
         reads.extend((name, where) for name, _, where in wanted.values())
@@ -823,8 +824,8 @@ def test_statements_and_queries_reading_tables_match_duckdb(spark, tmp_path, mon
         reads.extend((name, where) for name, (_, _, _, where) in wanted.items())
         return real_shard_rows(session, checkpoint, wanted)
 
-    monkeypatch.setattr(spark_connection, "committed_rows", reading)
-    monkeypatch.setattr(spark_connection, "committed_shard_rows", reading_shards)
+    monkeypatch.setattr(spark_dml, "committed_rows", reading)
+    monkeypatch.setattr(spark_dml, "committed_shard_rows", reading_shards)
     db = upkeep.connect(engine="spark", spark=spark, shards=2, state=state,
                         database=tmp_path / "db")
     con = duckdb.connect()

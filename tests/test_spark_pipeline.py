@@ -232,13 +232,13 @@ def test_a_sink_added_to_a_pipeline_starts_from_its_views_rows(spark, tmp_path, 
     assert SparkPipelineRunner(config(("parquet-deltas",)), spark=spark).run()
     # a fill that fails is the sink's PipelineError and leaves nothing at its path, so the
     # next run fills it again (an empty directory left behind had made it a started sink)
-    import upkeep.spark.pipeline as spark_pipeline_module
+    import upkeep.spark.dml as spark_dml
 
     def failing(*args):
         raise RuntimeError("the tables could not be read")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(spark_pipeline_module, reader, failing)
+        patch.setattr(spark_dml, reader, failing)
         with pytest.raises(PipelineError, match="could not be read"):
             SparkPipelineRunner(config(ALL_SINKS), spark=spark).run()
     assert not (tmp_path / "out" / f"{next(iter(VIEW_KINDS))}.jsonl").exists()

@@ -82,14 +82,7 @@ from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
 from ..zset import net_by_table
 from .codec import decode_deltas
-from .dml import (
-    committed_rows,
-    committed_shard_rows,
-    fixed_sql,
-    predicate,
-    shard_reads,
-    where_sql,
-)
+from .dml import committed_tables, fixed_sql, predicate, where_sql
 from .errors import query_error, spark_job_errors
 from .fixpoint import FIXPOINT_VIEW, FixpointDriver
 from .group_commit import GroupCommit
@@ -451,15 +444,9 @@ class SparkConnection(Engine):
         found = {name: Counter() for name in reads}
         checkpoint = self._checkpoint()
         if any((checkpoint / "commits").glob("[0-9]*")):
-            plan = self._plan_now()
-            keyed = plan.keyed.tables if plan.keyed is not None else ()
-            in_shards = {name: where for name, where in reads.items() if name not in keyed}
             with spark_job_errors():
-                found.update(committed_rows(self.spark, str(checkpoint), {
-                    keyed.index(name): (name, columns[name], where)
-                    for name, where in reads.items() if name in keyed}))
-                found.update(committed_shard_rows(self.spark, str(checkpoint), shard_reads(
-                    plan.groups, in_shards, columns)))
+                found = committed_tables(self.spark, str(checkpoint), self._plan_now(),
+                                         reads, columns)
         tests = {name: predicate(name, columns[name], where) for name, where in reads.items()}
         for name, row, weight in self._pending or []:
             if name in reads and tests[name](row) is True:

@@ -100,19 +100,15 @@ def _declares(properties: str | None, state: str) -> bool:
 ShardReads = dict[str, tuple[str, bool, list[tuple[str, SqlType]], str | None]]
 
 
-def shard_reads(groups: list, wheres: dict[str, str | None],
-                columns: dict[str, list[tuple[str, SqlType]]]) -> ShardReads:
+def _shard_reads(plan, wheres: dict[str, str | None],
+                 columns: dict[str, list[tuple[str, SqlType]]]) -> ShardReads:
     """Where each table of ``wheres`` is read from when views run in shards: the first
-    group that holds it (a group holds every row of each table it reads, partitioned over
-    its shards or copied to each; tables no view reads are held by
-    :func:`upkeep.spark.routing.tables_group`).  A table no group holds (one in keyed
-    state only) is left out: the caller reads it there."""
-    reads: ShardReads = {}
-    for name, where in wheres.items():
-        group = next((g for g in groups if name in g.tables), None)
-        if group is not None:
-            reads[name] = (group.name, name in group.routes, columns[name], where)
-    return reads
+    group that holds it (``plan.readers()``; a group holds every row of each table it
+    reads, partitioned over its shards or copied to each; tables no view reads are held by
+    :func:`upkeep.spark.routing.tables_group`)."""
+    readers = plan.readers()
+    return {name: (readers[name][0].name, name in readers[name][0].routes, columns[name],
+                   where) for name, where in wheres.items() if name in readers}
 
 
 def _logged_matches(reads: ShardReads, frames: Iterator[pd.DataFrame]
@@ -163,6 +159,22 @@ def committed_shard_rows(spark: SparkSession, checkpoint: str, reads: ShardReads
     for counted in found.values():  # a row a partition added and another took back
         for row in [row for row, n in counted.items() if not n]:
             del counted[row]
+    return found
+
+
+def committed_tables(spark: SparkSession, checkpoint: str, plan,
+                     wheres: dict[str, str | None],
+                     columns: dict[str, list[tuple[str, SqlType]]]) -> dict[str, Counter]:
+    """The committed rows of each table of ``wheres`` that satisfy its WHERE (None: all),
+    with counts: a table in keyed state read from its table step, any other from the
+    shards' logs (every table is in one or the other)."""
+    keyed = plan.keyed.tables if plan.keyed is not None else ()
+    found: dict[str, Counter] = {name: Counter() for name in wheres}
+    found.update(committed_rows(spark, checkpoint, {
+        keyed.index(name): (name, columns[name], where)
+        for name, where in wheres.items() if name in keyed}))
+    found.update(committed_shard_rows(spark, checkpoint, _shard_reads(
+        plan, {name: w for name, w in wheres.items() if name not in keyed}, columns)))
     return found
 
 

@@ -31,7 +31,7 @@ from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
 from .codec import decode_deltas
-from .dml import committed_rows, committed_shard_rows, shard_reads
+from .dml import committed_tables
 from .errors import query_error, spark_job_errors
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
@@ -208,13 +208,10 @@ class SparkPipelineRunner:
         def database() -> Connection:
             db = Connection()
             ensure_schema(db, self.config)
-            keyed = plan.keyed.tables if plan.keyed is not None else ()
-            others = {name: None for name in db.tables() if name not in keyed}
+            names = db.tables()
             with spark_job_errors():
-                found = committed_rows(spark, str(checkpoint), {
-                    i: (name, db.schema_of(name), None) for i, name in enumerate(keyed)})
-                found.update(committed_shard_rows(spark, str(checkpoint), shard_reads(
-                    plan.groups, others, {name: db.schema_of(name) for name in others})))
+                found = committed_tables(spark, str(checkpoint), plan, dict.fromkeys(names),
+                                         {name: db.schema_of(name) for name in names})
             with db.transaction():
                 for name, counted in found.items():
                     db.insert(name, list(counted.elements()))
