@@ -651,14 +651,20 @@ _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 _COMPARE = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
+#: the digits of the widest integer upkeep holds (HUGEINT, below 2**127): a literal of more
+#: is beyond it and is not converted (Python refuses to convert over 4,300 digits)
+HUGEINT_DIGITS = 39
+
+
 def literal_value(node: exp.Literal) -> tuple[object, SqlType]:
     """A literal's Python value and its type, as DuckDB types it."""
     if node.is_string:
         return node.this, VARCHAR
     text = node.this
     if re.fullmatch(r"\d+", text):
-        value = int(text) if len(text.lstrip("0")) <= 39 else 2**128  # (not all converted)
-        if value > 2**127:  # DuckDB's UHUGEINT and BIGNUM (2**127 is -HUGEINT's least)
+        # beyond: DuckDB's UHUGEINT and BIGNUM (2**127 is -HUGEINT's least)
+        value = int(text) if len(text.lstrip("0")) <= HUGEINT_DIGITS else None
+        if value is None or value > 2**127:
             raise UnsupportedError(f"the integer literal {text[:50]} (beyond HUGEINT)"
                                    f"{_where(node)}")
         return value, INTEGER if value < 2**31 else BIGINT if value < 2**63 else HUGEINT

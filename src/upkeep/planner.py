@@ -161,8 +161,9 @@ def refuse_per_row_random(statement: exp.Expression) -> None:
 
 def refuse_volatile(name: str, query: exp.Expression) -> None:
     """Refuse a view whose rows would depend on when or how often it is evaluated
-    (random numbers, UUIDs, the clock, sampling): maintained, it could never equal the
-    same query evaluated now.  Rows that expire are tables' ``ttl_seconds``."""
+    (random numbers, UUIDs, the clock, sampling) or on what lies outside the database
+    (table functions reading files): maintained, it could never equal the same query
+    evaluated now.  Rows that expire are tables' ``ttl_seconds``."""
     for node in query.walk():
         if (isinstance(node, exp.Table) and isinstance(node.this, exp.Func)
                 and not isinstance(node.this, _TABLE_OF_VALUES)

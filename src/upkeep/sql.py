@@ -24,6 +24,7 @@ from sqlglot.dialects.duckdb import DuckDB
 from .duckdb_scratch import error_position, parse_statements, quote, scratch
 from .errors import EvaluationError, ParseError, SchemaError, UnsupportedError
 from .expressions import (
+    HUGEINT_DIGITS,
     ExpressionCompiler,
     Scope,
     _where,
@@ -162,7 +163,7 @@ def parse(sql: str) -> list[exp.Expression]:
                          f"character {bad}")
     check_syntax(sql)
     if _GLUED_EXPONENT.search(sql) or _GLUED_PARAMETER.search(sql):
-        sql = _unglue_exponents(sql)
+        sql = _unglue(sql)
     try:
         with quiet_sqlglot():
             # a comment after the last ``;`` is a statement of its own to sqlglot
@@ -199,7 +200,7 @@ _QUOTED_OR_GLUED = re.compile(
     re.DOTALL)
 
 
-def _unglue_exponents(sql: str) -> str:
+def _unglue(sql: str) -> str:
     """``sql`` with a space after each number in exponent notation that an operator
     follows (``1e3+1`` is 1001.0 in DuckDB) and after each ``$n`` parameter that a
     character other than a space follows, outside quotes and comments."""
@@ -431,7 +432,7 @@ def constant(node: exp.Expression) -> object:
         if node.is_string:
             return node.this
         text = node.this
-        if text.isdigit() and len(text) <= 39:
+        if text.isdigit() and len(text) <= HUGEINT_DIGITS:  # (else beyond: literal_value)
             return int(text)
         return literal_value(node)[0]  # a DECIMAL of up to 38 digits, else a DOUBLE
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
