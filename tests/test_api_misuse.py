@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import upkeep
-from upkeep import EvaluationError, SchemaError, StorageError, UnsupportedError
+from upkeep import Error, EvaluationError, SchemaError, StorageError, UnsupportedError
 
 
 def test_a_closed_durable_database_refuses_changes_and_keeps_what_it_logged(tmp_path) -> None:
@@ -172,6 +172,33 @@ def test_names_that_are_not_strings_are_schema_errors(people, call, error) -> No
 def test_a_database_that_is_not_a_path_is_refused() -> None:
     with pytest.raises(StorageError, match="directory path"):
         upkeep.connect(5)
+    with pytest.raises(StorageError, match="NUL character"):
+        upkeep.connect("db\0name")
+
+
+def test_a_transaction_block_runs_once_and_a_second_with_changes_nothing(people) -> None:
+    block = people.transaction()
+    with block:
+        people.insert("p", [("Grace", "Hopper", 1906)])
+    before = sorted(people.execute("SELECT * FROM p").fetchall())
+    with pytest.raises(Error, match="has run already"):
+        with block:
+            people.insert("p", [("Alan", "Turing", 1912)])
+    assert sorted(people.execute("SELECT * FROM p").fetchall()) == before
+    assert not people.in_transaction()
+    with people.transaction():  # a new block works
+        people.insert("p", [("Alan", "Turing", 1912)])
+    assert len(people.execute("SELECT * FROM p").fetchall()) == len(before) + 1
+
+
+@pytest.mark.parametrize("size", ["x", -1, 1.5, True])
+def test_fetchmany_takes_a_count_of_rows(people, size) -> None:
+    people.insert("p", [("Ada", "Lovelace", 1815), ("Grace", "Hopper", 1906)])
+    rows = people.execute("SELECT * FROM p ORDER BY born").fetchall()
+    cursor = people.execute("SELECT * FROM p ORDER BY born")
+    with pytest.raises(SchemaError, match="fetchmany takes a number of rows"):
+        cursor.fetchmany(size)
+    assert len(rows) >= 2 and cursor.fetchmany(2) == rows[:2]  # nothing was consumed
 
 
 @pytest.mark.parametrize("strategy", [None, "dyn", "general"])

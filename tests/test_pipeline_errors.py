@@ -68,6 +68,12 @@ BAD = {
         "an update needs 'after'"),
     "malformed JSON": ('{"table": "orders", "op": "insert", "row": [1, 2', "invalid JSON"),
     "not an object": ('[1, 2, 3]', "a change record must be a JSON object"),
+    "a key given twice": ('{"table": "orders", "op": "insert", "op": "delete", "row": '
+                          + json.dumps(ORDER) + "}",
+                          "invalid JSON: the key 'op' appears twice in one object"),
+    "a row's key given twice": (
+        '{"table": "customers", "op": "insert", "row": {"ck": 99, "name": "x", '
+        '"segment": "A", "ck": 98}}', "the key 'ck' appears twice in one object"),
     "delete of an absent row": (
         {"table": "orders", "op": "delete", "row": [999999, 1, "2024-01-01", "1.00", 3, None]},
         "cannot delete row (999999, 1"),

@@ -384,9 +384,10 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
     good = Stream(seed=17).generate(200).records
     lines = [json.dumps(r) for r in good]
     bad_at = {}
+    gap = (len(good) - 20) // len(BAD)  # every bad record lands inside the stream
     for k, (record, _text) in enumerate(BAD.values()):
-        bad_at[15 + 13 * k] = record
-        lines.insert(15 + 13 * k, line_of(record))
+        bad_at[15 + gap * k] = record
+        lines.insert(15 + gap * k, line_of(record))
     write_jsonl(tmp_path / "changes", lines, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=f'on_error = "{on_error}"\n' + SPARK,

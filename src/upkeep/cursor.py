@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from .codecs.arrow_values import to_arrow
+from .errors import SchemaError
 from .types import SqlType
 
 
@@ -38,6 +39,9 @@ class Cursor:
 
     def fetchmany(self, size: int | None = None) -> list[tuple]:
         size = self.arraysize if size is None else size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise SchemaError(f"fetchmany takes a number of rows (an integer >= 0), not "
+                              f"{size!r}")
         out = self._rows[self._pos:self._pos + size]
         self._pos += len(out)
         return out

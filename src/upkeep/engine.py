@@ -19,8 +19,8 @@ import math
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -195,27 +195,13 @@ class Engine(ABC):
         """Delete one occurrence of each row; a row not present raises ConstraintError."""
 
     # ------------------------------------------------------------ batches
-    @contextmanager
-    def transaction(self, metadata: dict | None = None) -> Iterator[Engine]:
+    def transaction(self, metadata: dict | None = None) -> Transaction:
         """All changes inside commit as one atomic batch; an exception discards them all.
 
         ``metadata`` (e.g. source offsets) is committed with the batch, atomically, even if
-        the batch is empty; :meth:`metadata` returns the latest committed one."""
-        if self.in_transaction():
-            raise Error("transactions do not nest")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise SchemaError(f"transaction metadata must be a dict, not "
-                              f"{type(metadata).__name__}")
-        if metadata:
-            check_metadata(metadata)
-        self.expire()
-        self._begin()
-        try:
-            yield self
-        except BaseException:
-            self._discard()
-            raise
-        self._finish(metadata)
+        the batch is empty; :meth:`metadata` returns the latest committed one.  The block
+        returned runs once: each ``with`` needs its own ``db.transaction()``."""
+        return Transaction(self, metadata)
 
     @abstractmethod
     def in_transaction(self) -> bool:
@@ -435,6 +421,40 @@ def register_engine(name: str, factory: str) -> None:
     ENGINES[name] = factory
 
 
+class Transaction:
+    """The block :meth:`Engine.transaction` returns: entered once, it stages every change
+    made inside and commits them as one batch on a normal exit, or discards them all."""
+
+    __slots__ = ("_engine", "_metadata", "_entered")
+
+    def __init__(self, engine: Engine, metadata: dict | None):
+        self._engine, self._metadata, self._entered = engine, metadata, False
+
+    def __enter__(self) -> Engine:
+        engine, metadata = self._engine, self._metadata
+        if self._entered:
+            raise Error("this transaction block has run already: each `with` needs its own "
+                        "db.transaction()")
+        if engine.in_transaction():
+            raise Error("transactions do not nest")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise SchemaError(f"transaction metadata must be a dict, not "
+                              f"{type(metadata).__name__}")
+        if metadata:
+            check_metadata(metadata)
+        engine.expire()
+        engine._begin()
+        self._entered = True
+        return engine
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if kind is not None:
+            self._engine._discard()
+        else:
+            self._engine._finish(self._metadata)
+        return False
+
+
 def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
             **options) -> Engine:
     """Open an engine: in memory (the default), or durable in the directory ``database``.
@@ -456,6 +476,9 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     if database is not None and not isinstance(database, (str, os.PathLike)):
         raise StorageError(f"database must be a directory path or ':memory:', not "
                            f"{type(database).__name__}")
+    if database is not None and "\0" in os.fsdecode(database):
+        raise StorageError(f"database path {os.fsdecode(database)!r} holds a NUL character, "
+                           "which no file name may hold", path=os.fsdecode(database))
     target = ENGINES.get(engine)
     if target is None:
         raise UnsupportedError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")

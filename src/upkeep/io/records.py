@@ -112,7 +112,9 @@ def _check_images(rec: ChangeRecord, data: dict[str, Any]) -> str | None:
             return f"{article} {op} needs '{key}'"
         if isinstance(value, str):  # JSON text, as a CSV cell (and its dead letter) holds it
             try:
-                value = json.loads(value)
+                value = strict_json(value)
+            except DuplicateKeyError as exc:
+                return f"'{key}' is not valid JSON: {exc}"
             except ValueError:
                 pass
             except RecursionError:  # (as decode_json_line and json_cell say it)
@@ -127,10 +129,30 @@ def _check_images(rec: ChangeRecord, data: dict[str, Any]) -> str | None:
     return None
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a key given twice (which value was meant?)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise DuplicateKeyError(f"the key {twice!r} appears twice in one object")
+    return data
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads``, but an object naming a key twice is invalid: Python's decoder would
+    keep the last value silently, and a change record must say one thing."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def decode_json_line(text: str, position: Position) -> ChangeRecord:
     """A record from one line of a JSONL file."""
     try:
-        data = json.loads(text)
+        data = strict_json(text)
     except ValueError as exc:
         return ChangeRecord(position, error=f"invalid JSON: {exc}", raw=text.rstrip("\r\n"))
     except RecursionError:
@@ -151,7 +173,7 @@ def json_cell(value: Any, column: str) -> Any:
     if not isinstance(value, str):
         raise ValueError(f"column {column!r} must hold JSON text, got {_short(value)}")
     try:
-        return json.loads(value)
+        return strict_json(value)
     except ValueError as exc:
         raise ValueError(f"column {column!r} is not valid JSON: {exc}") from None
     except RecursionError:
