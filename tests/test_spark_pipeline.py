@@ -154,8 +154,6 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
             assert rows == expected[view], (view, kind)
-    with pytest.raises(PipelineError, match="on_error must be \"stop\""):
-        SparkPipelineRunner(config.replace(on_error="skip"), spark=spark)
 
 
 def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path,
@@ -377,10 +375,12 @@ def test_of_two_equal_records_the_one_at_fault_is_named(spark, tmp_path, capsys)
     assert "changes-00001.jsonl, line 4" in err, err
 
 
-@pytest.mark.parametrize("on_error", ["skip", "dead-letter"])
-def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
+@pytest.mark.parametrize("on_error, state", [("skip", "shards"), ("dead-letter", "shards"),
+                                             ("dead-letter", "keyed")])
+def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error, state) -> None:
     """Every kind of bad record of the local pipeline's tests, on Spark: the good records give
-    the model's views, each bad one is reported once with its file and line."""
+    the model's views, each bad one is reported once with its file and line.  In keyed
+    state the failed micro-batch is judged again on the driver and run without them."""
     good = Stream(seed=17).generate(200).records
     lines = [json.dumps(r) for r in good]
     bad_at = {}
@@ -389,10 +389,16 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error) -> None:
         bad_at[15 + gap * k] = record
         lines.insert(15 + gap * k, line_of(record))
     write_jsonl(tmp_path / "changes", lines, files=3)
+    # keyed: two micro-batches with bad records, the second judged over committed state
+    spark_table = SPARK if state == "shards" else SPARK.replace(
+        "files_per_batch = 1", 'files_per_batch = 2\nstate = "keyed"')
     path = write_pipeline(tmp_path, state_dir="state",
-                          extra=f'on_error = "{on_error}"\n' + SPARK,
+                          extra=f'on_error = "{on_error}"\n' + spark_table,
                           sinks=ONE_OF_EACH)
     runner = SparkPipelineRunner(load_config(path), spark=spark)
+    if state == "keyed":
+        plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
+        assert plan.keyed is not None and plan.keyed.views, plan.unkeyed
     runner.run()
     assert runner.rejected == len(BAD)
     expected = expected_views(model_of(good))

@@ -10,6 +10,7 @@ executors (:mod:`upkeep.spark.sinks`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -19,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pyspark import InheritableThread
 from pyspark.sql import DataFrame
@@ -26,7 +28,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
+from ..errors import ConstraintError, EvaluationError, SchemaError
+from ..io.apply import Applier, BadRecord
 from ..io.errors import PipelineError
+from ..io.records import ChangeRecord
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
@@ -34,7 +39,7 @@ from .codec import decode_deltas
 from .dml import committed_tables
 from .errors import query_error, spark_job_errors
 from .paths import glob_characters
-from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX
+from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan, file_records, record_dead_letter
 from .query import RateSource, delta_stream, make_plan
 from .session import spark_session
 from .sinks import SPARK_SINKS, ExecutorSink, Sink, open_sink
@@ -55,10 +60,6 @@ class SparkPipelineRunner:
             if sink.type not in SPARK_SINKS:
                 raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
                                     f"available on the spark engine ({', '.join(SPARK_SINKS)})")
-        if config.spark_state == "keyed" and config.on_error != "stop":
-            raise PipelineError(f"{config.file}: views in keyed state ([spark] state = "
-                                f"\"keyed\") stop at a rejected record; on_error must be "
-                                f"\"stop\", not {config.on_error!r}")
         if not config.source.path.is_dir():
             raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
                                 f"files; {config.source.path} is not a directory")
@@ -104,34 +105,19 @@ class SparkPipelineRunner:
             sinks = [open_sink(s, self.catalog, committed, spark, fill)
                      for s in self.config.sinks]
             rates = [RateSource(**r) for r in self.config.spark_rates]
-            deltas = delta_stream(spark, plan, str(self.config.source.path),
-                                  max_files_per_trigger=self.config.spark_files_per_batch,
-                                  rates=rates)
-            writer = (deltas.writeStream.foreachBatch(
-                lambda df, batch_id: self._deliver(df, batch_id, sinks))
-                .option("checkpointLocation", str(checkpoint)))
-            if self.config.source.follow or rates:
-                writer = writer.trigger(processingTime=f"{self.config.source.poll_interval} seconds")
-            else:
-                writer = writer.trigger(availableNow=True)
-            query = writer.start()
-            self.console.print(f"upkeep: pipeline {self.config.name} on Spark "
-                               f"({spark.sparkContext.master}), {sum(1 for g in plan.groups if g.views)} view "
-                               f"group(s); checkpoint {checkpoint}", highlight=False)
             deadline = (time.monotonic() + self.config.spark_run_seconds
                         if self.config.spark_run_seconds else None)
-            try:
-                while query.isActive and not self.stop.is_set():
-                    query.awaitTermination(0.5)
-                    if deadline is not None and time.monotonic() > deadline:
-                        break
-                if query.isActive:
-                    query.stop()
-                query.awaitTermination()
-            except StreamingQueryException as exc:
-                error = query_error(exc)
-                where = getattr(error, "position", None)
-                raise PipelineError(f"{where}: {error}" if where else str(error)) from None
+            while True:
+                try:
+                    self._stream(spark, plan, checkpoint, sinks, rates, deadline)
+                    break
+                except StreamingQueryException as exc:
+                    error = query_error(exc)
+                    again = self._leave_out(spark, checkpoint, plan, error)
+                    if again is None:
+                        where = getattr(error, "position", None)
+                        raise PipelineError(f"{where}: {error}" if where else str(error)) from None
+                    plan = again
             for sink in sinks:
                 sink.close()
             self.console.print(f"upkeep: {self.batches} micro-batch(es), {self.changes} view "
@@ -141,6 +127,93 @@ class SparkPipelineRunner:
         finally:
             if temporary:
                 shutil.rmtree(directory, ignore_errors=True)
+
+    def _stream(self, spark, plan: QueryPlan, checkpoint: Path, sinks: list[Sink],
+                rates: list[RateSource], deadline: float | None) -> None:
+        """Run the streaming query until the source is exhausted, the run is stopped or its
+        time is up; a failed micro-batch raises ``StreamingQueryException``."""
+        deltas = delta_stream(spark, plan, str(self.config.source.path),
+                              max_files_per_trigger=self.config.spark_files_per_batch,
+                              rates=rates)
+        writer = (deltas.writeStream.foreachBatch(
+            lambda df, batch_id: self._deliver(df, batch_id, sinks))
+            .option("checkpointLocation", str(checkpoint)))
+        if self.config.source.follow or rates:
+            writer = writer.trigger(processingTime=f"{self.config.source.poll_interval} seconds")
+        else:
+            writer = writer.trigger(availableNow=True)
+        query = writer.start()
+        if not plan.excluded:
+            self.console.print(f"upkeep: pipeline {self.config.name} on Spark "
+                               f"({spark.sparkContext.master}), "
+                               f"{sum(1 for g in plan.groups if g.views)} view group(s); "
+                               f"checkpoint {checkpoint}", highlight=False)
+        while query.isActive and not self.stop.is_set():
+            query.awaitTermination(0.5)
+            if deadline is not None and time.monotonic() > deadline:
+                break
+        if query.isActive:
+            query.stop()
+        query.awaitTermination()
+
+    def _leave_out(self, spark, checkpoint: Path, plan: QueryPlan,
+                   error: BaseException) -> QueryPlan | None:
+        """The plan that runs a failed micro-batch again without its bad records, for views
+        in keyed state under ``on_error`` skip or dead-letter (None: stop with ``error``).
+
+        A keyed table step sees rows, not the records they came from, and the views' first
+        steps take the same rows beside it, so a record the table step rejects cannot be
+        left out inside the batch.  The batch is judged again here, as the local pipeline
+        judges one: its change files (Spark's file-source log in the checkpoint names them)
+        decoded in name order and applied, in transactions always rolled back, to a local
+        database holding the tables' committed rows and the views
+        (:meth:`Applier.find_bad`).  The records found are skipped or dead-lettered, and
+        the batch runs again under the same id without them (never committed, it left
+        state and sinks as before).  Nothing found, or a pipeline with a rate source
+        (whose rows are no records), stops the run with ``error``; so does a failure that
+        is not a record's (a lost executor, a storage error)."""
+        if (self.config.on_error == "stop" or plan.keyed is None or self.config.spark_rates
+                or not isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
+            return None
+        batch_id = _committed(checkpoint) + 1
+        records = [record for path in _batch_files(checkpoint, batch_id)
+                   for record in file_records(plan, path.name, path.read_bytes())]
+        if not records:
+            return None
+        db = self._tables_as_committed(spark, checkpoint, plan, batch_id > 0)
+        applier = Applier(db)
+        bad: list[tuple[ChangeRecord, str]] = []
+        changes = []
+        for record in records:
+            try:
+                changes.append(applier.prepare(record))
+            except BadRecord as exc:
+                bad.append((record, str(exc)))
+        bad += [(change.record, str(why)) for change, why in applier.find_bad(changes)]
+        if not bad:
+            return None
+        self._reject(batch_id, [record_dead_letter(record, why) for record, why in bad])
+        return dataclasses.replace(plan, excluded=plan.excluded | {
+            (record.position.file, record.position.number) for record, _ in bad})
+
+    def _tables_as_committed(self, spark, checkpoint: Path, plan: QueryPlan,
+                             read: bool = True) -> Connection:
+        """A local database of the pipeline's schema holding the tables' rows after the
+        last committed micro-batch (``read``: there is one), read by Spark jobs from their
+        keyed state or, where views run in shards, from the shards' logs, into the
+        driver; its views are computed by the local engine."""
+        db = Connection()
+        ensure_schema(db, self.config)
+        if not read:
+            return db
+        names = db.tables()
+        with spark_job_errors():
+            found = committed_tables(spark, str(checkpoint), plan, dict.fromkeys(names),
+                                     {name: db.schema_of(name) for name in names})
+        with db.transaction():
+            for name, counted in found.items():
+                db.insert(name, list(counted.elements()))
+        return db
 
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[Sink]) -> None:
         """One micro-batch's deltas to the sinks: executor-written sinks write the frame
@@ -200,23 +273,8 @@ class SparkPipelineRunner:
 
     def _rows_so_far(self, spark, checkpoint: Path, plan) -> Callable[[str], list[tuple]]:
         """``view -> its rows`` after the last committed micro-batch, for a sink new to a
-        run that has committed some: the tables' rows read by Spark jobs (on first use,
-        through the driver) from their keyed state, or, where views run in shards, from
-        the shards' logs, into a local database of the pipeline's schema, whose views the
-        local engine then computes."""
-        @functools.cache
-        def database() -> Connection:
-            db = Connection()
-            ensure_schema(db, self.config)
-            names = db.tables()
-            with spark_job_errors():
-                found = committed_tables(spark, str(checkpoint), plan, dict.fromkeys(names),
-                                         {name: db.schema_of(name) for name in names})
-            with db.transaction():
-                for name, counted in found.items():
-                    db.insert(name, list(counted.elements()))
-            return db
-
+        run that has committed some (read on first use: :meth:`_tables_as_committed`)."""
+        database = functools.cache(lambda: self._tables_as_committed(spark, checkpoint, plan))
         return lambda view: database().view(view).rows()
 
 
@@ -242,6 +300,22 @@ def _check_plan(path: Path, plan_id: str, committed: int) -> None:
         raise PipelineError(f"the pipeline's tables, views or shard count changed since its "
                             f"checkpoint in {path.parent} was made; use a fresh state_dir")
     path.write_text(plan_id + "\n")
+
+
+def _batch_files(checkpoint: Path, batch_id: int) -> list[Path]:
+    """The change files Spark's file source gave micro-batch ``batch_id``, in name order:
+    from its log in the checkpoint (``sources/<n>/<id>``, or ``<id>.compact`` where the
+    log was compacted, which lists every batch's files until then)."""
+    files = []
+    for log in (checkpoint / "sources").glob("*"):
+        for entry in (log / str(batch_id), log / f"{batch_id}.compact"):
+            if not entry.is_file():
+                continue
+            for line in entry.read_text(encoding="utf-8").splitlines()[1:]:  # after "v1"
+                item = json.loads(line)
+                if item.get("batchId") == batch_id and "path" in item:
+                    files.append(Path(unquote(urlparse(item["path"]).path)))
+    return sorted(files, key=lambda path: path.name)
 
 
 def _committed(checkpoint: Path) -> int:

@@ -31,7 +31,7 @@ from ..codecs.spark_rows import encode_row
 from ..errors import SchemaError
 from ..io.apply import Applier, BadRecord
 from ..io.formats import EXTENSIONS, READERS
-from ..io.records import Position
+from ..io.records import ChangeRecord, Position
 from ..local import from_catalog
 from .errors import BatchRejected, ShardError
 from .fixpoint import FIXPOINT_VIEW
@@ -77,6 +77,10 @@ class QueryPlan:
     #: the change files are an embedded database's own (``upkeep.spark.connection``), whose
     #: first line may carry its transaction's metadata; a pipeline's are the user's
     embedded: bool = False
+    #: records left out of the stream, ``(file name, line or record number)``: those a
+    #: keyed pipeline's failed micro-batch was found to reject under ``on_error`` skip or
+    #: dead-letter, dropped when the batch runs again (:mod:`upkeep.spark.pipeline`)
+    excluded: frozenset[tuple[str, int]] = frozenset()
 
     def stale_tables(self, name: str) -> frozenset[str]:
         """The tables whose records in change file ``name`` belong to a dropped table."""
@@ -154,11 +158,12 @@ def metadata_in(line: str) -> dict | None:
     return json.loads(line)["upkeep_metadata"]
 
 
-def _file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
+def file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
     """A change file's records, read by the local pipeline's reader for its format (none
     for a file of another kind), but for those of a table dropped since the file was
-    written (:meth:`QueryPlan.stale_tables`) and an embedded database's metadata line
-    (:func:`metadata_line`)."""
+    written (:meth:`QueryPlan.stale_tables`), an embedded database's metadata line
+    (:func:`metadata_line`) and the records the plan leaves out
+    (:attr:`QueryPlan.excluded`)."""
     fmt = EXTENSIONS.get(Path(name).suffix.lower())
     if fmt is None:
         return
@@ -170,7 +175,9 @@ def _file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
         local = Path(tmp) / name
         local.write_bytes(content)
         for record in READERS[fmt](local, name, skip).read(final=True):
-            if not (stale and isinstance(record.table, str) and record.table.lower() in stale):
+            if stale and isinstance(record.table, str) and record.table.lower() in stale:
+                continue
+            if (record.position.file, record.position.number) not in plan.excluded:
                 yield record
 
 
@@ -179,7 +186,7 @@ def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, t
     pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
     applier = _applier(plan)
     out = []
-    for record in _file_records(plan, name, content):
+    for record in file_records(plan, name, content):
         try:
             change = applier.prepare(record)
         except BadRecord as exc:
@@ -194,7 +201,7 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
     if EXTENSIONS.get(Path(name).suffix.lower()) is None:
         return []
     buckets: dict[tuple[str, int], tuple[list, list, list]] = {}
-    for record in _file_records(plan, name, content):
+    for record in file_records(plan, name, content):
         try:
             change = applier.prepare(record)
         except BadRecord as exc:
@@ -202,8 +209,7 @@ def _route_file(plan: QueryPlan, applier: Applier, readers: dict[str, list[Group
                 raise BatchRejected(SchemaError(str(exc)).to_record(
                     position=str(record.position))) from None
             buckets.setdefault((DEAD, 0), ([], [], []))[2].append(
-                dead_letter(record.images() if record.table or record.original else {"_raw": record.raw},
-                            str(exc), record.position))
+                record_dead_letter(record, str(exc)))
             continue
         where = record.position
         for row, weight in change.rows:
@@ -274,6 +280,12 @@ def coerce_arrow(plan: QueryPlan, table: str, batch: pa.RecordBatch) -> list[tup
             raise BatchRejected(SchemaError(f"a row for table {table}: {exc}",
                                             tuple(values)).to_record()) from None
     return rows
+
+
+def record_dead_letter(record: ChangeRecord, error: str) -> str:
+    """The dead-letter line of a change record: its images, or its text when it has none."""
+    images = record.images() if record.table or record.original else {"_raw": record.raw}
+    return dead_letter(images, error, record.position)
 
 
 def dead_letter(images: dict, error: str, position: Position | str) -> str:
