@@ -34,7 +34,7 @@ from test_pipeline_support import (
 from upkeep.cli import main
 from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
-from upkeep.spark.pipeline import SparkPipelineRunner, write_concurrently
+from upkeep.spark.pipeline import SparkPipelineRunner, _batch_files, write_concurrently
 from upkeep.spark.query import make_plan
 from upkeep.spark.sinks import batch_id
 
@@ -416,6 +416,26 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error, state) -
         entry = entries[(f"changes-{index // size + 1:03d}.jsonl", index % size + 1)]
         text = next(t for r, t in BAD.values() if r == record)
         assert text in entry["_error"], (text, entry)
+
+
+def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(tmp_path) -> None:
+    """The log's lines as Spark 4 writes them (percent-encoded URIs; every tenth batch a
+    ``.compact`` file listing all batches so far)."""
+    log = tmp_path / "sources" / "0"
+    log.mkdir(parents=True)
+
+    def entry(name: str, batch: int) -> str:
+        return json.dumps({"path": f"file://{tmp_path}/in/{name}", "timestamp": 1,
+                           "batchId": batch})
+
+    (log / "9.compact").write_text("v1\n" + "\n".join(
+        entry(f"f%20{b:02d}%25.jsonl", b) for b in range(9)) + "\n" + entry("b.jsonl", 9)
+        + "\n" + entry("a.jsonl", 9) + "\n")
+    (log / "10").write_text("v1\n" + entry("c%2310.jsonl", 10) + "\n")
+    assert _batch_files(tmp_path, 9) == [tmp_path / "in" / "a.jsonl", tmp_path / "in" / "b.jsonl"]
+    assert _batch_files(tmp_path, 10) == [tmp_path / "in" / "c#10.jsonl"]
+    (log / "3").write_text("v1\n" + entry("f%20x%25.jsonl", 3) + "\n")
+    assert _batch_files(tmp_path, 3) == [tmp_path / "in" / "f x%.jsonl"]
 
 
 def test_spark_only_offers_what_it_can_keep(tmp_path, capsys) -> None:
