@@ -181,7 +181,7 @@ def test_a_transaction_block_runs_once_and_a_second_with_changes_nothing(people)
     with block:
         people.insert("p", [("Grace", "Hopper", 1906)])
     before = sorted(people.execute("SELECT * FROM p").fetchall())
-    with pytest.raises(Error, match="has run already"):
+    with pytest.raises(Error, match="entered already"):
         with block:
             people.insert("p", [("Alan", "Turing", 1912)])
     assert sorted(people.execute("SELECT * FROM p").fetchall()) == before

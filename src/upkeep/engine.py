@@ -19,8 +19,8 @@ import math
 import os
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -201,7 +201,25 @@ class Engine(ABC):
         ``metadata`` (e.g. source offsets) is committed with the batch, atomically, even if
         the batch is empty; :meth:`metadata` returns the latest committed one.  The block
         returned runs once: each ``with`` needs its own ``db.transaction()``."""
-        return Transaction(self, metadata)
+        return Transaction(self._transaction_block(metadata))
+
+    @contextmanager
+    def _transaction_block(self, metadata: dict | None) -> Iterator[Engine]:
+        if self.in_transaction():
+            raise Error("transactions do not nest")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise SchemaError(f"transaction metadata must be a dict, not "
+                              f"{type(metadata).__name__}")
+        if metadata:
+            check_metadata(metadata)
+        self.expire()
+        self._begin()
+        try:
+            yield self
+        except BaseException:
+            self._discard()
+            raise
+        self._finish(metadata)
 
     @abstractmethod
     def in_transaction(self) -> bool:
@@ -422,37 +440,23 @@ def register_engine(name: str, factory: str) -> None:
 
 
 class Transaction:
-    """The block :meth:`Engine.transaction` returns: entered once, it stages every change
-    made inside and commits them as one batch on a normal exit, or discards them all."""
+    """The block :meth:`Engine.transaction` returns: entered once (a generator's context
+    manager cannot run twice and would fail with Python's own AttributeError)."""
 
-    __slots__ = ("_engine", "_metadata", "_entered")
+    __slots__ = ("_block", "_entered")
 
-    def __init__(self, engine: Engine, metadata: dict | None):
-        self._engine, self._metadata, self._entered = engine, metadata, False
+    def __init__(self, block: AbstractContextManager[Engine]):
+        self._block, self._entered = block, False
 
     def __enter__(self) -> Engine:
-        engine, metadata = self._engine, self._metadata
         if self._entered:
-            raise Error("this transaction block has run already: each `with` needs its own "
-                        "db.transaction()")
-        if engine.in_transaction():
-            raise Error("transactions do not nest")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise SchemaError(f"transaction metadata must be a dict, not "
-                              f"{type(metadata).__name__}")
-        if metadata:
-            check_metadata(metadata)
-        engine.expire()
-        engine._begin()
+            raise Error("this transaction block was entered already: each `with` needs its "
+                        "own db.transaction()")
         self._entered = True
-        return engine
+        return self._block.__enter__()
 
-    def __exit__(self, kind, error, trace) -> bool:
-        if kind is not None:
-            self._engine._discard()
-        else:
-            self._engine._finish(self._metadata)
-        return False
+    def __exit__(self, kind, error, trace) -> bool | None:
+        return self._block.__exit__(kind, error, trace)
 
 
 def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
