@@ -172,6 +172,65 @@ def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path
     assert "cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) from table orders" in err, err
 
 
+KEYED_T = """engine = "spark"
+state_dir = "state"
+tables = ["tables.sql"]
+views = ["views.sql"]
+on_error = "{on_error}"
+[source]
+path = "changes"
+[spark]
+master = "local[2]"
+shards = 2
+files_per_batch = 1
+state = "keyed"
+conf = {{ "spark.sql.shuffle.partitions" = "2" }}
+"""
+
+
+def keyed_t(directory: Path, on_error: str, files: dict[str, list]) -> Path:
+    """A keyed pipeline over ``t (k INTEGER NOT NULL, a, b)`` and the view ``a * b``."""
+    (directory / "changes").mkdir(parents=True)
+    for name, rows in files.items():
+        (directory / "changes" / name).write_text("".join(
+            json.dumps({"table": "t", "op": "insert", "row": r}) + "\n" for r in rows))
+    (directory / "tables.sql").write_text(
+        "CREATE TABLE t (k INTEGER NOT NULL, a INTEGER, b INTEGER);\n")
+    (directory / "views.sql").write_text("CREATE MATERIALIZED VIEW prod AS SELECT k, a * b AS p "
+                                         "FROM t;\n")
+    path = directory / "pipeline.toml"
+    path.write_text(KEYED_T.format(on_error=on_error))
+    return path
+
+
+def test_a_keyed_pipeline_leaves_out_what_its_views_and_not_null_reject(spark, tmp_path) -> None:
+    """Under dead-letter, a record whose view value overflows (the keyed steps, not the
+    table's, fail on it) and one with NULL in a NOT NULL column alone in its micro-batch
+    (which a keyed table step, keeping rows and keys, accepted) are dead-lettered, and the
+    rest reach the view; under stop the NULL names its file and line."""
+    path = keyed_t(tmp_path / "skip", "dead-letter", {
+        "c-001.jsonl": [[1, 2, 3], [2, 5, 5], [3, 2**30, 4], [4, 1, 1]],
+        "c-002.jsonl": [[None, 1, 1]],
+        "c-003.jsonl": [[5, 6, 7]]})
+    seen: Counter = Counter()
+
+    def collect(batch_id, changes) -> None:
+        for row, weight in changes.get("prod", []):
+            seen[row] += weight
+
+    runner = SparkPipelineRunner(load_config(path), spark=spark, on_batch=collect)
+    runner.run()
+    assert +seen == Counter({(1, 6): 1, (2, 25): 1, (4, 1): 1, (5, 42): 1})
+    dead = {(e["_source"]["file"], e["_source"]["line"]): e["_error"]
+            for e in jsonl_lines(tmp_path / "skip" / "pipeline.dead-letter.jsonl")}
+    assert dead.keys() == {("c-001.jsonl", 3), ("c-002.jsonl", 1)}, dead
+    assert "overflow" in dead[("c-001.jsonl", 3)].lower(), dead
+    assert "NULL in NOT NULL column k of table t" in dead[("c-002.jsonl", 1)], dead
+    stop = keyed_t(tmp_path / "stop", "stop", {"c-001.jsonl": [[1, 1, 1], [None, 2, 2]]})
+    with pytest.raises(PipelineError, match=r"c-001\.jsonl, line 2: NULL in NOT NULL column k"):
+        SparkPipelineRunner(load_config(stop), spark=spark).run()
+
+
 def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     stream = Stream(seed=8).generate(360)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=6)
@@ -467,6 +526,12 @@ columns = { ok = "value", ck = "value % 7", day = "date_add(DATE'2024-01-01', CA
     SparkPipelineRunner(load_config(path), spark=spark, stop=stop,
                         on_batch=stop_once_orders_arrived).run()
     assert stop.is_set(), "no generated rows arrived within run_seconds"
+    (tmp_path / "keyed" / "changes").mkdir(parents=True)
+    keyed = load_config(write_pipeline(
+        tmp_path / "keyed", extra='on_error = "skip"\n' + SPARK.replace(
+            "files_per_batch = 1", 'state = "keyed"') + rate, sinks=every_view("jsonl")))
+    with pytest.raises(PipelineError, match="a rate source stops at a rejected record"):
+        SparkPipelineRunner(keyed, spark=spark)
     views = {v: read_jsonl_batches(tmp_path / "out" / f"{v}.jsonl", v) for v in VIEW_KINDS}
     [(n, _)] = views["order_count"]
     assert n > 0

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
 
-from ..errors import ConstraintError, EvaluationError, SchemaError
+from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..io.apply import Applier, BadRecord
 from ..io.errors import PipelineError
 from ..io.records import ChangeRecord
@@ -60,6 +60,11 @@ class SparkPipelineRunner:
             if sink.type not in SPARK_SINKS:
                 raise PipelineError(f"{config.file}: {sink.label}: sink type {sink.type!r} is not "
                                     f"available on the spark engine ({', '.join(SPARK_SINKS)})")
+        if config.spark_state == "keyed" and config.on_error != "stop" and config.spark_rates:
+            raise PipelineError(f"{config.file}: a pipeline with views in keyed state and a "
+                                f"rate source stops at a rejected record (a rate's rows are "
+                                f"no records to leave out); on_error must be \"stop\", not "
+                                f"{config.on_error!r}")
         if not config.source.path.is_dir():
             raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
                                 f"files; {config.source.path} is not a directory")
@@ -164,23 +169,47 @@ class SparkPipelineRunner:
         A keyed table step sees rows, not the records they came from, and the views' first
         steps take the same rows beside it, so a record the table step rejects cannot be
         left out inside the batch.  The batch is judged again here, as the local pipeline
-        judges one: its change files (Spark's file-source log in the checkpoint names them)
-        decoded in name order and applied, in transactions always rolled back, to a local
-        database holding the tables' committed rows and the views
-        (:meth:`Applier.find_bad`).  The records found are skipped or dead-lettered, and
-        the batch runs again under the same id without them (never committed, it left
-        state and sinks as before).  Nothing found, or a pipeline with a rate source
-        (whose rows are no records), stops the run with ``error``; so does a failure that
-        is not a record's (a lost executor, a storage error)."""
-        if (self.config.on_error == "stop" or plan.keyed is None or self.config.spark_rates
+        judges one (:meth:`_judge`; Spark's file-source log in the checkpoint names its
+        change files).  The records found are skipped or dead-lettered, and the batch runs
+        again under the same id without them (never committed, it left state and sinks as
+        before).  Nothing found stops the run with ``error``, as does a failure that is
+        not a record's (a lost executor, a storage error) or one the judge cannot read.
+        (A keyed pipeline with a rate source, whose rows are no records, is refused
+        ``skip`` and ``dead-letter`` when it starts.)"""
+        if (self.config.on_error == "stop" or plan.keyed is None
                 or not isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
             return None
         batch_id = _committed(checkpoint) + 1
+        try:
+            bad = self._judge(spark, checkpoint, plan, batch_id)
+        except (OSError, Error) as exc:  # a change file gone, the judge's own failure
+            self.console.print(f"batch {batch_id}: could not judge its records again: {exc}",
+                               highlight=False, markup=False)
+            return None
+        if not bad:
+            return None
+        self._reject(batch_id, [record_dead_letter(record, why) for record, why in bad])
+        return dataclasses.replace(plan, excluded=plan.excluded | {
+            (record.position.file, record.position.number) for record, _ in bad})
+
+    def _judge(self, spark, checkpoint: Path, plan: QueryPlan,
+               batch_id: int) -> list[tuple[ChangeRecord, str]]:
+        """The records of micro-batch ``batch_id`` the local engine rejects, as the local
+        pipeline finds them: those that cannot be decoded, then, on a local database of the
+        committed rows of the tables the batch changes and of those their views read, the
+        ones its tables reject (:meth:`Applier.find_bad`, rolled back), then, committing
+        the rest there, the ones its views fail on (one record at a time once the whole
+        fails)."""
         records = [record for path in _batch_files(checkpoint, batch_id)
                    for record in file_records(plan, path.name, path.read_bytes())]
         if not records:
-            return None
-        db = self._tables_as_committed(spark, checkpoint, plan, batch_id > 0)
+            return []
+        local = self.catalog.local_catalog
+        named = {r.table.lower() for r in records if isinstance(r.table, str)} & set(local.tables)
+        needed = set(named)
+        for view in local.affected(frozenset(named)):
+            needed |= local.reads(view) & set(local.tables)
+        db = self._tables_as_committed(spark, checkpoint, plan, needed if batch_id > 0 else set())
         applier = Applier(db)
         bad: list[tuple[ChangeRecord, str]] = []
         changes = []
@@ -189,24 +218,33 @@ class SparkPipelineRunner:
                 changes.append(applier.prepare(record))
             except BadRecord as exc:
                 bad.append((record, str(exc)))
-        bad += [(change.record, str(why)) for change, why in applier.find_bad(changes)]
-        if not bad:
-            return None
-        self._reject(batch_id, [record_dead_letter(record, why) for record, why in bad])
-        return dataclasses.replace(plan, excluded=plan.excluded | {
-            (record.position.file, record.position.number) for record, _ in bad})
+        found = applier.find_bad(changes)
+        bad += [(change.record, str(why)) for change, why in found]
+        rejected = {id(change) for change, _ in found}
+        good = [change for change in changes if id(change) not in rejected]
+        try:
+            with db.transaction():
+                applier.apply(good)
+        except Error:
+            for change in good:
+                try:
+                    with db.transaction():
+                        applier.apply([change])
+                except Error as exc:
+                    bad.append((change.record, str(exc)))
+        return bad
 
     def _tables_as_committed(self, spark, checkpoint: Path, plan: QueryPlan,
-                             read: bool = True) -> Connection:
-        """A local database of the pipeline's schema holding the tables' rows after the
-        last committed micro-batch (``read``: there is one), read by Spark jobs from their
-        keyed state or, where views run in shards, from the shards' logs, into the
-        driver; its views are computed by the local engine."""
+                             tables: set[str] | None = None) -> Connection:
+        """A local database of the pipeline's schema holding the rows of ``tables`` (all
+        if None) after the last committed micro-batch, read by Spark jobs from their keyed
+        state or, where views run in shards, from the shards' logs, into the driver; its
+        views are computed by the local engine."""
         db = Connection()
         ensure_schema(db, self.config)
-        if not read:
+        names = db.tables() if tables is None else sorted(tables)
+        if not names:
             return db
-        names = db.tables()
         with spark_job_errors():
             found = committed_tables(spark, str(checkpoint), plan, dict.fromkeys(names),
                                      {name: db.schema_of(name) for name in names})
@@ -304,16 +342,25 @@ def _check_plan(path: Path, plan_id: str, committed: int) -> None:
 
 def _batch_files(checkpoint: Path, batch_id: int) -> list[Path]:
     """The change files Spark's file source gave micro-batch ``batch_id``, in name order:
-    from its log in the checkpoint (``sources/<n>/<id>``, or ``<id>.compact`` where the
-    log was compacted, which lists every batch's files until then)."""
+    the batch's offsets (``offsets/<id>``) give the source's log entry, and its log in the
+    checkpoint (``sources/<n>/<entry>``, or ``<entry>.compact`` where the log was
+    compacted, which lists every entry's files until then) the files."""
+    entry = batch_id
+    offsets = checkpoint / "offsets" / str(batch_id)
+    if offsets.is_file():
+        for line in offsets.read_text(encoding="utf-8").splitlines()[2:]:  # after v1, metadata
+            offset = json.loads(line) if line.startswith("{") else None
+            if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
+                entry = offset["logOffset"]
+                break
     files = []
     for log in (checkpoint / "sources").glob("*"):
-        for entry in (log / str(batch_id), log / f"{batch_id}.compact"):
-            if not entry.is_file():
+        for name in (str(entry), f"{entry}.compact"):
+            if not (log / name).is_file():
                 continue
-            for line in entry.read_text(encoding="utf-8").splitlines()[1:]:  # after "v1"
+            for line in (log / name).read_text(encoding="utf-8").splitlines()[1:]:  # after v1
                 item = json.loads(line)
-                if item.get("batchId") == batch_id and "path" in item:
+                if item.get("batchId") == entry and "path" in item:
                     files.append(Path(unquote(urlparse(item["path"]).path)))
     return sorted(files, key=lambda path: path.name)
 

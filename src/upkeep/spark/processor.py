@@ -28,7 +28,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
 from ..codecs.arrow_values import column_values
 from ..codecs.spark_rows import encode_row
-from ..errors import SchemaError
+from ..errors import ConstraintError, SchemaError
 from ..io.apply import Applier, BadRecord
 from ..io.formats import EXTENSIONS, READERS
 from ..io.records import ChangeRecord, Position
@@ -183,15 +183,24 @@ def file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
 
 def decode_file(plan: QueryPlan, name: str, content: bytes) -> list[tuple[str, tuple, int]]:
     """A change file's changes ``(table, row, weight)``, each record checked like the local
-    pipeline's; a bad record rejects the batch (the keyed path's policy is "stop")."""
+    pipeline's, and each row it inserts against its table's NOT NULL columns (a keyed
+    table step keeps rows and keys, not the columns' rules); a bad record fails the batch
+    with its position (a pipeline under ``skip`` or ``dead-letter`` then runs the batch
+    again without it: :meth:`upkeep.spark.pipeline.SparkPipelineRunner._leave_out`)."""
     applier = _applier(plan)
+    tables = applier.db.local_catalog.tables
     out = []
     for record in file_records(plan, name, content):
         try:
             change = applier.prepare(record)
+            for row, weight in change.rows:
+                if weight > 0:
+                    tables[change.table].check_not_null(row)
         except BadRecord as exc:
             raise BatchRejected(SchemaError(str(exc)).to_record(
                 position=str(record.position))) from None
+        except ConstraintError as exc:
+            raise BatchRejected(exc.to_record(position=str(record.position))) from None
         out += [(change.table, row, weight) for row, weight in change.rows]
     return out
 
