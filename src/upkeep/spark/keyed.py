@@ -1231,8 +1231,9 @@ class KeyedStep(StatefulProcessor):
                 row = pickle.loads(r)
                 pk = tuple(row[i] for i in primary)
                 per_key[pk] += n
-                if per_key[pk] > 1:
-                    raise ConstraintError(f"duplicate key {pk} in table {table}", row)
+                if per_key[pk] > 1:  # as the local engine says it (``Table.check_keys``)
+                    raise ConstraintError(f"duplicate primary key {format_row(pk)} in table "
+                                          f"{table}", pk)
         self._keep(key, held)
         return []
 
