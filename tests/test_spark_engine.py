@@ -4,6 +4,7 @@ rebuild per micro-batch), restarts from the checkpoint, rejected statements."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 import shutil
 from collections import Counter
@@ -358,6 +359,26 @@ def test_a_change_file_the_query_cannot_be_handed_is_not_kept(spark, tmp_path) -
     again = connect()
     assert again.view("v").rows() == [(1, 1)]
     again.close()
+
+
+def test_a_change_file_is_fsynced_with_its_directory_before_it_is_handed_on(tmp_path,
+                                                                           monkeypatch):
+    """A commit's change file is the record of what it committed: its bytes and its name
+    are fsynced before the query is handed it (a write that fails leaves no file)."""
+    import upkeep.spark.connection as spark_connection
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)  # the module both the file and the directory use
+    path = spark_connection._write_whole(tmp_path / "changes-00000001.jsonl", "line\n")
+    assert path.read_text() == "line\n"
+    assert synced == [str(tmp_path / ".changes-00000001.jsonl.tmp"), str(tmp_path)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["changes-00000001.jsonl"]
 
 
 def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:

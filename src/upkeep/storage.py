@@ -388,11 +388,7 @@ class Storage:
                 pass  # removed on the next open
 
     def _sync_directory(self) -> None:
-        dir_fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        sync_directory(self.path)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -401,6 +397,15 @@ class Storage:
         if not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
+
+
+def sync_directory(path: str | os.PathLike) -> None:
+    """fsync a directory, so that the names just created or renamed in it survive a crash."""
+    dir_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:

@@ -76,7 +76,7 @@ from ..sql import (
     single_table_select,
     unsupported,
 )
-from ..storage import StorageError
+from ..storage import StorageError, sync_directory
 from ..table import Table
 from ..types import INT_RANGES, SqlType, coerce_row, coerce_value, format_row
 from ..views import query_duckdb
@@ -1120,11 +1120,17 @@ class SparkConnection(Engine):
 
 
 def _write_whole(path: Path, text: str) -> Path:
-    """Write ``path`` so that it appears whole or not at all: a hidden file renamed into
-    place (Spark's file source skips hidden names)."""
+    """Write ``path`` so that it appears whole or not at all, and stays once written: a
+    hidden file (Spark's file source skips hidden names), fsynced, renamed into place,
+    and the directory fsynced (a commit's change file is the record of what it
+    committed: a reopened database replays the log)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     tmp.rename(path)
+    sync_directory(path.parent)
     return path
 
 
