@@ -159,7 +159,8 @@ def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
 def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path,
                                                                    capsys) -> None:
     """In keyed state a delete of a row the table does not hold stops the run naming the
-    row and its table (the message named the table only)."""
+    record's file and line, the row and its table (the message named the table only, then
+    the row without the record)."""
     (tmp_path / "changes").mkdir()
     (tmp_path / "changes" / "changes-00001.jsonl").write_text(
         '{"table": "orders", "op": "insert", "row": [1, 1, "2024-01-01", "9.50", 2, null]}\n'
@@ -169,7 +170,8 @@ def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path
                           sinks=every_view("parquet-deltas"))
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
-    assert "cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) from table orders" in err, err
+    assert ("changes-00001.jsonl, line 2: cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) "
+            "from table orders" in err), err
 
 
 KEYED_T = """engine = "spark"

@@ -30,7 +30,7 @@ from rich.console import Console
 
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..io.apply import Applier, BadRecord
-from ..io.errors import PipelineError
+from ..io.errors import PipelineError, RecordError
 from ..io.records import ChangeRecord
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
@@ -120,8 +120,7 @@ class SparkPipelineRunner:
                     error = query_error(exc)
                     again = self._leave_out(spark, checkpoint, plan, error)
                     if again is None:
-                        where = getattr(error, "position", None)
-                        raise PipelineError(f"{where}: {error}" if where else str(error)) from None
+                        raise self._stop_error(spark, checkpoint, plan, error) from None
                     plan = again
             for sink in sinks:
                 sink.close()
@@ -160,6 +159,31 @@ class SparkPipelineRunner:
         if query.isActive:
             query.stop()
         query.awaitTermination()
+
+    def _stop_error(self, spark, checkpoint: Path, plan: QueryPlan,
+                    error: BaseException) -> PipelineError:
+        """What a failed micro-batch stops the run with: its error, named by the record at
+        fault.  A keyed table step names a row, not a record, so under ``stop`` the batch
+        is judged as under ``skip`` (:meth:`_judge`) to name the first bad record's file
+        and line, as the local pipeline does."""
+        where = getattr(error, "position", None)
+        if where:
+            return PipelineError(f"{where}: {error}")
+        if (self.config.on_error == "stop" and plan.keyed is not None
+                and not self.config.spark_rates
+                and isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
+            try:
+                bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1)
+            except (OSError, Error):
+                bad = []
+            if bad:
+                record, why = min(bad, key=lambda entry: entry[0].position)
+                more = (f"; {len(bad) - 1} more bad record(s) in the micro-batch"
+                        if len(bad) > 1 else "")
+                return RecordError(record.position, why, f"{more}. Nothing of its micro-batch "
+                                   f"was applied; fix or remove the record, or run with "
+                                   f"--on-error skip or dead-letter")
+        return PipelineError(str(error))
 
     def _leave_out(self, spark, checkpoint: Path, plan: QueryPlan,
                    error: BaseException) -> QueryPlan | None:
