@@ -164,13 +164,18 @@ def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path
     (tmp_path / "changes").mkdir()
     (tmp_path / "changes" / "changes-00001.jsonl").write_text(
         '{"table": "orders", "op": "insert", "row": [1, 1, "2024-01-01", "9.50", 2, null]}\n'
+        '{"table": "orders", "op": "insert", "row": [7, 1, "2024-01-02", "1.00", 1, null]}\n')
+    (tmp_path / "changes" / "changes-00002.jsonl").write_text(  # the second micro-batch
+        '{"table": "orders", "op": "delete", "row": [7, 1, "2024-01-02", "1.00", 1, null]}\n'
         '{"table": "orders", "op": "delete", "row": [7, 1, "2024-01-02", "1.00", 1, null]}\n')
     path = write_pipeline(tmp_path, state_dir="state",
-                          extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
+                          extra=SPARK.replace("files_per_batch = 1",
+                                              'files_per_batch = 1\nstate = "keyed"'),
                           sinks=every_view("parquet-deltas"))
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
-    assert ("changes-00001.jsonl, line 2: cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) "
+    # the first delete finds the row the first micro-batch committed; the second does not
+    assert ("changes-00002.jsonl, line 2: cannot delete row (7, 1, 2024-01-02, 1.00, 1, NULL) "
             "from table orders" in err), err
 
 

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.utils import StreamingQueryException
 from rich.console import Console
+from sqlglot import exp
 
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..io.apply import Applier, BadRecord
@@ -35,6 +36,7 @@ from ..io.records import ChangeRecord
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
 from ..pipeline.schema import ensure_schema
+from ..types import SqlType
 from .codec import decode_deltas
 from .dml import committed_tables
 from .errors import query_error, spark_job_errors
@@ -173,7 +175,8 @@ class SparkPipelineRunner:
                 and not self.config.spark_rates
                 and isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
             try:
-                bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1)
+                bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1,
+                                  views=False)
             except (OSError, Error):
                 bad = []
             if bad:
@@ -216,24 +219,22 @@ class SparkPipelineRunner:
         return dataclasses.replace(plan, excluded=plan.excluded | {
             (record.position.file, record.position.number) for record, _ in bad})
 
-    def _judge(self, spark, checkpoint: Path, plan: QueryPlan,
-               batch_id: int) -> list[tuple[ChangeRecord, str]]:
+    def _judge(self, spark, checkpoint: Path, plan: QueryPlan, batch_id: int,
+               views: bool = True) -> list[tuple[ChangeRecord, str]]:
         """The records of micro-batch ``batch_id`` the local engine rejects, as the local
         pipeline finds them: those that cannot be decoded, then, on a local database of the
         committed rows of the tables the batch changes and of those their views read, the
         ones its tables reject (:meth:`Applier.find_bad`, rolled back), then, committing
         the rest there, the ones its views fail on (one record at a time once the whole
-        fails)."""
+        fails).  ``views=False`` (naming the record a stopping run failed on) judges by
+        the tables' checks alone, over only the committed rows that could meet the batch's
+        (:func:`_meeting`), so that a failing run reads little into the driver."""
         records = [record for path in _batch_files(checkpoint, batch_id)
                    for record in file_records(plan, path.name, path.read_bytes())]
         if not records:
             return []
-        local = self.catalog.local_catalog
-        named = {r.table.lower() for r in records if isinstance(r.table, str)} & set(local.tables)
-        needed = set(named)
-        for view in local.affected(frozenset(named)):
-            needed |= local.reads(view) & set(local.tables)
-        db = self._tables_as_committed(spark, checkpoint, plan, needed if batch_id > 0 else set())
+        db = Connection()
+        ensure_schema(db, self.config)
         applier = Applier(db)
         bad: list[tuple[ChangeRecord, str]] = []
         changes = []
@@ -242,8 +243,22 @@ class SparkPipelineRunner:
                 changes.append(applier.prepare(record))
             except BadRecord as exc:
                 bad.append((record, str(exc)))
+        local = db.local_catalog
+        named = {change.table for change in changes}
+        if views:
+            wheres: dict[str, str | None] = dict.fromkeys(named)
+            for view in local.affected(frozenset(named)):
+                wheres.update(dict.fromkeys(local.reads(view) & set(local.tables)))
+        else:
+            wheres = {table: _meeting(db.schema_of(table), local.tables[table].key,
+                                      [row for c in changes if c.table == table
+                                       for row, _ in c.rows]) for table in named}
+        if batch_id > 0:
+            self._fill(db, spark, checkpoint, plan, wheres)
         found = applier.find_bad(changes)
         bad += [(change.record, str(why)) for change, why in found]
+        if not views:
+            return bad
         rejected = {id(change) for change, _ in found}
         good = [change for change in changes if id(change) not in rejected]
         try:
@@ -258,23 +273,27 @@ class SparkPipelineRunner:
                     bad.append((change.record, str(exc)))
         return bad
 
-    def _tables_as_committed(self, spark, checkpoint: Path, plan: QueryPlan,
-                             tables: set[str] | None = None) -> Connection:
-        """A local database of the pipeline's schema holding the rows of ``tables`` (all
-        if None) after the last committed micro-batch, read by Spark jobs from their keyed
-        state or, where views run in shards, from the shards' logs, into the driver; its
-        views are computed by the local engine."""
-        db = Connection()
-        ensure_schema(db, self.config)
-        names = db.tables() if tables is None else sorted(tables)
-        if not names:
-            return db
+    def _fill(self, db: Connection, spark, checkpoint: Path, plan: QueryPlan,
+              wheres: dict[str, str | None]) -> None:
+        """Insert into ``db`` the rows of each table of ``wheres`` that meet its WHERE (None:
+        all) after the last committed micro-batch, read by Spark jobs from their keyed
+        state or, where views run in shards, from the shards' logs, into the driver."""
+        if not wheres:
+            return
         with spark_job_errors():
-            found = committed_tables(spark, str(checkpoint), plan, dict.fromkeys(names),
-                                     {name: db.schema_of(name) for name in names})
+            found = committed_tables(spark, str(checkpoint), plan, wheres,
+                                     {name: db.schema_of(name) for name in wheres})
         with db.transaction():
             for name, counted in found.items():
                 db.insert(name, list(counted.elements()))
+
+    def _tables_as_committed(self, spark, checkpoint: Path, plan: QueryPlan) -> Connection:
+        """A local database of the pipeline's schema holding every table's rows after the
+        last committed micro-batch (:meth:`_fill`); its views are computed by the local
+        engine."""
+        db = Connection()
+        ensure_schema(db, self.config)
+        self._fill(db, spark, checkpoint, plan, dict.fromkeys(db.tables()))
         return db
 
     def _deliver(self, frame: DataFrame, batch_id: int, sinks: list[Sink]) -> None:
@@ -362,6 +381,21 @@ def _check_plan(path: Path, plan_id: str, committed: int) -> None:
         raise PipelineError(f"the pipeline's tables, views or shard count changed since its "
                             f"checkpoint in {path.parent} was made; use a fresh state_dir")
     path.write_text(plan_id + "\n")
+
+
+def _meeting(columns: list[tuple[str, SqlType]], key: tuple[int, ...] | None,
+             rows: list[tuple]) -> str:
+    """A WHERE for a table's rows that could meet ``rows`` in its checks: those holding one
+    of their values of the first PRIMARY KEY column (else the first column), which every
+    row equal to one of them, or sharing its key, does."""
+    column = key[0] if key else 0
+    values = {row[column] for row in rows}
+    name = exp.column(columns[column][0], quoted=True)
+    meets = [exp.In(this=name.copy(), expressions=[exp.convert(v) for v in values
+                                                   if v is not None])] if values - {None} else []
+    if None in values:
+        meets.append(exp.Is(this=name.copy(), expression=exp.Null()))
+    return exp.or_(*meets).sql("duckdb")
 
 
 def _batch_files(checkpoint: Path, batch_id: int) -> list[Path]:
