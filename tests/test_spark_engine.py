@@ -4,6 +4,7 @@ rebuild per micro-batch), restarts from the checkpoint, rejected statements."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import random
 import shutil
@@ -364,7 +365,7 @@ def test_a_change_file_the_query_cannot_be_handed_is_not_kept(spark, tmp_path) -
 def test_a_change_file_is_fsynced_with_its_directory_before_it_is_handed_on(tmp_path,
                                                                            monkeypatch):
     """A commit's change file is the record of what it committed: its bytes and its name
-    are fsynced before the query is handed it (a write that fails leaves no file)."""
+    are fsynced before the query is handed it."""
     import upkeep.spark.connection as spark_connection
 
     synced: list[str] = []
@@ -379,6 +380,21 @@ def test_a_change_file_is_fsynced_with_its_directory_before_it_is_handed_on(tmp_
     assert path.read_text() == "line\n"
     assert synced == [str(tmp_path / ".changes-00000001.jsonl.tmp"), str(tmp_path)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changes-00000001.jsonl"]
+
+    def refused(errno_: int):
+        def sync(path) -> None:
+            raise OSError(errno_, os.strerror(errno_))
+        return sync
+
+    # a directory fsync that fails leaves no file (the commit fails, a reopening does not
+    # replay it); a file system that cannot fsync directories (EINVAL) keeps it
+    monkeypatch.setattr(spark_connection, "sync_directory", refused(errno.EIO))
+    with pytest.raises(OSError):
+        spark_connection._write_whole(tmp_path / "changes-00000002.jsonl", "x\n")
+    monkeypatch.setattr(spark_connection, "sync_directory", refused(errno.EINVAL))
+    spark_connection._write_whole(tmp_path / "changes-00000003.jsonl", "y\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["changes-00000001.jsonl",
+                                                          "changes-00000003.jsonl"]
 
 
 def test_transaction_metadata_commits_with_its_change_file(spark, tmp_path) -> None:

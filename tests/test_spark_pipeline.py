@@ -504,6 +504,22 @@ def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(tmp_pa
     assert _batch_files(tmp_path, 3) == [tmp_path / "in" / "f x%.jsonl"]
 
 
+def test_the_rows_a_stopping_batch_is_judged_over_are_read_by_a_where_that_compiles() -> None:
+    """``_meeting``'s WHERE, through the executors' compiler (``dml.predicate``), keeps
+    the rows sharing a value of the batch's rows' first key column; a NaN, which has no
+    SQL literal, reads every row; a table named by a keyword compiles too."""
+    from upkeep.spark.dml import predicate
+    from upkeep.spark.pipeline import _meeting
+    from upkeep.types import SqlType
+
+    columns = [("v", SqlType("DOUBLE")), ("n", SqlType("INTEGER"))]
+    where = _meeting(columns, None, [(1.5, 1), (None, 2)])
+    test = predicate("order", columns, where)
+    assert [test(row) is True for row in [(1.5, 9), (None, 9), (2.5, 1)]] == [True, True, False]
+    assert _meeting(columns, None, [(float("nan"), 1), (1.5, 1)]) is None
+    assert _meeting(columns, (1,), [(1.5, 7)]) == '"n" IN (7)'
+
+
 def test_spark_only_offers_what_it_can_keep(tmp_path, capsys) -> None:
     path = write_pipeline(tmp_path, extra=SPARK, sinks={"revenue": ["duckdb"]})
     (tmp_path / "changes").mkdir()

@@ -25,6 +25,7 @@ seconds to wait for more, default 0).
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import hashlib
 import itertools
@@ -899,8 +900,11 @@ class SparkConnection(Engine):
             # a fresh query: every shard reports its views' initial contents in batch 0
             # (not empty: Spark's file source skips empty files)
             self._refill_inbox()  # the tick is no change: the inbox has it, the log not
-            _write_whole(self.inbox / f"changes-{self._generation:08d}{TICK_SUFFIX}",
-                         "start\n")
+            tick = self.inbox / f"changes-{self._generation:08d}{TICK_SUFFIX}"
+            try:
+                _write_whole(tick, "start\n")
+            except OSError as exc:
+                raise StorageError(f"cannot write {tick}: {exc}", path=str(tick)) from None
             if plan.keyed is not None and snapshots:
                 keyed_state, initial = self._bulk_build(plan, snapshots)
                 self._contents = {v: Counter() for v in self._catalog.view_names()}
@@ -1130,7 +1134,12 @@ def _write_whole(path: Path, text: str) -> Path:
         f.flush()
         os.fsync(f.fileno())
     tmp.rename(path)
-    sync_directory(path.parent)
+    try:
+        sync_directory(path.parent)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a file system without it
+            path.unlink(missing_ok=True)  # not durable, so not written: the caller fails
+            raise
     return path
 
 

@@ -42,14 +42,18 @@ def predicate(name: str, columns: list[tuple[str, SqlType]], where_sql: str | No
     """``row -> True/False/None`` for ``WHERE where_sql`` over ``name``'s rows."""
     if where_sql is None:
         return lambda row: True
-    where = parse_one(f"SELECT * FROM {name} WHERE {where_sql}").args["where"].this
+    quoted = name.replace('"', '""')
+    where = parse_one(f'SELECT * FROM "{quoted}" WHERE {where_sql}').args["where"].this
     return ExpressionCompiler(table_scope(name, columns)).compile_condition(where).fn
 
 
 def _matches(reads: Reads, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """Table steps' map entries (each key's rows with counts, pickled) as the rows that
     satisfy their table's WHERE."""
-    tests = {step: predicate(*read) for step, read in reads.items()}
+    try:
+        tests = {step: predicate(*read) for step, read in reads.items()}
+    except Error as exc:  # a WHERE that does not compile: the driver's error, not a traceback
+        raise BatchRejected(exc.to_record()) from None
     for frame in frames:
         try:
             keep = [(step, r, n) for step, value in zip(frame["step"], frame["value"],
@@ -117,7 +121,11 @@ def _logged_matches(reads: ShardReads, frames: Iterator[pd.DataFrame]
     the changes each shard applied) as the rows they leave, net, that satisfy their table's
     WHERE: a partitioned table's from every shard of its group, a copied one's from shard
     0 only (every shard holds it whole)."""
-    tests = {name: predicate(name, cols, where) for name, (_, _, cols, where) in reads.items()}
+    try:
+        tests = {name: predicate(name, cols, where)
+                 for name, (_, _, cols, where) in reads.items()}
+    except Error as exc:  # a WHERE that does not compile: the driver's error, not a traceback
+        raise BatchRejected(exc.to_record()) from None
     for frame in frames:
         net: Counter = Counter()
         for group, shard, chunk in zip(frame["grp"], frame["shard"], frame["chunk"],

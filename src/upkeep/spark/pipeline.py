@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -177,7 +178,9 @@ class SparkPipelineRunner:
             try:
                 bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1,
                                   views=False)
-            except (OSError, Error):
+            except Exception as exc:  # naming the record is a courtesy: the error stands
+                self.console.print(f"could not find the record at fault: {exc}",
+                                   highlight=False, markup=False)
                 bad = []
             if bad:
                 record, why = min(bad, key=lambda entry: entry[0].position)
@@ -209,7 +212,7 @@ class SparkPipelineRunner:
         batch_id = _committed(checkpoint) + 1
         try:
             bad = self._judge(spark, checkpoint, plan, batch_id)
-        except (OSError, Error) as exc:  # a change file gone, the judge's own failure
+        except Exception as exc:  # a change file gone, a read that fails: the error stands
             self.console.print(f"batch {batch_id}: could not judge its records again: {exc}",
                                highlight=False, markup=False)
             return None
@@ -228,7 +231,7 @@ class SparkPipelineRunner:
         the rest there, the ones its views fail on (one record at a time once the whole
         fails).  ``views=False`` (naming the record a stopping run failed on) judges by
         the tables' checks alone, over only the committed rows that could meet the batch's
-        (:func:`_meeting`), so that a failing run reads little into the driver."""
+        (:func:`_meeting`; most of a table whose first column has few values)."""
         records = [record for path in _batch_files(checkpoint, batch_id)
                    for record in file_records(plan, path.name, path.read_bytes())]
         if not records:
@@ -384,12 +387,15 @@ def _check_plan(path: Path, plan_id: str, committed: int) -> None:
 
 
 def _meeting(columns: list[tuple[str, SqlType]], key: tuple[int, ...] | None,
-             rows: list[tuple]) -> str:
+             rows: list[tuple]) -> str | None:
     """A WHERE for a table's rows that could meet ``rows`` in its checks: those holding one
     of their values of the first PRIMARY KEY column (else the first column), which every
-    row equal to one of them, or sharing its key, does."""
+    row equal to one of them, or sharing its key, does; None (every row) where a value
+    has no SQL literal (a DOUBLE's NaN or infinity)."""
     column = key[0] if key else 0
     values = {row[column] for row in rows}
+    if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        return None
     name = exp.column(columns[column][0], quoted=True)
     meets = [exp.In(this=name.copy(), expressions=[exp.convert(v) for v in values
                                                    if v is not None])] if values - {None} else []
