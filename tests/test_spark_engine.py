@@ -376,7 +376,7 @@ def test_a_change_file_is_fsynced_with_its_directory_before_it_is_handed_on(tmp_
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)  # the module both the file and the directory use
-    path = spark_connection._write_whole(tmp_path / "changes-00000001.jsonl", "line\n")
+    path = spark_connection._write_durably(tmp_path / "changes-00000001.jsonl", "line\n")
     assert path.read_text() == "line\n"
     assert synced == [str(tmp_path / ".changes-00000001.jsonl.tmp"), str(tmp_path)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changes-00000001.jsonl"]
@@ -390,9 +390,9 @@ def test_a_change_file_is_fsynced_with_its_directory_before_it_is_handed_on(tmp_
     # replay it); a file system that cannot fsync directories (EINVAL) keeps it
     monkeypatch.setattr(spark_connection, "sync_directory", refused(errno.EIO))
     with pytest.raises(OSError):
-        spark_connection._write_whole(tmp_path / "changes-00000002.jsonl", "x\n")
+        spark_connection._write_durably(tmp_path / "changes-00000002.jsonl", "x\n")
     monkeypatch.setattr(spark_connection, "sync_directory", refused(errno.EINVAL))
-    spark_connection._write_whole(tmp_path / "changes-00000003.jsonl", "y\n")
+    spark_connection._write_durably(tmp_path / "changes-00000003.jsonl", "y\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changes-00000001.jsonl",
                                                           "changes-00000003.jsonl"]
 

@@ -863,7 +863,7 @@ class SparkConnection(Engine):
         """Add change file ``name`` to the log, then hand it to the query (the inbox); if
         that fails, the log does not keep it either (a reopening would replay it)."""
         try:
-            path = _write_whole(self.changes / name, text)
+            path = _write_durably(self.changes / name, text)
             try:
                 _link_or_copy(path, self.inbox / name)
             except OSError:
@@ -1124,20 +1124,27 @@ class SparkConnection(Engine):
 
 
 def _write_whole(path: Path, text: str) -> Path:
-    """Write ``path`` so that it appears whole or not at all, and stays once written: a
-    hidden file (Spark's file source skips hidden names), fsynced, renamed into place,
-    and the directory fsynced (a commit's change file is the record of what it
-    committed: a reopened database replays the log)."""
+    """Write ``path`` so that it appears whole or not at all: a hidden file (Spark's file
+    source skips hidden names), fsynced, renamed into place."""
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
     tmp.rename(path)
+    return path
+
+
+def _write_durably(path: Path, text: str) -> Path:
+    """:func:`_write_whole` of a new name, then its directory fsynced, so the name stays
+    (a commit's change file is the record of what it committed: a reopened database
+    replays the log); if that fails the file is removed and the error raised (a file
+    system that cannot fsync a directory, EINVAL, is taken as it is)."""
+    _write_whole(path, text)
     try:
         sync_directory(path.parent)
     except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a file system without it
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
             path.unlink(missing_ok=True)  # not durable, so not written: the caller fails
             raise
     return path
