@@ -136,10 +136,12 @@ class DuplicateKeyError(ValueError):
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object's members, refusing a key given twice (which value was meant?)."""
     data = dict(pairs)
-    if len(data) != len(pairs):
+    if len(data) != len(pairs):  # the common case costs one comparison
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise DuplicateKeyError(f"the key {twice!r} appears twice in one object")
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
     return data
 
 

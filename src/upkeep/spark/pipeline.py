@@ -172,9 +172,7 @@ class SparkPipelineRunner:
         where = getattr(error, "position", None)
         if where:
             return PipelineError(f"{where}: {error}")
-        if (self.config.on_error == "stop" and plan.keyed is not None
-                and not self.config.spark_rates
-                and isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
+        if self.config.on_error == "stop" and self._judged(plan, error):
             try:
                 bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1,
                                   views=False)
@@ -191,6 +189,14 @@ class SparkPipelineRunner:
                                    f"--on-error skip or dead-letter")
         return PipelineError(str(error))
 
+    def _judged(self, plan: QueryPlan, error: BaseException) -> bool:
+        """Whether a failed micro-batch is judged again on the driver: a record's error
+        (what the engine says of a row) in a keyed pipeline whose rows all come from
+        records (a rate source's do not; one with ``skip`` or ``dead-letter`` is refused
+        at start)."""
+        return (plan.keyed is not None and not self.config.spark_rates
+                and isinstance(error, (ConstraintError, SchemaError, EvaluationError)))
+
     def _leave_out(self, spark, checkpoint: Path, plan: QueryPlan,
                    error: BaseException) -> QueryPlan | None:
         """The plan that runs a failed micro-batch again without its bad records, for views
@@ -206,8 +212,7 @@ class SparkPipelineRunner:
         not a record's (a lost executor, a storage error) or one the judge cannot read.
         (A keyed pipeline with a rate source, whose rows are no records, is refused
         ``skip`` and ``dead-letter`` when it starts.)"""
-        if (self.config.on_error == "stop" or plan.keyed is None
-                or not isinstance(error, (ConstraintError, SchemaError, EvaluationError))):
+        if self.config.on_error == "stop" or not self._judged(plan, error):
             return None
         batch_id = _committed(checkpoint) + 1
         try:

@@ -168,6 +168,7 @@ def file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
     if fmt is None:
         return
     stale = plan.stale_tables(name)
+    left_out = {number for file, number in plan.excluded if file == name}  # mostly none
     # an embedded database's change file may begin with its transaction's metadata
     skip = int(plan.embedded and CHANGE_FILE.fullmatch(name) is not None
                and content.startswith(METADATA_PREFIX.encode()))
@@ -177,7 +178,7 @@ def file_records(plan: QueryPlan, name: str, content: bytes) -> Iterator:
         for record in READERS[fmt](local, name, skip).read(final=True):
             if stale and isinstance(record.table, str) and record.table.lower() in stale:
                 continue
-            if (record.position.file, record.position.number) not in plan.excluded:
+            if not (left_out and record.position.number in left_out):
                 yield record
 
 
