@@ -40,9 +40,10 @@ def orders(rnd: random.Random, start: int, n: int, customers_n: int) -> list[tup
              Decimal(rnd.randrange(100, 100000)) / 100) for k in range(start, start + n)]
 
 
-def both(spark, tmp_path):
+def both(spark, tmp_path, **options):
     local = upkeep.connect()
-    remote = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "spark")
+    remote = upkeep.connect(engine="spark", spark=spark, shards=2, database=tmp_path / "spark",
+                            **options)
     for db in (local, remote):
         db.execute(TABLES)
         for name, sql in VIEWS.items():
@@ -108,8 +109,9 @@ def test_bulk_load_then_changes(spark, tmp_path) -> None:
 
 
 def test_engines_stay_warm_and_survive_a_restart(spark, tmp_path) -> None:
+    """Shard servers (``state="shards"``) keep their engines between micro-batches."""
     rnd = random.Random(2)
-    local, remote = both(spark, tmp_path)
+    local, remote = both(spark, tmp_path, state="shards")
     for db in (local, remote):
         db.insert("customers", customers(20))
     before = server_stats(spark)
@@ -138,7 +140,7 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
     assert sorted(remote.view("joined").rows()) == []
     remote.execute("INSERT INTO orders VALUES (7, 1, DATE '2024-03-01', 2.50)")
     assert remote.view("joined").rows() == [(7, "AUTO")]
-    # read from the shards' logs by a Spark job (refused before: the driver holds no table)
+    # read from the tables' keyed state by a Spark job (the driver holds no table)
     assert remote.execute("UPDATE orders SET price = 3.00 WHERE ok = 7").rowcount == 1
     with pytest.raises(upkeep.UnsupportedError,
                        match="EXPLAIN statements are not supported on the spark engine: "
@@ -148,7 +150,7 @@ def test_statements_the_driver_cannot_run(spark, tmp_path) -> None:
         remote.insert("orders", [("x", 1, None, None)])
     with pytest.raises(upkeep.ParseError):
         remote.execute("CREATE VIEW broken AS SELEC 1")
-    assert "spark: 2 shards" in remote.explain("joined")
+    assert "spark: Spark keyed state" in remote.explain("joined")  # the default
     remote.close()
     for change in (lambda: remote.insert("orders", [(8, 1, None, None)]),
                    lambda: remote.execute("CREATE TABLE later (a INTEGER)"),

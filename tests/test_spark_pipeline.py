@@ -137,23 +137,41 @@ def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
             assert rows == expected[view], (view, kind)
 
 
-def test_keyed_pipeline_equals_the_model(spark, tmp_path) -> None:
-    """``[spark] state = "keyed"``: the views that fit it run in Spark's keyed state, the
-    others in shards, and the sinks equal the model either way."""
+def test_shards_pipeline_equals_the_model(spark, tmp_path) -> None:
+    """``[spark] state = "shards"``: every view in shard servers (the default is Spark's
+    keyed state, which the other pipeline tests run), and the sinks equal the model."""
     stream = Stream(seed=9).generate(400)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=3)
     path = write_pipeline(tmp_path, state_dir="state",
-                          extra=SPARK.replace("files_per_batch = 1", 'state = "keyed"'),
+                          extra=SPARK.replace("files_per_batch = 1", 'state = "shards"'),
                           sinks=EVERY_KIND)
     config = load_config(path)
+    assert config.spark_state == "shards"
+    (tmp_path / "default").mkdir()
+    assert load_config(spark_pipeline(tmp_path / "default")).spark_state == "keyed"
     runner = SparkPipelineRunner(config, spark=spark)
-    plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
-    assert plan.keyed is not None and plan.keyed.views, plan.unkeyed
     assert runner.run() >= 1
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
             assert rows == expected[view], (view, kind)
+
+
+def test_a_checkpoint_fits_the_state_and_with_shards_the_shard_count(spark, tmp_path) -> None:
+    """The plan a pipeline's checkpoint is checked against (``upkeep-plan.txt``) changes
+    with the state and, for views in shards, with the shard count; keyed state does not
+    depend on the shard count."""
+    (tmp_path / "changes").mkdir()
+    runner = SparkPipelineRunner(load_config(spark_pipeline(tmp_path)), spark=spark)
+    catalog = runner.catalog.local_catalog
+
+    def plan_id(shards: int, keyed: bool) -> str:
+        plan = make_plan(catalog, shards, keyed=keyed)
+        assert (plan.keyed is not None) == keyed
+        return plan.plan_id
+    assert plan_id(2, keyed=True) == plan_id(3, keyed=True)
+    assert plan_id(2, keyed=False) != plan_id(3, keyed=False)
+    assert plan_id(2, keyed=True) != plan_id(2, keyed=False)
 
 
 def test_a_keyed_pipeline_names_the_row_a_rejected_batch_deletes(spark, tmp_path,
@@ -270,9 +288,11 @@ def test_stopped_run_resumes_from_its_checkpoint(spark, tmp_path) -> None:
     for view, sinks in sink_views(tmp_path, sinks=ONE_OF_EACH).items():
         for kind, rows in sinks.items():
             assert rows == expected[view], (view, kind)
-    resharded = dataclasses.replace(config, spark_shards=3)
-    with pytest.raises(PipelineError, match="shard count changed"):
-        SparkPipelineRunner(resharded, spark=spark).run()
+    # the checkpoint was made with views in keyed state (the default): views in shards
+    # would be routed otherwise, so resuming it with them is refused, whatever the count
+    for other in (dict(spark_state="shards"), dict(spark_state="shards", spark_shards=3)):
+        with pytest.raises(PipelineError, match="spark.state or shard count changed"):
+            SparkPipelineRunner(dataclasses.replace(config, **other), spark=spark).run()
 
 
 @pytest.mark.parametrize(("state", "reader"), [("shards", "committed_shard_rows"),
@@ -456,8 +476,8 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error, state) -
         lines.insert(15 + gap * k, line_of(record))
     write_jsonl(tmp_path / "changes", lines, files=3)
     # keyed: two micro-batches with bad records, the second judged over committed state
-    spark_table = SPARK if state == "shards" else SPARK.replace(
-        "files_per_batch = 1", 'files_per_batch = 2\nstate = "keyed"')
+    spark_table = SPARK + 'state = "shards"\n' if state == "shards" else SPARK.replace(
+        "files_per_batch = 1", 'files_per_batch = 2')
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=f'on_error = "{on_error}"\n' + spark_table,
                           sinks=ONE_OF_EACH)

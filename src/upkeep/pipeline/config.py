@@ -72,7 +72,7 @@ class PipelineConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_rates: list[dict[str, Any]] = field(default_factory=list)
     spark_run_seconds: float | None = None
-    spark_state: str = "shards"  # where views' state lives: shard servers or Spark's keyed state
+    spark_state: str = "keyed"  # where views' state lives: shard servers or Spark's keyed state
 
     def replace(self, **changes: Any) -> PipelineConfig:
         """A copy with some settings overridden (command-line options); ``None`` keeps one."""
@@ -193,7 +193,7 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     out["spark_conf"] = {str(k): str(v) for k, v in conf.items()}
     seconds = _seconds(file, data, "run_seconds", None, "spark.")
     out["spark_run_seconds"] = seconds
-    state = _get(file, data, "state", (str,), "shards", "spark.")
+    state = _get(file, data, "state", (str,), "keyed", "spark.")
     if state not in ("shards", "keyed"):
         raise ConfigError(file, f"key 'spark.state' must be \"shards\" or \"keyed\", got {state!r}")
     out["spark_state"] = state

@@ -111,7 +111,7 @@ def open_spark(database: str | os.PathLike | None = ":memory:", *,
                spark: SparkSession | None = None, master: str | None = None,
                shards: int | None = None, bdd_ordering: str = "sifting",
                clock: Callable[[], float] | None = None,
-               state: str = "shards", commit_window: float = 0.0) -> SparkConnection:
+               state: str = "keyed", commit_window: float = 0.0) -> SparkConnection:
     """``upkeep.connect(engine="spark")``: see :func:`upkeep.engine.connect`."""
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
@@ -186,7 +186,7 @@ class SparkConnection(Engine):
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
                  clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting",
-                 state: str = "shards", commit_window: float = 0.0):
+                 state: str = "keyed", commit_window: float = 0.0):
         self.spark = spark or spark_session(master or "local[2]")
         self.state = state
         self._own_dir = directory is None

@@ -383,11 +383,13 @@ def order_by_name(directory: Path) -> None:
 
 
 def _check_plan(path: Path, plan_id: str, committed: int) -> None:
-    """A checkpoint only fits the catalog and shard count it was made with: refuse another
-    (its state would be routed differently) instead of giving wrong results."""
+    """A checkpoint only fits the catalog, the state (``spark.state``) and, with views in
+    shards, the shard count it was made with: refuse another (its state would be routed
+    differently) instead of giving wrong results."""
     if committed >= 0 and path.exists() and path.read_text().strip() != plan_id:
-        raise PipelineError(f"the pipeline's tables, views or shard count changed since its "
-                            f"checkpoint in {path.parent} was made; use a fresh state_dir")
+        raise PipelineError(f"the pipeline's tables, views, spark.state or shard count "
+                            f"changed since its checkpoint in {path.parent} was made; use a "
+                            f"fresh state_dir, or the settings it was made with")
     path.write_text(plan_id + "\n")
 
 
