@@ -473,7 +473,8 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     partitions in this process, counting tuples and bytes shipped between them).
 
     Spark engine (docs/spark.md): ``spark`` (a SparkSession) or ``master`` (default
-    ``local[2]``), ``shards`` (partitions per view), ``state`` ("shards" or "keyed"),
+    ``local[2]``), ``shards`` (partitions per view group in shards), ``state`` ("keyed", the
+    default: views in Spark's keyed state; or "shards": every view in shard servers),
     ``commit_window`` (seconds a group commit waits for more threads' statements, default
     0); ``database`` is the working directory of change files and checkpoints.
     """
