@@ -65,6 +65,8 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
      "key 'batch.rows_per_batch' must be at least 1"),
     ('tables = "tables.sql"\non_error = "ignore"\n[source]\npath = "c"\n',
      "key 'on_error' must be one of stop, skip, dead-letter, got 'ignore'"),
+    ('tables = "tables.sql"\nengine = "spark"\n[source]\npath = "c"\n[spark]\nstate = "rocks"\n',
+     "key 'spark.state' must be one of keyed, shards, got 'rocks'"),
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "tabel"\n',
      "[[sinks]] #1 (view v): unknown sink type 'tabel' in key 'type'; expected one of duckdb, "
      "jsonl, parquet, parquet-deltas, sqlite, terminal"),

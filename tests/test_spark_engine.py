@@ -7,6 +7,7 @@ import datetime as dt
 import errno
 import os
 import random
+import re
 import shutil
 from collections import Counter
 from decimal import Decimal
@@ -62,6 +63,14 @@ def assert_same(local, remote) -> None:
 def test_shuffle_partitions_default_to_the_cores(master, partitions) -> None:
     """A state store per partition commits every micro-batch: as many as the cores."""
     assert default_partitions(master) == partitions
+
+
+def test_an_unknown_state_or_commit_window_is_refused_before_spark_starts() -> None:
+    for options, message in ((dict(state="rocks"),
+                              "unknown state 'rocks'; choose one of ('keyed', 'shards')"),
+                             (dict(commit_window=-1), "commit_window must be 0 to 60")):
+        with pytest.raises(upkeep.UnsupportedError, match=re.escape(message)):
+            upkeep.connect(engine="spark", **options)
 
 
 def test_the_shared_session_has_room_for_its_compiled_code(spark) -> None:

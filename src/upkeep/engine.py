@@ -427,6 +427,11 @@ def deliver(subscribers: dict[str, list[Subscriber | Subscription]],
         raise interrupted
 
 
+#: where the Spark engine keeps views' state (``connect(engine="spark", state=...)``, a
+#: pipeline's ``[spark] state``): Spark's keyed state, the default, or shard servers
+SPARK_STATES = ("keyed", "shards")
+SPARK_DEFAULT_STATE = SPARK_STATES[0]
+
 #: engine name -> "module:factory"; the factory takes connect()'s arguments.
 ENGINES: dict[str, str] = {
     "local": "upkeep.local.connection:open_local",

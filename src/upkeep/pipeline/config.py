@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine import SPARK_DEFAULT_STATE, SPARK_STATES
 from ..io.errors import ConfigError
 from ..io.sinks.base import SinkConfig
 
@@ -72,7 +73,7 @@ class PipelineConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_rates: list[dict[str, Any]] = field(default_factory=list)
     spark_run_seconds: float | None = None
-    spark_state: str = "keyed"  # where views' state lives: shard servers or Spark's keyed state
+    spark_state: str = SPARK_DEFAULT_STATE  # where views' state lives (engine.SPARK_STATES)
 
     def replace(self, **changes: Any) -> PipelineConfig:
         """A copy with some settings overridden (command-line options); ``None`` keeps one."""
@@ -193,9 +194,10 @@ def _spark(file: Path, data: dict[str, Any]) -> dict[str, Any]:
     out["spark_conf"] = {str(k): str(v) for k, v in conf.items()}
     seconds = _seconds(file, data, "run_seconds", None, "spark.")
     out["spark_run_seconds"] = seconds
-    state = _get(file, data, "state", (str,), "keyed", "spark.")
-    if state not in ("shards", "keyed"):
-        raise ConfigError(file, f"key 'spark.state' must be \"shards\" or \"keyed\", got {state!r}")
+    state = _get(file, data, "state", (str,), SPARK_DEFAULT_STATE, "spark.")
+    if state not in SPARK_STATES:
+        raise ConfigError(file, f"key 'spark.state' must be one of "
+                                f"{', '.join(SPARK_STATES)}, got {state!r}")
     out["spark_state"] = state
     rates = data.get("rate", [])
     if not isinstance(rates, list) or not all(isinstance(r, dict) for r in rates):

@@ -52,7 +52,16 @@ from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
-from ..engine import Engine, Subscriber, Subscription, ViewHandle, check_subscriber, deliver
+from ..engine import (
+    SPARK_DEFAULT_STATE,
+    SPARK_STATES,
+    Engine,
+    Subscriber,
+    Subscription,
+    ViewHandle,
+    check_subscriber,
+    deliver,
+)
 from ..errors import (
     ConstraintError,
     Error,
@@ -103,7 +112,6 @@ from .session import spark_session
 T = TypeVar("T")
 #: what one statement or transaction commits: its changes, and its metadata line or None
 Unit = tuple[list[tuple[str, tuple, int]], str | None]
-STATES = ("shards", "keyed")  # where views' state lives: shard servers, or Spark's keyed state
 # a commit's change file: its sequence number (the batch it commits) and commit time
 
 
@@ -111,12 +119,13 @@ def open_spark(database: str | os.PathLike | None = ":memory:", *,
                spark: SparkSession | None = None, master: str | None = None,
                shards: int | None = None, bdd_ordering: str = "sifting",
                clock: Callable[[], float] | None = None,
-               state: str = "keyed", commit_window: float = 0.0) -> SparkConnection:
+               state: str = SPARK_DEFAULT_STATE, commit_window: float = 0.0
+               ) -> SparkConnection:
     """``upkeep.connect(engine="spark")``: see :func:`upkeep.engine.connect`."""
     if bdd_ordering not in ORDERINGS:
         raise UnsupportedError(f"unknown bdd_ordering {bdd_ordering!r}; choose one of {ORDERINGS}")
-    if state not in STATES:
-        raise UnsupportedError(f"unknown state {state!r}; choose one of {STATES}")
+    if state not in SPARK_STATES:
+        raise UnsupportedError(f"unknown state {state!r}; choose one of {SPARK_STATES}")
     if not isinstance(commit_window, (int, float)) or not 0 <= commit_window <= 60:
         raise UnsupportedError(f"commit_window must be 0 to 60 seconds, not {commit_window!r}")
     directory = None if database in (":memory:", "", None) else database
@@ -186,7 +195,7 @@ class SparkConnection(Engine):
     def __init__(self, spark: SparkSession | None = None, master: str | None = None,
                  directory: str | os.PathLike | None = None, shards: int | None = None,
                  clock: Callable[[], float] | None = None, bdd_ordering: str = "sifting",
-                 state: str = "keyed", commit_window: float = 0.0):
+                 state: str = SPARK_DEFAULT_STATE, commit_window: float = 0.0):
         self.spark = spark or spark_session(master or "local[2]")
         self.state = state
         self._own_dir = directory is None
