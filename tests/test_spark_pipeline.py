@@ -67,6 +67,16 @@ def spark_pipeline(tmp_path: Path, sinks: dict[str, list[str]] = EVERY_KIND) -> 
     return write_pipeline(tmp_path, state_dir="state", extra=SPARK, sinks=sinks)
 
 
+def ran_keyed(tmp_path: Path, runner: SparkPipelineRunner) -> bool:
+    """Whether ``runner``'s run (state dir ``tmp_path / "state"``, 2 shards) planned its
+    views in keyed state (else in shards), by the plan its checkpoint was made with."""
+    made = (tmp_path / "state" / "upkeep-plan.txt").read_text().strip()
+    plans = {keyed: make_plan(runner.catalog.local_catalog, 2, keyed=keyed).plan_id
+             for keyed in (True, False)}
+    assert made in plans.values(), made
+    return made == plans[True]
+
+
 def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
     """A Spark ``parquet`` sink's snapshot of the view (the local engine's meaning of the
     sink): ``path`` links to the directory of the last micro-batch it includes."""
@@ -113,7 +123,7 @@ def sink_views(tmp_path: Path, sinks: dict[str, list[str]] = EVERY_KIND
 def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
         spark, tmp_path, monkeypatch) -> None:
     """Every file sink is written by the executors: the driver collects no view rows, and
-    each sink still holds the model's views."""
+    each sink still holds the model's views (views in keyed state, the default)."""
     import upkeep.spark.pipeline as pipeline
 
     collected: list[str] = []
@@ -130,6 +140,7 @@ def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
     WRITERS["csv"](tmp_path / "changes", stream.records[300:], files=3, first=4)
     runner = SparkPipelineRunner(load_config(spark_pipeline(tmp_path)), spark=spark)
     assert runner.run() >= 6
+    assert ran_keyed(tmp_path, runner)  # the default
     assert collected == []
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
@@ -145,12 +156,9 @@ def test_shards_pipeline_equals_the_model(spark, tmp_path) -> None:
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("files_per_batch = 1", 'state = "shards"'),
                           sinks=EVERY_KIND)
-    config = load_config(path)
-    assert config.spark_state == "shards"
-    (tmp_path / "default").mkdir()
-    assert load_config(spark_pipeline(tmp_path / "default")).spark_state == "keyed"
-    runner = SparkPipelineRunner(config, spark=spark)
+    runner = SparkPipelineRunner(load_config(path), spark=spark)
     assert runner.run() >= 1
+    assert not ran_keyed(tmp_path, runner)
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path).items():
         for kind, rows in sinks.items():
@@ -162,7 +170,9 @@ def test_a_checkpoint_fits_the_state_and_with_shards_the_shard_count(spark, tmp_
     with the state and, for views in shards, with the shard count; keyed state does not
     depend on the shard count."""
     (tmp_path / "changes").mkdir()
-    runner = SparkPipelineRunner(load_config(spark_pipeline(tmp_path)), spark=spark)
+    config = load_config(spark_pipeline(tmp_path))
+    assert config.spark_state == "keyed"  # the default
+    runner = SparkPipelineRunner(config, spark=spark)
     catalog = runner.catalog.local_catalog
 
     def plan_id(shards: int, keyed: bool) -> str:
@@ -486,6 +496,7 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error, state) -
         plan = make_plan(runner.catalog.local_catalog, 2, keyed=True)
         assert plan.keyed is not None and plan.keyed.views, plan.unkeyed
     runner.run()
+    assert ran_keyed(tmp_path, runner) == (state == "keyed")
     assert runner.rejected == len(BAD)
     expected = expected_views(model_of(good))
     for view, sinks in sink_views(tmp_path, sinks=ONE_OF_EACH).items():
