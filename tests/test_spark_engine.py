@@ -84,6 +84,24 @@ def test_the_shared_session_has_room_for_its_compiled_code(spark) -> None:
     assert code_cache >= 256 * 1024 * 1024
 
 
+def test_an_idle_query_polls_every_fifty_milliseconds_unless_the_user_chose(spark) -> None:
+    """Spark's default polling delay (10 ms) kept a quarter to half a core busy per idle
+    connection (docs/spark.md): upkeep's sessions poll every 50 ms; a delay the user set
+    stays."""
+    from upkeep.spark.session import POLLING_DELAY, configure
+
+    assert spark.conf.get(POLLING_DELAY) == "50ms"
+    try:
+        spark.conf.set(POLLING_DELAY, "2s")
+        configure(spark)
+        assert spark.conf.get(POLLING_DELAY) == "2s"
+        spark.conf.unset(POLLING_DELAY)  # Spark's default again
+        configure(spark)
+        assert spark.conf.get(POLLING_DELAY) == "50ms"
+    finally:
+        spark.conf.set(POLLING_DELAY, "50ms")
+
+
 def test_bulk_load_then_changes(spark, tmp_path) -> None:
     rnd = random.Random(1)
     local, remote = both(spark, tmp_path)
