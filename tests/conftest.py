@@ -33,18 +33,48 @@ settings.register_profile("upkeep", deadline=None)
 settings.load_profile("upkeep")
 
 
+def _first_chunk(items: int, workers: int) -> int:
+    """How many tests pytest-xdist 3.8's ``--dist load`` hands each worker before any has
+    finished one (``LoadScheduling.schedule``): a quarter of a worker's share."""
+    return max(items // workers // 4, 2)
+
+
+def _uses_shared_session(item: pytest.Item) -> bool:
+    """Whether ``item`` runs on its worker's SparkSession (the ``spark`` fixture, or a
+    ``spark`` parameter that asks for it)."""
+    return ("spark" in getattr(item, "fixturenames", ())
+            or "spark" in item.name.partition("[")[2].rstrip("]").split("-"))
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order the suite for ``make test`` (``-n auto --dist load``): the Spark tests first
-    (the longest run of work), those sharing a worker's SparkSession, then those starting
-    applications of their own; the rest of the suite fills the workers after them.  Each
-    worker starts its own session on first use, so the Spark tests share both cores (one
-    worker running them all in turn, as an ``xdist_group`` would, takes longer than the
-    rest of the suite; pytest-xdist 3.8's groups have no effect under pytest 9.2)."""
-    shared = [i for i in items if "spark" in getattr(i, "fixturenames", ())]
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the suite for ``make test`` (``-n auto --dist load``, two workers on CI) so
+    that the Spark tests, the longest run of work, start at once and run beside the rest
+    of the suite, one SparkSession's worth per worker at a time (two sessions' tests at
+    once cost a sixth more CPU than beside local tests; the suite is CPU-bound):
+
+    - the first worker's first chunk (:func:`_first_chunk`) starts with every test on the
+      shared session (one session, started on first use), then local tests;
+    - the second worker's first chunk starts with the Spark tests that start applications
+      of their own (a killed ``upkeep run``, ``spark-submit`` to ``local-cluster``, a
+      killed executor) and the other tests of the Spark files, then local tests;
+    - the rest of the suite goes to whichever worker is free.
+
+    Until 2026-12-02 the Spark tests simply came first: xdist's first chunk (about 490
+    tests) handed all of them, the applications' too, to one worker, which ran two
+    minutes longer than the other.  Run without workers, or with chunks too small to
+    hold the shared-session tests, they just come first."""
+    shared = [i for i in items if _uses_shared_session(i)]
     own = [i for i in items if i.path.name.startswith("test_spark") and i not in shared]
     first = set(shared) | set(own)
-    items[:] = shared + own + [i for i in items if i not in first]
+    rest = [i for i in items if i not in first]
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    chunk = _first_chunk(len(items), workers)
+    if workers < 2 or len(shared) > chunk or len(own) > chunk:
+        items[:] = shared + own + rest
+        return
+    fill = chunk - len(shared)
+    items[:] = shared + rest[:fill] + own + rest[fill:]
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

