@@ -60,10 +60,26 @@ def check_syntax(sql: str) -> None:
         first = text.split("\n", 1)[0].replace("Parser Error: ", "")
         raise ParseError(f"cannot parse SQL: {first}", *error_position(text)) from None
     except duckdb.Error as exc:  # e.g. a column defined twice, caught while parsing
-        raise SchemaError(str(exc).split("\n", 1)[0]) from None
+        raise _parse_time_error(str(exc).split("\n", 1)[0]) from None
     if len(_ACCEPTED) >= _ACCEPTED_MAX:  # the texts statements repeat (with parameters)
         _ACCEPTED.clear()
     _ACCEPTED.add(sql)
+
+
+_DUPLICATE_COLUMN = re.compile(r'Column with name "(.*)" already exists')
+
+
+def _parse_time_error(first: str) -> SchemaError | UnsupportedError:
+    """An error DuckDB's parser raises for valid syntax, in upkeep's words where it has
+    them (DuckDB's first line where not)."""
+    duplicate = _DUPLICATE_COLUMN.search(first)
+    if duplicate:
+        return SchemaError(f"column {duplicate[1]!r} is declared twice (column names are "
+                           "not case-sensitive)")
+    if "Can only drop one object at a time" in first:
+        return UnsupportedError("DROP of several tables or views in one statement: drop "
+                                "them one at a time")
+    return SchemaError(first)
 
 
 _ACCEPTED: set[str] = set()  # SQL texts DuckDB's parser accepted
