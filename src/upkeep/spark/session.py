@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 POLLING_DELAY = "spark.sql.streaming.pollingDelay"
 #: how often an idle query looks for new change files, where the session leaves Spark's
-#: default (10 ms) in place: docs/spark.md, "An idle connection"
+#: default (10 ms) in place: docs/spark.md, "Performance"
 IDLE_POLLING_DELAY = "50ms"
 
 
