@@ -309,6 +309,10 @@ BAD_INPUT = {
                                  SchemaError),
     "or replace table": (lambda db: db.execute("CREATE OR REPLACE TABLE orders (a INTEGER)"),
                          UnsupportedError),
+    "a column declared twice": (lambda db: db.execute("CREATE TABLE twice (a INTEGER, A DOUBLE)"),
+                                SchemaError),
+    "a drop of several tables": (lambda db: db.execute("DROP TABLE orders, customers"),
+                                 UnsupportedError),
 }
 
 
