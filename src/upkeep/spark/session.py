@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 POLLING_DELAY = "spark.sql.streaming.pollingDelay"
+SPARK_POLLING_DELAY = "10ms"  # Spark's default
 #: how often an idle query looks for new change files, where the session leaves Spark's
 #: default (10 ms) in place: docs/spark.md, "Performance"
 IDLE_POLLING_DELAY = "50ms"
@@ -98,5 +99,5 @@ def configure(spark: SparkSession) -> None:
     # an idle query lists its source directory every polling delay: at Spark's 10 ms that
     # kept a quarter to half a core busy per open, idle connection; at 50 ms, a twentieth,
     # for at most 50 ms more per micro-batch (a delay the user set is kept)
-    if spark.conf.get(POLLING_DELAY) == "10ms":
+    if spark.conf.get(POLLING_DELAY) == SPARK_POLLING_DELAY:
         spark.conf.set(POLLING_DELAY, IDLE_POLLING_DELAY)
