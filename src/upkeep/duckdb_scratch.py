@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import duckdb
 
+from .bag_recursion import recursion_limit
 from .errors import Error, EvaluationError, ParseError, SchemaError, StatementTimeout
 
 _LOCK = threading.Lock()
@@ -207,5 +208,5 @@ def as_error(exc: duckdb.Error, doing: str) -> Error:
         return SchemaError(message)
     if isinstance(exc, duckdb.ConversionException | duckdb.OutOfRangeException
                   | duckdb.InvalidInputException):
-        return EvaluationError(message)
+        return recursion_limit(text) or EvaluationError(message)
     return Error(message)

@@ -132,6 +132,12 @@ class ProvenanceError(Error):
         self.row = row
 
 
+class RecursionLimit(Error):
+    """A recursive query did not converge within its budget: a fixpoint engine's derivation
+    steps, or the iterations of a bag (``UNION ALL``) recursion DuckDB evaluates
+    (``bag_recursion.py``); the query or batch is refused whole."""
+
+
 class ConstraintError(Error):
     """A change that cannot be applied, e.g. deleting a row that is not present."""
 

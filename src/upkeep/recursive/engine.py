@@ -6,16 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import Error
+from ..errors import RecursionLimit
 from ..zset import clamp
 from .joins import BodyPlan, Combine, Relation, evaluate, plan_body, seeded
 from .program import Program
 
 DEFAULT_MAX_STEPS = 20_000_000
-
-
-class RecursionLimit(Error):
-    """The fixpoint did not converge within the step budget."""
 
 
 def converge_guard(steps: int, limit: int) -> None:
