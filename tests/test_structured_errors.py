@@ -122,8 +122,8 @@ def test_every_error_class_the_docs_name_is_upkeeps_to_catch() -> None:
     import upkeep.errors
 
     for name in ("Error", "ParseError", "SchemaError", "UnsupportedError", "StrategyError",
-                 "EvaluationError", "ConstraintError", "ProvenanceError", "StorageError",
-                 "DamagedStorageError"):
+                 "EvaluationError", "ConstraintError", "ProvenanceError", "RecursionLimit",
+                 "StorageError", "DamagedStorageError"):
         cls = getattr(upkeep, name)
         assert issubclass(cls, upkeep.Error), name
         assert name in upkeep.__all__, name
