@@ -23,7 +23,14 @@ from oracle import insert_rows
 
 import upkeep
 from upkeep.engine import Engine, ViewHandle
-from upkeep.errors import ConstraintError, Error, ParseError, SchemaError, UnsupportedError
+from upkeep.errors import (
+    ConstraintError,
+    Error,
+    ParseError,
+    RecursionLimit,
+    SchemaError,
+    UnsupportedError,
+)
 from upkeep.types import SqlType
 
 ENGINES = ["local", "spark"]
@@ -313,6 +320,9 @@ BAD_INPUT = {
                                 SchemaError),
     "a drop of several tables": (lambda db: db.execute("DROP TABLE orders, customers"),
                                  UnsupportedError),
+    "an endless UNION ALL recursion": (lambda db: db.execute(
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) "
+        "FROM c"), RecursionLimit),
 }
 
 
