@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import HYPOTHESIS_SETTINGS, assert_bag_equal, duckdb_loaded
+from sqlglot import parse_one
 
 import upkeep
+from upkeep.bag_recursion import bounded
 from upkeep.local import from_catalog
 from upkeep.recursive.ordering import dfs_edge_order
 from upkeep.recursive.partitioned import PartitionedFixpoint, home
@@ -1107,9 +1109,5 @@ def test_endless_bag_recursion_is_refused_and_changes_nothing(monkeypatch) -> No
     "SELECT * FROM p",
 ])
 def test_bag_recursion_bound_leaves_other_shapes_alone(sql: str) -> None:
-    from sqlglot import parse_one
-
-    from upkeep.bag_recursion import bounded
-
     query = parse_one(sql, dialect="duckdb")
-    assert bounded(query).sql(dialect="duckdb") == query.sql(dialect="duckdb")
+    assert bounded(query, 100).sql(dialect="duckdb") == query.sql(dialect="duckdb")

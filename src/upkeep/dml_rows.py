@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .bag_recursion import bounded
 from .errors import EvaluationError, SchemaError, UnsupportedError
 from .expressions import literal_value
 from .sql import assigned, constant, is_parameter, relations_read
@@ -114,8 +113,7 @@ def matches_by_duckdb(table: Table, stmt: exp.Delete | exp.Update, targets: list
         return (schema, numbered) if name == _TARGET else contents_of(name)
 
     try:
-        _, found = query_duckdb(bounded(query).sql(dialect="duckdb"),
-                                relations | {_TARGET}, contents)
+        _, found = query_duckdb(query.sql(dialect="duckdb"), relations | {_TARGET}, contents)
     except (SchemaError, EvaluationError) as exc:  # said of the statement, not the rewrite
         reason = str(exc).split("\n")[0].split(": ", 1)[-1]
         raise type(exc)(f"{stmt.key.upper()} of {table.name}: DuckDB could not evaluate "

@@ -35,7 +35,6 @@ import duckdb
 from sqlglot import exp
 
 from .aggregates import Finalizer, compile_aggregate, may_overflow
-from .bag_recursion import bounded
 from .core import Core, needed_slots
 from .duckdb_scratch import quote, scratch
 from .dyn import Representation, key_function
@@ -270,11 +269,6 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
     # over this one reads its columns by name
     names = distinct_names([row[0] for row in described])
     columns = [(n, type_from_name(row[1])) for n, row in zip(names, described, strict=True)]
-    # DuckDB runs the view's bag recursion bounded, so a batch that makes it endless is
-    # refused (``bag_recursion.py``)
-    limited = bounded(query)
-    if limited is not query:
-        sql = limited.sql(dialect="duckdb")
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]
     view.reasons = (reason,)

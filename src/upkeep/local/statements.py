@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from ..bag_recursion import bounded
 from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
@@ -263,7 +262,7 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
 
     def arrow_of(relation: str):
         return None if relation == name else catalog.arrow_of(relation, db.batches)
-    columns, rows = query_duckdb(bounded(stmt).sql(dialect="duckdb"), relations, contents_of,
+    columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of,
                                  arrow_of)
     return Cursor(columns, rows)
 

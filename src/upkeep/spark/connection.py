@@ -48,7 +48,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.utils import StreamingQueryException
 from sqlglot import exp
 
-from ..bag_recursion import bounded
 from ..codecs.json_values import dumps, from_json, to_json
 from ..cursor import Cursor
 from ..ddl import created_name, table_from_create, table_properties
@@ -501,7 +500,7 @@ class SparkConnection(Engine):
             else:
                 self._sync()
                 read = {}
-            columns, rows = query_duckdb(bounded(stmt).sql(dialect="duckdb"), relations,
+            columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations,
                                          self._relations(read))
         return Cursor(columns, rows)
 
