@@ -238,9 +238,11 @@ class Representation:
             if n.parent is not None:
                 self.states[n.id].push = self._make_push(n)
         self._plan_of_n: dict[int, Callable] | None = None
-        self._schedules: dict[frozenset[int], tuple[list[NodeState], list[NodeState]]] = {}
+        self._schedules: dict[frozenset[int] | int,
+                              tuple[list[NodeState], list[NodeState]]] = {}
         self._anchored_by_id: dict[int, tuple[Callable, Callable, Callable]] = {}
-        self._row_makers: dict[tuple[int, tuple[int, ...]], Callable] = {}
+        # anchor id -> (positions, its row maker): one select list per representation
+        self._row_makers: dict[int, tuple[tuple[int, ...], Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
@@ -499,14 +501,17 @@ class Representation:
                 pd = deltas[pid] = {}
             st.push(delta, pd)
 
-    def _schedule(self, leaves: frozenset[int]) -> tuple[list[NodeState], list[NodeState]]:
-        """The nodes a batch changing ``leaves`` can reach: their ancestors, children before
-        parents, outside N and in N.  Every other node's delta is empty (Algorithm 1 only
-        propagates upwards), so UPDATE visits the paths from the changed leaves to the root."""
+    def _schedule(self, leaves: frozenset[int] | int
+                  ) -> tuple[list[NodeState], list[NodeState]]:
+        """The nodes a batch changing ``leaves`` (a set of node ids, or one id: a batch of
+        one table, kept apart so that it is looked up without building a set) can reach:
+        their ancestors, children before parents, outside N and in N.  Every other node's
+        delta is empty (Algorithm 1 only propagates upwards), so UPDATE visits the paths
+        from the changed leaves to the root."""
         got = self._schedules.get(leaves)
         if got is None:
             reach: set[int] = set()
-            for leaf in leaves:
+            for leaf in ((leaves,) if isinstance(leaves, int) else leaves):
                 n = self.states[leaf].node
                 while n is not None and n.id not in reach:
                     reach.add(n.id)
@@ -561,7 +566,8 @@ class Representation:
     def _update_below_n(self, deltas: dict[int, dict]) -> list[NodeState]:
         """UPDATE of the nodes outside N a batch reaches; returns N's nodes it reaches,
         children before parents, still to be updated."""
-        lower, upper = self._schedule(frozenset(deltas))
+        lower, upper = self._schedule(
+            next(iter(deltas)) if len(deltas) == 1 else frozenset(deltas))
         for st in lower:
             self._process(st, deltas)
         return upper
@@ -790,10 +796,14 @@ class Representation:
                    ) -> Callable[[tuple, tuple], tuple]:
         """``(anchor tuple, context values) -> the output tuple's values at positions``
         (:meth:`difference`), generated on first use."""
-        got = self._row_makers.get((anchor.id, positions))
-        if got is None:
-            got = self._row_makers[anchor.id, positions] = combiner(self, anchor, positions)
-        return got
+        got = self._row_makers.get(anchor.id)
+        # the view passes the same tuple every batch: identity first, since hashing or
+        # comparing a wide select list's positions cost a single-row change 2% of its time
+        if got is not None and (got[0] is positions or got[0] == positions):
+            return got[1]
+        maker = combiner(self, anchor, positions)
+        self._row_makers[anchor.id] = (positions, maker)
+        return maker
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""
