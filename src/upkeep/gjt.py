@@ -219,10 +219,31 @@ def build_gjt_pair(edges: list[tuple[int, ...]], out: tuple[int, ...],
         if n_set is None:
             continue
         pair = GJTPair(root, n_set, out)
+        _splice_repeats(pair)
         if pair.is_simple():
             return pair
         found = found or pair
     return found
+
+
+def _splice_repeats(pair: GJTPair) -> None:
+    """Take out each interior node with one child whose label is its parent's (the
+    reduction makes them: a projection joined under a node with the same variables), the
+    child taking its place.  Such a node holds what its parent holds, so every change below
+    it paid one more node's update for nothing.  The child guards the parent as the node
+    did (a one-child node's variables are its child's or fewer), and N stays sibling-closed
+    and connex: a node is taken out only when its child is in N exactly when it is, and
+    never when either edge carries theta predicates."""
+    for n in list(pair.root.walk()):
+        p = n.parent
+        if (p is None or len(n.children) != 1 or n.preds or n.children[0].preds
+                or set(n.vars) != set(p.vars)
+                or (n.id in pair.n_set) != (n.children[0].id in pair.n_set)):
+            continue
+        c = n.children[0]
+        p.children[p.children.index(n)] = c
+        c.parent = p
+        pair.n_set.discard(n.id)
 
 
 def is_acyclic(edges: list[tuple[int, ...]], preds: Sequence[frozenset[int]] = ()) -> bool:
