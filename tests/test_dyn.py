@@ -57,6 +57,35 @@ def test_n_covers_exactly_the_output_variables():
     assert covered == {Y, Z}
 
 
+def _repeats(pair) -> list[int]:
+    """Interior nodes with one child labelled exactly as their parent."""
+    return [n.id for n in pair.nodes if n.parent is not None and len(n.children) == 1
+            and set(n.vars) == set(n.parent.vars)]
+
+
+def test_nodes_repeating_their_parent_are_spliced_out():
+    # TPC-H Q3's full join, customer(c, n) orders(o, c) lineitem(o, l): the reduction joins
+    # projections under nodes of the same label ({o} under {o}, {c, o} under {c, o}),
+    # which held their parent's contents again; with them out, the tree is still a GJT
+    # pair for the query (each parent guarded by a child, N sibling-closed and covering
+    # the output) and a line item's change reaches the root through one node
+    edges = [(X, W), (Y, X), (Y, Z)]
+    pair = build_gjt_pair(edges, (X, Y, Z, W))
+    assert pair is not None and _repeats(pair) == []
+    nodes = {n.id: n for n in pair.nodes}
+    assert len(nodes) == 6
+    for n in pair.nodes:
+        if n.children:
+            assert any(set(n.vars) <= set(c.vars) for c in n.children), n
+            if n.id in pair.n_set:
+                in_n = {c.id in pair.n_set for c in n.children}
+                assert len(in_n) == 1, "N is not sibling-closed"
+    lineitem = next(n for n in pair.nodes if n.atom == 2)
+    assert lineitem.parent is pair.root
+    covered = set().union(*(set(nodes[i].vars) for i in pair.n_set))
+    assert covered == {X, Y, Z, W}
+
+
 QUERIES = {
     "chain-full": ([(X, Y), (Y, Z), (Z, W)], (X, Y, Z, W)),
     "chain-proj": ([(X, Y), (Y, Z), (Z, W)], (Y, Z)),
