@@ -37,10 +37,10 @@ import time
 from pathlib import Path
 
 from bench.common.environment import git_rev, machine, now
-from bench.tpch.data import generate, iter_table, sample_rows
-from bench.tpch.loaded import FACT, LOAD_CHUNK, LOADED_QUERIES, PRICE, VIEW, updates
+from bench.tpch.data import generate, sample_rows
+from bench.tpch.loaded import FACT, LOADED_QUERIES, PRICE, VIEW, load_upkeep, updates
 from bench.tpch.queries import QUERIES
-from bench.tpch.schema import column_names, create_table_sql
+from bench.tpch.schema import column_names
 
 WARM_UP = 1_000
 #: the outermost view step of each strategy's runtime (upkeep/views.py), as Cython names it
@@ -56,11 +56,7 @@ def run_child(args: argparse.Namespace) -> None:
     price = column_names(FACT).index(PRICE)
     pool = sample_rows(args.scale, FACT, (WARM_UP + args.changes) // 2, args.seed)
     db = upkeep.connect()
-    for name in query.tables:
-        db.execute(create_table_sql(name))
-        for chunk in iter_table(args.scale, name, LOAD_CHUNK):
-            with db.transaction():
-                db.insert(name, chunk)
+    load_upkeep(db, args.scale, query)
     db.create_view(VIEW, query.sql, strategy=args.system)
     received = [0]
     db.view(VIEW).subscribe(lambda changes: received.__setitem__(0, received[0] + len(changes)))
@@ -108,7 +104,8 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
             "instructions_per_change": round(total / args.changes),
             "view_step_per_change": round(step / args.changes),
             "rows_sent": json.loads(done.stdout.strip().splitlines()[-1])["rows_sent"],
-            "seconds": round(time.perf_counter() - t0, 1), "date": now(), "git": git_rev()}
+            "seconds": round(time.perf_counter() - t0, 1), "date": now(), "git": git_rev(),
+            "command": "python -m bench.tpch.instructions " + " ".join(sys.argv[1:])}
 
 
 def main() -> None:
@@ -140,9 +137,7 @@ def main() -> None:
             results.append(result)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine(), "command": "python -m "
-                               "bench.tpch.instructions " + " ".join(sys.argv[1:]),
-                               "results": results}, indent=1))
+    out.write_text(json.dumps({"machine": machine(), "results": results}, indent=1))
 
 
 if __name__ == "__main__":

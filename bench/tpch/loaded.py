@@ -97,6 +97,16 @@ def _result(load_s: float, build_s: float, single_s: float, singles: int, view_r
     }
 
 
+def load_upkeep(db, scale: float, query: Query) -> None:
+    """Create ``query``'s tables in upkeep connection ``db`` and load them from Parquet,
+    ``LOAD_CHUNK`` rows per transaction."""
+    for name in query.tables:
+        db.execute(create_table_sql(name))
+        for chunk in iter_table(scale, name, LOAD_CHUNK):
+            with db.transaction():
+                db.insert(name, chunk)
+
+
 def run_upkeep(args: argparse.Namespace) -> dict:
     """Load, build, subscribe, then time single-row transactions and one big batch."""
     import upkeep
@@ -104,11 +114,7 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     query, pool, base_mb = _inputs(args)
     db = upkeep.connect()
     t0 = time.perf_counter()
-    for name in query.tables:
-        db.execute(create_table_sql(name))
-        for chunk in iter_table(args.scale, name, LOAD_CHUNK):
-            with db.transaction():
-                db.insert(name, chunk)
+    load_upkeep(db, args.scale, query)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     db.create_view(VIEW, query.sql, strategy=args.system, provenance=args.provenance)
