@@ -3,7 +3,10 @@
 The compiled modules are the plain Python sources in ``src/upkeep`` (one implementation:
 Cython compiles the same file CPython would run, annotations not enforced as C types), so
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
-change on the loaded-tables benchmark (docs/benchmarks.md).  Code generated at run time (the
+change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes every change
+touches are declared extension types in a ``.pxd`` beside their module (``dyn.pxd``,
+``aggregates.pxd``, ``row_store.pxd``): their fields become C slots and their methods direct
+calls, while the ``.py`` stays the one implementation.  Code generated at run time (the
 ENUM loops of ``dyn_loops``, select lists) stays interpreted.  Everything else is in
 pyproject.toml.
 """

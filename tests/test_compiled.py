@@ -30,6 +30,14 @@ def test_a_source_edited_after_its_build_is_reported(tmp_path):
     assert stale_modules(package) == ["pkg/slow.py"]
 
 
+def test_declarations_edited_after_the_build_are_reported(tmp_path):
+    package = _package(tmp_path, checkout=True)
+    (package / "fast.pxd").write_text("")
+    _age(package / "fast.py", 20)
+    _age(package / "fast.cpython-311-x86_64-linux-gnu.so", 10)
+    assert stale_modules(package) == ["pkg/fast.py"]
+
+
 def test_an_installed_package_is_not_checked(tmp_path):
     package = _package(tmp_path, checkout=False)
     _age(package / "slow.cpython-311-x86_64-linux-gnu.so", 10)

@@ -339,7 +339,8 @@ class DualWeight:
             return DualWeight(c1 * c2, (c1 * u[0] + c2 * v[0], c1 * u[1] + c2 * v[1]))
         return DualWeight(c1 * c2, tuple([c1 * b + c2 * a for a, b in zip(v, u, strict=True)]))
 
-    __rmul__ = __mul__
+    def __rmul__(self, other: int) -> DualWeight:
+        return self.__mul__(other)  # an int times a weight (the product commutes)
 
     def __bool__(self) -> bool:
         return bool(self.c) or any(self.v)

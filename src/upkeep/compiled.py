@@ -15,13 +15,17 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def stale_modules(package: Path = PACKAGE) -> list[str]:
-    """The compiled modules under ``package`` whose source is newer than they are."""
+    """The compiled modules under ``package`` whose source, or the Cython declarations
+    beside it (``.pxd``), is newer than they are."""
     if not (package.parent.parent / "setup.py").exists():
         return []
     stale = []
     for built in package.rglob("*.so"):
-        source = built.with_name(built.name.split(".", 1)[0] + ".py")
-        if source.exists() and source.stat().st_mtime > built.stat().st_mtime:
+        stem = built.name.split(".", 1)[0]
+        source = built.with_name(stem + ".py")
+        if source.exists() and any(
+                f.exists() and f.stat().st_mtime > built.stat().st_mtime
+                for f in (source, built.with_name(stem + ".pxd"))):
             stale.append(str(source.relative_to(package.parent)))
     return sorted(stale)
 

@@ -119,10 +119,13 @@ class Index:
 class NodeState:
     """Runtime state of one GJT node."""
 
-    __slots__ = ("node", "rho", "indexes", "weighted", "push", "in_n", "frontier")
+    __slots__ = ("node", "node_id", "parent_id", "rho", "indexes", "weighted", "push", "in_n",
+                 "frontier")
 
     def __init__(self, node: Node):
         self.node = node
+        self.node_id = node.id
+        self.parent_id = None if node.parent is None else node.parent.id
         self.rho: dict[tuple, object] = StateDict()
         self.indexes: dict[tuple, Index | RangeIndex] = {}
         self.weighted: list[Index | RangeIndex] = []  # the indexes that keep weights
@@ -178,6 +181,23 @@ class NodeState:
             del rho[t]
             for idx in self.indexes.values():
                 idx.remove(t, w)
+
+    def process(self, deltas: dict[int, dict]) -> None:
+        """UPDATE of this node (Algorithm 1, lines 17-23): its delta from ``deltas`` added
+        to rho and its indexes, then pushed into the parent's delta."""
+        delta = deltas.pop(self.node_id, None)
+        if not delta:
+            return
+        for t, w in delta.items():
+            if w:
+                self.add(t, w)
+        push = self.push
+        if push is not None:
+            pid = self.parent_id
+            pd = deltas.get(pid)
+            if pd is None:
+                pd = deltas[pid] = {}
+            push(delta, pd)
 
 
 def _combiner(n: Node, m: Node) -> Callable[[tuple, tuple], tuple]:
@@ -486,21 +506,6 @@ class Representation:
                         _accumulate(pd, proj_m(s), got * rho_m[s])
         return push_sweep
 
-    def _process(self, st: NodeState, deltas: dict[int, dict]) -> None:
-        delta = deltas.pop(st.node.id, None)
-        if not delta:
-            return
-        add = st.add
-        for t, w in delta.items():
-            if w:
-                add(t, w)
-        if st.push is not None:
-            pid = st.node.parent.id
-            pd = deltas.get(pid)
-            if pd is None:
-                pd = deltas[pid] = {}
-            st.push(delta, pd)
-
     def _schedule(self, leaves: frozenset[int] | int
                   ) -> tuple[list[NodeState], list[NodeState]]:
         """The nodes a batch changing ``leaves`` (a set of node ids, or one id: a batch of
@@ -534,7 +539,7 @@ class Representation:
         upper = self._update_below_n(deltas)
         if not want_delta:
             for st in upper:
-                self._process(st, deltas)
+                st.process(deltas)
             return None
         touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
         return self._changes(upper, touched, deltas)
@@ -545,14 +550,14 @@ class Representation:
         output tuples extending the ``touched`` frontier nodes' changed tuples."""
         if not self.states[self.pair.root.id].rho:
             for st in upper:
-                self._process(st, deltas)
+                st.process(deltas)
             return {k: (None, w) for k, w in self.enumerate()}
         if len(touched) == 1:
             return self._delta_of_one_frontier(touched[0], upper, deltas)
         anchors = [(st, list(deltas[st.node.id])) for st in touched]
         old = self._enumerate_anchored(anchors)
         for st in upper:
-            self._process(st, deltas)
+            st.process(deltas)
         new = self._enumerate_anchored(anchors)
         changes = {}
         for k, w in old.items():
@@ -569,7 +574,7 @@ class Representation:
         lower, upper = self._schedule(
             next(iter(deltas)) if len(deltas) == 1 else frozenset(deltas))
         for st in lower:
-            self._process(st, deltas)
+            st.process(deltas)
         return upper
 
     def difference(self, leaf_deltas: dict[int, dict[tuple, int]],
@@ -606,7 +611,7 @@ class Representation:
         self.push_anchors += len(changed)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
-                self._process(node_state, deltas)
+                node_state.process(deltas)
             project = self._root_out
             for s, _, w in changed:
                 add_into(out, row(project(s)), w)
@@ -623,7 +628,7 @@ class Representation:
             k = key(s)
             found = None if before is None else context(k)
             for node_state in upper:
-                self._process(node_state, deltas)
+                node_state.process(deltas)
             if found is None:
                 found = context(k)
             self.push_outputs += len(found)
@@ -634,7 +639,7 @@ class Representation:
         contexts = {k: context(k) for k, group in groups.items()
                     if any(before is not None for _, before, _ in group)}
         for node_state in upper:
-            self._process(node_state, deltas)
+            node_state.process(deltas)
         outputs = 0
         for k, group in groups.items():
             found = contexts.get(k)
@@ -665,7 +670,7 @@ class Representation:
         self.push_anchors += len(old)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
-                self._process(node_state, deltas)
+                node_state.process(deltas)
             out, get = self._root_out, rho.get
             for s, w in old.items():
                 changes[out(s)] = (w, get(s))
@@ -692,7 +697,7 @@ class Representation:
                     for c, others in found:
                         changes[combine(s, c)] = (others * w, None)
         for node_state in upper:
-            self._process(node_state, deltas)
+            node_state.process(deltas)
         get = rho.get
         for k, group in groups.items():
             found = contexts.get(k)

@@ -38,6 +38,9 @@ _SHARE_RATIO = 0.8
 # the most keys a store keeps between a batch's check and its apply (``checked_count``)
 _CHECKED_MAX = 1_000_000
 
+# the most distinct values of one decimal column whose units an encoder remembers
+_UNITS_MEMO_MAX = 4_096
+
 _PLAIN = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL")
 _ENCODED = (*_PLAIN, "DOUBLE", "DATE", "DECIMAL")
 
@@ -48,6 +51,8 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
     if any(t.kind not in _ENCODED for _, t in columns):
         return None
     enc = []
+    namespace: dict[str, object] = {"dumps": _dumps, "units": _decimal_units,
+                                    "wide": _wide_int}
     for i, (_, t) in enumerate(columns):
         v = f"r[{i}]"
         if t.kind == "DOUBLE":
@@ -55,7 +60,8 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
         elif t.kind == "DATE":
             stored = f"{v}.toordinal()"
         elif t.kind == "DECIMAL":  # quantized to the column's scale by coercion
-            stored = f"int({v}.scaleb({t.scale}, WIDE))"
+            namespace[f"M{i}"] = {}
+            stored = f"units({v}, M{i}, {t.scale})"
         else:
             stored = v
         if _wide(t):
@@ -65,7 +71,7 @@ def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | No
         encode = _dumps
     else:
         encode = eval("lambda r: dumps((" + "".join(f"{e}, " for e in enc) + "))",  # noqa: S307
-                      {"dumps": _dumps, "WIDE": WIDE_CONTEXT, "wide": _wide_int})
+                      namespace)
     return encode, _decoder(columns)
 
 
@@ -122,6 +128,20 @@ def _dumps(values: tuple) -> bytes:
 
 def _loads(data: bytes) -> tuple:
     return msgpack.unpackb(data, use_list=False, unicode_errors="surrogatepass")
+
+
+def _decimal_units(v: Decimal, memo: dict, scale: int) -> int:
+    """A column's decimal as the integer count of its scale's units, remembered per column
+    (``memo``, at most ``_UNITS_MEMO_MAX`` values): most decimal columns repeat a few
+    values (quantities, rates, prices), and converting costs a row's encoding more than
+    packing it does."""
+    units = memo.get(v)
+    if units is None:
+        units = int(v.scaleb(scale, WIDE_CONTEXT))
+        if len(memo) >= _UNITS_MEMO_MAX:
+            memo.clear()
+        memo[v] = units
+    return units
 
 
 def _wide(t: SqlType) -> bool:
