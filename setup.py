@@ -5,8 +5,8 @@ Cython compiles the same file CPython would run, annotations not enforced as C t
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes every change
 touches are declared extension types in a ``.pxd`` beside their module (``dyn.pxd``,
-``aggregates.pxd``, ``row_store.pxd``): their fields become C slots and their methods direct
-calls, while the ``.py`` stays the one implementation.  Code generated at run time (the
+``aggregates.pxd``, ``row_store.pxd``, ``gc_pause.pxd``): their fields become C slots and
+their methods direct calls, while the ``.py`` stays the one implementation.  Code generated at run time (the
 ENUM loops of ``dyn_loops``, select lists) stays interpreted.  Everything else is in
 pyproject.toml.
 """
@@ -20,6 +20,7 @@ COMPILED = [
     "src/upkeep/dyn.py",
     "src/upkeep/engine.py",
     "src/upkeep/exact.py",
+    "src/upkeep/gc_pause.py",
     "src/upkeep/hashing.py",
     "src/upkeep/local/commit.py",
     "src/upkeep/local/connection.py",

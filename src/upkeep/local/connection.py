@@ -152,8 +152,8 @@ def _holding(method: Callable, lock_of: Callable[[object], threading.RLock]) -> 
         lock = lock_of(self)
         if not lock.acquire(False):  # free (the common case) or held: wait
             _acquire(lock)
-        try:
-            return method(self, *args, **kwargs)
+        try:  # without keywords (most calls), no dict is built for them
+            return method(self, *args, **kwargs) if kwargs else method(self, *args)
         finally:
             lock.release()
 

@@ -1,0 +1,5 @@
+# Cython declarations for gc_pause.py (compiled by setup.py): the pause every commit enters
+# as an extension type, so entering and leaving it costs no interpreted frames.
+cdef class gc_paused:
+    cdef public Py_ssize_t rows
+    cdef public bint paused
