@@ -521,8 +521,8 @@ class Representation:
                 while n is not None and n.id not in reach:
                     reach.add(n.id)
                     n = n.parent
-            got = ([st for st in self.lower if st.node.id in reach],
-                   [st for st in self.upper if st.node.id in reach])
+            got = ([st for st in self.lower if st.node_id in reach],
+                   [st for st in self.upper if st.node_id in reach])
             self._schedules[leaves] = got
         return got
 
@@ -541,7 +541,7 @@ class Representation:
             for st in upper:
                 st.process(deltas)
             return None
-        touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
+        touched = [st for st in upper if st.frontier and deltas.get(st.node_id)]
         return self._changes(upper, touched, deltas)
 
     def _changes(self, upper: list[NodeState], touched: list[NodeState],
@@ -554,7 +554,7 @@ class Representation:
             return {k: (None, w) for k, w in self.enumerate()}
         if len(touched) == 1:
             return self._delta_of_one_frontier(touched[0], upper, deltas)
-        anchors = [(st, list(deltas[st.node.id])) for st in touched]
+        anchors = [(st, list(deltas[st.node_id])) for st in touched]
         old = self._enumerate_anchored(anchors)
         for st in upper:
             st.process(deltas)
@@ -594,7 +594,7 @@ class Representation:
         if not deltas:
             return out
         upper = self._update_below_n(deltas)
-        touched = [st for st in upper if st.frontier and deltas.get(st.node.id)]
+        touched = [st for st in upper if st.frontier and deltas.get(st.node_id)]
         if len(touched) != 1 or not self.states[self.pair.root.id].rho:
             for t, (old, new) in self._changes(upper, touched, deltas).items():
                 d = (new or 0) - (old or 0)
