@@ -6,9 +6,9 @@ every change of a row runs through C instead of the interpreter's loop: 1.3-1.45
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes every change
 touches are declared extension types in a ``.pxd`` beside their module (``dyn.pxd``,
 ``aggregates.pxd``, ``row_store.pxd``, ``gc_pause.pxd``): their fields become C slots and
-their methods direct calls, while the ``.py`` stays the one implementation.  Code generated at run time (the
-ENUM loops of ``dyn_loops``, select lists) stays interpreted.  Everything else is in
-pyproject.toml.
+their methods direct calls, while the ``.py`` stays the one implementation.  Code generated
+at run time (the ENUM loops of ``dyn_loops``, select lists) stays interpreted.  Everything
+else is in pyproject.toml.
 """
 
 from Cython.Build import cythonize
