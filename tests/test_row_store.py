@@ -236,19 +236,25 @@ def test_a_rejected_batch_of_deletes_leaves_no_key_behind():
     assert not db._catalog.tables["t"].rows._checked
 
 
-def test_decimals_beyond_the_encoders_memo_keep_their_keys(monkeypatch):
-    """An encoder remembers a bounded number of a decimal column's values
-    (``_UNITS_MEMO_MAX``); past it the memo starts again, and every row still finds its
-    entry: the same decimal encodes the same way before and after, a different one not."""
+def test_dates_and_decimals_beyond_the_encoders_memo_keep_their_keys(monkeypatch):
+    """An encoder remembers a bounded number of a date or decimal column's values
+    (``_MEMO_MAX``); past it the memo starts again, and every row still finds its
+    entry: the same value encodes the same way before and after, a different one not."""
     import upkeep.row_store as row_store
 
-    monkeypatch.setattr(row_store, "_UNITS_MEMO_MAX", 8)
-    columns = [("k", type_from_name("INTEGER")), ("m", type_from_name("DECIMAL(12,2)"))]
+    monkeypatch.setattr(row_store, "_MEMO_MAX", 8)
+    columns = [("k", type_from_name("INTEGER")), ("m", type_from_name("DECIMAL(12,2)")),
+               ("d", type_from_name("DATE"))]
     store = RowStore(columns)
-    rows = [coerce_row((i, Decimal(i) / 4), columns, "t", 0) for i in range(50)]
-    for row in rows:
-        store.add(row, 1)
+
+    def row(i: int) -> tuple:
+        return (i, Decimal(i) / 4, dt.date(2000, 1, 1) + dt.timedelta(days=i))
+
+    rows = [coerce_row(row(i), columns, "t", 0) for i in range(50)]
+    for r in rows:
+        store.add(r, 1)
     assert len(store) == 50
-    assert all(store.get((i, Decimal(i) / 4)) == 1 for i in range(50))
-    assert store.get((1, Decimal("0.26"))) == 0
-    assert store.as_dict() == {row: 1 for row in rows}
+    assert all(store.get(coerce_row(row(i), columns, "t", 0)) == 1 for i in range(50))
+    assert store.get((1, Decimal("0.26"), dt.date(2000, 1, 2))) == 0
+    assert store.get((1, Decimal("0.25"), dt.date(2000, 1, 3))) == 0
+    assert store.as_dict() == {r: 1 for r in rows}

@@ -13,6 +13,10 @@ changes) under ``valgrind --tool=callgrind`` with instrumentation off, switches 
 * instructions per change inside the view's own step (the outermost ``*View.step`` of
   :mod:`upkeep.views`), where the strategies differ.
 
+With ``--batch`` the counted changes are one transaction (the deletes, then the inserts, as
+:mod:`bench.tpch.loaded` applies its 10,000-change batch) instead of single-row ones: the
+ratio of the two per-change counts is the batch path's gain, measured without timing noise.
+
 Instructions are not time (a cache miss costs hundreds of cycles, and bigger state misses
 more), so this ranks code paths at one scale; :mod:`bench.tpch.loaded` stays the measure of
 speed.  Needs valgrind (Debian's ``valgrind`` package: ``apt-get install valgrind``); runs
@@ -68,8 +72,13 @@ def run_child(args: argparse.Namespace) -> None:
     received[0] = 0
     control = ["callgrind_control", "-i"]
     subprocess.run([*control, "on", str(os.getpid())], check=True, capture_output=True)
-    for w, row in counted:
-        (insert if w > 0 else delete)(FACT, [row])
+    if args.batch:
+        with db.transaction():
+            delete(FACT, [row for w, row in counted if w < 0])
+            insert(FACT, [row for w, row in counted if w > 0])
+    else:
+        for w, row in counted:
+            (insert if w > 0 else delete)(FACT, [row])
     subprocess.run([*control, "off", str(os.getpid())], check=True, capture_output=True)
     print(json.dumps({"rows_sent": received[0]}))
 
@@ -93,7 +102,7 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
                    f"--callgrind-out-file={profile}", sys.executable, "-m",
                    "bench.tpch.instructions", "--child", "--query", query, "--system", system,
                    "--scale", str(args.scale), "--changes", str(args.changes),
-                   "--seed", str(args.seed)]
+                   "--seed", str(args.seed), *(["--batch"] if args.batch else [])]
         t0 = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
         if done.returncode != 0:
@@ -101,6 +110,7 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
         total = int(_TOTAL.findall(done.stderr)[-1])
         step = view_step_instructions(profile)
     return {"scale": args.scale, "query": query, "system": system, "changes": args.changes,
+            "mode": "batch" if args.batch else "single-row",
             "instructions_per_change": round(total / args.changes),
             "view_step_per_change": round(step / args.changes),
             "rows_sent": json.loads(done.stdout.strip().splitlines()[-1])["rows_sent"],
@@ -117,6 +127,8 @@ def main() -> None:
                         default=["dyn", "general"])
     parser.add_argument("--changes", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--batch", action="store_true",
+                        help="count the changes as one transaction, not single-row ones")
     parser.add_argument("--timeout", type=float, default=1_800)
     parser.add_argument("--out", default="bench/results/instructions.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from array import array
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from itertools import islice
@@ -38,41 +39,76 @@ _SHARE_RATIO = 0.8
 # the most keys a store keeps between a batch's check and its apply (``checked_count``)
 _CHECKED_MAX = 1_000_000
 
-# the most distinct values of one decimal column whose units an encoder remembers
-_UNITS_MEMO_MAX = 4_096
+# the most distinct values of one date or decimal column whose stored form an encoder
+# remembers
+_MEMO_MAX = 4_096
 
 _PLAIN = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL")
 _ENCODED = (*_PLAIN, "DOUBLE", "DATE", "DECIMAL")
 
 
+# how RowEncoder.encode stores a column's value (RowEncoder.kinds), plus _STORE_WIDE
+_STORE_AS_IS = 0
+_STORE_DOUBLE = 1  # normalised: -0.0 as 0.0
+_STORE_DATE = 2  # the day number
+_STORE_DECIMAL = 3  # the integer count of the column's scale's units
+_STORE_WIDE = 4  # an integer beyond MessagePack's 64 bits as its text
+
+
 def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | None:
-    """Generated ``encode(row) -> bytes`` and ``decode(bytes) -> row``, or None when a column
-    type is not encoded."""
+    """``encode(row) -> bytes`` and ``decode(bytes) -> row``, or None when a column type is
+    not encoded."""
     if any(t.kind not in _ENCODED for _, t in columns):
         return None
-    enc = []
-    namespace: dict[str, object] = {"dumps": _dumps, "units": _decimal_units,
-                                    "wide": _wide_int}
-    for i, (_, t) in enumerate(columns):
-        v = f"r[{i}]"
-        if t.kind == "DOUBLE":
-            stored = f"{v} + 0.0"
-        elif t.kind == "DATE":
-            stored = f"{v}.toordinal()"
-        elif t.kind == "DECIMAL":  # quantized to the column's scale by coercion
-            namespace[f"M{i}"] = {}
-            stored = f"units({v}, M{i}, {t.scale})"
-        else:
-            stored = v
-        if _wide(t):
-            stored = f"wide({stored})"
-        enc.append(v if stored == v else f"(None if {v} is None else {stored})")
-    if enc == [f"r[{i}]" for i in range(len(columns))]:
-        encode = _dumps
-    else:
-        encode = eval("lambda r: dumps((" + "".join(f"{e}, " for e in enc) + "))",  # noqa: S307
-                      namespace)
-    return encode, _decoder(columns)
+    encoder = RowEncoder(columns)
+    return (encoder.encode if any(encoder.kinds) else _dumps), _decoder(columns)
+
+
+class RowEncoder:
+    """A row's stored values, packed: one loop over the columns by kind code (compiled, and
+    ``row_store.pxd`` makes this an extension type; it replaced a generated lambda that
+    ran in the interpreter).  A line item takes about 2.2k instructions here beside
+    MessagePack's 5k for packing it."""
+
+    def __init__(self, columns: list[tuple[str, SqlType]]):
+        kinds = array("i")
+        for _, t in columns:
+            kind = {"DOUBLE": _STORE_DOUBLE, "DATE": _STORE_DATE,
+                    "DECIMAL": _STORE_DECIMAL}.get(t.kind, _STORE_AS_IS)
+            kinds.append(kind | (_STORE_WIDE if _wide(t) else 0))
+        self.width = len(columns)
+        self.kinds = kinds
+        self.scales = tuple(t.scale for _, t in columns)
+        # per DATE or DECIMAL column, the stored form of the values seen (_remember)
+        self.memos = [{} for _ in columns]
+
+    def encode(self, row: tuple) -> bytes:
+        values = list(row)  # MessagePack packs a list as it packs a tuple
+        for k in range(self.width):
+            kind = self.kinds[k]
+            if not kind:
+                continue
+            v = values[k]
+            if v is None:
+                continue
+            stored = kind & 3
+            if stored == _STORE_DOUBLE:
+                if type(v) is float and v:  # only -0.0 (and an int) changes
+                    continue
+                v = v + 0.0
+            elif stored:  # a day number, or a decimal's count of its column's scale's units
+                memo = self.memos[k]
+                known = memo.get(v)
+                if known is not None:
+                    v = known
+                elif stored == _STORE_DATE:
+                    v = _remember(memo, v, v.toordinal())
+                else:  # quantized to the column's scale by coercion
+                    v = _remember(memo, v, int(v.scaleb(self.scales[k], WIDE_CONTEXT)))
+            if kind & _STORE_WIDE:
+                v = _wide_int(v)
+            values[k] = v
+        return _dumps(values)
 
 
 def _decoder(columns: list[tuple[str, SqlType]], shared: frozenset[int] = frozenset()
@@ -130,18 +166,15 @@ def _loads(data: bytes) -> tuple:
     return msgpack.unpackb(data, use_list=False, unicode_errors="surrogatepass")
 
 
-def _decimal_units(v: Decimal, memo: dict, scale: int) -> int:
-    """A column's decimal as the integer count of its scale's units, remembered per column
-    (``memo``, at most ``_UNITS_MEMO_MAX`` values): most decimal columns repeat a few
-    values (quantities, rates, prices), and converting costs a row's encoding more than
-    packing it does."""
-    units = memo.get(v)
-    if units is None:
-        units = int(v.scaleb(scale, WIDE_CONTEXT))
-        if len(memo) >= _UNITS_MEMO_MAX:
-            memo.clear()
-        memo[v] = units
-    return units
+def _remember(memo: dict, value: object, stored: object) -> object:
+    """``stored``, remembered as the stored form of ``value`` in a column's memo (at most
+    ``_MEMO_MAX`` values, then it starts again): most date and decimal columns repeat a few
+    values (days, quantities, rates, prices), and converting one (``toordinal``,
+    ``scaleb``) costs more than looking it up."""
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[value] = stored
+    return stored
 
 
 def _wide(t: SqlType) -> bool:

@@ -7,6 +7,7 @@ Engine-neutral: both engines read user rows through :func:`iter_rows`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from numbers import Integral
 
 import pyarrow.compute as pc
@@ -40,6 +41,27 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
         raise _not_rows(rows, table)
     yield from rows
+
+
+def row_parts(rows, table: str, columns: list[tuple[str, SqlType]], size: int
+              ) -> Iterator[list]:
+    """The rows of :func:`iter_rows` as lists of at most ``size`` rows, for work done a list
+    at a time (``Connection._change``): a list's slices, an Arrow table's slices as Python
+    rows, anything else cut from :func:`iter_rows`."""
+    if type(rows) is list:
+        for start in range(0, len(rows), size):
+            yield rows[start:start + size]
+        return
+    rows = as_arrow(rows, columns, table)
+    if type(rows).__module__.startswith("pyarrow"):
+        picked = _arrow_columns(rows, table, [n for n, _ in columns])
+        for start in range(0, picked.num_rows, size):
+            part = picked.slice(start, size)
+            yield list(zip(*map(_python_values, part.columns, columns), strict=True))
+        return
+    source = iter_rows(rows, table, columns)
+    while part := list(islice(source, size)):
+        yield part
 
 
 def _not_rows(rows, table: str) -> SchemaError:

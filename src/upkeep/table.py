@@ -7,7 +7,7 @@ from .errors import ConstraintError
 from .expiry import Expiry
 from .gc_pause import StateDict
 from .row_store import RowStore
-from .types import SqlType, coerce_row, fast_row_check, format_row
+from .types import RowCheck, SqlType, coerce_row, format_row
 from .value_index import column_value, index_add, index_get, index_remove
 
 
@@ -31,7 +31,8 @@ class Table:
         self._by_column: dict[int | tuple[int, ...], dict] = {}
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         self.version = 0  # bumped by every apply (local/arrow_snapshots.py)
-        valid = fast_row_check(columns)
+        # whether a row is valid as it is (types.RowCheck); coerce converts or refuses it
+        self.valid = valid = RowCheck(columns).valid
 
         def coerce(row: object, index: int) -> tuple:
             """Validate a row; values already of the column's Python type pass untouched."""

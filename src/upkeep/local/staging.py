@@ -29,11 +29,13 @@ class Staging:
 
         A row tuple's hash is not cached, and hashing a wide row is a good part of staging
         it: the first change of a table in the transaction is checked and copied whole
-        (the copy reuses the stored hashes), and a later one hashes each of its rows twice
-        (a lookup in what is staged, a store in the merged change) and is merged in by
-        ``dict.update``, which reuses the merged change's hashes too."""
+        (the copy reuses the stored hashes).  A later one touching none of the staged rows
+        (an insert after the deletes of an update) is checked whole too, after one hash of
+        each row (``isdisjoint``), and merged in by ``dict.update``, which reuses its
+        stored hashes; one touching staged rows hashes each of its rows twice (a lookup in
+        what is staged, a store in the merged change)."""
         pending = self.deltas.get(table.name)
-        if pending:
+        if pending and not pending.keys().isdisjoint(delta):
             merged: Delta = {}
             get = pending.get
             for row, w in delta.items():
@@ -56,6 +58,6 @@ class Staging:
             pending = self.deltas[table.name] = dict(delta)
         else:
             pending.update(merged)
-        if 0 in merged.values():  # rows staged and then taken back
+        if merged is not delta and 0 in merged.values():  # rows staged, then taken back
             for row in [row for row, w in merged.items() if not w]:
                 del pending[row]
