@@ -3,13 +3,14 @@
 The compiled modules are the plain Python sources in ``src/upkeep`` (one implementation:
 Cython compiles the same file CPython would run, annotations not enforced as C types), so
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
-change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes every change
-touches are declared extension types in a ``.pxd`` beside their module (``dyn.pxd``,
-``aggregates.pxd``, ``row_store.pxd``, ``gc_pause.pxd``, ``types.pxd``): their fields become
-C slots (typed memoryviews over ``array`` for per-column codes), their methods direct calls
-and the loop variables of ``@cython.locals`` C integers, while the ``.py`` stays the one
-implementation.  Code generated at run time (the ENUM loops of ``dyn_loops``, select
-lists, a row store's decoder) stays interpreted.  Everything else is in pyproject.toml.
+change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
+every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``,
+``aggregates.pxd``, ``row_store.pxd``, ``gc_pause.pxd``, ``types.pxd``, ``exact.pxd``):
+classes become extension types whose fields are C slots (typed memoryviews over ``array``
+for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
+loop variables C integers and doubles, while the ``.py`` stays the one implementation.
+Code generated at run time (the ENUM loops of ``dyn_loops``, select lists, a row store's
+decoder) stays interpreted.  Everything else is in pyproject.toml.
 """
 
 from Cython.Build import cythonize

@@ -37,7 +37,11 @@ _FINE_BASE = 1 << 3300
 _LOW_FINE_BITS = (1 << _MOVE) - 1
 _POS_INF, _NEG_INF, _NAN = _COARSE_BASE, _COARSE_BASE**2, _COARSE_BASE**3
 _COARSE_HALF = _COARSE_BASE >> 1  # a coarse sum within +-this is finite
+_COARSE_NEG_HALF = -_COARSE_HALF
 _COARSE_ONE = 1 << _COARSE_SHIFT
+_COARSE_ONE_FLOAT = float(_COARSE_ONE)
+_COARSE_UNIT_FLOAT = 1.0 / _COARSE_ONE_FLOAT  # 2**-64, exactly
+_SCALED_LIMIT = 2.0**1000  # a scaled double below this is finite, and so is its sum
 
 
 def _split(n: int, base: int) -> tuple[int, int, int, int]:
@@ -119,7 +123,17 @@ class FineSum:
 
 
 def float_to_exact(x: float) -> int | FineSum:
-    """The double ``x`` as an exact sum of one term."""
+    """The double ``x`` as an exact sum of one term.
+
+    A double scaled by ``2**64`` is exact (a power of two), so when the scaled value is an
+    integer (``x`` a multiple of ``2**-64``: every price, quantity or rate) it is the coarse
+    sum itself, found with one multiplication instead of ``as_integer_ratio`` and a shift
+    (3k instructions a value on a maintained SUM)."""
+    scaled = x * _COARSE_ONE_FLOAT
+    if -_SCALED_LIMIT < scaled < _SCALED_LIMIT:  # finite, and far from overflowing
+        units = int(scaled)
+        if units == scaled:
+            return units
     try:
         num, den = x.as_integer_ratio()
     except (OverflowError, ValueError):  # inf or NaN: counted in their own digit
@@ -146,11 +160,16 @@ def _finite_and_special(total: int | FineSum) -> tuple[int, int, float | None]:
 
 def exact_to_float(total: int | FineSum) -> float:
     """Inverse of :func:`float_to_exact` for a sum, correctly rounded."""
-    if type(total) is int and -_COARSE_HALF <= total < _COARSE_HALF:
+    if type(total) is int and _COARSE_NEG_HALF <= total < _COARSE_HALF:
         try:  # a finite sum at the coarse scale: the common case, without splitting digits
-            return total / _COARSE_ONE
-        except OverflowError:
-            return math.inf if total > 0 else -math.inf
+            # rounded to a double once (float() rounds correctly), then scaled exactly:
+            # a nonzero sum is at least 2**-64, far from the subnormals
+            return float(total) * _COARSE_UNIT_FLOAT
+        except OverflowError:  # beyond 2**1024 units: the division rounds it
+            try:
+                return total / _COARSE_ONE
+            except OverflowError:
+                return math.inf if total > 0 else -math.inf
     finite, shift, special = _finite_and_special(total)
     if special is not None:
         return special

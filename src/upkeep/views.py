@@ -221,6 +221,17 @@ class RingSource:
         return out
 
 
+def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object]:
+    """``read(non_null_count, exact_sum)``: aggregate ``a``'s value from its channel pair."""
+    if a.kind == "count":
+        return lambda nn, s: nn
+    if a.kind == "sum":
+        value, typ = a.sum_value, a.type
+        return lambda nn, s: value(s, typ) if nn else None
+    arg_type = a.arg.type
+    return lambda nn, s: average_of(s, nn, arg_type) if nn else None
+
+
 class DynAggregateView(ViewRuntime):
     """GROUP BY over a free-connex join with COUNT/SUM/AVG carried in the weights."""
 
@@ -239,6 +250,11 @@ class DynAggregateView(ViewRuntime):
         # with no sum channels the weights are plain integer counts (faster)
         self.zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
         self.eager = False  # as DynView.eager, for a select list over the groups
+        # per aggregate, how _row reads it off a group's weight: COUNT(*) the count (None),
+        # the others from their channel pair (non-NULL count, exact sum) by a function of
+        # the pair; read once here, not per row from the aggregates' attributes
+        self._reads = tuple(None if a.kind == "count_star" else _channel_reader(a)
+                            for a in aggs)
 
     def _row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
         if w is None:
@@ -246,21 +262,15 @@ class DynAggregateView(ViewRuntime):
                 return None
             w = self.zero
         count, channels = (w, ()) if type(w) is int else (w.c, w.v)
-        vals = []
+        vals = list(key)
         j = 0
-        for a in self.aggs:
-            if a.kind == "count_star":
+        for read in self._reads:
+            if read is None:
                 vals.append(count)
-                continue
-            nn, s = channels[2 * j], channels[2 * j + 1]
-            j += 1
-            if a.kind == "count":
-                vals.append(nn)
-            elif a.kind == "sum":
-                vals.append(a.sum_value(s, a.type) if nn else None)
             else:
-                vals.append(average_of(s, nn, a.arg.type) if nn else None)
-        return self.finalizer.finish((*key, *vals))
+                vals.append(read(channels[j], channels[j + 1]))
+                j += 2
+        return self.finalizer.finish(tuple(vals))
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = update_representation(self.rep, self.sources, batch,

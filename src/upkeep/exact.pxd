@@ -1,0 +1,8 @@
+# Cython declarations for exact.py (compiled by setup.py): the conversion of a double to
+# its exact sum scales and compares on C doubles.
+cimport cython
+
+cdef double _COARSE_ONE_FLOAT, _COARSE_UNIT_FLOAT, _SCALED_LIMIT
+
+@cython.locals(scaled=cython.double)
+cpdef object float_to_exact(object x)
