@@ -4,6 +4,7 @@ push-mode deltas, membership, and constant-delay enumeration measured by countin
 import random
 
 import pytest
+from oracle import view_follows_duckdb
 
 from upkeep import zset
 from upkeep.dyn import Representation
@@ -292,3 +293,22 @@ def test_a_batch_enumerates_each_anchor_keys_context_once():
         zset.add_into(got, t, (new or 0) - (old or 0))
     assert got == expected
     assert len(expected) == 51 * 5
+
+
+@pytest.mark.parametrize("select", ["a.z, b.w", "*"])
+@pytest.mark.parametrize("strategy", ["dyn", "general"])
+def test_column_only_leaves_drop_nulls_and_unequal_repeated_variables(strategy, select):
+    """An atom read by columns only (``operators.ColumnLeaf``): a NULL join key, and a row
+    whose two columns of one join variable differ (``a.x = b.y AND a.y = b.y`` puts
+    ``a.x`` and ``a.y`` in one variable), join nothing, as in DuckDB; a row read whole is
+    the table's own."""
+    view_follows_duckdb(
+        ["CREATE TABLE a (x INTEGER, y INTEGER, z VARCHAR)",
+         "CREATE TABLE b (y INTEGER, w DOUBLE)",
+         "INSERT INTO a VALUES (1, 1, 'p'), (1, NULL, 'q'), (2, 3, 'r'), (NULL, NULL, 's')",
+         "INSERT INTO b VALUES (1, 1.5), (2, 2.5), (3, 1.0), (NULL, 4.0)"],
+        ["INSERT INTO a VALUES (3, 3, 't'), (2, 2, 'u')",
+         "DELETE FROM b WHERE y = 1",
+         "INSERT INTO b VALUES (1, 0.5), (NULL, 1.0)",
+         "DELETE FROM a WHERE z = 'u'"],
+        query=f"SELECT {select} FROM a JOIN b ON a.x = b.y AND a.y = b.y", strategy=strategy)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from .expressions import Column, ExpressionCompiler, Scope, column_refs
+from .operators import ColumnLeaf
 from .plan import Block, JoinAnalysis, atom_of_slot
 from .types import SqlType
 
@@ -118,8 +119,18 @@ class Core:
                 namespace[f"_d{v}"] = compiler.compile(var.derived).fn
                 parts.append(f"_d{v}(r)")
         body = "(" + "".join(p + ", " for p in parts) + ")"
-        if parts == [f"r[{k}]" for k in range(len(atom.columns))]:
+        whole = parts == [f"r[{k}]" for k in range(len(atom.columns))]
+        if whole:
             body = "r"  # the whole row: share the table's tuple instead of copying it
+        if not namespace:  # columns only: compiled, no interpreter frame per row
+            return ColumnLeaf([first_pos[v] for v in self.atom_vars[i]],
+                              [k for k in range(len(atom.columns))
+                               if atom.offset + k in nonnull],
+                              [(k, first_pos[self.var_of_slot[atom.offset + k]])
+                               for k in range(len(atom.columns))
+                               if self.var_of_slot.get(atom.offset + k) is not None
+                               and first_pos[self.var_of_slot[atom.offset + k]] != k],
+                              whole).project
         cond = " and ".join(checks) or "True"
         return eval(f"lambda r: {body} if {cond} else None", namespace)  # noqa: S307
 

@@ -5,4 +5,4 @@ cimport cython
 cdef double _COARSE_ONE_FLOAT, _COARSE_UNIT_FLOAT, _SCALED_LIMIT
 
 @cython.locals(scaled=cython.double)
-cpdef object float_to_exact(object x)
+cpdef object float_to_exact(double x)

@@ -130,10 +130,9 @@ def float_to_exact(x: float) -> int | FineSum:
     sum itself, found with one multiplication instead of ``as_integer_ratio`` and a shift
     (3k instructions a value on a maintained SUM)."""
     scaled = x * _COARSE_ONE_FLOAT
-    if -_SCALED_LIMIT < scaled < _SCALED_LIMIT:  # finite, and far from overflowing
-        units = int(scaled)
-        if units == scaled:
-            return units
+    # finite, far from overflowing, and a whole number of units
+    if -_SCALED_LIMIT < scaled < _SCALED_LIMIT and scaled % 1.0 == 0.0:
+        return int(scaled)
     try:
         num, den = x.as_integer_ratio()
     except (OverflowError, ValueError):  # inf or NaN: counted in their own digit

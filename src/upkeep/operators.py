@@ -11,6 +11,7 @@ This is the "general materializing strategy": it covers what Dynamic Yannakakis 
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterator
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
@@ -73,6 +74,37 @@ class Source(Operator):
 
     def describe(self) -> list[str]:
         return [f"scan {self.label}"]
+
+
+class ColumnLeaf:
+    """An atom's filter-and-project over its relation's rows when it reads columns only
+    (no WHERE condition of its own, no derived value): ``project(r)`` is the tuple of
+    ``r``'s columns at ``positions`` (``r`` itself when they are all of its columns, in
+    order), or None when a column at ``nonnull`` is NULL or the two columns of a pair in
+    ``equal`` (one join variable twice) differ.  Compiled (``operators.pxd``), where the
+    generated lambda it stands for (``Core._leaf``) ran an interpreter frame per row."""
+
+    def __init__(self, positions: list[int], nonnull: list[int],
+                 equal: list[tuple[int, int]], whole: bool):
+        self.positions = array("q", positions)
+        self.nonnull = array("q", nonnull)
+        self.left = array("q", [a for a, _ in equal])
+        self.right = array("q", [b for _, b in equal])
+        self.whole = whole
+
+    def project(self, r: tuple) -> tuple | None:
+        for k in range(len(self.nonnull)):
+            if r[self.nonnull[k]] is None:
+                return None
+        for k in range(len(self.left)):
+            if not r[self.left[k]] == r[self.right[k]]:
+                return None
+        if self.whole:
+            return r
+        values = []
+        for k in range(len(self.positions)):
+            values.append(r[self.positions[k]])
+        return tuple(values)
 
 
 class Map(Operator):

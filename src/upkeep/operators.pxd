@@ -1,0 +1,13 @@
+# Cython declarations for operators.py (compiled by setup.py): an atom's column-only
+# filter-and-project as an extension type, its loops over C arrays of positions.
+cimport cython
+
+cdef class ColumnLeaf:
+    cdef public long long[:] positions
+    cdef public long long[:] nonnull
+    cdef public long long[:] left
+    cdef public long long[:] right
+    cdef public bint whole
+
+    @cython.locals(k=Py_ssize_t, values=list)
+    cpdef object project(self, r)
