@@ -3,11 +3,13 @@
 cimport cython
 
 cdef class ColumnLeaf:
-    cdef public long long[:] positions
+    cdef public object pick
+    cdef public Py_ssize_t start
+    cdef public Py_ssize_t stop
     cdef public long long[:] nonnull
     cdef public long long[:] left
     cdef public long long[:] right
     cdef public bint whole
 
-    @cython.locals(k=Py_ssize_t, values=list)
+    @cython.locals(k=Py_ssize_t)
     cpdef object project(self, r)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
@@ -86,11 +87,20 @@ class ColumnLeaf:
 
     def __init__(self, positions: list[int], nonnull: list[int],
                  equal: list[tuple[int, int]], whole: bool):
-        self.positions = array("q", positions)
         self.nonnull = array("q", nonnull)
         self.left = array("q", [a for a, _ in equal])
         self.right = array("q", [b for _, b in equal])
         self.whole = whole
+        # the projection, built in C: a slice when the columns are a run in order (a
+        # relation's columns but its last: 1 slice where a list of 15 values took 1.7k
+        # instructions), else an itemgetter, which gives a tuple for two columns or more
+        start = positions[0] if positions else 0
+        if positions == list(range(start, start + len(positions))):
+            self.pick = None
+            self.start, self.stop = start, start + len(positions)
+        else:
+            self.pick = itemgetter(*positions) if len(positions) > 1 else None
+            self.start, self.stop = positions[0], positions[0] + 1  # one column
 
     def project(self, r: tuple) -> tuple | None:
         for k in range(len(self.nonnull)):
@@ -101,10 +111,9 @@ class ColumnLeaf:
                 return None
         if self.whole:
             return r
-        values = []
-        for k in range(len(self.positions)):
-            values.append(r[self.positions[k]])
-        return tuple(values)
+        if self.pick is not None:
+            return self.pick(r)
+        return r[self.start:self.stop]
 
 
 class Map(Operator):
