@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
 from operator import add as _add
@@ -40,28 +40,34 @@ KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "s
 DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
 
 
-@dataclass
+@dataclass(slots=True)
 class AggregateSpec:
-    """One aggregate call of a block, compiled against the rows it aggregates."""
+    """One aggregate call of a block, compiled against the rows it aggregates.  Slotted,
+    its derived fields set once: ``GroupState.add`` reads several of them per row."""
 
     node: exp.Expression
     kind: str
     arg: Compiled | None
     type: SqlType
+    #: its argument's value in a row (None for COUNT(*))
+    value_of: Callable[[tuple], object] | None = field(init=False)
+    #: kept as a sum channel (count of non-NULLs and sum) rather than per-value state
+    channel: bool = field(init=False)
+    #: how a value enters the exact channel
+    exact: Callable[[object], object] = field(init=False)
+    #: a SUM's value from its exact channel
+    sum_value: Callable[[object, SqlType], object] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.value_of = self.arg.fn if self.arg is not None else None
+        self.channel = self.kind in ("count", "sum", "avg")
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
-        #: a SUM's value from its exact channel; checked only where it can overflow, as the
-        #: per-group result is on the per-change path
+        # checked only where it can overflow, as the per-group result is on the per-change
+        # path
         self.sum_value = (fitted_sum if self.arg is not None and may_overflow(self.arg.type)
                           else from_exact)
-
-    @property
-    def channel(self) -> bool:
-        """Kept as a sum channel (count of non-NULLs and sum) rather than per-value state."""
-        return self.kind in ("count", "sum", "avg")
 
 
 def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> AggregateSpec:
@@ -213,9 +219,10 @@ class GroupState:
     def add(self, aggs: list[AggregateSpec], row: tuple, weight: int) -> None:
         self.rows += weight
         for i, a in enumerate(aggs):
-            if a.kind == "count_star":
+            value_of = a.value_of
+            if value_of is None:  # COUNT(*)
                 continue
-            v = a.arg.fn(row)
+            v = value_of(row)
             if v is None:
                 continue
             if a.channel:
