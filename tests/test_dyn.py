@@ -312,3 +312,28 @@ def test_column_only_leaves_drop_nulls_and_unequal_repeated_variables(strategy, 
          "INSERT INTO b VALUES (1, 0.5), (NULL, 1.0)",
          "DELETE FROM a WHERE z = 'u'"],
         query=f"SELECT {select} FROM a JOIN b ON a.x = b.y AND a.y = b.y", strategy=strategy)
+
+
+@pytest.mark.parametrize("where", [
+    "a.z > 1 AND b.w <= 2.5",           # a column against a literal: one NULL test a row
+    "2 < a.z AND a.z - 1 <> 0",         # the literal on the left; arithmetic with one
+    "a.z > NULL OR b.w = 1.0",          # a NULL literal is tested, never TRUE
+    "a.z * 2.0 >= b.w AND 10 - a.z > 0",  # INTEGER against DOUBLE: the literal as a double
+])
+@pytest.mark.parametrize("strategy", ["dyn", "general"])
+def test_leaves_with_conditions_follow_duckdb(strategy, where):
+    """An atom with conditions of its own is one generated filter-and-project
+    (``ExpressionCompiler.compile_row_filter``), where a comparison or arithmetic with a
+    non-NULL constant tests only the other operand for NULL: rows with a NULL there, and
+    NULL literals, filter as in DuckDB."""
+    view_follows_duckdb(
+        ["CREATE TABLE a (x INTEGER, z INTEGER)",
+         "CREATE TABLE b (x INTEGER, w DOUBLE)",
+         "INSERT INTO a VALUES (1, 1), (1, 2), (2, 3), (2, NULL), (3, 5)",
+         "INSERT INTO b VALUES (1, 1.0), (2, 2.5), (2, NULL), (3, 9.0)"],
+        ["INSERT INTO a VALUES (3, 3), (1, NULL), (1, 4)",
+         "DELETE FROM b WHERE w = 1.0",
+         "INSERT INTO b VALUES (1, 0.5), (3, 1.0), (1, NULL)",
+         "DELETE FROM a WHERE z = 2"],
+        query=f"SELECT a.x, a.z, b.w FROM a JOIN b ON a.x = b.x WHERE {where}",
+        strategy=strategy)

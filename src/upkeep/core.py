@@ -92,12 +92,7 @@ class Core:
     def _leaf(self, i: int, nonnull: set[int]) -> Callable[[tuple], tuple | None]:
         atom = self.block.atoms[i]
         scope = self.atom_scope(i)
-        compiler = ExpressionCompiler(scope)
-        namespace: dict[str, object] = {}
         checks = []
-        for j, cond in enumerate(self.analysis.local[i]):
-            namespace[f"_f{j}"] = compiler.compile_condition(cond).fn
-            checks.append(f"_f{j}(r) is True")
         first_pos: dict[int, int] = {}
         for k in range(len(atom.columns)):
             slot = atom.offset + k
@@ -110,20 +105,13 @@ class Core:
                 checks.append(f"r[{k}] == r[{first_pos[v]}]")
             else:
                 first_pos[v] = k
-        parts = []
-        for v in self.atom_vars[i]:
-            var = self.vars[v]
-            if var.derived is None:
-                parts.append(f"r[{first_pos[v]}]")
-            else:
-                namespace[f"_d{v}"] = compiler.compile(var.derived).fn
-                parts.append(f"_d{v}(r)")
-        body = "(" + "".join(p + ", " for p in parts) + ")"
-        whole = parts == [f"r[{k}]" for k in range(len(atom.columns))]
-        if whole:
-            body = "r"  # the whole row: share the table's tuple instead of copying it
-        if not namespace:  # columns only: compiled, no interpreter frame per row
-            return ColumnLeaf([first_pos[v] for v in self.atom_vars[i]],
+        conditions = self.analysis.local[i]
+        values = [first_pos[v] if self.vars[v].derived is None else self.vars[v].derived
+                  for v in self.atom_vars[i]]
+        whole = values == list(range(len(atom.columns)))  # share the table's tuple
+        if not conditions and all(isinstance(v, int) for v in values):
+            # columns only: compiled, no interpreter frame per row
+            return ColumnLeaf(values,
                               [k for k in range(len(atom.columns))
                                if atom.offset + k in nonnull],
                               [(k, first_pos[self.var_of_slot[atom.offset + k]])
@@ -131,8 +119,8 @@ class Core:
                                if self.var_of_slot.get(atom.offset + k) is not None
                                and first_pos[self.var_of_slot[atom.offset + k]] != k],
                               whole).project
-        cond = " and ".join(checks) or "True"
-        return eval(f"lambda r: {body} if {cond} else None", namespace)  # noqa: S307
+        return ExpressionCompiler(scope).compile_row_filter(None if whole else values,
+                                                            conditions, checks)
 
     def vars_of(self, node: exp.Expression) -> set[int]:
         out = set()

@@ -765,6 +765,21 @@ class ExpressionCompiler:
         src = self._holds(node)
         return Compiled(self._function(src), BOOLEAN, src)
 
+    def compile_row_filter(self, values: list[exp.Expression | int] | None,
+                           conditions: list[exp.Expression], checks: list[str]
+                           ) -> Callable[[tuple], tuple | None]:
+        """``row -> (each value, ...)`` (an expression, or an int: the row's column at that
+        position; the row itself when ``values`` is None), or None unless every condition
+        holds and every check (Python source over the row ``r``) is true: a join atom's
+        filter-and-project as one generated function, where a function per condition cost
+        one more interpreter frame a row."""
+        body = "r"
+        if values is not None:
+            parts = [f"r[{v}]" if isinstance(v, int) else self._valued(v)[0] for v in values]
+            body = "(" + "".join(f"{src}, " for src in parts) + ")"
+        tests = [self._holds(c) for c in conditions] + checks  # each True or False
+        return self._function(f"{body} if {' and '.join(tests) or 'True'} else None")
+
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
         """``row -> (value of each node, ...)`` as one generated function: a select list or
         grouping key costs one call per row instead of one per column."""
@@ -1168,7 +1183,7 @@ class ExpressionCompiler:
             narrow = max(widths) <= 18 < sum(widths) and scale < 18
             typ = SqlType("DECIMAL", 18 if narrow else 38, scale)
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
-        x, y = self._tmp(), self._tmp()
+        x, y, null = self._bind_operands(a, b)
         value = f"{x} {op} {y}"
         if typ.kind == "DECIMAL":
             value = f"_decimal({op!r}, {x}, {y}, {self._const(typ)})"
@@ -1182,8 +1197,7 @@ class ExpressionCompiler:
             value = f"({z} if ({z} := {value}) == {z} else _nan)"
         # both operands evaluated, as DuckDB evaluates them: a NULL on the left does not
         # hide an error on the right (``NULL + 10 // 0`` is a division by zero)
-        return (f"(None if (({x} := {a}) is None) | (({y} := {b}) is None) else {value})",
-                typ)
+        return f"(None if {null} else {value})", typ
 
     def _truncate(self, node: exp.Expression) -> tuple[str, SqlType]:
         """``date_trunc(part, d)`` on a DATE: the first day of its year, quarter, month or
@@ -1311,12 +1325,27 @@ class ExpressionCompiler:
 
     def _compare(self, left: exp.Expression, right: exp.Expression, op: str) -> tuple[str, SqlType]:
         a, b, double = self._comparable(left, right, op)
-        x, y = self._tmp(), self._tmp()
+        x, y, null = self._bind_operands(a, b)
         test = f"{x} {op} {y}"
         if double:  # DuckDB: NaN = NaN, NaN > numbers
             test = f"({test} if {x} == {x} and {y} == {y} else _nan_compare({x}, {y}, {op!r}))"
-        # both sides evaluated, as DuckDB does: a NULL on the left hides no error on the right
-        return f"(None if (({x} := {a}) is None) | (({y} := {b}) is None) else {test})", BOOLEAN
+        return f"(None if {null} else {test})", BOOLEAN
+
+    def _bind_operands(self, a: str, b: str) -> tuple[str, str, str]:
+        """``(x, y, null)`` for a binary operator's operands ``a`` and ``b``: the names of
+        their values, and the code that binds them and is true where either is NULL.  Both
+        are evaluated, left first, as DuckDB does (a NULL on the left hides no error on the
+        right: ``NULL + 10 // 0`` is a division by zero).  A non-NULL constant is its own
+        name with nothing to test: ``c > DATE '1995-03-15'`` tests one operand a row."""
+        names, tests = [], []
+        for src in (a, b):
+            if src in self._consts and self._consts[src] is not None:
+                names.append(src)
+                continue
+            t = self._tmp()
+            names.append(t)
+            tests.append(f"(({t} := {src}) is None)")
+        return names[0], names[1], " | ".join(tests) or "False"
 
     def _case(self, node: exp.Case) -> tuple[str, SqlType]:
         subject = node.this
