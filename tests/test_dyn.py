@@ -318,12 +318,13 @@ def test_column_only_leaves_drop_nulls_and_unequal_repeated_variables(strategy, 
     "a.z > 1 AND b.w <= 2.5",           # a column against a literal: one NULL test a row
     "2 < a.z AND a.z - 1 <> 0",         # the literal on the left; arithmetic with one
     "a.z > NULL OR b.w = 1.0",          # a NULL literal is tested, never TRUE
+    "a.z > CAST(NULL AS INTEGER) + 0 OR a.z = 1",  # a constant folded to NULL: tested too
     "a.z * 2.0 >= b.w AND 10 - a.z > 0",  # INTEGER against DOUBLE: the literal as a double
 ])
 @pytest.mark.parametrize("strategy", ["dyn", "general"])
 def test_leaves_with_conditions_follow_duckdb(strategy, where):
     """An atom with conditions of its own is one generated filter-and-project
-    (``ExpressionCompiler.compile_row_filter``), where a comparison or arithmetic with a
+    (``ExpressionCompiler.compile_filtered_tuple``), where a comparison or arithmetic with a
     non-NULL constant tests only the other operand for NULL: rows with a NULL there, and
     NULL literals, filter as in DuckDB."""
     view_follows_duckdb(

@@ -90,19 +90,22 @@ class Core:
                       for k, (name, typ) in enumerate(atom.columns)])
 
     def _leaf(self, i: int, nonnull: set[int]) -> Callable[[tuple], tuple | None]:
+        """Atom ``i``'s filter-and-project: a relation's row to the tuple of the atom's
+        variables, or None where a join column is NULL, two columns of one variable differ,
+        or a condition of the atom's own fails."""
         atom = self.block.atoms[i]
-        scope = self.atom_scope(i)
-        checks = []
+        nulls: list[int] = []  # columns that must not be NULL
+        equal: list[tuple[int, int]] = []  # (column, first column of the same variable)
         first_pos: dict[int, int] = {}
         for k in range(len(atom.columns)):
             slot = atom.offset + k
             if slot in nonnull:
-                checks.append(f"r[{k}] is not None")
+                nulls.append(k)
             v = self.var_of_slot.get(slot)
             if v is None:
                 continue
             if v in first_pos:
-                checks.append(f"r[{k}] == r[{first_pos[v]}]")
+                equal.append((k, first_pos[v]))
             else:
                 first_pos[v] = k
         conditions = self.analysis.local[i]
@@ -111,16 +114,9 @@ class Core:
         whole = values == list(range(len(atom.columns)))  # share the table's tuple
         if not conditions and all(isinstance(v, int) for v in values):
             # columns only: compiled, no interpreter frame per row
-            return ColumnLeaf(values,
-                              [k for k in range(len(atom.columns))
-                               if atom.offset + k in nonnull],
-                              [(k, first_pos[self.var_of_slot[atom.offset + k]])
-                               for k in range(len(atom.columns))
-                               if self.var_of_slot.get(atom.offset + k) is not None
-                               and first_pos[self.var_of_slot[atom.offset + k]] != k],
-                              whole).project
-        return ExpressionCompiler(scope).compile_row_filter(None if whole else values,
-                                                            conditions, checks)
+            return ColumnLeaf(values, nulls, equal, whole).project
+        return ExpressionCompiler(self.atom_scope(i)).compile_filtered_tuple(
+            None if whole else values, conditions, nulls, equal)
 
     def vars_of(self, node: exp.Expression) -> set[int]:
         out = set()

@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from operator import itemgetter
@@ -765,36 +765,32 @@ class ExpressionCompiler:
         src = self._holds(node)
         return Compiled(self._function(src), BOOLEAN, src)
 
-    def compile_row_filter(self, values: list[exp.Expression | int] | None,
-                           conditions: list[exp.Expression], checks: list[str]
-                           ) -> Callable[[tuple], tuple | None]:
-        """``row -> (each value, ...)`` (an expression, or an int: the row's column at that
-        position; the row itself when ``values`` is None), or None unless every condition
-        holds and every check (Python source over the row ``r``) is true: a join atom's
-        filter-and-project as one generated function, where a function per condition cost
-        one more interpreter frame a row."""
-        body = "r"
-        if values is not None:
-            parts = [f"r[{v}]" if isinstance(v, int) else self._valued(v)[0] for v in values]
-            body = "(" + "".join(f"{src}, " for src in parts) + ")"
-        tests = [self._holds(c) for c in conditions] + checks  # each True or False
-        return self._function(f"{body} if {' and '.join(tests) or 'True'} else None")
-
     def compile_tuple(self, nodes: list[exp.Expression]) -> Callable[[tuple], tuple]:
         """``row -> (value of each node, ...)`` as one generated function: a select list or
         grouping key costs one call per row instead of one per column."""
         parts = [self._valued(node)[0] for node in nodes]
         return self._function("(" + "".join(f"{src}, " for src in parts) + ")")
 
-    def compile_filtered_tuple(self, nodes: list[exp.Expression],
-                               condition: exp.Expression | None
+    def compile_filtered_tuple(self, values: list[exp.Expression | int] | None,
+                               conditions: list[exp.Expression], nonnull: Sequence[int] = (),
+                               equal: Sequence[tuple[int, int]] = ()
                                ) -> Callable[[tuple], tuple | None]:
-        """``row -> (value of each node, ...)`` for the rows ``condition`` holds for, None
-        for the others: a one-relation block's filter and select list as one function."""
-        body = "(" + "".join(f"{self._valued(node)[0]}, " for node in nodes) + ")"
-        if condition is None:
+        """``row -> (each value, ...)`` (an expression, or an int: the row's column at that
+        position; the row itself when ``values`` is None) for the rows where every condition
+        holds, no column at ``nonnull`` is NULL and the two columns of each pair in
+        ``equal`` are equal; None for the others.  One generated function: a one-relation
+        block's filter and select list, a join atom's filter-and-project (where a function
+        per condition cost one more interpreter frame a row)."""
+        body = "r"
+        if values is not None:
+            parts = [f"r[{v}]" if isinstance(v, int) else self._valued(v)[0] for v in values]
+            body = "(" + "".join(f"{src}, " for src in parts) + ")"
+        tests = [self._holds(c) for c in conditions]  # each True or False
+        tests += [f"r[{k}] is not None" for k in nonnull]
+        tests += [f"r[{a}] == r[{b}]" for a, b in equal]
+        if not tests:
             return self._function(body)
-        return self._function(f"{body} if {self._holds(condition)} else None")
+        return self._function(f"{body} if {' and '.join(tests)} else None")
 
     def _function(self, src: str) -> Callable[[tuple], object]:
         """``lambda r: src`` with the runtime helpers and this compiler's constants (every

@@ -106,7 +106,7 @@ def one_relation_block(block: exp.Select, schema_of: Schema
     nodes = [e for _, e in plan.select]
     try:
         rows = compiler.compile_filtered_tuple(
-            nodes, exp.and_(*plan.conditions) if plan.conditions else None)
+            nodes, [exp.and_(*plan.conditions)] if plan.conditions else [])
         columns = [(name, compiler.type_of(e)) for name, e in plan.select]
     except Error:
         return None
