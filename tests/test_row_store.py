@@ -122,7 +122,7 @@ def test_a_row_costs_fewer_bytes_than_a_tuple(sql):
 
 
 def test_integers_beyond_64_bits_round_trip_at_the_boundaries():
-    """MessagePack holds 64-bit integers; wider HUGEINT and DECIMAL(38) values are kept as
+    """Integers within 64 bits are varints; HUGEINT and DECIMAL(38) values are kept as
     their text. At each side of the boundaries, rows come back equal and with int/Decimal
     types, and one value always gets one key."""
     store = RowStore(COLUMNS)
@@ -138,10 +138,15 @@ def test_integers_beyond_64_bits_round_trip_at_the_boundaries():
     assert len(store) == 0
 
 
-def test_strings_with_lone_surrogates_round_trip_beside_plain_ones():
-    """A row holding a lone surrogate is packed another way (``surrogatepass``); its other
-    strings still get the bytes a plain row gives them, so equal rows share one entry and
-    the packer serves the next row cleanly."""
+@pytest.mark.parametrize("coded", [True, False])
+def test_strings_with_lone_surrogates_round_trip_beside_plain_ones(coded, monkeypatch):
+    """A string holding a lone surrogate is written with ``surrogatepass``; the row's other
+    strings keep the bytes a plain row gives them, so equal rows share one entry, whether
+    the strings get dictionary codes or (past the dictionary's size) are written out."""
+    import upkeep.row_store as row_store
+
+    if not coded:
+        monkeypatch.setattr(row_store, "_DICTIONARY_MAX", 0)
     columns = [("a", type_from_name("VARCHAR")), ("b", type_from_name("VARCHAR"))]
     store = RowStore(columns)
     odd = ("caf\u00e9", "x\udc80y")
@@ -150,8 +155,56 @@ def test_strings_with_lone_surrogates_round_trip_beside_plain_ones():
     store.add(plain, 1)
     store.add(("caf\u00e9", "x\udc80y"), 1)  # an equal row, another object
     assert store.get(odd) == 2 and store.get(plain) == 1 and len(store) == 2
-    assert store.key(odd)[:7] == store.key(plain)[:7]  # the header and "café" alike
+    first = 2 if coded else 7  # the NULL bitmap, then "café" as a code or as 1 + 5 bytes
+    assert store.key(odd)[:first] == store.key(plain)[:first]
+    assert store.key(odd) != store.key(plain)
     assert sorted(store.as_dict().items()) == sorted({odd: 2, plain: 1}.items())
+
+
+def test_strings_past_the_dictionary_are_written_out_and_keep_their_keys(monkeypatch):
+    """A column's first ``_DICTIONARY_MAX`` distinct strings get codes, later ones are
+    written whole; either way a string keeps its key, and a copy of the store (which
+    shares the encoder) reads and finds rows whose strings got codes after it was made."""
+    import upkeep.row_store as row_store
+
+    monkeypatch.setattr(row_store, "_DICTIONARY_MAX", 3)
+    columns = [("s", type_from_name("VARCHAR")), ("k", type_from_name("INTEGER"))]
+    store = RowStore(columns)
+    words = ["red", "green", "blue", "cyan", "red", "magenta", "cyan", ""]
+    for i, w in enumerate(words):
+        store.add((w, i % 2), 1)
+    copy = store.copy()
+    store.add(("late", 5), 1)
+    copy.add(("later", 6), 1)
+    expected: dict[tuple, int] = {}
+    for i, w in enumerate(words):
+        expected[(w, i % 2)] = expected.get((w, i % 2), 0) + 1
+    assert copy.as_dict() == expected | {("later", 6): 1}
+    assert store.as_dict() == expected | {("late", 5): 1}
+    coded = {w for w in words if store.key((w, 0))[1] & 1}
+    assert coded == {"red", "green", "blue"}
+    assert all(store.get((w, i % 2)) == expected[(w, i % 2)] for i, w in enumerate(words))
+    assert copy.get(("late", 5)) == 0 and store.get(("later", 6)) == 0
+
+
+def test_integers_round_trip_at_every_varint_length_and_nan_is_one_row():
+    """Integers at each side of every 7-bit boundary of the varint, and the ends of BIGINT,
+    come back equal; NaN rows share one entry and read back as the one ``math.nan``."""
+    import math
+
+    columns = [("b", type_from_name("BIGINT")), ("d", type_from_name("DOUBLE"))]
+    store = RowStore(columns)
+    edges = {-2**63, 2**63 - 1, 0, -1}
+    for bits in range(6, 63, 7):
+        edges |= {2**bits - 1, 2**bits, -2**bits, -2**bits - 1}
+    for v in edges:
+        store.add((v, float(v)), 1)
+    assert store.as_dict() == {(v, float(v)): 1 for v in edges}
+    store.add((7, math.nan), 1)
+    store.add((7, float("nan")), 1)
+    store.add((7, -math.nan), 1)
+    (back,) = [r for r in store if r[0] == 7]
+    assert back[1] is math.nan and store.get(back) == 3
 
 
 @settings(max_examples=60, deadline=None)

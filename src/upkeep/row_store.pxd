@@ -1,9 +1,11 @@
-# Cython declarations for row_store.py (compiled by setup.py): the store as an extension
-# type, its fields C slots read without attribute lookups on every row's change.
+# Cython declarations for row_store.py (compiled by setup.py): the store and its key
+# encoder as extension types, their fields C slots read without attribute lookups on every
+# row's change, the encoder's loops over C integers.
 cimport cython
 
-# RowEncoder's kind codes, C constants in the loop
-cdef int _STORE_AS_IS, _STORE_DOUBLE, _STORE_DATE, _STORE_DECIMAL, _STORE_WIDE
+# RowEncoder's kind codes, C constants in the loops
+cdef int _STORE_INTEGER, _STORE_DOUBLE, _STORE_DATE, _STORE_DECIMAL, _STORE_STRING
+cdef int _STORE_BOOLEAN, _STORE_WIDE
 
 
 cdef class RowEncoder:
@@ -11,13 +13,31 @@ cdef class RowEncoder:
     cdef public int[:] kinds
     cdef public tuple scales
     cdef public list memos
+    cdef public list codes
+    cdef public list strings
+    cdef public object scratch
+    cdef public unsigned char[:] view
+    cdef public double[:] double_slot
+    cdef public unsigned long long[:] double_bits
+    cdef public bint busy
 
-    @cython.locals(values=list, k=Py_ssize_t, kind=int, stored=int, memo=dict)
-    cpdef bytes encode(self, row)
+    cpdef bytes encode(self, tuple row)
+
+    @cython.locals(view="unsigned char[:]", width=Py_ssize_t,
+                   nulls=Py_ssize_t, pos=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, kind=int,
+                   d=double, n="long long", u="unsigned long long", memo=dict, codes=dict,
+                   text=str, data=bytes)
+    cpdef bytes _write(self, tuple row)
+
+    @cython.locals(values=list, width=Py_ssize_t, k=Py_ssize_t, pos=Py_ssize_t, kind=int,
+                   d=double, n="long long", u="unsigned long long", part="unsigned long long",
+                   shift=int, byte=int)
+    cpdef tuple unpack(self, bytes data)
 
 
 cdef class RowStore:
     cdef public dict _counts
+    cdef public object _encoder
     cdef public object _encode
     cdef public object _decode
     cdef public object _columns

@@ -1,16 +1,21 @@
+# cython: boundscheck=False, wraparound=False
+# (compiled without index checks: RowEncoder._write makes room for every byte it writes,
+# and unpack reads only keys that _write wrote)
 """A base table's rows as a bag (row -> multiplicity), each row kept as one compact key.
 
 A row held as a Python tuple costs a tuple header plus one boxed object per value (a float
 24 bytes, a date 32, a short string 50 and more): about 700 bytes for a TPC-H line item.
-Here each row is one ``bytes`` object written by MessagePack from plain values (dates as
-day numbers, decimals as integers at the column's scale), about 150 bytes for the same line
-item; rows are decoded back to tuples only when they are read in bulk (a view's build, a
-query, a snapshot).  MessagePack spends one byte on a small integer and on a short string's
-header where :mod:`marshal` spends five, and it has no back-references, so equal rows
-always encode equally: doubles are normalised (``-0.0`` is ``0.0``) and decimals hold their
-column's scale, as :func:`upkeep.types.coerce_value` guarantees.  An integer outside
-MessagePack's 64 bits (a HUGEINT, a DECIMAL of more than 18 digits) is stored as its decimal
-text.  Keys live in memory only: snapshots and the log hold decoded rows.
+Here each row is one ``bytes`` object written by :class:`RowEncoder` in a format fixed by the
+table's column types (no type tag per value): a bitmap of the NULL columns, then each
+other value in column order: integers, dates (day numbers) and decimals (integers at the
+column's scale) as zigzag varints, doubles as their 8 bytes, booleans as one byte, strings
+as a code of the column's dictionary (its first ``_DICTIONARY_MAX`` distinct values) or as
+their length and UTF-8 bytes, and integers beyond 64 bits (HUGEINT, a DECIMAL of more than
+18 digits) as their decimal text.  Equal rows always encode equally: doubles are normalised
+(``-0.0`` is ``0.0``, one NaN), decimals hold their column's scale (as
+:func:`upkeep.types.coerce_value` guarantees), and a string's code is fixed when first seen.
+Rows are decoded back to tuples only when they are read in bulk (a view's build, a query, a
+snapshot).  Keys live in memory only: snapshots and the log hold decoded rows.
 
 Tables with a column type outside the encoded ones (TIMESTAMP) keep tuples as keys, with the
 same interface.
@@ -20,12 +25,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import struct
 from array import array
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from itertools import islice
-
-import msgpack
 
 from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
 
@@ -43,127 +47,265 @@ _CHECKED_MAX = 1_000_000
 # remembers
 _MEMO_MAX = 4_096
 
-_PLAIN = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL")
-_ENCODED = (*_PLAIN, "DOUBLE", "DATE", "DECIMAL")
+# the most distinct strings of one column that get a code (the column's dictionary); later
+# ones are written out whole
+_DICTIONARY_MAX = 1_024
+
+_ENCODED = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL", "DOUBLE", "DATE", "DECIMAL")
+
+# how RowEncoder writes a column's value (RowEncoder.kinds)
+_STORE_INTEGER = 0  # a zigzag varint
+_STORE_DOUBLE = 1  # its 8 bytes (IEEE 754, little-endian), -0.0 as 0.0
+_STORE_DATE = 2  # the day number, as an integer
+_STORE_DECIMAL = 3  # the integer count of the column's scale's units, as an integer
+_STORE_STRING = 4  # a dictionary code or the UTF-8 bytes
+_STORE_BOOLEAN = 5  # one byte
+_STORE_WIDE = 6  # an integer beyond 64 bits: its decimal text (always, for the column)
+
+_unpack_double = struct.Struct("<d").unpack_from
 
 
-# how RowEncoder.encode stores a column's value (RowEncoder.kinds), plus _STORE_WIDE
-_STORE_AS_IS = 0
-_STORE_DOUBLE = 1  # normalised: -0.0 as 0.0
-_STORE_DATE = 2  # the day number
-_STORE_DECIMAL = 3  # the integer count of the column's scale's units
-_STORE_WIDE = 4  # an integer beyond MessagePack's 64 bits as its text
-
-
-def _codec(columns: list[tuple[str, SqlType]]) -> tuple[Callable, Callable] | None:
-    """``encode(row) -> bytes`` and ``decode(bytes) -> row``, or None when a column type is
-    not encoded."""
+def _codec(columns: list[tuple[str, SqlType]]) -> RowEncoder | None:
+    """The encoder of rows of these columns, or None when a column type is not encoded."""
     if any(t.kind not in _ENCODED for _, t in columns):
         return None
-    encoder = RowEncoder(columns)
-    return (encoder.encode if any(encoder.kinds) else _dumps), _decoder(columns)
+    return RowEncoder(columns)
+
+
+def _store_kind(t: SqlType) -> int:
+    if _wide(t):
+        return _STORE_WIDE
+    return {"DOUBLE": _STORE_DOUBLE, "DATE": _STORE_DATE, "DECIMAL": _STORE_DECIMAL,
+            "VARCHAR": _STORE_STRING, "BOOLEAN": _STORE_BOOLEAN}.get(t.kind, _STORE_INTEGER)
 
 
 class RowEncoder:
-    """A row's stored values, packed: one loop over the columns by kind code (compiled, and
-    ``row_store.pxd`` makes this an extension type; it replaced a generated lambda that
-    ran in the interpreter).  A line item takes about 2.2k instructions here beside
-    MessagePack's 5k for packing it."""
+    """A row's key and back: one loop over the columns by kind code (compiled, and
+    ``row_store.pxd`` makes this an extension type with C locals), writing each value as
+    its column's type allows, where a general packer (MessagePack, used until 2026-12-03)
+    tests each value's type and tags it: a line item's key took about 7k instructions
+    there.  The dictionaries of string codes grow only: a string keeps its code for the
+    encoder's life, so a copy of a store shares its encoder (:meth:`RowStore.copy`)."""
 
     def __init__(self, columns: list[tuple[str, SqlType]]):
-        kinds = array("i")
-        for _, t in columns:
-            kind = {"DOUBLE": _STORE_DOUBLE, "DATE": _STORE_DATE,
-                    "DECIMAL": _STORE_DECIMAL}.get(t.kind, _STORE_AS_IS)
-            kinds.append(kind | (_STORE_WIDE if _wide(t) else 0))
         self.width = len(columns)
-        self.kinds = kinds
+        self.kinds = array("i", [_store_kind(t) for _, t in columns])
         self.scales = tuple(t.scale for _, t in columns)
         # per DATE or DECIMAL column, the stored form of the values seen (_remember)
         self.memos = [{} for _ in columns]
+        # per VARCHAR column, string -> code and code -> string
+        self.codes = [{} for _ in columns]
+        self.strings = [[] for _ in columns]
+        # a key is written byte by byte into ``scratch`` (through ``view``), then copied out:
+        # room for the NULL bitmap and 10 bytes a column (a varint's most, a double takes 8),
+        # a written-out string making room for itself, so ``_write`` needs no bounds checks;
+        # a double's bits are read through ``double_bits``
+        self._make_room((self.width + 7) // 8 + 10 * self.width)
+        double = array("d", [0.0])
+        self.double_slot = double
+        self.double_bits = memoryview(double).cast("B").cast("Q")
+        self.busy = False
+
+    def _make_room(self, size: int) -> None:
+        """A scratch buffer of at least ``size`` bytes, holding what the old one held."""
+        old = getattr(self, "scratch", None)
+        scratch = array("B", bytes(size))
+        if old is not None:
+            scratch[:len(old)] = old
+        self.scratch = scratch
+        self.view = memoryview(scratch)
 
     def encode(self, row: tuple) -> bytes:
-        values = list(row)  # MessagePack packs a list as it packs a tuple
-        for k in range(self.width):
-            kind = self.kinds[k]
-            if not kind:
-                continue
-            v = values[k]
+        if self.busy:  # entered again before it returned (by another thread): a twin
+            return self._twin().encode(row)
+        self.busy = True
+        try:
+            return self._write(row)
+        finally:
+            self.busy = False
+
+    def _twin(self) -> RowEncoder:
+        """An encoder sharing this one's memos and dictionaries, with its own scratch."""
+        twin = RowEncoder([])
+        twin.width, twin.kinds, twin.scales = self.width, self.kinds, self.scales
+        twin.memos, twin.codes, twin.strings = self.memos, self.codes, self.strings
+        twin._make_room(len(self.scratch))
+        return twin
+
+    def _write(self, row: tuple) -> bytes:
+        width = self.width
+        if len(row) != width:
+            raise ValueError(f"a row of {len(row)} values where the table has {width} columns")
+        view = self.view
+        nulls = (width + 7) >> 3  # the NULL bitmap first, then the values
+        for k in range(nulls):
+            view[k] = 0
+        pos = nulls
+        for k in range(width):
+            v = row[k]
             if v is None:
+                view[k >> 3] |= 1 << (k & 7)
                 continue
-            stored = kind & 3
-            if stored == _STORE_DOUBLE:
-                if type(v) is float and v:  # only -0.0 (and an int) changes
-                    continue
-                v = v + 0.0
-            elif stored:  # a day number, or a decimal's count of its column's scale's units
-                memo = self.memos[k]
-                known = memo.get(v)
-                if known is not None:
-                    v = known
-                elif stored == _STORE_DATE:
-                    v = _remember(memo, v, v.toordinal())
-                else:  # quantized to the column's scale by coercion
-                    v = _remember(memo, v, int(v.scaleb(self.scales[k], WIDE_CONTEXT)))
-            if kind & _STORE_WIDE:
-                v = _wide_int(v)
-            values[k] = v
-        return _dumps(values)
+            kind = self.kinds[k]
+            if kind == _STORE_DOUBLE:
+                d = v
+                if d == 0.0:  # -0.0 (and 0) as 0.0
+                    d = 0.0
+                elif d != d:
+                    d = math.nan
+                self.double_slot[0] = d
+                u = self.double_bits[0]  # its IEEE 754 bits, written little-endian
+                for j in range(8):
+                    view[pos + j] = u & 255
+                    u >>= 8
+                pos += 8
+                continue
+            if kind == _STORE_BOOLEAN:
+                view[pos] = 1 if v else 0
+                pos += 1
+                continue
+            data = None
+            if kind == _STORE_STRING:
+                codes = self.codes[k]
+                code = codes.get(v)
+                if code is not None:
+                    u = code
+                    u = (u << 1) | 1
+                elif len(codes) < _DICTIONARY_MAX:
+                    u = _new_code(codes, self.strings[k], v)
+                    u = (u << 1) | 1
+                else:
+                    text = v
+                    try:
+                        data = text.encode("utf-8")
+                    except UnicodeEncodeError:  # a lone surrogate, which a str may hold
+                        data = text.encode("utf-8", "surrogatepass")
+                    u = len(data)
+                    u = u << 1
+            elif kind == _STORE_WIDE:
+                if type(v) is not int:  # a wide DECIMAL's units
+                    v = int(v.scaleb(self.scales[k], WIDE_CONTEXT))
+                data = str(v).encode("ascii")
+                u = len(data)
+            else:
+                if kind != _STORE_INTEGER:  # a day number, or a decimal's units
+                    memo = self.memos[k]
+                    known = memo.get(v)
+                    if known is not None:
+                        v = known
+                    elif kind == _STORE_DATE:
+                        v = _remember(memo, v, v.toordinal())
+                    else:  # quantized to the column's scale by coercion
+                        v = _remember(memo, v, int(v.scaleb(self.scales[k], WIDE_CONTEXT)))
+                n = v
+                if n < 0:  # zigzag: 0, -1, 1, -2 ... as 0, 1, 2, 3 ...
+                    u = -(n + 1)
+                    u = (u << 1) | 1
+                else:
+                    u = n
+                    u = u << 1
+            while u >= 128:
+                view[pos] = (u & 127) | 128
+                pos += 1
+                u >>= 7
+            view[pos] = u
+            pos += 1
+            if data is not None:
+                n = len(data)
+                if pos + n + 10 * (width - k) > len(self.scratch):
+                    self._make_room(2 * (pos + n + 10 * (width - k)))
+                    view = self.view
+                for j in range(n):
+                    view[pos + j] = data[j]
+                pos += n
+        return self.scratch[:pos].tobytes()
+
+    def unpack(self, data: bytes) -> tuple:
+        """The stored values of a key, in column order: integers, day numbers, decimal
+        units, doubles, strings, booleans, the text of wide integers, None."""
+        values = []
+        width = self.width
+        pos = (width + 7) >> 3
+        for k in range(width):
+            if data[k >> 3] & (1 << (k & 7)):
+                values.append(None)
+                continue
+            kind = self.kinds[k]
+            if kind == _STORE_DOUBLE:
+                d = _unpack_double(data, pos)[0]
+                values.append(d if d == d else math.nan)  # one NaN (types.canonical_float)
+                pos += 8
+                continue
+            if kind == _STORE_BOOLEAN:
+                values.append(data[pos] != 0)
+                pos += 1
+                continue
+            u = 0
+            shift = 0
+            byte = data[pos]
+            pos += 1
+            while byte >= 128:
+                part = byte & 127  # a 64-bit integer before it is shifted
+                u |= part << shift
+                shift += 7
+                byte = data[pos]
+                pos += 1
+            part = byte
+            u |= part << shift
+            if kind == _STORE_STRING:
+                if u & 1:
+                    values.append(self.strings[k][u >> 1])
+                else:
+                    n = u >> 1
+                    values.append(data[pos:pos + n].decode("utf-8", "surrogatepass"))
+                    pos += n
+            elif kind == _STORE_WIDE:
+                n = u
+                values.append(data[pos:pos + n].decode("ascii"))
+                pos += n
+            else:
+                n = u >> 1
+                values.append(-n - 1 if u & 1 else n)
+        return tuple(values)
 
 
-def _decoder(columns: list[tuple[str, SqlType]], shared: frozenset[int] = frozenset()
-             ) -> Callable[[bytes], tuple]:
-    """Generated ``decode(bytes) -> row``.  The values of the ``shared`` columns are memoized
-    for this decoder's life: rows decoded by one decoder hold one object per distinct value
-    of such a column (a view built over the table keeps one date object per day, not one per
-    row)."""
+def _new_code(codes: dict, strings: list, value: str) -> int:
+    """The next code of a column's dictionary, given to ``value``: the list first, so that
+    a key holding the code is never read before its string is there."""
+    code = len(strings)
+    strings.append(value)
+    codes[value] = code
+    return code
+
+
+def _decoder(columns: list[tuple[str, SqlType]], unpack: Callable[[bytes], tuple],
+             shared: frozenset[int] = frozenset()) -> Callable[[bytes], tuple]:
+    """Generated ``decode(bytes) -> row`` over ``unpack`` (:meth:`RowEncoder.unpack`).  The
+    values of the ``shared`` columns are memoized for this decoder's life: rows decoded by
+    one decoder hold one object per distinct value of such a column (a view built over the
+    table keeps one date object per day, not one per row)."""
     dec = []
-    namespace: dict[str, object] = {"unpackb": msgpack.unpackb, "fromordinal": dt.date.fromordinal,
-                                    "Decimal": Decimal, "WIDE": WIDE_CONTEXT, "nan": math.nan}
+    namespace: dict[str, object] = {"unpack": unpack, "fromordinal": dt.date.fromordinal,
+                                    "Decimal": Decimal, "WIDE": WIDE_CONTEXT}
     for i, (_, t) in enumerate(columns):
         v = f"r[{i}]"
         if t.kind == "HUGEINT":
-            made = f"(int({v}) if {v}.__class__ is str else {v})"
-        elif t.kind in _PLAIN or t.kind == "DOUBLE":
-            made = v
+            made = f"int({v})"
         elif t.kind == "DATE":
             made = f"fromordinal({v})"
-        else:  # a wide DECIMAL's text makes the same Decimal as its integer
+        elif t.kind == "DECIMAL":  # a wide DECIMAL's text makes the same Decimal as its integer
             made = f"Decimal({v}).scaleb({-t.scale}, WIDE)"
+        else:
+            made = v
         if i in shared:  # the first object made for a stored value serves every row
             namespace[f"S{i}"] = {}
             made = (f"S{i}.setdefault({v}, {v})" if made == v
                     else f"(S{i}[{v}] if {v} in S{i} else S{i}.setdefault({v}, {made}))")
-        if t.kind == "DOUBLE":  # NaN decodes to the one math.nan (types.canonical_float)
-            dec.append(f"({made} if {v} == {v} else nan)")
-        elif t.kind in _PLAIN and t.kind != "HUGEINT":
-            dec.append(made)
-        else:
-            dec.append(f"(None if {v} is None else {made})")
+        dec.append(made if made == v else f"(None if {v} is None else {made})")
     if dec == [f"r[{i}]" for i in range(len(columns))]:
-        return _loads
+        return unpack
     return eval("lambda b: (lambda r: (" + "".join(f"{d}, " for d in dec)  # noqa: S307
-                + "))(unpackb(b, use_list=False, unicode_errors='surrogatepass'))", namespace)
-
-
-_pack = msgpack.Packer().pack
-_pack_surrogates = msgpack.Packer(unicode_errors="surrogatepass").pack
-
-
-def _dumps(values: tuple) -> bytes:
-    """A row's bytes (MessagePack).  Strings with lone surrogates round-trip, as in a str:
-    a row holding one is packed with ``surrogatepass``, which encodes every other string
-    to the same bytes, so equal rows still get equal keys.  Packing without it first reads
-    an ASCII string's bytes in place instead of encoding a copy (a line item: 1.6 -> 1.1
-    us)."""
-    try:
-        return _pack(values)
-    except UnicodeEncodeError:
-        return _pack_surrogates(values)
-
-
-def _loads(data: bytes) -> tuple:
-    return msgpack.unpackb(data, use_list=False, unicode_errors="surrogatepass")
+                + "))(unpack(b))", namespace)
 
 
 def _remember(memo: dict, value: object, stored: object) -> object:
@@ -178,14 +320,8 @@ def _remember(memo: dict, value: object, stored: object) -> object:
 
 
 def _wide(t: SqlType) -> bool:
-    """Whether a column's stored integers may exceed MessagePack's 64 bits."""
+    """Whether a column's stored integers may exceed 64 bits."""
     return t.kind == "HUGEINT" or (t.kind == "DECIMAL" and (t.precision or 38) > 18)
-
-
-def _wide_int(v: int) -> int | str:
-    """An integer as MessagePack can hold it: as itself within 64 bits, else as its text
-    (always the same form for the same value, so equal rows keep equal keys)."""
-    return v if -(1 << 63) <= v < (1 << 64) else str(v)
 
 
 def _same(x):
@@ -195,14 +331,19 @@ def _same(x):
 class RowStore:
     """row -> multiplicity for one table; rows go in and come out as tuples."""
 
-    __slots__ = ("_counts", "_encode", "_decode", "_columns", "_last_row", "_last_key",
-                 "_zeros", "_checked")
+    __slots__ = ("_counts", "_encoder", "_encode", "_decode", "_columns", "_last_row",
+                 "_last_key", "_zeros", "_checked")
 
-    def __init__(self, columns: list[tuple[str, SqlType]]):
+    def __init__(self, columns: list[tuple[str, SqlType]], encoder: RowEncoder | None = None):
+        """``encoder``: another store's, whose keys this store will hold (:meth:`copy`)."""
         self._counts: dict = {}
         self._columns = columns
-        codec = _codec(columns)
-        self._encode, self._decode = codec if codec is not None else (_same, _same)
+        self._encoder = encoder if encoder is not None else _codec(columns)
+        if self._encoder is None:
+            self._encode = self._decode = _same
+        else:
+            self._encode = self._encoder.encode
+            self._decode = _decoder(columns, self._encoder.unpack)
         # the last row encoded and its key: a single-row delete encodes its row when it is
         # checked and again when it is applied, the same tuple object both times
         self._last_row: tuple | None = None
@@ -288,7 +429,7 @@ class RowStore:
     def copy(self) -> RowStore:
         """Another store holding the same rows (their stored keys shared, not encoded
         again): a scratch table as it is now (what-if, ``Connection._hypothetical``)."""
-        other = RowStore(self._columns)
+        other = RowStore(self._columns, self._encoder)
         other._counts = ({k: n for k, n in self._counts.items() if n} if self._zeros
                          else dict(self._counts))
         return other
@@ -313,10 +454,11 @@ class RowStore:
         if self._decode is _same or len(counts) < _SHARE_MIN_ROWS:
             return self._decode
         step = max(1, len(counts) // _SHARE_SAMPLE)
-        sample = [_loads(k) for k in islice(counts, 0, None, step)]
+        unpack = self._encoder.unpack
+        sample = [unpack(k) for k in islice(counts, 0, None, step)]
         shared = frozenset(i for i in range(len(self._columns))
                            if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
-        return _decoder(self._columns, shared) if shared else self._decode
+        return _decoder(self._columns, unpack, shared) if shared else self._decode
 
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
