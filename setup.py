@@ -5,8 +5,8 @@ Cython compiles the same file CPython would run, annotations not enforced as C t
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
 every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``,
-``aggregates.pxd``, ``row_store.pxd``, ``gc_pause.pxd``, ``types.pxd``, ``exact.pxd``,
-``operators.pxd``):
+``aggregates.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``, ``gc_pause.pxd``,
+``types.pxd``, ``exact.pxd``, ``operators.pxd``):
 classes become extension types whose fields are C slots (typed memoryviews over ``array``
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
 loop variables C integers and doubles, while the ``.py`` stays the one implementation.

@@ -56,7 +56,7 @@ class Table:
         if self.key is not None:
             changed: dict[tuple, int] = {}
             for row, w in delta.items():
-                k = tuple(row[i] for i in self.key)
+                k = tuple([row[i] for i in self.key])
                 changed[k] = changed.get(k, 0) + w
             self.check_keys(changed)
 
@@ -93,17 +93,18 @@ class Table:
         """Add ``delta`` to the rows; ``keep_places``: rows it deletes keep their place
         (``RowStore.add``), for a what-if that adds them back."""
         self.version += 1
-        add = self.rows.add
+        rows = self.rows
+        key = self.key
         for row, w in delta.items():
-            add(row, w, keep_places)
-            if self.key is not None:
-                k = tuple(row[i] for i in self.key)
+            rows.add(row, w, keep_places)
+            if key is not None:
+                k = tuple([row[i] for i in key])
                 m = self.keys.get(k, 0) + w
                 if m:
                     self.keys[k] = m
                 else:
                     self.keys.pop(k, None)
-        self.rows.forget()
+        rows.forget()
         if self._by_column:
             self._reindex(delta)
 

@@ -1,0 +1,29 @@
+# Cython declarations for table.py (compiled by setup.py): a base table as an extension
+# type, its fields C slots and its row store typed, so that checking and applying a change
+# reads them without attribute lookups.
+cimport cython
+
+from upkeep.row_store cimport RowStore
+
+
+cdef class Table:
+    cdef public str name
+    cdef public object columns
+    cdef public list column_names
+    cdef public RowStore rows
+    cdef public object not_null
+    cdef public object key
+    cdef public object keys
+    cdef public object expiry
+    cdef public object provenance
+    cdef public dict _by_column
+    cdef public dict _distinct
+    cdef public Py_ssize_t version
+    cdef public object valid
+    cdef public object coerce
+
+    cpdef check_constraints(self, delta)
+    cpdef check_rows(self, delta)
+    cpdef check_not_null(self, row)
+    @cython.locals(rows=RowStore)
+    cpdef apply(self, delta, bint keep_places=*)
