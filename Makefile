@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 BUILT := $(VENV)/.compiled
-SOURCES := $(wildcard src/upkeep/*.py src/upkeep/*/*.py src/upkeep/*.pxd)
+SOURCES := $(wildcard src/upkeep/*.py src/upkeep/*/*.py src/upkeep/*.pxd src/upkeep/*/*.pxd)
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
