@@ -311,3 +311,22 @@ def test_dates_and_decimals_beyond_the_encoders_memo_keep_their_keys(monkeypatch
     assert store.get((1, Decimal("0.26"), dt.date(2000, 1, 2))) == 0
     assert store.get((1, Decimal("0.25"), dt.date(2000, 1, 3))) == 0
     assert store.as_dict() == {r: 1 for r in rows}
+
+
+def test_an_encoder_entered_again_writes_the_same_keys_through_a_twin():
+    """An encoder that is busy (entered by another thread before it returned) writes the
+    key through a twin sharing its dictionaries: the same bytes, codes still shared."""
+    columns = [("s", type_from_name("VARCHAR")), ("d", type_from_name("DATE")),
+               ("x", type_from_name("DOUBLE"))]
+    store = RowStore(columns)
+    rows = [("a" * n, dt.date(2020, 1, 1 + n), n / 3) for n in range(1, 20)]
+    keys = [store.key(r) for r in rows]
+    encoder = store._encoder
+    encoder.busy = True
+    try:
+        assert [encoder.encode(r) for r in rows] == keys
+        assert encoder.encode(("new", None, None)) != encoder.encode(("newer", None, None))
+    finally:
+        encoder.busy = False
+    assert store.key(("new", None, None))[1] & 1  # the twin's code, in the shared dictionary
+    assert store.row(store.key(("new", None, None))) == ("new", None, None)
