@@ -3,6 +3,8 @@
 # row's change, the encoder's loops over C integers.
 cimport cython
 
+from upkeep.key_table cimport KeyTable
+
 # RowEncoder's kind codes, C constants in the loops
 cdef int _STORE_INTEGER, _STORE_DOUBLE, _STORE_DATE, _STORE_DECIMAL, _STORE_STRING
 cdef int _STORE_BOOLEAN, _STORE_WIDE
@@ -23,11 +25,13 @@ cdef class RowEncoder:
 
     cpdef bytes encode(self, tuple row)
 
+    cpdef bytes _write(self, tuple row)
+
     @cython.locals(view="unsigned char[:]", width=Py_ssize_t,
                    nulls=Py_ssize_t, pos=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, kind=int,
                    d=double, n="long long", u="unsigned long long", memo=dict, codes=dict,
                    text=str, data=bytes)
-    cpdef bytes _write(self, tuple row)
+    cpdef Py_ssize_t _write_into(self, tuple row) except -1
 
     @cython.locals(values=list, width=Py_ssize_t, k=Py_ssize_t, pos=Py_ssize_t, kind=int,
                    d=double, n="long long", u="unsigned long long", part="unsigned long long",
@@ -36,15 +40,26 @@ cdef class RowEncoder:
 
 
 cdef class RowStore:
-    cdef public dict _counts
-    cdef public object _encoder
+    cdef public object _columns
+    cdef public RowEncoder _encoder
+    cdef public KeyTable _table
     cdef public object _encode
     cdef public object _decode
-    cdef public object _columns
     cdef public object _last_row
-    cdef public object _last_key
-    cdef public Py_ssize_t _zeros
+    cdef public Py_ssize_t _last_entry
+    cdef public Py_ssize_t _last_epoch
     cdef public dict _checked
-    cpdef _key_of(self, row)
-    @cython.locals(counts=dict, hit=tuple)
+    cdef public Py_ssize_t encodes
+
+    cpdef RowEncoder _writer(self)
+    @cython.locals(encoder=RowEncoder, n=Py_ssize_t)
+    cpdef Py_ssize_t _find(self, tuple row) except -2
+    @cython.locals(table=KeyTable, e=Py_ssize_t, epoch=Py_ssize_t, hit=tuple)
+    cpdef Py_ssize_t _remembered(self, tuple row) except -2
+    @cython.locals(e=Py_ssize_t)
+    cpdef get(self, row, default=*)
+    @cython.locals(e=Py_ssize_t)
+    cpdef checked_count(self, row)
+    cpdef forget(self)
+    @cython.locals(table=KeyTable, e=Py_ssize_t, encoder=RowEncoder, n=Py_ssize_t)
     cpdef add(self, row, weight, keep_place=*)

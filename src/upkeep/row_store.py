@@ -26,11 +26,13 @@ from __future__ import annotations
 import datetime as dt
 import math
 import struct
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from itertools import islice
 
+from .key_table import KeyTable
 from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
 
 # a bulk read shares the objects of a column whose values repeat: in a sample of up to
@@ -63,13 +65,6 @@ _STORE_BOOLEAN = 5  # one byte
 _STORE_WIDE = 6  # an integer beyond 64 bits: its decimal text (always, for the column)
 
 _unpack_double = struct.Struct("<d").unpack_from
-
-
-def _codec(columns: list[tuple[str, SqlType]]) -> RowEncoder | None:
-    """The encoder of rows of these columns, or None when a column type is not encoded."""
-    if any(t.kind not in _ENCODED for _, t in columns):
-        return None
-    return RowEncoder(columns)
 
 
 def _store_kind(t: SqlType) -> int:
@@ -133,6 +128,10 @@ class RowEncoder:
         return twin
 
     def _write(self, row: tuple) -> bytes:
+        return self.scratch[:self._write_into(row)].tobytes()
+
+    def _write_into(self, row: tuple) -> int:
+        """Write ``row``'s key at the start of ``scratch`` (``view``); its length."""
         width = self.width
         if len(row) != width:
             raise ValueError(f"a row of {len(row)} values where the table has {width} columns")
@@ -218,7 +217,7 @@ class RowEncoder:
                 for j in range(n):
                     view[pos + j] = data[j]
                 pos += n
-        return self.scratch[:pos].tobytes()
+        return pos
 
     def unpack(self, data: bytes) -> tuple:
         """The stored values of a key, in column order: integers, day numbers, decimal
@@ -324,80 +323,112 @@ def _wide(t: SqlType) -> bool:
     return t.kind == "HUGEINT" or (t.kind == "DECIMAL" and (t.precision or 38) > 18)
 
 
-def _same(x):
-    return x
-
-
 class RowStore:
-    """row -> multiplicity for one table; rows go in and come out as tuples."""
+    """row -> multiplicity for one table; rows go in and come out as tuples.
 
-    __slots__ = ("_counts", "_encoder", "_encode", "_decode", "_columns", "_last_row",
-                 "_last_key", "_zeros", "_checked")
+    The keys are held by a :class:`~upkeep.key_table.KeyTable` (one arena, no object per
+    row).  A row is looked up by writing its key into the encoder's scratch buffer and
+    finding it there; the entry a check found is remembered (the last row looked up, and a
+    batch's deletes by ``checked_count``) for the change that applies it, so a delete is
+    encoded once for its check and its apply."""
 
-    def __init__(self, columns: list[tuple[str, SqlType]], encoder: RowEncoder | None = None):
-        """``encoder``: another store's, whose keys this store will hold (:meth:`copy`)."""
-        self._counts: dict = {}
+    def __init__(self, columns: list[tuple[str, SqlType]], encoder: RowEncoder | None = None,
+                 table: KeyTable | None = None):
+        """``encoder``, ``table``: another store's encoder, and a table of keys it wrote
+        (:meth:`copy`)."""
         self._columns = columns
-        self._encoder = encoder if encoder is not None else _codec(columns)
-        if self._encoder is None:
-            self._encode = self._decode = _same
-        else:
-            self._encode = self._encoder.encode
-            self._decode = _decoder(columns, self._encoder.unpack)
-        # the last row encoded and its key: a single-row delete encodes its row when it is
-        # checked and again when it is applied, the same tuple object both times
+        self._encoder = encoder if encoder is not None else RowEncoder(columns)
+        self._table = table if table is not None else KeyTable()
+        self._encode = self._encoder.encode
+        self._decode = _decoder(columns, self._encoder.unpack)
+        # the last row looked up and found, its entry and the table's epoch then
         self._last_row: tuple | None = None
-        self._last_key: object = None
-        # rows held at multiplicity 0 to keep their place (``add(..., keep_place=True)``)
-        self._zeros = 0
-        # id(row) -> (row, key) of the rows a batch's check read (``checked_count``), for
-        # the ``add`` that applies them: a batch's deletes are encoded once, not twice
-        self._checked: dict[int, tuple[tuple, object]] = {}
+        self._last_entry = -1
+        self._last_epoch = 0
+        # id(row) -> (row, entry, epoch) of the rows a batch's check found
+        # (``checked_count``), for the ``add`` that applies them
+        self._checked: dict[int, tuple[tuple, int, int]] = {}
+        self.encodes = 0  # rows encoded so far (an operation count, for tests)
 
-    def _key_of(self, row: tuple) -> object:
+    def _writer(self) -> RowEncoder:
+        """The encoder, or a twin of it if it is busy (entered by another thread)."""
+        encoder = self._encoder
+        return encoder._twin() if encoder.busy else encoder
+
+    def _find(self, row: tuple) -> int:
+        """The entry holding ``row``, or -1."""
+        encoder = self._writer()
+        encoder.busy = True
+        try:
+            n = encoder._write_into(row)
+            self.encodes += 1
+            return self._table.find(encoder.view[:n])
+        finally:
+            encoder.busy = False
+
+    def _remembered(self, row: tuple) -> int:
+        """The entry a check found for this very tuple, if it still holds that row; else
+        -1."""
+        table = self._table
         if row is self._last_row:
-            return self._last_key
-        key = self._encode(row)
-        self._last_row, self._last_key = row, key
-        return key
+            e = self._last_entry
+            epoch = self._last_epoch
+        elif self._checked:
+            hit = self._checked.pop(id(row), None)
+            if hit is None or hit[0] is not row:
+                return -1
+            e = hit[1]
+            epoch = hit[2]
+        else:
+            return -1
+        if epoch != table.epoch or table.weight_at(e) < 0:  # compacted, or since removed
+            return -1
+        return e
 
     def __len__(self) -> int:
-        return len(self._counts) - self._zeros
+        return self._table.live - self._table.zeros
 
     def get(self, row: tuple, default: int = 0) -> int:
         """How many times the table holds ``row``."""
-        return self._counts.get(self._key_of(row), default)
+        e = self._find(row)
+        if e < 0:
+            return default
+        self._last_row, self._last_entry, self._last_epoch = row, e, self._table.epoch
+        return self._table.weight_at(e)
 
     def checked_count(self, row: tuple) -> int:
-        """:meth:`get`, keeping the row's key for the :meth:`add` of this same tuple that
+        """:meth:`get`, keeping the entry found for the :meth:`add` of this same tuple that
         applies it (until :meth:`forget`): a batch is checked when staged and applied at
         commit, and its rows' encoding is most of either."""
-        key = self._encode(row)
+        e = self._find(row)
+        if e < 0:
+            return 0
         if len(self._checked) < _CHECKED_MAX:
-            self._checked[id(row)] = (row, key)
-        return self._counts.get(key, 0)
+            self._checked[id(row)] = (row, e, self._table.epoch)
+        return self._table.weight_at(e)
 
     def forget(self) -> None:
-        """Drop the keys :meth:`checked_count` kept (``Table.apply`` calls it: a rejected
-        batch's keys, at most ``_CHECKED_MAX``, go with the next batch applied)."""
+        """Drop the entries :meth:`checked_count` kept (``Table.apply`` calls it: a rejected
+        batch's, at most ``_CHECKED_MAX``, go with the next batch applied)."""
         self._checked.clear()
+        self._last_row = None
 
     def key(self, row: tuple) -> object:
         """The stored form of ``row``: equal rows give equal keys (also with NaN)."""
-        return self._key_of(row)
+        self.encodes += 1
+        return self._encode(row)
 
     def count(self, key: object) -> int:
         """How many times the table holds the row stored as ``key``."""
-        return self._counts.get(key, 0)
+        return self._table.get(key, 0)
 
     def row(self, key: object) -> tuple:
         """The row of a stored key."""
         return self._decode(key)
 
     def keys(self) -> Iterator[object]:
-        if self._zeros:
-            return (key for key, n in self._counts.items() if n)
-        return iter(self._counts)
+        table = self._table
+        return (table.key_at(e) for e in table.entries() if table.weight_at(e))
 
     def add(self, row: tuple, weight: int, keep_place: bool = False) -> None:
         """Change the multiplicity of ``row`` by ``weight`` (the caller checked it stays >= 0).
@@ -407,39 +438,33 @@ class RowStore:
         rows and adds them back (``Committer.hypothetical``), and DuckDB reads a table in
         the order it holds its rows: a row that moved would change which of two tied rows a
         query or a view made later picks."""
-        counts = self._counts
-        if self._checked:
-            hit = self._checked.pop(id(row), None)
-            key = hit[1] if hit is not None and hit[0] is row else self._key_of(row)
-        else:
-            key = self._key_of(row)
-        old = counts.get(key)
-        n = (old or 0) + weight
-        if n:
-            counts[key] = n
-            if self._zeros and old == 0:  # it was held at 0 to keep its place
-                self._zeros -= 1
-        elif keep_place:
-            if old is not None:
-                counts[key] = 0
-                self._zeros += 1
-        elif counts.pop(key, None) == 0 and self._zeros:
-            self._zeros -= 1
+        table = self._table
+        e = self._remembered(row)
+        if e >= 0:
+            table.change(e, weight, keep_place)
+            return
+        encoder = self._writer()
+        encoder.busy = True
+        try:
+            n = encoder._write_into(row)
+            self.encodes += 1
+            table.add(encoder.view[:n], weight, keep_place)
+        finally:
+            encoder.busy = False
 
     def copy(self) -> RowStore:
-        """Another store holding the same rows (their stored keys shared, not encoded
-        again): a scratch table as it is now (what-if, ``Connection._hypothetical``)."""
-        other = RowStore(self._columns, self._encoder)
-        other._counts = ({k: n for k, n in self._counts.items() if n} if self._zeros
-                         else dict(self._counts))
-        return other
+        """Another store holding the same rows (their keys copied, not encoded again): a
+        scratch table as it is now (what-if, ``Connection._hypothetical``)."""
+        return type(self)(self._columns, self._encoder, self._table.copy(drop_zeros=True))
 
     def items(self) -> Iterator[tuple[tuple, int]]:
         """Every distinct row with its multiplicity, decoded (repeated values shared)."""
         decode = self._bulk_decoder()
-        for key, n in self._counts.items():
+        table = self._table
+        for e in table.entries():
+            n = table.weight_at(e)
             if n:
-                yield decode(key), n
+                yield decode(table.key_at(e)), n
 
     def __iter__(self) -> Iterator[tuple]:
         decode = self._bulk_decoder()
@@ -450,12 +475,12 @@ class RowStore:
         whose values repeat (in a sample of the rows: the dates, flags and categories of a
         fact table), so that what reads every row (a view's build) keeps a value once, not
         once per row: a TPC-H line item's tuple in a view shrinks by ~300 bytes."""
-        counts = self._counts
-        if self._decode is _same or len(counts) < _SHARE_MIN_ROWS:
+        size = len(self)
+        if size < _SHARE_MIN_ROWS:
             return self._decode
-        step = max(1, len(counts) // _SHARE_SAMPLE)
+        step = max(1, size // _SHARE_SAMPLE)
         unpack = self._encoder.unpack
-        sample = [unpack(k) for k in islice(counts, 0, None, step)]
+        sample = [unpack(k) for k in islice(self.keys(), 0, None, step)]
         shared = frozenset(i for i in range(len(self._columns))
                            if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
         return _decoder(self._columns, unpack, shared) if shared else self._decode
@@ -463,3 +488,78 @@ class RowStore:
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
         return dict(self.items())
+
+    def nbytes(self) -> int:
+        """The bytes the keys take (``KeyTable.nbytes``)."""
+        return self._table.nbytes()
+
+
+class TupleStore(RowStore):
+    """The store of a table with a column type the encoder does not write (TIMESTAMP):
+    rows are their own keys, in a dict, behind the same interface."""
+
+    def __init__(self, columns: list[tuple[str, SqlType]], counts: dict | None = None):
+        self._columns = columns
+        self._counts: dict[tuple, int] = counts if counts is not None else {}
+        self._zeros = sum(1 for n in self._counts.values() if not n)
+        self._checked = {}
+        self.encodes = 0
+
+    def __len__(self) -> int:
+        return len(self._counts) - self._zeros
+
+    def get(self, row: tuple, default: int = 0) -> int:
+        return self._counts.get(row, default)
+
+    def checked_count(self, row: tuple) -> int:
+        return self._counts.get(row, 0)
+
+    def forget(self) -> None:
+        pass
+
+    def key(self, row: tuple) -> object:
+        return row
+
+    def count(self, key: object) -> int:
+        return self._counts.get(key, 0)
+
+    def row(self, key: object) -> tuple:
+        return key
+
+    def keys(self) -> Iterator[object]:
+        return (row for row, n in self._counts.items() if n)
+
+    def add(self, row: tuple, weight: int, keep_place: bool = False) -> None:
+        counts = self._counts
+        old = counts.get(row)
+        n = (old or 0) + weight
+        if n:
+            counts[row] = n
+            if old == 0:
+                self._zeros -= 1
+        elif keep_place:
+            if old:
+                counts[row] = 0
+                self._zeros += 1
+        elif counts.pop(row, None) == 0:
+            self._zeros -= 1
+
+    def copy(self) -> RowStore:
+        return TupleStore(self._columns, {k: n for k, n in self._counts.items() if n})
+
+    def items(self) -> Iterator[tuple[tuple, int]]:
+        return ((row, n) for row, n in self._counts.items() if n)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return self.keys()
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self._counts)
+
+
+def row_store(columns: list[tuple[str, SqlType]]) -> RowStore:
+    """The store of a table of these columns: keys in a :class:`KeyTable` when the encoder
+    writes every column's type, else the rows themselves in a dict."""
+    if any(t.kind not in _ENCODED for _, t in columns):
+        return TupleStore(columns)
+    return RowStore(columns)

@@ -23,6 +23,7 @@ cdef class Table:
     cdef public object coerce
 
     cpdef check_constraints(self, delta)
+    @cython.locals(rows=RowStore, batch=bint)
     cpdef check_rows(self, delta)
     cpdef check_not_null(self, row)
     @cython.locals(rows=RowStore)

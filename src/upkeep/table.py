@@ -6,7 +6,7 @@ from __future__ import annotations
 from .errors import ConstraintError
 from .expiry import Expiry
 from .gc_pause import StateDict
-from .row_store import RowStore
+from .row_store import row_store
 from .types import RowCheck, SqlType, coerce_row, format_row
 from .value_index import column_value, index_add, index_get, index_remove
 
@@ -19,7 +19,7 @@ class Table:
         self.name = name
         self.columns = columns
         self.column_names = [n for n, _ in columns]
-        self.rows = RowStore(columns)
+        self.rows = row_store(columns)
         self.not_null = not_null or set()
         self.key = key
         self.keys: dict[tuple, int] = StateDict()
@@ -63,11 +63,12 @@ class Table:
     def check_rows(self, delta: dict[tuple, int]) -> None:
         """Reject inserted rows with NULL in a NOT NULL column, and deletes of rows the
         table does not hold that many times (``delta``: row -> net weight)."""
-        present = self.rows.checked_count if len(delta) > 1 else self.rows.get
+        rows = self.rows
+        batch = len(delta) > 1  # its rows' entries kept for the apply (checked_count)
         for row, w in delta.items():
             if w > 0:
                 self.check_not_null(row)
-            elif present(row) + w < 0:
+            elif (rows.checked_count(row) if batch else rows.get(row)) + w < 0:
                 raise ConstraintError(
                     f"cannot delete row {format_row(row)} from table {self.name}: it is not present "
                     f"(present {self.rows.get(row, 0)} time(s), deleting {-w})", row)

@@ -1,0 +1,104 @@
+"""The compact key table under a table's row store: against a dict (the structure it
+replaces), through growth, removals, compaction, copies and rows kept at 0."""
+
+import datetime as dt
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from upkeep.key_table import KeyTable, hash_of
+from upkeep.row_store import RowStore
+from upkeep.types import type_from_name
+
+# short keys that collide often, and keys past one varint byte of length (128+)
+keys = st.one_of(st.binary(max_size=6), st.binary(min_size=120, max_size=300),
+                 st.integers(0, 40).map(lambda i: b"k%d" % i))
+
+ops = st.lists(st.tuples(st.sampled_from(["add", "remove", "zero", "copy", "copy0"]),
+                         keys, st.integers(1, 4)), max_size=120)
+
+
+def _contents(table: KeyTable) -> list[tuple[bytes, int]]:
+    return [(table.key_at(e), table.weight_at(e)) for e in table.entries()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops)
+def test_the_table_reads_as_a_dict_in_insertion_order(operations):
+    """Adds, removals, entries kept at 0 and copies (with and without those) leave the
+    table holding exactly what a dict would, in the dict's order."""
+    table, model = KeyTable(), {}
+    for op, key, w in operations:
+        if op == "add":
+            assert table.add(key, w) == model.get(key, 0)
+            model[key] = model.get(key, 0) + w
+        elif op == "remove" and key in model:
+            assert table.add(key, -model[key]) == model.pop(key)
+        elif op == "zero" and key in model:
+            table.add(key, -model[key], True)
+            model[key] = 0
+        elif op == "copy":
+            table = table.copy()
+        elif op == "copy0":
+            table = table.copy(drop_zeros=True)
+            model = {k: n for k, n in model.items() if n}
+        assert len(table) == len(model)
+        assert table.zeros == sum(1 for n in model.values() if n == 0)
+    assert _contents(table) == list(model.items())
+    for key, n in model.items():
+        assert table.get(key) == n
+    assert table.get(b"never added") is None
+
+
+def test_removals_compact_the_arena_and_keep_the_order():
+    """Removing most entries, again and again, compacts the arena (the epoch counts it):
+    the survivors keep their order and weights, and the arena shrinks back."""
+    table, model = KeyTable(), {}
+    epochs = set()
+    for round_ in range(6):
+        for i in range(3_000):
+            key = b"%d-%d" % (round_, i)
+            table.add(key, 1 + i % 3)
+            model[key] = 1 + i % 3
+        for key in [k for k in model if int(k.split(b"-")[1]) % 10]:
+            table.add(key, -model.pop(key))
+        epochs.add(table.epoch)
+        assert _contents(table) == list(model.items())
+    assert len(epochs) > 1 and table.epoch >= 3
+    assert table.garbage <= table.live or table.garbage <= 1_024
+    assert len(table.arena) < 4 * sum(len(k) + 1 for k in model) + 2 ** 20
+
+
+def test_a_key_only_equal_up_to_its_length_is_another_key():
+    """Keys that are prefixes of each other, the empty key, and keys whose hashes share
+    their low bits are told apart by their bytes."""
+    table = KeyTable()
+    for n in range(0, 300, 7):
+        table.add(b"x" * n, n + 1)
+    assert [table.get(b"x" * n) for n in range(0, 300, 7)] == [n + 1 for n in range(0, 300, 7)]
+    assert table.get(b"x" * 3) is None
+    assert hash_of(b"abcd", 0, 4) != hash_of(b"abce", 0, 4)
+
+
+def test_a_checked_entry_is_not_used_once_its_row_was_removed_or_moved():
+    """A batch's check remembers the entry it found for the apply; if an equal row was
+    deleted in between (the entry removed, maybe a new one made) or the arena was
+    compacted, the apply finds the row again instead of using the old entry."""
+    store = RowStore([("k", type_from_name("INTEGER")), ("d", type_from_name("DATE"))])
+    row = (1, dt.date(2020, 1, 1))
+    store.add(row, 2)
+    assert store.checked_count(row) == 2
+    store.add((1, dt.date(2020, 1, 1)), -2)  # an equal tuple: the entry goes
+    store.add((1, dt.date(2020, 1, 1)), 1)  # and comes back as a new one
+    store.add(row, 3)  # the checked tuple itself
+    assert store.get(row) == 4 and len(store) == 1
+    many = [(i, dt.date(2020, 1, 1)) for i in range(2, 5_000)]
+    for r in many:
+        store.add(r, 1)
+    assert store.get(row) == 4  # remembered as the last row looked up
+    epoch = store._table.epoch
+    for r in many:
+        store.add(r, -1)
+    assert store._table.epoch > epoch  # compacted: entry numbers moved
+    store.add(row, -1)
+    assert store.as_dict() == {row: 3}
