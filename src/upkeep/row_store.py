@@ -5,20 +5,22 @@
 
 A row held as a Python tuple costs a tuple header plus one boxed object per value (a float
 24 bytes, a date 32, a short string 50 and more): about 700 bytes for a TPC-H line item.
-Here each row is one ``bytes`` object written by :class:`RowEncoder` in a format fixed by the
-table's column types (no type tag per value): a bitmap of the NULL columns, then each
-other value in column order: integers, dates (day numbers) and decimals (integers at the
-column's scale) as zigzag varints, doubles as their 8 bytes, booleans as one byte, strings
-as a code of the column's dictionary (its first ``_DICTIONARY_MAX`` distinct values) or as
-their length and UTF-8 bytes, and integers beyond 64 bits (HUGEINT, a DECIMAL of more than
-18 digits) as their decimal text.  Equal rows always encode equally: doubles are normalised
-(``-0.0`` is ``0.0``, one NaN), decimals hold their column's scale (as
-:func:`upkeep.types.coerce_value` guarantees), and a string's code is fixed when first seen.
-Rows are decoded back to tuples only when they are read in bulk (a view's build, a query, a
-snapshot).  Keys live in memory only: snapshots and the log hold decoded rows.
+Here each row is one key, kept with its multiplicity in a
+:class:`~upkeep.key_table.KeyTable` (one byte arena, no object per row) and written by
+:class:`RowEncoder` in a format fixed by the table's column types (no type tag per value):
+a bitmap of the NULL columns, then each other value in column order: integers, dates (day
+numbers) and decimals (integers at the column's scale) as zigzag varints, doubles as their
+8 bytes, booleans as one byte, strings as a code of the column's dictionary (its first
+``_DICTIONARY_MAX`` distinct values) or as their length and UTF-8 bytes, and integers
+beyond 64 bits (HUGEINT, a DECIMAL of more than 18 digits) as their decimal text. Equal
+rows always encode equally: doubles are normalised (``-0.0`` is ``0.0``, one NaN), decimals
+hold their column's scale (as :func:`upkeep.types.coerce_value` guarantees), and a string's
+code is fixed when first seen. Rows are decoded back to tuples only when they are read in
+bulk (a view's build, a query, a snapshot). Keys live in memory only: snapshots and the log
+hold decoded rows.
 
-Tables with a column type outside the encoded ones (TIMESTAMP) keep tuples as keys, with the
-same interface.
+Tables with a column type outside the encoded ones (TIMESTAMP) keep tuples as keys in a
+dict (:class:`TupleStore`), with the same interface.
 """
 
 from __future__ import annotations
