@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import struct
-import sys
 from array import array
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -491,10 +490,6 @@ class RowStore:
         """The rows as a plain Z-set (a copy)."""
         return dict(self.items())
 
-    def nbytes(self) -> int:
-        """The bytes the keys take (``KeyTable.nbytes``)."""
-        return self._table.nbytes()
-
 
 class TupleStore(RowStore):
     """The store of a table with a column type the encoder does not write (TIMESTAMP):
@@ -554,9 +549,6 @@ class TupleStore(RowStore):
 
     def __iter__(self) -> Iterator[tuple]:
         return self.keys()
-
-    def nbytes(self) -> int:
-        return sys.getsizeof(self._counts)
 
 
 def row_store(columns: list[tuple[str, SqlType]]) -> RowStore:
