@@ -126,6 +126,8 @@ class KeyTable:
         offset = self.used
         pos = offset
         u = n
+        # the varint loop of RowEncoder._write_into, written out here too: a shared cdef
+        # function would take a memoryview argument per value on the encoder's hot path
         while u >= 128:
             view[pos] = (u & 127) | 128
             pos += 1
