@@ -5,7 +5,7 @@ Cython compiles the same file CPython would run, annotations not enforced as C t
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
 every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``,
-``aggregates.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``, ``gc_pause.pxd``,
+``views.pxd``, ``aggregates.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``, ``gc_pause.pxd``,
 ``types.pxd``, ``exact.pxd``, ``operators.pxd``):
 classes become extension types whose fields are C slots (typed memoryviews over ``array``
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
@@ -26,8 +26,11 @@ COMPILED = [
     "src/upkeep/gc_pause.py",
     "src/upkeep/hashing.py",
     "src/upkeep/key_table.py",
+    "src/upkeep/local/catalog.py",
     "src/upkeep/local/commit.py",
     "src/upkeep/local/connection.py",
+    "src/upkeep/local/durability.py",
+    "src/upkeep/local/provenance.py",
     "src/upkeep/local/staging.py",
     "src/upkeep/operators.py",
     "src/upkeep/ranked.py",

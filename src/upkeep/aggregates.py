@@ -192,6 +192,13 @@ class Finalizer:
         self.having = compiler.compile_condition(having) if having is not None else None
         row_of = compiler.compile_tuple(select)
         having_fn = self.having.fn if self.having else None
+        # the select list is the group key's and the aggregates' values in order, with no
+        # HAVING: the row is those values as they are (a dyn-aggregate view then makes no
+        # call; its COUNT, SUM and AVG values are never a NaN other than math.nan, the one
+        # ``row_of`` would make them)
+        hits = [slots(item.this if isinstance(item, exp.Alias) else item) for item in select]
+        self.identity = having is None and [hit and hit[0] for hit in hits] == list(
+            range(len(group_by) + len(aggs)))
 
         def finish(values: tuple) -> tuple | None:
             if having_fn is not None and having_fn(values) is not True:

@@ -1,5 +1,8 @@
-# Cython declarations for dyn.py (compiled by setup.py): a node's state and its indexes as
-# extension types, so UPDATE reads their fields as C slots and calls their methods directly.
+# Cython declarations for dyn.py (compiled by setup.py): a node's state, its indexes and the
+# representation as extension types, so UPDATE reads their fields as C slots and calls their
+# methods directly.
+cimport cython
+
 cdef class Index:
     cdef public object key
     cdef public object buckets
@@ -22,3 +25,41 @@ cdef class NodeState:
     cdef public bint frontier
     cpdef add(self, t, w)
     cpdef process(self, dict deltas)
+
+
+cdef class Representation:
+    cdef public object pair
+    cdef public list thetas
+    cdef public object compile
+    cdef public dict _env_checks
+    cdef public Py_ssize_t width
+    cdef public dict states
+    cdef public NodeState root_state
+    cdef public list lower
+    cdef public list upper
+    cdef public dict leaf_of_atom
+    cdef public object out_key
+    cdef public object frontier
+    cdef public object _plan_of_n
+    cdef public dict _schedules
+    cdef public dict _anchored_by_id
+    cdef public dict _row_makers
+    cdef public Py_ssize_t push_anchors
+    cdef public Py_ssize_t push_outputs
+    cdef public list enum_work
+    cdef public list _n_checks
+    cdef public object _root_out
+    cdef public object _loops
+
+    cdef tuple _schedule(self, leaves)
+    @cython.locals(st=NodeState)
+    cpdef update(self, dict leaf_deltas, bint want_delta)
+    @cython.locals(st=NodeState)
+    cdef dict _changes(self, list upper, list touched, dict deltas)
+    @cython.locals(st=NodeState)
+    cdef list _update_below_n(self, dict deltas)
+    @cython.locals(st=NodeState, node_state=NodeState)
+    cpdef dict difference(self, dict leaf_deltas, row=*, positions=*)
+    @cython.locals(node_state=NodeState)
+    cdef dict _delta_of_one_frontier(self, NodeState st, list upper, dict deltas)
+    cdef tuple _anchored(self, anchor)

@@ -216,12 +216,13 @@ def _accumulate(target: dict, k: tuple, w: object) -> None:
     target[k] = w if old is None else old + w
 
 
-def _grouped(key: Callable[[tuple], tuple], tuples) -> dict[tuple, list]:
-    """Anchor tuples (or items holding them) by the key their context depends on
-    (:func:`anchor_key_vars`)."""
+def _grouped(key: Callable[[tuple], tuple], items, tuple_of: Callable = _identity
+             ) -> dict[tuple, list]:
+    """Anchor tuples (or items holding them, ``tuple_of(item)`` the tuple) by the key their
+    context depends on (:func:`anchor_key_vars`)."""
     groups: dict[tuple, list[tuple]] = {}
-    for s in tuples:
-        k = key(s)
+    for s in items:
+        k = key(tuple_of(s))
         group = groups.get(k)
         if group is None:
             groups[k] = [s]
@@ -243,6 +244,7 @@ class Representation:
         for th in self.thetas:
             self.width = max(self.width, max(th.vars, default=-1) + 1)
         self.states = {n.id: NodeState(n) for n in pair.nodes}
+        self.root_state = self.states[pair.root.id]
         for n in pair.nodes:
             st = self.states[n.id]
             st.in_n = n.id in pair.n_set
@@ -533,7 +535,7 @@ class Representation:
         With ``want_delta``, return ``{output tuple: (old weight, new weight)}`` for every
         output tuple whose weight may have changed (None weights mean absent).
         """
-        deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
+        deltas = {self.leaf_of_atom[a].node_id: d for a, d in leaf_deltas.items() if d}
         if not deltas:  # every changed row was filtered out below the leaves
             return {} if want_delta else None
         upper = self._update_below_n(deltas)
@@ -548,7 +550,7 @@ class Representation:
                  deltas: dict[int, dict]) -> dict[tuple, tuple[object, object]]:
         """UPDATE of N's nodes ``upper``, returning ``{output tuple: (old, new)}`` for the
         output tuples extending the ``touched`` frontier nodes' changed tuples."""
-        if not self.states[self.pair.root.id].rho:
+        if not self.root_state.rho:
             for st in upper:
                 st.process(deltas)
             return {k: (None, w) for k, w in self.enumerate()}
@@ -589,13 +591,13 @@ class Representation:
         ``positions``, when ``row`` only picks output-tuple positions (a select list of
         plain columns): those positions, so that each row is built from the anchor tuple
         and its context at once, not through an output tuple."""
-        deltas = {self.leaf_of_atom[a].node.id: d for a, d in leaf_deltas.items() if d}
+        deltas = {self.leaf_of_atom[a].node_id: d for a, d in leaf_deltas.items() if d}
         out: dict[tuple, int] = {}
         if not deltas:
             return out
         upper = self._update_below_n(deltas)
         touched = [st for st in upper if st.frontier and deltas.get(st.node_id)]
-        if len(touched) != 1 or not self.states[self.pair.root.id].rho:
+        if len(touched) != 1 or not self.root_state.rho:
             for t, (old, new) in self._changes(upper, touched, deltas).items():
                 d = (new or 0) - (old or 0)
                 if d:
@@ -607,7 +609,7 @@ class Representation:
         # (anchor tuple s, its weight before the batch, its change w): the batch adds w to
         # s, so s's output tuples change by ``others * w``; each changed anchor tuple is
         # hashed once here (a wide row's hash costs about half a microsecond)
-        changed = [(s, get(s), w) for s, w in deltas[anchor.id].items() if w]
+        changed = [(s, get(s), w) for s, w in deltas[st.node_id].items() if w]
         self.push_anchors += len(changed)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
@@ -635,9 +637,13 @@ class Representation:
             for c, others in found:
                 add_into(out, row(combine(s, c)), others * w)
             return out
-        groups = _grouped(lambda change: key(change[0]), changed)
-        contexts = {k: context(k) for k, group in groups.items()
-                    if any(before is not None for _, before, _ in group)}
+        groups = _grouped(key, changed, itemgetter(0))
+        contexts = {}
+        for k, group in groups.items():
+            for _, before, _ in group:
+                if before is not None:
+                    contexts[k] = context(k)
+                    break
         for node_state in upper:
             node_state.process(deltas)
         outputs = 0
@@ -664,7 +670,7 @@ class Representation:
         old and the new output around the change."""
         anchor = st.node
         rho = st.rho
-        delta = deltas[anchor.id]
+        delta = deltas[st.node_id]
         old = {s: rho.get(s) for s, w in delta.items() if w}
         changes: dict[tuple, tuple[object, object]] = {}
         self.push_anchors += len(old)

@@ -179,6 +179,7 @@ class RingSource:
     def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]]):
         self.source = source
         self.relation = source.relation
+        self.leaf = source.leaf
         # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
         self.channels = channels
         # an atom carrying no sum channel lifts a row of weight w to the same (immutable)
@@ -191,7 +192,7 @@ class RingSource:
         out: dict[tuple, DualWeight] = {}
         if not delta:
             return out
-        leaf = self.source.leaf
+        leaf = self.leaf
         channels = self.channels
         plain = self.plain
         for row, w in delta.items():
@@ -221,15 +222,63 @@ class RingSource:
         return out
 
 
-def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object]:
-    """``read(non_null_count, exact_sum)``: aggregate ``a``'s value from its channel pair."""
+#: how :class:`GroupRows` reads an aggregate off a group's weight: COUNT(*) is the count
+#: itself, COUNT(col) its channel's non-NULL count, the others a function of the pair
+_COUNT_STAR, _COUNT = "count_star", "count"
+
+
+def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | int | None:
+    """``read(non_null_count, exact_sum)``: aggregate ``a``'s value from its channel pair
+    (or :data:`_COUNT_STAR` / :data:`_COUNT`, read without a call)."""
+    if a.kind == "count_star":
+        return _COUNT_STAR
     if a.kind == "count":
-        return lambda nn, s: nn
+        return _COUNT
     if a.kind == "sum":
         value, typ = a.sum_value, a.type
         return lambda nn, s: value(s, typ) if nn else None
     arg_type = a.arg.type
     return lambda nn, s: average_of(s, nn, arg_type) if nn else None
+
+
+class GroupRows:
+    """A dyn-aggregate view's output rows from its groups: a group's key and weight (its
+    count and sum channels, section 6's aggregates in the weight ring) give the row's
+    values, which the finalizer turns into the select list's row (HAVING may drop it).
+    An extension type (``views.pxd``): a single-row change reads two groups' rows."""
+
+    def __init__(self, aggs: list[AggregateSpec], finalizer: Finalizer, global_group: bool,
+                 zero: DualWeight | int):
+        # per aggregate, read once here, not per row from the aggregates' attributes
+        self.reads = tuple(_channel_reader(a) for a in aggs)
+        self.finish = None if finalizer.identity else finalizer.finish
+        self.global_group = global_group
+        self.zero = zero
+
+    def row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
+        """The group's output row (None: no row, an empty group or one HAVING drops)."""
+        if w is None:
+            if not self.global_group:
+                return None
+            w = self.zero
+        count, channels = (w, ()) if type(w) is int else (w.c, w.v)
+        vals = list(key)
+        j = 0
+        for read in self.reads:
+            if read is _COUNT_STAR:
+                vals.append(count)
+            else:
+                vals.append(channels[j] if read is _COUNT else read(channels[j], channels[j + 1]))
+                j += 2
+        finish = self.finish
+        return tuple(vals) if finish is None else finish(tuple(vals))
+
+    def delta(self, changes: dict) -> Delta:
+        """The rows' delta of groups changed ``{key: (old weight, new weight)}``."""
+        out: Delta = {}
+        for key, (old, new) in changes.items():
+            replace_row(out, self.row(key, old), self.row(key, new))
+        return out
 
 
 class DynAggregateView(ViewRuntime):
@@ -248,39 +297,15 @@ class DynAggregateView(ViewRuntime):
         self.global_group = global_group
         channels = sum(1 for a in aggs if a.channel)
         # with no sum channels the weights are plain integer counts (faster)
-        self.zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
+        zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
         self.eager = False  # as DynView.eager, for a select list over the groups
-        # per aggregate, how _row reads it off a group's weight: COUNT(*) the count (None),
-        # the others from their channel pair (non-NULL count, exact sum) by a function of
-        # the pair; read once here, not per row from the aggregates' attributes
-        self._reads = tuple(None if a.kind == "count_star" else _channel_reader(a)
-                            for a in aggs)
-
-    def _row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
-        if w is None:
-            if not self.global_group:
-                return None
-            w = self.zero
-        count, channels = (w, ()) if type(w) is int else (w.c, w.v)
-        vals = list(key)
-        j = 0
-        for read in self._reads:
-            if read is None:
-                vals.append(count)
-            else:
-                vals.append(read(channels[j], channels[j + 1]))
-                j += 2
-        return self.finalizer.finish(tuple(vals))
+        self.group_rows = GroupRows(aggs, finalizer, global_group, zero)
+        self._row = self.group_rows.row
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         changes = update_representation(self.rep, self.sources, batch,
                                         want_delta or self.eager)
-        if changes is None:
-            return None
-        out: Delta = {}
-        for key, (old, new) in changes.items():
-            replace_row(out, self._row(key, old), self._row(key, new))
-        return out
+        return None if changes is None else self.group_rows.delta(changes)
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         seen = False

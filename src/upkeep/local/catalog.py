@@ -152,7 +152,11 @@ class LocalCatalog(Catalog):
 
     def table(self, name: str) -> Table:
         """The base table ``name`` (a view or an unknown name is an error)."""
-        table = self.tables.get(_name(name, "table"))
+        # a name as the catalog keys it is found without being lowered (every single-row
+        # change asks)
+        table = self.tables.get(name) if type(name) is str else None
+        if table is None:
+            table = self.tables.get(_name(name, "table"))
         if table is None:
             if name.lower() in self.views:
                 raise UnsupportedError(f"{name} is a view; views cannot be changed directly")

@@ -1,5 +1,11 @@
 # Cython declarations for commit.py (compiled by setup.py): the committer as an extension
 # type, its fields C slots read without attribute lookups on every commit.
+cimport cython
+
+
+@cython.locals(n=Py_ssize_t)
+cpdef Py_ssize_t _rows(dict deltas)
+
 
 cdef class Committer:
     cdef public object catalog

@@ -38,7 +38,10 @@ def _copied(metadata: dict | None) -> dict | None:
 
 def _rows(deltas: dict[str, Delta]) -> int:
     """A batch's size, as the collector's pause counts it (``gc_pause.py``)."""
-    return sum(map(len, deltas.values()))
+    n = 0
+    for d in deltas.values():
+        n += len(d)
+    return n
 
 
 class Committer:

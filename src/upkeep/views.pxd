@@ -1,0 +1,22 @@
+# Cython declarations for views.py (compiled by setup.py): what a dyn-aggregate view runs
+# per change as extension types, their fields C slots and their methods direct calls.
+
+cdef class RingSource:
+    cdef public object source
+    cdef public object relation
+    cdef public object leaf
+    cdef public list channels
+    cdef public object plain
+    cdef public tuple zeros
+
+    cpdef dict step(self, batch)
+
+
+cdef class GroupRows:
+    cdef public tuple reads
+    cdef public object finish
+    cdef public bint global_group
+    cdef public object zero
+
+    cpdef row(self, tuple key, w)
+    cpdef dict delta(self, dict changes)
