@@ -1,9 +1,12 @@
 """Staging inside a transaction costs O(rows staged), whatever the number of calls.
 
-Work is counted, not timed: the Python line events ``sys.settrace`` sees while staging
-(every loop over staged rows shows up there), and the rows :class:`Staging` examines.
-Staging that re-checked or copied the whole pending change on every call would grow
-quadratically: 20 times the calls would cost about 400 times the events.
+Work is counted, not timed: the rows :class:`Staging` examines, and the Python line events
+``sys.settrace`` sees while staging (a loop over staged rows in any interpreted module shows
+up there).  Staging that re-checked or copied the whole pending change on every call would
+grow quadratically: 20 times the calls would cost about 400 times the events.  The modules
+a change passes through are compiled (``setup.py``), which the tracer does not see: then
+only a few stray events remain, and the ratios are taken over a floor of
+:data:`EVENTS_FLOOR` events, far below what quadratic interpreted work would make.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import pytest
 
 import upkeep
 from upkeep.errors import ConstraintError
+
+#: the events below which a run counts as doing no interpreted work per call (1 a call)
+EVENTS_FLOOR = 1_000
 
 
 def staged_events(calls: int, keyed: bool) -> tuple[int, int]:
@@ -49,8 +55,8 @@ def test_staging_is_linear_in_the_calls(keyed: bool) -> None:
     small, _ = staged_events(1_000, keyed)
     medium, _ = staged_events(4_000, keyed)
     large, examined = staged_events(20_000, keyed)
-    assert medium < 4.5 * small
-    assert large < 22 * small
+    assert medium < 4.5 * max(small, EVENTS_FLOOR)
+    assert large < 22 * max(small, EVENTS_FLOOR)
     assert examined == 20_000 + 2_000
 
 
