@@ -38,7 +38,6 @@ cdef class Representation:
     cdef public list lower
     cdef public list upper
     cdef public dict leaf_of_atom
-    cdef public object out_key
     cdef public object frontier
     cdef public object _plan_of_n
     cdef public dict _schedules

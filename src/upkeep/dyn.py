@@ -254,7 +254,6 @@ class Representation:
         self.lower = [self.states[n.id] for n in post if n.id not in pair.n_set]
         self.upper = [self.states[n.id] for n in post if n.id in pair.n_set]
         self.leaf_of_atom = {n.atom: self.states[n.id] for n in pair.nodes if n.is_leaf}
-        self.out_key = key_function(pair.out)  # env is indexed by variable id
         self.frontier = pair.frontier()
         for n in pair.nodes:
             if n.parent is not None:
