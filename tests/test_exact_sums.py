@@ -61,6 +61,8 @@ def test_sums_with_infinities_and_nan_follow_duckdb_as_they_come_and_go(strategy
     sql = ("SELECT k.g, SUM(t.x) AS total, AVG(t.x) AS mean, COUNT(*) AS n "
            "FROM t JOIN k ON t.g = k.g GROUP BY k.g")
     db.create_view("s", sql, strategy=strategy)
+    if strategy == "dyn":  # the select list is the groups' values: rows made without a call
+        assert db.runtime("s").group_rows.finish is None
     con = duckdb.connect()
     con.execute("CREATE TABLE t (g INTEGER, x DOUBLE)")
     con.execute("CREATE TABLE k (g INTEGER)")
@@ -90,6 +92,9 @@ def test_sums_with_infinities_and_nan_follow_duckdb_as_they_come_and_go(strategy
             for a, b in ((t, total), (m, mean)):
                 assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-12), (
                     step, g, got[g], want[g])
+                # a NaN is the one NaN object, as stored values are (rows with NaNs meet
+                # in a view over this one only so)
+                assert not math.isnan(a) or a is math.nan, (step, g, got[g])
 
 
 _DOUBLES = st.one_of(

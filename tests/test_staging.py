@@ -18,7 +18,8 @@ import pytest
 import upkeep
 from upkeep.errors import ConstraintError
 
-#: the events below which a run counts as doing no interpreted work per call (1 a call)
+#: the events below which a run counts as doing no interpreted work per call (one event
+#: a call of the smallest run)
 EVENTS_FLOOR = 1_000
 
 

@@ -57,6 +57,9 @@ def _identity(t: tuple) -> tuple:
     return t
 
 
+_FIRST = itemgetter(0)
+
+
 class Index:
     """Hash index of a node's reduct on a subset of its variables, optionally with totals.
 
@@ -636,7 +639,7 @@ class Representation:
             for c, others in found:
                 add_into(out, row(combine(s, c)), others * w)
             return out
-        groups = _grouped(key, changed, itemgetter(0))
+        groups = _grouped(key, changed, _FIRST)
         contexts = {}
         for k, group in groups.items():
             for _, before, _ in group:

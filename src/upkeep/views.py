@@ -179,7 +179,7 @@ class RingSource:
     def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]]):
         self.source = source
         self.relation = source.relation
-        self.leaf = source.leaf
+        self.leaf = source.leaf  # a C slot here, read once per batch
         # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
         self.channels = channels
         # an atom carrying no sum channel lifts a row of weight w to the same (immutable)
@@ -227,7 +227,7 @@ class RingSource:
 _COUNT_STAR, _COUNT = "count_star", "count"
 
 
-def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | int | None:
+def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | str:
     """``read(non_null_count, exact_sum)``: aggregate ``a``'s value from its channel pair
     (or :data:`_COUNT_STAR` / :data:`_COUNT`, read without a call)."""
     if a.kind == "count_star":
