@@ -1,8 +1,10 @@
 """Bytes per row of each structure upkeep keeps, measured with tracemalloc on TPC-H data.
 
 For each TPC-H table: the table's row store (:class:`upkeep.row_store.RowStore`) against
-the dict of tuples it replaced.  For the views QH, FQ1 and Q3 (strategy dyn): the view's
-maintenance state (node reducts and indexes) per base row it reads.
+the dict of tuples it replaced.  For the views QH, FQ1 and Q3 under strategies dyn and
+general: the view's maintenance state (dyn: node reducts and indexes; general: the
+operators' join indexes and aggregate groups, and the materialized output) per base row
+it reads.
 
 Usage::
 
@@ -74,8 +76,8 @@ def _copy(value: object) -> object:
     return value
 
 
-def view_bytes(scale: float, query: str) -> tuple[int, float]:
-    """(base rows read, bytes of the dyn view's state per base row)."""
+def view_bytes(scale: float, query: str, strategy: str) -> tuple[int, float]:
+    """(base rows read, bytes of the view's state under ``strategy`` per base row)."""
     import upkeep
 
     q = QUERIES[query]
@@ -86,7 +88,7 @@ def view_bytes(scale: float, query: str) -> tuple[int, float]:
         db.execute(create_table_sql(name))
         db.insert(name, arrow)
         base += arrow.num_rows
-    _, state = _allocated(lambda: db.create_view("v", q.sql, strategy="dyn"))
+    _, state = _allocated(lambda: db.create_view("v", q.sql, strategy=strategy))
     return base, state / base
 
 
@@ -100,11 +102,12 @@ def main() -> None:
     for name, n, tuples, store in table_bytes(args.scale):
         print(f"| {name} | {n:,} | {tuples:,.0f} | {store:,.0f} | {tuples / store:.1f}x |")
     print()
-    print("| view (dyn) | base rows read | view state, B per base row |")
-    print("|---|---:|---:|")
+    print("| view | base rows read | dyn, B per base row | general, B per base row |")
+    print("|---|---:|---:|---:|")
     for query in ("QH", "FQ1", "Q3"):
-        base, per_row = view_bytes(args.scale, query)
-        print(f"| {query} | {base:,} | {per_row:,.0f} |")
+        base, dyn = view_bytes(args.scale, query, "dyn")
+        _, general = view_bytes(args.scale, query, "general")
+        print(f"| {query} | {base:,} | {dyn:,.0f} | {general:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -209,22 +209,32 @@ class Finalizer:
 
 
 class GroupState:
-    """The state of one group in the general aggregate operator."""
+    """The state of one group in the general aggregate operator: its row count; two
+    channels per aggregate in one flat list, ``channels[2 i]`` the count of non-NULL
+    values and ``channels[2 i + 1]`` their exact sum (of a DISTINCT sum: the distinct
+    values and their sum); and, only when some aggregate needs them, value counts per
+    aggregate (MIN/MAX: an ordered multiset; COUNT / SUM / AVG(DISTINCT): a dict), else
+    ``values`` is None.  A group of COUNT / SUM / AVG is so one object and one list
+    besides its sums (docs/design.md, "State layout").  ``output`` is the group's output
+    row now (None when it has none), kept there by the general aggregate operator."""
 
-    __slots__ = ("rows", "channels", "values")  # no functions: Spark pickles it
+    __slots__ = ("rows", "channels", "values", "output")  # no functions: Spark pickles it
 
     def __init__(self, aggs: list[AggregateSpec]):
         self.rows = 0
-        # [non-null count, exact sum]; of a DISTINCT sum: [distinct values, their exact sum]
-        self.channels = [[0, 0] for _ in aggs]
-        self.values: list[SortedDict | dict | None] = [
-            SortedDict() if a.kind in ("min", "max") else
-            {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else None
-            for a in aggs
-        ]
+        self.output: tuple | None = None
+        self.channels = [0] * (2 * len(aggs))
+        self.values: list[SortedDict | dict | None] | None = None
+        if not all(a.channel or a.kind == "count_star" for a in aggs):
+            self.values = [
+                SortedDict() if a.kind in ("min", "max") else
+                {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else None
+                for a in aggs
+            ]
 
     def add(self, aggs: list[AggregateSpec], row: tuple, weight: int) -> None:
         self.rows += weight
+        channels = self.channels
         for i, a in enumerate(aggs):
             value_of = a.value_of
             if value_of is None:  # COUNT(*)
@@ -233,10 +243,9 @@ class GroupState:
             if v is None:
                 continue
             if a.channel:
-                ch = self.channels[i]
-                ch[0] += weight
+                channels[2 * i] += weight
                 if a.kind != "count":
-                    ch[1] += a.exact(v) * weight
+                    channels[2 * i + 1] += a.exact(v) * weight
             else:
                 counts = self.values[i]
                 if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
@@ -252,17 +261,19 @@ class GroupState:
 
     def _count_distinct(self, i: int, a: AggregateSpec, v: object, sign: int) -> None:
         """Value ``v`` entered (``sign`` 1) or left (-1) the distinct values of a sum."""
-        ch = self.channels[i]
-        ch[0] += sign
-        ch[1] += a.exact(v) * sign
+        self.channels[2 * i] += sign
+        self.channels[2 * i + 1] += a.exact(v) * sign
 
     def merge(self, other: GroupState, aggs: list[AggregateSpec]) -> None:
         """Add another state of the same aggregates (a partial aggregate of more rows)."""
         self.rows += other.rows
-        for a, mine, theirs in zip(aggs, self.channels, other.channels, strict=True):
+        mine, theirs = self.channels, other.channels
+        for i, a in enumerate(aggs):
             if a.kind not in DISTINCT_SUMS:
-                mine[0] += theirs[0]
-                mine[1] += theirs[1]
+                mine[2 * i] += theirs[2 * i]
+                mine[2 * i + 1] += theirs[2 * i + 1]
+        if self.values is None:
+            return
         for i, (a, counts, more) in enumerate(zip(aggs, self.values, other.values,
                                                   strict=True)):
             for v, c in (more or {}).items():
@@ -277,17 +288,18 @@ class GroupState:
 
     def result(self, aggs: list[AggregateSpec]) -> tuple:
         out = []
+        channels = self.channels
         for i, a in enumerate(aggs):
             k = a.kind
             if k == "count_star":
                 out.append(self.rows)
             elif k == "count":
-                out.append(self.channels[i][0])
+                out.append(channels[2 * i])
             elif k in ("sum", "sum_distinct"):
-                n, s = self.channels[i]
+                n, s = channels[2 * i], channels[2 * i + 1]
                 out.append(a.sum_value(s, a.type) if n else None)
             elif k in ("avg", "avg_distinct"):
-                n, s = self.channels[i]
+                n, s = channels[2 * i], channels[2 * i + 1]
                 out.append(average_of(s, n, a.arg.type) if n else None)
             elif k == "count_distinct":
                 out.append(len(self.values[i]))

@@ -151,26 +151,81 @@ class Filter(Operator):
         return [f"filter {self.label}"] + ["  " + x for x in self.child.describe()]
 
 
+LIST_BUCKET_MAX = 8  # rows a list bucket holds before it becomes a dict
+
+
+def bucket_items(bucket: tuple | list[tuple] | dict[tuple, int]
+                 ) -> Iterator[tuple[tuple, int]]:
+    """The rows and weights of one :class:`_IndexedState` bucket."""
+    kind = type(bucket)
+    if kind is tuple:
+        return iter(((bucket, 1),))
+    if kind is list:
+        return ((row, 1) for row in bucket)
+    return iter(bucket.items())
+
+
 class _IndexedState:
-    """A materialized Z-set indexed by a join key."""
+    """A materialized Z-set indexed by a join key.  A key's bucket is its one row when that
+    row is alone there with weight 1 (a key of a unique column: every bucket); a list of
+    its rows when they are 2 to :data:`LIST_BUCKET_MAX` distinct rows of weight 1 (a line
+    item's order); else a dict row -> weight.  A dict costs 224 bytes (up to five rows)
+    or more, a list 72-120 (docs/design.md, "State layout"); a list is searched row by row,
+    so it stays short.  A row that is its own key (an input of the key columns alone)
+    keys its bucket too, so no second tuple."""
 
     def __init__(self, key_positions: tuple[int, ...]):
         self.key = key_function(key_positions)
-        self.buckets: dict[tuple, dict[tuple, int]] = StateDict()
+        self.buckets: dict[tuple, tuple | list[tuple] | dict[tuple, int]] = StateDict()
         self.size = 0
 
     def apply(self, delta: Delta) -> None:
-        key = self.key
+        key, buckets = self.key, self.buckets
         for t, w in delta.items():
+            if not w:
+                continue
             k = key(t)
-            bucket = self.buckets.get(k)
-            if bucket is None:
-                bucket = self.buckets[k] = {}
+            bucket = buckets.get(k)
+            if bucket is None:  # keyed by the row itself when it is its own key
+                buckets[t if k == t else k] = t if w == 1 else {t: w}
+                self.size += 1
+                continue
+            kind = type(bucket)
+            if kind is tuple:
+                if bucket == t:
+                    if w == -1:
+                        del buckets[k]
+                        self.size -= 1
+                    else:
+                        buckets[k] = {t: 1 + w}
+                    continue
+                if w == 1:
+                    buckets[k] = [bucket, t]
+                    self.size += 1
+                    continue
+                bucket = buckets[k] = {bucket: 1}
+            elif kind is list:
+                if w == 1:
+                    if len(bucket) < LIST_BUCKET_MAX and t not in bucket:
+                        bucket.append(t)
+                        self.size += 1
+                        continue
+                elif w == -1 and t in bucket:
+                    bucket.remove(t)
+                    self.size -= 1
+                    if len(bucket) == 1:
+                        buckets[k] = bucket[0]
+                    continue
+                bucket = buckets[k] = dict.fromkeys(bucket, 1)
             before = len(bucket)
             add_into(bucket, t, w)
             self.size += len(bucket) - before
-            if not bucket:
-                del self.buckets[k]
+            if len(bucket) == 1:
+                for row, n in bucket.items():
+                    if n == 1:
+                        buckets[k] = row
+            elif not bucket:
+                del buckets[k]
 
 
 class HashJoin(Operator):
@@ -193,14 +248,34 @@ class HashJoin(Operator):
         if dl:
             rb, rkey = self.rstate.buckets, self.lstate.key
             for t, w in dl.items():
-                for s, ws in rb.get(rkey(t), {}).items():
-                    add_into(out, combine(t, s), w * ws)
+                bucket = rb.get(rkey(t))
+                if bucket is None:
+                    continue
+                kind = type(bucket)
+                if kind is tuple:
+                    add_into(out, combine(t, bucket), w)
+                elif kind is list:
+                    for s in bucket:
+                        add_into(out, combine(t, s), w)
+                else:
+                    for s, ws in bucket.items():
+                        add_into(out, combine(t, s), w * ws)
             self.lstate.apply(dl)
         if dr:
             lb, skey = self.lstate.buckets, self.rstate.key
             for s, ws in dr.items():
-                for t, w in lb.get(skey(s), {}).items():
-                    add_into(out, combine(t, s), w * ws)
+                bucket = lb.get(skey(s))
+                if bucket is None:
+                    continue
+                kind = type(bucket)
+                if kind is tuple:
+                    add_into(out, combine(bucket, s), ws)
+                elif kind is list:
+                    for t in bucket:
+                        add_into(out, combine(t, s), ws)
+                else:
+                    for t, w in bucket.items():
+                        add_into(out, combine(t, s), w * ws)
             self.rstate.apply(dr)
         return out
 
@@ -289,7 +364,7 @@ class SemiJoin(Operator):
             if matched_keys is not None:
                 (matched_keys.add if change > 0 else matched_keys.remove)(k)
             sign = -change if self.negated else change
-            for t, wt in bucket.items():
+            for t, wt in bucket_items(bucket):
                 add_into(out, t, sign * wt)
         if not dl:
             return out
@@ -321,20 +396,20 @@ class SemiJoin(Operator):
         buckets = self.rows.buckets
         if not self.negated:
             for k in self.matched_keys:
-                yield from buckets[k].items()
+                yield from bucket_items(buckets[k])
             return
         n = len(self.left_keys)
         if (n - len(self.matched_keys)) * 2 * math.log2(max(n, 2)) < n:
             scan = ComplementScan(self.left_keys, self.matched_keys)
             for k in scan:
-                yield from buckets[k].items()
+                yield from bucket_items(buckets[k])
             self.complement_queries += scan.count_queries
             return
         self.probed_keys += n
         matched = self._matched
         for k, bucket in buckets.items():
             if not matched(k):
-                yield from bucket.items()
+                yield from bucket_items(bucket)
 
     def describe(self) -> list[str]:
         kind = "anti-join" if self.negated else "semijoin"
@@ -411,8 +486,7 @@ class Aggregate(Operator):
         self.group_key = group_key
         self.aggs = aggs
         self.finalizer = finalizer
-        self.groups: dict[tuple, GroupState] = StateDict()
-        self.outputs: dict[tuple, tuple | None] = StateDict()
+        self.groups: dict[tuple, GroupState] = StateDict()  # each holds its output row
         self.global_group = global_group
         self._started = False
         if global_group:
@@ -423,11 +497,9 @@ class Aggregate(Operator):
         self._started = True
         if not self.global_group:
             return {}
-        row = self.finalizer.finish(self.groups[()].result(self.aggs))
-        if row is None:
-            return {}
-        self.outputs[()] = row
-        return {row: 1}
+        state = self.groups[()]
+        row = state.output = self.finalizer.finish(state.result(self.aggs))
+        return {} if row is None else {row: 1}
 
     def step(self, batch: Batch) -> Delta:
         out: Delta = {} if self._started else self._initial()
@@ -441,18 +513,15 @@ class Aggregate(Operator):
                 state = groups[g] = GroupState(aggs)
             state.add(aggs, t, w)
             touched.add(g)
+        finish = self.finalizer.finish
         for g in touched:
             state = groups[g]
-            old = self.outputs.get(g)
+            old = state.output
             if state.rows == 0 and not self.global_group:
                 del groups[g]
                 new = None
             else:
-                new = self.finalizer.finish((*g, *state.result(aggs)))
-            if new is None:
-                self.outputs.pop(g, None)
-            else:
-                self.outputs[g] = new
+                new = state.output = finish((*g, *state.result(aggs)))
             replace_row(out, old, new)
         return out
 

@@ -1570,7 +1570,7 @@ def _loads(data: bytes) -> tuple:
 def _valued_group(state: GroupState) -> GroupState:
     """A loaded group's state with every NaN among its distinct values the one NaN (its
     copies summed), as :func:`_valued` rows: COUNT(DISTINCT) counted each NaN apart."""
-    for i, counts in enumerate(state.values):
+    for i, counts in enumerate(state.values or ()):
         if type(counts) is dict and any(v != v for v in counts):
             merged: dict = {}
             for v, n in counts.items():

@@ -1,0 +1,82 @@
+"""The general operators' compact state: a join index keeps a key's lone row as the bucket
+itself, and an aggregate group of COUNT / SUM / AVG keeps its channels in one flat list
+(docs/design.md, "State layout").  Checked against plain models under random changes."""
+
+from __future__ import annotations
+
+import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from upkeep.aggregates import GroupState, compile_aggregate
+from upkeep.expressions import ExpressionCompiler, table_scope
+from upkeep.operators import LIST_BUCKET_MAX, _IndexedState, bucket_items
+from upkeep.types import BIGINT, DOUBLE
+
+ROWS = st.tuples(st.integers(0, 3), st.integers(0, 11))  # up to 12 rows a key
+DELTAS = st.lists(st.dictionaries(ROWS, st.sampled_from([-2, -1, 0, 1, 1, 1, 2]), max_size=6),
+                  max_size=12)
+
+
+def _model_apply(model: dict[tuple, dict[tuple, int]], delta: dict[tuple, int],
+                 key_of) -> None:
+    for t, w in delta.items():
+        bucket = model.setdefault(key_of(t), {})
+        bucket[t] = bucket.get(t, 0) + w
+        if not bucket[t]:
+            del bucket[t]
+        if not bucket:
+            del model[key_of(t)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(DELTAS, st.sampled_from([(0,), (0, 1), (1,)]))
+def test_indexed_state_equals_a_dict_of_dicts(deltas, positions):
+    """Every bucket holds the rows and weights of the model; a key whose only row has
+    weight 1 holds that row itself, a few rows of weight 1 a list of them, any other a
+    dict; ``size`` counts distinct rows."""
+    state = _IndexedState(positions)
+
+    def key_of(t):
+        return tuple(t[p] for p in positions)
+
+    model: dict[tuple, dict[tuple, int]] = {}
+    for delta in deltas:
+        state.apply(delta)
+        _model_apply(model, delta, key_of)
+        got = {k: dict(bucket_items(b)) for k, b in state.buckets.items()}
+        assert got == model
+        for k, b in state.buckets.items():
+            ones = set(model[k].values()) == {1}
+            assert (type(b) is tuple) == (ones and len(model[k]) == 1), (k, b)
+            assert type(b) is not list or (ones and 2 <= len(b) <= LIST_BUCKET_MAX)
+        assert state.size == sum(len(b) for b in model.values())
+
+
+def test_a_row_that_is_its_own_key_keys_its_bucket():
+    """An input of the key columns alone (one join column) stores one tuple per key: the
+    bucket's key is the row object itself."""
+    state = _IndexedState((0,))
+    row = (7,)
+    state.apply({row: 1})
+    (key, bucket), = state.buckets.items()
+    assert key is row and bucket is row
+    state.apply({(7,): -1})
+    assert not state.buckets and state.size == 0
+
+
+def _aggs(*sqls: str):
+    compiler = ExpressionCompiler(table_scope("t", [("a", BIGINT), ("x", DOUBLE)]))
+    return [compile_aggregate(sqlglot.parse_one(s), compiler) for s in sqls]
+
+
+def test_a_group_of_sums_has_one_flat_channel_list_and_no_value_sets():
+    aggs = _aggs("COUNT(*)", "SUM(x)", "AVG(a)", "COUNT(a)")
+    state = GroupState(aggs)
+    assert state.values is None and state.channels == [0] * 8
+    for row, w in [((1, 2.5), 1), ((3, None), 2), ((1, 2.5), -1), ((5, 0.25), 1)]:
+        state.add(aggs, row, w)
+    count_star, total, mean, count = state.result(aggs)
+    assert (count_star, total, mean, count) == (3, 0.25, (3 * 2 + 5) / 3, 3)
+    with_min = _aggs("SUM(x)", "MIN(a)")
+    assert GroupState(with_min).values is not None
