@@ -1,17 +1,22 @@
 """The general operators' compact state: a join index keeps a key's lone row as the bucket
 itself, and an aggregate group of COUNT / SUM / AVG keeps its channels in one flat list
+and its output row, which a view ending in GROUP BY reads instead of a dict of its rows
 (docs/design.md, "State layout").  Checked against plain models under random changes."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import upkeep
 from upkeep.aggregates import GroupState, compile_aggregate
 from upkeep.expressions import ExpressionCompiler, table_scope
 from upkeep.operators import LIST_BUCKET_MAX, _IndexedState, bucket_items
 from upkeep.types import BIGINT, DOUBLE
+from upkeep.views import GroupedView
 
 ROWS = st.tuples(st.integers(0, 3), st.integers(0, 11))  # up to 12 rows a key
 DELTAS = st.lists(st.dictionaries(ROWS, st.sampled_from([-2, -1, 0, 1, 1, 1, 2]), max_size=6),
@@ -80,3 +85,23 @@ def test_a_group_of_sums_has_one_flat_channel_list_and_no_value_sets():
     assert (count_star, total, mean, count) == (3, 0.25, (3 * 2 + 5) / 3, 3)
     with_min = _aggs("SUM(x)", "MIN(a)")
     assert GroupState(with_min).values is not None
+
+
+def test_a_grouped_view_reads_its_rows_and_memberships_from_the_groups():
+    """A general view ending in GROUP BY keeps no dict of its rows: they are read from the
+    groups, with the multiplicity of a row that several groups share (a select list
+    without the group key), and a row's membership is one group's lookup."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (g INTEGER, x INTEGER)")
+    by_g = db.create_view("by_g", "SELECT g, COUNT(*) AS n, SUM(x) AS s FROM t GROUP BY g",
+                          strategy="general")
+    counts = db.create_view("counts", "SELECT COUNT(*) AS n FROM t GROUP BY g",
+                            strategy="general")
+    db.insert("t", [(1, 1), (2, 1), (2, 2), (3, 5), (3, 6), (4, 7)])
+    db.delete("t", [(4, 7)])
+    runtime = db.local_catalog.views["by_g"]
+    assert isinstance(runtime, GroupedView) and not hasattr(runtime, "output")
+    assert Counter(by_g.rows()) == Counter({(1, 1, 1): 1, (2, 2, 3): 1, (3, 2, 11): 1})
+    assert Counter(counts.rows()) == Counter({(1,): 1, (2,): 2})
+    assert by_g.count((2, 2, 3)) == 1 and by_g.count((2, 2, 4)) == 0
+    assert by_g.count((4, 1, 7)) == 0 and counts.count((2,)) == 2

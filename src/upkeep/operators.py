@@ -170,8 +170,8 @@ class _IndexedState:
     row is alone there with weight 1 (a key of a unique column: every bucket); a list of
     its rows when they are 2 to :data:`LIST_BUCKET_MAX` distinct rows of weight 1 (a line
     item's order); else a dict row -> weight.  A dict costs 224 bytes (up to five rows)
-    or more, a list 72-120 (docs/design.md, "State layout"); a list is searched row by row,
-    so it stays short.  A row that is its own key (an input of the key columns alone)
+    or more, a list of n rows 56 + 8 n (docs/design.md, "State layout"); a list is
+    searched row by row, so it stays short.  A row that is its own key (an input of the key columns alone)
     keys its bucket too, so no second tuple."""
 
     def __init__(self, key_positions: tuple[int, ...]):
@@ -207,7 +207,7 @@ class _IndexedState:
             elif kind is list:
                 if w == 1:
                     if len(bucket) < LIST_BUCKET_MAX and t not in bucket:
-                        bucket.append(t)
+                        buckets[k] = bucket + [t]  # exact size: append over-allocates
                         self.size += 1
                         continue
                 elif w == -1 and t in bucket:

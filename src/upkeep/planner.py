@@ -88,6 +88,7 @@ from .views import (
     DynAggregateView,
     DynView,
     EnumeratedView,
+    GroupedView,
     OperatorView,
     RecomputeView,
     RingSource,
@@ -214,8 +215,12 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
     label = ("lftj" if "lftj" in kinds else "dyn+operators" if "dyn" in kinds
              else "operators" if kinds == {"scan"} else "general")
     enumerated = _enumerable(root)
-    view = (OperatorView(name, columns, inputs, sql, root, label) if enumerated is None
-            else EnumeratedView(name, columns, inputs, sql, root, label, *enumerated))
+    if enumerated is not None:
+        view = EnumeratedView(name, columns, inputs, sql, root, label, *enumerated)
+    elif isinstance(root, Aggregate):
+        view = GroupedView(name, columns, inputs, sql, root, label)
+    else:
+        view = OperatorView(name, columns, inputs, sql, root, label)
     view.explanation = notes + ["dataflow:"] + ["  " + x for x in root.describe()]
     return view
 

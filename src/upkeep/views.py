@@ -6,6 +6,7 @@
 * :class:`DynAggregateView`: the same with aggregates carried in the weight ring
   (:class:`upkeep.aggregates.DualWeight`): one output row per tuple of the root.
 * :class:`OperatorView`: a dataflow of general Z-set operators with a materialized output.
+* :class:`GroupedView`: a dataflow ending in GROUP BY, its rows read from the groups.
 * :class:`RecomputeView`: DuckDB re-evaluates the SQL after each batch that touches an
   input, and the difference to the previous result is the delta.  The fallback for SQL no
   incremental strategy covers; EXPLAIN says so.
@@ -28,7 +29,7 @@ from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
 from .gc_pause import StateDict
-from .operators import Batch, Delta, Operator, Source
+from .operators import Aggregate, Batch, Delta, Operator, Source
 from .types import VARCHAR, SqlType, type_from_name
 from .zset import add_into, replace_row
 
@@ -378,6 +379,47 @@ class OperatorView(MaterializedView):
 
     def state_size(self) -> int:
         return len(self.output) + self.root.state_size()
+
+    def counters(self) -> dict[str, int]:
+        return sum_counters(op.counters() for op in self.root.walk())
+
+
+class GroupedView(ViewRuntime):
+    """A dataflow whose root is a GROUP BY (:class:`upkeep.operators.Aggregate`): its rows
+    are the groups' output rows, which each group keeps (``GroupState.output``), read from
+    there instead of being stored a second time in a dict of rows (docs/design.md, "State
+    layout")."""
+
+    def __init__(self, name, columns, inputs, sql, root: Aggregate, strategy: str):
+        super().__init__(name, columns, inputs, sql)
+        self.root = root
+        self.strategy = strategy
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        return self.root.step(batch)
+
+    def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        out: Delta = {}  # groups may share a row when the select list leaves keys out
+        for state in self.root.groups.values():
+            if state.output is not None:
+                add_into(out, state.output, 1)
+        return iter(list(out.items()))
+
+    def multiplicity(self, row: tuple) -> int:
+        """By one group's lookup when the select list names every GROUP BY item (the row's
+        group is read off the row); a scan of the groups otherwise."""
+        root = self.root
+        positions = root.finalizer.key_positions
+        if positions is None or root.global_group or not positions:
+            return super().multiplicity(row)
+        try:
+            state = root.groups.get(tuple(row[p] for p in positions))
+        except (IndexError, TypeError):  # not a row of this view's shape
+            return 0
+        return 1 if state is not None and state.output == tuple(row) else 0
+
+    def state_size(self) -> int:
+        return self.root.state_size()
 
     def counters(self) -> dict[str, int]:
         return sum_counters(op.counters() for op in self.root.walk())
