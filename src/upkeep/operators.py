@@ -228,6 +228,26 @@ class _IndexedState:
                 del buckets[k]
 
 
+def _probe(out: Delta, delta: Delta, buckets: dict, key: Callable[[tuple], tuple],
+           combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
+    """Add to ``out`` the join of ``delta``'s rows with the other input's index
+    ``buckets`` (any bucket kind of :class:`_IndexedState`); ``delta_left`` says on which
+    side of ``combine`` the delta's rows go."""
+    for t, w in delta.items():
+        bucket = buckets.get(key(t))
+        if bucket is None:
+            continue
+        kind = type(bucket)
+        if kind is tuple:
+            add_into(out, combine(t, bucket) if delta_left else combine(bucket, t), w)
+        elif kind is list:
+            for s in bucket:
+                add_into(out, combine(t, s) if delta_left else combine(s, t), w)
+        else:
+            for s, ws in bucket.items():
+                add_into(out, combine(t, s) if delta_left else combine(s, t), w * ws)
+
+
 class HashJoin(Operator):
     """Bilinear equi-join with both inputs materialized and indexed on the join key."""
 
@@ -246,36 +266,10 @@ class HashJoin(Operator):
         out: Delta = {}
         combine = self.combine
         if dl:
-            rb, rkey = self.rstate.buckets, self.lstate.key
-            for t, w in dl.items():
-                bucket = rb.get(rkey(t))
-                if bucket is None:
-                    continue
-                kind = type(bucket)
-                if kind is tuple:
-                    add_into(out, combine(t, bucket), w)
-                elif kind is list:
-                    for s in bucket:
-                        add_into(out, combine(t, s), w)
-                else:
-                    for s, ws in bucket.items():
-                        add_into(out, combine(t, s), w * ws)
+            _probe(out, dl, self.rstate.buckets, self.lstate.key, combine, True)
             self.lstate.apply(dl)
         if dr:
-            lb, skey = self.lstate.buckets, self.rstate.key
-            for s, ws in dr.items():
-                bucket = lb.get(skey(s))
-                if bucket is None:
-                    continue
-                kind = type(bucket)
-                if kind is tuple:
-                    add_into(out, combine(bucket, s), ws)
-                elif kind is list:
-                    for t in bucket:
-                        add_into(out, combine(t, s), ws)
-                else:
-                    for t, w in bucket.items():
-                        add_into(out, combine(t, s), w * ws)
+            _probe(out, dr, self.lstate.buckets, self.rstate.key, combine, False)
             self.rstate.apply(dr)
         return out
 
