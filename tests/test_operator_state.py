@@ -16,7 +16,7 @@ from upkeep.aggregates import GroupState, compile_aggregate
 from upkeep.expressions import ExpressionCompiler, table_scope
 from upkeep.operators import LIST_BUCKET_MAX, _IndexedState, bucket_items
 from upkeep.types import BIGINT, DOUBLE
-from upkeep.views import GroupedView
+from upkeep.views import GroupedView, OperatorView
 
 ROWS = st.tuples(st.integers(0, 3), st.integers(0, 11))  # up to 12 rows a key
 DELTAS = st.lists(st.dictionaries(ROWS, st.sampled_from([-2, -1, 0, 1, 1, 1, 2]), max_size=6),
@@ -88,20 +88,25 @@ def test_a_group_of_sums_has_one_flat_channel_list_and_no_value_sets():
 
 
 def test_a_grouped_view_reads_its_rows_and_memberships_from_the_groups():
-    """A general view ending in GROUP BY keeps no dict of its rows: they are read from the
-    groups, with the multiplicity of a row that several groups share (a select list
-    without the group key), and a row's membership is one group's lookup."""
+    """A general view ending in GROUP BY whose select list names the group key keeps no
+    dict of its rows: they are read from the groups, and a row's membership is one
+    group's lookup.  One whose select list leaves the key out (groups may share a row)
+    keeps its dict of rows, so its memberships stay one lookup too."""
     db = upkeep.connect()
     db.execute("CREATE TABLE t (g INTEGER, x INTEGER)")
     by_g = db.create_view("by_g", "SELECT g, COUNT(*) AS n, SUM(x) AS s FROM t GROUP BY g",
                           strategy="general")
     counts = db.create_view("counts", "SELECT COUNT(*) AS n FROM t GROUP BY g",
                             strategy="general")
+    total = db.create_view("total", "SELECT COUNT(*) AS n FROM t", strategy="general")
     db.insert("t", [(1, 1), (2, 1), (2, 2), (3, 5), (3, 6), (4, 7)])
     db.delete("t", [(4, 7)])
-    runtime = db.local_catalog.views["by_g"]
-    assert isinstance(runtime, GroupedView) and not hasattr(runtime, "output")
+    views = db.local_catalog.views
+    assert isinstance(views["by_g"], GroupedView) and not hasattr(views["by_g"], "output")
+    assert isinstance(views["total"], GroupedView)
+    assert isinstance(views["counts"], OperatorView)
     assert Counter(by_g.rows()) == Counter({(1, 1, 1): 1, (2, 2, 3): 1, (3, 2, 11): 1})
     assert Counter(counts.rows()) == Counter({(1,): 1, (2,): 2})
+    assert total.rows() == [(5,)] and total.count((5,)) == 1 and total.count((6,)) == 0
     assert by_g.count((2, 2, 3)) == 1 and by_g.count((2, 2, 4)) == 0
     assert by_g.count((4, 1, 7)) == 0 and counts.count((2,)) == 2

@@ -171,8 +171,8 @@ class _IndexedState:
     its rows when they are 2 to :data:`LIST_BUCKET_MAX` distinct rows of weight 1 (a line
     item's order); else a dict row -> weight.  A dict costs 224 bytes (up to five rows)
     or more, a list of n rows 56 + 8 n (docs/design.md, "State layout"); a list is
-    searched row by row, so it stays short.  A row that is its own key (an input of the key columns alone)
-    keys its bucket too, so no second tuple."""
+    searched row by row, so it stays short.  A row that is its own key (an input of the
+    key columns alone) keys its bucket too, so no second tuple."""
 
     def __init__(self, key_positions: tuple[int, ...]):
         self.key = key_function(key_positions)

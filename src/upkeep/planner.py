@@ -93,6 +93,7 @@ from .views import (
     RecomputeView,
     RingSource,
     ViewRuntime,
+    reads_groups,
     run_duckdb,
 )
 
@@ -217,7 +218,7 @@ def _incremental(name: str, query: exp.Expression, sql: str, catalog: Catalog,
     enumerated = _enumerable(root)
     if enumerated is not None:
         view = EnumeratedView(name, columns, inputs, sql, root, label, *enumerated)
-    elif isinstance(root, Aggregate):
+    elif reads_groups(root):
         view = GroupedView(name, columns, inputs, sql, root, label)
     else:
         view = OperatorView(name, columns, inputs, sql, root, label)

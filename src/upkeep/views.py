@@ -388,7 +388,9 @@ class GroupedView(ViewRuntime):
     """A dataflow whose root is a GROUP BY (:class:`upkeep.operators.Aggregate`): its rows
     are the groups' output rows, which each group keeps (``GroupState.output``), read from
     there instead of being stored a second time in a dict of rows (docs/design.md, "State
-    layout")."""
+    layout").  Only for a global aggregate or a select list naming every GROUP BY item
+    (:func:`reads_groups`): each group then has its own row, and a row's membership is its
+    group's lookup."""
 
     def __init__(self, name, columns, inputs, sql, root: Aggregate, strategy: str):
         super().__init__(name, columns, inputs, sql)
@@ -399,21 +401,15 @@ class GroupedView(ViewRuntime):
         return self.root.step(batch)
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
-        out: Delta = {}  # groups may share a row when the select list leaves keys out
-        for state in self.root.groups.values():
-            if state.output is not None:
-                add_into(out, state.output, 1)
-        return iter(list(out.items()))
+        return iter([(state.output, 1) for state in self.root.groups.values()
+                     if state.output is not None])
 
     def multiplicity(self, row: tuple) -> int:
-        """By one group's lookup when the select list names every GROUP BY item (the row's
-        group is read off the row); a scan of the groups otherwise."""
         root = self.root
-        positions = root.finalizer.key_positions
-        if positions is None or root.global_group or not positions:
-            return super().multiplicity(row)
+        if root.global_group:
+            return super().multiplicity(row)  # one group
         try:
-            state = root.groups.get(tuple(row[p] for p in positions))
+            state = root.groups.get(tuple(row[p] for p in root.finalizer.key_positions))
         except (IndexError, TypeError):  # not a row of this view's shape
             return 0
         return 1 if state is not None and state.output == tuple(row) else 0
@@ -423,6 +419,15 @@ class GroupedView(ViewRuntime):
 
     def counters(self) -> dict[str, int]:
         return sum_counters(op.counters() for op in self.root.walk())
+
+
+def reads_groups(root: Operator) -> bool:
+    """Whether a dataflow's rows can be read from its root's groups (:class:`GroupedView`):
+    a GROUP BY that is global or whose select list names every GROUP BY item.  Other
+    grouped views keep a dict of their rows (:class:`OperatorView`), where a row's
+    membership is one lookup too."""
+    return isinstance(root, Aggregate) and (
+        root.global_group or bool(root.finalizer.key_positions))
 
 
 class EnumeratedView(ViewRuntime):
