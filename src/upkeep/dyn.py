@@ -689,33 +689,48 @@ class Representation:
         # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
         # present as long as something below them joins): computed once, before the batch
         # for keys present then, after it for keys the batch brings
+        if len(old) == 1:  # a single-row change: one anchor tuple, one key, no grouping
+            for s, w in old.items():
+                k = key(s)
+                found = None if w is None else context(k)
+                for node_state in upper:
+                    node_state.process(deltas)
+                new = rho.get(s)
+                if found is None:
+                    found = context(k)
+                if new is not None or w is not None:
+                    self.push_outputs += len(found)
+                    for c, others in found:
+                        changes[combine(s, c)] = (None if w is None else others * w,
+                                                  None if new is None else others * new)
+            return changes
         groups = _grouped(key, old)
         contexts: dict[tuple, list] = {}
-        outputs = 0
         for k, group in groups.items():
             for s in group:
-                w = old[s]
-                if w is None:
-                    continue
-                found = contexts.get(k)
-                if found is None:
-                    found = contexts[k] = context(k)
-                if not (w + delta[s]):  # removed by this batch
-                    outputs += len(found)
-                    for c, others in found:
-                        changes[combine(s, c)] = (others * w, None)
+                if old[s] is not None:
+                    contexts[k] = context(k)
+                    break
         for node_state in upper:
             node_state.process(deltas)
         get = rho.get
+        outputs = 0
+        # a tuple absent after the batch and present before it was removed: its outputs
+        # leave with the context taken before the batch (read off rho, not by adding the
+        # batch's weight to the old one, which costs a ring addition per tuple)
         for k, group in groups.items():
             found = contexts.get(k)
             if found is None:
                 found = context(k)
             for s in group:
                 new = get(s)
-                if new is None:
-                    continue
                 w = old[s]
+                if new is None:
+                    if w is not None:
+                        outputs += len(found)
+                        for c, others in found:
+                            changes[combine(s, c)] = (others * w, None)
+                    continue
                 outputs += len(found)
                 if w is None:
                     for c, others in found:

@@ -20,3 +20,7 @@ cdef class GroupRows:
 
     cpdef row(self, tuple key, w)
     cpdef dict delta(self, dict changes)
+
+
+cpdef dict leaf_deltas(dict by_relation, batch)
+cpdef update_representation(rep, dict by_relation, batch, bint want_delta)

@@ -101,16 +101,30 @@ class ViewRuntime:
         return "\n".join(head + self.explanation)
 
 
-def leaf_deltas(sources: list, batch: Batch) -> dict[int, Delta]:
-    """The batch's changes of a (T,N)-rep's atoms, by atom, for the relations it changes."""
-    return {i: s.step(batch) for i, s in enumerate(sources) if s.relation in batch}
+def sources_by_relation(sources: list) -> dict[str, list[tuple[int, object]]]:
+    """A (T,N)-rep's atom sources by the relation they read: ``(atom index, source)``
+    pairs, so that a batch visits the atoms of the relations it changes only."""
+    by_relation: dict[str, list[tuple[int, object]]] = {}
+    for i, s in enumerate(sources):
+        by_relation.setdefault(s.relation, []).append((i, s))
+    return by_relation
 
 
-def update_representation(rep: Representation, sources: list, batch: Batch,
+def leaf_deltas(by_relation: dict, batch: Batch) -> dict[int, Delta]:
+    """The batch's changes of a (T,N)-rep's atoms, by atom, for the relations it changes
+    (``by_relation`` from :func:`sources_by_relation`)."""
+    out: dict[int, Delta] = {}
+    for relation in batch:
+        for i, s in by_relation.get(relation, ()):
+            out[i] = s.step(batch)
+    return out
+
+
+def update_representation(rep: Representation, by_relation: dict, batch: Batch,
                           want_delta: bool) -> dict | None:
     """Feed a batch's leaf deltas to a (T,N)-rep: ``{output tuple: (old, new)}`` in push mode,
     None in pull mode."""
-    leaf = leaf_deltas(sources, batch)
+    leaf = leaf_deltas(by_relation, batch)
     if not leaf:
         return {} if want_delta else None
     return rep.update(leaf, want_delta)
@@ -125,7 +139,7 @@ class DynView(ViewRuntime):
                  select: Callable[[tuple], tuple]):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
-        self.sources = sources
+        self.by_relation = sources_by_relation(sources)
         self.select = select
         # row -> output tuple, when the select list is a permutation-with-repeats of variables
         self.invert: Callable[[tuple], tuple | None] | None = None
@@ -138,9 +152,9 @@ class DynView(ViewRuntime):
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         if not (want_delta or self.eager):
-            update_representation(self.rep, self.sources, batch, False)
+            update_representation(self.rep, self.by_relation, batch, False)
             return None
-        leaf = leaf_deltas(self.sources, batch)
+        leaf = leaf_deltas(self.by_relation, batch)
         return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
@@ -292,7 +306,7 @@ class DynAggregateView(ViewRuntime):
                  global_group: bool):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
-        self.sources = sources
+        self.by_relation = sources_by_relation(sources)
         self.aggs = aggs
         self.finalizer = finalizer
         self.global_group = global_group
@@ -304,7 +318,7 @@ class DynAggregateView(ViewRuntime):
         self._row = self.group_rows.row
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = update_representation(self.rep, self.sources, batch,
+        changes = update_representation(self.rep, self.by_relation, batch,
                                         want_delta or self.eager)
         return None if changes is None else self.group_rows.delta(changes)
 
