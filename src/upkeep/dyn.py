@@ -621,12 +621,24 @@ class Representation:
                 add_into(out, row(project(s)), w)
             self.push_outputs += len(changed)
             return out
-        key, context, combine = self._anchored(anchor)
-        if positions is not None:
-            combine, row = self._row_maker(anchor, positions), _identity
         # a key's context is the same before and after the batch while the key has anchor
         # tuples on both sides: taken before the batch for keys present then, after it for
         # the keys the batch brings (as in _delta_of_one_frontier)
+        if positions is None:
+            key, context, combine = self._anchored(anchor)
+        else:
+            combine, emit = self._row_makers_of(anchor, positions)
+            row = _identity
+            if len(changed) == 1:  # a single-row change: context and rows in one call
+                s, before, w = changed[0]
+                added = 0 if before is None else emit(s, w, out)
+                for node_state in upper:
+                    node_state.process(deltas)
+                if before is None:
+                    added = emit(s, w, out)
+                self.push_outputs += added
+                return out
+            key, context, _ = self._anchored(anchor)
         if len(changed) == 1:  # a single-row change
             s, before, w = changed[0]
             k = key(s)
@@ -820,18 +832,20 @@ class Representation:
                 combiner(self, anchor))
         return got
 
-    def _row_maker(self, anchor: Node, positions: tuple[int, ...]
-                   ) -> Callable[[tuple, tuple], tuple]:
-        """``(anchor tuple, context values) -> the output tuple's values at positions``
-        (:meth:`difference`), generated on first use."""
+    def _row_makers_of(self, anchor: Node, positions: tuple[int, ...]
+                       ) -> tuple[Callable[[tuple, tuple], tuple], Callable]:
+        """For :meth:`difference`, generated on first use: ``(anchor tuple, context values)
+        -> the output tuple's values at positions``, and ``emit(anchor tuple, weight,
+        out)``, the context and those values in one call (:func:`dyn_loops.generate`)."""
         got = self._row_makers.get(anchor.id)
         # the view passes the same tuple every batch: identity first, since hashing or
         # comparing a wide select list's positions cost a single-row change 2% of its time
         if got is not None and (got[0] is positions or got[0] == positions):
-            return got[1]
+            return got[1], got[2]
         maker = combiner(self, anchor, positions)
-        self._row_makers[anchor.id] = (positions, maker)
-        return maker
+        emit = generate(self, anchor, positions)
+        self._row_makers[anchor.id] = (positions, maker, emit)
+        return maker, emit
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""

@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .zset import add_into
+
 if TYPE_CHECKING:
     from .dyn import Representation
     from .gjt import Node
@@ -68,7 +70,8 @@ def _tuple(names: list[str]) -> str:
     return "(" + "".join(f"{n}, " for n in names) + ")"
 
 
-def generate(rep: Representation, anchor: Node | None) -> Callable:
+def generate(rep: Representation, anchor: Node | None,
+             rows: tuple[int, ...] | None = None) -> Callable:
     """The enumeration of ``rep``'s output tuples, as generated code.
 
     Without an anchor: ``run()``, a generator of ``(output tuple, weight)`` pairs over the
@@ -80,7 +83,13 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
     anchor tuple by :func:`combiner`), ``weight`` the product of the other frontier nodes'
     weights.  The key is the anchor tuple's projection on :func:`anchor_key_vars`: by the
     running intersection property of the GJT nothing else of the anchor tuple reaches the
-    rest of N, so anchor tuples sharing a key share one context."""
+    rest of N, so anchor tuples sharing a key share one context.
+
+    With an anchor and ``rows`` (output-tuple positions): ``emit(s, w, out)``, which adds
+    to the Z-set ``out`` the values at ``rows`` of every output tuple extending the anchor
+    tuple ``s``, each with weight ``others * w``, and returns how many it added: the
+    context and the combiner in one function, for a single-row change (no context list,
+    no values tuple, no second call; the anchor tuple's values are bound once)."""
     pair = rep.pair
     plan = rep._plan()
     states = rep.states
@@ -88,6 +97,11 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
     ns: dict[str, object] = {"counter": rep.enum_work}
     if anchor is None:
         w = _Writer("def run():")
+    elif rows is not None:
+        w = _Writer("def emit(s, w, out):")
+        w.emit("work = 0")
+        w.emit("added = 0")
+        ns["add_into"] = add_into
     else:
         w = _Writer("def context(key):")
         w.emit("out = []")
@@ -113,7 +127,10 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
     path: list[Node] = []
     if anchor is not None:
         # the anchor's ancestors, bottom-up (section 5: anchored at a frontier tuple)
-        bind(anchor_key_vars(rep, anchor), "key")
+        if rows is None:
+            bind(anchor_key_vars(rep, anchor), "key")
+        else:
+            bind(anchor.vars, "s")
         child, a = anchor, anchor.parent
         path.append(anchor)
         while a is not None:
@@ -177,6 +194,14 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
             weights.append(f"w{n.id}")
     if anchor is None:
         w.emit(f"yield {_tuple([f'x{v}' for v in pair.out])}, {' * '.join(weights)}")
+    elif rows is not None:
+        values = _tuple([f"x{pair.out[p]}" for p in rows])
+        weight = f"({' * '.join(weights)}) * w" if weights else "w"
+        w.emit(f"add_into(out, {values}, {weight})")
+        w.emit("added += 1")
+        w.depth = 1
+        w.emit("counter[0] += work")
+        w.emit("return added")
     else:
         values = _tuple([f"x{v}" for v in _context_vars(rep, anchor)])
         w.emit(f"append(({values}, {' * '.join(weights) or 'ONE'}))")
@@ -185,7 +210,7 @@ def generate(rep: Representation, anchor: Node | None) -> Callable:
         w.emit("counter[0] += work")
         w.emit("return out")
     exec("\n".join(w.lines), ns)  # noqa: S102 - generated from the tree's shape only
-    return ns["run" if anchor is None else "context"]
+    return ns["run" if anchor is None else "context" if rows is None else "emit"]
 
 
 def _has_predicates(rep: Representation) -> bool:
