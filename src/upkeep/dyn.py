@@ -60,19 +60,27 @@ def _identity(t: tuple) -> tuple:
 _FIRST = itemgetter(0)
 
 
+#: tuples a list bucket of an index holds before it becomes a dict (an order's line items
+#: fit; :class:`Index` here, ``operators._IndexedState`` for the general strategy)
+LIST_BUCKET_MAX = 8
+
+
 class Index:
     """Hash index of a node's reduct on a subset of its variables, optionally with totals.
 
-    A bucket holding one tuple is stored as the 1-tuple ``(t,)`` and becomes an insertion-
-    ordered dict only when a second tuple arrives: most join keys are unique, and a dict per
-    key would dominate the representation's memory.
+    A bucket holding one tuple is stored as the 1-tuple ``(t,)``, 2 to
+    :data:`LIST_BUCKET_MAX` tuples as a list, more as an insertion-ordered dict: most join
+    keys are unique or have a few tuples (an order's line items), and a dict per key would
+    dominate the representation's memory and hash each wide tuple once more.  A tuple is
+    inserted only when new to rho and removed only when it leaves it, so a list holds no
+    tuple twice and its ``remove`` finds the one there.
     """
 
     __slots__ = ("key", "buckets", "totals")
 
     def __init__(self, positions: tuple[int, ...], with_totals: bool, width: int | None = None):
         self.key = key_function(positions, width)
-        self.buckets: dict[tuple, tuple | dict[tuple, None]] = StateDict()
+        self.buckets: dict[tuple, tuple | list[tuple] | dict[tuple, None]] = StateDict()
         self.totals: dict[tuple, object] | None = StateDict() if with_totals else None
 
     def insert(self, t: tuple, w: object) -> None:
@@ -81,10 +89,19 @@ class Index:
         bucket = buckets.get(k)
         if bucket is None:
             buckets[k] = (t,)
-        elif type(bucket) is tuple:
-            buckets[k] = {bucket[0]: None, t: None}
         else:
-            bucket[t] = None
+            kind = type(bucket)
+            if kind is tuple:
+                buckets[k] = [bucket[0], t]
+            elif kind is list:
+                if len(bucket) < LIST_BUCKET_MAX:
+                    bucket.append(t)
+                else:
+                    grown = dict.fromkeys(bucket)
+                    grown[t] = None
+                    buckets[k] = grown
+            else:
+                bucket[t] = None
         if self.totals is not None:
             self.adjust(k, w)
 
@@ -92,10 +109,14 @@ class Index:
         k = self.key(t)
         buckets = self.buckets
         bucket = buckets[k]
-        if type(bucket) is tuple:
+        kind = type(bucket)
+        if kind is tuple:
             del buckets[k]
         else:
-            del bucket[t]
+            if kind is list:
+                bucket.remove(t)
+            else:
+                del bucket[t]
             if len(bucket) == 1:
                 buckets[k] = (next(iter(bucket)),)
         if self.totals is not None:

@@ -17,7 +17,7 @@ from operator import itemgetter
 
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
-from .dyn import Representation, key_function
+from .dyn import LIST_BUCKET_MAX, Representation, key_function
 from .gc_pause import StateDict
 from .zset import Delta, add_into, clamp, replace_row
 
@@ -149,9 +149,6 @@ class Filter(Operator):
 
     def describe(self) -> list[str]:
         return [f"filter {self.label}"] + ["  " + x for x in self.child.describe()]
-
-
-LIST_BUCKET_MAX = 8  # rows a list bucket holds before it becomes a dict
 
 
 def bucket_items(bucket: tuple | list[tuple] | dict[tuple, int]
