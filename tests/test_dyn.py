@@ -4,10 +4,12 @@ push-mode deltas, membership, and constant-delay enumeration measured by countin
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import view_follows_duckdb
 
 from upkeep import zset
-from upkeep.dyn import Representation
+from upkeep.dyn import LIST_BUCKET_MAX, NodeState, Representation
 from upkeep.gjt import (
     build_gjt_pair,
     free_connex_approximation,
@@ -348,3 +350,41 @@ def test_leaves_with_conditions_follow_duckdb(strategy, where):
          "DELETE FROM a WHERE z = 2"],
         query=f"SELECT a.x, a.z, b.w FROM a JOIN b ON a.x = b.x WHERE {where}",
         strategy=strategy)
+
+
+class _Leaf:
+    """The fields of a GJT node a :class:`NodeState` reads: a two-variable leaf, no parent."""
+    id, parent, vars = 0, None, (X, Y)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 11)),
+                                st.sampled_from([-2, -1, 1, 1, 2]), max_size=8), max_size=14))
+def test_index_buckets_hold_rhos_tuples_under_each_key(deltas):
+    """A node's index on its first variable, through random weight changes (up to 12 tuples
+    a key): each bucket holds exactly the key's tuples of rho, one as a 1-tuple, 2 to
+    LIST_BUCKET_MAX as a list, more as a dict (a dict stays one until one tuple is left),
+    and the totals are the sums of their weights."""
+    state = NodeState(_Leaf())
+    index = state.index((X,), with_totals=True)
+    grown: set[tuple] = set()  # keys whose bucket became a dict and has not shrunk to one
+    for delta in deltas:
+        for t, w in delta.items():
+            state.add(t, w)
+            k = t[:1]
+            size = sum(1 for s in state.rho if s[:1] == k)
+            if size > LIST_BUCKET_MAX:
+                grown.add(k)
+            elif size <= 1:
+                grown.discard(k)
+        model: dict[tuple, dict[tuple, int]] = {}
+        for t, w in state.rho.items():
+            model.setdefault(t[:1], {})[t] = w
+        assert {k: set(b) for k, b in index.buckets.items()} == {
+            k: set(b) for k, b in model.items()}
+        for k, bucket in index.buckets.items():
+            assert len(bucket) == len(set(bucket)), bucket  # no tuple twice
+            kind = tuple if len(bucket) == 1 else dict if k in grown else list
+            assert type(bucket) is kind, (k, bucket)
+        assert dict(index.totals) == {k: sum(b.values()) for k, b in model.items()
+                                      if sum(b.values())}
