@@ -722,7 +722,9 @@ class Representation:
         # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
         # present as long as something below them joins): computed once, before the batch
         # for keys present then, after it for keys the batch brings
-        if len(old) == 1:  # a single-row change: one anchor tuple, one key, no grouping
+        if len(old) == 1:
+            # a single-row change, the loops below unrolled for one anchor tuple: grouping
+            # it and looping over one group cost Q3 dyn 1.5k instructions a change (2.8%)
             for s, w in old.items():
                 k = key(s)
                 found = None if w is None else context(k)
@@ -731,11 +733,10 @@ class Representation:
                 new = rho.get(s)
                 if found is None:
                     found = context(k)
-                if new is not None or w is not None:
-                    self.push_outputs += len(found)
-                    for c, others in found:
-                        changes[combine(s, c)] = (None if w is None else others * w,
-                                                  None if new is None else others * new)
+                self.push_outputs += len(found)
+                for c, others in found:
+                    changes[combine(s, c)] = (None if w is None else others * w,
+                                              None if new is None else others * new)
             return changes
         groups = _grouped(key, old)
         contexts: dict[tuple, list] = {}
