@@ -23,6 +23,7 @@ cdef class NodeState:
     cdef public object push
     cdef public bint in_n
     cdef public bint frontier
+    cdef public list other_weights
     cpdef add(self, t, w)
     cpdef process(self, dict deltas)
 
@@ -56,9 +57,14 @@ cdef class Representation:
     @cython.locals(st=NodeState)
     cdef dict _changes(self, list upper, list touched, dict deltas)
     @cython.locals(st=NodeState)
+    cdef list _touched(self, list upper, dict deltas)
+    @cython.locals(st=NodeState)
     cdef list _update_below_n(self, dict deltas)
     @cython.locals(st=NodeState, node_state=NodeState)
     cpdef dict difference(self, dict leaf_deltas, row=*, positions=*)
     @cython.locals(node_state=NodeState)
+    cdef dict _rows_of_one_change(self, NodeState st, list upper, dict deltas, tuple positions)
+    @cython.locals(node_state=NodeState)
     cdef dict _delta_of_one_frontier(self, NodeState st, list upper, dict deltas)
     cdef tuple _anchored(self, anchor)
+    cdef tuple _row_makers_of(self, anchor, tuple positions)

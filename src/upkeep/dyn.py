@@ -144,7 +144,7 @@ class NodeState:
     """Runtime state of one GJT node."""
 
     __slots__ = ("node", "node_id", "parent_id", "rho", "indexes", "weighted", "push", "in_n",
-                 "frontier")
+                 "frontier", "other_weights")
 
     def __init__(self, node: Node):
         self.node = node
@@ -156,6 +156,7 @@ class NodeState:
         self.push: Callable[[dict, dict], None] | None = None
         self.in_n = False
         self.frontier = False
+        self.other_weights: list[int] | None = None  # see count_other_weights
 
     def index(self, key_vars: tuple[int, ...], with_totals: bool = False) -> Index:
         idx = self.indexes.get(key_vars)
@@ -188,15 +189,32 @@ class NodeState:
         self.weighted = [i for i in self.indexes.values() if i.weighted]
         return idx
 
+    def count_other_weights(self) -> list[int]:
+        """A one-item list holding how many tuples of rho have a weight other than 1, kept
+        up to date from now on: generated rows of a plain join view (:mod:`upkeep.dyn_loops`)
+        read a frontier node's weights from rho only while it is not 0 (a wide tuple's hash
+        costs more than the test).  A weight of another ring never equals 1, so it counts."""
+        if self.other_weights is None:
+            self.other_weights = [sum(1 for w in self.rho.values() if w != 1)]
+        return self.other_weights
+
     def add(self, t: tuple, w: object) -> None:
         rho = self.rho
         n = len(rho)
         old = rho.setdefault(t, w)  # a new tuple is hashed once (zset.add_into)
+        counted = self.other_weights
         if len(rho) != n:
+            if counted is not None and w != 1:
+                counted[0] += 1
             for idx in self.indexes.values():
                 idx.insert(t, w)
             return
         new = old + w
+        if counted is not None:
+            if old != 1:
+                counted[0] -= 1
+            if new and new != 1:
+                counted[0] += 1
         if new:
             rho[t] = new
             for idx in self.weighted:
@@ -566,7 +584,7 @@ class Representation:
             for st in upper:
                 st.process(deltas)
             return None
-        touched = [st for st in upper if st.frontier and deltas.get(st.node_id)]
+        touched = self._touched(upper, deltas)
         return self._changes(upper, touched, deltas)
 
     def _changes(self, upper: list[NodeState], touched: list[NodeState],
@@ -592,6 +610,14 @@ class Representation:
         for k, w in new.items():
             changes[k] = (None, w)
         return changes
+
+    def _touched(self, upper: list[NodeState], deltas: dict[int, dict]) -> list[NodeState]:
+        """The frontier nodes among ``upper`` whose delta is not empty."""
+        touched = []
+        for st in upper:
+            if st.frontier and deltas.get(st.node_id):
+                touched.append(st)
+        return touched
 
     def _update_below_n(self, deltas: dict[int, dict]) -> list[NodeState]:
         """UPDATE of the nodes outside N a batch reaches; returns N's nodes it reaches,
@@ -619,7 +645,7 @@ class Representation:
         if not deltas:
             return out
         upper = self._update_below_n(deltas)
-        touched = [st for st in upper if st.frontier and deltas.get(st.node_id)]
+        touched = self._touched(upper, deltas)
         if len(touched) != 1 or not self.root_state.rho:
             for t, (old, new) in self._changes(upper, touched, deltas).items():
                 d = (new or 0) - (old or 0)
@@ -628,11 +654,14 @@ class Representation:
             return out
         st = touched[0]
         anchor, rho = st.node, st.rho
+        delta = deltas[st.node_id]
+        if positions is not None and len(delta) == 1 and self._root_out is None:
+            return self._rows_of_one_change(st, upper, deltas, positions)
         get = rho.get
         # (anchor tuple s, its weight before the batch, its change w): the batch adds w to
         # s, so s's output tuples change by ``others * w``; each changed anchor tuple is
         # hashed once here (a wide row's hash costs about half a microsecond)
-        changed = [(s, get(s), w) for s, w in deltas[st.node_id].items() if w]
+        changed = [(s, get(s), w) for s, w in delta.items() if w]
         self.push_anchors += len(changed)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
@@ -648,17 +677,8 @@ class Representation:
         if positions is None:
             key, context, combine = self._anchored(anchor)
         else:
-            combine, emit = self._row_makers_of(anchor, positions)
+            combine = self._row_makers_of(anchor, positions)[0]
             row = _identity
-            if len(changed) == 1:  # a single-row change: context and rows in one call
-                s, before, w = changed[0]
-                added = 0 if before is None else emit(s, w, out)
-                for node_state in upper:
-                    node_state.process(deltas)
-                if before is None:
-                    added = emit(s, w, out)
-                self.push_outputs += added
-                return out
             key, context, _ = self._anchored(anchor)
         if len(changed) == 1:  # a single-row change
             s, before, w = changed[0]
@@ -691,6 +711,28 @@ class Representation:
                 for c, others in found:
                     add_into(out, row(combine(s, c)), others * w)
         self.push_outputs += outputs
+        return out
+
+    def _rows_of_one_change(self, st: NodeState, upper: list[NodeState], deltas: dict,
+                            positions: tuple[int, ...]) -> dict[tuple, int]:
+        """:meth:`difference` for one changed anchor tuple s of a plain join view (integer
+        weights), its rows at ``positions``: context and rows in one generated call.  A
+        tuple whose weight grows is in rho after the batch and one whose weight falls was
+        in it before (the database is positive), and s's context is the same on both sides
+        while s is there, so the rows are made once, on the side where s is present, and
+        s's old weight is never looked up (a wide tuple's hash and compare)."""
+        out: dict[tuple, int] = {}
+        s, w = next(iter(deltas[st.node_id].items()))
+        emit = self._row_makers_of(st.node, positions)[1]
+        added = 0
+        if w < 0:
+            added = emit(s, w, out)
+        for node_state in upper:
+            node_state.process(deltas)
+        if w > 0:
+            added = emit(s, w, out)
+        self.push_anchors += 1
+        self.push_outputs += added
         return out
 
     def _delta_of_one_frontier(self, st: NodeState, upper: list[NodeState],

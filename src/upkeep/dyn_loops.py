@@ -14,9 +14,12 @@ unpack, not a call through a matcher per node per output tuple.  A reduct is the
 its children projected (``rho_p = pi(rho_c1 |x| rho_c2)``, section 3.2) over a positive
 database, so a tuple present in a node has a match in each child: a child whose variables
 its parent binds all is not tested for membership (a frontier one is only read for its
-weight), nor is an ancestor on the anchor's path whose one child is the path's.  Nodes whose edge carries
-theta predicates (section 4) keep their matcher functions over an environment list, which
-the generated code then keeps up to date as well.
+weight), nor is an ancestor on the anchor's path whose other children are each looped
+over by a key (the loops find nothing when the ancestor is absent).  A frontier node's
+weight is read from its reduct only while the node holds a weight other than 1
+(:meth:`NodeState.count_other_weights`; a wide tuple's hash costs more than the test).
+Nodes whose edge carries theta predicates (section 4) keep their matcher functions over an
+environment list, which the generated code then keeps up to date as well.
 
 Work is counted as tuples visited (``counter[0]``), so tests can show that push mode's work
 follows the output delta (section 5) without timing anything.
@@ -123,6 +126,13 @@ def generate(rep: Representation, anchor: Node | None,
                 w.emit(f"env[{v}] = x{v}")
         bound.update(variables)
 
+    def read_weight(n: Node, lookup: str) -> None:
+        if rows is None:
+            w.emit(f"w{n.id} = {lookup}")
+        else:  # integer weights: most frontier nodes hold only 1s
+            ns[f"u{n.id}"] = states[n.id].count_other_weights()
+            w.emit(f"w{n.id} = {lookup} if u{n.id}[0] else 1")
+
     weights: list[str] = []
     path: list[Node] = []
     if anchor is not None:
@@ -139,7 +149,7 @@ def generate(rep: Representation, anchor: Node | None,
             key_vars = tuple(v for v in a.vars if v in child.vars)
             key = _tuple([f"x{v}" for v in key_vars])
             if len(key_vars) == len(a.vars):
-                if len(a.children) > 1:  # else present as its one child is
+                if not _children_tell_presence(rep, a, child):
                     ns[f"rho{a.id}"] = st.rho
                     w.open(f"if {key} in rho{a.id}:")
             else:
@@ -174,12 +184,12 @@ def generate(rep: Representation, anchor: Node | None,
             w.open(f"for t{n.id} in m{n.id}(env):")
             bind(n.vars, f"t{n.id}")
             if frontier:
-                w.emit(f"w{n.id} = rho{n.id}[t{n.id}]")
+                read_weight(n, f"rho{n.id}[t{n.id}]")
         elif len(key_vars) == len(n.vars):
             if n.parent is None:  # the root of a global aggregate: () or nothing
                 w.open(f"if {key} in rho{n.id}:")
             if frontier:
-                w.emit(f"w{n.id} = rho{n.id}[{key}]")
+                read_weight(n, f"rho{n.id}[{key}]")
         else:
             source = f"rho{n.id}"
             if key_vars:
@@ -188,7 +198,7 @@ def generate(rep: Representation, anchor: Node | None,
             w.open(f"for t{n.id} in {source}:")
             bind(n.vars, f"t{n.id}")
             if frontier:
-                w.emit(f"w{n.id} = rho{n.id}[t{n.id}]")
+                read_weight(n, f"rho{n.id}[t{n.id}]")
         visit()
         if frontier:
             weights.append(f"w{n.id}")
@@ -211,6 +221,23 @@ def generate(rep: Representation, anchor: Node | None,
         w.emit("return out")
     exec("\n".join(w.lines), ns)  # noqa: S102 - generated from the tree's shape only
     return ns["run" if anchor is None else "context" if rows is None else "emit"]
+
+
+def _children_tell_presence(rep: Representation, a: Node, child: Node) -> bool:
+    """Whether the walk below ``a`` (reached from its ``child`` on the anchor's path) finds
+    nothing unless ``a``'s tuple is in rho_a, so that testing membership would repeat it:
+    a's other children are all in N and each is a loop over a bucket keyed by part of its
+    variables, which is empty when that child has no match (rho_a is the join of its
+    children, section 3.2).  A child bound whole by its key, one with predicates, or one
+    outside N is not looped over, so then the test stays."""
+    for c in a.children:
+        if c is child:
+            continue
+        shared = [v for v in c.vars if v in a.vars]
+        if (c.id not in rep.pair.n_set or c.preds or not shared
+                or len(shared) == len(c.vars)):
+            return False
+    return True
 
 
 def _has_predicates(rep: Representation) -> bool:
