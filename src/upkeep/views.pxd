@@ -1,5 +1,8 @@
 # Cython declarations for views.py (compiled by setup.py): what a dyn-aggregate view runs
 # per change as extension types, their fields C slots and their methods direct calls.
+cimport cython
+
+from upkeep.aggregates cimport DualWeight
 
 cdef class RingSource:
     cdef public object source
@@ -18,6 +21,7 @@ cdef class GroupRows:
     cdef public bint global_group
     cdef public object zero
 
+    @cython.locals(dw=DualWeight)
     cpdef row(self, tuple key, w)
     cpdef dict delta(self, dict changes)
 

@@ -231,7 +231,7 @@ class RingSource:
                     vals.extend((0, 0))
                 else:
                     vals.extend((w, exact(v) * w))
-            dw = DualWeight(w, tuple(vals))
+            dw = DualWeight.of(w, tuple(vals))
             old = out.get(t)
             out[t] = dw if old is None else old + dw
         return out
@@ -276,7 +276,11 @@ class GroupRows:
             if not self.global_group:
                 return None
             w = self.zero
-        count, channels = (w, ()) if type(w) is int else (w.c, w.v)
+        if type(w) is int:
+            count, channels = w, ()
+        else:
+            dw = w
+            count, channels = dw.c, dw.v
         vals = list(key)
         j = 0
         for read in self.reads:
