@@ -24,6 +24,9 @@ Usage::
 
 With ``--all`` every (query, system) pair runs in its own subprocess and the results go to
 one JSON file; :mod:`bench.tpch.loaded_report` turns it into docs/benchmarks.md's table.
+With ``--rounds N`` every pair runs N times, the systems of a query alternating within each
+round, and a pair's rates are the medians of its runs (each run's kept under ``runs``): on
+a shared machine one process's rate moves by half from run to run.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -192,26 +196,51 @@ def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | N
             "--changes", str(args.changes), "--batch", str(args.batch), *extra]
 
 
+#: the rates and times ``--rounds`` reports as medians of a pair's runs
+_MEDIAN_FIELDS = ("single_per_s", "single_us", "batch_per_s", "batch_us")
+
+
+def _median_of(runs: list[dict]) -> dict:
+    """One result from a (query, system)'s runs: its rates and times the runs' medians, the
+    other fields (memory, rows) the first run's, each run's rates under ``runs``.  A failed
+    run is the result."""
+    failed = [r for r in runs if r.get("status") != "ok"]
+    if failed or len(runs) == 1:
+        return (failed or runs)[0]
+    merged = dict(runs[0])
+    for field in _MEDIAN_FIELDS:
+        values = [r[field] for r in runs if r.get(field) is not None]
+        if values:
+            merged[field] = round(statistics.median(values), 1)
+    merged["runs"] = [{f: r[f] for f in ("single_per_s", "batch_per_s") if f in r}
+                      for r in runs]
+    return merged
+
+
 def run_all(args: argparse.Namespace) -> None:
-    """Every (query, system) pair in its own process; results appended to ``--out``."""
-    results = []
-    for query in args.queries:
-        for system in args.systems:
-            cmd = _command(args, query, system)
-            if cmd is None:
-                print(f"skipping {system}: not installed (see bench/README.md)", flush=True)
-                continue
-            print("running", " ".join(cmd[2:]), flush=True)
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-            if done.returncode != 0:
-                result = {"status": "failed", "error": done.stderr.strip()[-500:]}
-            else:
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-            result.update(scale=args.scale, query=query, system=system, date=now(),
-                          git=git_rev(), command="python -m bench.tpch.loaded " +
-                          " ".join(sys.argv[1:]))
-            print(json.dumps(result), flush=True)
-            results.append(result)
+    """Every (query, system) pair in its own process, ``--rounds`` times; results appended
+    to ``--out``."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(args.rounds):
+        for query in args.queries:
+            for system in args.systems:
+                cmd = _command(args, query, system)
+                if cmd is None:
+                    print(f"skipping {system}: not installed (see bench/README.md)", flush=True)
+                    continue
+                print("running", " ".join(cmd[2:]), flush=True)
+                done = subprocess.run(cmd, capture_output=True, text=True,
+                                      timeout=args.timeout)
+                if done.returncode != 0:
+                    result = {"status": "failed", "error": done.stderr.strip()[-500:]}
+                else:
+                    result = json.loads(done.stdout.strip().splitlines()[-1])
+                result.update(scale=args.scale, query=query, system=system, date=now(),
+                              git=git_rev(), command="python -m bench.tpch.loaded " +
+                              " ".join(sys.argv[1:]))
+                print(json.dumps(result), flush=True)
+                runs.setdefault((query, system), []).append(result)
+    results = [_median_of(r) for r in runs.values()]
     out = Path(args.out)
     previous = json.loads(out.read_text())["results"] if out.exists() else []
     ran = {(r["scale"], r["query"], r["system"]) for r in results}
@@ -234,6 +263,8 @@ def main() -> None:
     parser.add_argument("--queries", nargs="+", default=list(LOADED_QUERIES))
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--timeout", type=float, default=1_800)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --all: runs of each pair, rates reported as medians")
     parser.add_argument("--out", default="bench/results/loaded.json")
     args = parser.parse_args()
     generate(args.scale)
