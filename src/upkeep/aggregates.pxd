@@ -5,11 +5,11 @@ cimport cython
 cdef class DualWeight:
     cdef public object c
     cdef public tuple v
-    @staticmethod
-    @cython.locals(w=DualWeight)
-    cdef DualWeight of(object c, tuple v)
     @cython.locals(v=tuple, u=tuple)
     cpdef DualWeight plus(self, DualWeight other)
     @cython.locals(v=tuple, u=tuple)
     cpdef DualWeight times(self, DualWeight other)
 
+
+@cython.locals(w=DualWeight)
+cdef DualWeight _dual(object c, tuple v)

@@ -328,6 +328,15 @@ def average_of(total: object, count: int, arg_type: SqlType) -> float:
     return total / count
 
 
+def _dual(c: int, v: tuple) -> DualWeight:
+    """``DualWeight(c, v)`` without the call of ``__init__`` (compiled: one allocation and
+    two slot stores), for the ring's sums and products, which make one per operation."""
+    w = DualWeight.__new__(DualWeight)
+    w.c = c
+    w.v = v
+    return w
+
+
 class DualWeight:
     """Ring element ``(count, channels)``; channels multiply like dual numbers (see module doc)."""
 
@@ -336,17 +345,6 @@ class DualWeight:
     def __init__(self, c: int, v: tuple):
         self.c = c
         self.v = v
-
-    @staticmethod
-    def of(c: int, v: tuple) -> DualWeight:
-        """``DualWeight(c, v)`` without the call of ``__init__`` (compiled: one allocation
-        and two slot stores), for the ring's sums and products, which make one per
-        operation, and the lifting of a leaf's rows (``views.RingSource``).  Declared a C
-        static method (aggregates.pxd): compiled modules call it, Python code cannot."""
-        w = DualWeight.__new__(DualWeight)
-        w.c = c
-        w.v = v
-        return w
 
     # one sum channel (a count and a sum: two values) is the common case, spelled out: a
     # tuple built from its items, not through map or a generator (add 0.39 -> 0.24 us,
@@ -358,21 +356,21 @@ class DualWeight:
         """``self + other``; compiled, ``other``'s fields are read as C slots, not by name."""
         v, u = self.v, other.v
         if len(v) == 2:
-            return DualWeight.of(self.c + other.c, (v[0] + u[0], v[1] + u[1]))
-        return DualWeight.of(self.c + other.c, tuple(map(_add, v, u)))
+            return _dual(self.c + other.c, (v[0] + u[0], v[1] + u[1]))
+        return _dual(self.c + other.c, tuple(map(_add, v, u)))
 
     def __sub__(self, other: DualWeight) -> DualWeight:
-        return DualWeight.of(self.c - other.c, tuple(map(_sub, self.v, other.v)))
+        return _dual(self.c - other.c, tuple(map(_sub, self.v, other.v)))
 
     def __neg__(self) -> DualWeight:
-        return DualWeight.of(-self.c, tuple(map(_neg, self.v)))
+        return _dual(-self.c, tuple(map(_neg, self.v)))
 
     def __mul__(self, other: DualWeight | int) -> DualWeight:
         v = self.v
         if type(other) is int:
             if len(v) == 2:
-                return DualWeight.of(self.c * other, (v[0] * other, v[1] * other))
-            return DualWeight.of(self.c * other, tuple([a * other for a in v]))
+                return _dual(self.c * other, (v[0] * other, v[1] * other))
+            return _dual(self.c * other, tuple([a * other for a in v]))
         return self.times(other)
 
     def times(self, other: DualWeight) -> DualWeight:
@@ -382,8 +380,8 @@ class DualWeight:
         if c2 == 1 and not any(u):
             return self
         if len(v) == 2:
-            return DualWeight.of(c1 * c2, (c1 * u[0] + c2 * v[0], c1 * u[1] + c2 * v[1]))
-        return DualWeight.of(c1 * c2, tuple([c1 * b + c2 * a for a, b in zip(v, u, strict=True)]))
+            return _dual(c1 * c2, (c1 * u[0] + c2 * v[0], c1 * u[1] + c2 * v[1]))
+        return _dual(c1 * c2, tuple([c1 * b + c2 * a for a, b in zip(v, u, strict=True)]))
 
     def __rmul__(self, other: int) -> DualWeight:
         return self.__mul__(other)  # an int times a weight (the product commutes)

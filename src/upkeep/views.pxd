@@ -12,6 +12,7 @@ cdef class RingSource:
     cdef public object plain
     cdef public tuple zeros
 
+    @cython.locals(dw=DualWeight)
     cpdef dict step(self, batch)
 
 

@@ -231,7 +231,11 @@ class RingSource:
                     vals.extend((0, 0))
                 else:
                     vals.extend((w, exact(v) * w))
-            dw = DualWeight.of(w, tuple(vals))
+            # allocated without the call of __init__ (compiled: DualWeight is a C type here,
+            # as aggregates._dual makes them: a C function there, which no import here names)
+            dw = DualWeight.__new__(DualWeight)
+            dw.c = w
+            dw.v = tuple(vals)
             old = out.get(t)
             out[t] = dw if old is None else old + dw
         return out
