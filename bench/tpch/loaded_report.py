@@ -126,7 +126,8 @@ the recomputation peer: the same tables loaded the same way, the same single-row
 `DELETE` (by key) / `INSERT` statements, the view recomputed every 1,000 changes. Memory is
 the process's resident set after the load and the view's build, minus what it held before
 loading (the interpreter and the sampled rows the changes update; no copy of the tables is
-held). Each (query, system) runs in its own process.
+held). Each (query, system) runs in its own process; a command with `--rounds N` runs each
+N times, a query's systems alternating, and its rates are the medians of the N runs.
 
 Apache Flink SQL (PyFlink 2.3.0, streaming mode, local mini-cluster with default settings:
 heap state, parallelism 2, no mini-batching) is the incremental peer on the JVM: the same view
