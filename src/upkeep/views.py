@@ -231,8 +231,9 @@ class RingSource:
                     vals.extend((0, 0))
                 else:
                     vals.extend((w, exact(v) * w))
-            # allocated without the call of __init__ (compiled: DualWeight is a C type here,
-            # as aggregates._dual makes them: a C function there, which no import here names)
+            # DualWeight(w, vals) without the call of __init__, as aggregates._dual makes
+            # one: that is a C function, which this module cannot import by name both when
+            # compiled and when run as Python
             dw = DualWeight.__new__(DualWeight)
             dw.c = w
             dw.v = tuple(vals)
