@@ -4,14 +4,15 @@ The compiled modules are the plain Python sources in ``src/upkeep`` (one impleme
 Cython compiles the same file CPython would run, annotations not enforced as C types), so
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
-every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``,
+every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``, ``dyn_walk.pxd``,
 ``views.pxd``, ``aggregates.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``, ``gc_pause.pxd``,
 ``types.pxd``, ``exact.pxd``, ``operators.pxd``):
 classes become extension types whose fields are C slots (typed memoryviews over ``array``
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
 loop variables C integers and doubles, while the ``.py`` stays the one implementation.
 Code generated at run time (the ENUM loops of ``dyn_loops``, select lists, a row store's
-decoder) stays interpreted.  Everything else is in pyproject.toml.
+decoder) stays interpreted; a single-row change's walk of a plain join view is compiled
+instead (``dyn_walk``).  Everything else is in pyproject.toml.
 """
 
 from Cython.Build import cythonize
@@ -21,6 +22,7 @@ from setuptools import setup
 COMPILED = [
     "src/upkeep/aggregates.py",
     "src/upkeep/dyn.py",
+    "src/upkeep/dyn_walk.py",
     "src/upkeep/engine.py",
     "src/upkeep/exact.py",
     "src/upkeep/gc_pause.py",

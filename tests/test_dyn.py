@@ -10,6 +10,8 @@ from oracle import view_follows_duckdb
 
 from upkeep import zset
 from upkeep.dyn import LIST_BUCKET_MAX, NodeState, Representation
+from upkeep.dyn_loops import generate, walk
+from upkeep.dyn_walk import PushWalk
 from upkeep.gjt import (
     build_gjt_pair,
     free_connex_approximation,
@@ -427,3 +429,31 @@ def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(na
             if state.other_weights is not None:
                 assert state.other_weights == [
                     sum(1 for v in state.rho.values() if v != 1)], state.node_id
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(_ROW_QUERIES)),
+       st.lists(st.tuples(st.integers(0, 2), st.tuples(*[st.integers(0, 2)] * 2),
+                          st.sampled_from([1, 1, 2])), min_size=1, max_size=30),
+       st.tuples(st.integers(0, 2), st.tuples(*[st.integers(0, 2)] * 2),
+                 st.sampled_from([-1, 1, 3])))
+def test_the_compiled_walk_makes_the_generated_emits_rows_and_work(name, loaded, change):
+    """``dyn_walk.PushWalk`` follows the steps of ``dyn_loops.walk`` as the generated
+    ``emit`` does: for any anchor tuple, the same rows at the select list's positions with
+    the same weights, the same count returned and the same tuples visited (work)."""
+    edges = _ROW_QUERIES[name]
+    out = tuple(sorted({v for e in edges for v in e}))
+    positions = (len(out) - 1, 0, 1, 0, 2)
+    rep = Representation(build_gjt_pair(edges, out))
+    by_atom: list[dict] = [{} for _ in edges]
+    for atom, t, w in loaded:
+        zset.add_into(by_atom[atom], t, w)
+    rep.update(dict(enumerate(by_atom)), want_delta=False)
+    atom, s, w = change
+    anchor = rep.leaf_of_atom[atom].node
+    walked, generated = {}, {}
+    work = rep.enum_work[0]
+    got = PushWalk(rep, anchor, positions, walk(rep, anchor)).emit(s, w, walked)
+    walk_work, work = rep.enum_work[0] - work, rep.enum_work[0]
+    expected = generate(rep, anchor, positions)(s, w, generated)
+    assert (walked, got, walk_work) == (generated, expected, rep.enum_work[0] - work)

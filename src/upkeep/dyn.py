@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from operator import itemgetter
 
-from .dyn_loops import anchor_key_vars, combiner, generate
+from .dyn_loops import anchor_key_vars, combiner, emitter, generate
 from .gc_pause import StateDict
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
@@ -900,14 +900,14 @@ class Representation:
                        ) -> tuple[Callable[[tuple, tuple], tuple], Callable]:
         """For :meth:`difference`, generated on first use: ``(anchor tuple, context values)
         -> the output tuple's values at positions``, and ``emit(anchor tuple, weight,
-        out)``, the context and those values in one call (:func:`dyn_loops.generate`)."""
+        out)``, the context and those values in one call (:func:`dyn_loops.emitter`)."""
         got = self._row_makers.get(anchor.id)
         # the view passes the same tuple every batch: identity first, since hashing or
         # comparing a wide select list's positions cost a single-row change 2% of its time
         if got is not None and (got[0] is positions or got[0] == positions):
             return got[1], got[2]
         maker = combiner(self, anchor, positions)
-        emit = generate(self, anchor, positions)
+        emit = emitter(self, anchor, positions)
         self._row_makers[anchor.id] = (positions, maker, emit)
         return maker, emit
 

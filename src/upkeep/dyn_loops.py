@@ -21,6 +21,10 @@ weight is read from its reduct only while the node holds a weight other than 1
 Nodes whose edge carries theta predicates (section 4) keep their matcher functions over an
 environment list, which the generated code then keeps up to date as well.
 
+The walk's steps are planned once (:func:`walk`) and written out from that plan; a
+single-row change of a plain join view follows the same steps in compiled code instead
+(:func:`emitter`, :mod:`upkeep.dyn_walk`).
+
 Work is counted as tuples visited (``counter[0]``), so tests can show that push mode's work
 follows the output delta (section 5) without timing anything.
 """
@@ -28,8 +32,9 @@ follows the output delta (section 5) without timing anything.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from .dyn_walk import PushWalk
 from .zset import add_into
 
 if TYPE_CHECKING:
@@ -73,6 +78,65 @@ def _tuple(names: list[str]) -> str:
     return "(" + "".join(f"{n}, " for n in names) + ")"
 
 
+class Step(NamedTuple):
+    """One node of the walk, nested in the steps before it.  ``key_vars``: the variables
+    the node is probed with (bound by the steps before); then exactly one of: ``loop``
+    over its tuples with that key (its whole reduct without one), ``matched`` loop over
+    its matcher's tuples (theta predicates on its edge), ``test`` that the key is a tuple
+    of its reduct, or nothing (the key binds the node whole and its presence follows).
+    ``weighted``: a frontier node, whose tuple's weight multiplies the output's.
+    ``checked``: the path child whose edge predicates are checked once this node is bound."""
+
+    node: Node
+    key_vars: tuple[int, ...]
+    loop: bool = False
+    matched: bool = False
+    test: bool = False
+    weighted: bool = False
+    checked: Node | None = None
+
+
+def walk(rep: Representation, anchor: Node | None) -> list[Step]:
+    """The walk of ENUM (section 3.3) over N, or anchored at a frontier node (section 5):
+    the anchor's ancestors bottom-up, each probed with the variables it shares with its
+    child on the path, then the rest of N top-down, each probed with the variables it
+    shares with its parent."""
+    states = rep.states
+    steps: list[Step] = []
+    on_path: set[int] = set()
+    if anchor is not None:
+        on_path.add(anchor.id)
+        child, a = anchor, anchor.parent
+        while a is not None:
+            on_path.add(a.id)
+            key_vars = tuple(v for v in a.vars if v in child.vars)
+            checked = child if child.preds else None
+            if len(key_vars) < len(a.vars):
+                steps.append(Step(a, key_vars, loop=True, checked=checked))
+            else:
+                steps.append(Step(a, key_vars, test=not _children_tell_presence(rep, a, child),
+                                  checked=checked))
+            child, a = a, a.parent
+    order, stack = [], [rep.pair.root]
+    while stack:
+        n = stack.pop()
+        if n.id not in on_path:
+            order.append(n)
+        if not states[n.id].frontier:
+            stack.extend(reversed(n.children))
+    for n in order:
+        frontier = states[n.id].frontier
+        parent_vars = set(n.parent.vars) if n.parent is not None else set()
+        key_vars = tuple(v for v in n.vars if v in parent_vars)
+        if n.preds:
+            steps.append(Step(n, key_vars, matched=True, weighted=frontier))
+        elif len(key_vars) == len(n.vars):  # the root of a global aggregate: () or nothing
+            steps.append(Step(n, key_vars, test=n.parent is None, weighted=frontier))
+        else:
+            steps.append(Step(n, key_vars, loop=True, weighted=frontier))
+    return steps
+
+
 def generate(rep: Representation, anchor: Node | None,
              rows: tuple[int, ...] | None = None) -> Callable:
     """The enumeration of ``rep``'s output tuples, as generated code.
@@ -112,7 +176,6 @@ def generate(rep: Representation, anchor: Node | None,
         w.emit("work = 0")
     if needs_env:
         w.emit(f"env = [None] * {rep.width}")
-    bound: set[int] = set()
 
     def visit() -> None:
         w.emit("counter[0] += 1" if anchor is None else "work += 1")
@@ -124,7 +187,6 @@ def generate(rep: Representation, anchor: Node | None,
         if needs_env:
             for v in variables:
                 w.emit(f"env[{v}] = x{v}")
-        bound.update(variables)
 
     def read_weight(n: Node, lookup: str) -> None:
         if rows is None:
@@ -134,74 +196,37 @@ def generate(rep: Representation, anchor: Node | None,
             w.emit(f"w{n.id} = {lookup} if u{n.id}[0] else 1")
 
     weights: list[str] = []
-    path: list[Node] = []
     if anchor is not None:
-        # the anchor's ancestors, bottom-up (section 5: anchored at a frontier tuple)
         if rows is None:
             bind(anchor_key_vars(rep, anchor), "key")
         else:
             bind(anchor.vars, "s")
-        child, a = anchor, anchor.parent
-        path.append(anchor)
-        while a is not None:
-            path.append(a)
-            st = states[a.id]
-            key_vars = tuple(v for v in a.vars if v in child.vars)
-            key = _tuple([f"x{v}" for v in key_vars])
-            if len(key_vars) == len(a.vars):
-                if not _children_tell_presence(rep, a, child):
-                    ns[f"rho{a.id}"] = st.rho
-                    w.open(f"if {key} in rho{a.id}:")
-            else:
-                ns[f"b{a.id}"] = st.index(key_vars).buckets if key_vars else None
-                source = f"b{a.id}.get({key}, ())" if key_vars else f"rho{a.id}"
-                ns[f"rho{a.id}"] = st.rho
-                w.open(f"for t{a.id} in {source}:")
-                bind(a.vars, f"t{a.id}")
-            visit()
-            if child.preds:
-                ns[f"check{child.id}"] = rep._env_check(child.preds)
-                w.open(f"if check{child.id}(env):")
-            child, a = a, a.parent
-    on_path = {n.id for n in path}
-    # the rest of N top-down, each node probing the variables it shares with its parent
-    order, stack = [], [pair.root]
-    while stack:
-        n = stack.pop()
-        if n.id not in on_path:
-            order.append(n)
-        if not states[n.id].frontier:
-            stack.extend(reversed(n.children))
-    for n in order:
+    for step in walk(rep, anchor):
+        n = step.node
         st = states[n.id]
-        frontier = st.frontier
         ns[f"rho{n.id}"] = st.rho
-        parent_vars = set(n.parent.vars) if n.parent is not None else set()
-        key_vars = tuple(v for v in n.vars if v in parent_vars)
-        key = _tuple([f"x{v}" for v in key_vars])
-        if n.preds:
+        key = _tuple([f"x{v}" for v in step.key_vars])
+        if step.matched:
             ns[f"m{n.id}"] = plan[n.id]
             w.open(f"for t{n.id} in m{n.id}(env):")
             bind(n.vars, f"t{n.id}")
-            if frontier:
-                read_weight(n, f"rho{n.id}[t{n.id}]")
-        elif len(key_vars) == len(n.vars):
-            if n.parent is None:  # the root of a global aggregate: () or nothing
-                w.open(f"if {key} in rho{n.id}:")
-            if frontier:
-                read_weight(n, f"rho{n.id}[{key}]")
-        else:
+        elif step.loop:
             source = f"rho{n.id}"
-            if key_vars:
-                ns[f"b{n.id}"] = st.index(key_vars).buckets
+            if step.key_vars:
+                ns[f"b{n.id}"] = st.index(step.key_vars).buckets
                 source = f"b{n.id}.get({key}, ())"
             w.open(f"for t{n.id} in {source}:")
             bind(n.vars, f"t{n.id}")
-            if frontier:
-                read_weight(n, f"rho{n.id}[t{n.id}]")
-        visit()
-        if frontier:
+        elif step.test:
+            w.open(f"if {key} in rho{n.id}:")
+        if step.weighted:
+            read_weight(n, f"rho{n.id}[t{n.id}]" if step.loop or step.matched
+                        else f"rho{n.id}[{key}]")
             weights.append(f"w{n.id}")
+        visit()
+        if step.checked is not None:
+            ns[f"check{step.checked.id}"] = rep._env_check(step.checked.preds)
+            w.open(f"if check{step.checked.id}(env):")
     if anchor is None:
         w.emit(f"yield {_tuple([f'x{v}' for v in pair.out])}, {' * '.join(weights)}")
     elif rows is not None:
@@ -221,6 +246,16 @@ def generate(rep: Representation, anchor: Node | None,
         w.emit("return out")
     exec("\n".join(w.lines), ns)  # noqa: S102 - generated from the tree's shape only
     return ns["run" if anchor is None else "context" if rows is None else "emit"]
+
+
+def emitter(rep: Representation, anchor: Node, rows: tuple[int, ...]) -> Callable:
+    """``emit(s, w, out)`` of :func:`generate` for a single-row change: the compiled walk
+    of :mod:`upkeep.dyn_walk` over :func:`walk`'s steps, or the generated code where edges
+    in N carry theta predicates (their matchers read an environment the generated code
+    keeps)."""
+    if _has_predicates(rep):
+        return generate(rep, anchor, rows)
+    return PushWalk(rep, anchor, rows, walk(rep, anchor)).emit
 
 
 def _children_tell_presence(rep: Representation, a: Node, child: Node) -> bool:
