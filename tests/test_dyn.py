@@ -10,8 +10,8 @@ from oracle import view_follows_duckdb
 
 from upkeep import zset
 from upkeep.dyn import LIST_BUCKET_MAX, NodeState, Representation
-from upkeep.dyn_loops import generate, walk
-from upkeep.dyn_walk import PushWalk
+from upkeep.dyn_loops import ONE, anchor_key_vars, generate, walk
+from upkeep.dyn_walk import ContextWalk, RowsWalk
 from upkeep.gjt import (
     build_gjt_pair,
     free_connex_approximation,
@@ -437,10 +437,12 @@ def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(na
                           st.sampled_from([1, 1, 2])), min_size=1, max_size=30),
        st.tuples(st.integers(0, 2), st.tuples(*[st.integers(0, 2)] * 2),
                  st.sampled_from([-1, 1, 3])))
-def test_the_compiled_walk_makes_the_generated_emits_rows_and_work(name, loaded, change):
-    """``dyn_walk.PushWalk`` follows the steps of ``dyn_loops.walk`` as the generated
-    ``emit`` does: for any anchor tuple, the same rows at the select list's positions with
-    the same weights, the same count returned and the same tuples visited (work)."""
+def test_the_compiled_walks_make_the_generated_codes_rows_contexts_and_work(name, loaded,
+                                                                            change):
+    """``dyn_walk`` follows the steps of ``dyn_loops.walk`` as the generated code does: for
+    any anchor tuple, ``RowsWalk`` makes the generated ``emit``'s rows at the select list's
+    positions with the same weights, returns the same count and visits the same tuples
+    (work); ``ContextWalk`` gives the generated ``context``'s list for the tuple's key."""
     edges = _ROW_QUERIES[name]
     out = tuple(sorted({v for e in edges for v in e}))
     positions = (len(out) - 1, 0, 1, 0, 2)
@@ -451,9 +453,18 @@ def test_the_compiled_walk_makes_the_generated_emits_rows_and_work(name, loaded,
     rep.update(dict(enumerate(by_atom)), want_delta=False)
     atom, s, w = change
     anchor = rep.leaf_of_atom[atom].node
+    steps = walk(rep, anchor)
+
+    def run(fn, *args):
+        before = rep.enum_work[0]
+        got = fn(*args)
+        return got, rep.enum_work[0] - before
+
     walked, generated = {}, {}
-    work = rep.enum_work[0]
-    got = PushWalk(rep, anchor, positions, walk(rep, anchor)).emit(s, w, walked)
-    walk_work, work = rep.enum_work[0] - work, rep.enum_work[0]
-    expected = generate(rep, anchor, positions)(s, w, generated)
-    assert (walked, got, walk_work) == (generated, expected, rep.enum_work[0] - work)
+    assert ((walked, *run(RowsWalk(rep, anchor, positions, steps).emit, s, w, walked))
+            == (generated, *run(generate(rep, anchor, positions), s, w, generated)))
+    key_vars = anchor_key_vars(rep, anchor)
+    key = tuple(s[anchor.vars.index(v)] for v in key_vars)
+    values = tuple(v for v in rep.pair.out if v not in anchor.vars)
+    assert (run(ContextWalk(rep, key_vars, values, steps, ONE).context, key)
+            == run(generate(rep, anchor), key))

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from operator import itemgetter
 
-from .dyn_loops import anchor_key_vars, combiner, emitter, generate
+from .dyn_loops import anchor_key_vars, combiner, contexter, emitter, generate
 from .gc_pause import StateDict
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
@@ -892,7 +892,7 @@ class Representation:
         if got is None:
             positions = tuple(anchor.vars.index(v) for v in anchor_key_vars(self, anchor))
             got = self._anchored_by_id[anchor.id] = (
-                key_function(positions, len(anchor.vars)), generate(self, anchor),
+                key_function(positions, len(anchor.vars)), contexter(self, anchor),
                 combiner(self, anchor))
         return got
 

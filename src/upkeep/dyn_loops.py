@@ -22,8 +22,9 @@ Nodes whose edge carries theta predicates (section 4) keep their matcher functio
 environment list, which the generated code then keeps up to date as well.
 
 The walk's steps are planned once (:func:`walk`) and written out from that plan; a
-single-row change of a plain join view follows the same steps in compiled code instead
-(:func:`emitter`, :mod:`upkeep.dyn_walk`).
+single-row change's rows of a plain join view and an anchor key's context follow the same steps in
+compiled code instead (:func:`emitter`, :func:`contexter`, :mod:`upkeep.dyn_walk`) where
+N's edges carry no theta predicates.
 
 Work is counted as tuples visited (``counter[0]``), so tests can show that push mode's work
 follows the output delta (section 5) without timing anything.
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from .dyn_walk import PushWalk
+from .dyn_walk import ContextWalk, RowsWalk
 from .zset import add_into
 
 if TYPE_CHECKING:
@@ -255,7 +256,15 @@ def emitter(rep: Representation, anchor: Node, rows: tuple[int, ...]) -> Callabl
     keeps)."""
     if _has_predicates(rep):
         return generate(rep, anchor, rows)
-    return PushWalk(rep, anchor, rows, walk(rep, anchor)).emit
+    return RowsWalk(rep, anchor, rows, walk(rep, anchor)).emit
+
+
+def contexter(rep: Representation, anchor: Node) -> Callable:
+    """``context(key)`` of :func:`generate`, compiled as :func:`emitter` is."""
+    if _has_predicates(rep):
+        return generate(rep, anchor)
+    return ContextWalk(rep, anchor_key_vars(rep, anchor), _context_vars(rep, anchor),
+                       walk(rep, anchor), ONE).context
 
 
 def _children_tell_presence(rep: Representation, a: Node, child: Node) -> bool:

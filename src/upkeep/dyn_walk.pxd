@@ -1,6 +1,6 @@
 # Cython declarations for dyn_walk.py (compiled by setup.py): the walk's steps as extension
 # types, so the walk reads their fields as C slots (variables as typed memoryviews over
-# arrays) and recurses through a C method.
+# arrays) and recurses through C methods, a leaf's action a C method its subclass overrides.
 cimport cython
 
 cdef Py_ssize_t LOOP, TEST, BOUND
@@ -18,6 +18,7 @@ cdef class WalkStep:
     cdef public long long[:] bind_vars
     cdef public Py_ssize_t binds
     cdef public bint weighted
+    cdef public object node_id
     cdef public list others
 
     @cython.locals(k=Py_ssize_t, scratch=list)
@@ -25,18 +26,37 @@ cdef class WalkStep:
 
 
 cdef class PushWalk:
-    cdef public long long[:] anchor_vars
+    cdef public long long[:] bound_vars
     cdef public Py_ssize_t arity
-    cdef public long long[:] out_vars
-    cdef public list row
     cdef public list env
     cdef public object counter
     cdef public Py_ssize_t work
     cdef public list steps
     cdef public Py_ssize_t depth
 
-    @cython.locals(i=Py_ssize_t, added=Py_ssize_t, env=list)
+    @cython.locals(i=Py_ssize_t, env=list, reached=Py_ssize_t)
+    cdef Py_ssize_t _walk(self, tuple values, weight) except -1
+    @cython.locals(step=WalkStep, j=Py_ssize_t, reached=Py_ssize_t, env=list)
+    cdef Py_ssize_t _from(self, Py_ssize_t i, weight) except -1
+    cdef Py_ssize_t _leaf(self, weight) except -1
+
+
+cdef class RowsWalk(PushWalk):
+    cdef public long long[:] out_vars
+    cdef public list row
+    cdef public dict out
+
     cpdef Py_ssize_t emit(self, tuple s, w, dict out) except -1
-    @cython.locals(step=WalkStep, j=Py_ssize_t, k=Py_ssize_t, added=Py_ssize_t, env=list,
-                   row=list)
-    cdef Py_ssize_t _from(self, Py_ssize_t i, weight, dict out) except -1
+    @cython.locals(k=Py_ssize_t, env=list, row=list)
+    cdef Py_ssize_t _leaf(self, weight) except -1
+
+
+cdef class ContextWalk(PushWalk):
+    cdef public long long[:] value_vars
+    cdef public list values
+    cdef public object one
+    cdef public list found
+
+    cpdef list context(self, tuple key)
+    @cython.locals(k=Py_ssize_t, env=list, values=list)
+    cdef Py_ssize_t _leaf(self, weight) except -1

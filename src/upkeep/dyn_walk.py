@@ -1,18 +1,20 @@
 # cython: boundscheck=False, wraparound=False
-"""The rows of one changed tuple, walked by compiled code over the steps of the walk.
+"""Push mode's walk from a changed tuple, followed by compiled code over the walk's steps.
 
 ``dynamic-yannakakis-iedyn.txt`` section 5 (delta enumeration): the output tuples that
 extend one changed frontier tuple s are found by walking N from s, its ancestors bottom-up
 and then the rest top-down (:func:`upkeep.dyn_loops.walk`).  :mod:`upkeep.dyn_loops` writes
-that walk as Python that the interpreter runs; for a single-row change of a plain join
-view without theta predicates, :class:`PushWalk` follows the same steps in code setup.py
-compiles, where the interpreter's dispatch cost a change on FQ1 about 2,000 instructions
-and a hundred mispredicted indirect branches (callgrind), a fifth of the change's time.
+that walk as Python that the interpreter runs; where N's edges carry no theta predicates
+the walks of push mode follow the same steps here, in code setup.py compiles:
+:class:`RowsWalk` makes a single-row change's rows of a plain join view (FQ1), and
+:class:`ContextWalk` an anchor key's context (the dyn-aggregate views, Q3).  On FQ1 the
+interpreter's dispatch had cost a change about 1,500 instructions and a hundred
+mispredicted branches (callgrind).
 
-Variables live in one environment list indexed by variable, filled from s and then from
-each tuple a step loops over; a step probes its node's index (or reduct) with a key built
-from the environment.  The walk counts tuples visited into ``rep.enum_work`` as the
-generated code does, so tests see the same work.
+Variables live in one environment list indexed by variable, filled from the anchor's
+tuple (or key) and then from each tuple a step loops over; a step probes its node's index
+(or reduct) with a key built from the environment.  The walk counts tuples visited into
+``rep.enum_work`` as the generated code does, so tests see the same work.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ if TYPE_CHECKING:
 
 #: what a step does with its key (:class:`upkeep.dyn_loops.Step`)
 LOOP, TEST, BOUND = 0, 1, 2
+
+# dict's own methods, called on the reducts and indexes (``gc_pause.StateDict``, a dict
+# subclass): ``d.get(k)`` would look ``get`` up by name on the subclass every call, and
+# ``k in d`` goes through its ``__contains__`` by name (CPython's slot for a subclass)
+_get = dict.get
+_contains = dict.__contains__
 
 
 class WalkStep:
@@ -50,9 +58,10 @@ class WalkStep:
         self.bind_vars = array("q", [vars_[i] for i in fresh])
         self.binds = len(fresh)
         self.weighted = step.weighted
-        # integer weights: most frontier nodes hold only 1s, and a wide tuple's hash costs
-        # more than this test (:meth:`NodeState.count_other_weights`)
-        self.others = st.count_other_weights() if step.weighted else None
+        self.node_id = step.node.id
+        # a rows walk's integer weights: most frontier nodes hold only 1s, and a wide
+        # tuple's hash costs more than testing this count (RowsWalk)
+        self.others = None
         bound.update(vars_)
 
     def key(self, env: list) -> tuple:
@@ -66,62 +75,120 @@ class WalkStep:
 
 
 class PushWalk:
-    """``emit(s, w, out)`` of :func:`upkeep.dyn_loops.generate` as a compiled walk (its
-    :meth:`emit`): adds to
-    the Z-set ``out`` the values at ``rows`` of every output tuple extending the anchor
-    tuple ``s``, each with weight ``w`` times the other frontier nodes' weights, and
-    returns how many it added."""
+    """The walk from an anchor tuple's bound variables: what it does at each output tuple
+    reached (:meth:`_leaf`) is its subclass's.  ``bound``: the variables bound before the
+    walk, in the order the caller's tuple holds them."""
 
-    def __init__(self, rep: Representation, anchor: Node, rows: tuple[int, ...],
-                 steps: list[Step]):
-        self.anchor_vars = array("q", anchor.vars)
-        self.arity = len(anchor.vars)
-        self.out_vars = array("q", [rep.pair.out[p] for p in rows])
-        self.row = [None] * len(rows)
+    def __init__(self, rep: Representation, bound: tuple[int, ...], steps: list[Step]):
+        self.bound_vars = array("q", bound)
+        self.arity = len(bound)
         self.env = [None] * rep.width
         self.counter = rep.enum_work
         self.work = 0
-        bound = set(anchor.vars)
-        self.steps = [WalkStep(rep, step, bound) for step in steps]
+        known = set(bound)
+        self.steps = [WalkStep(rep, step, known) for step in steps]
         self.depth = len(self.steps)
 
-    def emit(self, s: tuple, w, out: dict) -> int:
+    def _walk(self, values: tuple, weight) -> int:
+        """Bind ``values``, walk every step, count the work; returns the leaves reached."""
         env = self.env
         for i in range(self.arity):
-            env[self.anchor_vars[i]] = s[i]
+            env[self.bound_vars[i]] = values[i]
         self.work = 0
-        added = self._from(0, w, out)
+        reached = self._from(0, weight)
         self.counter[0] += self.work
-        return added
+        return reached
 
-    def _from(self, i: int, weight, out: dict) -> int:
-        """The rows of steps ``i`` onwards, the environment bound by the steps before."""
-        env = self.env
+    def _from(self, i: int, weight) -> int:
+        """The leaves of steps ``i`` onwards, the environment bound by the steps before."""
         if i == self.depth:
-            row = self.row
-            for k in range(len(row)):
-                row[k] = env[self.out_vars[k]]
-            add_into(out, tuple(row), weight)
-            return 1
+            return self._leaf(weight)
+        env = self.env
         step: WalkStep = self.steps[i]
         key = step.key(env)
         if step.kind == LOOP:
-            source = step.rho if step.buckets is None else step.buckets.get(key)
+            source = step.rho if step.buckets is None else _get(step.buckets, key)
             if source is None:
                 return 0
-            added = 0
+            reached = 0
             for t in source:
                 for j in range(step.binds):
                     env[step.bind_vars[j]] = t[step.bind_at[j]]
                 self.work += 1
-                if step.weighted and step.others[0]:
-                    added += self._from(i + 1, weight * step.rho[t], out)
+                if step.weighted and (step.others is None or step.others[0]):
+                    reached += self._from(i + 1, weight * step.rho[t])
                 else:
-                    added += self._from(i + 1, weight, out)
-            return added
-        if step.kind == TEST and key not in step.rho:
+                    reached += self._from(i + 1, weight)
+            return reached
+        if step.kind == TEST and not _contains(step.rho, key):
             return 0
         self.work += 1
-        if step.weighted and step.others[0]:
+        if step.weighted and (step.others is None or step.others[0]):
             weight = weight * step.rho[key]
-        return self._from(i + 1, weight, out)
+        return self._from(i + 1, weight)
+
+    def _leaf(self, weight) -> int:
+        raise NotImplementedError
+
+
+class RowsWalk(PushWalk):
+    """``emit(s, w, out)`` of :func:`upkeep.dyn_loops.generate` (its :meth:`emit`): adds
+    to the Z-set ``out`` the values at ``rows`` of every output tuple extending the anchor
+    tuple ``s``, each with weight ``w`` times the other frontier nodes' weights (integers:
+    a node's weight is read only while it holds one other than 1), and returns how many it
+    added."""
+
+    def __init__(self, rep: Representation, anchor: Node, rows: tuple[int, ...],
+                 steps: list[Step]):
+        super().__init__(rep, anchor.vars, steps)
+        self.out_vars = array("q", [rep.pair.out[p] for p in rows])
+        self.row = [None] * len(rows)
+        self.out = None
+        for step in self.steps:
+            if step.weighted:
+                step.others = rep.states[step.node_id].count_other_weights()
+
+    def emit(self, s: tuple, w, out: dict) -> int:
+        self.out = out
+        try:
+            return self._walk(s, w)
+        finally:
+            self.out = None
+
+    def _leaf(self, weight) -> int:
+        env, row = self.env, self.row
+        for k in range(len(row)):
+            row[k] = env[self.out_vars[k]]
+        add_into(self.out, tuple(row), weight)
+        return 1
+
+
+class ContextWalk(PushWalk):
+    """``context(key)`` of :func:`upkeep.dyn_loops.generate` (its :meth:`context`): the
+    list of ``(values, weight)`` of every output tuple extending an anchor tuple with
+    ``key``, ``values`` the output variables the anchor does not bind, ``weight`` the
+    product of the other frontier nodes' weights (any ring: every weight is read), from
+    ``one``, the ring's unit."""
+
+    def __init__(self, rep: Representation, key_vars: tuple[int, ...],
+                 values: tuple[int, ...], steps: list[Step], one: object):
+        super().__init__(rep, key_vars, steps)
+        self.value_vars = array("q", values)
+        self.values = [None] * len(values)
+        self.one = one
+        self.found = None
+
+    def context(self, key: tuple) -> list:
+        found = self.found = []
+        try:
+            self._walk(key, self.one)
+        finally:
+            self.found = None
+        return found
+
+    def _leaf(self, weight) -> int:
+        env, values = self.env, self.values
+        for k in range(len(values)):
+            values[k] = env[self.value_vars[k]]
+        self.found.append((tuple(values), weight))
+        return 1
