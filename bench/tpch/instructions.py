@@ -17,6 +17,10 @@ With ``--batch`` the counted changes are one transaction (the deletes, then the 
 :mod:`bench.tpch.loaded` applies its 10,000-change batch) instead of single-row ones: the
 ratio of the two per-change counts is the batch path's gain, measured without timing noise.
 
+Each counted process runs with a fixed string-hash seed (``--hash-seed``, default 0): with
+Python's random seed per process, dict probes (and so the counts) moved by 1-3% between
+runs of the same code, more than the differences worth measuring.
+
 Instructions are not time (a cache miss costs hundreds of cycles, and bigger state misses
 more), so this ranks code paths at one scale; :mod:`bench.tpch.loaded` stays the measure of
 speed.  Needs valgrind (Debian's ``valgrind`` package: ``apt-get install valgrind``); runs
@@ -103,14 +107,20 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
                    "bench.tpch.instructions", "--child", "--query", query, "--system", system,
                    "--scale", str(args.scale), "--changes", str(args.changes),
                    "--seed", str(args.seed), *(["--batch"] if args.batch else [])]
+        env = dict(os.environ)
+        if args.hash_seed == "random":
+            env.pop("PYTHONHASHSEED", None)
+        else:
+            env["PYTHONHASHSEED"] = args.hash_seed
         t0 = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
+                              env=env)
         if done.returncode != 0:
             raise SystemExit(f"{query} {system} failed:\n{done.stderr[-3000:]}")
         total = int(_TOTAL.findall(done.stderr)[-1])
         step = view_step_instructions(profile)
     return {"scale": args.scale, "query": query, "system": system, "changes": args.changes,
-            "mode": "batch" if args.batch else "single-row",
+            "mode": "batch" if args.batch else "single-row", "hash_seed": args.hash_seed,
             "instructions_per_change": round(total / args.changes),
             "view_step_per_change": round(step / args.changes),
             "rows_sent": json.loads(done.stdout.strip().splitlines()[-1])["rows_sent"],
@@ -129,12 +139,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", action="store_true",
                         help="count the changes as one transaction, not single-row ones")
+    parser.add_argument("--hash-seed", default="0",
+                        help="PYTHONHASHSEED of the counted process ('random': Python's own)")
     parser.add_argument("--timeout", type=float, default=1_800)
     parser.add_argument("--out", default="bench/results/instructions.json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--query", help=argparse.SUPPRESS)
     parser.add_argument("--system", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hash_seed != "random" and not (args.hash_seed.isdigit()
+                                           and int(args.hash_seed) <= 4_294_967_295):
+        parser.error(f"--hash-seed must be 0 to 4294967295 or 'random', not {args.hash_seed!r}")
     if args.child:
         run_child(args)
         return
