@@ -105,9 +105,8 @@ class PushWalk:
             return self._leaf(weight)
         env = self.env
         step: WalkStep = self.steps[i]
-        key = step.key(env)
         if step.kind == LOOP:
-            source = step.rho if step.buckets is None else _get(step.buckets, key)
+            source = step.rho if step.buckets is None else _get(step.buckets, step.key(env))
             if source is None:
                 return 0
             reached = 0
@@ -120,11 +119,11 @@ class PushWalk:
                 else:
                     reached += self._from(i + 1, weight)
             return reached
-        if step.kind == TEST and not _contains(step.rho, key):
+        if step.kind == TEST and not _contains(step.rho, step.key(env)):
             return 0
         self.work += 1
         if step.weighted and (step.others is None or step.others[0]):
-            weight = weight * step.rho[key]
+            weight = weight * step.rho[step.key(env)]
         return self._from(i + 1, weight)
 
     def _leaf(self, weight) -> int:
