@@ -8,7 +8,7 @@ that walk as Python that the interpreter runs; where N's edges carry no theta pr
 the walks of push mode follow the same steps here, in code setup.py compiles:
 :class:`RowsWalk` makes a single-row change's rows of a plain join view (FQ1), and
 :class:`ContextWalk` an anchor key's context (the dyn-aggregate views, Q3).  On FQ1 the
-interpreter's dispatch had cost a change about 1,500 instructions and a hundred
+interpreter's dispatch had cost a change about 1,500 instructions and 90
 mispredicted branches (callgrind).
 
 Variables live in one environment list indexed by variable, filled from the anchor's
