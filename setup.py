@@ -11,8 +11,8 @@ classes become extension types whose fields are C slots (typed memoryviews over 
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
 loop variables C integers and doubles, while the ``.py`` stays the one implementation.
 Code generated at run time (the ENUM loops of ``dyn_loops``, select lists, a row store's
-decoder) stays interpreted; a single-row change's walk of a plain join view is compiled
-instead (``dyn_walk``).  Everything else is in pyproject.toml.
+decoder) stays interpreted; push mode's walks of Dynamic Yannakakis (an anchor key's
+context, a single-row change's rows) are compiled instead (``dyn_walk``).  Everything else is in pyproject.toml.
 """
 
 from Cython.Build import cythonize

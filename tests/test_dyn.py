@@ -474,3 +474,18 @@ def test_the_compiled_walks_make_the_generated_codes_rows_contexts_and_work(name
     values = tuple(v for v in rep.pair.out if v not in anchor.vars)
     assert (run(ContextWalk(rep, key_vars, values, steps, ONE).context, key)
             == run(generate(rep, anchor), key))
+
+
+def test_a_compiled_walk_refuses_a_tuple_of_another_length_instead_of_reading_past_it():
+    """The compiled walk reads tuples without bounds checks, so it checks their length
+    first: a tuple too short or too long is a ValueError, not a crash or a cut tuple."""
+    edges = _ROW_QUERIES["fq1-shape"]
+    rep = Representation(build_gjt_pair(edges, (X, Y, Z, W)))
+    rep.update({0: {(1, 2): 1}, 1: {(3, 1): 1}, 2: {(3, 4): 1}}, want_delta=False)
+    anchor = rep.leaf_of_atom[2].node
+    rows = RowsWalk(rep, anchor, (0, 1), walk(rep, anchor))
+    for wrong in ((3,), (3, 4, 5)):
+        with pytest.raises(ValueError, match="binds 2 values"):
+            rows.emit(wrong, 1, {})
+    out: dict = {}
+    assert rows.emit((3, 4), 1, out) == 1 and out == {(1, 3): 1}

@@ -191,7 +191,7 @@ class NodeState:
 
     def count_other_weights(self) -> list[int]:
         """A one-item list holding how many tuples of rho have a weight other than 1, kept
-        up to date from now on: generated rows of a plain join view (:mod:`upkeep.dyn_loops`)
+        up to date from now on: the rows of a plain join view (:func:`dyn_loops.emitter`)
         read a frontier node's weights from rho only while it is not 0 (a wide tuple's hash
         costs more than the test).  A weight of another ring never equals 1, so it counts."""
         if self.other_weights is None:
@@ -308,7 +308,7 @@ class Representation:
         self._row_makers: dict[int, tuple[tuple[int, ...], Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
-        self.enum_work = [0]  # tuples visited by the generated ENUM loops (dyn_loops)
+        self.enum_work = [0]  # tuples visited by ENUM's walks (dyn_loops, dyn_walk)
         # predicates on edges between nodes of N: what membership checks beyond the frontier
         self._n_checks = [self._env_check(n.preds) for n in pair.nodes
                           if n.preds and n.id in pair.n_set]
@@ -716,7 +716,7 @@ class Representation:
     def _rows_of_one_change(self, st: NodeState, upper: list[NodeState], deltas: dict,
                             positions: tuple[int, ...]) -> dict[tuple, int]:
         """:meth:`difference` for one changed anchor tuple s of a plain join view (integer
-        weights), its rows at ``positions``: context and rows in one generated call.  A
+        weights), its rows at ``positions``: context and rows in one call (:func:`dyn_loops.emitter`).  A
         tuple whose weight grows is in rho after the batch and one whose weight falls was
         in it before (the database is positive), and s's context is the same on both sides
         while s is there, so the rows are made once, on the side where s is present, and

@@ -44,6 +44,8 @@ class WalkStep:
     variables and the loop's new variables as positions."""
 
     def __init__(self, rep: Representation, step: Step, bound: set[int]):
+        if step.matched or step.checked is not None:
+            raise ValueError("theta predicates on N's edges: walk them as generated code")
         st = rep.states[step.node.id]
         self.kind = LOOP if step.loop else TEST if step.test else BOUND
         self.key_vars = array("q", step.key_vars)
@@ -77,7 +79,9 @@ class WalkStep:
 class PushWalk:
     """The walk from an anchor tuple's bound variables: what it does at each output tuple
     reached (:meth:`_leaf`) is its subclass's.  ``bound``: the variables bound before the
-    walk, in the order the caller's tuple holds them."""
+    walk, in the order the caller's tuple holds them.  A walk reuses its buffers (the
+    environment, a row or values list, each step's key), so one walk runs one call at a
+    time, as a view's maintenance does under its connection."""
 
     def __init__(self, rep: Representation, bound: tuple[int, ...], steps: list[Step]):
         self.bound_vars = array("q", bound)
@@ -91,6 +95,8 @@ class PushWalk:
 
     def _walk(self, values: tuple, weight) -> int:
         """Bind ``values``, walk every step, count the work; returns the leaves reached."""
+        if len(values) != self.arity:  # checked: the module reads tuples unchecked
+            raise ValueError(f"a walk binds {self.arity} values, not {len(values)}")
         env = self.env
         for i in range(self.arity):
             env[self.bound_vars[i]] = values[i]
