@@ -405,9 +405,10 @@ _ROW_QUERIES = {  # plain join views: full joins, rows made from select-list pos
                           st.sampled_from([-1, 1, 1, 2])), min_size=1, max_size=40))
 def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(name, changes):
     """Single-row changes of a plain join view, rows made at the select list's positions
-    (``difference``'s generated ``emit``), with tuples inserted more than once (weight 2
-    and more): each change's rows equal brute force's difference, and every node whose
-    weights the generated rows read only while some differ from 1 counts those exactly."""
+    (``difference``'s ``emit``: the compiled rows walk), with tuples inserted more than
+    once (weight 2 and more): each change's rows equal brute force's difference, and every
+    node whose weights the rows walk reads only while some differ from 1 counts those
+    exactly."""
     edges = _ROW_QUERIES[name]
     out = tuple(sorted({v for e in edges for v in e}))
     positions = (len(out) - 1, 0, 1, 0)

@@ -716,11 +716,12 @@ class Representation:
     def _rows_of_one_change(self, st: NodeState, upper: list[NodeState], deltas: dict,
                             positions: tuple[int, ...]) -> dict[tuple, int]:
         """:meth:`difference` for one changed anchor tuple s of a plain join view (integer
-        weights), its rows at ``positions``: context and rows in one call (:func:`dyn_loops.emitter`).  A
-        tuple whose weight grows is in rho after the batch and one whose weight falls was
-        in it before (the database is positive), and s's context is the same on both sides
-        while s is there, so the rows are made once, on the side where s is present, and
-        s's old weight is never looked up (a wide tuple's hash and compare)."""
+        weights), its rows at ``positions``: context and rows in one call
+        (:func:`dyn_loops.emitter`).  A tuple whose weight grows is in rho after the batch
+        and one whose weight falls was in it before (the database is positive), and s's
+        context is the same on both sides while s is there, so the rows are made once, on
+        the side where s is present, and s's old weight is never looked up (a wide tuple's
+        hash and compare)."""
         out: dict[tuple, int] = {}
         s, w = next(iter(deltas[st.node_id].items()))
         emit = self._row_makers_of(st.node, positions)[1]
