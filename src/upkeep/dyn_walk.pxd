@@ -26,6 +26,8 @@ cdef class WalkStep:
 
 
 cdef class PushWalk:
+    cdef public long long[:] gather_vars
+    cdef public list gathered
     cdef public long long[:] bound_vars
     cdef public Py_ssize_t arity
     cdef public list env
@@ -39,24 +41,20 @@ cdef class PushWalk:
     @cython.locals(step=WalkStep, j=Py_ssize_t, reached=Py_ssize_t, env=list)
     cdef Py_ssize_t _from(self, Py_ssize_t i, weight) except -1
     cdef Py_ssize_t _leaf(self, weight) except -1
+    @cython.locals(k=Py_ssize_t, env=list, values=list)
+    cdef tuple _gathered(self)
 
 
 cdef class RowsWalk(PushWalk):
-    cdef public long long[:] out_vars
-    cdef public list row
     cdef public dict out
 
     cpdef Py_ssize_t emit(self, tuple s, w, dict out) except -1
-    @cython.locals(k=Py_ssize_t, env=list, row=list)
     cdef Py_ssize_t _leaf(self, weight) except -1
 
 
 cdef class ContextWalk(PushWalk):
-    cdef public long long[:] value_vars
-    cdef public list values
     cdef public object one
     cdef public list found
 
     cpdef list context(self, tuple key)
-    @cython.locals(k=Py_ssize_t, env=list, values=list)
     cdef Py_ssize_t _leaf(self, weight) except -1

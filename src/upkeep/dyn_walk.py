@@ -79,11 +79,15 @@ class WalkStep:
 class PushWalk:
     """The walk from an anchor tuple's bound variables: what it does at each output tuple
     reached (:meth:`_leaf`) is its subclass's.  ``bound``: the variables bound before the
-    walk, in the order the caller's tuple holds them.  A walk reuses its buffers (the
-    environment, a row or values list, each step's key), so one walk runs one call at a
-    time, as a view's maintenance does under its connection."""
+    walk, in the order the caller's tuple holds them; ``gathered``: the variables whose
+    values a leaf reads (:meth:`_gathered`).  A walk reuses its buffers (the environment,
+    the gathered values, each step's key), so one walk runs one call at a time, as a
+    view's maintenance does under its connection."""
 
-    def __init__(self, rep: Representation, bound: tuple[int, ...], steps: list[Step]):
+    def __init__(self, rep: Representation, bound: tuple[int, ...], steps: list[Step],
+                 gathered: tuple[int, ...]):
+        self.gather_vars = array("q", gathered)
+        self.gathered = [None] * len(gathered)
         self.bound_vars = array("q", bound)
         self.arity = len(bound)
         self.env = [None] * rep.width
@@ -135,6 +139,13 @@ class PushWalk:
     def _leaf(self, weight) -> int:
         raise NotImplementedError
 
+    def _gathered(self) -> tuple:
+        """The values of the gathered variables at this leaf."""
+        env, values = self.env, self.gathered
+        for k in range(len(values)):
+            values[k] = env[self.gather_vars[k]]
+        return tuple(values)
+
 
 class RowsWalk(PushWalk):
     """``emit(s, w, out)`` of :func:`upkeep.dyn_loops.generate` (its :meth:`emit`): adds
@@ -145,9 +156,7 @@ class RowsWalk(PushWalk):
 
     def __init__(self, rep: Representation, anchor: Node, rows: tuple[int, ...],
                  steps: list[Step]):
-        super().__init__(rep, anchor.vars, steps)
-        self.out_vars = array("q", [rep.pair.out[p] for p in rows])
-        self.row = [None] * len(rows)
+        super().__init__(rep, anchor.vars, steps, tuple(rep.pair.out[p] for p in rows))
         self.out = None
         for step in self.steps:
             if step.weighted:
@@ -161,10 +170,7 @@ class RowsWalk(PushWalk):
             self.out = None
 
     def _leaf(self, weight) -> int:
-        env, row = self.env, self.row
-        for k in range(len(row)):
-            row[k] = env[self.out_vars[k]]
-        add_into(self.out, tuple(row), weight)
+        add_into(self.out, self._gathered(), weight)
         return 1
 
 
@@ -177,9 +183,7 @@ class ContextWalk(PushWalk):
 
     def __init__(self, rep: Representation, key_vars: tuple[int, ...],
                  values: tuple[int, ...], steps: list[Step], one: object):
-        super().__init__(rep, key_vars, steps)
-        self.value_vars = array("q", values)
-        self.values = [None] * len(values)
+        super().__init__(rep, key_vars, steps, values)
         self.one = one
         self.found = None
 
@@ -192,8 +196,5 @@ class ContextWalk(PushWalk):
         return found
 
     def _leaf(self, weight) -> int:
-        env, values = self.env, self.values
-        for k in range(len(values)):
-            values[k] = env[self.value_vars[k]]
-        self.found.append((tuple(values), weight))
+        self.found.append((self._gathered(), weight))
         return 1
