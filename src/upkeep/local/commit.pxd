@@ -16,3 +16,10 @@ cdef class Committer:
     cdef public object journal
     cdef public object _outbox
     cdef public bint _delivering
+
+    cpdef dict _apply_batch(self, dict deltas, bint checked, metadata, bint expiring, applied)
+    cpdef _deliver(self)
+    cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*)
+    cpdef _log_batch(self, tuple record, dict changed)
+    cpdef dict _push(self, dict deltas, list order, want, bint undo, tuple record=*,
+                     bint keep_places=*)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from ..engine import deliver
 from ..errors import EvaluationError, SchemaError
-from ..gc_pause import gc_paused
+from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..zset import Delta
 from .catalog import LocalCatalog
 from .durability import Durability
@@ -75,24 +75,12 @@ class Committer:
         any subscriber is called (both must find the batch's bookkeeping done).  The open
         provenance transaction (``catalog.provenance``), if any, is logged with the batch
         and becomes the provenance tables' annotations when it commits."""
-        provenance = self.catalog.provenance
-        with gc_paused(_rows(deltas)):
-            try:
-                changed = self._commit(deltas, checked, metadata, expiring,
-                                       provenance.pending())
-            except BaseException:
-                provenance.discard()
-                raise
-            if provenance.open is not None:
-                provenance.committed(metadata)
-            if applied is not None:
-                applied()
-            # a snapshot replaces the log, so it is taken once the batch is wholly
-            # committed: with its provenance transaction in the tracker's history and its
-            # bookkeeping done (an expiry's timers consumed, or they would fire again)
-            if self.durability.wants_snapshot():
-                self.durability.snapshot(self.catalog, self.batches, self.metadata,
-                                         after_commit=True)
+        rows = _rows(deltas)
+        if rows < PAUSE_ROWS:  # the pause would leave the collector as it is: not entered
+            changed = self._apply_batch(deltas, checked, metadata, expiring, applied)
+        else:
+            with gc_paused(rows):
+                changed = self._apply_batch(deltas, checked, metadata, expiring, applied)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
             told = {name: list(d.items()) for name, d in changed.items()
@@ -100,6 +88,28 @@ class Committer:
             if told:  # a batch no subscriber hears of is not queued
                 self._outbox.append((self.batches, told))
                 self._deliver()
+
+    def _apply_batch(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
+               expiring: bool, applied: Callable[[], None] | None) -> dict[str, Delta]:
+        """:meth:`commit` up to the subscribers: the batch committed with its provenance
+        transaction, ``applied`` run, a snapshot taken if one is due; the views' changes."""
+        provenance = self.catalog.provenance
+        try:
+            changed = self._commit(deltas, checked, metadata, expiring, provenance.pending())
+        except BaseException:
+            provenance.discard()
+            raise
+        if provenance.open is not None:
+            provenance.committed(metadata)
+        if applied is not None:
+            applied()
+        # a snapshot replaces the log, so it is taken once the batch is wholly committed:
+        # with its provenance transaction in the tracker's history and its bookkeeping
+        # done (an expiry's timers consumed, or they would fire again)
+        if self.durability.wants_snapshot():
+            self.durability.snapshot(self.catalog, self.batches, self.metadata,
+                                     after_commit=True)
+        return changed
 
     def _deliver(self) -> None:
         """Call the subscribers with every queued batch, oldest first; a commit made by a
@@ -133,12 +143,8 @@ class Committer:
         if not checked:
             for name, d in deltas.items():
                 tables[name].check_constraints(d)
-        def log(changed: dict[str, Delta]) -> None:
-            self._log_batch(("batch", self.batches + 1, deltas, metadata, now, *extra),
-                            changed)
-
         changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
-                             undo=True, then=log)
+                             True, ("batch", self.batches + 1, deltas, metadata, now, *extra))
         self.batches += 1
         if kept is not None:
             self.metadata = kept
@@ -179,19 +185,20 @@ class Committer:
         with gc_paused(_rows(deltas)):
             # the rows the batch deletes keep their places in their tables, so the
             # inverse puts them back where they were (``RowStore.add``)
-            forward = self._push(deltas, order, None, undo=True, keep_places=True)
-            self._push(inverse, order, None, undo=False)
+            forward = self._push(deltas, order, None, True, keep_places=True)
+            self._push(inverse, order, None, False)
         return forward.get(name, {})
 
     def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
-              undo: bool, then: Callable[[dict[str, Delta]], None] | None = None,
+              undo: bool, record: tuple | None = None,
               keep_places: bool = False) -> dict[str, Delta]:
         """Apply ``deltas`` to the tables and step the views of ``order`` that a change
-        reaches, computing the delta of those in ``want`` (of all if None); ``then(changes)``
-        runs before the batch counts as applied (a commit's log record).  If anything fails, the
-        tables are taken back if ``undo`` and the views rebuilt from them.  Returns the
-        views' changes: of a commit, for the subscribers; of a what-if, the answer.
-        ``keep_places``: rows deleted keep their places in their tables (``Table.apply``)."""
+        reaches, computing the delta of those in ``want`` (of all if None); a commit's log
+        ``record`` is logged with the views' changes before the batch counts as applied.  If
+        anything fails, the tables are taken back if ``undo`` and the views rebuilt from
+        them.  Returns the views' changes: of a commit, for the subscribers; of a what-if,
+        the answer.  ``keep_places``: rows deleted keep their places in their tables
+        (``Table.apply``)."""
         catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
         for table, d in deltas.items():
             tables[table].apply(d, keep_places)
@@ -202,15 +209,15 @@ class Committer:
                 view = views[name]
                 if view.inputs.isdisjoint(batch):
                     continue
-                try:
-                    d = view.step(batch, want_delta=want is None or name in want)
+                try:  # (batch, want_delta): positional, no dict of keywords built
+                    d = view.step(batch, want is None or name in want)
                 except EvaluationError as exc:
                     raise exc.in_view(name) from exc.__cause__
                 if d:
                     batch[name] = d
                     changed[name] = d
-            if then is not None:
-                then(changed)
+            if record is not None:
+                self._log_batch(record, changed)
         except BaseException:
             if undo:
                 for table, d in deltas.items():

@@ -435,9 +435,12 @@ class Connection(Engine):
             self._durability.check_open()  # (a transaction checked it when it began)
             if self._catalog.expiring:
                 self.expire()
-            with gc_paused(len(delta)):
+            if len(delta) < PAUSE_ROWS:  # (a pause would leave the collector as it is)
                 table.check_constraints(delta)
-            self._committer.commit({table.name: delta}, checked=True)
+            else:
+                with gc_paused(len(delta)):
+                    table.check_constraints(delta)
+            self._committer.commit({table.name: delta}, True)  # checked
             return
         with gc_paused(len(delta)):
             self._staging.stage(table, delta)
