@@ -90,7 +90,7 @@ class Committer:
                 self._deliver()
 
     def _apply_batch(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-               expiring: bool, applied: Callable[[], None] | None) -> dict[str, Delta]:
+                     expiring: bool, applied: Callable[[], None] | None) -> dict[str, Delta]:
         """:meth:`commit` up to the subscribers: the batch committed with its provenance
         transaction, ``applied`` run, a snapshot taken if one is due; the views' changes."""
         provenance = self.catalog.provenance
@@ -185,7 +185,7 @@ class Committer:
         with gc_paused(_rows(deltas)):
             # the rows the batch deletes keep their places in their tables, so the
             # inverse puts them back where they were (``RowStore.add``)
-            forward = self._push(deltas, order, None, True, keep_places=True)
+            forward = self._push(deltas, order, None, True, None, True)  # keeping places
             self._push(inverse, order, None, False)
         return forward.get(name, {})
 

@@ -442,8 +442,11 @@ class Connection(Engine):
                     table.check_constraints(delta)
             self._committer.commit({table.name: delta}, True)  # checked
             return
-        with gc_paused(len(delta)):
+        if len(delta) < PAUSE_ROWS:
             self._staging.stage(table, delta)
+        else:
+            with gc_paused(len(delta)):
+                self._staging.stage(table, delta)
 
     # ------------------------------------------------------------ batches
     def in_transaction(self) -> bool:
