@@ -529,6 +529,7 @@ class DynCore(Operator):
 
     def __init__(self, rep: Representation, sources: list[Source]):
         self.rep = rep
+        rep.count_frontier_weights()  # before the build fills it: its rows read them
         self.sources = sources
 
     def step(self, batch: Batch) -> Delta:

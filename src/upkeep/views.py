@@ -139,6 +139,7 @@ class DynView(ViewRuntime):
                  select: Callable[[tuple], tuple]):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
+        rep.count_frontier_weights()  # before the build fills it: its rows read them
         self.by_relation = sources_by_relation(sources)
         self.select = select
         # row -> output tuple, when the select list is a permutation-with-repeats of variables
