@@ -51,7 +51,10 @@ class gc_paused:  # noqa: N801 - used as a context manager, like contextlib's
     caller's own ``gc.disable()`` are respected); after bulk work (``BULK_ROWS``), what is
     young is promoted to the oldest generation first (module doc).  Work on fewer than
     ``PAUSE_ROWS`` rows runs with the collector as it is: pausing it buys nothing there and
-    would cost a single-row commit a few percent."""
+    would cost a single-row commit a few percent.  Entering and leaving even a pause that
+    does nothing costs the ``with`` statement's own calls (about 1k instructions), so the
+    single-row path (a commit, its check, a statement staged in a transaction) tests
+    ``PAUSE_ROWS`` itself and enters the pause only for bulk work."""
 
     __slots__ = ("rows", "paused")
 
