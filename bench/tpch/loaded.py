@@ -8,6 +8,8 @@ One process per (scale, query, system) measures, in this order:
 2. ``--changes`` single-row changes, each its own transaction: updates of random existing
    fact rows, each written as the delete of the old row and the insert of a new version
    (so two changes), with a subscriber attached that counts the rows it is sent;
+   each change timed on its own too (its first, median, 99th percentile and slowest
+   latency are reported beside the rate);
 3. ``--batch`` changes of the same kind in one transaction (the batch path);
 4. the process's resident memory after the load and at the end.
 
@@ -130,10 +132,14 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     singles, batch = _changes(args, pool)
     del pool
     insert, delete = db.insert, db.delete
-    t0 = time.perf_counter()
+    clock = time.perf_counter
+    times = []
+    t0 = clock()
     for w, row in singles:
+        t = clock()
         (insert if w > 0 else delete)(FACT, [row])
-    single_s = time.perf_counter() - t0
+        times.append(clock() - t)
+    single_s = clock() - t0
     t0 = time.perf_counter()
     with db.transaction():
         delete(FACT, [row for w, row in batch if w < 0])
@@ -145,6 +151,20 @@ def run_upkeep(args: argparse.Namespace) -> dict:
         "batch_per_s": round(len(batch) / batch_s),
         "batch_us": round(batch_s / len(batch) * 1e6, 1),
         "rows_sent": received[0],
+        **latencies(times),
+    }
+
+
+def latencies(times: list[float]) -> dict:
+    """The single-row changes' latencies in microseconds: the first (one-time work the first
+    change after subscribing pays shows there), the median, the 99th percentile and the
+    slowest, beside the rate, which averages them."""
+    ordered = sorted(times)
+    return {
+        "first_us": round(times[0] * 1e6, 1),
+        "median_us": round(ordered[len(ordered) // 2] * 1e6, 1),
+        "p99_us": round(ordered[int(len(ordered) * 0.99)] * 1e6, 1),
+        "max_us": round(ordered[-1] * 1e6, 1),
     }
 
 
@@ -197,7 +217,8 @@ def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | N
 
 
 #: the rates and times ``--rounds`` reports as medians of a pair's runs
-_MEDIAN_FIELDS = ("single_per_s", "single_us", "batch_per_s", "batch_us")
+_MEDIAN_FIELDS = ("single_per_s", "single_us", "batch_per_s", "batch_us", "first_us", "median_us",
+                  "p99_us", "max_us")
 
 
 def _median_of(runs: list[dict]) -> dict:
