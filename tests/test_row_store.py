@@ -93,6 +93,27 @@ def test_bulk_reads_share_repeated_values(pool, n):
     assert len({id(row[-1]) for row in got}) == n
 
 
+def test_a_bulk_read_skips_removed_rows_and_places_kept_at_zero_across_its_chunks():
+    """A bulk read decodes the rows where their keys lie, a chunk of entries at a time:
+    rows removed and rows kept in place at multiplicity 0 are left out wherever they fall,
+    and the others come back with their multiplicities, in the order they were added."""
+    columns = [(name, type_from_name(sql)) for name, sql in [
+        ("k", "BIGINT"), ("x", "DOUBLE"), ("s", "VARCHAR"), ("day", "DATE")]]
+    store = RowStore(columns)
+    expected: dict[tuple, int] = {}
+    for i in range(3_000):  # past the dictionary's size too: strings written out
+        row = (i, i / 7, f"row {i}", dt.date(2000, 1, 1) + dt.timedelta(days=i % 400))
+        store.add(row, 1 + i % 3)
+        expected[row] = 1 + i % 3
+    for i, row in enumerate(list(expected)):
+        if i % 7 == 0:
+            store.add(row, -expected.pop(row))
+        elif i % 11 == 0:
+            store.add(row, -expected.pop(row), keep_place=True)
+    assert list(store.items()) == list(expected.items())
+    assert list(store) == list(expected)
+
+
 def _comparable(value):
     """A dict key for a decoded value: by its representation, so that 0.0 and -0.0, or
     Decimal 1.50 and 1.5, would count as different objects' values."""

@@ -33,10 +33,29 @@ cdef class RowEncoder:
                    text=str, data=bytes)
     cpdef Py_ssize_t _write_into(self, tuple row) except -1
 
-    @cython.locals(values=list, width=Py_ssize_t, k=Py_ssize_t, pos=Py_ssize_t, kind=int,
-                   d=double, n="long long", u="unsigned long long", part="unsigned long long",
-                   shift=int, byte=int)
-    cpdef tuple unpack(self, bytes data)
+
+
+# RowDecoder's ways of making a value from its stored form
+cdef int _MAKE_STORED, _MAKE_DATE, _MAKE_DECIMAL, _MAKE_HUGEINT
+
+
+cdef class RowDecoder:
+    cdef public Py_ssize_t width
+    cdef public int[:] kinds
+    cdef public list strings
+    cdef public int[:] makes
+    cdef public tuple scales
+    cdef public list shares
+    cdef public double[:] double_slot
+    cdef public unsigned long long[:] double_bits
+
+    cpdef tuple decode(self, bytes key)
+
+    @cython.locals(values=list, width=Py_ssize_t, nulls=Py_ssize_t, k=Py_ssize_t,
+                   j=Py_ssize_t, kind=int, make=int, d=double, n="long long",
+                   u="unsigned long long", part="unsigned long long", shift=int,
+                   share=dict)
+    cpdef tuple decode_at(self, const unsigned char[:] data, Py_ssize_t pos)
 
 
 cdef class RowStore:
@@ -63,3 +82,7 @@ cdef class RowStore:
     cpdef forget(self)
     @cython.locals(table=KeyTable, e=Py_ssize_t, encoder=RowEncoder, n=Py_ssize_t)
     cpdef add(self, row, weight, keep_place=*)
+    @cython.locals(table=KeyTable, weights="long long[:]", e=Py_ssize_t, n="long long",
+                   out=list)
+    cpdef list _decoded(self, RowDecoder decoder, Py_ssize_t start, Py_ssize_t stop,
+                        Py_ssize_t step=*)

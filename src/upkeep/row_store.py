@@ -1,6 +1,6 @@
 # cython: boundscheck=False, wraparound=False
 # (compiled without index checks: RowEncoder._write makes room for every byte it writes,
-# and unpack reads only keys that _write wrote)
+# and RowDecoder reads only keys that _write wrote)
 """A base table's rows as a bag (row -> multiplicity), each row kept as one compact key.
 
 A row held as a Python tuple costs a tuple header plus one boxed object per value (a float
@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import struct
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
-from itertools import islice
 
 from .key_table import KeyTable
 from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
@@ -42,6 +40,9 @@ from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
 _SHARE_MIN_ROWS = 1_000
 _SHARE_SAMPLE = 20_000
 _SHARE_RATIO = 0.8
+
+# a bulk read decodes this many entries at a time (a list of their rows, then yielded)
+_DECODE_CHUNK = 1_024
 
 # the most keys a store keeps between a batch's check and its apply (``checked_count``)
 _CHECKED_MAX = 1_000_000
@@ -65,7 +66,7 @@ _STORE_STRING = 4  # a dictionary code or the UTF-8 bytes
 _STORE_BOOLEAN = 5  # one byte
 _STORE_WIDE = 6  # an integer beyond 64 bits: its decimal text (always, for the column)
 
-_unpack_double = struct.Struct("<d").unpack_from
+_fromordinal = dt.date.fromordinal
 
 
 def _store_kind(t: SqlType) -> int:
@@ -220,54 +221,6 @@ class RowEncoder:
                 pos += n
         return pos
 
-    def unpack(self, data: bytes) -> tuple:
-        """The stored values of a key, in column order: integers, day numbers, decimal
-        units, doubles, strings, booleans, the text of wide integers, None."""
-        values = []
-        width = self.width
-        pos = (width + 7) >> 3
-        for k in range(width):
-            if data[k >> 3] & (1 << (k & 7)):
-                values.append(None)
-                continue
-            kind = self.kinds[k]
-            if kind == _STORE_DOUBLE:
-                d = _unpack_double(data, pos)[0]
-                values.append(d if d == d else math.nan)  # one NaN (types.canonical_float)
-                pos += 8
-                continue
-            if kind == _STORE_BOOLEAN:
-                values.append(data[pos] != 0)
-                pos += 1
-                continue
-            u = 0
-            shift = 0
-            byte = data[pos]
-            pos += 1
-            while byte >= 128:
-                part = byte & 127  # a 64-bit integer before it is shifted
-                u |= part << shift
-                shift += 7
-                byte = data[pos]
-                pos += 1
-            part = byte
-            u |= part << shift
-            if kind == _STORE_STRING:
-                if u & 1:
-                    values.append(self.strings[k][u >> 1])
-                else:
-                    n = u >> 1
-                    values.append(data[pos:pos + n].decode("utf-8", "surrogatepass"))
-                    pos += n
-            elif kind == _STORE_WIDE:
-                n = u
-                values.append(data[pos:pos + n].decode("ascii"))
-                pos += n
-            else:
-                n = u >> 1
-                values.append(-n - 1 if u & 1 else n)
-        return tuple(values)
-
 
 def _new_code(codes: dict, strings: list, value: str) -> int:
     """The next code of a column's dictionary, given to ``value``: the list first, so that
@@ -278,34 +231,117 @@ def _new_code(codes: dict, strings: list, value: str) -> int:
     return code
 
 
-def _decoder(columns: list[tuple[str, SqlType]], unpack: Callable[[bytes], tuple],
-             shared: frozenset[int] = frozenset()) -> Callable[[bytes], tuple]:
-    """Generated ``decode(bytes) -> row`` over ``unpack`` (:meth:`RowEncoder.unpack`).  The
-    values of the ``shared`` columns are memoized for this decoder's life: rows decoded by
-    one decoder hold one object per distinct value of such a column (a view built over the
-    table keeps one date object per day, not one per row)."""
-    dec = []
-    namespace: dict[str, object] = {"unpack": unpack, "fromordinal": dt.date.fromordinal,
-                                    "Decimal": Decimal, "WIDE": WIDE_CONTEXT}
-    for i, (_, t) in enumerate(columns):
-        v = f"r[{i}]"
-        if t.kind == "HUGEINT":
-            made = f"int({v})"
-        elif t.kind == "DATE":
-            made = f"fromordinal({v})"
-        elif t.kind == "DECIMAL":  # a wide DECIMAL's text makes the same Decimal as its integer
-            made = f"Decimal({v}).scaleb({-t.scale}, WIDE)"
-        else:
-            made = v
-        if i in shared:  # the first object made for a stored value serves every row
-            namespace[f"S{i}"] = {}
-            made = (f"S{i}.setdefault({v}, {v})" if made == v
-                    else f"(S{i}[{v}] if {v} in S{i} else S{i}.setdefault({v}, {made}))")
-        dec.append(made if made == v else f"(None if {v} is None else {made})")
-    if dec == [f"r[{i}]" for i in range(len(columns))]:
-        return unpack
-    return eval("lambda b: (lambda r: (" + "".join(f"{d}, " for d in dec)  # noqa: S307
-                + "))(unpack(b))", namespace)
+# how RowDecoder makes a column's value from its stored form
+_MAKE_STORED = 0  # the stored value itself: an integer, double, string or boolean
+_MAKE_DATE = 1  # a date from its day number
+_MAKE_DECIMAL = 2  # a Decimal from its units at the column's scale (or, wide, their text)
+_MAKE_HUGEINT = 3  # an int from its decimal text
+
+
+def _make_of(t: SqlType) -> int:
+    if t.kind == "DATE":
+        return _MAKE_DATE
+    if t.kind == "DECIMAL":
+        return _MAKE_DECIMAL
+    if t.kind == "HUGEINT":
+        return _MAKE_HUGEINT
+    return _MAKE_STORED
+
+
+class RowDecoder:
+    """Stored keys back into rows, one compiled pass over a key's bytes where they lie (a
+    store's arena: no copy of the key first) that reads each value as its column's type
+    wrote it (:class:`RowEncoder`) and makes it the column's Python value at once.  In
+    the ``shared`` columns each value is replaced by the first equal one this decoder
+    made, so that rows read in bulk hold one object per distinct value of such a column (a
+    view built over a table keeps one date object per day, not one per row).  Reading a
+    TPC-H line item took about 31k instructions when the key was copied out, unpacked
+    into a list of stored values and converted by a generated lambda (git 1834dda)."""
+
+    def __init__(self, encoder: RowEncoder, columns: list[tuple[str, SqlType]],
+                 shared: frozenset[int] = frozenset()):
+        self.width = len(columns)
+        self.kinds = encoder.kinds
+        self.strings = encoder.strings  # the dictionaries grow with the encoder's
+        self.makes = array("i", [_make_of(t) for _, t in columns])
+        self.scales = tuple(t.scale for _, t in columns)
+        self.shares = [{} if i in shared else None for i in range(len(columns))]
+        # a double's 8 bytes become its value through these two views of one slot (no
+        # struct call); compiled, nothing else runs between the write and the read
+        double = array("d", [0.0])
+        self.double_slot = double
+        self.double_bits = memoryview(double).cast("B").cast("Q")
+
+    def decode(self, key: bytes) -> tuple:
+        """The row stored as ``key``."""
+        return self.decode_at(key, 0)
+
+    def decode_at(self, data, pos: int) -> tuple:
+        """The row whose key starts at ``data[pos]`` (``data``: a key, or an arena)."""
+        width = self.width
+        values = [None] * width
+        nulls = pos
+        pos += (width + 7) >> 3
+        for k in range(width):
+            if data[nulls + (k >> 3)] & (1 << (k & 7)):
+                continue
+            kind = self.kinds[k]
+            if kind == _STORE_DOUBLE:
+                u = 0
+                for j in range(8):  # little-endian
+                    part = data[pos + j]  # a 64-bit integer before it is shifted
+                    u |= part << (8 * j)
+                pos += 8
+                self.double_bits[0] = u
+                d = self.double_slot[0]
+                value = d if d == d else math.nan  # one NaN (types.canonical_float)
+            elif kind == _STORE_BOOLEAN:
+                value = data[pos] != 0
+                pos += 1
+            else:
+                u = 0
+                shift = 0
+                part = data[pos]
+                pos += 1
+                while part >= 128:
+                    u |= (part & 127) << shift
+                    shift += 7
+                    part = data[pos]
+                    pos += 1
+                u |= part << shift
+                if kind == _STORE_STRING:
+                    if u & 1:  # a code of the column's dictionary: one object already
+                        values[k] = self.strings[k][u >> 1]
+                        continue
+                    else:
+                        n = u >> 1
+                        value = bytes(data[pos:pos + n]).decode("utf-8", "surrogatepass")
+                        pos += n
+                elif kind == _STORE_WIDE:
+                    n = u
+                    value = bytes(data[pos:pos + n]).decode("ascii")
+                    pos += n
+                else:
+                    n = u >> 1
+                    value = -n - 1 if u & 1 else n
+            share = self.shares[k]
+            if share is not None:
+                known = share.get(value)
+                if known is not None:
+                    values[k] = known
+                    continue
+                key = value
+            make = self.makes[k]
+            if make == _MAKE_DATE:
+                value = _fromordinal(value)
+            elif make == _MAKE_DECIMAL:
+                value = Decimal(value).scaleb(-self.scales[k], WIDE_CONTEXT)
+            elif make == _MAKE_HUGEINT:
+                value = int(value)
+            if share is not None:
+                share[key] = value
+            values[k] = value
+        return tuple(values)
 
 
 def _remember(memo: dict, value: object, stored: object) -> object:
@@ -341,7 +377,7 @@ class RowStore:
         self._encoder = encoder if encoder is not None else RowEncoder(columns)
         self._table = table if table is not None else KeyTable()
         self._encode = self._encoder.encode
-        self._decode = _decoder(columns, self._encoder.unpack)
+        self._decode = RowDecoder(self._encoder, columns).decode
         # the last row looked up and found, its entry and the table's epoch then
         self._last_row: tuple | None = None
         self._last_entry = -1
@@ -459,32 +495,44 @@ class RowStore:
         return type(self)(self._columns, self._encoder, self._table.copy(drop_zeros=True))
 
     def items(self) -> Iterator[tuple[tuple, int]]:
-        """Every distinct row with its multiplicity, decoded (repeated values shared)."""
-        decode = self._bulk_decoder()
+        """Every distinct row with its multiplicity, decoded (repeated values shared), a
+        chunk of entries at a time."""
+        decoder = self._bulk_decoder()
+        count = self._table.count
+        for start in range(0, count, _DECODE_CHUNK):
+            yield from self._decoded(decoder, start, min(start + _DECODE_CHUNK, count))
+
+    def _decoded(self, decoder: RowDecoder, start: int, stop: int, step: int = 1
+                 ) -> list[tuple[tuple, int]]:
+        """The rows of every ``step``-th entry from ``start`` to ``stop`` held at least
+        once, with their multiplicities, decoded where their keys lie in the arena."""
         table = self._table
-        for e in table.entries():
-            n = table.weight_at(e)
-            if n:
-                yield decode(table.key_at(e)), n
+        weights = table.weights
+        out = []
+        for e in range(start, stop, step):
+            n = weights[e]
+            if n > 0:  # not removed (-1), not kept in place at 0
+                out.append((decoder.decode_at(table.arena_view, table._start(e)), n))
+        return out
 
     def __iter__(self) -> Iterator[tuple]:
-        decode = self._bulk_decoder()
-        return (decode(key) for key in self.keys())
+        return (row for row, _ in self.items())
 
-    def _bulk_decoder(self) -> Callable[[object], tuple]:
+    def _bulk_decoder(self) -> RowDecoder:
         """A decoder for reading the whole store, sharing one object per value in columns
         whose values repeat (in a sample of the rows: the dates, flags and categories of a
         fact table), so that what reads every row (a view's build) keeps a value once, not
         once per row: a TPC-H line item's tuple in a view shrinks by ~300 bytes."""
         size = len(self)
         if size < _SHARE_MIN_ROWS:
-            return self._decode
+            return RowDecoder(self._encoder, self._columns)
         step = max(1, size // _SHARE_SAMPLE)
-        unpack = self._encoder.unpack
-        sample = [unpack(k) for k in islice(self.keys(), 0, None, step)]
+        entries = self._table.count
+        sample = [row for row, _ in self._decoded(RowDecoder(self._encoder, self._columns),
+                                                  0, entries, step)]
         shared = frozenset(i for i in range(len(self._columns))
                            if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
-        return _decoder(self._columns, unpack, shared) if shared else self._decode
+        return RowDecoder(self._encoder, self._columns, shared)
 
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
