@@ -47,6 +47,18 @@ def current_rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def settled_rss_mb() -> float:
+    """:func:`current_rss_mb` once Arrow's memory pool has handed back what it holds unused:
+    the pool keeps the buffers the harness read its Parquet input into for reuse, memory
+    neither system under test holds."""
+    import sys
+
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    return current_rss_mb()
+
+
 @dataclass
 class MemoryMeter:
     """Baseline-then-peak memory measurement of one process."""

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from bench.common.environment import flink_python, git_rev, machine, now
-from bench.common.measure import current_rss_mb, peak_rss_mb
+from bench.common.measure import peak_rss_mb, settled_rss_mb
 from bench.tpch.data import generate, iter_table, sample_rows
 from bench.tpch.queries import QUERIES, Query
 from bench.tpch.schema import column_names, create_table_sql
@@ -76,7 +76,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Query, list[tuple], float]:
     a chunk at a time while they load, so no copy of them is held beside the system."""
     query = QUERIES[args.query]
     pool = sample_rows(args.scale, FACT, args.changes // 2 + args.batch // 2, args.seed)
-    return query, pool, current_rss_mb()
+    return query, pool, settled_rss_mb()
 
 
 def _changes(args: argparse.Namespace, pool: list[tuple]) -> tuple[list, list]:
@@ -97,7 +97,7 @@ def _result(load_s: float, build_s: float, single_s: float, singles: int, view_r
         "single_us": round(single_s / singles * 1e6, 1),
         "view_rows": view_rows,
         "loaded_mb": round(loaded_mb - base_mb, 1),
-        "end_mb": round(current_rss_mb() - base_mb, 1),
+        "end_mb": round(settled_rss_mb() - base_mb, 1),
         "peak_mb": round(peak_rss_mb(), 1),
         "base_mb": round(base_mb, 1),
     }
@@ -125,7 +125,7 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     db.create_view(VIEW, query.sql, strategy=args.system, provenance=args.provenance)
     build_s = time.perf_counter() - t0
-    loaded_mb = current_rss_mb()
+    loaded_mb = settled_rss_mb()
     received = [0]
     db.view(VIEW).subscribe(lambda changes: received.__setitem__(0, received[0] + len(changes)))
 
@@ -185,7 +185,7 @@ def run_duckdb(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     con.execute(f"CREATE TABLE {VIEW} AS {query.sql}")
     build_s = time.perf_counter() - t0
-    loaded_mb = current_rss_mb()
+    loaded_mb = settled_rss_mb()
     columns = column_names(FACT)
     singles, _ = _changes(args, pool)
     key = [columns.index(c) for c in FACT_KEY]
