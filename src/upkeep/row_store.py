@@ -299,6 +299,9 @@ class RowDecoder:
                 value = data[pos] != 0
                 pos += 1
             else:
+                # a varint, read as KeyTable._start reads a key's length: written out in
+                # both loops, as a function returning the value and the position after it
+                # would be a tuple per value here
                 u = 0
                 shift = 0
                 part = data[pos]
