@@ -20,9 +20,10 @@ cdef class KeyTable:
     cdef public Py_ssize_t used, count, live, zeros, garbage, epoch, spot, length
     cdef public Py_ssize_t capacity, mask, filled
     cdef public unsigned long long hash
-    cdef public object offset_array, weight_array, slot_array
+    cdef public object offset_array, weight_array, slot_array, tag_array
     cdef public long long[:] offsets, weights
     cdef public int[:] slots
+    cdef public unsigned char[:] tags
 
     @cython.locals(view="unsigned char[:]", pos=Py_ssize_t, u=Py_ssize_t, n=Py_ssize_t,
                    offset=Py_ssize_t, j=Py_ssize_t)
@@ -36,14 +37,16 @@ cdef class KeyTable:
 
     @cython.locals(n=Py_ssize_t, h="unsigned long long", slots="int[:]",
                    view="unsigned char[:]", mask=Py_ssize_t, i=Py_ssize_t, spot=Py_ssize_t,
-                   s=int, pos=Py_ssize_t, j=Py_ssize_t)
+                   s=int, pos=Py_ssize_t, j=Py_ssize_t, tags="unsigned char[:]",
+                   tag="unsigned char")
     cpdef Py_ssize_t find(self, const unsigned char[:] key) except -2
 
     @cython.locals(pos=Py_ssize_t, slots="int[:]", mask=Py_ssize_t, i=Py_ssize_t)
     cdef Py_ssize_t _slot_of(self, Py_ssize_t e)
 
     @cython.locals(slots="int[:]", mask=Py_ssize_t, weights="long long[:]",
-                   view="unsigned char[:]", e=Py_ssize_t, pos=Py_ssize_t, i=Py_ssize_t)
+                   view="unsigned char[:]", e=Py_ssize_t, pos=Py_ssize_t, i=Py_ssize_t,
+                   tags="unsigned char[:]", h="unsigned long long")
     cpdef _rehash(self, Py_ssize_t size)
 
     @cython.locals(e=Py_ssize_t)

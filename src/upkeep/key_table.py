@@ -101,11 +101,14 @@ class KeyTable:
         self.capacity = capacity
 
     def _new_slots(self, size: int) -> None:
-        """An empty index of ``size`` slots (a power of two)."""
+        """An empty index of ``size`` slots (a power of two), with a tag per slot."""
         self.slot_array = array("i", bytes(4 * size))
         self.slots = self.slot_array
+        self.tag_array = array("B", bytes(size))
+        self.tags = self.tag_array
         self.mask = size - 1
         self.filled = 0  # slots holding an entry or a tombstone
+        self.spot = 0
 
     def _make_room(self, need: int) -> None:
         """An arena with room for ``need`` more bytes, grown in place."""
@@ -177,6 +180,8 @@ class KeyTable:
         slots = self.slots
         view = self.arena_view
         mask = self.mask
+        tags = self.tags
+        tag = h >> 56
         i = h & mask
         spot = -1
         while True:
@@ -187,7 +192,7 @@ class KeyTable:
             if s == _TOMB:
                 if spot < 0:
                     spot = i
-            else:
+            elif tags[i] == tag:  # else another key's: its bytes are not read
                 pos = self._start(s - 1)
                 if self.length == n:
                     j = 0
@@ -199,7 +204,11 @@ class KeyTable:
             i = (i + 1) & mask
 
     def _slot_of(self, e: int) -> int:
-        """The slot holding entry ``e``."""
+        """The slot holding entry ``e``: where the last :meth:`find` stopped when it found
+        ``e`` there (a delete finds its row, then takes it out), else looked up by its
+        key's hash."""
+        if self.slots[self.spot] == e + 1:
+            return self.spot
         pos = self._start(e)
         slots = self.slots
         mask = self.mask
@@ -212,6 +221,7 @@ class KeyTable:
         """A new index of ``size`` slots over the entries not removed."""
         self._new_slots(size)
         slots = self.slots
+        tags = self.tags
         mask = self.mask
         weights = self.weights
         view = self.arena_view
@@ -219,10 +229,12 @@ class KeyTable:
             if weights[e] == _GONE:
                 continue
             pos = self._start(e)
-            i = hash_of(view, pos, self.length) & mask
+            h = hash_of(view, pos, self.length)
+            i = h & mask
             while slots[i] != _EMPTY:
                 i = (i + 1) & mask
             slots[i] = e + 1
+            tags[i] = h >> 56
         self.filled = self.live
 
     # -- the map ---------------------------------------------------------------------------
@@ -280,6 +292,7 @@ class KeyTable:
         if self.slots[self.spot] == _EMPTY:
             self.filled += 1
         self.slots[self.spot] = e + 1
+        self.tags[self.spot] = self.hash >> 56
         self.count = e + 1
         self.live += 1
 
@@ -319,6 +332,8 @@ class KeyTable:
         other.capacity = self.capacity
         other.slot_array = array("i", self.slot_array)
         other.slots = other.slot_array
+        other.tag_array = array("B", self.tag_array)
+        other.tags = other.tag_array
         other.mask, other.filled = self.mask, self.filled
         if other.garbage or (drop_zeros and other.zeros):
             other.compact(drop_zeros)
@@ -364,4 +379,4 @@ class KeyTable:
 
     def nbytes(self) -> int:
         """The bytes held by the arena, the entry arrays and the index."""
-        return len(self.arena) + 16 * self.capacity + 4 * (self.mask + 1)
+        return len(self.arena) + 16 * self.capacity + 5 * (self.mask + 1)
