@@ -10,7 +10,9 @@ bytes of index per slot, at most 2/3 full): 70-100 bytes a row.  Here the keys a
 one after another into one byte arena, each after its length as a varint.  Per entry there
 is an 8-byte offset and an 8-byte multiplicity in flat arrays (grown by a quarter), and
 the index is an open-addressing table of 4-byte slots (entry number + 1; linear probing,
-at most 70% full): an entry costs its key, one length byte and 22-32 bytes.  The arena
+at most 70% full) and a tag byte per slot (the hash's top 8 bits, so a lookup reads the
+key of an entry it passes only when the tags agree): an entry costs its key, one length
+byte and 23-34 bytes.  The arena
 grows in place (``array.frombytes`` of zeroes, an eighth of it and at most a megabyte at a
 time: the system's ``realloc`` moves a large block without copying it), so memory does not
 double while a table loads.
