@@ -114,6 +114,34 @@ def test_a_bulk_read_skips_removed_rows_and_places_kept_at_zero_across_its_chunk
     assert list(store) == list(expected)
 
 
+def test_the_sharing_sample_reads_live_rows_past_removed_and_zeroed_entries():
+    """Which columns share their values is decided on a sample of the live rows: entries
+    removed or kept at 0 in step with the sample's stride do not make an empty sample, which
+    would mark even a column of unique values as shared."""
+    columns = [("k", type_from_name("BIGINT")), ("flag", type_from_name("VARCHAR"))]
+    store = RowStore(columns)
+    rows = [(i, "ab"[i % 2]) for i in range(4_200)]
+    for row in rows:
+        store.add(row, 1)
+    for row in rows[::2]:
+        store.add(row, -1, keep_place=True)
+    decoder = store._bulk_decoder()
+    assert decoder.shares[0] is None and decoder.shares[1] is not None
+
+
+def test_reading_a_store_while_it_is_compacted_stops_with_an_error():
+    """Rows removed while the store is read in bulk may compact its arena (entry numbers
+    move, arrays shrink): the read then stops with an error, as a dict's iteration does,
+    instead of reading past the arrays' ends."""
+    columns = [("k", type_from_name("BIGINT"))]
+    store = RowStore(columns)
+    for i in range(5_000):
+        store.add((i,), 1)
+    with pytest.raises(RuntimeError, match="changed while"):
+        for row, n in store.items():
+            store.add(row, -n)
+
+
 def _comparable(value):
     """A dict key for a decoded value: by its representation, so that 0.0 and -0.0, or
     Decimal 1.50 and 1.5, would count as different objects' values."""

@@ -501,8 +501,11 @@ class RowStore:
         """Every distinct row with its multiplicity, decoded (repeated values shared), a
         chunk of entries at a time."""
         decoder = self._bulk_decoder()
-        count = self._table.count
+        table = self._table
+        count, epoch = table.count, table.epoch
         for start in range(0, count, _DECODE_CHUNK):
+            if table.epoch != epoch:  # compacted since: entry numbers moved, arrays shrank
+                raise RuntimeError("a table's rows changed while they were being read")
             yield from self._decoded(decoder, start, min(start + _DECODE_CHUNK, count))
 
     def _decoded(self, decoder: RowDecoder, start: int, stop: int, step: int = 1
@@ -529,13 +532,13 @@ class RowStore:
         size = len(self)
         if size < _SHARE_MIN_ROWS:
             return RowDecoder(self._encoder, self._columns)
-        step = max(1, size // _SHARE_SAMPLE)
-        entries = self._table.count
+        entries = self._table.count  # removed ones and ones kept at 0 included
+        step = max(1, entries // _SHARE_SAMPLE) | 1  # odd: not in step with every other
         sample = [row for row, _ in self._decoded(RowDecoder(self._encoder, self._columns),
                                                   0, entries, step)]
         shared = frozenset(i for i in range(len(self._columns))
                            if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
-        return RowDecoder(self._encoder, self._columns, shared)
+        return RowDecoder(self._encoder, self._columns, shared if sample else frozenset())
 
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
