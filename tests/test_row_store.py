@@ -120,7 +120,7 @@ def test_the_sharing_sample_reads_live_rows_past_removed_and_zeroed_entries():
     would mark even a column of unique values as shared."""
     columns = [("k", type_from_name("BIGINT")), ("flag", type_from_name("VARCHAR"))]
     store = RowStore(columns)
-    rows = [(i, "ab"[i % 2]) for i in range(4_200)]
+    rows = [(i, "ab"[i % 2]) for i in range(80_000)]  # a sample's stride of 2 and more
     for row in rows:
         store.add(row, 1)
     for row in rows[::2]:
