@@ -25,6 +25,7 @@ cdef class NodeState:
     cdef public bint frontier
     cdef public list other_weights
     cpdef add(self, t, w)
+    cdef _reweighted(self, t, w, old, bint taken_out)
     cpdef process(self, dict deltas)
 
 

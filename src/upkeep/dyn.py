@@ -206,48 +206,43 @@ class NodeState:
 
     def add(self, t: tuple, w: object) -> None:
         rho = self.rho
-        counted = self.other_weights
         if type(w) is int and w < 0:
             # a deleted tuple is hashed and found once: taken out, put back only if some
             # weight stays (setdefault then ``del`` hashed a wide tuple twice and compared
             # it twice with the stored one: 1k instructions of a TPC-H line item's delete)
             old = _pop(rho, t, None)
             if old is not None:
-                new = old + w
-                if counted is not None:
-                    if old != 1:
-                        counted[0] -= 1
-                    if new and new != 1:
-                        counted[0] += 1
-                if new:
-                    rho[t] = new
-                    for idx in self.weighted:
-                        idx.reweight(t, w)
-                else:
-                    for idx in self.indexes.values():
-                        idx.remove(t, w)
+                self._reweighted(t, w, old, True)
                 return
             # absent: a tuple of negative weight, added as any new one
         n = len(rho)
         old = rho.setdefault(t, w)  # a new tuple is hashed once (zset.add_into)
         if len(rho) != n:
+            counted = self.other_weights
             if counted is not None and w != 1:
                 counted[0] += 1
             for idx in self.indexes.values():
                 idx.insert(t, w)
             return
+        self._reweighted(t, w, old, False)
+
+    def _reweighted(self, t: tuple, w: object, old: object, taken_out: bool) -> None:
+        """Tuple t, of weight ``old`` in rho, changed by ``w``: rho and the indexes follow
+        (``taken_out``: t is out of rho already, put back if weight stays)."""
         new = old + w
+        counted = self.other_weights
         if counted is not None:
             if old != 1:
                 counted[0] -= 1
             if new and new != 1:
                 counted[0] += 1
         if new:
-            rho[t] = new
+            self.rho[t] = new
             for idx in self.weighted:
                 idx.reweight(t, w)
         else:
-            del rho[t]
+            if not taken_out:
+                del self.rho[t]
             for idx in self.indexes.values():
                 idx.remove(t, w)
 
