@@ -28,7 +28,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 from .dyn_loops import anchor_key_vars, combiner, contexter, emitter, generate
-from .gc_pause import StateDict
+from .gc_pause import StateDict, state_del, state_get, state_pop
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 from .zset import add_into
@@ -58,12 +58,6 @@ def _identity(t: tuple) -> tuple:
 
 
 _FIRST = itemgetter(0)
-
-# dict's own methods, called on the reducts and indexes (``gc_pause.StateDict``, a dict
-# subclass, whose ``d[k]`` and ``del d[k]`` CPython routes through a method lookup by name)
-_get = dict.get
-_pop = dict.pop
-_del = dict.__delitem__
 
 
 #: tuples a list bucket of an index holds before it becomes a dict (an order's line items
@@ -114,10 +108,10 @@ class Index:
     def remove(self, t: tuple, w: object) -> None:
         k = self.key(t)
         buckets = self.buckets
-        bucket = _get(buckets, k)
+        bucket = state_get(buckets, k)
         kind = type(bucket)
         if kind is tuple:
-            _del(buckets, k)
+            state_del(buckets, k)
         else:
             if kind is list:
                 bucket.remove(t)
@@ -209,8 +203,10 @@ class NodeState:
         if type(w) is int and w < 0:
             # a deleted tuple is hashed and found once: taken out, put back only if some
             # weight stays (setdefault then ``del`` hashed a wide tuple twice and compared
-            # it twice with the stored one: 1k instructions of a TPC-H line item's delete)
-            old = _pop(rho, t, None)
+            # it twice with the stored one: 1k instructions of a TPC-H line item's delete).
+            # Put back, it moves to the end of rho's order, as a tuple deleted and inserted
+            # again always did: nothing reads that order for meaning
+            old = state_pop(rho, t, None)
             if old is not None:
                 self._reweighted(t, w, old, True)
                 return

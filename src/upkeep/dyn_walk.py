@@ -22,6 +22,7 @@ from __future__ import annotations
 from array import array
 from typing import TYPE_CHECKING
 
+from .gc_pause import state_contains, state_get
 from .zset import add_into
 
 if TYPE_CHECKING:
@@ -32,11 +33,6 @@ if TYPE_CHECKING:
 #: what a step does with its key (:class:`upkeep.dyn_loops.Step`)
 LOOP, TEST, BOUND = 0, 1, 2
 
-# dict's own methods, called on the reducts and indexes (``gc_pause.StateDict``, a dict
-# subclass): ``d.get(k)`` would look ``get`` up by name on the subclass every call, and
-# ``k in d`` goes through its ``__contains__`` by name (CPython's slot for a subclass)
-_get = dict.get
-_contains = dict.__contains__
 
 
 class WalkStep:
@@ -116,7 +112,7 @@ class PushWalk:
         env = self.env
         step: WalkStep = self.steps[i]
         if step.kind == LOOP:
-            source = step.rho if step.buckets is None else _get(step.buckets, step.key(env))
+            source = step.rho if step.buckets is None else state_get(step.buckets, step.key(env))
             if source is None:
                 return 0
             reached = 0
@@ -129,7 +125,7 @@ class PushWalk:
                 else:
                     reached += self._from(i + 1, weight)
             return reached
-        if step.kind == TEST and not _contains(step.rho, step.key(env)):
+        if step.kind == TEST and not state_contains(step.rho, step.key(env)):
             return 0
         self.work += 1
         if step.weighted and (step.others is None or step.others[0]):

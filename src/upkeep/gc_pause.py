@@ -46,6 +46,15 @@ class StateDict(dict):
     __slots__ = ()
 
 
+# dict's own methods, for the hot paths that read and change state dicts: on a subclass,
+# ``d.get(k)`` looks ``get`` up by name every call, and ``d[k]``, ``del d[k]`` and
+# ``k in d`` go through CPython's slots for subclasses, which look the dunder up by name
+state_get = dict.get
+state_pop = dict.pop
+state_del = dict.__delitem__
+state_contains = dict.__contains__
+
+
 class gc_paused:  # noqa: N801 - used as a context manager, like contextlib's
     """Collector off while work on ``rows`` rows runs, then back as it was (nesting and a
     caller's own ``gc.disable()`` are respected); after bulk work (``BULK_ROWS``), what is
