@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 
@@ -46,6 +48,10 @@ def main() -> None:
     parser.add_argument("--perf", metavar="FILE", help="perf record to FILE while timing")
     parser.add_argument("--stacks", action="store_true", help="with --perf: call stacks")
     args = parser.parse_args()
+    if args.perf and shutil.which("perf") is None:
+        parser.error("--perf needs Linux perf (Debian: apt-get install linux-perf)")
+    if args.stacks and not args.perf:
+        parser.error("--stacks goes with --perf")
     generate(args.scale)
 
     import upkeep
@@ -69,6 +75,7 @@ def main() -> None:
 
     for _ in range(WARM_ROUNDS):
         round_trip()
+    received[0] = 0  # the rows sent for the timed changes only
     recorder = None
     if args.perf:
         call_graph = ["--call-graph", "dwarf,16384"] if args.stacks else []
@@ -84,7 +91,7 @@ def main() -> None:
         done += 2 * len(forward)
     elapsed = time.perf_counter() - t0
     if recorder is not None:
-        recorder.send_signal(2)  # SIGINT: perf writes its file and stops
+        recorder.send_signal(signal.SIGINT)  # perf writes its file and stops
         recorder.wait()
     print(json.dumps({"scale": args.scale, "query": args.query, "system": args.system,
                       "changes": done, "per_s": round(done / elapsed),
