@@ -225,6 +225,139 @@ class _IndexedState:
                 del buckets[k]
 
 
+    def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
+              combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
+        """Add to ``out`` the join of the other input's ``delta`` (keyed by ``key``) with
+        this index's rows; ``delta_left`` says on which side of ``combine`` they go."""
+        _probe(out, delta, self.buckets, key, combine, delta_left)
+
+
+#: a payload bucket's absence (a bucket may be a NULL payload: ``None``)
+_MISSING = object()
+
+
+class _PayloadState:
+    """A join input's index when its rows hold one column besides the join key, as an
+    aggregate over a join reads them (QH's line items: order key and price): a bucket
+    keeps those payload values instead of the rows, which saves a tuple per row (56
+    bytes for two columns; at TPC-H SF 1, 6 M line items), and a probe rebuilds the rows
+    it joins.  A bucket is the value itself (one row of weight 1), a list of 2 to
+    :data:`LIST_BUCKET_MAX` distinct values of weight 1, or a dict value -> weight, as
+    :class:`_IndexedState`'s are rows: SQL values are never lists or dicts, so the kinds
+    stay apart; a NULL payload is the bucket ``None``, so absence is :data:`_MISSING`.
+    Values compare as the rows did (a tuple compares its items by identity, then ``==``).
+    """
+
+    def __init__(self, key_positions: tuple[int, ...], payload: int):
+        self.key = key_function(key_positions)
+        self.payload = payload
+        self.restore = _restorer(key_positions, payload)
+        self.buckets: dict[tuple, object] = StateDict()
+        self.size = 0
+
+    def apply(self, delta: Delta) -> None:
+        key, p, buckets = self.key, self.payload, self.buckets
+        for t, w in delta.items():
+            if not w:
+                continue
+            k = key(t)
+            v = t[p]
+            bucket = buckets.get(k, _MISSING)
+            if bucket is _MISSING:
+                buckets[k] = v if w == 1 else {v: w}
+                self.size += 1
+                continue
+            kind = type(bucket)
+            if kind is list:
+                if w == 1:
+                    if len(bucket) < LIST_BUCKET_MAX and v not in bucket:
+                        buckets[k] = bucket + [v]  # exact size: append over-allocates
+                        self.size += 1
+                        continue
+                elif w == -1 and v in bucket:
+                    bucket.remove(v)
+                    self.size -= 1
+                    if len(bucket) == 1:
+                        buckets[k] = bucket[0]
+                    continue
+                bucket = buckets[k] = dict.fromkeys(bucket, 1)
+            elif kind is not dict:  # one value of weight 1
+                if bucket is v or bucket == v:
+                    if w == -1:
+                        del buckets[k]
+                        self.size -= 1
+                    else:
+                        buckets[k] = {v: 1 + w}
+                    continue
+                if w == 1:
+                    buckets[k] = [bucket, v]
+                    self.size += 1
+                    continue
+                bucket = buckets[k] = {bucket: 1}
+            before = len(bucket)
+            add_into(bucket, v, w)
+            self.size += len(bucket) - before
+            if len(bucket) == 1:
+                for value, n in bucket.items():
+                    if n == 1:
+                        buckets[k] = value
+            elif not bucket:
+                del buckets[k]
+
+    def rows(self, k: tuple, bucket: object) -> Iterator[tuple[tuple, int]]:
+        """The rows and weights of key ``k``'s ``bucket``."""
+        restore = self.restore
+        kind = type(bucket)
+        if kind is list:
+            return ((restore(k, v), 1) for v in bucket)
+        if kind is dict:
+            return ((restore(k, v), n) for v, n in bucket.items())
+        return iter(((restore(k, bucket), 1),))
+
+    def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
+              combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
+        """:meth:`_IndexedState.probe`, the rows rebuilt from their payloads."""
+        buckets, restore = self.buckets, self.restore
+        for t, w in delta.items():
+            k = key(t)
+            bucket = buckets.get(k, _MISSING)
+            if bucket is _MISSING:
+                continue
+            kind = type(bucket)
+            if kind is list:
+                for v in bucket:
+                    s = restore(k, v)
+                    add_into(out, combine(t, s) if delta_left else combine(s, t), w)
+            elif kind is dict:
+                for v, n in bucket.items():
+                    s = restore(k, v)
+                    add_into(out, combine(t, s) if delta_left else combine(s, t), w * n)
+            else:
+                s = restore(k, bucket)
+                add_into(out, combine(t, s) if delta_left else combine(s, t), w)
+
+
+def _restorer(key_positions: tuple[int, ...], payload: int
+              ) -> Callable[[tuple, object], tuple]:
+    """The row of key ``k`` and payload ``v`` (:class:`_PayloadState`)."""
+    if key_positions == (0,) and payload == 1:
+        return lambda k, v: (k[0], v)
+    if key_positions == (1,) and payload == 0:
+        return lambda k, v: (v, k[0])
+    width = len(key_positions) + 1
+    source = [-1 if i == payload else key_positions.index(i) for i in range(width)]
+    return lambda k, v: tuple(v if i < 0 else k[i] for i in source)
+
+
+def join_state(key_positions: tuple[int, ...], width: int) -> _IndexedState | _PayloadState:
+    """The index of a join input of ``width`` columns on ``key_positions``: of payloads
+    when one column is not in the key, else of rows."""
+    rest = [i for i in range(width) if i not in key_positions]
+    if len(rest) == 1 and len(key_positions) + 1 == width:
+        return _PayloadState(key_positions, rest[0])
+    return _IndexedState(key_positions)
+
+
 def _probe(out: Delta, delta: Delta, buckets: dict, key: Callable[[tuple], tuple],
            combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
     """Add to ``out`` the join of ``delta``'s rows with the other input's index
@@ -250,10 +383,12 @@ class HashJoin(Operator):
 
     def __init__(self, left: Operator, right: Operator, left_key: tuple[int, ...],
                  right_key: tuple[int, ...], combine: Callable[[tuple, tuple], tuple],
-                 label: str):
+                 label: str, widths: tuple[int, int]):
+        """``widths``: the inputs' row widths (an input of the key and one more column
+        is indexed by its payloads: :func:`join_state`)."""
         self.left, self.right = left, right
-        self.lstate = _IndexedState(left_key)
-        self.rstate = _IndexedState(right_key)
+        self.lstate = join_state(left_key, widths[0])
+        self.rstate = join_state(right_key, widths[1])
         self.combine = combine
         self.label = label
 
@@ -263,10 +398,10 @@ class HashJoin(Operator):
         out: Delta = {}
         combine = self.combine
         if dl:
-            _probe(out, dl, self.rstate.buckets, self.lstate.key, combine, True)
+            self.rstate.probe(out, dl, self.lstate.key, combine, True)
             self.lstate.apply(dl)
         if dr:
-            _probe(out, dr, self.lstate.buckets, self.rstate.key, combine, False)
+            self.lstate.probe(out, dr, self.rstate.key, combine, False)
             self.rstate.apply(dr)
         return out
 
