@@ -249,6 +249,9 @@ class _PayloadState:
     """
 
     def __init__(self, key_positions: tuple[int, ...], payload: int):
+        """A rebuilt row carries the probing key's values, equal to the stored key's but
+        perhaps not the same (0.0 and -0.0): only for an input whose key columns the
+        join's output does not take (:class:`HashJoin`'s right input)."""
         self.key = key_function(key_positions)
         self.payload = payload
         self.restore = _restorer(key_positions, payload)
@@ -383,12 +386,16 @@ class HashJoin(Operator):
 
     def __init__(self, left: Operator, right: Operator, left_key: tuple[int, ...],
                  right_key: tuple[int, ...], combine: Callable[[tuple, tuple], tuple],
-                 label: str, widths: tuple[int, int]):
-        """``widths``: the inputs' row widths (an input of the key and one more column
-        is indexed by its payloads: :func:`join_state`)."""
+                 label: str, right_width: int):
+        """``combine`` takes the join columns from the left row.  So the right input, when
+        its rows (``right_width`` columns) are the key and one more column, is indexed by
+        its payloads (:func:`join_state`): the rows a probe rebuilds there carry the
+        probing row's key values, which equal the stored ones but need not be the same
+        value (0.0 joins -0.0), and ``combine`` never reads them.  The left input keeps
+        its rows."""
         self.left, self.right = left, right
-        self.lstate = join_state(left_key, widths[0])
-        self.rstate = join_state(right_key, widths[1])
+        self.lstate = _IndexedState(left_key)
+        self.rstate = join_state(right_key, right_width)
         self.combine = combine
         self.label = label
 

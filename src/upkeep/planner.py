@@ -809,7 +809,7 @@ def _general_join(block: Block, analysis, core: Core, out: tuple[int, ...],
         op = HashJoin(op, sources[i], tuple(layout.index(v) for v in shared),
                       tuple(right.index(v) for v in shared), combine,
                       "on " + ", ".join(core.var_label(v) for v in shared) if shared else "(cross)",
-                      (len(layout), len(right)))
+                      len(right))
         layout = new_layout
         op, pending = _apply_residuals(op, layout, pending, core)
         later = set(out).union(*[set(edges[j]) for j in order[k + 1:]], *[vs for _, vs in pending])
