@@ -169,92 +169,23 @@ class _IndexedState:
     item's order); else a dict row -> weight.  A dict costs 224 bytes (up to five rows)
     or more, a list of n rows 56 + 8 n (docs/design.md, "State layout"); a list is
     searched row by row, so it stays short.  A row that is its own key (an input of the
-    key columns alone) keys its bucket too, so no second tuple."""
+    key columns alone) keys its bucket too, so no second tuple.
 
-    def __init__(self, key_positions: tuple[int, ...]):
-        self.key = key_function(key_positions)
-        self.buckets: dict[tuple, tuple | list[tuple] | dict[tuple, int]] = StateDict()
-        self.size = 0
-
-    def apply(self, delta: Delta) -> None:
-        key, buckets = self.key, self.buckets
-        for t, w in delta.items():
-            if not w:
-                continue
-            k = key(t)
-            bucket = buckets.get(k)
-            if bucket is None:  # keyed by the row itself when it is its own key
-                buckets[t if k == t else k] = t if w == 1 else {t: w}
-                self.size += 1
-                continue
-            kind = type(bucket)
-            if kind is tuple:
-                if bucket == t:
-                    if w == -1:
-                        del buckets[k]
-                        self.size -= 1
-                    else:
-                        buckets[k] = {t: 1 + w}
-                    continue
-                if w == 1:
-                    buckets[k] = [bucket, t]
-                    self.size += 1
-                    continue
-                bucket = buckets[k] = {bucket: 1}
-            elif kind is list:
-                if w == 1:
-                    if len(bucket) < LIST_BUCKET_MAX and t not in bucket:
-                        buckets[k] = bucket + [t]  # exact size: append over-allocates
-                        self.size += 1
-                        continue
-                elif w == -1 and t in bucket:
-                    bucket.remove(t)
-                    self.size -= 1
-                    if len(bucket) == 1:
-                        buckets[k] = bucket[0]
-                    continue
-                bucket = buckets[k] = dict.fromkeys(bucket, 1)
-            before = len(bucket)
-            add_into(bucket, t, w)
-            self.size += len(bucket) - before
-            if len(bucket) == 1:
-                for row, n in bucket.items():
-                    if n == 1:
-                        buckets[k] = row
-            elif not bucket:
-                del buckets[k]
-
-
-    def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
-              combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
-        """Add to ``out`` the join of the other input's ``delta`` (keyed by ``key``) with
-        this index's rows; ``delta_left`` says on which side of ``combine`` they go."""
-        _probe(out, delta, self.buckets, key, combine, delta_left)
-
-
-#: a payload bucket's absence (a bucket may be a NULL payload: ``None``)
-_MISSING = object()
-
-
-class _PayloadState:
-    """A join input's index when its rows hold one column besides the join key, as an
-    aggregate over a join reads them (QH's line items: order key and price): a bucket
-    keeps those payload values instead of the rows, which saves a tuple per row (56
-    bytes for two columns; at TPC-H SF 1, 6 M line items), and a probe rebuilds the rows
-    it joins.  A bucket is the value itself (one row of weight 1), a list of 2 to
-    :data:`LIST_BUCKET_MAX` distinct values of weight 1, or a dict value -> weight, as
-    :class:`_IndexedState`'s are rows: SQL values are never lists or dicts, so the kinds
+    With a ``payload`` position (:func:`join_state`: rows of the key columns and that one
+    more, as an aggregate over a join reads its fact table, QH's line items: order key and
+    price), the buckets hold that column's values instead of the rows, which saves a tuple
+    per row (56 bytes for two columns; at TPC-H SF 1, 6 M line items), and a probe
+    rebuilds the rows it joins.  SQL values are never lists or dicts, so the bucket kinds
     stay apart; a NULL payload is the bucket ``None``, so absence is :data:`_MISSING`.
     Values compare as the rows did (a tuple compares its items by identity, then ``==``).
-    """
+    A rebuilt row carries the probing key's values, equal to the stored key's but perhaps
+    not the same (0.0 and -0.0): payloads only for an input whose key columns the join's
+    output does not take (:class:`HashJoin`'s right input)."""
 
-    def __init__(self, key_positions: tuple[int, ...], payload: int):
-        """A rebuilt row carries the probing key's values, equal to the stored key's but
-        perhaps not the same (0.0 and -0.0): only for an input whose key columns the
-        join's output does not take (:class:`HashJoin`'s right input)."""
+    def __init__(self, key_positions: tuple[int, ...], payload: int | None = None):
         self.key = key_function(key_positions)
         self.payload = payload
-        self.restore = _restorer(key_positions, payload)
+        self.restore = None if payload is None else _restorer(key_positions, payload)
         self.buckets: dict[tuple, object] = StateDict()
         self.size = 0
 
@@ -264,10 +195,10 @@ class _PayloadState:
             if not w:
                 continue
             k = key(t)
-            v = t[p]
+            v = t if p is None else t[p]  # what the bucket holds: the row or its payload
             bucket = buckets.get(k, _MISSING)
-            if bucket is _MISSING:
-                buckets[k] = v if w == 1 else {v: w}
+            if bucket is _MISSING:  # keyed by the row itself when it is its own key
+                buckets[t if p is None and k == t else k] = v if w == 1 else {v: w}
                 self.size += 1
                 continue
             kind = type(bucket)
@@ -284,7 +215,7 @@ class _PayloadState:
                         buckets[k] = bucket[0]
                     continue
                 bucket = buckets[k] = dict.fromkeys(bucket, 1)
-            elif kind is not dict:  # one value of weight 1
+            elif kind is not dict:  # one row (payload) of weight 1
                 if bucket is v or bucket == v:
                     if w == -1:
                         del buckets[k]
@@ -310,6 +241,8 @@ class _PayloadState:
     def rows(self, k: tuple, bucket: object) -> Iterator[tuple[tuple, int]]:
         """The rows and weights of key ``k``'s ``bucket``."""
         restore = self.restore
+        if restore is None:
+            return bucket_items(bucket)
         kind = type(bucket)
         if kind is list:
             return ((restore(k, v), 1) for v in bucket)
@@ -319,7 +252,8 @@ class _PayloadState:
 
     def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
               combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
-        """:meth:`_IndexedState.probe`, the rows rebuilt from their payloads."""
+        """Add to ``out`` the join of the other input's ``delta`` (keyed by ``key``) with
+        this index's rows; ``delta_left`` says on which side of ``combine`` they go."""
         buckets, restore = self.buckets, self.restore
         for t, w in delta.items():
             k = key(t)
@@ -328,21 +262,27 @@ class _PayloadState:
                 continue
             kind = type(bucket)
             if kind is list:
-                for v in bucket:
-                    s = restore(k, v)
+                for s in bucket:
+                    if restore is not None:
+                        s = restore(k, s)
                     add_into(out, combine(t, s) if delta_left else combine(s, t), w)
             elif kind is dict:
-                for v, n in bucket.items():
-                    s = restore(k, v)
+                for s, n in bucket.items():
+                    if restore is not None:
+                        s = restore(k, s)
                     add_into(out, combine(t, s) if delta_left else combine(s, t), w * n)
             else:
-                s = restore(k, bucket)
+                s = bucket if restore is None else restore(k, bucket)
                 add_into(out, combine(t, s) if delta_left else combine(s, t), w)
+
+
+#: a bucket's absence (a payload bucket may be a NULL: ``None``)
+_MISSING = object()
 
 
 def _restorer(key_positions: tuple[int, ...], payload: int
               ) -> Callable[[tuple, object], tuple]:
-    """The row of key ``k`` and payload ``v`` (:class:`_PayloadState`)."""
+    """The row of key ``k`` and payload ``v`` (:class:`_IndexedState`)."""
     if key_positions == (0,) and payload == 1:
         return lambda k, v: (k[0], v)
     if key_positions == (1,) and payload == 0:
@@ -352,33 +292,13 @@ def _restorer(key_positions: tuple[int, ...], payload: int
     return lambda k, v: tuple(v if i < 0 else k[i] for i in source)
 
 
-def join_state(key_positions: tuple[int, ...], width: int) -> _IndexedState | _PayloadState:
+def join_state(key_positions: tuple[int, ...], width: int) -> _IndexedState:
     """The index of a join input of ``width`` columns on ``key_positions``: of payloads
     when one column is not in the key, else of rows."""
     rest = [i for i in range(width) if i not in key_positions]
     if len(rest) == 1 and len(key_positions) + 1 == width:
-        return _PayloadState(key_positions, rest[0])
+        return _IndexedState(key_positions, rest[0])
     return _IndexedState(key_positions)
-
-
-def _probe(out: Delta, delta: Delta, buckets: dict, key: Callable[[tuple], tuple],
-           combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
-    """Add to ``out`` the join of ``delta``'s rows with the other input's index
-    ``buckets`` (any bucket kind of :class:`_IndexedState`); ``delta_left`` says on which
-    side of ``combine`` the delta's rows go."""
-    for t, w in delta.items():
-        bucket = buckets.get(key(t))
-        if bucket is None:
-            continue
-        kind = type(bucket)
-        if kind is tuple:
-            add_into(out, combine(t, bucket) if delta_left else combine(bucket, t), w)
-        elif kind is list:
-            for s in bucket:
-                add_into(out, combine(t, s) if delta_left else combine(s, t), w)
-        else:
-            for s, ws in bucket.items():
-                add_into(out, combine(t, s) if delta_left else combine(s, t), w * ws)
 
 
 class HashJoin(Operator):
