@@ -18,7 +18,7 @@ from operator import itemgetter
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
 from .dyn import LIST_BUCKET_MAX, Representation, key_function
-from .gc_pause import StateDict
+from .gc_pause import StateDict, state_del, state_get
 from .zset import Delta, add_into, clamp, replace_row
 
 Batch = dict[str, Delta]
@@ -196,7 +196,7 @@ class _IndexedState:
                 continue
             k = key(t)
             v = t if p is None else t[p]  # what the bucket holds: the row or its payload
-            bucket = buckets.get(k, _MISSING)
+            bucket = state_get(buckets, k, _MISSING)
             if bucket is _MISSING:  # keyed by the row itself when it is its own key
                 buckets[t if p is None and k == t else k] = v if w == 1 else {v: w}
                 self.size += 1
@@ -218,7 +218,7 @@ class _IndexedState:
             elif kind is not dict:  # one row (payload) of weight 1
                 if bucket is v or bucket == v:
                     if w == -1:
-                        del buckets[k]
+                        state_del(buckets, k)
                         self.size -= 1
                     else:
                         buckets[k] = {v: 1 + w}
@@ -236,19 +236,7 @@ class _IndexedState:
                     if n == 1:
                         buckets[k] = value
             elif not bucket:
-                del buckets[k]
-
-    def rows(self, k: tuple, bucket: object) -> Iterator[tuple[tuple, int]]:
-        """The rows and weights of key ``k``'s ``bucket``."""
-        restore = self.restore
-        if restore is None:
-            return bucket_items(bucket)
-        kind = type(bucket)
-        if kind is list:
-            return ((restore(k, v), 1) for v in bucket)
-        if kind is dict:
-            return ((restore(k, v), n) for v, n in bucket.items())
-        return iter(((restore(k, bucket), 1),))
+                state_del(buckets, k)
 
     def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
               combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
@@ -257,7 +245,7 @@ class _IndexedState:
         buckets, restore = self.buckets, self.restore
         for t, w in delta.items():
             k = key(t)
-            bucket = buckets.get(k, _MISSING)
+            bucket = state_get(buckets, k, _MISSING)
             if bucket is _MISSING:
                 continue
             kind = type(bucket)
