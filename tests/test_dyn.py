@@ -110,13 +110,15 @@ def brute_force(edges, out, db):
     return zset.project(result, cols, [NAMES[v] for v in out])
 
 
+@pytest.mark.parametrize("int_weights", [False, True])
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_representation_matches_brute_force_under_random_updates(name):
+def test_representation_matches_brute_force_under_random_updates(name, int_weights):
+    """``int_weights``: the indexes keep counted totals (``Index``), else summed ones."""
     edges, out = QUERIES[name]
     pair = build_gjt_pair(edges, out)
     assert pair is not None
-    rep = Representation(pair)
-    twin = Representation(pair)  # the same changes through ``difference``
+    rep = Representation(pair, int_weights=int_weights)
+    twin = Representation(pair, int_weights=int_weights)  # the same changes, ``difference``
     rng = random.Random(name)
     db = [{} for _ in edges]
     for _ in range(60):
@@ -361,16 +363,22 @@ class _Leaf:
     id, parent, vars = 0, None, (X, Y)
 
 
+@pytest.mark.parametrize("counted", [False, True])
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 11)),
-                                st.sampled_from([-2, -1, 1, 1, 2]), max_size=8), max_size=14))
-def test_index_buckets_hold_rhos_tuples_under_each_key(deltas):
+                                st.sampled_from([-2, -1, 1, 1, 2, 3]), max_size=8),
+                max_size=14))
+def test_index_buckets_hold_rhos_tuples_under_each_key(counted, deltas):
     """A node's index on its first variable, through random weight changes (up to 12 tuples
     a key): each bucket holds exactly the key's tuples of rho, one as a 1-tuple, 2 to
     LIST_BUCKET_MAX as a list, more as a dict (a dict stays one until one tuple is left),
-    and the totals are the sums of their weights."""
+    and each key's total is the sum of its tuples' weights: kept as that sum, or
+    (``counted``, integer weights) as the bucket's length plus an excess kept only where
+    it is not 0."""
     state = NodeState(_Leaf())
+    state.counted = counted
     index = state.index((X,), with_totals=True)
+    assert index.counted is counted
     grown: set[tuple] = set()  # keys whose bucket became a dict and has not shrunk to one
     for delta in deltas:
         for t, w in delta.items():
@@ -390,8 +398,14 @@ def test_index_buckets_hold_rhos_tuples_under_each_key(deltas):
             assert len(bucket) == len(set(bucket)), bucket  # no tuple twice
             kind = tuple if len(bucket) == 1 else dict if k in grown else list
             assert type(bucket) is kind, (k, bucket)
-        assert dict(index.totals) == {k: sum(b.values()) for k, b in model.items()
-                                      if sum(b.values())}
+        sums = {k: sum(b.values()) for k, b in model.items()}
+        for k in [(x,) for x in range(4)]:
+            assert index.total(k) == (sums.get(k) or None), k
+        if counted:
+            assert dict(index.totals) == {k: sums[k] - len(b) for k, b in model.items()
+                                          if sums[k] != len(b)}
+        else:
+            assert dict(index.totals) == {k: v for k, v in sums.items() if v}
 
 
 _ROW_QUERIES = {  # plain join views: full joins, rows made from select-list positions
@@ -401,20 +415,22 @@ _ROW_QUERIES = {  # plain join views: full joins, rows made from select-list pos
 }
 
 
+@pytest.mark.parametrize("int_weights", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(sorted(_ROW_QUERIES)),
        st.lists(st.tuples(st.integers(0, 2), st.tuples(*[st.integers(0, 2)] * 2),
                           st.sampled_from([-1, 1, 1, 2])), min_size=1, max_size=40))
-def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(name, changes):
+def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(
+        int_weights, name, changes):
     """Single-row changes of a plain join view, rows made at the select list's positions
     (``difference``'s ``emit``: the compiled rows walk), with tuples inserted more than
     once (weight 2 and more): each change's rows equal brute force's difference, and every
     node whose weights the rows walk reads only while some differ from 1 counts those
-    exactly."""
+    exactly; under both kinds of totals (``int_weights``: counted, else summed)."""
     edges = _ROW_QUERIES[name]
     out = tuple(sorted({v for e in edges for v in e}))
     positions = (len(out) - 1, 0, 1, 0)
-    rep = Representation(build_gjt_pair(edges, out))
+    rep = Representation(build_gjt_pair(edges, out), int_weights=int_weights)
     rep.update({i: {} for i in range(len(edges))}, want_delta=False)
     db = [{} for _ in edges]
     for atom, t, w in changes:
@@ -435,6 +451,63 @@ def test_single_row_changes_with_repeated_tuples_make_the_rows_of_brute_force(na
 
 
 _ROWS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), max_size=10)
+
+
+def _totals_of(rep: Representation) -> list:
+    """The indexes of a representation that keep totals."""
+    return [idx for state in rep.states.values() for idx in state.indexes.values()
+            if getattr(idx, "totals", None) is not None]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("rst"), st.booleans(), st.integers(0, 2),
+                          st.integers(0, 2)), min_size=1, max_size=16))
+def test_join_views_keep_counted_totals_and_aggregate_views_summed_ones(changes):
+    """The planner gives a dyn join view and a ``COUNT(*)`` view (integer weights)
+    counted totals and a dyn aggregate view with a sum (ring weights) summed ones
+    (``Index``); through repeated rows (weight 2
+    and more) and deletes, each counted total is its key's summed weight and both views
+    hold DuckDB's rows.  (Summed totals are checked against brute force by
+    ``test_representation_matches_brute_force_under_random_updates``.)"""
+    join = "SELECT r.a, s.b, t.c, t.d FROM r, s, t WHERE r.b = s.b AND s.c = t.c"
+    grouped = "SELECT t.c, COUNT(*) AS n, SUM(t.d) AS d FROM s, t WHERE s.c = t.c GROUP BY t.c"
+    db, con = upkeep.connect(), duckdb.connect()
+    columns = {"r": ("a", "b"), "s": ("b", "c"), "t": ("c", "d")}
+    for name, (first, second) in columns.items():
+        for target in (db, con):
+            target.execute(f"CREATE TABLE {name} ({first} INTEGER, {second} INTEGER)")
+        rows = [(0, 0), (0, 0), (1, 1)]  # a row twice: weight 2
+        db.insert(name, rows)
+        con.executemany(f"INSERT INTO {name} VALUES (?, ?)", rows)
+    counts = ("SELECT s.b, COUNT(*) AS n FROM r, s, t WHERE r.b = s.b AND s.c = t.c "
+              "GROUP BY s.b")
+    db.create_view("j", join, strategy="dyn")
+    db.create_view("g", grouped, strategy="dyn")
+    db.create_view("c", counts, strategy="dyn")  # COUNT(*) alone: integer weights
+    views = db._catalog.views
+    assert all(state.counted for state in views["j"].rep.states.values())
+    assert not any(state.counted for state in views["g"].rep.states.values())
+    assert all(state.counted for state in views["c"].rep.states.values())
+    counted = _totals_of(views["j"].rep)
+    assert counted and all(idx.counted for idx in counted)
+    weights = {id(idx): state.rho for state in views["j"].rep.states.values()
+               for idx in state.indexes.values()}
+    for name, insert, x, y in [("", True, 0, 0), *changes]:
+        if name and insert:
+            db.insert(name, [(x, y)])
+            con.execute(f"INSERT INTO {name} VALUES (?, ?)", [x, y])
+        elif name and (x, y) in con.execute(f"SELECT * FROM {name}").fetchall():
+            db.delete(name, [(x, y)])
+            first, second = columns[name]
+            con.execute(f"DELETE FROM {name} WHERE rowid = (SELECT min(rowid) FROM {name} "
+                        f"WHERE {first} = ? AND {second} = ?)", [x, y])
+        for idx in counted:
+            sums: dict = {}
+            for t, w in weights[id(idx)].items():
+                sums[idx.key(t)] = sums.get(idx.key(t), 0) + w
+            assert {k: idx.total(k) for k in idx.buckets} == sums
+        for view, sql in (("j", join), ("g", grouped), ("c", counts)):
+            assert sorted(db.view(view).rows()) == sorted(con.execute(sql).fetchall()), view
 
 
 @settings(max_examples=60, deadline=None)

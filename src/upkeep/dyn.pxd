@@ -7,9 +7,11 @@ cdef class Index:
     cdef public object key
     cdef public object buckets
     cdef public object totals
+    cdef public bint counted
     cpdef insert(self, t, w)
     cpdef remove(self, t, w)
     cpdef reweight(self, t, w)
+    cpdef total(self, k)
     cpdef adjust(self, k, w)
 
 
@@ -24,6 +26,7 @@ cdef class NodeState:
     cdef public bint in_n
     cdef public bint frontier
     cdef public list other_weights
+    cdef public bint counted
     cpdef add(self, t, w)
     cdef _reweighted(self, t, w, old, bint taken_out)
     cpdef process(self, dict deltas)

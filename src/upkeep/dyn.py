@@ -74,14 +74,25 @@ class Index:
     dominate the representation's memory and hash each wide tuple once more.  A tuple is
     inserted only when new to rho and removed only when it leaves it, so a list holds no
     tuple twice and its ``remove`` finds the one there.
+
+    With totals, :meth:`total` gives the summed weight of a key's tuples, what a sibling's
+    delta is multiplied by (``_make_push``).  Weights of any ring keep the totals
+    themselves in ``totals``.  Integer weights (``counted``: a join view's, a ``COUNT(*)``
+    view's) keep only each key's *excess*, its total less its number of tuples, and only
+    where it is not 0: a base table's tuples nearly all weigh 1, so a bucket's length is
+    its total and ``totals`` stays empty, where a dict of totals costs a large dict's
+    probe per change and about 56 bytes per key (TPC-H FQ1 under dyn: two such dicts of
+    1.5 M keys at SF 1).
     """
 
-    __slots__ = ("key", "buckets", "totals")
+    __slots__ = ("key", "buckets", "totals", "counted")
 
-    def __init__(self, positions: tuple[int, ...], with_totals: bool, width: int | None = None):
+    def __init__(self, positions: tuple[int, ...], with_totals: bool, width: int | None = None,
+                 counted: bool = False):
         self.key = key_function(positions, width)
         self.buckets: dict[tuple, tuple | list[tuple] | dict[tuple, None]] = StateDict()
         self.totals: dict[tuple, object] | None = StateDict() if with_totals else None
+        self.counted = counted and with_totals
 
     def insert(self, t: tuple, w: object) -> None:
         k = self.key(t)
@@ -103,7 +114,10 @@ class Index:
             else:
                 bucket[t] = None
         if self.totals is not None:
-            self.adjust(k, w)
+            if not self.counted:
+                self.adjust(k, w)
+            elif w != 1:  # counted: the key has one more tuple, of weight w
+                self.adjust(k, w - 1)
 
     def remove(self, t: tuple, w: object) -> None:
         k = self.key(t)
@@ -120,7 +134,10 @@ class Index:
             if len(bucket) == 1:
                 buckets[k] = (next(iter(bucket)),)
         if self.totals is not None:
-            self.adjust(k, w)
+            if not self.counted:
+                self.adjust(k, w)
+            elif w != -1:  # counted: the key has one tuple fewer, which weighed -w
+                self.adjust(k, w + 1)
 
     @property
     def weighted(self) -> bool:
@@ -130,7 +147,21 @@ class Index:
     def reweight(self, t: tuple, w: object) -> None:
         self.adjust(self.key(t), w)
 
+    def total(self, k: tuple) -> object | None:
+        """The summed weight of key k's tuples; None when it has none, or they sum to 0."""
+        if not self.counted:
+            return self.totals.get(k)
+        bucket = state_get(self.buckets, k)
+        if bucket is None:
+            return None
+        total = len(bucket)  # (a 1-tuple bucket holds one tuple)
+        excess = self.totals
+        if excess:
+            total += excess.get(k, 0)
+        return total if total else None
+
     def adjust(self, k: tuple, w: object) -> None:
+        """Add w to key k's entry of ``totals``, dropping the entry when it becomes 0."""
         totals = self.totals
         old = totals.get(k)
         new = w if old is None else old + w
@@ -144,7 +175,7 @@ class NodeState:
     """Runtime state of one GJT node."""
 
     __slots__ = ("node", "node_id", "parent_id", "rho", "indexes", "weighted", "push", "in_n",
-                 "frontier", "other_weights")
+                 "frontier", "other_weights", "counted")
 
     def __init__(self, node: Node):
         self.node = node
@@ -157,12 +188,14 @@ class NodeState:
         self.in_n = False
         self.frontier = False
         self.other_weights: list[int] | None = None  # see count_other_weights
+        self.counted = False  # integer weights: indexes keep counted totals (Index)
 
     def index(self, key_vars: tuple[int, ...], with_totals: bool = False) -> Index:
         idx = self.indexes.get(key_vars)
         if idx is None or (with_totals and idx.totals is None):
             positions = tuple(self.node.vars.index(v) for v in key_vars)
-            idx = self._register(key_vars, Index(positions, with_totals, len(self.node.vars)))
+            idx = self._register(key_vars, Index(positions, with_totals, len(self.node.vars),
+                                                 self.counted))
         return idx
 
     def range_index(self, key_vars: tuple[int, ...], access: RangeAccess,
@@ -295,7 +328,11 @@ class Representation:
     """A maintained (T, N)-rep: ``update`` (push or pull mode), ``enumerate``, ``weight``."""
 
     def __init__(self, pair: GJTPair, thetas: list[ThetaPredicate] = (),
-                 compile_: Compile | None = None):
+                 compile_: Compile | None = None, int_weights: bool = False):
+        """``int_weights``: every weight is an integer (a join view's, a dataflow's, a
+        ``COUNT(*)`` view's), so
+        the indexes keep counted totals (:class:`Index`); other rings (an aggregate
+        view's :class:`~upkeep.aggregates.DualWeight`) keep them as sums."""
         self.pair = pair
         self.thetas = list(thetas)
         self.compile = compile_
@@ -308,6 +345,7 @@ class Representation:
         for n in pair.nodes:
             st = self.states[n.id]
             st.in_n = n.id in pair.n_set
+            st.counted = int_weights
         for f in pair.frontier():
             self.states[f.id].frontier = True
         post = list(reversed(pair.nodes))  # pre-order reversed: children before parents
@@ -438,11 +476,11 @@ class Representation:
         if proj is not None:
             idx = m_state.index(shared, with_totals=True)
             key = key_function(tuple(n.vars.index(v) for v in shared))
-            totals = idx.totals
+            total = idx.total
 
             def push_totals(delta: dict, pd: dict) -> None:
                 for t, w in delta.items():
-                    tot = totals.get(key(t))
+                    tot = total(key(t))
                     if tot is not None:
                         _accumulate(pd, proj(t), w * tot)
             return push_totals

@@ -392,7 +392,8 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
     types = [compiler.type_of(e) for _, e in block.select]
     view = DynView(name, _block_columns(block, types), inputs, sql,
-                   Representation(pair, thetas, compiler_over(core)), sources, select)
+                   Representation(pair, thetas, compiler_over(core), int_weights=True),
+                   sources, select)
     view.positions = _select_positions(block, core, out)
     view.invert = _inverse_of_select(view.positions, len(out))
     view.eager = view.positions is None  # some select item computes a value
@@ -467,9 +468,10 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)
-    view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql,
-                            Representation(pair, thetas, compiler_over(core)), sources, specs,
-                            finalizer, global_group=not block.group_by)
+    # COUNT(*) alone keeps integer weights: its indexes count their totals (dyn.Index)
+    rep = Representation(pair, thetas, compiler_over(core), int_weights=not channel_atoms)
+    view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql, rep,
+                            sources, specs, finalizer, global_group=not block.group_by)
     # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail,
     # and so can a SUM or AVG whose sum may not fit (its result type, DuckDB's HUGEINT)
     view.eager = block.having is not None or any(
@@ -738,7 +740,8 @@ def _dyn_core(core: Core, out: tuple[int, ...], thetas: list[ThetaPredicate],
         if approx != out:
             notes.append("free-connex approximation: output extended with "
                          + ", ".join(core.var_label(v) for v in approx if v not in out))
-        op: Operator = DynCore(Representation(pair, kept, compiler_over(core)), sources)
+        op: Operator = DynCore(Representation(pair, kept, compiler_over(core), int_weights=True),
+                               sources)
         for k in dropped:
             notes.append(f"theta predicate {thetas[k].sql} checked on the join's output "
                          "(in the join tree it would close a cycle)")
