@@ -71,13 +71,6 @@ def test_a_row_that_is_its_own_key_keys_its_bucket():
     assert not state.buckets and state.size == 0
 
 
-def _payload_items(bucket) -> list:
-    """A payload bucket's values and weights: a lone value, a list or a dict."""
-    if type(bucket) is dict:
-        return list(bucket.items())
-    return [(v, 1) for v in bucket] if type(bucket) is list else [(bucket, 1)]
-
-
 PAYLOAD_ROWS = st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 11)))
 PAYLOAD_DELTAS = st.lists(
     st.dictionaries(PAYLOAD_ROWS, st.sampled_from([-2, -1, 0, 1, 1, 1, 2]), max_size=6),
@@ -106,7 +99,7 @@ def test_payload_state_equals_a_dict_of_dicts(deltas, key_first):
         delta = {row(t): w for t, w in delta.items()}
         state.apply(delta)
         _model_apply(model, delta, key_of)
-        got = {k: {state.restore(k, v): n for v, n in _payload_items(b)}
+        got = {k: {state.restore(k, v): n for v, n in bucket_items(b)}
                for k, b in state.buckets.items()}
         assert got == model
         for k, b in state.buckets.items():

@@ -151,15 +151,15 @@ class Filter(Operator):
         return [f"filter {self.label}"] + ["  " + x for x in self.child.describe()]
 
 
-def bucket_items(bucket: tuple | list[tuple] | dict[tuple, int]
-                 ) -> Iterator[tuple[tuple, int]]:
-    """The rows and weights of one :class:`_IndexedState` bucket."""
+def bucket_items(bucket: object) -> Iterator[tuple[object, int]]:
+    """The rows (with a payload position, the payloads) and weights of one
+    :class:`_IndexedState` bucket: a list, a dict, or one row (payload) alone."""
     kind = type(bucket)
-    if kind is tuple:
-        return iter(((bucket, 1),))
     if kind is list:
         return ((row, 1) for row in bucket)
-    return iter(bucket.items())
+    if kind is dict:
+        return iter(bucket.items())
+    return iter(((bucket, 1),))
 
 
 class _IndexedState:
