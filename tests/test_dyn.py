@@ -465,9 +465,9 @@ def _totals_of(rep: Representation) -> list:
 def test_join_views_keep_counted_totals_and_aggregate_views_summed_ones(changes):
     """The planner gives a dyn join view and a ``COUNT(*)`` view (integer weights)
     counted totals and a dyn aggregate view with a sum (ring weights) summed ones
-    (``Index``); through repeated rows (weight 2
-    and more) and deletes, each counted total is its key's summed weight and both views
-    hold DuckDB's rows.  (Summed totals are checked against brute force by
+    (``Index``); through repeated rows (weight 2 and more) and deletes, each counted total
+    is its key's summed weight and every view holds DuckDB's rows.  (Summed totals are
+    checked against brute force by
     ``test_representation_matches_brute_force_under_random_updates``.)"""
     join = "SELECT r.a, s.b, t.c, t.d FROM r, s, t WHERE r.b = s.b AND s.c = t.c"
     grouped = "SELECT t.c, COUNT(*) AS n, SUM(t.d) AS d FROM s, t WHERE s.c = t.c GROUP BY t.c"

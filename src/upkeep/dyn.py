@@ -150,14 +150,14 @@ class Index:
     def total(self, k: tuple) -> object | None:
         """The summed weight of key k's tuples; None when it has none, or they sum to 0."""
         if not self.counted:
-            return self.totals.get(k)
+            return state_get(self.totals, k)
         bucket = state_get(self.buckets, k)
         if bucket is None:
             return None
         total = len(bucket)  # (a 1-tuple bucket holds one tuple)
         excess = self.totals
         if excess:
-            total += excess.get(k, 0)
+            total += state_get(excess, k, 0)
         return total if total else None
 
     def adjust(self, k: tuple, w: object) -> None:
@@ -330,9 +330,8 @@ class Representation:
     def __init__(self, pair: GJTPair, thetas: list[ThetaPredicate] = (),
                  compile_: Compile | None = None, int_weights: bool = False):
         """``int_weights``: every weight is an integer (a join view's, a dataflow's, a
-        ``COUNT(*)`` view's), so
-        the indexes keep counted totals (:class:`Index`); other rings (an aggregate
-        view's :class:`~upkeep.aggregates.DualWeight`) keep them as sums."""
+        ``COUNT(*)`` view's), so the indexes keep counted totals (:class:`Index`); other
+        rings (an aggregate view's :class:`~upkeep.aggregates.DualWeight`) keep sums."""
         self.pair = pair
         self.thetas = list(thetas)
         self.compile = compile_
