@@ -4,7 +4,8 @@ Reading a database directory must not run code (issue 18: pickle would run whate
 changed file asks for), so records are msgpack (a well-kept C codec) with extension types
 for what it lacks: tuples (rows, table keys), sets and frozensets, big integers (HUGEINT),
 decimals, dates, times, timestamps (with their fold and their zone: a fixed offset, or an
-IANA zone by its name) and column types.  Lists stay lists, so a record reads back as the
+IANA zone by its name), column types, and Arrow tables (a bulk insert's rows, as an Arrow
+IPC stream, which reading does not run either).  Lists stay lists, so a record reads back as the
 same Python value.  A value of any other type cannot be written: :func:`encode` raises
 :class:`EncodingError` before anything reaches the disk.
 """
@@ -16,12 +17,14 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import msgpack
+import pyarrow as pa
 
 from .errors import Error
 from .types import SqlType
 
 _TUPLE, _SET, _BIGINT, _DECIMAL, _DATE, _DATETIME, _TIME, _SQLTYPE, _FROZENSET = range(1, 10)
 _ZONED = 10  # a datetime with a fold or an IANA zone: [iso text, fold, zone name or None]
+_ARROW = 11  # an Arrow table (a bulk insert's rows, local/bulk_insert.py): an IPC stream
 
 
 class EncodingError(Error):
@@ -47,6 +50,11 @@ def _default(value: object) -> msgpack.ExtType:
         return msgpack.ExtType(_TIME, value.isoformat().encode())
     if isinstance(value, SqlType):
         return msgpack.ExtType(_SQLTYPE, _pack([value.kind, value.precision, value.scale]))
+    if isinstance(value, pa.Table):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, value.schema) as writer:
+            writer.write_table(value)
+        return msgpack.ExtType(_ARROW, sink.getvalue().to_pybytes())
     raise EncodingError(f"a value of type {type(value).__name__} cannot be stored "
                         f"durably: {value!r:.80}")
 
@@ -94,6 +102,11 @@ def _ext(code: int, data: bytes) -> object:
         return dt.time.fromisoformat(data.decode())
     if code == _SQLTYPE:
         return SqlType(*_unpack(data))
+    if code == _ARROW:
+        try:
+            return pa.ipc.open_stream(data).read_all()
+        except pa.ArrowException as exc:
+            raise ValueError(f"not an Arrow stream: {exc}") from None
     raise ValueError(f"unknown extension type {code}")
 
 

@@ -82,6 +82,9 @@ cdef class RowStore:
     cpdef forget(self)
     @cython.locals(table=KeyTable, e=Py_ssize_t, encoder=RowEncoder, n=Py_ssize_t)
     cpdef add(self, row, weight, keep_place=*)
+    @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
+                   ends="const long long[:]", i=Py_ssize_t)
+    cpdef add_keys(self, keys, long long weight)
     @cython.locals(table=KeyTable, weights="long long[:]", e=Py_ssize_t, n="long long",
                    out=list)
     cpdef list _decoded(self, RowDecoder decoder, Py_ssize_t start, Py_ssize_t stop,

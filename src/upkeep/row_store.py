@@ -31,6 +31,7 @@ from array import array
 from collections.abc import Iterator
 from decimal import Decimal
 
+from .arrow_keys import encode_part
 from .key_table import KeyTable
 from .types import INTEGER_KINDS, WIDE_CONTEXT, SqlType
 
@@ -67,6 +68,10 @@ _STORE_BOOLEAN = 5  # one byte
 _STORE_WIDE = 6  # an integer beyond 64 bits: its decimal text (always, for the column)
 
 _fromordinal = dt.date.fromordinal
+
+#: the kinds :mod:`upkeep.arrow_keys` writes from Arrow columns, by their names there
+_ARROW_KINDS = {_STORE_INTEGER: "integer", _STORE_DOUBLE: "double", _STORE_DATE: "date",
+                _STORE_DECIMAL: "decimal", _STORE_STRING: "string", _STORE_BOOLEAN: "boolean"}
 
 
 def _store_kind(t: SqlType) -> int:
@@ -492,6 +497,38 @@ class RowStore:
         finally:
             encoder.busy = False
 
+    def takes_arrow(self) -> bool:
+        """Whether :meth:`keys_of` writes this store's rows: every column of a kind
+        :mod:`upkeep.arrow_keys` writes."""
+        encoder = self._encoder
+        return all(encoder.kinds[k] in _ARROW_KINDS for k in range(encoder.width))
+
+    def keys_of(self, part):
+        """The keys of ``part``'s rows (Arrow data of this table's columns, in order, of
+        their own types), written straight from its columns with this store's encoder's
+        dictionaries (:func:`upkeep.arrow_keys.encode_part`); None when a value has no
+        Python form."""
+        encoder = self._encoder
+        kinds = [_ARROW_KINDS[encoder.kinds[k]] for k in range(encoder.width)]
+        codes, strings = encoder.codes, encoder.strings
+
+        def new_code(k: int, value: str) -> bool:
+            if len(codes[k]) >= _DICTIONARY_MAX:
+                return False
+            _new_code(codes[k], strings[k], value)
+            return True
+
+        return encode_part(part, kinds, strings, new_code)
+
+    def add_keys(self, keys, weight: int) -> None:
+        """Add ``weight`` to the multiplicity of each key of ``keys`` (an
+        :class:`upkeep.arrow_keys.EncodedKeys` this store's encoder's dictionaries wrote),
+        in order: a bulk insert's rows, written straight from Arrow columns."""
+        table = self._table
+        data, starts, ends = keys.data, keys.starts, keys.ends
+        for i in range(len(starts)):
+            table.add(data[starts[i]:ends[i]], weight)
+
     def copy(self) -> RowStore:
         """Another store holding the same rows (their keys copied, not encoded again): a
         scratch table as it is now (what-if, ``Connection._hypothetical``)."""
@@ -594,6 +631,9 @@ class TupleStore(RowStore):
                 self._zeros += 1
         elif counts.pop(row, None) == 0:
             self._zeros -= 1
+
+    def takes_arrow(self) -> bool:
+        return False
 
     def copy(self) -> RowStore:
         return TupleStore(self._columns, {k: n for k, n in self._counts.items() if n})

@@ -32,7 +32,7 @@ def iter_rows(rows, table: str, columns: list[tuple[str, SqlType]]) -> Iterator:
             yield tuple(_pandas_value(v, i, j, table, columns) for j, v in enumerate(r))
         return
     if module.startswith("pyarrow"):
-        picked = _arrow_columns(rows, table, [n for n, _ in columns])
+        picked = arrow_columns(rows, table, [n for n, _ in columns])
         # a slice at a time: Python objects for a few thousand rows, never a whole table's
         for start in range(0, picked.num_rows, ARROW_SLICE):
             part = picked.slice(start, ARROW_SLICE)
@@ -54,7 +54,7 @@ def row_parts(rows, table: str, columns: list[tuple[str, SqlType]], size: int
         return
     rows = as_arrow(rows, columns, table)
     if type(rows).__module__.startswith("pyarrow"):
-        picked = _arrow_columns(rows, table, [n for n, _ in columns])
+        picked = arrow_columns(rows, table, [n for n, _ in columns])
         for start in range(0, picked.num_rows, size):
             part = picked.slice(start, size)
             yield list(zip(*map(_python_values, part.columns, columns), strict=True))
@@ -183,7 +183,7 @@ def _plain_dtype(dtype) -> bool:
     return type(dtype).__module__.startswith("numpy") and dtype.kind in "iufbO"
 
 
-def _arrow_columns(rows, table: str, column_names: list[str]):
+def arrow_columns(rows, table: str, column_names: list[str]):
     """An Arrow table's (or record batch's) columns of ``table``, in its order, found by
     name whatever their case; a column the table lacks, or one named twice, is refused as a
     DataFrame's is (:func:`frame_columns`)."""
@@ -209,7 +209,7 @@ def arrow_typed(rows, table: str, columns: list[tuple[str, SqlType]]) -> bool:
     the one NaN value equal rows need, or 0.0."""
     if not type(rows).__module__.startswith("pyarrow") or not hasattr(rows, "column_names"):
         return False
-    picked = _arrow_columns(rows, table, [n for n, _ in columns])
+    picked = arrow_columns(rows, table, [n for n, _ in columns])
     for column, (_, typ) in zip(picked.columns, columns, strict=True):
         if typ.kind not in _ARROW_VALID or column.type != typ.arrow():
             return False

@@ -28,3 +28,6 @@ cdef class Table:
     cpdef check_not_null(self, row)
     @cython.locals(rows=RowStore)
     cpdef apply(self, delta, bint keep_places=*)
+    cpdef bint takes_keys(self)
+    @cython.locals(rows=RowStore)
+    cpdef apply_keys(self, list parts, dict key_counts, long long weight=*)

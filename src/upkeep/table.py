@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .arrow_keys import EncodedKeys
 from .errors import ConstraintError
 from .expiry import Expiry
 from .gc_pause import StateDict
@@ -108,6 +109,31 @@ class Table:
         rows.forget()
         if self._by_column:
             self._reindex(delta)
+
+    def takes_keys(self) -> bool:
+        """Whether a bulk insert may add its rows as keys written straight from Arrow
+        (:mod:`upkeep.arrow_keys`): the rows are kept as keys the encoder writes for every
+        column, and no column index (:meth:`rows_with`), time-to-live or update provenance
+        needs the rows themselves."""
+        return (not self._by_column and self.expiry is None and self.provenance is None
+                and self.rows.takes_arrow())
+
+    def apply_keys(self, parts: list[EncodedKeys], key_counts: dict[tuple, int],
+                   weight: int = 1) -> None:
+        """Add a bulk insert's rows, as ``parts`` of keys, ``weight`` times each (-1
+        takes a failed batch's insert back), and its PRIMARY KEY values' counts."""
+        self.version += 1
+        rows = self.rows
+        for part in parts:
+            rows.add_keys(part, weight)
+        keys = self.keys
+        for k, n in key_counts.items():
+            m = keys.get(k, 0) + n * weight
+            if m:
+                keys[k] = m
+            else:
+                keys.pop(k, None)
+        rows.forget()
 
     def rows_with(self, col: int | tuple[int, ...], value: object) -> list[tuple]:
         """The distinct rows whose column ``col`` holds ``value`` (Python equality; for a

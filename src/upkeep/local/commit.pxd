@@ -17,9 +17,12 @@ cdef class Committer:
     cdef public object _outbox
     cdef public bint _delivering
 
-    cpdef dict _apply_batch(self, dict deltas, bint checked, metadata, bint expiring, applied)
+    cpdef dict _apply_batch(self, dict deltas, bint checked, metadata, bint expiring, applied,
+                            bulk=*)
     cpdef _deliver(self)
-    cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*)
+    cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*,
+                       bulk=*)
     cpdef _log_batch(self, tuple record, dict changed)
     cpdef dict _push(self, dict deltas, list order, want, bint undo, tuple record=*,
-                     bint keep_places=*)
+                     bint keep_places=*, bulk=*)
+    cpdef dict _keys_or_rows(self, dict deltas, dict bulk)

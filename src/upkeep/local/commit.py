@@ -20,6 +20,7 @@ from ..engine import deliver
 from ..errors import EvaluationError, SchemaError
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..zset import Delta
+from .bulk_insert import BulkInsert
 from .catalog import LocalCatalog
 from .durability import Durability
 
@@ -66,7 +67,8 @@ class Committer:
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
                metadata: dict | None = None, expiring: bool = False,
-               applied: Callable[[], None] | None = None) -> None:
+               applied: Callable[[], None] | None = None,
+               bulk: dict[str, BulkInsert] | None = None) -> None:
         """Apply one batch to the tables and every affected view, or to nothing at all.
 
         ``checked``: the constraints were checked while staging.  ``expiring``: the batch
@@ -74,13 +76,19 @@ class Committer:
         ``applied`` runs once the batch is committed, before a snapshot is taken and before
         any subscriber is called (both must find the batch's bookkeeping done).  The open
         provenance transaction (``catalog.provenance``), if any, is logged with the batch
-        and becomes the provenance tables' annotations when it commits."""
+        and becomes the provenance tables' annotations when it commits.  ``bulk``: tables'
+        bulk inserts staged as keys (``bulk_insert.py``), added as keys to tables no view
+        reads, and made into rows for the others."""
         rows = _rows(deltas)
+        if bulk:  # (made into rows if a view reads them)
+            for staged in bulk.values():
+                rows += len(staged)
         if rows < PAUSE_ROWS:  # the pause would leave the collector as it is: not entered
-            changed = self._apply_batch(deltas, checked, metadata, expiring, applied)
+            changed = self._apply_batch(deltas, checked, metadata, expiring, applied, bulk)
         else:
             with gc_paused(rows):
-                changed = self._apply_batch(deltas, checked, metadata, expiring, applied)
+                changed = self._apply_batch(deltas, checked, metadata, expiring, applied,
+                                            bulk)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
             told = {name: list(d.items()) for name, d in changed.items()
@@ -90,12 +98,14 @@ class Committer:
                 self._deliver()
 
     def _apply_batch(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-                     expiring: bool, applied: Callable[[], None] | None) -> dict[str, Delta]:
+                     expiring: bool, applied: Callable[[], None] | None,
+                     bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
         """:meth:`commit` up to the subscribers: the batch committed with its provenance
         transaction, ``applied`` run, a snapshot taken if one is due; the views' changes."""
         provenance = self.catalog.provenance
         try:
-            changed = self._commit(deltas, checked, metadata, expiring, provenance.pending())
+            changed = self._commit(deltas, checked, metadata, expiring, provenance.pending(),
+                                   bulk)
         except BaseException:
             provenance.discard()
             raise
@@ -125,14 +135,17 @@ class Committer:
             self._delivering = False
 
     def _commit(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
-                expiring: bool, provenance: tuple | None = None) -> dict[str, Delta]:
+                expiring: bool, provenance: tuple | None = None,
+                bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
         """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
         deltas = {t: d for t, d in deltas.items() if d}
+        if bulk:
+            bulk = self._keys_or_rows(deltas, bulk)
         now = self.clock()
         kept = _copied(metadata)  # before anything changes: it may fail
         extra = () if provenance is None else (provenance,)
-        if not deltas:
+        if not deltas and not bulk:
             if metadata is not None or provenance is not None:
                 self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
                 self.batches += 1
@@ -143,8 +156,12 @@ class Committer:
         if not checked:
             for name, d in deltas.items():
                 tables[name].check_constraints(d)
+        logged = deltas
+        if bulk and self.durability.storage is not None:  # the log holds their rows
+            logged = {**deltas, **{name: staged.arrow() for name, staged in bulk.items()}}
         changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
-                             True, ("batch", self.batches + 1, deltas, metadata, now, *extra))
+                             True, ("batch", self.batches + 1, logged, metadata, now, *extra),
+                             False, bulk)
         self.batches += 1
         if kept is not None:
             self.metadata = kept
@@ -154,6 +171,22 @@ class Committer:
                 if expiry is not None:
                     expiry.committed(d, now)
         return changed
+
+    def _keys_or_rows(self, deltas: dict[str, Delta], bulk: dict[str, BulkInsert]
+                      ) -> dict[str, BulkInsert]:
+        """The bulk inserts that go in as keys: into tables no view reads (a view created
+        since one was staged reads rows) whose rows are kept as keys.  The others become
+        rows in ``deltas``."""
+        tables, keyed = self.catalog.tables, {}
+        for name, staged in bulk.items():
+            if not len(staged):
+                continue
+            if (not tables[name].takes_keys()
+                    or self.catalog.affected(frozenset((name,)))):
+                deltas[name] = staged.delta()
+            else:
+                keyed[name] = staged
+        return keyed
 
     def _log_batch(self, record: tuple, changed: dict[str, Delta]) -> None:
         """Log batch ``record``, after the journal (if any) took the views' ``changed``;
@@ -191,17 +224,21 @@ class Committer:
 
     def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
               undo: bool, record: tuple | None = None,
-              keep_places: bool = False) -> dict[str, Delta]:
+              keep_places: bool = False,
+              bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
         """Apply ``deltas`` to the tables and step the views of ``order`` that a change
         reaches, computing the delta of those in ``want`` (of all if None); a commit's log
         ``record`` is logged with the views' changes before the batch counts as applied.  If
         anything fails, the tables are taken back if ``undo`` and the views rebuilt from
         them.  Returns the views' changes: of a commit, for the subscribers; of a what-if,
         the answer.  ``keep_places``: rows deleted keep their places in their tables
-        (``Table.apply``)."""
+        (``Table.apply``).  ``bulk``: inserts into tables no view reads, added as keys."""
         catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
         for table, d in deltas.items():
             tables[table].apply(d, keep_places)
+        if bulk:
+            for table, staged in bulk.items():
+                tables[table].apply_keys(staged.keys, staged.key_counts)
         batch: dict[str, Delta] = dict(deltas)
         changed: dict[str, Delta] = {}
         try:
@@ -222,6 +259,9 @@ class Committer:
             if undo:
                 for table, d in deltas.items():
                     tables[table].apply({r: -w for r, w in d.items()})
+                if bulk:
+                    for table, staged in bulk.items():
+                        tables[table].apply_keys(staged.keys, staged.key_counts, -1)
             catalog.rebuild_views()
             raise
         return changed

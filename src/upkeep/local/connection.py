@@ -37,7 +37,7 @@ from ..expiry import due_changes
 from ..gc_pause import PAUSE_ROWS, gc_paused
 from ..recursive.provenance import ORDERINGS
 from ..recursive.view import Explanation
-from ..rows import arrow_typed, as_arrow, iter_rows, row_parts
+from ..rows import arrow_columns, arrow_typed, as_arrow, iter_rows, row_parts
 from ..sql import parse_one
 from ..storage import Storage
 from ..table import Table
@@ -47,38 +47,12 @@ from ..update_provenance.structures import UpdateStructure
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
+from .bulk_insert import BulkInsert, add_part, prepare
 from .catalog import LocalCatalog, new_view_name
 from .commit import Committer
 from .durability import Durability
 from .provenance import delete_queries, txn_name
 from .staging import Staging
-
-
-def _add_part(delta: Delta, part: list, start: int, weight: int, t: Table, typed: bool) -> None:
-    """Add ``weight`` to ``delta`` for each row of ``part`` (rows ``start``... of a statement)
-    once checked.  A part whose rows are all valid as they are (``typed``: Arrow data of the
-    columns' own types, :func:`upkeep.rows.arrow_typed`) and distinct from each other and
-    from ``delta`` is checked and counted by C loops (``map`` over the row check,
-    ``dict.fromkeys``), with no Python step per row (about 1k instructions a line item
-    less).  Any other part goes row by row, where coercion converts a row or names the
-    one at fault by its index."""
-    if typed or all(map(t.valid, part)):
-        fresh = dict.fromkeys(part, weight)
-        if len(fresh) == len(part) and (not delta or delta.keys().isdisjoint(fresh)):
-            delta.update(fresh)
-            return
-    coerce = _as_is if typed else t.coerce
-    for i, row in enumerate(part, start):
-        r = coerce(row, i)
-        before = len(delta)
-        w = delta.setdefault(r, weight)  # a new row is hashed once
-        if len(delta) == before:
-            delta[r] = w + weight
-
-
-def _as_is(row: tuple, index: int) -> tuple:
-    """The coercion of rows known to be valid already (:func:`upkeep.rows.arrow_typed`)."""
-    return row
 
 
 def open_local(database: str | os.PathLike | None = ":memory:", *, fsync: bool = True,
@@ -416,15 +390,41 @@ class Connection(Engine):
         n = 0
         rows = as_arrow(rows, t.columns, t.name)
         typed = arrow_typed(rows, t.name, t.columns)
+        if typed and weight > 0 and self._takes_keys(t):
+            with bulk_progress(f"loading rows into {t.name}", size) as advance:
+                bulk = prepare(t, arrow_columns(rows, t.name, t.column_names), advance)
+            if bulk is not None:
+                self._stage_keys(t, bulk)
+                return len(bulk)
         verb = "loading rows into" if weight > 0 else "deleting rows from"
         # coercion pauses the collector; the commit that follows promotes bulk work once
         with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
             for part in row_parts(rows, t.name, t.columns, STEP):
-                _add_part(delta, part, n, weight, t, typed)
+                add_part(delta, part, n, weight, t, typed)
                 n += len(part)
                 advance(len(part))
         self._stage(t, delta)  # every weight has the sign of ``weight``: none is zero
         return n
+
+    def _takes_keys(self, t: Table) -> bool:
+        """Whether an insert into ``t`` may be staged as keys (``bulk_insert.py``): its
+        rows kept as keys the encoder writes, and no view reads it (a view's step reads
+        rows)."""
+        return t.takes_keys() and not self._catalog.affected(frozenset((t.name,)))
+
+    def _stage_keys(self, table: Table, bulk: BulkInsert) -> None:
+        """:meth:`_stage` for a bulk insert staged as keys."""
+        if not len(bulk):
+            return
+        if self._staging is None:
+            self._durability.check_open()
+            if self._catalog.expiring:
+                self.expire()
+            if table.key is not None:
+                table.check_keys(bulk.key_counts)
+            self._committer.commit({}, True, bulk={table.name: bulk})
+            return
+        self._staging.stage_keys(table, bulk)
 
     def _stage(self, table: Table, delta: Delta) -> None:
         """Check a statement's change (no zero weights) against the staged state, then
@@ -472,13 +472,14 @@ class Connection(Engine):
     def _finish(self, metadata: dict | None) -> None:
         staging, self._staging, self._owner = self._staging, None, None
         try:  # staging checked every change against the table as staged (staging.py)
-            self._committer.commit(staging.deltas, checked=True, metadata=metadata)
+            self._committer.commit(staging.deltas, checked=True, metadata=metadata,
+                                   bulk=staging.bulk)
         finally:
             self._lock.release()
 
     def staged(self) -> dict[str, Delta]:
         """The changes staged so far in the open transaction (table -> row -> weight)."""
-        deltas = self._staging.deltas if self._staging is not None else {}
+        deltas = self._staging.all_rows() if self._staging is not None else {}
         return {name: dict(delta) for name, delta in deltas.items() if delta}
 
     @property

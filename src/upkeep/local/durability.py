@@ -13,9 +13,12 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pyarrow as pa
+
 from ..expiry import Expiry
 from ..storage import Storage, StorageError, StorageWarning
 from ..table import Table
+from .bulk_insert import replay
 from .catalog import LocalCatalog
 
 _CHUNK_ROWS = 65_536  # rows per snapshot frame: memory stays bounded on big tables
@@ -154,6 +157,9 @@ class Durability:
                     txn, ops = provenance[0]
                     catalog.provenance.replay(txn, batch_metadata, ops)
                 for name, delta in deltas.items():
+                    if isinstance(delta, pa.Table):  # a bulk insert, as keys (no expiry)
+                        replay(tables[name], delta)
+                        continue
                     tables[name].apply(delta)
                     if tables[name].expiry is not None:
                         tables[name].expiry.committed(delta, at)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..table import Table
 from ..zset import Delta
+from .bulk_insert import BulkInsert
 
 
 class Staging:
@@ -18,11 +19,46 @@ class Staging:
 
     def __init__(self) -> None:
         self.deltas: dict[str, Delta] = {}
+        # a table's bulk inserts staged as keys (bulk_insert.py), while it has no other change
+        self.bulk: dict[str, BulkInsert] = {}
         self._keys: dict[str, dict[tuple, int]] = {}
         self.rows_examined = 0
 
     def of(self, table: str) -> Delta | None:
+        """What is staged for ``table``, as rows (a bulk insert's are made now)."""
+        self._as_rows(table)
         return self.deltas.get(table)
+
+    def all_rows(self) -> dict[str, Delta]:
+        """Everything staged, as rows."""
+        for table in list(self.bulk):
+            self._as_rows(table)
+        return self.deltas
+
+    def _as_rows(self, table: str) -> None:
+        """A bulk insert staged for ``table`` made into the rows it inserts (its checks were
+        made when it was staged)."""
+        bulk = self.bulk.pop(table, None)
+        if bulk is not None:
+            self.deltas[table] = bulk.delta()
+
+    def stage_keys(self, table: Table, bulk: BulkInsert) -> None:
+        """Check a bulk insert's PRIMARY KEY values against the table as staged so far,
+        then stage it as keys, or, when the table has other changes staged, as rows."""
+        if self.deltas.get(table.name):
+            self.stage(table, bulk.delta())
+            return
+        if table.key is not None:
+            keys = self._keys.setdefault(table.name, {})
+            touched = {k: keys.get(k, 0) + n for k, n in bulk.key_counts.items()}
+            table.check_keys(touched)
+            keys.update(touched)
+        self.rows_examined += len(bulk)
+        staged = self.bulk.get(table.name)
+        if staged is None:
+            self.bulk[table.name] = bulk
+        else:
+            staged.extend(bulk)
 
     def stage(self, table: Table, delta: Delta) -> None:
         """Check ``delta`` against the table as staged so far, then merge it in.
@@ -34,6 +70,7 @@ class Staging:
         each row (``isdisjoint``), and merged in by ``dict.update``, which reuses its
         stored hashes; one touching staged rows hashes each of its rows twice (a lookup in
         what is staged, a store in the merged change)."""
+        self._as_rows(table.name)
         pending = self.deltas.get(table.name)
         if pending and not pending.keys().isdisjoint(delta):
             merged: Delta = {}

@@ -1,0 +1,143 @@
+"""A statement's rows counted into a batch, and a bulk insert staged as keys.
+
+Rows handed to ``db.insert`` / ``db.delete`` become a delta (row -> weight) a part at a
+time (:func:`add_part`).  A bulk insert of Arrow data that already has the table's column
+types (:func:`upkeep.rows.arrow_typed`) into a table no view reads need not become
+Python rows at all: :func:`prepare` checks it (NOT NULL, the PRIMARY KEY's values) and
+writes its rows' keys straight from the columns (:mod:`upkeep.arrow_keys`), and the commit
+adds the keys to the table (:meth:`upkeep.table.Table.apply_keys`).  The Arrow parts are
+kept beside the keys, so that whoever needs the rows after all (a view created since, a
+statement or query in the same transaction) gets them as the row-by-row path makes them
+(:meth:`BulkInsert.delta`).  A database on disk logs the parts as one Arrow table
+(:meth:`BulkInsert.arrow`, an Arrow IPC stream in the record) and recovery adds its keys
+again (:func:`replay`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from ..arrow_keys import EncodedKeys
+from ..bulk_progress import STEP
+from ..codecs.arrow_values import column_values
+from ..rows import row_parts
+from ..table import Table
+from ..zset import Delta
+
+
+def add_part(delta: Delta, part: list, start: int, weight: int, t: Table, typed: bool) -> None:
+    """Add ``weight`` to ``delta`` for each row of ``part`` (rows ``start``... of a statement)
+    once checked.  A part whose rows are all valid as they are (``typed``: Arrow data of the
+    columns' own types, :func:`upkeep.rows.arrow_typed`) and distinct from each other and
+    from ``delta`` is checked and counted by C loops (``map`` over the row check,
+    ``dict.fromkeys``), with no Python step per row (about 1k instructions a line item
+    less).  Any other part goes row by row, where coercion converts a row or names the
+    one at fault by its index."""
+    if typed or all(map(t.valid, part)):
+        fresh = dict.fromkeys(part, weight)
+        if len(fresh) == len(part) and (not delta or delta.keys().isdisjoint(fresh)):
+            delta.update(fresh)
+            return
+    coerce = _as_is if typed else t.coerce
+    for i, row in enumerate(part, start):
+        r = coerce(row, i)
+        before = len(delta)
+        w = delta.setdefault(r, weight)  # a new row is hashed once
+        if len(delta) == before:
+            delta[r] = w + weight
+
+
+def _as_is(row: tuple, index: int) -> tuple:
+    """The coercion of rows known to be valid already (:func:`upkeep.rows.arrow_typed`)."""
+    return row
+
+
+class BulkInsert:
+    """One table's bulk insert, staged as keys: its Arrow ``parts`` (of the table's
+    columns, in order, of their own types), each part's ``keys``, and how many of its rows
+    hold each PRIMARY KEY value (empty without a key)."""
+
+    __slots__ = ("table", "parts", "keys", "key_counts", "rows")
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.parts: list[pa.Table] = []
+        self.keys: list[EncodedKeys] = []
+        self.key_counts: dict[tuple, int] = {}
+        self.rows = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def extend(self, other: BulkInsert) -> None:
+        """Stage ``other``'s rows after these (a later statement of the transaction)."""
+        self.parts += other.parts
+        self.keys += other.keys
+        counts = self.key_counts
+        for k, n in other.key_counts.items():
+            counts[k] = counts.get(k, 0) + n
+        self.rows += other.rows
+
+    def arrow(self) -> pa.Table:
+        """The rows as one Arrow table, as the log holds them (``record_codec.py``)."""
+        return pa.concat_tables(self.parts)
+
+    def delta(self) -> Delta:
+        """The rows as the row-by-row path stages them: row -> how many times inserted."""
+        t = self.table
+        delta: Delta = {}
+        n = 0
+        for arrow in self.parts:
+            for part in row_parts(arrow, t.name, t.columns, STEP):
+                add_part(delta, part, n, 1, t, True)
+                n += len(part)
+        return delta
+
+
+def prepare(t: Table, data: pa.Table | pa.RecordBatch,
+            advance: Callable[[int], None]) -> BulkInsert | None:
+    """``data`` (the table's columns, in order, of their own Arrow types) as a bulk insert
+    into ``t``, ``advance`` called with each part's rows; None when a value has no Python
+    form (the row-by-row path then names it).  A NULL in a NOT NULL column raises the
+    row-by-row path's :class:`~upkeep.errors.ConstraintError` naming the row."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    bulk = BulkInsert(t)
+    for start in range(0, data.num_rows, STEP):
+        part = data.slice(start, STEP)
+        for i in t.not_null:
+            if part.column(i).null_count:
+                first = part.slice(part.column(i).is_null().index(True).as_py(), 1)
+                t.check_not_null(next(iter(_one(t, first).delta())))
+        keys = t.rows.keys_of(part)
+        if keys is None:
+            return None
+        bulk.parts.append(part)
+        bulk.keys.append(keys)
+        if t.key is not None:
+            counts = bulk.key_counts
+            values = [column_values(part.column(i), t.columns[i][1]) for i in t.key]
+            for k in zip(*values, strict=True):
+                counts[k] = counts.get(k, 0) + 1
+        bulk.rows += part.num_rows
+        advance(part.num_rows)
+    return bulk
+
+
+def replay(t: Table, data: pa.Table) -> None:
+    """Apply a logged bulk insert (:meth:`BulkInsert.arrow`) to ``t`` again, as keys (its
+    rows were checked when it was committed), or as rows if ``t`` no longer takes keys."""
+    bulk = prepare(t, data, lambda n: None)
+    if bulk is not None and t.takes_keys():
+        t.apply_keys(bulk.keys, bulk.key_counts)
+    else:
+        t.apply(_one(t, data).delta())
+
+
+def _one(t: Table, part: pa.Table) -> BulkInsert:
+    """A bulk insert of ``part`` alone, to make its rows."""
+    one = BulkInsert(t)
+    one.parts.append(part)
+    return one
