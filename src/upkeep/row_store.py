@@ -17,7 +17,8 @@ rows always encode equally: doubles are normalised (``-0.0`` is ``0.0``, one NaN
 hold their column's scale (as :func:`upkeep.types.coerce_value` guarantees), and a string's
 code is fixed when first seen. Rows are decoded back to tuples only when they are read in
 bulk (a view's build, a query, a snapshot). Keys live in memory only: snapshots and the log
-hold decoded rows.
+hold decoded rows (or a bulk insert's Arrow data). Typed Arrow data is written as keys a
+column at a time, without Python rows (:meth:`RowStore.keys_of`, :mod:`upkeep.arrow_keys`).
 
 Tables with a column type outside the encoded ones (TIMESTAMP) keep tuples as keys in a
 dict (:class:`TupleStore`), with the same interface.
