@@ -70,6 +70,8 @@ def encode_part(part: pa.Table, kinds: list[str], strings: list[list[str]],
     room = np.full(n, nulls + 10 * width, dtype=np.longlong)  # a varint's most, per column
     for k in range(width):
         column = part.column(k)
+        if column.num_chunks > 1:  # strings past 2 GB, which Arrow keeps in several chunks
+            return None
         array = column.chunk(0) if column.num_chunks else pa.array([], column.type)
         valid = (np.ones(n, dtype=np.uint8) if not array.null_count
                  else array.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8))
@@ -124,9 +126,13 @@ def _number_column(kind: str, array: pa.Array) -> np.ndarray | None:
             return None
         return days
     if kind == "decimal":  # a decimal128's low 64 bits: its units (18 digits fit)
-        words = np.frombuffer(array.buffers()[1], dtype=np.longlong)
-        units = words[2 * array.offset:2 * (array.offset + len(array))][0::2].copy()
-        units[~array.is_valid().to_numpy(zero_copy_only=False)] = 0
+        words = np.frombuffer(array.buffers()[1], dtype=np.longlong)[
+            2 * array.offset:2 * (array.offset + len(array))]
+        units, high = words[0::2].copy(), words[1::2]
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        if (high[valid] != (units[valid] >> 63)).any():  # more than 64 bits: malformed
+            return None
+        units[~valid] = 0
         return units
     return pc.fill_null(array, 0).to_numpy().astype(np.longlong)
 

@@ -101,16 +101,17 @@ def prepare(t: Table, data: pa.Table | pa.RecordBatch,
     """``data`` (the table's columns, in order, of their own Arrow types) as a bulk insert
     into ``t``, ``advance`` called with each part's rows; None when a value has no Python
     form (the row-by-row path then names it).  A NULL in a NOT NULL column raises the
-    row-by-row path's :class:`~upkeep.errors.ConstraintError` naming the row."""
+    row-by-row path's :class:`~upkeep.errors.ConstraintError` naming the first row that
+    holds one.  Each part is copied, under the table's own column names: the caller may
+    reuse its buffers once the statement returns, and the staged parts are what the log
+    and any later reader of the transaction's rows get."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
+    schema = pa.schema([(name, typ.arrow()) for name, typ in t.columns])
+    data = pa.Table.from_arrays(data.columns, schema=schema)
     bulk = BulkInsert(t)
     for start in range(0, data.num_rows, STEP):
-        part = data.slice(start, STEP)
-        for i in t.not_null:
-            if part.column(i).null_count:
-                first = part.slice(part.column(i).is_null().index(True).as_py(), 1)
-                t.check_not_null(next(iter(_one(t, first).delta())))
+        part = _copied(data.slice(start, STEP))
         keys = t.rows.keys_of(part)
         if keys is None:
             return None
@@ -123,7 +124,19 @@ def prepare(t: Table, data: pa.Table | pa.RecordBatch,
                 counts[k] = counts.get(k, 0) + 1
         bulk.rows += part.num_rows
         advance(part.num_rows)
+    nulls = [data.column(i).is_null().index(True).as_py() for i in t.not_null
+             if data.column(i).null_count]
+    if nulls:  # the first row the row-by-row path would refuse, refused with its words
+        t.check_not_null(next(iter(_one(t, data.slice(min(nulls), 1)).delta())))
     return bulk
+
+
+def _copied(part: pa.Table) -> pa.Table:
+    """``part`` in buffers of its own (an Arrow IPC stream written and read back)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, part.schema) as writer:
+        writer.write_table(part)
+    return pa.ipc.open_stream(sink.getvalue()).read_all()
 
 
 def replay(t: Table, data: pa.Table) -> None:

@@ -38,9 +38,10 @@ class Staging:
     def _as_rows(self, table: str) -> None:
         """A bulk insert staged for ``table`` made into the rows it inserts (its checks were
         made when it was staged)."""
-        bulk = self.bulk.pop(table, None)
-        if bulk is not None:
+        bulk = self.bulk.get(table)
+        if bulk is not None:  # (staged until its rows are made: an interrupt keeps it)
             self.deltas[table] = bulk.delta()
+            del self.bulk[table]
 
     def stage_keys(self, table: Table, bulk: BulkInsert) -> None:
         """Check a bulk insert's PRIMARY KEY values against the table as staged so far,
