@@ -89,7 +89,7 @@ def encode_part(part: pa.Table, kinds: list[str], strings: list[list[str]],
             columns.append((kind, valid, values))
     starts = np.zeros(n, dtype=np.longlong)
     if n:
-        np.cumsum(room[:-1], out=starts[1:])
+        np.cumsum(room[:n - 1], out=starts[1:])
     # the writers read and write through memoryviews: typed memoryviews compiled, and
     # Python integers interpreted (numpy's own integers would overflow a varint's shifts)
     data = memoryview(np.zeros(int(room.sum()), dtype=np.uint8))
@@ -167,7 +167,7 @@ def _string_column(array: pa.Array, strings: list[str],
     codes = _codes(array, strings)
     bounds = np.frombuffer(array.buffers()[1], dtype=np.int32)[
         array.offset:array.offset + len(array) + 1].astype(np.longlong)
-    offsets = bounds[:-1]
+    offsets = bounds[:len(bounds) - 1]
     lengths = bounds[1:] - offsets
     lengths[codes >= 0] = 0
     data = array.buffers()[2]
