@@ -2,6 +2,7 @@
 push-mode deltas, membership, and constant-delay enumeration measured by counting work."""
 
 import random
+from collections import Counter
 
 import duckdb
 import pytest
@@ -356,6 +357,75 @@ def test_leaves_with_conditions_follow_duckdb(strategy, where):
          "DELETE FROM a WHERE z = 2"],
         query=f"SELECT a.x, a.z, b.w FROM a JOIN b ON a.x = b.x WHERE {where}",
         strategy=strategy)
+
+
+_LOADED = [
+    "CREATE TABLE o (k INTEGER, note VARCHAR, urgent BOOLEAN, total DOUBLE)",
+    "CREATE TABLE l (k INTEGER, n INTEGER, p DECIMAL(10,2), d DOUBLE, flag VARCHAR, "
+    "day DATE, comment VARCHAR)",
+    "INSERT INTO o VALUES (1, 'first', true, 1.5), (2, NULL, false, 2.5), (3, 'third', NULL, "
+    "NULL), (NULL, 'none', true, 0.0)",
+    "INSERT INTO l VALUES (1, 1, 10.50, 0.1, 'R', DATE '2024-01-01', 'a long comment'), "
+    "(1, 2, 3.25, 0.0, 'A', DATE '2024-01-03', NULL), (2, 1, 7.00, NULL, 'R', "
+    "DATE '2024-01-05', 'x'), (3, 1, NULL, 0.5, NULL, NULL, 'y'), (NULL, 1, 1.00, 0.2, 'R', "
+    "DATE '2024-01-02', 'z'), (2, 1, 7.00, NULL, 'R', DATE '2024-01-05', 'x')",
+]
+_LATER = [
+    "DELETE FROM l WHERE n = 2",
+    "INSERT INTO l VALUES (2, 3, 4.75, 0.25, 'A', DATE '2024-01-04', 'later')",
+    "DELETE FROM o WHERE k = 2",
+    "INSERT INTO o VALUES (2, 'again', true, 9.5), (4, 'new', false, 1.0)",
+    "DELETE FROM l WHERE comment = 'x'",
+]
+
+
+@pytest.mark.parametrize(("query", "read"), [
+    ("SELECT o.k, COUNT(*) AS lines, SUM(l.p) AS value FROM o JOIN l ON o.k = l.k "
+     "GROUP BY o.k", {"o": {"k"}, "l": {"k", "p"}}),
+    ("SELECT l.k, SUM(l.p * (1 - l.d)) AS net FROM o JOIN l ON o.k = l.k "
+     "WHERE l.flag = 'R' AND o.urgent GROUP BY l.k", {"o": {"k", "urgent"},
+                                                    "l": {"k", "p", "d", "flag"}}),
+    ("SELECT o.k, o.note, l.p FROM o JOIN l ON o.k = l.k WHERE l.day > DATE '2024-01-02'",
+     {"o": {"k", "note"}, "l": {"k", "p", "day"}}),
+    ("SELECT o.k, l.k, l.p + 1 AS q FROM o JOIN l ON o.k = l.k", {"o": {"k"}, "l": {"k", "p"}}),
+    ("SELECT a.k, b.p FROM l a JOIN l b ON a.k = b.k WHERE a.flag = 'R'",
+     {"l": {"k", "flag", "p"}}),
+    ("SELECT COUNT(*) AS n FROM o JOIN l ON o.k = l.k", {"o": {"k"}, "l": {"k"}}),
+    ("SELECT * FROM o JOIN l ON o.k = l.k", {}),
+])
+def test_a_view_built_over_loaded_tables_makes_only_the_columns_it_reads(
+        monkeypatch, query, read):
+    """A dyn view built over tables holding rows is handed only the columns its leaves and
+    aggregate arguments read (``Core.columns_read``, ``RowStore.reading``), the others
+    None, and it then follows DuckDB through the full rows of later changes; a view that
+    reads every column (``*``) gets the rows whole."""
+    from upkeep.views import ViewRuntime
+
+    handed: dict[str, list] = {}
+    build = ViewRuntime.build
+
+    def spy(view, contents):
+        handed.update({name: list(rows.items()) for name, rows in contents.items()})
+        return build(view, contents)
+
+    monkeypatch.setattr(ViewRuntime, "build", spy)
+    db, con = upkeep.connect(), duckdb.connect()
+    for statement in _LOADED:
+        db.execute(statement)
+        con.execute(statement)
+    db.create_view("v", query, strategy="dyn")
+    assert set(handed) == {"o", "l"} & set(query.replace(",", " ").split())
+    for table, rows in handed.items():
+        names = [d[0] for d in con.execute(f"SELECT * FROM {table}").description]
+        kept = read.get(table, set(names))
+        expected = Counter(tuple(v if n in kept else None for n, v in zip(names, r, strict=True))
+                           for r in con.execute(f"SELECT * FROM {table}").fetchall())
+        got: Counter = Counter()
+        for row, n in rows:
+            got[row] += n
+        assert got == expected, table
+    monkeypatch.undo()
+    view_follows_duckdb(_LOADED, _LATER, query=query, strategy="dyn")
 
 
 class _Leaf:

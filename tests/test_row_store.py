@@ -3,7 +3,9 @@ share one entry (so deletes find what inserts put), weights add up, and tables w
 does not encode keep working."""
 
 import datetime as dt
+from collections import Counter
 from decimal import Decimal
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -91,6 +93,38 @@ def test_bulk_reads_share_repeated_values(pool, n):
             objects.setdefault(_comparable(row[col]), set()).add(id(row[col]))
         assert all(len(ids) == 1 for ids in objects.values()), COLUMNS[col][0]
     assert len({id(row[-1]) for row in got}) == n
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(values, st.integers(1, 3)), max_size=20),
+       st.frozensets(st.integers(0, len(COLUMNS) - 1)), st.sampled_from([0, 2, 1_024]),
+       st.integers(0, 1_200))
+def test_a_reading_of_some_columns_gives_their_values_and_none_elsewhere(
+        rows, read, dictionary, filler):
+    """What a view's build reads when it reads a few columns (``RowStore.reading``): every
+    row's values in those columns, None in the others, each row with its multiplicity,
+    past columns of every kind, strings with dictionary codes or written out, and
+    stores big enough for the bulk read to share values."""
+    import upkeep.row_store as row_store
+
+    expected: Counter = Counter()
+    with patch.object(row_store, "_DICTIONARY_MAX", dictionary):
+        store = RowStore(COLUMNS)
+        full: dict[tuple, int] = {}
+        for raw, weight in rows:
+            row = coerce_row(raw, COLUMNS, "t", 0)
+            full[row] = full.get(row, 0) + weight
+        for i in range(filler):  # rows of their own, so the bulk read samples and shares
+            full[(i, None, None, None, None, None, f"f{i % 7}", True, None)] = 1
+        for row, weight in full.items():
+            store.add(row, weight)
+        for row, weight in full.items():
+            expected[tuple(v if i in read else None for i, v in enumerate(row)), weight] += 1
+        reading = store.reading(read)
+        assert len(reading) == len(full)
+        got = Counter(reading.items())
+    assert got == expected
+    assert store.reading(frozenset(range(len(COLUMNS)))) is store
 
 
 def test_a_bulk_read_skips_removed_rows_and_places_kept_at_zero_across_its_chunks():

@@ -38,6 +38,10 @@ class Core:
                  derived: list[tuple[int, exp.Expression]] = ()):
         self.block = block
         self.analysis = analysis
+        # per atom, the scope every function over its relation's rows is compiled in, and
+        # the positions its leaf reads without one (``columns_read``)
+        self._atom_scopes: dict[int, Scope] = {}
+        self._leaf_positions: list[set[int]] = [set() for _ in block.atoms]
         parent = {}
 
         def find(x: int) -> int:
@@ -85,9 +89,29 @@ class Core:
         self.leaf_fns = [self._leaf(i, nonnull) for i in range(len(block.atoms))]
 
     def atom_scope(self, i: int) -> Scope:
-        atom = self.block.atoms[i]
-        return Scope([Column(atom.alias, name, typ, k)
-                      for k, (name, typ) in enumerate(atom.columns)])
+        """The scope of atom ``i``'s relation rows, one per atom, recording the columns
+        resolved in it."""
+        scope = self._atom_scopes.get(i)
+        if scope is None:
+            atom = self.block.atoms[i]
+            scope = self._atom_scopes[i] = Scope(
+                [Column(atom.alias, name, typ, k) for k, (name, typ) in enumerate(atom.columns)],
+                record=True)
+        return scope
+
+    def columns_read(self) -> dict[str, frozenset[int]]:
+        """Per relation of the atoms, the positions of the columns in its rows that the
+        atoms' leaves and the functions compiled in their scopes (aggregate arguments) can
+        read: a view whose only readers of its inputs' rows are these reads no others, so
+        its build makes only them (``RowStore.reading``).  Read once the view is planned."""
+        out: dict[str, set[int]] = {}
+        for i, atom in enumerate(self.block.atoms):
+            read = out.setdefault(atom.relation, set())
+            read |= self._leaf_positions[i]
+            scope = self._atom_scopes.get(i)
+            if scope is not None:
+                read |= scope.resolved
+        return {relation: frozenset(read) for relation, read in out.items()}
 
     def _leaf(self, i: int, nonnull: set[int]) -> Callable[[tuple], tuple | None]:
         """Atom ``i``'s filter-and-project: a relation's row to the tuple of the atom's
@@ -112,6 +136,8 @@ class Core:
         values = [first_pos[v] if self.vars[v].derived is None else self.vars[v].derived
                   for v in self.atom_vars[i]]
         whole = values == list(range(len(atom.columns)))  # share the table's tuple
+        self._leaf_positions[i] = ({k for k in values if isinstance(k, int)} | set(nulls)
+                                   | {k for pair in equal for k in pair})
         if not conditions and all(isinstance(v, int) for v in values):
             # columns only: compiled, no interpreter frame per row
             return ColumnLeaf(values, nulls, equal, whole).project

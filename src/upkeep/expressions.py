@@ -65,8 +65,11 @@ class Column:
 class Scope:
     """Name resolution for column references: ``alias.col`` or an unambiguous ``col``."""
 
-    def __init__(self, columns: list[Column]):
+    def __init__(self, columns: list[Column], record: bool = False):
         self.columns = columns
+        # with ``record``, the slots of every column resolved, which is every column a
+        # function compiled over this scope can read (``Core.columns_read``)
+        self.resolved: set[int] | None = set() if record else None
         # names are matched as SQL matches them, whatever the case a column keeps
         # (DuckDB names ``SUM(b) OVER (ORDER BY g)`` so)
         self._qualified = {(c.qualifier.lower(), c.name.lower()): c for c in columns}
@@ -75,6 +78,12 @@ class Scope:
             self._by_name.setdefault(c.name.lower(), []).append(c)
 
     def resolve(self, node: exp.Column) -> Column:
+        col = self._resolved(node)
+        if self.resolved is not None:
+            self.resolved.add(col.slot)
+        return col
+
+    def _resolved(self, node: exp.Column) -> Column:
         name = node.name.lower()
         table = node.table.lower() if node.table else ""
         if table:

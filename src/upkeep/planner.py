@@ -397,6 +397,7 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     view.positions = _select_positions(block, core, out)
     view.invert = _inverse_of_select(view.positions, len(out))
     view.eager = view.positions is None  # some select item computes a value
+    view.columns_read = core.columns_read()  # its sources read rows through leaves alone
     view.explanation = classify(core, out, pair, thetas) + [
         "mode: push (delta enumeration) on every batch: the select list computes values, "
         "so a row it cannot compute rejects its batch" if view.eager else
@@ -472,6 +473,8 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     rep = Representation(pair, thetas, compiler_over(core), int_weights=not channel_atoms)
     view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql, rep,
                             sources, specs, finalizer, global_group=not block.group_by)
+    # its sources read rows through leaves and channels compiled in the atoms' scopes alone
+    view.columns_read = core.columns_read()
     # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail,
     # and so can a SUM or AVG whose sum may not fit (its result type, DuckDB's HUGEINT)
     view.eager = block.having is not None or any(

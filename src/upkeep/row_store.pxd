@@ -46,6 +46,7 @@ cdef class RowDecoder:
     cdef public int[:] makes
     cdef public tuple scales
     cdef public list shares
+    cdef public unsigned char[:] skips
     cdef public double[:] double_slot
     cdef public unsigned long long[:] double_bits
 
@@ -54,7 +55,7 @@ cdef class RowDecoder:
     @cython.locals(values=list, width=Py_ssize_t, nulls=Py_ssize_t, k=Py_ssize_t,
                    j=Py_ssize_t, kind=int, make=int, d=double, n="long long",
                    u="unsigned long long", part="unsigned long long", shift=int,
-                   share=dict)
+                   share=dict, skip=bint)
     cpdef tuple decode_at(self, const unsigned char[:] data, Py_ssize_t pos)
 
 

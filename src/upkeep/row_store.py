@@ -265,13 +265,17 @@ class RowDecoder:
     into a list of stored values and converted by a generated lambda (git 1834dda)."""
 
     def __init__(self, encoder: RowEncoder, columns: list[tuple[str, SqlType]],
-                 shared: frozenset[int] = frozenset()):
+                 shared: frozenset[int] = frozenset(), read: frozenset[int] | None = None):
         self.width = len(columns)
         self.kinds = encoder.kinds
         self.strings = encoder.strings  # the dictionaries grow with the encoder's
         self.makes = array("i", [_make_of(t) for _, t in columns])
         self.scales = tuple(t.scale for _, t in columns)
         self.shares = [{} if i in shared else None for i in range(len(columns))]
+        # columns whose values are stepped over, not made (None in the row): a reader that
+        # reads only the others (``RowStore.reading``)
+        self.skips = array("B", [read is not None and i not in read
+                                 for i in range(len(columns))])
         # a double's 8 bytes become its value through these two views of one slot (no
         # struct call); compiled, nothing else runs between the write and the read
         double = array("d", [0.0])
@@ -292,7 +296,11 @@ class RowDecoder:
             if data[nulls + (k >> 3)] & (1 << (k & 7)):
                 continue
             kind = self.kinds[k]
+            skip = self.skips[k]
             if kind == _STORE_DOUBLE:
+                if skip:
+                    pos += 8
+                    continue
                 u = 0
                 for j in range(8):  # little-endian
                     part = data[pos + j]  # a 64-bit integer before it is shifted
@@ -304,6 +312,8 @@ class RowDecoder:
             elif kind == _STORE_BOOLEAN:
                 value = data[pos] != 0
                 pos += 1
+                if skip:
+                    continue
             else:
                 # a varint, read as KeyTable._start reads a key's length: written out in
                 # both loops, as a function returning the value and the position after it
@@ -320,16 +330,25 @@ class RowDecoder:
                 u |= part << shift
                 if kind == _STORE_STRING:
                     if u & 1:  # a code of the column's dictionary: one object already
-                        values[k] = self.strings[k][u >> 1]
+                        if not skip:
+                            values[k] = self.strings[k][u >> 1]
                         continue
                     else:
                         n = u >> 1
+                        if skip:
+                            pos += n
+                            continue
                         value = bytes(data[pos:pos + n]).decode("utf-8", "surrogatepass")
                         pos += n
                 elif kind == _STORE_WIDE:
                     n = u
+                    if skip:
+                        pos += n
+                        continue
                     value = bytes(data[pos:pos + n]).decode("ascii")
                     pos += n
+                elif skip:
+                    continue
                 else:
                     n = u >> 1
                     value = -n - 1 if u & 1 else n
@@ -535,10 +554,11 @@ class RowStore:
         scratch table as it is now (what-if, ``Connection._hypothetical``)."""
         return type(self)(self._columns, self._encoder, self._table.copy(drop_zeros=True))
 
-    def items(self) -> Iterator[tuple[tuple, int]]:
+    def items(self, read: frozenset[int] | None = None) -> Iterator[tuple[tuple, int]]:
         """Every distinct row with its multiplicity, decoded (repeated values shared), a
-        chunk of entries at a time."""
-        decoder = self._bulk_decoder()
+        chunk of entries at a time; with ``read``, only the columns at those positions are
+        made, the others are None."""
+        decoder = self._bulk_decoder(read)
         table = self._table
         count, epoch = table.count, table.epoch
         for start in range(0, count, _DECODE_CHUNK):
@@ -562,25 +582,53 @@ class RowStore:
     def __iter__(self) -> Iterator[tuple]:
         return (row for row, _ in self.items())
 
-    def _bulk_decoder(self) -> RowDecoder:
-        """A decoder for reading the whole store, sharing one object per value in columns
-        whose values repeat (in a sample of the rows: the dates, flags and categories of a
-        fact table), so that what reads every row (a view's build) keeps a value once, not
-        once per row: a TPC-H line item's tuple in a view shrinks by ~300 bytes."""
+    def _bulk_decoder(self, read: frozenset[int] | None = None) -> RowDecoder:
+        """A decoder for reading the whole store (the columns at ``read``, or all), sharing
+        one object per value in columns whose values repeat (in a sample of the rows: the
+        dates, flags and categories of a fact table), so that what reads every row (a
+        view's build) keeps a value once, not once per row: a TPC-H line item's tuple in a
+        view shrinks by ~300 bytes."""
         size = len(self)
         if size < _SHARE_MIN_ROWS:
-            return RowDecoder(self._encoder, self._columns)
+            return RowDecoder(self._encoder, self._columns, read=read)
         entries = self._table.count  # removed ones and ones kept at 0 included
         step = max(1, entries // _SHARE_SAMPLE) | 1  # odd: not in step with every other
-        sample = [row for row, _ in self._decoded(RowDecoder(self._encoder, self._columns),
-                                                  0, entries, step)]
+        sample = [row for row, _ in self._decoded(
+            RowDecoder(self._encoder, self._columns, read=read), 0, entries, step)]
         shared = frozenset(i for i in range(len(self._columns))
-                           if len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
-        return RowDecoder(self._encoder, self._columns, shared if sample else frozenset())
+                           if (read is None or i in read)
+                           and len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
+        return RowDecoder(self._encoder, self._columns, shared if sample else frozenset(),
+                          read)
+
+    def reading(self, read: frozenset[int]) -> RowStore | PartialRows:
+        """The rows as a reader of the columns at ``read`` alone sees them (the others
+        None), or the store itself when that is all of them."""
+        if read >= frozenset(range(len(self._columns))):
+            return self
+        return PartialRows(self, read)
 
     def as_dict(self) -> dict[tuple, int]:
         """The rows as a plain Z-set (a copy)."""
         return dict(self.items())
+
+
+class PartialRows:
+    """A store's rows for a reader that reads only some of their columns: a dyn view's
+    build, whose atoms' leaves read a few columns of each row and keep nothing else
+    (``Core.columns_read``).  The other columns are stepped over in the keys, not made
+    into values, and are None in the rows: building QH over TPC-H's line items made 16
+    values a row where it reads 2."""
+
+    def __init__(self, store: RowStore, read: frozenset[int]):
+        self.store = store
+        self.read = read
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def items(self) -> Iterator[tuple[tuple, int]]:
+        return self.store.items(self.read)
 
 
 class TupleStore(RowStore):
@@ -639,8 +687,11 @@ class TupleStore(RowStore):
     def copy(self) -> RowStore:
         return TupleStore(self._columns, {k: n for k, n in self._counts.items() if n})
 
-    def items(self) -> Iterator[tuple[tuple, int]]:
-        return ((row, n) for row, n in self._counts.items() if n)
+    def items(self, read: frozenset[int] | None = None) -> Iterator[tuple[tuple, int]]:
+        return ((row, n) for row, n in self._counts.items() if n)  # rows as they are
+
+    def reading(self, read: frozenset[int]) -> RowStore:
+        return self  # its rows are made already
 
     def __iter__(self) -> Iterator[tuple]:
         return self.keys()

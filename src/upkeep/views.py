@@ -17,8 +17,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import duckdb
 
@@ -55,6 +56,10 @@ class ViewRuntime:
     #: inverse then need not leave the view as it was, so a what-if cannot push a
     #: hypothetical batch through it and take it back (``Connection._hypothetical``)
     ties_by_arrival = False
+    #: per input table, the positions of the only columns of its rows the view reads, for
+    #: a view that reads rows through its atoms' leaves alone (``Core.columns_read``); its
+    #: build makes only those values (``RowStore.reading``).  A table not here: all.
+    columns_read: Mapping[str, frozenset[int]] = MappingProxyType({})
 
     def __init__(self, name: str, columns: Columns, inputs: set[str], sql: str):
         self.name = name
