@@ -99,19 +99,13 @@ class Core:
                 record=True)
         return scope
 
-    def columns_read(self) -> dict[str, frozenset[int]]:
-        """Per relation of the atoms, the positions of the columns in its rows that the
-        atoms' leaves and the functions compiled in their scopes (aggregate arguments) can
-        read: a view whose only readers of its inputs' rows are these reads no others, so
-        its build makes only them (``RowStore.reading``).  Read once the view is planned."""
-        out: dict[str, set[int]] = {}
-        for i, atom in enumerate(self.block.atoms):
-            read = out.setdefault(atom.relation, set())
-            read |= self._leaf_positions[i]
-            scope = self._atom_scopes.get(i)
-            if scope is not None:
-                read |= scope.resolved
-        return {relation: frozenset(read) for relation, read in out.items()}
+    def atom_reads(self, i: int) -> frozenset[int]:
+        """The positions of the columns of atom ``i``'s relation rows that its leaf, and
+        every function compiled in its scope (an aggregate's argument), can read: its
+        source's build needs no others (``operators.rows_read``).  Asked once the view is
+        planned, when nothing more is compiled over the atom's rows."""
+        scope = self._atom_scopes.get(i)
+        return frozenset(self._leaf_positions[i] | (scope.resolved if scope else set()))
 
     def _leaf(self, i: int, nonnull: set[int]) -> Callable[[tuple], tuple | None]:
         """Atom ``i``'s filter-and-project: a relation's row to the tuple of the atom's

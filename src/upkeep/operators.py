@@ -54,12 +54,17 @@ class Operator:
 
 
 class Source(Operator):
-    """Reads one relation's delta and maps its rows through the atom's filter-and-project."""
+    """Reads one relation's delta and maps its rows through the atom's filter-and-project.
+    ``reads``, when given, says which columns of the relation's rows the leaf (and
+    anything else compiled over the atom's rows) can read: a build over a table's store
+    then makes only those (:func:`rows_read`)."""
 
-    def __init__(self, relation: str, leaf: Callable[[tuple], tuple | None], label: str):
+    def __init__(self, relation: str, leaf: Callable[[tuple], tuple | None], label: str,
+                 reads: Callable[[], frozenset[int]] | None = None):
         self.relation = relation
         self.leaf = leaf
         self.label = label
+        self.reads = reads
 
     def step(self, batch: Batch) -> Delta:
         delta = batch.get(self.relation)
@@ -67,7 +72,7 @@ class Source(Operator):
         if not delta:
             return out
         leaf = self.leaf
-        for row, w in delta.items():
+        for row, w in rows_read(delta, self.reads).items():
             t = leaf(row)
             if t is not None:
                 add_into(out, t, w)
@@ -75,6 +80,17 @@ class Source(Operator):
 
     def describe(self) -> list[str]:
         return [f"scan {self.label}"]
+
+
+def rows_read(delta, reads: Callable[[], frozenset[int]] | None):
+    """``delta`` as a source with ``reads`` (:class:`Source`) reads it: a table's store, which
+    a view's build is handed, as a reading of those columns alone, the others None
+    (``RowStore.reading``: their values are never made); a change's delta as it is."""
+    if reads is not None:
+        reading = getattr(type(delta), "reading", None)
+        if reading is not None:
+            return reading(delta, reads())
+    return delta
 
 
 class ColumnLeaf:

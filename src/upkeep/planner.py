@@ -389,7 +389,8 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     scope = core.scope_over(list(out))
     compiler = ExpressionCompiler(scope)
     select = compiler.compile_tuple([e for _, e in block.select])
-    sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
+    sources = [Source(a.relation, core.leaf_fns[i], a.alias, functools.partial(core.atom_reads, i))
+               for i, a in enumerate(block.atoms)]
     types = [compiler.type_of(e) for _, e in block.select]
     view = DynView(name, _block_columns(block, types), inputs, sql,
                    Representation(pair, thetas, compiler_over(core), int_weights=True),
@@ -397,7 +398,6 @@ def _dyn_view(name, block: Block, sql, inputs, forced: bool) -> ViewRuntime | No
     view.positions = _select_positions(block, core, out)
     view.invert = _inverse_of_select(view.positions, len(out))
     view.eager = view.positions is None  # some select item computes a value
-    view.columns_read = core.columns_read()  # its sources read rows through leaves alone
     view.explanation = classify(core, out, pair, thetas) + [
         "mode: push (delta enumeration) on every batch: the select list computes values, "
         "so a row it cannot compute rejects its batch" if view.eager else
@@ -459,7 +459,7 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
             channel_atoms.append((atom, spec))
     sources: list = []
     for i, a in enumerate(block.atoms):
-        source = Source(a.relation, core.leaf_fns[i], a.alias)
+        source = Source(a.relation, core.leaf_fns[i], a.alias, functools.partial(core.atom_reads, i))
         if not channel_atoms:  # COUNT(*) only: integer weights suffice
             sources.append(source)
             continue
@@ -473,8 +473,6 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     rep = Representation(pair, thetas, compiler_over(core), int_weights=not channel_atoms)
     view = DynAggregateView(name, _block_columns(block, finalizer.types), inputs, sql, rep,
                             sources, specs, finalizer, global_group=not block.group_by)
-    # its sources read rows through leaves and channels compiled in the atoms' scopes alone
-    view.columns_read = core.columns_read()
     # a select list that computes over the groups (a cast, arithmetic) or a HAVING can fail,
     # and so can a SUM or AVG whose sum may not fit (its result type, DuckDB's HUGEINT)
     view.eager = block.having is not None or any(
@@ -668,7 +666,8 @@ def _core_operator(block: Block, analysis, core: Core, out: tuple[int, ...],
                    strategy: str | None) -> tuple[Operator, str, list[str]]:
     """The operator maintaining a block's join, which kind it is (dyn, lftj, general;
     scan for one relation, which needs no join state), and EXPLAIN's notes on it."""
-    sources = [Source(a.relation, core.leaf_fns[i], a.alias) for i, a in enumerate(block.atoms)]
+    sources = [Source(a.relation, core.leaf_fns[i], a.alias, functools.partial(core.atom_reads, i))
+               for i, a in enumerate(block.atoms)]
     thetas = thetas_of(core, analysis)
     if strategy is None and len(sources) == 1:
         return (_project(sources[0], core.edges()[0], out, "project"), "scan",

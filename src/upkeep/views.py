@@ -17,9 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import duckdb
 
@@ -30,7 +29,7 @@ from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
 from .gc_pause import StateDict
-from .operators import Aggregate, Batch, Delta, Operator, Source
+from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
 from .zset import add_into, replace_row
 
@@ -56,10 +55,6 @@ class ViewRuntime:
     #: inverse then need not leave the view as it was, so a what-if cannot push a
     #: hypothetical batch through it and take it back (``Connection._hypothetical``)
     ties_by_arrival = False
-    #: per input table, the positions of the only columns of its rows the view reads, for
-    #: a view that reads rows through its atoms' leaves alone (``Core.columns_read``); its
-    #: build makes only those values (``RowStore.reading``).  A table not here: all.
-    columns_read: Mapping[str, frozenset[int]] = MappingProxyType({})
 
     def __init__(self, name: str, columns: Columns, inputs: set[str], sql: str):
         self.name = name
@@ -216,7 +211,7 @@ class RingSource:
         leaf = self.leaf
         channels = self.channels
         plain = self.plain
-        for row, w in delta.items():
+        for row, w in rows_read(delta, self.source.reads).items():
             t = leaf(row)
             if t is None:
                 continue

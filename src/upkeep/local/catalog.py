@@ -49,7 +49,7 @@ from ..plan import (
 from ..planner import Catalog, describe, plan_view
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
-from ..row_store import PartialRows, RowStore
+from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one, relations_read
 from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
@@ -517,7 +517,7 @@ class LocalCatalog(Catalog):
                         self._top_k(name, query, strategy, created) or plan_view(
                             name, query, self, strategy))
             self._name_as_duckdb(original, view)
-            contents = self.contents(view)
+            contents = self.contents(view.inputs)
             rows = sum(len(d) for d in contents.values())
             with gc_paused(rows), bulk_progress(f"building view {name}", rows, counted=False):
                 try:
@@ -642,7 +642,7 @@ class LocalCatalog(Catalog):
                 self._drop_view(base)
                 return False
             created.append(base)
-        view.build(self.contents(view))
+        view.build(self.contents(view.inputs))
         self.views[name] = view
         self._definitions[name] = (sub.this, strategy)
         self._helpers[name] = []
@@ -855,18 +855,16 @@ class LocalCatalog(Catalog):
             query, strategy = self._definitions[name]
             fresh = getattr(old[name], "fresh", None)  # a view kept over a helper view
             view = fresh() if fresh is not None else plan_view(name, query, self, strategy)
-            view.build(self.contents(view))
+            view.build(self.contents(view.inputs))
             self.views[name] = view
 
-    def contents(self, view: ViewRuntime) -> dict[str, Delta | RowStore | PartialRows]:
-        """The committed contents of a view's inputs, as one batch from empty to build it
-        from (a table's :class:`RowStore` as is: its rows are decoded as the build reads
-        them, only the columns the view reads if it says which: ``columns_read``)."""
-        read = view.columns_read
-        return {n: (self.tables[n].rows.reading(read[n]) if n in read
-                    else self.tables[n].rows) if n in self.tables
+    def contents(self, names: set[str]) -> dict[str, Delta | RowStore]:
+        """The committed contents of tables and views, as one batch from empty (a table's
+        :class:`RowStore` as is: its rows are decoded as the build reads them, by each
+        source only the columns it reads: ``operators.rows_read``)."""
+        return {n: self.tables[n].rows if n in self.tables
                 else dict(self.views[n].weighted_rows())
-                for n in view.inputs}
+                for n in names}
 
 
 def view_provenance(stmt: exp.Create, view: str) -> bool:
