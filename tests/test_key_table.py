@@ -103,3 +103,26 @@ def test_a_checked_entry_is_not_used_once_its_row_was_removed_or_moved():
     assert store._table.epoch > epoch  # compacted: entry numbers moved
     store.add(row, -1)
     assert store.as_dict() == {row: 3}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(keys, max_size=40), st.lists(keys, max_size=300))
+def test_keys_added_after_their_room_is_reserved_grow_nothing_on_the_way(before, added):
+    """``reserve`` makes room for a bulk insert's keys at once: while they are added the
+    index is not rehashed and the entry arrays and arena are not grown, and the table
+    holds what it would have held without the reservation."""
+    table, plain = KeyTable(), KeyTable()
+    for key in before:
+        table.add(key, 1)
+        plain.add(key, 1)
+    for key in dict.fromkeys(before[::3]):  # removals leave tombstones behind
+        table.add(key, -table.get(key))
+        plain.add(key, -plain.get(key))
+    table.reserve(len(added), sum(len(k) for k in added))
+    sizes = (table.mask, table.capacity, len(table.arena))
+    for key in added:
+        table.add(key, 2)
+        plain.add(key, 2)
+        assert (table.mask, table.capacity, len(table.arena)) == sizes
+    assert 10 * table.filled <= 7 * (table.mask + 1)
+    assert _contents(table) == _contents(plain)

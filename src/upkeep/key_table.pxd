@@ -44,6 +44,9 @@ cdef class KeyTable:
     @cython.locals(pos=Py_ssize_t, slots="int[:]", mask=Py_ssize_t, i=Py_ssize_t)
     cdef Py_ssize_t _slot_of(self, Py_ssize_t e)
 
+    @cython.locals(slots=Py_ssize_t, need=Py_ssize_t, room=Py_ssize_t)
+    cpdef reserve(self, Py_ssize_t keys, Py_ssize_t size)
+
     @cython.locals(slots="int[:]", mask=Py_ssize_t, weights="long long[:]",
                    view="unsigned char[:]", e=Py_ssize_t, pos=Py_ssize_t, i=Py_ssize_t,
                    tags="unsigned char[:]", h="unsigned long long")

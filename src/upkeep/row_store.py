@@ -540,6 +540,17 @@ class RowStore:
 
         return encode_part(part, kinds, strings, new_code)
 
+    def reserve_keys(self, parts: list) -> None:
+        """Room for the keys of ``parts`` (:class:`upkeep.arrow_keys.EncodedKeys`) in the
+        key table, made once before they are added (:meth:`KeyTable.reserve`)."""
+        count = size = 0
+        for keys in parts:
+            n = len(keys.starts)
+            if n:
+                count += n
+                size += keys.ends[n - 1] - keys.starts[0]
+        self._table.reserve(count, size)
+
     def add_keys(self, keys, weight: int) -> None:
         """Add ``weight`` to the multiplicity of each key of ``keys`` (an
         :class:`upkeep.arrow_keys.EncodedKeys` this store's encoder's dictionaries wrote),

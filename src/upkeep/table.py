@@ -124,6 +124,8 @@ class Table:
         takes a failed batch's insert back), and its PRIMARY KEY values' counts."""
         self.version += 1
         rows = self.rows
+        if weight > 0:
+            rows.reserve_keys(parts)
         for part in parts:
             rows.add_keys(part, weight)
         keys = self.keys
