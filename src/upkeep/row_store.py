@@ -540,6 +540,14 @@ class RowStore:
 
         return encode_part(part, kinds, strings, new_code)
 
+    def rows_of(self, keys) -> list[tuple]:
+        """The rows of ``keys`` (an :class:`upkeep.arrow_keys.EncodedKeys` this store's
+        encoder's dictionaries wrote), in order: a staged bulk insert's rows, for a later
+        reader of its transaction."""
+        decoder = RowDecoder(self._encoder, self._columns)
+        data, starts = keys.data, keys.starts
+        return [decoder.decode_at(data, starts[i]) for i in range(len(starts))]
+
     def reserve_keys(self, parts: list) -> None:
         """Room for the keys of ``parts`` (:class:`upkeep.arrow_keys.EncodedKeys`) in the
         key table, made once before they are added (:meth:`KeyTable.reserve`)."""

@@ -5,12 +5,12 @@ time (:func:`add_part`).  A bulk insert of Arrow data that already has the table
 types (:func:`upkeep.rows.arrow_typed`) into a table no view reads need not become
 Python rows at all: :func:`prepare` checks it (NOT NULL, the PRIMARY KEY's values) and
 writes its rows' keys straight from the columns (:mod:`upkeep.arrow_keys`), and the commit
-adds the keys to the table (:meth:`upkeep.table.Table.apply_keys`).  The Arrow parts are
-kept beside the keys, so that whoever needs the rows after all (a view created since, a
-statement or query in the same transaction) gets them as the row-by-row path makes them
-(:meth:`BulkInsert.delta`).  A database on disk logs the parts as one Arrow table
-(:meth:`BulkInsert.arrow`, an Arrow IPC stream in the record) and recovery adds its keys
-again (:func:`replay`).
+adds the keys to the table (:meth:`upkeep.table.Table.apply_keys`).  Whoever needs the
+rows after all (a statement or query in the same transaction) gets them decoded from the
+keys, as the table would give them once committed (:meth:`BulkInsert.delta`).  A
+database on disk keeps a copy of the Arrow parts beside the keys and logs them as one
+Arrow table (:meth:`BulkInsert.arrow`, an Arrow IPC stream in the record); recovery adds
+their keys again (:func:`replay`).
 """
 
 from __future__ import annotations
@@ -55,9 +55,10 @@ def _as_is(row: tuple, index: int) -> tuple:
 
 
 class BulkInsert:
-    """One table's bulk insert, staged as keys: its Arrow ``parts`` (of the table's
-    columns, in order, of their own types), each part's ``keys``, and how many of its rows
-    hold each PRIMARY KEY value (empty without a key)."""
+    """One table's bulk insert, staged as keys: each part's ``keys``, the Arrow ``parts``
+    themselves for the log of a database on disk (of the table's columns, in order, of
+    their own types; none in memory), and how many of its rows hold each PRIMARY KEY value
+    (empty without a key)."""
 
     __slots__ = ("table", "parts", "keys", "key_counts", "rows")
 
@@ -85,37 +86,40 @@ class BulkInsert:
         return pa.concat_tables(self.parts)
 
     def delta(self) -> Delta:
-        """The rows as the row-by-row path stages them: row -> how many times inserted."""
+        """The rows, decoded from their keys, as the row-by-row path stages them: row ->
+        how many times inserted."""
         t = self.table
         delta: Delta = {}
         n = 0
-        for arrow in self.parts:
-            for part in row_parts(arrow, t.name, t.columns, STEP):
-                add_part(delta, part, n, 1, t, True)
-                n += len(part)
+        for keys in self.keys:
+            part = t.rows.rows_of(keys)
+            add_part(delta, part, n, 1, t, True)
+            n += len(part)
         return delta
 
 
-def prepare(t: Table, data: pa.Table | pa.RecordBatch,
-            advance: Callable[[int], None]) -> BulkInsert | None:
+def prepare(t: Table, data: pa.Table | pa.RecordBatch, advance: Callable[[int], None],
+            logged: bool) -> BulkInsert | None:
     """``data`` (the table's columns, in order, of their own Arrow types) as a bulk insert
     into ``t``, ``advance`` called with each part's rows; None when a value has no Python
     form (the row-by-row path then names it).  A NULL in a NOT NULL column raises the
     row-by-row path's :class:`~upkeep.errors.ConstraintError` naming the first row that
-    holds one.  Each part is copied, under the table's own column names: the caller may
-    reuse its buffers once the statement returns, and the staged parts are what the log
-    and any later reader of the transaction's rows get."""
+    holds one.  Nothing staged refers to the caller's buffers, which it may reuse once
+    the statement returns: the keys are written out, and for a database that ``logged``
+    its batches (on disk) each part is copied, under the table's own column names, for
+    the log."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     schema = pa.schema([(name, typ.arrow()) for name, typ in t.columns])
     data = pa.Table.from_arrays(data.columns, schema=schema)
     bulk = BulkInsert(t)
     for start in range(0, data.num_rows, STEP):
-        part = _copied(data.slice(start, STEP))
+        part = data.slice(start, STEP)
         keys = t.rows.keys_of(part)
         if keys is None:
             return None
-        bulk.parts.append(part)
+        if logged:
+            bulk.parts.append(_copied(part))
         bulk.keys.append(keys)
         if t.key is not None:
             counts = bulk.key_counts
@@ -127,7 +131,7 @@ def prepare(t: Table, data: pa.Table | pa.RecordBatch,
     nulls = [data.column(i).is_null().index(True).as_py() for i in t.not_null
              if data.column(i).null_count]
     if nulls:  # the first row the row-by-row path would refuse, refused with its words
-        t.check_not_null(next(iter(_one(t, data.slice(min(nulls), 1)).delta())))
+        t.check_not_null(next(iter(_rows(t, data.slice(min(nulls), 1)))))
     return bulk
 
 
@@ -142,15 +146,18 @@ def _copied(part: pa.Table) -> pa.Table:
 def replay(t: Table, data: pa.Table) -> None:
     """Apply a logged bulk insert (:meth:`BulkInsert.arrow`) to ``t`` again, as keys (its
     rows were checked when it was committed), or as rows if ``t`` no longer takes keys."""
-    bulk = prepare(t, data, lambda n: None)
+    bulk = prepare(t, data, lambda n: None, False)
     if bulk is not None and t.takes_keys():
         t.apply_keys(bulk.keys, bulk.key_counts)
     else:
-        t.apply(_one(t, data).delta())
+        t.apply(_rows(t, data))
 
 
-def _one(t: Table, part: pa.Table) -> BulkInsert:
-    """A bulk insert of ``part`` alone, to make its rows."""
-    one = BulkInsert(t)
-    one.parts.append(part)
-    return one
+def _rows(t: Table, data: pa.Table) -> Delta:
+    """``data``'s rows made by the row-by-row path: row -> how many times inserted."""
+    delta: Delta = {}
+    n = 0
+    for part in row_parts(data, t.name, t.columns, STEP):
+        add_part(delta, part, n, 1, t, True)
+        n += len(part)
+    return delta

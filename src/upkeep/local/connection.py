@@ -392,7 +392,8 @@ class Connection(Engine):
         typed = arrow_typed(rows, t.name, t.columns)
         if typed and weight > 0 and self._takes_keys(t):
             with bulk_progress(f"loading rows into {t.name}", size) as advance:
-                bulk = prepare(t, arrow_columns(rows, t.name, t.column_names), advance)
+                bulk = prepare(t, arrow_columns(rows, t.name, t.column_names), advance,
+                               self._durability.storage is not None)
             if bulk is not None:
                 self._stage_keys(t, bulk)
                 return len(bulk)
