@@ -208,10 +208,12 @@ class RingSource:
         out: dict[tuple, DualWeight] = {}
         if not delta:
             return out
+        if type(delta) is not dict:  # a table's store, handed to a build
+            delta = rows_read(delta, self.source.reads)
         leaf = self.leaf
         channels = self.channels
         plain = self.plain
-        for row, w in rows_read(delta, self.source.reads).items():
+        for row, w in delta.items():
             t = leaf(row)
             if t is None:
                 continue
