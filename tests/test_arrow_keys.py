@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from killing import kill_and_reopen
 
 import upkeep
 from upkeep.codecs.arrow_values import column_values
@@ -323,31 +324,13 @@ def test_bulk_inserts_on_disk_survive_kill_nine_exactly_once(tmp_path, snapshot_
     again as keys: killed at random points, it holds every acknowledged batch exactly once
     (at most the one unacknowledged batch more), with snapshots taken or not."""
     import inspect
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
     from collections import Counter
 
     script = tmp_path / "worker.py"
     script.write_text(inspect.getsource(_batch).replace("_batch", "BATCH") + WORKER)
     path = tmp_path / "db"
-    rng = random.Random(snapshot_bytes)
-    acked = -1
-    for _ in range(4):
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(snapshot_bytes)],
-                                stdout=subprocess.PIPE, text=True)
-        start = proc.stdout.readline().split()
-        assert start[0] == "start" and int(start[1]) == acked + 1, start
-        time.sleep(rng.uniform(0.2, 0.8))
-        os.kill(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        acks = [int(line.split()[1]) for line in out.split("\n")[:-1] if line.startswith("ack ")]
-        acked = max(acks, default=acked)
-        db = upkeep.connect(path)
-        committed = db.metadata().get("next", 0)
-        assert acked + 1 <= committed <= acked + 2
+
+    def check(db, committed: int) -> None:
         held = Counter(db.execute("SELECT * FROM loaded").fetchall())
         assert held == Counter(r for i in range(committed) for r in _batch(i))
         db.create_view("per_v", "SELECT v, COUNT(*) AS n FROM loaded GROUP BY v")
@@ -357,8 +340,8 @@ def test_bulk_inserts_on_disk_survive_kill_nine_exactly_once(tmp_path, snapshot_
         assert sorted(db.view("per_v").rows()) == sorted(
             oracle.execute("SELECT v, COUNT(*) FROM loaded GROUP BY v").fetchall())
         db.execute("DROP VIEW per_v")
-        db.close()
-        acked = committed - 1
+
+    kill_and_reopen(script, path, snapshot_bytes, 4, (0.2, 0.8), check)
     if snapshot_bytes < 1 << 20:
         assert any(p.name.startswith("snapshot-") for p in path.iterdir())
 

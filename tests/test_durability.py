@@ -2,17 +2,15 @@
 exactly once, the source offset right, and every view equal to DuckDB's evaluation."""
 
 import datetime as dt
-import os
-import random
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
+from killing import kill_and_reopen
 
 import upkeep
 
@@ -73,25 +71,8 @@ def test_kill_nine_at_random_points_loses_and_repeats_nothing(tmp_path, snapshot
     script = tmp_path / "worker.py"
     script.write_text(BATCH_DEF + WORKER)
     path = tmp_path / "db"
-    rng = random.Random(snapshot_bytes)
-    acked = -1
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(snapshot_bytes)],
-                                stdout=subprocess.PIPE, text=True)
-        start = proc.stdout.readline().split()
-        assert start[0] == "start" and int(start[1]) == acked + 1, start
-        time.sleep(rng.uniform(0.0, 0.4))
-        os.kill(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        # an acknowledgement counts once its line is complete: the kill may cut the last one
-        complete = out.split("\n")[:-1]
-        acks = [int(line.split()[1]) for line in complete if line.startswith("ack ")]
-        acked = max(acks, default=acked)
 
-        db = upkeep.connect(path)
-        committed = db.metadata().get("next", 0)
-        # everything acknowledged is there; at most the one unacknowledged batch more
-        assert acked + 1 <= committed <= acked + 2
+    def check(db, committed: int) -> None:
         a_rows = Counter(db.execute("SELECT * FROM a").fetchall())
         assert a_rows == model_of(committed)
         b_rows = db.execute("SELECT * FROM b").fetchall()
@@ -102,8 +83,8 @@ def test_kill_nine_at_random_points_loses_and_repeats_nothing(tmp_path, snapshot
         assert got.keys() == want.keys()
         for name, (total, n) in want.items():
             assert got[name][1] == n and got[name][0] == pytest.approx(total, rel=1e-9)
-        db.close()
-        acked = committed - 1
+
+    kill_and_reopen(script, path, snapshot_bytes, 6, (0.0, 0.4), check)
     if snapshot_bytes < 1 << 20:
         assert any(p.name.startswith("snapshot-") for p in path.iterdir())
         assert max(p.stat().st_size for p in path.glob("wal-*.log")) < 4 * snapshot_bytes

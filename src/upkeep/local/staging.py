@@ -71,7 +71,8 @@ class Staging:
         each row (``isdisjoint``), and merged in by ``dict.update``, which reuses its
         stored hashes; one touching staged rows hashes each of its rows twice (a lookup in
         what is staged, a store in the merged change)."""
-        self._as_rows(table.name)
+        if self.bulk:
+            self._as_rows(table.name)
         pending = self.deltas.get(table.name)
         if pending and not pending.keys().isdisjoint(delta):
             merged: Delta = {}
