@@ -235,7 +235,9 @@ class KeyTable:
         need = self.count + keys
         if need > self.capacity:  # with the slack a step of growth leaves (a quarter), or
             self._resize_entries(need + (need >> 2))  # the next insert copies them all
-        room = size + 2 * keys  # each key's length before it: a varint of 1-2 bytes
+        # each key's length before it (a varint of at most 3 bytes below 2 MB: a longer key
+        # grows the arena as usual), and the headroom ``_append`` wants after the last
+        room = size + 3 * keys + 10
         if self.used + room > len(self.arena):
             self._make_room(room)
 
