@@ -83,6 +83,9 @@ cdef class RowStore:
     cpdef forget(self)
     @cython.locals(table=KeyTable, e=Py_ssize_t, encoder=RowEncoder, n=Py_ssize_t)
     cpdef add(self, row, weight, keep_place=*)
+    @cython.locals(starts="const long long[:]", ends="const long long[:]", i=Py_ssize_t,
+                   count=Py_ssize_t, size=Py_ssize_t)
+    cpdef reserve_keys(self, list parts)
     @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
                    ends="const long long[:]", i=Py_ssize_t)
     cpdef add_keys(self, keys, long long weight)

@@ -553,10 +553,10 @@ class RowStore:
         key table, made once before they are added (:meth:`KeyTable.reserve`)."""
         count = size = 0
         for keys in parts:
-            n = len(keys.starts)
-            if n:
-                count += n
-                size += keys.ends[n - 1] - keys.starts[0]
+            starts, ends = keys.starts, keys.ends
+            count += len(starts)
+            for i in range(len(starts)):  # (keys lie apart in their buffer: each row has
+                size += ends[i] - starts[i]  # room for the widest, so each is counted)
         self._table.reserve(count, size)
 
     def add_keys(self, keys, weight: int) -> None:
