@@ -27,9 +27,7 @@ cdef class NodeState:
     cdef public bint frontier
     cdef public list other_weights
     cdef public bint counted
-    @cython.locals(idx=Index)
     cpdef add(self, t, w)
-    @cython.locals(idx=Index)
     cdef _reweighted(self, t, w, old, bint taken_out)
     cpdef process(self, dict deltas)
 
