@@ -39,7 +39,7 @@ class Core:
         self.block = block
         self.analysis = analysis
         # per atom, the scope every function over its relation's rows is compiled in, and
-        # the positions its leaf reads without one (``columns_read``)
+        # the positions its leaf reads without one (``atom_reads``)
         self._atom_scopes: dict[int, Scope] = {}
         self._leaf_positions: list[set[int]] = [set() for _ in block.atoms]
         parent = {}

@@ -68,7 +68,7 @@ class Scope:
     def __init__(self, columns: list[Column], record: bool = False):
         self.columns = columns
         # with ``record``, the slots of every column resolved, which is every column a
-        # function compiled over this scope can read (``Core.columns_read``)
+        # function compiled over this scope can read (``Core.atom_reads``)
         self.resolved: set[int] | None = set() if record else None
         # names are matched as SQL matches them, whatever the case a column keeps
         # (DuckDB names ``SUM(b) OVER (ORDER BY g)`` so)

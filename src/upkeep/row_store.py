@@ -633,9 +633,9 @@ class RowStore:
 
 
 class PartialRows:
-    """A store's rows for a reader that reads only some of their columns: a dyn view's
-    build, whose atoms' leaves read a few columns of each row and keep nothing else
-    (``Core.columns_read``).  The other columns are stepped over in the keys, not made
+    """A store's rows for a reader that reads only some of their columns: an atom's source
+    in a view's build, whose leaf reads a few columns of each row and keeps nothing else
+    (``Core.atom_reads``, ``operators.rows_read``).  The other columns are stepped over in the keys, not made
     into values, and are None in the rows: building QH over TPC-H's line items made 16
     values a row where it reads 2."""
 
