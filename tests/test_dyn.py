@@ -440,6 +440,64 @@ def test_a_view_built_over_loaded_tables_makes_only_the_columns_it_reads(
     view_follows_duckdb(_LOADED, _LATER, query=query, strategy=strategy)
 
 
+@pytest.mark.parametrize(("query", "lifted"), [
+    # a filtered leaf and computed arguments: one generated function for both
+    ("SELECT l.k, SUM(l.p * (1 - l.d)) AS net, COUNT(l.d) AS nd, AVG(l.d + 1) AS ad "
+     "FROM o JOIN l ON o.k = l.k WHERE l.flag = 'R' GROUP BY l.k", {"l"}),
+    # an unfiltered leaf of columns and bare-column arguments: C already, left apart
+    ("SELECT o.k, SUM(l.p) AS value, AVG(l.d) AS ad FROM o JOIN l ON o.k = l.k "
+     "GROUP BY o.k", set()),
+    # one computed argument is enough; the other atom's bare column is left apart
+    ("SELECT o.note, SUM(o.total) AS t, SUM(l.d * 2) AS d2 FROM o JOIN l ON o.k = l.k "
+     "GROUP BY o.note", {"l"}),
+    # a filtered leaf with a bare-column argument
+    ("SELECT o.k, SUM(l.p) AS value FROM o JOIN l ON o.k = l.k "
+     "WHERE l.day > DATE '2024-01-02' GROUP BY o.k", {"l"}),
+])
+def test_an_aggregate_over_a_join_reads_its_arguments_with_its_leaf(query, lifted):
+    """A dyn aggregate's source lifts a row into its leaf tuple and this atom's aggregate
+    arguments in one function (``Core.lifted_leaf``) where the leaf or an argument is
+    generated code, and keeps them apart where both are C; either way the view follows
+    DuckDB through changes that bring NULL arguments, filtered rows and deletes."""
+    db = upkeep.connect()
+    for statement in _LOADED:
+        db.execute(statement)
+    db.create_view("v", query, strategy="dyn")
+    sources = [s for group in db._catalog.views["v"].by_relation.values() for _, s in group]
+    assert {s.relation for s in sources if s.lift is not None} == lifted
+    for s in sources:
+        if s.lift is None:
+            continue
+        kept = 0
+        for row, _ in db._catalog.tables[s.relation].rows.items():
+            got, t = s.lift(row), s.leaf(row)
+            assert (got is None) == (t is None), row
+            if t is not None:  # the leaf tuple, then one value per argument of this atom
+                kept += 1
+                assert got[:s.width] == t and len(got) > s.width, row
+        assert kept
+    view_follows_duckdb(_LOADED, _LATER, query=query, strategy="dyn")
+
+
+def _channels(n: int):
+    return st.tuples(*[st.sampled_from([0, 0, 1, -1, 2**70, -(2**70)])] * (2 * n))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-2, 2), st.integers(-2, 2),
+       st.integers(1, 3).flatmap(lambda n: st.tuples(_channels(n), _channels(n))))
+def test_a_dual_weight_is_true_when_a_part_is_and_adds_part_by_part(c, d, channels):
+    """A dyn aggregate's weight (count, sum channels) is zero only when every part is, and
+    ``plus`` (the C call a source's batch uses) is ``+``: part by part."""
+    from upkeep.aggregates import DualWeight
+
+    v, u = channels
+    a, b = DualWeight(c, v), DualWeight(d, u)
+    assert bool(a) == (c != 0 or any(x != 0 for x in v))
+    for total in (a + b, a.plus(b)):
+        assert (total.c, total.v) == (c + d, tuple(x + y for x, y in zip(v, u, strict=True)))
+
+
 class _Leaf:
     """The fields of a GJT node a :class:`NodeState` reads: a two-variable leaf, no parent."""
     id, parent, vars = 0, None, (X, Y)

@@ -17,6 +17,23 @@ def test_exact_roundtrip_of_extreme_doubles():
         assert exact_to_float(float_to_exact(x)) == x
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False)
+       | st.sampled_from([2.0**-12, 2.0**-12 * 3, 2.0**-13, 2.0**40 + 0.5, 2.0**52 * -1.0,
+                          2.0**-64, 2.0**-65, 1234.56 * (1 - 0.04), -0.0]))
+def test_a_double_is_exact_at_the_coarse_scale_exactly_when_it_is_whole_there(x):
+    """A double that is a whole number of ``2**-64`` units is that many units (an int);
+    any other is a fine sum of ``2**-1074`` units: one representation per value, whichever
+    way the conversion tells whole scaled values apart."""
+    units = Fraction(x) * 2**64
+    got = float_to_exact(x)
+    if units.denominator == 1:
+        assert type(got) is int and got == units.numerator
+    else:
+        assert type(got) is not int and got.n == Fraction(x) * 2**1074
+    assert exact_to_float(got) == x
+
+
 @pytest.mark.parametrize("strategy", ["dyn", "general"])
 def test_tens_of_thousands_of_plus_minus_pairs_leave_the_exact_sum(strategy):
     """60,000 inserted-then-deleted values from 1e-12 to 1e12 in magnitude: a float

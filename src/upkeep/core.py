@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .expressions import Column, ExpressionCompiler, Scope, column_refs
+from .expressions import Column, ExpressionCompiler, Scope, column_refs, unparen
 from .operators import ColumnLeaf
 from .plan import Block, JoinAnalysis, atom_of_slot
 from .types import SqlType
@@ -42,6 +42,9 @@ class Core:
         # the positions its leaf reads without one (``atom_reads``)
         self._atom_scopes: dict[int, Scope] = {}
         self._leaf_positions: list[set[int]] = [set() for _ in block.atoms]
+        # per atom, what its leaf is made of: (values, conditions, NULL-tested and equal
+        # positions, whether it is the row itself), for ``lifted_leaf``
+        self._leaf_parts: list[tuple] = [()] * len(block.atoms)
         parent = {}
 
         def find(x: int) -> int:
@@ -132,11 +135,31 @@ class Core:
         whole = values == list(range(len(atom.columns)))  # share the table's tuple
         self._leaf_positions[i] = ({k for k in values if isinstance(k, int)} | set(nulls)
                                    | {k for pair in equal for k in pair})
+        self._leaf_parts[i] = (values, conditions, nulls, equal, whole)
         if not conditions and all(isinstance(v, int) for v in values):
             # columns only: compiled, no interpreter frame per row
             return ColumnLeaf(values, nulls, equal, whole).project
         return ExpressionCompiler(self.atom_scope(i)).compile_filtered_tuple(
             None if whole else values, conditions, nulls, equal)
+
+    def lifted_leaf(self, i: int, extra: list[exp.Expression]
+                    ) -> Callable[[tuple], tuple | None] | None:
+        """Atom ``i``'s leaf with ``extra`` values (expressions over its relation's rows, an
+        aggregate's arguments) after the leaf tuple's: ``row -> (leaf values..., extra
+        values...)``, or None where the leaf drops the row.  One generated function where
+        the leaf and an argument would each run an interpreter frame per row (about 1k
+        instructions each: TPC-H Q3's line items, filtered by date and summing
+        ``l_extendedprice * (1 - l_discount)``).  None when that gains nothing: the leaf is
+        the relation's row itself (kept, not copied: the table's tuple is shared), or the
+        leaf and every extra value are C already (:class:`ColumnLeaf`, a bare column)."""
+        values, conditions, nulls, equal, whole = self._leaf_parts[i]
+        if whole or not extra:
+            return None
+        plain = not conditions and all(isinstance(v, int) for v in values)
+        if plain and all(isinstance(unparen(e), exp.Column) for e in extra):
+            return None
+        return ExpressionCompiler(self.atom_scope(i)).compile_filtered_tuple(
+            [*values, *extra], conditions, nulls, equal)
 
     def vars_of(self, node: exp.Expression) -> set[int]:
         out = set()

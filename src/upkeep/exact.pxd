@@ -2,7 +2,7 @@
 # its exact sum scales and compares on C doubles.
 cimport cython
 
-cdef double _COARSE_ONE_FLOAT, _COARSE_UNIT_FLOAT, _SCALED_LIMIT
+cdef double _COARSE_ONE_FLOAT, _COARSE_UNIT_FLOAT, _SCALED_LIMIT, _WHOLE_FROM
 
 @cython.locals(scaled=cython.double)
 cpdef object float_to_exact(double x)

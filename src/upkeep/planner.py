@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from itertools import combinations
+from operator import itemgetter
 from typing import NamedTuple
 
 import duckdb
@@ -463,9 +464,19 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         if not channel_atoms:  # COUNT(*) only: integer weights suffice
             sources.append(source)
             continue
-        chans = [((spec.arg.fn if atom == i else None), spec.exact)
+        # this atom's channel arguments, read off its rows alone (COUNT(x), SUM(x), AVG(x))
+        own = [spec.node.this for atom, spec in channel_atoms if atom == i]
+        lift = core.lifted_leaf(i, own)
+        if lift is None:
+            chans = [((spec.arg.fn if atom == i else None), spec.exact)
+                     for atom, spec in channel_atoms]
+            sources.append(RingSource(source, chans))
+            continue
+        width = len(core.atom_vars[i])
+        picks = iter(range(width, width + len(own)))  # the arguments follow the leaf tuple
+        chans = [((itemgetter(next(picks)) if atom == i else None), spec.exact)
                  for atom, spec in channel_atoms]
-        sources.append(RingSource(source, chans))
+        sources.append(RingSource(source, chans, lift, width))
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)

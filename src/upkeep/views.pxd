@@ -9,10 +9,12 @@ cdef class RingSource:
     cdef public object relation
     cdef public object leaf
     cdef public list channels
+    cdef public object lift
+    cdef public Py_ssize_t width
     cdef public object plain
     cdef public tuple zeros
 
-    @cython.locals(dw=DualWeight)
+    @cython.locals(dw=DualWeight, old=DualWeight, lifted=tuple, width=Py_ssize_t)
     cpdef dict step(self, batch)
 
 

@@ -190,14 +190,21 @@ class DynView(ViewRuntime):
 
 
 class RingSource:
-    """Leaf deltas lifted into :class:`DualWeight`: count plus this atom's sum channels."""
+    """Leaf deltas lifted into :class:`DualWeight`: count plus this atom's sum channels.
 
-    def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]]):
+    ``lift``, when given (:meth:`~upkeep.core.Core.lifted_leaf`), is the leaf and this
+    atom's channel arguments in one function, ``row -> (leaf tuple's width values...,
+    arguments...)``: the channels then read their arguments off its result."""
+
+    def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]],
+                 lift: Callable[[tuple], tuple | None] | None = None, width: int = 0):
         self.source = source
         self.relation = source.relation
         self.leaf = source.leaf  # a C slot here, read once per batch
         # channels[k] = (argument function if the k-th channel belongs to this atom, exact)
         self.channels = channels
+        self.lift = lift
+        self.width = width
         # an atom carrying no sum channel lifts a row of weight w to the same (immutable)
         # DualWeight(w, zeros) every time: one shared object, not one per stored tuple
         self.plain = None if any(fn for fn, _ in channels) else {}
@@ -211,37 +218,48 @@ class RingSource:
         if type(delta) is not dict:  # a table's store, handed to a build
             delta = rows_read(delta, self.source.reads)
         leaf = self.leaf
+        lift = self.lift
+        width = self.width
         channels = self.channels
         plain = self.plain
         for row, w in delta.items():
-            t = leaf(row)
-            if t is None:
-                continue
+            if lift is None:
+                t = leaf(row)
+                if t is None:
+                    continue
+            else:  # the leaf tuple and the arguments the channels read off ``row``
+                lifted = lift(row)
+                if lifted is None:
+                    continue
+                row = lifted
+                t = lifted[:width]
             if plain is not None:
                 dw = plain.get(w)
                 if dw is None:
                     dw = plain[w] = DualWeight(w, self.zeros)
-                old = out.get(t)
-                out[t] = dw if old is None else old + dw
-                continue
-            vals = []
-            for fn, exact in channels:
-                if fn is None:
-                    vals.extend((0, 0))
-                    continue
-                v = fn(row)
-                if v is None:
-                    vals.extend((0, 0))
-                else:
-                    vals.extend((w, exact(v) * w))
-            # DualWeight(w, vals) without the call of __init__, as aggregates._dual makes
-            # one: that is a C function, which this module cannot import by name both when
-            # compiled and when run as Python
-            dw = DualWeight.__new__(DualWeight)
-            dw.c = w
-            dw.v = tuple(vals)
+            else:
+                vals = []
+                for fn, exact in channels:
+                    if fn is None:
+                        vals.extend((0, 0))
+                        continue
+                    v = fn(row)
+                    if v is None:
+                        vals.extend((0, 0))
+                        continue
+                    v = exact(v)
+                    # a change's weight is 1 or -1 but for repeated rows: a big sum's
+                    # product costs more than its copy or negation
+                    vals.extend((w, v if w == 1 else -v if w == -1 else v * w))
+                # DualWeight(w, vals) without the call of __init__, as aggregates._dual
+                # makes one: that is a C function, which this module cannot import by name
+                # both when compiled and when run as Python
+                dw = DualWeight.__new__(DualWeight)
+                dw.c = w
+                dw.v = tuple(vals)
             old = out.get(t)
-            out[t] = dw if old is None else old + dw
+            # ``plus``: a C call, where ``+`` went through the type's Python-level __add__
+            out[t] = dw if old is None else old.plus(dw)
         return out
 
 
