@@ -131,3 +131,49 @@ def test_keys_added_after_their_room_is_reserved_grow_nothing_on_the_way(before,
     # grown, the entry arrays keep a step of growth's slack: the next inserts (single-row
     # changes after a load) do not copy them whole at once
     assert not grown or table.capacity >= table.count + table.count // 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(keys, max_size=40), st.lists(keys, min_size=1, max_size=12),
+       st.integers(50, 400), st.booleans())
+def test_room_a_reservation_made_and_its_keys_did_not_take_is_given_back(
+        before, distinct, repeats, held):
+    """A bulk insert of rows that repeat each other (or that the table ``held`` already)
+    takes few entries of the room ``reserve`` made for all of them: ``settle`` gives it
+    back, leaving the table about as big as one that never reserved, holding the same."""
+    table, plain = KeyTable(), KeyTable()
+    for key in before + (distinct if held else []):
+        table.add(key, 1)
+        plain.add(key, 1)
+    added = [distinct[i % len(distinct)] for i in range(repeats * len(distinct))]
+    table.reserve(len(added), sum(len(k) for k in added))
+    for key in added:
+        table.add(key, 1)
+        plain.add(key, 1)
+    table.settle()
+    assert _contents(table) == _contents(plain)
+    assert table.capacity <= 2 * max(16, table.count + table.count // 4)
+    assert len(table.arena) - table.used <= 2 * max(table.used >> 3, 256) + table.used // 4
+    assert 10 * table.filled <= 7 * (table.mask + 1)
+    assert table.nbytes() <= 2 * plain.nbytes() + 4_096
+    for key in distinct:  # and it goes on working as a table
+        table.add(key, -1)
+        plain.add(key, -1)
+    assert _contents(table) == _contents(plain)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(keys, max_size=40), st.lists(keys, max_size=300, unique=True))
+def test_a_reservation_its_distinct_keys_took_is_kept(before, added):
+    """A bulk insert of new distinct keys takes the room reserved for it: ``settle``
+    copies nothing (a load of TPC-H line items is not copied a second time)."""
+    table = KeyTable()
+    for key in before:
+        table.add(key, 1)
+    added = [k for k in added if k not in set(before)]
+    table.reserve(len(added), sum(len(k) for k in added))
+    for key in added:
+        table.add(key, 1)
+    sizes = (table.mask, table.capacity, len(table.arena))
+    table.settle()
+    assert (table.mask, table.capacity, len(table.arena)) == sizes

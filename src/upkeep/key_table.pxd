@@ -47,6 +47,9 @@ cdef class KeyTable:
     @cython.locals(slots=Py_ssize_t, need=Py_ssize_t, room=Py_ssize_t)
     cpdef reserve(self, Py_ssize_t keys, Py_ssize_t size)
 
+    @cython.locals(slots=Py_ssize_t, need=Py_ssize_t, headroom=Py_ssize_t, size=Py_ssize_t)
+    cpdef settle(self)
+
     @cython.locals(slots="int[:]", mask=Py_ssize_t, weights="long long[:]",
                    view="unsigned char[:]", e=Py_ssize_t, pos=Py_ssize_t, i=Py_ssize_t,
                    tags="unsigned char[:]", h="unsigned long long")

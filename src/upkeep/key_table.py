@@ -241,6 +241,28 @@ class KeyTable:
         if self.used + room > len(self.arena):
             self._make_room(room)
 
+    def settle(self) -> None:
+        """Give back what a :meth:`reserve` made room for and its keys did not take: a
+        bulk insert of rows that repeat each other, or that the table held already, adds
+        few entries (2 M rows of 10 distinct ones kept 73 MB of entry arrays, arena and
+        index for 10 keys).  Room a batch of new keys mostly took (within the growth
+        slack) stays, so a load of distinct rows copies nothing here."""
+        need = max(_FIRST_ENTRIES, self.count + (self.count >> 2))
+        if self.capacity > 2 * need:
+            self._resize_entries(need)
+        headroom = min(max(self.used >> 3, 256), len(_ZEROS))  # as ``_make_room`` leaves
+        if len(self.arena) - self.used > 2 * headroom + (self.used >> 2):
+            self.arena_view = None  # an array with a view of itself open cannot shrink
+            del self.arena[self.used + headroom:]
+            self.arena_view = self.arena
+        slots = self.mask + 1
+        if slots > _FIRST_SLOTS and 40 * self.filled < 7 * slots:  # under a quarter used
+            size = _FIRST_SLOTS
+            while 10 * (self.live + 1) > 5 * size:  # half full at most, as ``compact``
+                size *= 2
+            if size < slots:
+                self._rehash(size)
+
     def _rehash(self, size: int) -> None:
         """A new index of ``size`` slots over the entries not removed."""
         self._new_slots(size)

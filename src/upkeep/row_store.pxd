@@ -86,6 +86,7 @@ cdef class RowStore:
     @cython.locals(starts="const long long[:]", ends="const long long[:]", i=Py_ssize_t,
                    count=Py_ssize_t, size=Py_ssize_t)
     cpdef reserve_keys(self, list parts)
+    cpdef add_parts(self, list parts, long long weight)
     @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
                    ends="const long long[:]", i=Py_ssize_t)
     cpdef add_keys(self, keys, long long weight)

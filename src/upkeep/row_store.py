@@ -559,6 +559,18 @@ class RowStore:
                 size += ends[i] - starts[i]  # room for the widest, so each is counted)
         self._table.reserve(count, size)
 
+    def add_parts(self, parts: list, weight: int) -> None:
+        """Add ``weight`` to the multiplicity of each key of ``parts`` (a bulk insert's
+        :class:`upkeep.arrow_keys.EncodedKeys`, in order).  Added (``weight`` above 0), the
+        room for them is made at once first and what they did not take (repeated rows) is
+        given back after (:meth:`KeyTable.reserve`, :meth:`KeyTable.settle`)."""
+        if weight > 0:
+            self.reserve_keys(parts)
+        for keys in parts:
+            self.add_keys(keys, weight)
+        if weight > 0:
+            self._table.settle()
+
     def add_keys(self, keys, weight: int) -> None:
         """Add ``weight`` to the multiplicity of each key of ``keys`` (an
         :class:`upkeep.arrow_keys.EncodedKeys` this store's encoder's dictionaries wrote),

@@ -124,10 +124,7 @@ class Table:
         takes a failed batch's insert back), and its PRIMARY KEY values' counts."""
         self.version += 1
         rows = self.rows
-        if weight > 0:
-            rows.reserve_keys(parts)
-        for part in parts:
-            rows.add_keys(part, weight)
+        rows.add_parts(parts, weight)
         keys = self.keys
         for k, n in key_counts.items():
             m = keys.get(k, 0) + n * weight
