@@ -14,8 +14,11 @@ cdef class RingSource:
     cdef public object plain
     cdef public tuple zeros
 
-    @cython.locals(dw=DualWeight, old=DualWeight, lifted=tuple, width=Py_ssize_t)
+    @cython.locals(dw=DualWeight, old=DualWeight, lifted=tuple, width=Py_ssize_t, pair=tuple)
     cpdef dict step(self, batch)
+
+
+cdef tuple _channel_pair(object fn, object exact, object row, object w)
 
 
 cdef class GroupRows:

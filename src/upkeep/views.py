@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import duckdb
 
 from . import bag_recursion, zset
-from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
+from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
 from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
+from .exact import exact_to_float
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
@@ -238,29 +239,37 @@ class RingSource:
                 if dw is None:
                     dw = plain[w] = DualWeight(w, self.zeros)
             else:
-                vals = []
-                for fn, exact in channels:
-                    if fn is None:
-                        vals.extend((0, 0))
-                        continue
-                    v = fn(row)
-                    if v is None:
-                        vals.extend((0, 0))
-                        continue
-                    v = exact(v)
-                    # a change's weight is 1 or -1 but for repeated rows: a big sum's
-                    # product costs more than its copy or negation
-                    vals.extend((w, v if w == 1 else -v if w == -1 else v * w))
-                # DualWeight(w, vals) without the call of __init__, as aggregates._dual
+                if len(channels) == 1:  # one SUM, AVG or COUNT(x): its pair alone
+                    fn, exact = channels[0]
+                    pair = _channel_pair(fn, exact, row, w)
+                else:
+                    pair = ()
+                    for fn, exact in channels:
+                        pair += _channel_pair(fn, exact, row, w)
+                # DualWeight(w, pair) without the call of __init__, as aggregates._dual
                 # makes one: that is a C function, which this module cannot import by name
                 # both when compiled and when run as Python
                 dw = DualWeight.__new__(DualWeight)
                 dw.c = w
-                dw.v = tuple(vals)
+                dw.v = pair
             old = out.get(t)
             # ``plus``: a C call, where ``+`` went through the type's Python-level __add__
             out[t] = dw if old is None else old.plus(dw)
         return out
+
+
+def _channel_pair(fn: Callable | None, exact: Callable, row: tuple, w: int) -> tuple:
+    """One sum channel's (non-NULL count, exact sum) for ``row`` of weight ``w``: ``fn``
+    reads the argument (None: the channel is another atom's), ``exact`` converts it."""
+    if fn is None:
+        return (0, 0)
+    v = fn(row)
+    if v is None:
+        return (0, 0)
+    v = exact(v)
+    # a change's weight is 1 or -1 but for repeated rows: a big sum's product costs more
+    # than its copy or negation
+    return (w, v if w == 1 else -v if w == -1 else v * w)
 
 
 #: how :class:`GroupRows` reads an aggregate off a group's weight: COUNT(*) is the count
@@ -277,6 +286,8 @@ def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | str:
         return _COUNT
     if a.kind == "sum":
         value, typ = a.sum_value, a.type
+        if value is from_exact and typ.kind == "DOUBLE":  # the double itself, one call
+            return lambda nn, s: exact_to_float(s) if nn else None
         return lambda nn, s: value(s, typ) if nn else None
     arg_type = a.arg.type
     return lambda nn, s: average_of(s, nn, arg_type) if nn else None
