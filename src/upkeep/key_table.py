@@ -256,7 +256,8 @@ class KeyTable:
             del self.arena[self.used + headroom:]
             self.arena_view = self.arena
         slots = self.mask + 1
-        if slots > _FIRST_SLOTS and 40 * self.filled < 7 * slots:  # under a quarter used
+        # under a quarter of the 70% load a rehash allows (17.5% of the slots)
+        if slots > _FIRST_SLOTS and 40 * self.filled < 7 * slots:
             size = _FIRST_SLOTS
             while 10 * (self.live + 1) > 5 * size:  # half full at most, as ``compact``
                 size *= 2

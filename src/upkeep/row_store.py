@@ -564,11 +564,15 @@ class RowStore:
         :class:`upkeep.arrow_keys.EncodedKeys`, in order).  Added (``weight`` above 0), the
         room for them is made at once first and what they did not take (repeated rows) is
         given back after (:meth:`KeyTable.reserve`, :meth:`KeyTable.settle`)."""
-        if weight > 0:
-            self.reserve_keys(parts)
-        for keys in parts:
-            self.add_keys(keys, weight)
-        if weight > 0:
+        if weight <= 0:
+            for keys in parts:
+                self.add_keys(keys, weight)
+            return
+        self.reserve_keys(parts)
+        try:
+            for keys in parts:
+                self.add_keys(keys, weight)
+        finally:  # also when adding fails part way: the unused room is not kept
             self._table.settle()
 
     def add_keys(self, keys, weight: int) -> None:
