@@ -55,8 +55,8 @@ class AggregateSpec:
     channel: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
-    #: a SUM's value from its exact channel
-    sum_value: Callable[[object, SqlType], object] = field(init=False)
+    #: a SUM's value from its exact channel (:func:`sum_reader`)
+    sum_value: Callable[[object], object] = field(init=False)
 
     def __post_init__(self) -> None:
         self.value_of = self.arg.fn if self.arg is not None else None
@@ -64,10 +64,7 @@ class AggregateSpec:
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
-        # checked only where it can overflow, as the per-group result is on the per-change
-        # path
-        self.sum_value = (fitted_sum if self.arg is not None and may_overflow(self.arg.type)
-                          else from_exact)
+        self.sum_value = sum_reader(self.arg, self.type)
 
 
 def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> AggregateSpec:
@@ -141,6 +138,18 @@ def from_exact(total: object, typ: SqlType) -> object:
     if typ.kind == "DECIMAL":
         return Decimal(total).scaleb(-typ.scale, context=WIDE_CONTEXT)
     return total
+
+
+def sum_reader(arg: Compiled | None, typ: SqlType) -> Callable[[object], object]:
+    """How a SUM of ``arg`` with result type ``typ`` is read off its exact channel, chosen
+    once by the type: the per-group result is on the per-change path.  Checked for
+    overflow only where it can overflow; a SUM of doubles is :func:`exact_to_float`
+    itself (a C function, no dispatch on the type per row read)."""
+    if arg is not None and may_overflow(arg.type):
+        return partial(fitted_sum, typ=typ)
+    if typ.kind == "DOUBLE":
+        return exact_to_float
+    return partial(from_exact, typ=typ)
 
 
 def fitted_sum(total: object, typ: SqlType) -> object:
@@ -297,7 +306,7 @@ class GroupState:
                 out.append(channels[2 * i])
             elif k in ("sum", "sum_distinct"):
                 n, s = channels[2 * i], channels[2 * i + 1]
-                out.append(a.sum_value(s, a.type) if n else None)
+                out.append(a.sum_value(s) if n else None)
             elif k in ("avg", "avg_distinct"):
                 n, s = channels[2 * i], channels[2 * i + 1]
                 out.append(average_of(s, n, a.arg.type) if n else None)

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import duckdb
 
 from . import bag_recursion, zset
-from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of, from_exact
+from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
-from .exact import exact_to_float
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
@@ -285,10 +284,8 @@ def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | str:
     if a.kind == "count":
         return _COUNT
     if a.kind == "sum":
-        value, typ = a.sum_value, a.type
-        if value is from_exact and typ.kind == "DOUBLE":  # the double itself, one call
-            return lambda nn, s: exact_to_float(s) if nn else None
-        return lambda nn, s: value(s, typ) if nn else None
+        value = a.sum_value
+        return lambda nn, s: value(s) if nn else None
     arg_type = a.arg.type
     return lambda nn, s: average_of(s, nn, arg_type) if nn else None
 
