@@ -467,15 +467,10 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         # this atom's channel arguments, read off its rows alone (COUNT(x), SUM(x), AVG(x))
         own = [spec.node.this for atom, spec in channel_atoms if atom == i]
         lift = core.lifted_leaf(i, own)
-        if lift is None:
-            chans = [((spec.arg.fn if atom == i else None), spec.exact)
-                     for atom, spec in channel_atoms]
-            sources.append(RingSource(source, chans))
-            continue
         width = len(core.atom_vars[i])
-        picks = iter(range(width, width + len(own)))  # the arguments follow the leaf tuple
-        chans = [((itemgetter(next(picks)) if atom == i else None), spec.exact)
-                 for atom, spec in channel_atoms]
+        picks = iter(range(width, width + len(own)))  # lifted, the arguments follow the leaf
+        chans = [(None if atom != i else spec.arg.fn if lift is None
+                  else itemgetter(next(picks)), spec.exact) for atom, spec in channel_atoms]
         sources.append(RingSource(source, chans, lift, width))
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
