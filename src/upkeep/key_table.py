@@ -244,7 +244,7 @@ class KeyTable:
     def settle(self) -> None:
         """Give back what a :meth:`reserve` made room for and its keys did not take: a
         bulk insert of rows that repeat each other, or that the table held already, adds
-        few entries (2 M rows of 10 distinct ones kept 73 MB of entry arrays, arena and
+        few entries (2 M rows of 10 distinct ones kept 89 MB of entry arrays, arena and
         index for 10 keys).  Room a batch of new keys mostly took (within the growth
         slack) stays, so a load of distinct rows copies nothing here."""
         need = max(_FIRST_ENTRIES, self.count + (self.count >> 2))
