@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from sqlglot import exp
 
 from .expressions import Column, ExpressionCompiler, Scope, column_refs, unparen
+from .failed_values import LeafSalvage
 from .operators import ColumnLeaf
 from .plan import Block, JoinAnalysis, atom_of_slot
 from .types import SqlType
@@ -160,6 +162,21 @@ class Core:
             return None
         return ExpressionCompiler(self.atom_scope(i)).compile_filtered_tuple(
             [*values, *extra], conditions, nulls, equal)
+
+    def salvaging_leaf(self, i: int, extra: list[exp.Expression]) -> LeafSalvage | None:
+        """Atom ``i``'s leaf and ``extra`` values, as :meth:`lifted_leaf` lays them out,
+        for a row whose leaf raised: each value computed on its own, a failure kept as a
+        :class:`~upkeep.failed_values.FailedValue` (SQL computes derived GROUP BY values
+        and aggregate arguments over the join's rows: the row fails the view only while it
+        joins).  None when no value can fail: every one is a column."""
+        values, conditions, nulls, equal, _ = self._leaf_parts[i]
+        computed = [v for v in [*values, *extra] if not isinstance(v, int)]
+        if all(isinstance(unparen(e), exp.Column) for e in computed):
+            return None
+        compiler = ExpressionCompiler(self.atom_scope(i))
+        keep = compiler.compile_filtered_tuple(None, conditions, nulls, equal)
+        return LeafSalvage(keep, [itemgetter(v) if isinstance(v, int) else compiler.compile(v).fn
+                                  for v in [*values, *extra]])
 
     def vars_of(self, node: exp.Expression) -> set[int]:
         out = set()

@@ -18,6 +18,7 @@ from operator import itemgetter
 from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
 from .dyn import LIST_BUCKET_MAX, Representation, key_function
+from .errors import EvaluationError
 from .gc_pause import StateDict, state_del, state_get
 from .zset import Delta, add_into, clamp, replace_row
 
@@ -65,6 +66,9 @@ class Source(Operator):
         self.leaf = leaf
         self.label = label
         self.reads = reads
+        # ``row, w -> leaf tuple`` for a row whose leaf raised, a failing value kept in it
+        # (a dyn aggregate's computed GROUP BY value: ``failed_values.LeafSalvage``)
+        self.salvage: Callable[[tuple, int], tuple | None] | None = None
 
     def step(self, batch: Batch) -> Delta:
         delta = batch.get(self.relation)
@@ -75,7 +79,12 @@ class Source(Operator):
             delta = rows_read(delta, self.reads)
         leaf = self.leaf
         for row, w in delta.items():
-            t = leaf(row)
+            try:
+                t = leaf(row)
+            except EvaluationError:
+                if self.salvage is None:
+                    raise
+                t = self.salvage(row, w)
             if t is not None:
                 add_into(out, t, w)
         return out

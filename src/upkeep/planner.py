@@ -461,17 +461,20 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
     sources: list = []
     for i, a in enumerate(block.atoms):
         source = Source(a.relation, core.leaf_fns[i], a.alias, functools.partial(core.atom_reads, i))
-        if not channel_atoms:  # COUNT(*) only: integer weights suffice
-            sources.append(source)
-            continue
         # this atom's channel arguments, read off its rows alone (COUNT(x), SUM(x), AVG(x))
         own = [spec.node.this for atom, spec in channel_atoms if atom == i]
+        # a derived GROUP BY value or an argument that fails is kept until its row joins
+        salvage = core.salvaging_leaf(i, own)
+        if not channel_atoms:  # COUNT(*) only: integer weights suffice
+            source.salvage = salvage
+            sources.append(source)
+            continue
         lift = core.lifted_leaf(i, own)
         width = len(core.atom_vars[i])
         picks = iter(range(width, width + len(own)))  # lifted, the arguments follow the leaf
         chans = [(None if atom != i else spec.arg.fn if lift is None
                   else itemgetter(next(picks)), spec.exact) for atom, spec in channel_atoms]
-        sources.append(RingSource(source, chans, lift, width))
+        sources.append(RingSource(source, chans, lift, width, salvage))
     group_types = [core.vars[v].type for v in out]
     finalizer = Finalizer([e for _, e in block.select], block.having, block.group_by,
                           group_types, specs, scope)

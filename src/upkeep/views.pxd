@@ -11,6 +11,7 @@ cdef class RingSource:
     cdef public list channels
     cdef public object lift
     cdef public Py_ssize_t width
+    cdef public object salvage
     cdef public object plain
     cdef public tuple zeros
 
@@ -26,6 +27,7 @@ cdef class GroupRows:
     cdef public object finish
     cdef public bint global_group
     cdef public object zero
+    cdef public bint checked
 
     @cython.locals(dw=DualWeight)
     cpdef row(self, tuple key, w)

@@ -28,6 +28,7 @@ from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
+from .failed_values import FailedCount, FailedValue, LeafSalvage, raise_held_failure
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
@@ -197,7 +198,8 @@ class RingSource:
     arguments...)``: the channels then read their arguments off its result."""
 
     def __init__(self, source: Source, channels: list[tuple[Callable | None, Callable]],
-                 lift: Callable[[tuple], tuple | None] | None = None, width: int = 0):
+                 lift: Callable[[tuple], tuple | None] | None = None, width: int = 0,
+                 salvage: LeafSalvage | None = None):
         self.source = source
         self.relation = source.relation
         self.leaf = source.leaf  # a C slot here, read once per batch
@@ -205,6 +207,9 @@ class RingSource:
         self.channels = channels
         self.lift = lift
         self.width = width
+        # for a row whose leaf or an argument raised: the leaf and this atom's arguments
+        # laid out as ``lift``'s, each failure kept (``failed_values``)
+        self.salvage = salvage
         # an atom carrying no sum channel lifts a row of weight w to the same (immutable)
         # DualWeight(w, zeros) every time: one shared object, not one per stored tuple
         self.plain = None if any(fn for fn, _ in channels) else {}
@@ -223,38 +228,69 @@ class RingSource:
         channels = self.channels
         plain = self.plain
         for row, w in delta.items():
-            if lift is None:
-                t = leaf(row)
-                if t is None:
-                    continue
-            else:  # the leaf tuple and the arguments the channels read off ``row``
-                lifted = lift(row)
-                if lifted is None:
-                    continue
-                row = lifted
-                t = lifted[:width]
-            if plain is not None:
-                dw = plain.get(w)
-                if dw is None:
-                    dw = plain[w] = DualWeight(w, self.zeros)
-            else:
-                if len(channels) == 1:  # one SUM, AVG or COUNT(x): its pair alone
-                    fn, exact = channels[0]
-                    pair = _channel_pair(fn, exact, row, w)
+            try:
+                if lift is None:
+                    t = leaf(row)
+                    if t is None:
+                        continue
+                    got = row
+                else:  # the leaf tuple and the arguments the channels read off ``row``
+                    lifted = lift(row)
+                    if lifted is None:
+                        continue
+                    got = lifted
+                    t = lifted[:width]
+                if plain is not None:
+                    dw = plain.get(w)
+                    if dw is None:
+                        dw = plain[w] = DualWeight(w, self.zeros)
                 else:
-                    pair = ()
-                    for fn, exact in channels:
-                        pair += _channel_pair(fn, exact, row, w)
-                # DualWeight(w, pair) without the call of __init__, as aggregates._dual
-                # makes one: that is a C function, which this module cannot import by name
-                # both when compiled and when run as Python
-                dw = DualWeight.__new__(DualWeight)
-                dw.c = w
-                dw.v = pair
+                    if len(channels) == 1:  # one SUM, AVG or COUNT(x): its pair alone
+                        fn, exact = channels[0]
+                        pair = _channel_pair(fn, exact, got, w)
+                    else:
+                        pair = ()
+                        for fn, exact in channels:
+                            pair += _channel_pair(fn, exact, got, w)
+                    # DualWeight(w, pair) without the call of __init__, as aggregates._dual
+                    # makes one: that is a C function, which this module cannot import by
+                    # name both when compiled and when run as Python
+                    dw = DualWeight.__new__(DualWeight)
+                    dw.c = w
+                    dw.v = pair
+            except EvaluationError:
+                if self.salvage is None:
+                    raise
+                salvaged = self._salvaged(row, w)
+                if salvaged is None:
+                    continue
+                t, dw = salvaged
             old = out.get(t)
             # ``plus``: a C call, where ``+`` went through the type's Python-level __add__
             out[t] = dw if old is None else old.plus(dw)
         return out
+
+    def _salvaged(self, row: tuple, w: int) -> tuple[tuple, DualWeight] | None:
+        """The leaf tuple and weight of a row whose leaf or an argument raised: a failed
+        argument's channel counts a :class:`FailedCount` (``failed_values``)."""
+        values = self.salvage(row, w)
+        if values is None:
+            return None
+        pair: tuple = ()
+        at = self.width  # this atom's arguments follow its leaf values
+        for fn, exact in self.channels:
+            if fn is None:
+                pair += (0, 0)
+                continue
+            v = values[at]
+            at += 1
+            if type(v) is FailedValue:
+                pair += (FailedCount(0, {v.message: w}), 0)
+            elif v is None:
+                pair += (0, 0)
+            else:
+                pair += (w, exact(v) * w)
+        return values[:self.width], DualWeight(w, pair)
 
 
 def _channel_pair(fn: Callable | None, exact: Callable, row: tuple, w: int) -> tuple:
@@ -303,6 +339,9 @@ class GroupRows:
         self.finish = None if finalizer.identity else finalizer.finish
         self.global_group = global_group
         self.zero = zero
+        # set by the view while its leaves hold a row that failed to compute a value: a
+        # group holding one raises (``failed_values``)
+        self.checked = False
 
     def row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
         """The group's output row (None: no row, an empty group or one HAVING drops)."""
@@ -315,6 +354,8 @@ class GroupRows:
         else:
             dw = w
             count, channels = dw.c, dw.v
+        if self.checked:
+            raise_held_failure(key, channels)
         vals = list(key)
         j = 0
         for read in self.reads:
@@ -354,10 +395,22 @@ class DynAggregateView(ViewRuntime):
         self.eager = False  # as DynView.eager, for a select list over the groups
         self.group_rows = GroupRows(aggs, finalizer, global_group, zero)
         self._row = self.group_rows.row
+        # the sources' salvages of rows whose leaf raised (``failed_values``)
+        self.salvages = [s.salvage for s in sources if s.salvage is not None]
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        changes = update_representation(self.rep, self.by_relation, batch,
-                                        want_delta or self.eager)
+        leaf = leaf_deltas(self.by_relation, batch)
+        # while a leaf holds a row that failed to compute a value, every group a batch
+        # changes is read (push mode), and one holding the failure raises
+        failing = False
+        for salvage in self.salvages:
+            if salvage.held:
+                failing = True
+        self.group_rows.checked = failing
+        push = want_delta or self.eager or failing
+        if not leaf:
+            return {} if push else None
+        changes = self.rep.update(leaf, push)
         return None if changes is None else self.group_rows.delta(changes)
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
