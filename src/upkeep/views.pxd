@@ -27,6 +27,7 @@ cdef class GroupRows:
     cdef public object finish
     cdef public bint global_group
     cdef public object zero
+    cdef public tuple salvages
     cdef public bint checked
 
     @cython.locals(dw=DualWeight)
@@ -36,3 +37,4 @@ cdef class GroupRows:
 
 cpdef dict leaf_deltas(dict by_relation, batch)
 cpdef update_representation(rep, dict by_relation, batch, bint want_delta)
+cpdef step_groups(rep, dict by_relation, batch, bint want_delta, GroupRows rows)

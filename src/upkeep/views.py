@@ -339,8 +339,9 @@ class GroupRows:
         self.finish = None if finalizer.identity else finalizer.finish
         self.global_group = global_group
         self.zero = zero
-        # set by the view while its leaves hold a row that failed to compute a value: a
-        # group holding one raises (``failed_values``)
+        # the view's sources' salvages of rows whose leaf raised (``failed_values``), and
+        # whether one holds such a row: a group holding it then raises when read
+        self.salvages: tuple[LeafSalvage, ...] = ()
         self.checked = False
 
     def row(self, key: tuple, w: DualWeight | int | None) -> tuple | None:
@@ -375,6 +376,25 @@ class GroupRows:
         return out
 
 
+def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta: bool,
+                rows: GroupRows) -> Delta | None:
+    """A dyn-aggregate view's step: its (T,N)-rep fed the batch's leaf deltas, and the rows
+    of the groups that changed (None in pull mode).  While a leaf holds a row that failed
+    to compute a value, every group a batch changes is read (push mode), and one holding
+    the failure raises (``failed_values``)."""
+    leaf = leaf_deltas(by_relation, batch)
+    failing = False
+    for salvage in rows.salvages:
+        if salvage.held:
+            failing = True
+    rows.checked = failing
+    push = want_delta or failing
+    if not leaf:
+        return {} if push else None
+    changes = rep.update(leaf, push)
+    return None if changes is None else rows.delta(changes)
+
+
 class DynAggregateView(ViewRuntime):
     """GROUP BY over a free-connex join with COUNT/SUM/AVG carried in the weights."""
 
@@ -394,24 +414,12 @@ class DynAggregateView(ViewRuntime):
         zero = DualWeight(0, (0,) * (2 * channels)) if channels else 0
         self.eager = False  # as DynView.eager, for a select list over the groups
         self.group_rows = GroupRows(aggs, finalizer, global_group, zero)
+        self.group_rows.salvages = tuple(s.salvage for s in sources if s.salvage is not None)
         self._row = self.group_rows.row
-        # the sources' salvages of rows whose leaf raised (``failed_values``)
-        self.salvages = [s.salvage for s in sources if s.salvage is not None]
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        leaf = leaf_deltas(self.by_relation, batch)
-        # while a leaf holds a row that failed to compute a value, every group a batch
-        # changes is read (push mode), and one holding the failure raises
-        failing = False
-        for salvage in self.salvages:
-            if salvage.held:
-                failing = True
-        self.group_rows.checked = failing
-        push = want_delta or self.eager or failing
-        if not leaf:
-            return {} if push else None
-        changes = self.rep.update(leaf, push)
-        return None if changes is None else self.group_rows.delta(changes)
+        return step_groups(self.rep, self.by_relation, batch, want_delta or self.eager,
+                           self.group_rows)
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         seen = False
