@@ -46,33 +46,31 @@ class FailedValue:
 
 
 class FailedCount:
-    """A sum channel's non-NULL count ``n`` plus rows whose argument failed: their weights
-    by message.  Adds to ints and to other FailedCounts, negates and scales by ints; a sum
-    whose failures cancel is the plain int ``n`` again."""
+    """A sum channel's non-NULL count ``n`` plus the weight ``failed`` of rows whose
+    argument failed, and one of their messages.  Adds to ints and to other FailedCounts,
+    negates and scales by ints, each in constant time (a join key that many failing rows
+    share sums them all); a sum whose failures cancel is the plain int ``n`` again.  The
+    message is a failure's that was added, perhaps one deleted since: the error raised
+    names one still held (:func:`raise_held_failure`)."""
 
-    __slots__ = ("n", "failures")
+    __slots__ = ("n", "failed", "message")
 
-    def __init__(self, n: int, failures: dict[str, int]):
+    def __init__(self, n: int, failed: int, message: str):
         self.n = n
-        self.failures = failures
-
-    @staticmethod
-    def of(n: int, failures: dict[str, int]) -> int | FailedCount:
-        kept = {m: w for m, w in failures.items() if w}
-        return FailedCount(n, kept) if kept else n
+        self.failed = failed
+        self.message = message
 
     def __add__(self, other: int | FailedCount) -> int | FailedCount:
         if type(other) is not FailedCount:
-            return FailedCount(self.n + other, self.failures)
-        merged = dict(self.failures)
-        for message, w in other.failures.items():
-            merged[message] = merged.get(message, 0) + w
-        return FailedCount.of(self.n + other.n, merged)
+            return FailedCount(self.n + other, self.failed, self.message)
+        failed = self.failed + other.failed
+        n = self.n + other.n
+        return FailedCount(n, failed, self.message) if failed else n
 
     __radd__ = __add__
 
     def __neg__(self) -> FailedCount:
-        return FailedCount(-self.n, {m: -w for m, w in self.failures.items()})
+        return FailedCount(-self.n, -self.failed, self.message)
 
     def __sub__(self, other: int | FailedCount) -> int | FailedCount:
         return self + -other
@@ -81,7 +79,7 @@ class FailedCount:
         return -self + other
 
     def __mul__(self, k: int) -> int | FailedCount:
-        return FailedCount(self.n * k, {m: w * k for m, w in self.failures.items()}) if k else 0
+        return FailedCount(self.n * k, self.failed * k, self.message) if k else 0
 
     __rmul__ = __mul__
 
@@ -90,26 +88,29 @@ class FailedCount:
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is FailedCount and other.n == self.n
-                and other.failures == self.failures)
+                and other.failed == self.failed)
 
     def __hash__(self) -> int:
-        return hash((self.n, frozenset(self.failures.items())))
+        return hash((self.n, self.failed))
 
     def __repr__(self) -> str:
-        return f"FailedCount({self.n}, {self.failures})"
-
-    def error(self) -> EvaluationError:
-        return EvaluationError(min(self.failures))
+        return f"FailedCount({self.n}, {self.failed}, {self.message!r})"
 
 
-def raise_held_failure(key: tuple, channels: tuple) -> None:
-    """Raise the failure a group's key or weight holds, if any (``views.GroupRows``)."""
+def raise_held_failure(key: tuple, channels: tuple, salvages: tuple) -> None:
+    """Raise the failure a group's key or weight holds, if any (``views.GroupRows``): a
+    failed argument's error names its count's message if a row of ``salvages`` still
+    holds it, else one that is held."""
     for value in key:
         if type(value) is FailedValue:
             raise EvaluationError(value.message)
     for value in channels:
         if type(value) is FailedCount:
-            raise value.error()
+            held = [m for s in salvages for m, w in s.messages.items() if w]
+            message = value.message
+            if held and message not in held:
+                message = min(held)
+            raise EvaluationError(message)
 
 
 class LeafSalvage:
@@ -117,14 +118,16 @@ class LeafSalvage:
     by value: ``row -> (leaf values..., arguments...)`` with a :class:`FailedValue` where
     one fails, or None where the atom's own conditions drop the row (a condition that
     fails raises: DuckDB filters a relation before its joins).  ``held`` sums the weights
-    of the rows it salvaged with a failure: while nonzero, the view reads every group it
-    changes (push mode), so that a failing row that comes to join is seen."""
+    of the rows it salvaged with a failure: while nonzero, the view reads every group a
+    batch changes (push mode), so that a failing row that comes to join is seen;
+    ``messages`` the same weights by failure."""
 
     def __init__(self, keep: Callable[[tuple], tuple | None],
                  values: list[Callable[[tuple], object]]):
         self.keep = keep
         self.values = values
         self.held = 0
+        self.messages: dict[str, int] = {}
 
     def __call__(self, row: tuple, w: int) -> tuple | None:
         if self.keep(row) is None:
@@ -135,8 +138,14 @@ class LeafSalvage:
             try:
                 out.append(value(row))
             except EvaluationError as exc:
-                out.append(FailedValue(str(exc)))
+                message = str(exc)
+                out.append(FailedValue(message))
                 failed = True
+                left = self.messages.get(message, 0) + w
+                if left:
+                    self.messages[message] = left
+                else:
+                    del self.messages[message]
         if failed:
             self.held += w
         return tuple(out)

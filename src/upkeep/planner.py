@@ -493,6 +493,11 @@ def _dyn_aggregate_view(name, block: Block, sql, inputs, analysis) -> ViewRuntim
         "mode: push on every batch: the select list computes over the groups (or a SUM or "
         "AVG may overflow), so a group it cannot compute rejects its batch" if view.eager else
         "mode: pull (groups enumerated on read); push when subscribed or read by another view"]
+    if view.group_rows.salvages:
+        view.explanation.append(
+            "a row whose aggregate argument or computed GROUP BY value fails is kept until "
+            "it joins (SQL computes them over the join's rows), then rejects that batch; "
+            "while one is kept, every batch runs in push mode")
     return view
 
 

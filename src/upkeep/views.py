@@ -285,7 +285,7 @@ class RingSource:
             v = values[at]
             at += 1
             if type(v) is FailedValue:
-                pair += (FailedCount(0, {v.message: w}), 0)
+                pair += (FailedCount(0, w, v.message), 0)
             elif v is None:
                 pair += (0, 0)
             else:
@@ -356,7 +356,7 @@ class GroupRows:
             dw = w
             count, channels = dw.c, dw.v
         if self.checked:
-            raise_held_failure(key, channels)
+            raise_held_failure(key, channels, self.salvages)
         vals = list(key)
         j = 0
         for read in self.reads:
@@ -387,12 +387,18 @@ def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta
     for salvage in rows.salvages:
         if salvage.held:
             failing = True
-    rows.checked = failing
+            break
     push = want_delta or failing
     if not leaf:
         return {} if push else None
     changes = rep.update(leaf, push)
-    return None if changes is None else rows.delta(changes)
+    if changes is None:
+        return None
+    rows.checked = failing  # a committed state holds no failing group: reads skip the test
+    try:
+        return rows.delta(changes)
+    finally:
+        rows.checked = False
 
 
 class DynAggregateView(ViewRuntime):
