@@ -537,6 +537,32 @@ def test_an_evaluation_error_names_its_view_as_on_one_machine(spark, tmp_path) -
     db.close()
 
 
+@pytest.mark.parametrize("state", ["keyed", "shards"])
+def test_a_failing_argument_fails_its_view_only_while_its_row_joins(spark, tmp_path,
+                                                                     state) -> None:
+    """An aggregate's argument is computed over the join's rows (docs/sql.md): a row whose
+    cast fails and that joins nothing is accepted, and the batch that makes it join is
+    rejected naming the view, on Spark as on one machine (where dyn keeps the failure
+    until the row joins: ``failed_values``)."""
+    sql = ("SELECT o.name, SUM(CAST(l.s AS INTEGER)) AS t FROM o JOIN l ON o.k = l.k "
+           "GROUP BY o.name")
+    db = upkeep.connect(engine="spark", spark=spark, shards=2, state=state,
+                        database=tmp_path / "db")
+    local = upkeep.connect()
+    for con in (db, local):
+        con.execute("CREATE TABLE o (k INTEGER, name VARCHAR)")
+        con.execute("CREATE TABLE l (k INTEGER, s VARCHAR)")
+        con.insert("o", [(1, "a")])
+        con.insert("l", [(1, "5")])
+        con.create_view("v", sql)
+        con.insert("l", [(2, "y")])  # joins no order: accepted
+        with pytest.raises(upkeep.EvaluationError, match="^view v: could not cast 'y'"):
+            con.insert("o", [(2, "b")])
+        assert con.view("v").rows() == [("a", 5)]
+        assert sorted(con.execute("SELECT * FROM l").fetchall()) == [(1, "5"), (2, "y")]
+    db.close()
+
+
 def test_a_helper_never_takes_a_views_name() -> None:
     """A derived table's helper root is named ``<view>__sub<i>``; where a view already has
     that name, the view reading the derived table stays out of keyed state and says why
