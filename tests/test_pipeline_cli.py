@@ -83,6 +83,11 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
      'path = "o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\npath = "o/../o/x"\n',
      "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
+    # a URI is one target, as a path is
+    ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
+     'path = "hdfs://nn/o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\n'
+     'path = "hdfs://nn/o/x"\n',
+     "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
     # one file, two formats: the sqlite sink overwrote the jsonl lines
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "sqlite"\n'
      'path = "o/v.db"\n[[sinks]]\nview = "w"\ntype = "jsonl"\npath = "o/v.db"\n',
@@ -114,6 +119,28 @@ def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, 
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err
     assert f"upkeep: error: {path}: " in err and message in err.replace("\n", "")
+
+
+def test_a_sink_path_is_local_or_a_uri_the_local_engine_refuses(tmp_path, capsys):
+    """A sink's ``path`` is relative to the pipeline file, or a ``file://`` URI, or any
+    other URI: a Hadoop file system, which only the spark engine's executors write; the
+    local engine refuses it at start, naming the sink, before reading a record."""
+    path = write_pipeline(tmp_path, sinks={"revenue": ["jsonl"], "big_orders": ["jsonl"],
+                                           "order_count": ["parquet-deltas"]})
+    text = path.read_text().replace('path = "out/big_orders.jsonl"',
+                                    f'path = "file://{tmp_path}/elsewhere/b.jsonl"')
+    path.write_text(text.replace('path = "out/order_count.deltas"',
+                                 'path = "hdfs://namenode:8020/out/count"'))
+    paths = [s.options["path"] for s in load_config(path).sinks]
+    assert paths == [tmp_path / "out" / "revenue.jsonl", tmp_path / "elsewhere" / "b.jsonl",
+                     "hdfs://namenode:8020/out/count"]
+    (tmp_path / "changes").mkdir()
+    write_jsonl(tmp_path / "changes", Stream(seed=1).generate(20).records, files=1)
+    assert main(["run", str(path)]) == 1
+    err = capsys.readouterr().err.replace("\n", "")
+    assert ("(view order_count): hdfs://namenode:8020/out/count is a URI: the local engine "
+            "writes sinks to local files") in err
+    assert not (tmp_path / "out" / "revenue.jsonl").exists()  # nothing written
 
 
 @pytest.mark.parametrize(("sql", "message"), [

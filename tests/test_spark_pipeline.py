@@ -30,6 +30,7 @@ from test_pipeline_support import (
     write_jsonl,
     write_pipeline,
 )
+from test_spark_sinks import mount
 
 from upkeep.cli import main
 from upkeep.io.errors import PipelineError
@@ -80,7 +81,7 @@ def ran_keyed(tmp_path: Path, runner: SparkPipelineRunner) -> bool:
 def read_parquet_snapshot(path: Path, view: str) -> Counter[tuple]:
     """A Spark ``parquet`` sink's snapshot of the view (the local engine's meaning of the
     sink): ``path`` links to the directory of the last micro-batch it includes."""
-    assert path.is_symlink() and batch_id(Path(os.readlink(path))) >= 0
+    assert path.is_symlink() and batch_id(Path(os.readlink(path)).name) >= 0
     table = pq.read_table(path)
     return Counter(normalise(view, [tuple(r.values()) for r in table.to_pylist()]))
 
@@ -123,7 +124,9 @@ def sink_views(tmp_path: Path, sinks: dict[str, list[str]] = EVERY_KIND
 def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
         spark, tmp_path, monkeypatch) -> None:
     """Every file sink is written by the executors: the driver collects no view rows, and
-    each sink still holds the model's views (views in keyed state, the default)."""
+    each sink still holds the model's views (views in keyed state, the default).  The
+    delta sinks are written to another Hadoop file system (``viewfs``, mounted over
+    ``out/``, as HDFS or an object store would be), named by URI in the pipeline file."""
     import upkeep.spark.pipeline as pipeline
 
     collected: list[str] = []
@@ -138,7 +141,15 @@ def test_pipeline_on_spark_equals_the_model_and_its_rows_never_reach_the_driver(
     stream = Stream(seed=5).generate(600)
     WRITERS["parquet"](tmp_path / "changes", stream.records[:300], files=3)
     WRITERS["csv"](tmp_path / "changes", stream.records[300:], files=3, first=4)
-    runner = SparkPipelineRunner(load_config(spark_pipeline(tmp_path)), spark=spark)
+    path = spark_pipeline(tmp_path)
+    root = mount(spark, tmp_path / "out")
+    text = path.read_text()
+    for view in VIEW_KINDS:
+        for local in (f"out/{view}.jsonl", f"out/{view}.deltas"):
+            text = text.replace(f'path = "{local}"', f'path = "{root}/{local[4:]}"')
+    path.write_text(text)
+    assert text.count('path = "viewfs://') == 2 * len(VIEW_KINDS)
+    runner = SparkPipelineRunner(load_config(path), spark=spark)
     assert runner.run() >= 6
     assert ran_keyed(tmp_path, runner)  # the default
     assert collected == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +20,7 @@ from upkeep.io.errors import PipelineError
 from upkeep.io.sinks.base import SinkConfig
 from upkeep.local import Connection
 from upkeep.spark.codec import OUTPUT_SCHEMA
+from upkeep.spark.hadoop_files import local_uri
 from upkeep.spark.pipeline import _emitted_counts
 from upkeep.spark.sinks import batch_id, open_sink
 
@@ -71,7 +73,7 @@ def sink(catalog, kind: str, path: Path, committed: int, spark, **options):
 def snapshot(path: Path) -> tuple[int, Counter]:
     """The batch a parquet snapshot includes, and its rows."""
     rows = pq.read_table(path).to_pylist()
-    return batch_id(Path(os.readlink(path))), Counter(tuple(r.values()) for r in rows)
+    return batch_id(Path(os.readlink(path)).name), Counter(tuple(r.values()) for r in rows)
 
 
 def test_parquet_snapshot_every_replay_and_restart(spark, catalog, tmp_path) -> None:
@@ -253,3 +255,82 @@ def test_a_snapshot_under_a_path_with_glob_characters(spark, catalog, tmp_path,
         out.write(frame(spark, changes), batch)
     out.close()
     assert snapshot(path) == (len(BATCHES) - 1, model(len(BATCHES) - 1))
+
+
+def mount(spark, directory: Path) -> str:
+    """A URI on a Hadoop file system other than the local one (``viewfs``, mounting
+    ``directory`` at ``/out``): a sink that handled its files as local paths fails there,
+    as it would on HDFS or an object store."""
+    table = f"upkeep-{uuid.uuid4().hex[:12]}"  # Hadoop caches a file system per authority
+    directory.mkdir(parents=True, exist_ok=True)
+    spark.sparkContext._jsc.hadoopConfiguration().set(
+        f"fs.viewfs.mounttable.{table}.link./out", local_uri(directory))
+    return f"viewfs://{table}/out"
+
+
+def delta_sink_rows(kind: str, path: Path) -> dict[int, Counter]:
+    """Each micro-batch's net delta as a ``jsonl`` or ``parquet-deltas`` sink holds it."""
+    out: dict[int, Counter] = {}
+    for directory in sorted(path.iterdir()):
+        rows: Counter = out.setdefault(batch_id(directory.name), Counter())
+        if kind == "parquet-deltas":
+            for r in pq.read_table(directory).to_pylist():
+                rows[r["k"], r["amount"], r["label"]] += r["weight"]
+            continue
+        for part in sorted(directory.glob("part-*")):
+            for line in part.read_text().splitlines():
+                entry = json.loads(line)
+                assert entry["batch"] == batch_id(directory.name)
+                amount = entry["row"]["amount"]
+                rows[entry["row"]["k"], None if amount is None else Decimal(amount),
+                     entry["row"]["label"]] += entry["weight"]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet-deltas"])
+def test_delta_sinks_on_another_hadoop_file_system(spark, tmp_path, kind) -> None:
+    """A sink at a URI (HDFS, an object store: here ``viewfs``) is written there by the
+    executors, and the driver renames, removes and fills its batches through Hadoop, as on
+    a local path: each batch once, a replay replacing its own, uncommitted and half-written
+    batches removed at start, a late sink filled with its view's rows."""
+    db = Connection()
+    db.execute("CREATE TABLE t (k INTEGER, amount DECIMAL(6,2), label VARCHAR)")
+    db.execute(f"CREATE VIEW {VIEW} AS SELECT k, amount, label FROM t")
+    root = mount(spark, tmp_path / "mounted")
+    local = tmp_path / "mounted" / "v.out"
+    first = sink(db, kind, f"{root}/v.out", -1, spark)
+    for b in range(3):
+        first.write(frame(spark, BATCHES[b]), b)
+    first.write(frame(spark, BATCHES[1]), 1)  # a replay: replaces batch 1, adds nothing
+    (local / ".batch=3.writing").mkdir()  # a batch a stopped run left half-written
+    sink(db, kind, f"{root}/v.out", 1, spark)  # batch 2 was never committed: removed
+    assert sorted(p.name for p in local.iterdir()) == ["batch=0", "batch=1"]
+    assert delta_sink_rows(kind, local) == {b: Counter(dict(BATCHES[b])) for b in (0, 1)}
+    # a sink new to a pipeline that has committed batch 1 starts from the view's rows
+    rows = [r for r, n in model(1).items() for _ in range(n)]
+    late = open_sink(SinkConfig(VIEW, kind, f"sink {kind}", {"path": f"{root}/late.out"}),
+                     db, 1, spark, lambda view: rows)
+    late.write(frame(spark, BATCHES[2]), 2)
+    assert delta_sink_rows(kind, tmp_path / "mounted" / "late.out") == {
+        1: model(1), 2: Counter(dict(BATCHES[2]))}
+
+
+@pytest.mark.parametrize(("uri", "said"), [
+    ("s3a://bucket/v", "S3AFileSystem not found"),  # s3a's connector is hadoop-aws
+    ("nofs://host/v", 'No FileSystem for scheme "nofs"')])
+def test_a_file_system_hadoop_does_not_have_is_a_pipeline_error(spark, catalog, uri,
+                                                                said) -> None:
+    """A scheme with no file system on Spark's classpath is said at start, naming the sink,
+    the path and what to add."""
+    with pytest.raises(PipelineError, match=f"sink jsonl: cannot prepare {uri}: .*{said}.*"
+                                            f"connector JARs go on Spark's classpath"):
+        sink(catalog, "jsonl", uri, -1, spark)
+
+
+def test_a_snapshot_needs_a_local_path(spark, catalog, tmp_path) -> None:
+    """The ``parquet`` sink's snapshot is a symbolic link, which an object store has not:
+    at a URI it is refused, pointing to ``parquet-deltas``."""
+    root = mount(spark, tmp_path / "mounted")
+    with pytest.raises(PipelineError, match="symbolic link .* parquet-deltas sink"):
+        sink(catalog, "parquet", f"{root}/v.parquet", -1, spark)
+    assert list((tmp_path / "mounted").iterdir()) == []

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine import SPARK_DEFAULT_STATE, SPARK_STATES
 from ..io.errors import ConfigError
-from ..io.sinks.base import SinkConfig
+from ..io.sinks.base import SinkConfig, sink_location
 
 ON_ERROR = ("stop", "skip", "dead-letter")
 ENGINES = ("local", "spark")
@@ -139,7 +139,7 @@ def parse_config(data: dict[str, Any], file: Path) -> PipelineConfig:
 def _check_dead_letter(file: Path, sinks: list, dead_letter: Path, given: str) -> None:
     """A sink writing to the dead-letter file would take rejected records into its rows."""
     for sink in sinks:
-        if "path" in sink.options and sink.options["path"].resolve() == dead_letter.resolve():
+        if "path" in sink.options and _resolved(sink.options["path"]) == _resolved(dead_letter):
             raise ConfigError(file, f"{sink.label} writes to the dead-letter file "
                                     f"{dead_letter.name} ({given}): give one of them "
                                     "another path")
@@ -257,15 +257,15 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
                 raise ConfigError(file, f"{label}: missing key '{key}' for a {kind} sink")
             options[key] = _get(file, entry, key, types, default, label=label)
         if "path" in options:
-            options["path"] = file.parent / options["path"]
+            options["path"] = sink_location(file.parent, options["path"])
         for key in ("limit", "every"):
             if key in options and options[key] < 1:
                 raise ConfigError(file, f"{label}: key '{key}' must be at least 1")
         if kind in ("duckdb", "sqlite"):
             options["table"] = options["table"] or view
-            target = (kind, str(options["path"].resolve()), options["table"].lower())
+            target = (kind, _resolved(options["path"]), options["table"].lower())
         elif kind in ("jsonl", "parquet", "parquet-deltas"):
-            target = ("file", str(options["path"].resolve()), "")
+            target = ("file", _resolved(options["path"]), "")
         else:
             target = (kind, view, str(i))
         if target in targets:
@@ -281,6 +281,11 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _resolved(path: Path | str) -> str:
+    """A sink's or the dead-letter file's location, comparable: a URI as it is."""
+    return path if isinstance(path, str) else str(path.resolve())
 
 
 def _state_dir(value: str, base: Path) -> str:

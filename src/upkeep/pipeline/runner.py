@@ -217,7 +217,14 @@ class PipelineRunner:
         (:func:`_holds_change_records`); what the pipeline writes there itself (a sink's
         rows, dead letters) holds none, so a rerun goes ahead.  Checked at every start:
         a run that has committed batches skips such a file too (its records were lost
-        without a word when only a fresh run was checked)."""
+        without a word when only a fresh run was checked).  A sink at a URI is refused
+        too: Hadoop file systems take the spark engine's sinks, which its executors write."""
+        for sink in self.config.sinks:
+            if isinstance(sink.path, str):
+                raise PipelineError(f"{self.config.file}: {sink.label}: {sink.path} is a URI: "
+                                    f"the local engine writes sinks to local files; Hadoop "
+                                    f"file systems take the sinks of the spark engine "
+                                    f"(engine = \"spark\")")
         root = self.config.source.path.resolve()
         outputs = [("dead_letter", self.config.dead_letter),
                    *((s.label, s.options["path"]) for s in self.config.sinks

@@ -51,6 +51,7 @@ from ..io.sinks.jsonl import delta_lines
 from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..types import SqlType
+from .hadoop_files import HadoopFiles, child, local_uri
 from .paths import read_parquet_literally
 from .query import typed_deltas
 
@@ -90,9 +91,9 @@ class Terminal(Sink):
             self.console.print(f"  {self.view}: {len(changes) - limit} more", highlight=False)
 
 
-def batch_id(directory: Path) -> int | None:
-    """The micro-batch of a ``batch=<id>`` directory (None for anything else)."""
-    found = re.fullmatch(r"batch=(-?[0-9]+)", directory.name)
+def batch_id(name: str) -> int | None:
+    """The micro-batch of a ``batch=<id>`` directory's name (None for anything else)."""
+    found = re.fullmatch(r"batch=(-?[0-9]+)", name)
     return int(found[1]) if found else None
 
 
@@ -103,16 +104,16 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def remove_uncommitted(directory: Path, committed: int) -> None:
+def remove_uncommitted(files: HadoopFiles, directory: str, committed: int) -> None:
     """Remove the ``batch=<id>`` directories (and strays) of batches after ``committed``:
     written by a run that was stopped before Spark's checkpoint committed them; and any
     batch a stopped run left half-written under its hidden name."""
-    for stale in directory.glob("batch=*"):
-        b = batch_id(stale)
+    for name in files.names(directory, "batch=*"):
+        b = batch_id(name)
         if b is None or b > committed:
-            _remove(stale)
-    for partial in directory.glob(".batch=*.writing"):
-        _remove(partial)
+            files.remove(child(directory, name))
+    for name in files.names(directory, ".batch=*.writing"):
+        files.remove(child(directory, name))
 
 
 #: a view's rows (duplicates repeated) after the last committed micro-batch, read from the
@@ -138,45 +139,48 @@ def filled_rows(config: SinkConfig, fill: Fill) -> Changes:
                             f"from its view's rows, which could not be read: {first}") from None
 
 
-def _made_whole(path: Path, build: Callable[[Path], None]) -> None:
-    """The directory ``path`` built by ``build`` under a hidden name and renamed into
+def _made_whole(files: HadoopFiles, location: str, build: Callable[[str], None]) -> None:
+    """The directory ``location`` built by ``build`` under a hidden name and renamed into
     place: a build that fails leaves no directory, so the next run fills the sink again."""
-    partial = path.with_name(f".{path.name}.filling")
-    if partial.exists() or partial.is_symlink():
-        _remove(partial)
-    partial.mkdir(parents=True)
+    head, _, name = location.rstrip("/").rpartition("/")
+    partial = child(head, f".{name}.filling")
+    files.remove(partial)
+    files.mkdirs(partial)
     build(partial)
-    os.replace(partial, path)
+    files.rename(partial, location)
 
 
-def write_batch(directory: Path, batch: int, write: Callable[[str], None]) -> None:
-    """Micro-batch ``batch``'s directory under ``directory``: ``write(path)`` writes it
+def write_batch(files: HadoopFiles, directory: str, batch: int,
+                write: Callable[[str], None]) -> None:
+    """Micro-batch ``batch``'s directory under ``directory``: ``write(location)`` writes it
     under a hidden name (which Spark's and upkeep's readers skip), then it is renamed into
     place (replacing the directory of a replayed batch)."""
-    final = directory / f"batch={batch}"
-    partial = directory / f".batch={batch}.writing"
-    write(str(partial))
-    if final.exists() or final.is_symlink():
-        _remove(final)
-    os.replace(partial, final)
+    final = child(directory, f"batch={batch}")
+    partial = child(directory, f".batch={batch}.writing")
+    write(partial)
+    files.remove(final)
+    files.rename(partial, final)
 
 
-def _write_file(directory: str, name: str, write: Callable[[str], object]) -> None:
+def _write_file(files: HadoopFiles, directory: str, name: str, data: bytes) -> None:
     """A batch directory of one file written by the driver (a late sink's fill)."""
-    Path(directory).mkdir(parents=True)
-    write(str(Path(directory) / name))
+    files.mkdirs(directory)
+    files.write_bytes(child(directory, name), data)
 
 
 class ExecutorSink(Sink):
     """A sink whose micro-batches Spark's executors write: each batch's net delta of the
     view, summed by Spark over the view's typed columns (the driver never holds them)."""
 
-    def __init__(self, config: SinkConfig, catalog: Connection):
+    def __init__(self, config: SinkConfig, catalog: Connection, spark: SparkSession):
         super().__init__(config, catalog.schema_of(config.view))
         self.catalog = catalog
-        self.path: Path = config.options["path"]
-        if self.path.exists() and not self.path.is_dir() and not self.path.is_symlink():
-            raise PipelineError(f"{config.label}: {self.path} is a file; on the spark engine "
+        path = config.options["path"]
+        #: where Spark writes the micro-batches: a URI, or the local path as a file: URI
+        self.location = path if isinstance(path, str) else local_uri(path)
+        self.files = HadoopFiles(spark, self.location)
+        if self.files.exists(self.location) and not self.files.is_dir(self.location):
+            raise PipelineError(f"{config.label}: {path} is a file; on the spark engine "
                                 f"the {config.type} sink writes a directory of micro-batches "
                                 f"there (move the file away or choose another path)")
 
@@ -201,25 +205,27 @@ class ParquetDeltas(ExecutorSink):
     """``<path>/batch=<id>/``: each micro-batch's net delta as Parquet."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 fill: Fill):
-        super().__init__(config, catalog)
+                 spark: SparkSession, fill: Fill):
+        super().__init__(config, catalog, spark)
         check_columns(self.columns, config.label)
-        if not self.path.exists() and starts_late(committed):
+        if not self.files.exists(self.location) and starts_late(committed):
             # the view's rows so far, as the delta of the last committed batch
             changes = filled_rows(config, fill)
 
-            def build(directory: Path) -> None:
+            def build(directory: str) -> None:
                 if changes:
-                    table = to_arrow(self.columns, [r for r, _ in changes],
-                                     {"weight": [w for _, w in changes]})
-                    write_batch(directory, committed, lambda p: _write_file(
-                        p, "part-fill.parquet", lambda f: pq.write_table(table, f)))
-            _made_whole(self.path, build)
-        self.path.mkdir(parents=True, exist_ok=True)
-        remove_uncommitted(self.path, committed)
+                    out = pa.BufferOutputStream()
+                    pq.write_table(to_arrow(self.columns, [r for r, _ in changes],
+                                            {"weight": [w for _, w in changes]}), out)
+                    write_batch(self.files, directory, committed, lambda p: _write_file(
+                        self.files, p, "part-fill.parquet", out.getvalue().to_pybytes()))
+            _made_whole(self.files, self.location, build)
+        self.files.mkdirs(self.location)
+        remove_uncommitted(self.files, self.location, committed)
 
     def write(self, frame: DataFrame, batch: int) -> None:
-        write_batch(self.path, batch, self.net(frame).write.mode("overwrite").parquet)
+        write_batch(self.files, self.location, batch,
+                    self.net(frame).write.mode("overwrite").parquet)
 
 
 class JsonlBatches(ExecutorSink):
@@ -227,20 +233,20 @@ class JsonlBatches(ExecutorSink):
     executors by the local sink's own code (:func:`~upkeep.io.sinks.jsonl.delta_lines`)."""
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
-                 fill: Fill):
-        super().__init__(config, catalog)
-        if not self.path.exists() and starts_late(committed):
+                 spark: SparkSession, fill: Fill):
+        super().__init__(config, catalog, spark)
+        if not self.files.exists(self.location) and starts_late(committed):
             # the view's rows so far, as the lines of the last committed batch
             lines = delta_lines([n for n, _ in self.columns], filled_rows(config, fill),
                                 committed)
 
-            def build(directory: Path) -> None:
+            def build(directory: str) -> None:
                 if lines:
-                    write_batch(directory, committed, lambda p: _write_file(
-                        p, "part-fill.txt", lambda f: Path(f).write_text("".join(lines))))
-            _made_whole(self.path, build)
-        self.path.mkdir(parents=True, exist_ok=True)
-        remove_uncommitted(self.path, committed)
+                    write_batch(self.files, directory, committed, lambda p: _write_file(
+                        self.files, p, "part-fill.txt", "".join(lines).encode()))
+            _made_whole(self.files, self.location, build)
+        self.files.mkdirs(self.location)
+        remove_uncommitted(self.files, self.location, committed)
 
     def write(self, frame: DataFrame, batch: int) -> None:
         names = [n for n, _ in self.columns]
@@ -257,7 +263,7 @@ class JsonlBatches(ExecutorSink):
                     schema=pa.schema([("value", pa.string())]))
 
         encoded = self.net(frame, WEIGHT, ENCODED).select(ENCODED, WEIGHT)
-        write_batch(self.path, batch,
+        write_batch(self.files, self.location, batch,
                     encoded.mapInArrow(lines, "value string").write.mode("overwrite").text)
 
 
@@ -268,7 +274,14 @@ class ParquetSnapshot(ExecutorSink):
 
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
                  spark: SparkSession, fill: Fill):
-        super().__init__(config, catalog)
+        path = config.options["path"]
+        if isinstance(path, str):
+            raise PipelineError(f"{config.label}: {path}: on the spark engine the parquet sink "
+                                f"keeps a symbolic link to its latest snapshot, which only a "
+                                f"local (or mounted) path has; give it one, or write the "
+                                f"view's deltas there with a parquet-deltas sink")
+        super().__init__(config, catalog, spark)
+        self.path: Path = path
         if self.path.is_dir() and not self.path.is_symlink():
             raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
                                 f"engine the parquet sink keeps a link to its latest snapshot "
@@ -277,28 +290,30 @@ class ParquetSnapshot(ExecutorSink):
         self.spark = spark
         self.every = int(config.options.get("every") or 1)
         self.store = self.path.with_name(self.path.name + ".snapshots")
-        self.pending_dir = self.store / "pending"
-        self.pending_dir.mkdir(parents=True, exist_ok=True)
+        self.pending_dir = local_uri(self.store / "pending")
+        self.files.mkdirs(self.pending_dir)
         # The snapshot may include a batch the checkpoint has not committed (written, then
         # killed before Spark's commit): Spark replays that batch with the same deltas,
         # which write() then skips.  A snapshot further ahead, or any snapshot when the
         # checkpoint has committed nothing, is another run's: start from no rows.  A sink
         # new to a run that has committed batches starts from its view's rows.
-        self.included = batch_id(Path(os.readlink(self.path))) if self.path.is_symlink() else None
+        self.included = (batch_id(Path(os.readlink(self.path)).name) if self.path.is_symlink()
+                         else None)
         if late:  # the view's rows so far, as the snapshot of the last committed batch
             rows = [r for r, n in filled_rows(config, fill) for _ in range(n)]
             self._publish(self._first(rows, committed), committed)
         elif self.included is None or committed < 0 or self.included > committed + 1:
             self._publish(self._first([], -1), -1)
         for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
-            if batch_id(stray) != self.included:
+            if batch_id(stray.name) != self.included:
                 _remove(stray)
         self.retired: Path | None = None  # the snapshot before the latest, kept for readers
-        remove_uncommitted(self.pending_dir, committed)
-        self.pending = sorted(b for p in self.pending_dir.glob("batch=*")
-                              if (b := batch_id(p)) is not None and b > self.included)
-        for b in {batch_id(p) for p in self.pending_dir.glob("batch=*")} - set(self.pending):
-            _remove(self.pending_dir / f"batch={b}")  # merged already
+        remove_uncommitted(self.files, self.pending_dir, committed)
+        written = [b for name in self.files.names(self.pending_dir, "batch=*")
+                   if (b := batch_id(name)) is not None]
+        self.pending = sorted(b for b in written if b > self.included)
+        for b in set(written) - set(self.pending):  # merged already
+            self.files.remove(child(self.pending_dir, f"batch={b}"))
 
     def _first(self, rows: list[tuple], batch: int) -> Path:
         """The first snapshot, of ``rows`` as of micro-batch ``batch`` (a new run: none, as
@@ -321,7 +336,8 @@ class ParquetSnapshot(ExecutorSink):
     def write(self, frame: DataFrame, batch: int) -> None:
         if batch <= self.included:
             return  # a replayed batch the snapshot already includes
-        write_batch(self.pending_dir, batch, self.net(frame, WEIGHT).write.mode("overwrite").parquet)
+        write_batch(self.files, self.pending_dir, batch,
+                    self.net(frame, WEIGHT).write.mode("overwrite").parquet)
         if batch not in self.pending:
             self.pending.append(batch)
         if len(self.pending) >= self.every:
@@ -332,18 +348,18 @@ class ParquetSnapshot(ExecutorSink):
         new snapshot, which the link then points at; the merged inputs are removed."""
         batch, previous = self.pending[-1], self.store / f"batch={self.included}"
         keys = self.keys()
-        deltas = read_parquet_literally(self.spark, [self.pending_dir / f"batch={b}"
+        deltas = read_parquet_literally(self.spark, [child(self.pending_dir, f"batch={b}")
                                                      for b in self.pending])
         combined = deltas.select(*keys, WEIGHT)
         if self.included >= 0:
-            rows = read_parquet_literally(self.spark, [previous]).select(*keys)
+            rows = read_parquet_literally(self.spark, [local_uri(previous)]).select(*keys)
             combined = combined.unionByName(rows.withColumn(WEIGHT, F.lit(1).cast("long")))
         merged = (combined.groupBy(*keys).agg(F.sum(WEIGHT).alias(COUNT))
                   .where(F.col(COUNT) > 0)
                   .withColumn(COUNT, F.explode(F.array_repeat(F.lit(0), F.col(COUNT).cast("int"))))
                   .select(*keys))
         target = self.store / f"batch={batch}"
-        merged.write.mode("overwrite").parquet(str(target))
+        merged.write.mode("overwrite").parquet(local_uri(target))
         self._publish(target, batch)
         # the snapshot before the previous one goes: a reader that followed the link just
         # before this swap still finds the previous one
@@ -351,7 +367,7 @@ class ParquetSnapshot(ExecutorSink):
             shutil.rmtree(self.retired, ignore_errors=True)
         self.retired = previous
         for b in self.pending:
-            shutil.rmtree(self.pending_dir / f"batch={b}", ignore_errors=True)
+            self.files.remove(child(self.pending_dir, f"batch={b}"))
         self.pending = []
 
     def close(self) -> None:
@@ -371,11 +387,11 @@ def open_sink(config: SinkConfig, catalog: Connection, committed: int,
     run (:func:`starts_late`)."""
     try:
         if config.type == "parquet-deltas":
-            return ParquetDeltas(config, catalog, committed, fill)
+            return ParquetDeltas(config, catalog, committed, spark, fill)
         if config.type == "parquet":
             return ParquetSnapshot(config, catalog, committed, spark, fill)
         if config.type == "jsonl":
-            return JsonlBatches(config, catalog, committed, fill)
+            return JsonlBatches(config, catalog, committed, spark, fill)
     except OSError as exc:
         raise PipelineError(f"{config.label}: cannot prepare {exc.filename or config.label}: "
                             f"{exc.strerror or exc}") from None
