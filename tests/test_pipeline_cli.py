@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -29,6 +30,7 @@ from test_pipeline_support import (
 )
 
 from upkeep.cli import main
+from upkeep.io.errors import PipelineError
 from upkeep.pipeline import ConfigError, PipelineRunner, load_config
 
 
@@ -121,26 +123,39 @@ def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, 
     assert f"upkeep: error: {path}: " in err and message in err.replace("\n", "")
 
 
-def test_a_sink_path_is_local_or_a_uri_the_local_engine_refuses(tmp_path, capsys):
-    """A sink's ``path`` is relative to the pipeline file, or a ``file://`` URI, or any
-    other URI: a Hadoop file system, which only the spark engine's executors write; the
-    local engine refuses it at start, naming the sink, before reading a record."""
-    path = write_pipeline(tmp_path, sinks={"revenue": ["jsonl"], "big_orders": ["jsonl"],
-                                           "order_count": ["parquet-deltas"]})
+def test_paths_are_local_or_uris_the_local_engine_refuses(tmp_path, capsys):
+    """A sink's ``path``, ``[source] path`` and ``state_dir`` are relative to the pipeline
+    file, or ``file://`` URIs, or any other URI: a Hadoop file system, which only the spark
+    engine reads and writes; the local engine refuses each at start, naming it, before
+    reading a record or writing a file."""
+    path = write_pipeline(tmp_path, state_dir="state",
+                          sinks={"revenue": ["jsonl"], "big_orders": ["jsonl"],
+                                 "order_count": ["parquet-deltas"]})
     text = path.read_text().replace('path = "out/big_orders.jsonl"',
                                     f'path = "file://{tmp_path}/elsewhere/b.jsonl"')
     path.write_text(text.replace('path = "out/order_count.deltas"',
                                  'path = "hdfs://namenode:8020/out/count"'))
-    paths = [s.options["path"] for s in load_config(path).sinks]
-    assert paths == [tmp_path / "out" / "revenue.jsonl", tmp_path / "elsewhere" / "b.jsonl",
-                     "hdfs://namenode:8020/out/count"]
+    config = load_config(path)
+    assert [s.options["path"] for s in config.sinks] == [
+        tmp_path / "out" / "revenue.jsonl", tmp_path / "elsewhere" / "b.jsonl",
+        "hdfs://namenode:8020/out/count"]
+    assert (config.source.path, config.state_dir) == (tmp_path / "changes",
+                                                      str(tmp_path / "state"))
     (tmp_path / "changes").mkdir()
     write_jsonl(tmp_path / "changes", Stream(seed=1).generate(20).records, files=1)
     assert main(["run", str(path)]) == 1
     err = capsys.readouterr().err.replace("\n", "")
     assert ("(view order_count): hdfs://namenode:8020/out/count is a URI: the local engine "
-            "writes sinks to local files") in err
-    assert not (tmp_path / "out" / "revenue.jsonl").exists()  # nothing written
+            "keeps its files on local paths") in err
+    for key, uri in (("state_dir", "s3a://bucket/state"),
+                     ("source.path", "hdfs://namenode/changes")):
+        other = dataclasses.replace(config, sinks=config.sinks[:1])
+        other = (dataclasses.replace(other, state_dir=uri) if key == "state_dir" else
+                 dataclasses.replace(other, source=dataclasses.replace(other.source,
+                                                                       path=uri)))
+        with pytest.raises(PipelineError, match=f"{key}: {uri} is a URI: the local engine"):
+            PipelineRunner(other).run()
+    assert not (tmp_path / "out").exists() and not (tmp_path / "state").exists()
 
 
 @pytest.mark.parametrize(("sql", "message"), [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from test_spark_sinks import mount
 from upkeep.cli import main
 from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
+from upkeep.spark.hadoop_files import HadoopFiles, local_uri
 from upkeep.spark.pipeline import SparkPipelineRunner, _batch_files, write_concurrently
 from upkeep.spark.query import make_plan
 from upkeep.spark.sinks import batch_id
@@ -234,18 +236,33 @@ conf = {{ "spark.sql.shuffle.partitions" = "2" }}
 """
 
 
-def keyed_t(directory: Path, on_error: str, files: dict[str, list]) -> Path:
-    """A keyed pipeline over ``t (k INTEGER NOT NULL, a, b)`` and the view ``a * b``."""
-    (directory / "changes").mkdir(parents=True)
+def change_files(directory: Path, files: dict[str, list]) -> None:
+    """Change files of inserts into ``t``, one per name."""
+    directory.mkdir(parents=True, exist_ok=True)
     for name, rows in files.items():
-        (directory / "changes" / name).write_text("".join(
+        (directory / name).write_text("".join(
             json.dumps({"table": "t", "op": "insert", "row": r}) + "\n" for r in rows))
+
+
+def keyed_t(directory: Path, on_error: str, files: dict[str, list],
+            mounted: tuple[str, Path] | None = None) -> Path:
+    """A keyed pipeline over ``t (k INTEGER NOT NULL, a, b)`` and the view ``a * b``;
+    ``mounted`` (a URI and the local directory under it): its source and state there,
+    named by URI, with a ``parquet-deltas`` sink of the view."""
+    uri, local = mounted or (None, directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    change_files(local / "changes", files)
     (directory / "tables.sql").write_text(
         "CREATE TABLE t (k INTEGER NOT NULL, a INTEGER, b INTEGER);\n")
     (directory / "views.sql").write_text("CREATE MATERIALIZED VIEW prod AS SELECT k, a * b AS p "
                                          "FROM t;\n")
     path = directory / "pipeline.toml"
-    path.write_text(KEYED_T.format(on_error=on_error))
+    text = KEYED_T.format(on_error=on_error)
+    if uri is not None:
+        text = text.replace('state_dir = "state"', f'state_dir = "{uri}/state"').replace(
+            'path = "changes"', f'path = "{uri}/changes"') + (
+            f'[[sinks]]\nview = "prod"\ntype = "parquet-deltas"\npath = "{uri}/prod.deltas"\n')
+    path.write_text(text)
     return path
 
 
@@ -253,11 +270,16 @@ def test_a_keyed_pipeline_leaves_out_what_its_views_and_not_null_reject(spark, t
     """Under dead-letter, a record whose view value overflows (the keyed steps, not the
     table's, fail on it) and one with NULL in a NOT NULL column alone in its micro-batch
     (which a keyed table step, keeping rows and keys, accepted) are dead-lettered, and the
-    rest reach the view; under stop the NULL names its file and line."""
+    rest reach the view; under stop the NULL names its file and line.  The first
+    pipeline's source, state and sink are named by URI on a Hadoop file system other than
+    the local one (``viewfs`` mounted over a local directory, as HDFS or an object store
+    would be): it reads its change files, keeps its checkpoint and judges the rejected
+    batches' records again there, and a second run resumes from that checkpoint."""
+    mounted = tmp_path / "mounted"
     path = keyed_t(tmp_path / "skip", "dead-letter", {
         "c-001.jsonl": [[1, 2, 3], [2, 5, 5], [3, 2**30, 4], [4, 1, 1]],
         "c-002.jsonl": [[None, 1, 1]],
-        "c-003.jsonl": [[5, 6, 7]]})
+        "c-003.jsonl": [[5, 6, 7]]}, (mount(spark, mounted), mounted))
     seen: Counter = Counter()
 
     def collect(batch_id, changes) -> None:
@@ -267,6 +289,15 @@ def test_a_keyed_pipeline_leaves_out_what_its_views_and_not_null_reject(spark, t
     runner = SparkPipelineRunner(load_config(path), spark=spark, on_batch=collect)
     runner.run()
     assert +seen == Counter({(1, 6): 1, (2, 25): 1, (4, 1): 1, (5, 42): 1})
+    assert (mounted / "state" / "checkpoint" / "commits").is_dir()
+    change_files(mounted / "changes", {"c-004.jsonl": [[6, 1, 2]]})
+    assert SparkPipelineRunner(load_config(path), spark=spark, on_batch=collect).run() == 1
+    assert +seen == Counter({(1, 6): 1, (2, 25): 1, (4, 1): 1, (5, 42): 1, (6, 2): 1})
+    summed: Counter = Counter()
+    for batch in (mounted / "prod.deltas").glob("batch=*"):
+        for r in pq.read_table(batch).to_pylist():
+            summed[r["k"], r["p"]] += r["weight"]
+    assert summed == seen
     dead = {(e["_source"]["file"], e["_source"]["line"]): e["_error"]
             for e in jsonl_lines(tmp_path / "skip" / "pipeline.dead-letter.jsonl")}
     assert dead.keys() == {("c-001.jsonl", 3), ("c-002.jsonl", 1)}, dead
@@ -526,9 +557,11 @@ def test_rejected_records_are_left_out_whole(spark, tmp_path, on_error, state) -
         assert text in entry["_error"], (text, entry)
 
 
-def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(tmp_path) -> None:
+def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(spark,
+                                                                          tmp_path) -> None:
     """The log's lines as Spark 4 writes them (percent-encoded URIs; every tenth batch a
-    ``.compact`` file listing all batches so far)."""
+    ``.compact`` file listing all batches so far), read through Hadoop: each file's
+    location, decoded as Hadoop takes a path."""
     log = tmp_path / "sources" / "0"
     log.mkdir(parents=True)
 
@@ -540,10 +573,16 @@ def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(tmp_pa
         entry(f"f%20{b:02d}%25.jsonl", b) for b in range(9)) + "\n" + entry("b.jsonl", 9)
         + "\n" + entry("a.jsonl", 9) + "\n")
     (log / "10").write_text("v1\n" + entry("c%2310.jsonl", 10) + "\n")
-    assert _batch_files(tmp_path, 9) == [tmp_path / "in" / "a.jsonl", tmp_path / "in" / "b.jsonl"]
-    assert _batch_files(tmp_path, 10) == [tmp_path / "in" / "c#10.jsonl"]
+    files = HadoopFiles(spark, local_uri(tmp_path))
+    checkpoint = local_uri(tmp_path)
+    assert _batch_files(files, checkpoint, 9) == [f"file://{tmp_path}/in/a.jsonl",
+                                                  f"file://{tmp_path}/in/b.jsonl"]
+    assert _batch_files(files, checkpoint, 10) == [f"file://{tmp_path}/in/c#10.jsonl"]
     (log / "3").write_text("v1\n" + entry("f%20x%25.jsonl", 3) + "\n")
-    assert _batch_files(tmp_path, 3) == [tmp_path / "in" / "f x%.jsonl"]
+    assert _batch_files(files, checkpoint, 3) == [f"file://{tmp_path}/in/f x%.jsonl"]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "f x%.jsonl").write_text("read through Hadoop\n")
+    assert files.read_text(_batch_files(files, checkpoint, 3)[0]) == "read through Hadoop\n"
 
 
 def test_the_rows_a_stopping_batch_is_judged_over_are_read_by_a_where_that_compiles() -> None:
@@ -627,3 +666,20 @@ def test_a_source_directory_with_glob_characters_is_refused(spark, tmp_path) -> 
         SparkPipelineRunner(config, spark=spark)
     assert sorted(p.name for p in base.iterdir()) == ["changes", "pipeline.toml", "tables.sql",
                                                       "views.sql"]
+
+
+def test_a_source_or_state_hadoop_cannot_reach_is_refused_at_start(spark, tmp_path) -> None:
+    """A URI whose scheme Spark has no file system for, or a source directory that is not
+    there, stops the run before any query starts, naming the location."""
+    (tmp_path / "changes").mkdir()
+    config = load_config(spark_pipeline(tmp_path, sinks={}))
+    root = mount(spark, tmp_path / "mounted")
+    for other, said in (
+            (dataclasses.replace(config, state_dir="nofs://host/state"),
+             'nofs://host/state: No FileSystem for scheme "nofs"'),
+            (dataclasses.replace(config, source=dataclasses.replace(
+                config.source, path=f"{root}/missing")),
+             f"{root}/missing is not a directory")):
+        with pytest.raises(PipelineError, match=re.escape(said)):
+            SparkPipelineRunner(other, spark=spark).run()
+    assert not (tmp_path / "state").exists()

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..engine import SPARK_DEFAULT_STATE, SPARK_STATES
 from ..io.errors import ConfigError
-from ..io.sinks.base import SinkConfig, sink_location
+from ..io.locations import location
+from ..io.sinks.base import SinkConfig
 
 ON_ERROR = ("stop", "skip", "dead-letter")
 ENGINES = ("local", "spark")
@@ -38,7 +39,7 @@ SINK_KEYS: dict[str, dict[str, tuple[tuple[type, ...], Any, bool]]] = {
 class SourceConfig:
     """``[source]``: where change records come from."""
 
-    path: Path
+    path: Path | str  # a URI: a Hadoop file system's, for the spark engine
     format: str | None = None
     follow: bool = False
     poll_interval: float = 1.0
@@ -167,7 +168,7 @@ def _source(file: Path, data: dict[str, Any]) -> SourceConfig:
     _unknown(file, data, {"path", "format", "follow", "poll_interval"}, "source.")
     if "path" not in data:
         raise ConfigError(file, "missing key 'source.path' (a file or directory of change records)")
-    path = file.parent / _get(file, data, "path", (str,), None, "source.")
+    path = location(file.parent, _get(file, data, "path", (str,), None, "source."))
     fmt = data.get("format")
     if fmt is not None:
         fmt = _choice(file, "source.format", _get(file, data, "format", (str,), None, "source."),
@@ -257,7 +258,7 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
                 raise ConfigError(file, f"{label}: missing key '{key}' for a {kind} sink")
             options[key] = _get(file, entry, key, types, default, label=label)
         if "path" in options:
-            options["path"] = sink_location(file.parent, options["path"])
+            options["path"] = location(file.parent, options["path"])
         for key in ("limit", "every"):
             if key in options and options[key] < 1:
                 raise ConfigError(file, f"{label}: key '{key}' must be at least 1")
@@ -289,7 +290,8 @@ def _resolved(path: Path | str) -> str:
 
 
 def _state_dir(value: str, base: Path) -> str:
-    return MEMORY if value == MEMORY else str(base / value)
+    """``:memory:``, a local directory, or a URI (:func:`location`)."""
+    return MEMORY if value == MEMORY else str(location(base, value))
 
 
 def _sql_files(file: Path, data: dict[str, Any], key: str) -> list[Path]:

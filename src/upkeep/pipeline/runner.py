@@ -27,6 +27,7 @@ from ..io.apply import Applier, BadRecord, Change
 from ..io.deadletter import DeadLetter
 from ..io.errors import PipelineError, RecordError
 from ..io.formats import BOM, READERS, format_of
+from ..io.locations import is_uri
 from ..io.records import ChangeRecord, Position
 from ..io.sinks import Sink, make_sink
 from .batching import batches
@@ -60,10 +61,18 @@ def _holds_change_records(path: Path) -> bool:
 
 
 def check_engine(config: PipelineConfig) -> None:
-    """This runner is the local engine's (``upkeep.spark.pipeline`` runs the spark engine)."""
+    """This runner is the local engine's (``upkeep.spark.pipeline`` runs the spark engine),
+    whose files are local: a URI (a Hadoop file system's) is the spark engine's."""
     if config.engine != "local":
         raise PipelineError(f"engine {config.engine!r}: use upkeep.spark.pipeline."
                             f"SparkPipelineRunner (upkeep run --engine spark does)")
+    named = [("source.path", config.source.path), ("state_dir", config.state_dir),
+             *((sink.label, sink.path) for sink in config.sinks)]
+    for what, where in named:
+        if is_uri(where):
+            raise PipelineError(f"{config.file}: {what}: {where} is a URI: the local engine "
+                                f"keeps its files on local paths; Hadoop file systems are "
+                                f"for the spark engine (engine = \"spark\")")
 
 
 def open_database(config: PipelineConfig) -> Engine:
@@ -217,14 +226,7 @@ class PipelineRunner:
         (:func:`_holds_change_records`); what the pipeline writes there itself (a sink's
         rows, dead letters) holds none, so a rerun goes ahead.  Checked at every start:
         a run that has committed batches skips such a file too (its records were lost
-        without a word when only a fresh run was checked).  A sink at a URI is refused
-        too: Hadoop file systems take the spark engine's sinks, which its executors write."""
-        for sink in self.config.sinks:
-            if isinstance(sink.path, str):
-                raise PipelineError(f"{self.config.file}: {sink.label}: {sink.path} is a URI: "
-                                    f"the local engine writes sinks to local files; Hadoop "
-                                    f"file systems take the sinks of the spark engine "
-                                    f"(engine = \"spark\")")
+        without a word when only a fresh run was checked)."""
         root = self.config.source.path.resolve()
         outputs = [("dead_letter", self.config.dead_letter),
                    *((s.label, s.options["path"]) for s in self.config.sinks

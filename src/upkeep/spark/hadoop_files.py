@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from ..io.locations import is_uri
+
 #: bytes sent to the JVM per call when the driver writes a file (a late sink's rows)
 CHUNK = 1 << 20
 
@@ -29,6 +31,16 @@ def local_uri(path: str | os.PathLike) -> str:
     """A local path as the ``file:`` URI Hadoop takes it as, characters as they are (an
     escaped ``[`` would name another file: Hadoop does not decode a path)."""
     return "file://" + os.path.abspath(os.fspath(path))
+
+
+def location_of(path: str | os.PathLike) -> str:
+    """A pipeline's location (:func:`upkeep.io.locations.location`) as Hadoop takes it."""
+    return path if is_uri(path) else local_uri(path)
+
+
+def name_of(location: str) -> str:
+    """The last component of ``location``."""
+    return location.rstrip("/").rpartition("/")[2]
 
 
 def child(location: str, name: str) -> str:
@@ -57,7 +69,9 @@ class HadoopFiles:
     ``OSError``."""
 
     def __init__(self, spark: SparkSession, location: str):
-        self._path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
+        jvm = spark.sparkContext._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path
+        self._io = jvm.org.apache.commons.io.IOUtils
         with _as_os_error(location):
             conf = spark._jsparkSession.sessionState().newHadoopConf()
             self._fs = self._path(location).getFileSystem(conf)
@@ -95,6 +109,30 @@ class HadoopFiles:
             statuses = self._fs.listStatus(self._path(location))
             return [name for status in statuses
                     if fnmatch.fnmatchcase(name := status.getPath().getName(), pattern)]
+
+    def file_times(self, location: str) -> list[tuple[str, int]]:
+        """The files (not directories) in ``location``, with their modification times in
+        milliseconds."""
+        with _as_os_error(location):
+            return [(status.getPath().getName(), int(status.getModificationTime()))
+                    for status in self._fs.listStatus(self._path(location))
+                    if status.isFile()]
+
+    def set_modified(self, location: str, millis: int) -> None:
+        """Set a file's modification time (a store that keeps none ignores it: S3)."""
+        with _as_os_error(location):
+            self._fs.setTimes(self._path(location), millis, -1)
+
+    def read_bytes(self, location: str) -> bytes:
+        with _as_os_error(location):
+            stream = self._fs.open(self._path(location))
+            try:
+                return bytes(self._io.toByteArray(stream))
+            finally:
+                stream.close()
+
+    def read_text(self, location: str) -> str:
+        return self.read_bytes(location).decode("utf-8")
 
     def write_bytes(self, location: str, data: bytes) -> None:
         """A file of ``data`` at ``location`` (replaced if there)."""

@@ -33,6 +33,7 @@ from sqlglot import exp
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..io.apply import Applier, BadRecord
 from ..io.errors import PipelineError, RecordError
+from ..io.locations import is_uri
 from ..io.records import ChangeRecord
 from ..local import Connection
 from ..pipeline.config import MEMORY, PipelineConfig
@@ -41,6 +42,7 @@ from ..types import SqlType
 from .codec import decode_deltas
 from .dml import committed_tables
 from .errors import query_error, spark_job_errors
+from .hadoop_files import HadoopFiles, child, location_of, name_of
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan, file_records, record_dead_letter
 from .query import RateSource, delta_stream, make_plan
@@ -68,14 +70,20 @@ class SparkPipelineRunner:
                                 f"rate source stops at a rejected record (a rate's rows are "
                                 f"no records to leave out); on_error must be \"stop\", not "
                                 f"{config.on_error!r}")
-        if not config.source.path.is_dir():
+        source = config.source.path
+        if not is_uri(source) and not source.is_dir():  # (a URI's: checked as the run starts)
             raise PipelineError(f"{config.file}: the spark engine reads a directory of change "
-                                f"files; {config.source.path} is not a directory")
-        odd = glob_characters(config.source.path.resolve())
+                                f"files; {source} is not a directory")
+        odd = glob_characters(source if is_uri(source) else source.resolve())
         if odd:
             raise PipelineError(f"{config.file}: the source directory {config.source.path} "
                                 f"holds {odd!r}, which Spark reads as a Hadoop glob pattern; "
                                 f"choose a directory without them")
+        #: the change files' directory and the state's, as Hadoop takes them (a URI, or a
+        #: local path as a file: URI), with their file systems once a run has a session
+        self._source_dir = location_of(source)
+        self._source: HadoopFiles
+        self._state: HadoopFiles
         self.catalog = Connection()
         ensure_schema(self.catalog, config)
         for sink in config.sinks:
@@ -92,23 +100,35 @@ class SparkPipelineRunner:
         delivered as the run stops may be delivered again by the next run: same id, same
         changes)."""
         state = self.config.state_dir
-        temporary = state == MEMORY
-        directory = Path(tempfile.mkdtemp(prefix="upkeep-spark-")) if temporary else Path(state)
-        checkpoint = directory / "checkpoint"
+        temporary = Path(tempfile.mkdtemp(prefix="upkeep-spark-")) if state == MEMORY else None
+        directory = location_of(temporary or state)
+        checkpoint = child(directory, "checkpoint")
         try:
-            directory.mkdir(parents=True, exist_ok=True)
             spark = self.spark or spark_session(self.config.spark_master,
                                                 config=self.config.spark_conf)
+            try:
+                self._source = HadoopFiles(spark, self._source_dir)
+                if not (self._source.exists(self._source_dir)
+                        and self._source.is_dir(self._source_dir)):
+                    raise PipelineError(f"{self.config.file}: the spark engine reads a "
+                                        f"directory of change files; {self._source_dir} is "
+                                        f"not a directory")
+                self._state = HadoopFiles(spark, directory)
+                self._state.mkdirs(directory)
+            except OSError as exc:
+                raise PipelineError(f"{self.config.file}: {exc.filename}: {exc.strerror}"
+                                    ) from None
             plan = make_plan(self.catalog.local_catalog, self.config.spark_shards or int(
                 spark.conf.get("spark.sql.shuffle.partitions", "4")), on_error=self.config.on_error,
                 keyed=self.config.spark_state == "keyed")
-            committed = _committed(checkpoint)
-            _check_plan(directory / "upkeep-plan.txt", plan.plan_id, committed)
+            committed = _committed(self._state, checkpoint)
+            _check_plan(self._state, child(directory, "upkeep-plan.txt"), plan.plan_id,
+                        committed)
             if committed < 0:  # a fresh run: every shard reports its views' initial rows
-                tick = self.config.source.path / f"upkeep-start{TICK_SUFFIX}"
-                if not tick.exists():
-                    tick.write_text("start\n")  # not empty: Spark skips empty files
-            order_by_name(self.config.source.path)
+                tick = child(self._source_dir, f"upkeep-start{TICK_SUFFIX}")
+                if not self._source.exists(tick):
+                    self._source.write_bytes(tick, b"start\n")  # not empty: Spark skips those
+            order_by_name(self._source, self._source_dir)
             fill = self._rows_so_far(spark, checkpoint, plan)
             sinks = [open_sink(s, self.catalog, committed, spark, fill)
                      for s in self.config.sinks]
@@ -133,18 +153,18 @@ class SparkPipelineRunner:
             return self.batches
         finally:
             if temporary:
-                shutil.rmtree(directory, ignore_errors=True)
+                shutil.rmtree(temporary, ignore_errors=True)
 
-    def _stream(self, spark, plan: QueryPlan, checkpoint: Path, sinks: list[Sink],
+    def _stream(self, spark, plan: QueryPlan, checkpoint: str, sinks: list[Sink],
                 rates: list[RateSource], deadline: float | None) -> None:
         """Run the streaming query until the source is exhausted, the run is stopped or its
         time is up; a failed micro-batch raises ``StreamingQueryException``."""
-        deltas = delta_stream(spark, plan, str(self.config.source.path),
+        deltas = delta_stream(spark, plan, self._source_dir,
                               max_files_per_trigger=self.config.spark_files_per_batch,
                               rates=rates)
         writer = (deltas.writeStream.foreachBatch(
             lambda df, batch_id: self._deliver(df, batch_id, sinks))
-            .option("checkpointLocation", str(checkpoint)))
+            .option("checkpointLocation", checkpoint))
         if self.config.source.follow or rates:
             writer = writer.trigger(processingTime=f"{self.config.source.poll_interval} seconds")
         else:
@@ -163,7 +183,7 @@ class SparkPipelineRunner:
             query.stop()
         query.awaitTermination()
 
-    def _stop_error(self, spark, checkpoint: Path, plan: QueryPlan,
+    def _stop_error(self, spark, checkpoint: str, plan: QueryPlan,
                     error: BaseException) -> PipelineError:
         """What a failed micro-batch stops the run with: its error, named by the record at
         fault.  A keyed table step names a row, not a record, so under ``stop`` the batch
@@ -174,7 +194,8 @@ class SparkPipelineRunner:
             return PipelineError(f"{where}: {error}")
         if self.config.on_error == "stop" and self._judged(plan, error):
             try:
-                bad = self._judge(spark, checkpoint, plan, _committed(checkpoint) + 1,
+                bad = self._judge(spark, checkpoint, plan,
+                                  _committed(self._state, checkpoint) + 1,
                                   views=False)
             except Exception as exc:  # naming the record is a courtesy: the error stands
                 self.console.print(f"could not find the record at fault: {exc}",
@@ -197,7 +218,7 @@ class SparkPipelineRunner:
         return (plan.keyed is not None and not self.config.spark_rates
                 and isinstance(error, (ConstraintError, SchemaError, EvaluationError)))
 
-    def _leave_out(self, spark, checkpoint: Path, plan: QueryPlan,
+    def _leave_out(self, spark, checkpoint: str, plan: QueryPlan,
                    error: BaseException) -> QueryPlan | None:
         """The plan that runs a failed micro-batch again without its bad records, for views
         in keyed state under ``on_error`` skip or dead-letter (None: stop with ``error``).
@@ -214,7 +235,7 @@ class SparkPipelineRunner:
         ``skip`` and ``dead-letter`` when it starts.)"""
         if self.config.on_error == "stop" or not self._judged(plan, error):
             return None
-        batch_id = _committed(checkpoint) + 1
+        batch_id = _committed(self._state, checkpoint) + 1
         try:
             bad = self._judge(spark, checkpoint, plan, batch_id)
         except Exception as exc:  # a change file gone, a read that fails: the error stands
@@ -227,7 +248,7 @@ class SparkPipelineRunner:
         return dataclasses.replace(plan, excluded=plan.excluded | {
             (record.position.file, record.position.number) for record, _ in bad})
 
-    def _judge(self, spark, checkpoint: Path, plan: QueryPlan, batch_id: int,
+    def _judge(self, spark, checkpoint: str, plan: QueryPlan, batch_id: int,
                views: bool = True) -> list[tuple[ChangeRecord, str]]:
         """The records of micro-batch ``batch_id`` the local engine rejects, as the local
         pipeline finds them: those that cannot be decoded, then, on a local database of the
@@ -237,8 +258,8 @@ class SparkPipelineRunner:
         fails).  ``views=False`` (naming the record a stopping run failed on) judges by
         the tables' checks alone, over only the committed rows that could meet the batch's
         (:func:`_meeting`; most of a table whose first column has few values)."""
-        records = [record for path in _batch_files(checkpoint, batch_id)
-                   for record in file_records(plan, path.name, path.read_bytes())]
+        records = [record for file in _batch_files(self._state, checkpoint, batch_id)
+                   for record in file_records(plan, name_of(file), self._source.read_bytes(file))]
         if not records:
             return []
         db = Connection()
@@ -281,7 +302,7 @@ class SparkPipelineRunner:
                     bad.append((change.record, str(exc)))
         return bad
 
-    def _fill(self, db: Connection, spark, checkpoint: Path, plan: QueryPlan,
+    def _fill(self, db: Connection, spark, checkpoint: str, plan: QueryPlan,
               wheres: dict[str, str | None]) -> None:
         """Insert into ``db`` the rows of each table of ``wheres`` that meet its WHERE (None:
         all) after the last committed micro-batch, read by Spark jobs from their keyed
@@ -289,13 +310,13 @@ class SparkPipelineRunner:
         if not wheres:
             return
         with spark_job_errors():
-            found = committed_tables(spark, str(checkpoint), plan, wheres,
+            found = committed_tables(spark, checkpoint, plan, wheres,
                                      {name: db.schema_of(name) for name in wheres})
         with db.transaction():
             for name, counted in found.items():
                 db.insert(name, list(counted.elements()))
 
-    def _tables_as_committed(self, spark, checkpoint: Path, plan: QueryPlan) -> Connection:
+    def _tables_as_committed(self, spark, checkpoint: str, plan: QueryPlan) -> Connection:
         """A local database of the pipeline's schema holding every table's rows after the
         last committed micro-batch (:meth:`_fill`); its views are computed by the local
         engine."""
@@ -360,37 +381,41 @@ class SparkPipelineRunner:
             self.console.print(f"batch {batch_id}: {verb} {entry['_source']}: {entry['_error']}",
                                highlight=False, markup=False)
 
-    def _rows_so_far(self, spark, checkpoint: Path, plan) -> Callable[[str], list[tuple]]:
+    def _rows_so_far(self, spark, checkpoint: str, plan) -> Callable[[str], list[tuple]]:
         """``view -> its rows`` after the last committed micro-batch, for a sink new to a
         run that has committed some (read on first use: :meth:`_tables_as_committed`)."""
         database = functools.cache(lambda: self._tables_as_committed(spark, checkpoint, plan))
         return lambda view: database().view(view).rows()
 
 
-def order_by_name(directory: Path) -> None:
+def order_by_name(files: HadoopFiles, directory: str) -> None:
     """Give the change files modification times in name order (2 ms apart at least).
 
     Spark's file source takes new files oldest first; the local pipeline reads them in name
     order.  Files written in quick succession can share a modification time (or come out of
-    order), so the runner makes the two orders agree before the query starts.
+    order), so the runner makes the two orders agree before the query starts (a store
+    that keeps no times of its own, as S3, cannot: there, write the files in name order,
+    apart).
     """
-    previous = 0.0
-    for path in sorted(p for p in directory.iterdir()
-                       if p.is_file() and not p.name.startswith((".", "_"))):
-        mtime = max(path.stat().st_mtime, previous + 0.002)
-        os.utime(path, (mtime, mtime))
-        previous = mtime
+    previous = 0
+    for name, modified in sorted(files.file_times(directory)):
+        if name.startswith((".", "_")):
+            continue
+        if modified < previous + 2:
+            modified = previous + 2
+            files.set_modified(child(directory, name), modified)
+        previous = modified
 
 
-def _check_plan(path: Path, plan_id: str, committed: int) -> None:
+def _check_plan(files: HadoopFiles, path: str, plan_id: str, committed: int) -> None:
     """A checkpoint only fits the catalog, the state (``spark.state``) and, with views in
     shards, the shard count it was made with: refuse another (its state would be routed
     differently) instead of giving wrong results."""
-    if committed >= 0 and path.exists() and path.read_text().strip() != plan_id:
+    if committed >= 0 and files.exists(path) and files.read_text(path).strip() != plan_id:
         raise PipelineError(f"the pipeline's tables, views, spark.state or shard count "
-                            f"changed since its checkpoint in {path.parent} was made; use a "
-                            f"fresh state_dir, or the settings it was made with")
-    path.write_text(plan_id + "\n")
+                            f"changed since its checkpoint in {path.rpartition('/')[0]} was "
+                            f"made; use a fresh state_dir, or the settings it was made with")
+    files.write_bytes(path, (plan_id + "\n").encode())
 
 
 def _meeting(columns: list[tuple[str, SqlType]], key: tuple[int, ...] | None,
@@ -411,35 +436,41 @@ def _meeting(columns: list[tuple[str, SqlType]], key: tuple[int, ...] | None,
     return exp.or_(*meets).sql("duckdb")
 
 
-def _batch_files(checkpoint: Path, batch_id: int) -> list[Path]:
+def _batch_files(files: HadoopFiles, checkpoint: str, batch_id: int) -> list[str]:
     """The change files Spark's file source gave micro-batch ``batch_id``, in name order:
     the batch's offsets (``offsets/<id>``) give the source's log entry, and its log in the
     checkpoint (``sources/<n>/<entry>``, or ``<entry>.compact`` where the log was
-    compacted, which lists every entry's files until then) the files."""
+    compacted, which lists every entry's files until then) the files, as their locations
+    (the log's URIs, percent-decoded, as Hadoop takes a path)."""
     entry = batch_id
-    offsets = checkpoint / "offsets" / str(batch_id)
-    if offsets.is_file():
-        for line in offsets.read_text(encoding="utf-8").splitlines()[2:]:  # after v1, metadata
+    offsets = child(child(checkpoint, "offsets"), str(batch_id))
+    if files.exists(offsets):
+        for line in files.read_text(offsets).splitlines()[2:]:  # after v1, metadata
             offset = json.loads(line) if line.startswith("{") else None
             if isinstance(offset, dict) and isinstance(offset.get("logOffset"), int):
                 entry = offset["logOffset"]
                 break
-    files = []
-    for log in (checkpoint / "sources").glob("*"):
+    found = []
+    sources = child(checkpoint, "sources")
+    for log in files.names(sources) if files.exists(sources) else []:
         for name in (str(entry), f"{entry}.compact"):
-            if not (log / name).is_file():
+            at = child(child(sources, log), name)
+            if not files.exists(at):
                 continue
-            for line in (log / name).read_text(encoding="utf-8").splitlines()[1:]:  # after v1
+            for line in files.read_text(at).splitlines()[1:]:  # after v1
                 item = json.loads(line)
                 if item.get("batchId") == entry and "path" in item:
-                    files.append(Path(unquote(urlparse(item["path"]).path)))
-    return sorted(files, key=lambda path: path.name)
+                    uri = urlparse(item["path"])
+                    found.append(f"{uri.scheme}://{uri.netloc}{unquote(uri.path)}")
+    return sorted(found, key=name_of)
 
 
-def _committed(checkpoint: Path) -> int:
+def _committed(files: HadoopFiles, checkpoint: str) -> int:
     """The last micro-batch id the checkpoint committed (-1 if none)."""
-    ids = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
-    return max(ids, default=-1)
+    commits = child(checkpoint, "commits")
+    if not files.exists(commits):
+        return -1
+    return max((int(name) for name in files.names(commits) if name.isdigit()), default=-1)
 
 
 def write_concurrently(sinks: list[ExecutorSink], frame: DataFrame, batch_id: int) -> None:

@@ -51,7 +51,7 @@ from ..io.sinks.jsonl import delta_lines
 from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..types import SqlType
-from .hadoop_files import HadoopFiles, child, local_uri
+from .hadoop_files import HadoopFiles, child, local_uri, location_of
 from .paths import read_parquet_literally
 from .query import typed_deltas
 
@@ -177,7 +177,7 @@ class ExecutorSink(Sink):
         self.catalog = catalog
         path = config.options["path"]
         #: where Spark writes the micro-batches: a URI, or the local path as a file: URI
-        self.location = path if isinstance(path, str) else local_uri(path)
+        self.location = location_of(path)
         self.files = HadoopFiles(spark, self.location)
         if self.files.exists(self.location) and not self.files.is_dir(self.location):
             raise PipelineError(f"{config.label}: {path} is a file; on the spark engine "

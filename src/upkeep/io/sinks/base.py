@@ -8,31 +8,14 @@ batch, with the view as the durable database recovered it.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from ...engine import ViewHandle
 from ...types import SqlType
 from ...zset import Changes
-
-#: a URI's scheme and ``://`` (two characters at least: ``C:`` is a drive, not a scheme)
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
-
-
-def sink_location(base: Path, value: str) -> Path | str:
-    """A sink's ``path`` as a pipeline file gives it: a local path (relative to ``base``, or
-    a ``file://`` URI), or, for any other URI (``hdfs://``, ``s3a://``, ...), the URI as it
-    is: a Hadoop file system, which the spark engine's executors write."""
-    found = _SCHEME.match(value)
-    if found is None:
-        return base / value
-    if found[1].lower() == "file":
-        return Path(urlparse(value).path)
-    return value
 
 
 @dataclass(frozen=True)
@@ -46,7 +29,7 @@ class SinkConfig:
 
     @property
     def path(self) -> Path | str | None:
-        """A local path, or a URI (:func:`sink_location`)."""
+        """A local path, or a URI (:func:`upkeep.io.locations.location`)."""
         return self.options.get("path")
 
 
