@@ -117,35 +117,31 @@ class LeafSalvage:
     """Atom's leaf and its aggregate arguments for a row whose leaf raised, computed value
     by value: ``row -> (leaf values..., arguments...)`` with a :class:`FailedValue` where
     one fails, or None where the atom's own conditions drop the row (a condition that
-    fails raises: DuckDB filters a relation before its joins).  ``held`` sums the weights
-    of the rows it salvaged with a failure: while nonzero, the view reads every group a
-    batch changes (push mode), so that a failing row that comes to join is seen;
-    ``messages`` the same weights by failure."""
+    fails raises: DuckDB filters a relation before its joins).  ``messages`` sums the
+    weights of the rows it salvaged by failure: while any row is held (a row's weight is
+    never negative once a batch is in, so the dict is empty exactly when none is), the view
+    reads every group a batch changes (push mode), so that a failing row that comes to join
+    is seen."""
 
     def __init__(self, keep: Callable[[tuple], tuple | None],
                  values: list[Callable[[tuple], object]]):
         self.keep = keep
         self.values = values
-        self.held = 0
         self.messages: dict[str, int] = {}
 
     def __call__(self, row: tuple, w: int) -> tuple | None:
         if self.keep(row) is None:
             return None
         out = []
-        failed = False
         for value in self.values:
             try:
                 out.append(value(row))
             except EvaluationError as exc:
                 message = str(exc)
                 out.append(FailedValue(message))
-                failed = True
                 left = self.messages.get(message, 0) + w
                 if left:
                     self.messages[message] = left
                 else:
                     del self.messages[message]
-        if failed:
-            self.held += w
         return tuple(out)

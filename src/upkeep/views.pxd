@@ -20,6 +20,7 @@ cdef class RingSource:
 
 
 cdef tuple _channel_pair(object fn, object exact, object row, object w)
+cdef tuple _value_pair(object v, object exact, object w)
 
 
 cdef class GroupRows:
@@ -36,5 +37,4 @@ cdef class GroupRows:
 
 
 cpdef dict leaf_deltas(dict by_relation, batch)
-cpdef update_representation(rep, dict by_relation, batch, bint want_delta)
 cpdef step_groups(rep, dict by_relation, batch, bint want_delta, GroupRows rows)

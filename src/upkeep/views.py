@@ -121,16 +121,6 @@ def leaf_deltas(by_relation: dict, batch: Batch) -> dict[int, Delta]:
     return out
 
 
-def update_representation(rep: Representation, by_relation: dict, batch: Batch,
-                          want_delta: bool) -> dict | None:
-    """Feed a batch's leaf deltas to a (T,N)-rep: ``{output tuple: (old, new)}`` in push mode,
-    None in pull mode."""
-    leaf = leaf_deltas(by_relation, batch)
-    if not leaf:
-        return {} if want_delta else None
-    return rep.update(leaf, want_delta)
-
-
 class DynView(ViewRuntime):
     """A free-connex block kept as a (T,N)-rep; rows are ``select(out tuple)`` with weights."""
 
@@ -153,10 +143,11 @@ class DynView(ViewRuntime):
         self.positions: tuple[int, ...] | None = None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        if not (want_delta or self.eager):
-            update_representation(self.rep, self.by_relation, batch, False)
-            return None
         leaf = leaf_deltas(self.by_relation, batch)
+        if not (want_delta or self.eager):  # pull mode: the rep alone
+            if leaf:
+                self.rep.update(leaf, False)
+            return None
         return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
@@ -286,10 +277,8 @@ class RingSource:
             at += 1
             if type(v) is FailedValue:
                 pair += (FailedCount(0, w, v.message), 0)
-            elif v is None:
-                pair += (0, 0)
             else:
-                pair += (w, exact(v) * w)
+                pair += _value_pair(v, exact, w)
         return values[:self.width], DualWeight(w, pair)
 
 
@@ -298,7 +287,12 @@ def _channel_pair(fn: Callable | None, exact: Callable, row: tuple, w: int) -> t
     reads the argument (None: the channel is another atom's), ``exact`` converts it."""
     if fn is None:
         return (0, 0)
-    v = fn(row)
+    return _value_pair(fn(row), exact, w)
+
+
+def _value_pair(v: object, exact: Callable, w: int) -> tuple:
+    """A channel's (non-NULL count, exact sum) for argument ``v`` of a row of weight
+    ``w``."""
     if v is None:
         return (0, 0)
     v = exact(v)
@@ -385,7 +379,7 @@ def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta
     leaf = leaf_deltas(by_relation, batch)
     failing = False
     for salvage in rows.salvages:
-        if salvage.held:
+        if salvage.messages:
             failing = True
             break
     push = want_delta or failing
