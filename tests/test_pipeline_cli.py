@@ -85,10 +85,10 @@ def test_explain_one_view_and_an_unknown_view(tmp_path, capsys):
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
      'path = "o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\npath = "o/../o/x"\n',
      "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
-    # a URI is one target, as a path is
+    # a URI is one target, as a path is, however it is spelled
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "jsonl"\n'
      'path = "hdfs://nn/o/x"\n[[sinks]]\nview = "w"\ntype = "parquet-deltas"\n'
-     'path = "hdfs://nn/o/x"\n',
+     'path = "HDFS://nn//o/x/"\n',
      "[[sinks]] #2 (view w) writes to the same parquet-deltas target as [[sinks]] #1 (view v)"),
     # one file, two formats: the sqlite sink overwrote the jsonl lines
     ('tables = "tables.sql"\n[source]\npath = "c"\n[[sinks]]\nview = "v"\ntype = "sqlite"\n'
@@ -123,7 +123,7 @@ def test_configuration_errors_name_the_file_and_the_key(tmp_path, capsys, text, 
     assert f"upkeep: error: {path}: " in err and message in err.replace("\n", "")
 
 
-def test_paths_are_local_or_uris_the_local_engine_refuses(tmp_path, capsys):
+def test_paths_are_local_or_uris_the_local_engine_refuses(tmp_path, capsys, monkeypatch):
     """A sink's ``path``, ``[source] path`` and ``state_dir`` are relative to the pipeline
     file, or ``file://`` URIs, or any other URI: a Hadoop file system, which only the spark
     engine reads and writes; the local engine refuses each at start, naming it, before
@@ -156,6 +156,13 @@ def test_paths_are_local_or_uris_the_local_engine_refuses(tmp_path, capsys):
         with pytest.raises(PipelineError, match=f"{key}: {uri} is a URI: the local engine"):
             PipelineRunner(other).run()
     assert not (tmp_path / "out").exists() and not (tmp_path / "state").exists()
+    # served while it runs: refused before its database is opened (it was made as a local
+    # directory named after the URI)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--serve", str(tmp_path / "tokens.json"),
+                 "--state-dir", "hdfs://namenode/upkeep/shop"]) == 1
+    assert "state_dir: hdfs://namenode/upkeep/shop is a URI" in capsys.readouterr().err
+    assert not (tmp_path / "hdfs:").exists()
 
 
 @pytest.mark.parametrize(("sql", "message"), [
@@ -549,3 +556,19 @@ def test_rows_that_expire_while_the_pipeline_is_down_leave_the_sinks_once(tmp_pa
     assert sqlite3.connect(out / "tv.sqlite").execute("SELECT * FROM tv").fetchall() == [(9, 9)]
     with duckdb.connect(str(out / "tv.duckdb"), read_only=True) as con:
         assert con.execute("SELECT * FROM tv").fetchall() == [(9, 9)]
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("rel/x", Path("/base/rel/x")),
+    ("file:///tmp/a#b/out", Path("/tmp/a#b/out")),  # taken as it is, as Hadoop takes it
+    ("file:///tmp/a?x=1/out", Path("/tmp/a?x=1/out")),
+    ("file:///tmp/my%20dir", Path("/tmp/my%20dir")),
+    ("file:/tmp/x", Path("/tmp/x")),  # the spelling Hadoop prints
+    ("file://localhost/tmp/x", Path("/tmp/x")),
+    ("file://otherhost/x", "file://otherhost/x"),  # not this machine's: Hadoop's to judge
+    ("hdfs://nn:8020/x", "hdfs://nn:8020/x"),
+    ("s3a://bucket/out", "s3a://bucket/out")])
+def test_a_location_is_a_local_path_or_a_uri(value, expected):
+    from upkeep.io.locations import location
+
+    assert location(Path("/base"), value) == expected

@@ -36,7 +36,7 @@ from test_spark_sinks import mount
 from upkeep.cli import main
 from upkeep.io.errors import PipelineError
 from upkeep.pipeline import load_config
-from upkeep.spark.hadoop_files import HadoopFiles, local_uri
+from upkeep.spark.hadoop_files import files_for, local_uri
 from upkeep.spark.pipeline import SparkPipelineRunner, _batch_files, write_concurrently
 from upkeep.spark.query import make_plan
 from upkeep.spark.sinks import batch_id
@@ -573,7 +573,7 @@ def test_a_batch_files_are_read_from_the_file_source_log_compacted_or_not(spark,
         entry(f"f%20{b:02d}%25.jsonl", b) for b in range(9)) + "\n" + entry("b.jsonl", 9)
         + "\n" + entry("a.jsonl", 9) + "\n")
     (log / "10").write_text("v1\n" + entry("c%2310.jsonl", 10) + "\n")
-    files = HadoopFiles(spark, local_uri(tmp_path))
+    files = files_for(spark, local_uri(tmp_path))
     checkpoint = local_uri(tmp_path)
     assert _batch_files(files, checkpoint, 9) == [f"file://{tmp_path}/in/a.jsonl",
                                                   f"file://{tmp_path}/in/b.jsonl"]
@@ -677,6 +677,9 @@ def test_a_source_or_state_hadoop_cannot_reach_is_refused_at_start(spark, tmp_pa
     for other, said in (
             (dataclasses.replace(config, state_dir="nofs://host/state"),
              'nofs://host/state: No FileSystem for scheme "nofs"'),
+            # PySpark hands this one over as its own IllegalArgumentException
+            (dataclasses.replace(config, state_dir="file://otherhost/state"),
+             "file://otherhost/state: Wrong FS"),
             (dataclasses.replace(config, source=dataclasses.replace(
                 config.source, path=f"{root}/missing")),
              f"{root}/missing is not a directory")):

@@ -342,6 +342,7 @@ def _run_served(config, args: argparse.Namespace, console: Console,
     if config.engine != "local":
         raise UnsupportedError("upkeep run --serve runs the local engine's pipeline; serve "
                                "a Spark database with upkeep serve --engine spark")
+    check_engine(config)  # (before its database is opened: a URI is refused, not made)
     db = open_database(config)
     try:
         ensure_schema(db, config)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlparse
 
 #: a URI's scheme and ``://`` (two characters at least: ``C:`` is a drive, not a scheme)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
+#: a local file URI: ``file:/path``, ``file:///path`` or ``file://localhost/path``
+_FILE = re.compile(r"[Ff][Ii][Ll][Ee]:(?://(?:localhost)?(?=/)|(?=/[^/]))")
 
 
 def is_uri(value: str | Path) -> bool:
@@ -23,10 +24,22 @@ def is_uri(value: str | Path) -> bool:
 
 def location(base: Path, value: str) -> Path | str:
     """``value`` as a pipeline file gives it: a local path (relative to ``base``, or a
-    ``file://`` URI), or, for any other URI, the URI as it is."""
-    found = _SCHEME.match(value)
-    if found is None:
+    local ``file:`` URI, whose path is taken as it is: no ``%`` escape is decoded, a ``#``
+    or ``?`` is part of a name, as Hadoop takes it), or, for any other URI (a ``file:``
+    URI naming another host included), the URI as it is."""
+    local = _FILE.match(value)
+    if local is not None:
+        return Path(value[local.end():])
+    if _SCHEME.match(value) is None:
         return base / value
-    if found[1].lower() == "file":
-        return Path(urlparse(value).path)
     return value
+
+
+def same_location(uri: str) -> str:
+    """A URI spelled one way for comparing: scheme and host in lower case, repeated and
+    trailing slashes dropped (``HDFS://nn//o/x/`` and ``hdfs://nn/o/x`` are one
+    directory)."""
+    scheme, _, rest = uri.partition("://")
+    host, slash, path = rest.partition("/")
+    path = "/".join(part for part in path.split("/") if part)
+    return f"{scheme.lower()}://{host.lower()}{slash}{path}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engine import SPARK_DEFAULT_STATE, SPARK_STATES
 from ..io.errors import ConfigError
-from ..io.locations import location
+from ..io.locations import location, same_location
 from ..io.sinks.base import SinkConfig
 
 ON_ERROR = ("stop", "skip", "dead-letter")
@@ -285,8 +285,8 @@ def _sinks(file: Path, entries: Any) -> list[SinkConfig]:
 
 
 def _resolved(path: Path | str) -> str:
-    """A sink's or the dead-letter file's location, comparable: a URI as it is."""
-    return path if isinstance(path, str) else str(path.resolve())
+    """A sink's or the dead-letter file's location, comparable (:func:`same_location`)."""
+    return same_location(path) if isinstance(path, str) else str(path.resolve())
 
 
 def _state_dir(value: str, base: Path) -> str:

@@ -42,7 +42,7 @@ from ..types import SqlType
 from .codec import decode_deltas
 from .dml import committed_tables
 from .errors import query_error, spark_job_errors
-from .hadoop_files import HadoopFiles, child, location_of, name_of
+from .hadoop_files import Files, child, files_for, location_of, name_of
 from .paths import glob_characters
 from .processor import DEAD_LETTER_VIEW, TICK_SUFFIX, QueryPlan, file_records, record_dead_letter
 from .query import RateSource, delta_stream, make_plan
@@ -82,8 +82,8 @@ class SparkPipelineRunner:
         #: the change files' directory and the state's, as Hadoop takes them (a URI, or a
         #: local path as a file: URI), with their file systems once a run has a session
         self._source_dir = location_of(source)
-        self._source: HadoopFiles
-        self._state: HadoopFiles
+        self._source: Files
+        self._state: Files
         self.catalog = Connection()
         ensure_schema(self.catalog, config)
         for sink in config.sinks:
@@ -107,13 +107,13 @@ class SparkPipelineRunner:
             spark = self.spark or spark_session(self.config.spark_master,
                                                 config=self.config.spark_conf)
             try:
-                self._source = HadoopFiles(spark, self._source_dir)
+                self._source = files_for(spark, self._source_dir)
                 if not (self._source.exists(self._source_dir)
                         and self._source.is_dir(self._source_dir)):
                     raise PipelineError(f"{self.config.file}: the spark engine reads a "
                                         f"directory of change files; {self._source_dir} is "
                                         f"not a directory")
-                self._state = HadoopFiles(spark, directory)
+                self._state = files_for(spark, directory)
                 self._state.mkdirs(directory)
             except OSError as exc:
                 raise PipelineError(f"{self.config.file}: {exc.filename}: {exc.strerror}"
@@ -388,7 +388,7 @@ class SparkPipelineRunner:
         return lambda view: database().view(view).rows()
 
 
-def order_by_name(files: HadoopFiles, directory: str) -> None:
+def order_by_name(files: Files, directory: str) -> None:
     """Give the change files modification times in name order (2 ms apart at least).
 
     Spark's file source takes new files oldest first; the local pipeline reads them in name
@@ -407,7 +407,7 @@ def order_by_name(files: HadoopFiles, directory: str) -> None:
         previous = modified
 
 
-def _check_plan(files: HadoopFiles, path: str, plan_id: str, committed: int) -> None:
+def _check_plan(files: Files, path: str, plan_id: str, committed: int) -> None:
     """A checkpoint only fits the catalog, the state (``spark.state``) and, with views in
     shards, the shard count it was made with: refuse another (its state would be routed
     differently) instead of giving wrong results."""
@@ -436,7 +436,7 @@ def _meeting(columns: list[tuple[str, SqlType]], key: tuple[int, ...] | None,
     return exp.or_(*meets).sql("duckdb")
 
 
-def _batch_files(files: HadoopFiles, checkpoint: str, batch_id: int) -> list[str]:
+def _batch_files(files: Files, checkpoint: str, batch_id: int) -> list[str]:
     """The change files Spark's file source gave micro-batch ``batch_id``, in name order:
     the batch's offsets (``offsets/<id>``) give the source's log entry, and its log in the
     checkpoint (``sources/<n>/<entry>``, or ``<entry>.compact`` where the log was
@@ -465,7 +465,7 @@ def _batch_files(files: HadoopFiles, checkpoint: str, batch_id: int) -> list[str
     return sorted(found, key=name_of)
 
 
-def _committed(files: HadoopFiles, checkpoint: str) -> int:
+def _committed(files: Files, checkpoint: str) -> int:
     """The last micro-batch id the checkpoint committed (-1 if none)."""
     commits = child(checkpoint, "commits")
     if not files.exists(commits):

@@ -36,6 +36,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,12 +47,13 @@ from rich.console import Console
 from ..codecs.arrow_values import to_arrow
 from ..codecs.spark_rows import decode_row
 from ..io.errors import PipelineError
+from ..io.locations import is_uri
 from ..io.sinks.base import SinkConfig
 from ..io.sinks.jsonl import delta_lines
 from ..io.sinks.parquet_deltas import check_columns
 from ..local import Connection
 from ..types import SqlType
-from .hadoop_files import HadoopFiles, child, local_uri, location_of
+from .hadoop_files import Files, child, files_for, local_uri, location_of
 from .paths import read_parquet_literally
 from .query import typed_deltas
 
@@ -104,7 +106,7 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def remove_uncommitted(files: HadoopFiles, directory: str, committed: int) -> None:
+def remove_uncommitted(files: Files, directory: str, committed: int) -> None:
     """Remove the ``batch=<id>`` directories (and strays) of batches after ``committed``:
     written by a run that was stopped before Spark's checkpoint committed them; and any
     batch a stopped run left half-written under its hidden name."""
@@ -139,7 +141,7 @@ def filled_rows(config: SinkConfig, fill: Fill) -> Changes:
                             f"from its view's rows, which could not be read: {first}") from None
 
 
-def _made_whole(files: HadoopFiles, location: str, build: Callable[[str], None]) -> None:
+def _made_whole(files: Files, location: str, build: Callable[[str], None]) -> None:
     """The directory ``location`` built by ``build`` under a hidden name and renamed into
     place: a build that fails leaves no directory, so the next run fills the sink again."""
     head, _, name = location.rstrip("/").rpartition("/")
@@ -150,7 +152,7 @@ def _made_whole(files: HadoopFiles, location: str, build: Callable[[str], None])
     files.rename(partial, location)
 
 
-def write_batch(files: HadoopFiles, directory: str, batch: int,
+def write_batch(files: Files, directory: str, batch: int,
                 write: Callable[[str], None]) -> None:
     """Micro-batch ``batch``'s directory under ``directory``: ``write(location)`` writes it
     under a hidden name (which Spark's and upkeep's readers skip), then it is renamed into
@@ -162,7 +164,7 @@ def write_batch(files: HadoopFiles, directory: str, batch: int,
     files.rename(partial, final)
 
 
-def _write_file(files: HadoopFiles, directory: str, name: str, data: bytes) -> None:
+def _write_file(files: Files, directory: str, name: str, data: bytes) -> None:
     """A batch directory of one file written by the driver (a late sink's fill)."""
     files.mkdirs(directory)
     files.write_bytes(child(directory, name), data)
@@ -176,9 +178,13 @@ class ExecutorSink(Sink):
         super().__init__(config, catalog.schema_of(config.view))
         self.catalog = catalog
         path = config.options["path"]
+        if is_uri(path) and not urlparse(path).path.strip("/"):
+            raise PipelineError(f"{config.label}: {path} is the root of its file system; a "
+                                f"sink writes a directory of its own under it (say "
+                                f"{path.rstrip('/')}/{config.view})")
         #: where Spark writes the micro-batches: a URI, or the local path as a file: URI
         self.location = location_of(path)
-        self.files = HadoopFiles(spark, self.location)
+        self.files = files_for(spark, self.location)
         if self.files.exists(self.location) and not self.files.is_dir(self.location):
             raise PipelineError(f"{config.label}: {path} is a file; on the spark engine "
                                 f"the {config.type} sink writes a directory of micro-batches "
@@ -275,13 +281,13 @@ class ParquetSnapshot(ExecutorSink):
     def __init__(self, config: SinkConfig, catalog: Connection, committed: int,
                  spark: SparkSession, fill: Fill):
         path = config.options["path"]
-        if isinstance(path, str):
+        if is_uri(path):
             raise PipelineError(f"{config.label}: {path}: on the spark engine the parquet sink "
                                 f"keeps a symbolic link to its latest snapshot, which only a "
                                 f"local (or mounted) path has; give it one, or write the "
                                 f"view's deltas there with a parquet-deltas sink")
         super().__init__(config, catalog, spark)
-        self.path: Path = path
+        self.path = Path(path)
         if self.path.is_dir() and not self.path.is_symlink():
             raise PipelineError(f"{config.label}: {self.path} is a directory; on the spark "
                                 f"engine the parquet sink keeps a link to its latest snapshot "
