@@ -442,20 +442,33 @@ def test_killed_run_resumes_with_nothing_lost_or_doubled(tmp_path) -> None:
 def test_spark_submit_runs_a_pipeline_on_a_cluster(tmp_path) -> None:
     """``spark-submit`` of :mod:`upkeep.spark.submit` on a ``local-cluster`` master (two
     executor JVMs): the master and settings come from spark-submit (the pipeline's
-    ``[spark] master`` names another), and the sinks equal the model."""
+    ``[spark] master`` names another), and the sinks equal the model.  The source, the
+    state and the delta sinks are named by URI on a Hadoop file system (``viewfs``, its
+    mount table given to spark-submit as a cluster's HDFS settings would be), so the
+    executors and the driver reach them through Hadoop."""
     stream = Stream(seed=23).generate(200)
     WRITERS["jsonl"](tmp_path / "changes", stream.records, files=2)
     path = write_pipeline(tmp_path, state_dir="state",
                           extra=SPARK.replace("local[2]", "spark://nowhere:7077"),
                           sinks=ONE_OF_EACH)
+    root = "viewfs://cluster/out"
+    text = path.read_text().replace('state_dir = "state"', f'state_dir = "{root}/state"')
+    text = text.replace('path = "changes"', f'path = "{root}/changes"')
+    for local in [f"out/{v}.{kind}" for v in VIEW_KINDS for kind in ("jsonl", "deltas")]:
+        text = text.replace(f'path = "{local}"', f'path = "{root}/{local}"')
+    path.write_text(text)
+    assert text.count(f'"{root}/') == 4  # source, state, a jsonl and a deltas sink
     app = subprocess.run([sys.executable, "-m", "upkeep.spark.submit", "--path"],
                          capture_output=True, text=True, check=True).stdout.strip()
     env = {**os.environ, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run([str(Path(sys.executable).parent / "spark-submit"), "--master",
                            "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
-                           "--conf", "spark.sql.shuffle.partitions=2", app, str(path)],
+                           "--conf", "spark.sql.shuffle.partitions=2", "--conf",
+                           f"spark.hadoop.fs.viewfs.mounttable.cluster.link./out="
+                           f"{tmp_path.as_uri()}", app, str(path)],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (tmp_path / "state" / "checkpoint" / "commits").is_dir()
     expected = expected_views(model_of(stream.records))
     for view, sinks in sink_views(tmp_path, sinks=ONE_OF_EACH).items():
         for kind, rows in sinks.items():
