@@ -99,13 +99,6 @@ def batch_id(name: str) -> int | None:
     return int(found[1]) if found else None
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
 def remove_uncommitted(files: Files, directory: str, committed: int) -> None:
     """Remove the ``batch=<id>`` directories (and strays) of batches after ``committed``:
     written by a run that was stopped before Spark's checkpoint committed them; and any
@@ -312,7 +305,7 @@ class ParquetSnapshot(ExecutorSink):
             self._publish(self._first([], -1), -1)
         for stray in self.store.glob("batch=*"):  # a merge stopped before its swap
             if batch_id(stray.name) != self.included:
-                _remove(stray)
+                self.files.remove(local_uri(stray))
         self.retired: Path | None = None  # the snapshot before the latest, kept for readers
         remove_uncommitted(self.files, self.pending_dir, committed)
         written = [b for name in self.files.names(self.pending_dir, "batch=*")
@@ -325,8 +318,7 @@ class ParquetSnapshot(ExecutorSink):
         """The first snapshot, of ``rows`` as of micro-batch ``batch`` (a new run: none, as
         of -1), written with the view's Arrow types."""
         directory = self.store / f"batch={batch}"
-        if directory.exists() or directory.is_symlink():
-            _remove(directory)
+        self.files.remove(local_uri(directory))
         directory.mkdir(parents=True)
         pq.write_table(to_arrow(self.columns, rows), directory / "part-0.parquet")
         return directory
