@@ -169,6 +169,35 @@ def test_names_that_are_not_strings_are_schema_errors(people, call, error) -> No
         call(people)
 
 
+@pytest.mark.parametrize("engine", ["local", "spark"])
+@pytest.mark.parametrize("uri", ["s3a://bucket/db", "hdfs://namenode:8020/db",
+                                 "file://otherhost/db"])
+def test_a_database_named_by_a_uri_is_refused_not_made_a_local_directory(
+        tmp_path, monkeypatch, engine, uri) -> None:
+    """A URI of a Hadoop file system would otherwise make a local directory named like it
+    (``s3a:/bucket/db``) and keep the data there: refused on either engine (before a
+    Spark session starts), nothing made."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnsupportedError, match=f"database {re.escape(uri)} is a URI"):
+        upkeep.connect(uri, engine=engine)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spelling", ["file:{}", "file://{}", "file://localhost{}"])
+def test_a_local_file_uri_names_the_database_directory(tmp_path, monkeypatch,
+                                                        spelling) -> None:
+    """``file:`` URIs of this host open the directory they name, durable as a path is."""
+    monkeypatch.chdir(tmp_path)
+    where = tmp_path / "store" / "db"
+    db = upkeep.connect(spelling.format(where))
+    db.execute("CREATE TABLE r (a INTEGER)")
+    db.insert("r", [(1,)])
+    db.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]
+    with upkeep.connect(where) as again:
+        assert again.execute("SELECT a FROM r").fetchall() == [(1,)]
+
+
 def test_a_database_that_is_not_a_path_is_refused() -> None:
     with pytest.raises(StorageError, match="directory path"):
         upkeep.connect(5)

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
+from .io.locations import is_uri, local_file
 from .provenance_arguments import check_metadata
 from .sql import bind_parameters, insert_target, insert_template, parse, placeholder_order
 from .storage import StorageError
@@ -337,6 +338,21 @@ class Engine(ABC):
         self.close()
 
 
+def _database_directory(database: str) -> str:
+    """A database is a local (or mounted) directory: a local ``file:`` URI names one; any
+    other URI (``hdfs://``, ``s3a://``, ...) is refused, where it would have made a local
+    directory of that name (``s3a:/bucket/...``) and kept the data there."""
+    path = local_file(database)
+    if path is not None:
+        return path
+    if is_uri(database):
+        raise UnsupportedError(
+            f"database {database} is a URI: a database is a local or mounted directory; "
+            f"Hadoop file systems hold a Spark pipeline's source, state_dir and sinks "
+            f"(docs/spark.md, \"Where sinks live\")")
+    return database
+
+
 def check_subscriber(fn: object) -> None:
     """A subscriber must be callable: refused when it subscribes, not at every commit."""
     if not callable(fn):
@@ -492,6 +508,8 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     target = ENGINES.get(engine)
     if target is None:
         raise UnsupportedError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if isinstance(database, str):
+        database = _database_directory(database)
     module, _, factory = target.partition(":")
     opened = getattr(importlib.import_module(module), factory)(database, **options)
     if not isinstance(opened, Engine):

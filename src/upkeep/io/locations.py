@@ -3,7 +3,9 @@
 A pipeline file names its source, its ``state_dir`` and its sinks' paths relative to itself;
 the spark engine also takes any Hadoop file system's URI for them (``hdfs://``, ``s3a://``,
 ...: its executors and driver reach them through Hadoop, :mod:`upkeep.spark.hadoop_files`),
-which the local engine refuses.
+which the local engine refuses.  A database (``upkeep.connect(dir)``, either engine) is a
+local or mounted directory: :func:`upkeep.engine.connect` takes a ``file:`` URI as its path
+and refuses any other.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ def is_uri(value: str | Path) -> bool:
     return isinstance(value, str) and _SCHEME.match(value) is not None
 
 
+def local_file(value: str) -> str | None:
+    """The path a local ``file:`` URI names, taken as it is (no ``%`` escape is decoded, a
+    ``#`` or ``?`` is part of a name, as Hadoop takes it); None for anything else."""
+    local = _FILE.match(value)
+    return None if local is None else value[local.end():]
+
+
 def location(base: Path, value: str) -> Path | str:
     """``value`` as a pipeline file gives it: a local path (relative to ``base``, or a
-    local ``file:`` URI, whose path is taken as it is: no ``%`` escape is decoded, a ``#``
-    or ``?`` is part of a name, as Hadoop takes it), or, for any other URI (a ``file:``
-    URI naming another host included), the URI as it is."""
-    local = _FILE.match(value)
+    local ``file:`` URI's, :func:`local_file`), or, for any other URI (a ``file:`` URI
+    naming another host included), the URI as it is."""
+    local = local_file(value)
     if local is not None:
-        return Path(value[local.end():])
+        return Path(local)
     if _SCHEME.match(value) is None:
         return base / value
     return value
