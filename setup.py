@@ -6,7 +6,8 @@ every change of a row runs through C instead of the interpreter's loop: 1.3-1.45
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
 every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``, ``dyn_walk.pxd``,
 ``views.pxd``, ``aggregates.pxd``, ``arrow_keys.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``, ``gc_pause.pxd``,
-``types.pxd``, ``exact.pxd``, ``operators.pxd``):
+``types.pxd``, ``exact.pxd``, ``operators.pxd``; for update provenance
+``update_provenance/expression.pxd``, ``annotators.pxd``, ``relation.pxd``):
 classes become extension types whose fields are C slots (typed memoryviews over ``array``
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes
 loop variables C integers and doubles, while the ``.py`` stays the one implementation.
@@ -42,6 +43,9 @@ COMPILED = [
     "src/upkeep/threshold.py",
     "src/upkeep/topk.py",
     "src/upkeep/types.py",
+    "src/upkeep/update_provenance/annotators.py",
+    "src/upkeep/update_provenance/expression.py",
+    "src/upkeep/update_provenance/relation.py",
     "src/upkeep/views.py",
     "src/upkeep/zset.py",
 ]

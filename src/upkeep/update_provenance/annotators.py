@@ -23,10 +23,14 @@ from .structures import UpdateStructure
 
 
 class Annotator:
-    """What an annotation is during a transaction of query annotation ``p``."""
+    """What an annotation is during a transaction of query annotation ``p``.  Compiled,
+    the annotators are extension types (annotators.pxd) whose methods are C calls."""
 
-    #: the annotation of a tuple that is not in the relation
-    absent: object = ZERO_NODE
+    __slots__ = ("absent",)
+
+    def __init__(self) -> None:
+        #: the annotation of a tuple that is not in the relation
+        self.absent = ZERO_NODE
 
     def dropped(self, final) -> bool:
         """Whether a finished annotation means the tuple left the support."""
@@ -112,8 +116,12 @@ class NormalForm(Annotator):
             return True
         if kind == DEL:
             return False
-        contributors = any(x.live for x in b)
-        return contributors if kind == DELMOD else a.live or contributors
+        if kind == MOD and a.live:
+            return True
+        for x in b:  # (a loop, not any(): no closure in a compiled method)
+            if x.live:
+                return True
+        return False
 
     def insert(self, w: tuple, p: Node) -> tuple:
         return (INS, w[1], None)  # Rule 1
@@ -121,22 +129,11 @@ class NormalForm(Annotator):
     def delete(self, w: tuple, p: Node) -> tuple:
         return (DEL, w[1], None)  # Rule 2
 
-    @staticmethod
-    def _contribution(w: tuple):
-        kind, a, b = w
-        if kind == BASE:
-            return (a,)
-        if kind == INS:
-            return _INSERTED  # Rule 4
-        if kind == DEL:
-            return ()  # Rules 3 and 8
-        return (a, *b) if kind == MOD else b  # Rule 7 (then Rule 8 for DELMOD)
-
     def modify_target(self, w: tuple, sources: list, p: Node) -> tuple:
         kind, a, b = w
         flowing: dict[Node, None] = {}  # an ordered set: Σ is printed in arrival order
         for source in sources:
-            c = self._contribution(source)
+            c = _contribution(source)
             if c is _INSERTED:
                 return (INS, a, None)  # Rules 4 then 1
             for x in c:
@@ -170,9 +167,23 @@ class NormalForm(Annotator):
         return plus_m(a if kind == MOD else minus(a, p), flow)
 
 
+def _contribution(w: tuple):
+    """What a modification's source in normal-form state ``w`` makes flow to its target."""
+    kind, a, b = w
+    if kind == BASE:
+        return (a,)
+    if kind == INS:
+        return _INSERTED  # Rule 4
+    if kind == DEL:
+        return ()  # Rules 3 and 8
+    return (a, *b) if kind == MOD else b  # Rule 7 (then Rule 8 for DELMOD)
+
+
 class Concrete(Annotator):
     """The rules evaluated in ``structure`` as they run: variables mapped by ``valuation``.
     Proposition 4.2 says the result equals evaluating the symbolic annotation."""
+
+    __slots__ = ("structure", "valuation")
 
     def __init__(self, structure: UpdateStructure, valuation: Callable[[str], object]):
         self.structure = structure

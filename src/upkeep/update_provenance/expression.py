@@ -90,16 +90,12 @@ class Node:
         return True
 
     def __hash__(self) -> int:
-        """Structural, cached; computed arguments first without recursion (a naive log's
+        """Structural, cached: the functions below compute it as they make a node; for one
+        made by calling ``Node``, the arguments' first, without recursion (a naive log's
         expression is as deep as the log)."""
         if self._hash is None:
             for node in _post_order(self, skip=lambda n: n._hash is not None):
-                if node.op == VAR:
-                    node._hash = hash((VAR, node.name))
-                elif node.op == SUM:
-                    node._hash = hash((SUM, frozenset(node.args)))
-                else:
-                    node._hash = hash((node.op, node.args))
+                node._hash = _structural_hash(node.op, node.args, node.name)
         return self._hash
 
     def __repr__(self) -> str:
@@ -143,25 +139,48 @@ class Node:
 ZERO_NODE = Node(ZERO)
 
 
+def _structural_hash(op: str, args: tuple, name: str | None) -> int:
+    """A node's hash from its arguments' (cached in them): Σ's as a set of terms."""
+    if op == VAR:
+        return hash((VAR, name))
+    if op == SUM:
+        return hash((SUM, frozenset(args)))
+    return hash((op, args))
+
+
+def _node(op: str, args: tuple, name: str | None, live: bool, mask: int) -> Node:
+    """A node made without the call of ``__init__`` (compiled, its fields are C slots:
+    expression.pxd), its hash computed at once from its arguments' (a transaction's
+    normal form makes one or two per tuple it changed, and files many in dicts)."""
+    node = Node.__new__(Node)
+    node.op = op
+    node.args = args
+    node.name = name
+    node.live = live
+    node.mask = mask
+    node._hash = _structural_hash(op, args, name)
+    return node
+
+
 def var(name: str) -> Node:
     """A basic annotation: a tuple's or a transaction's variable."""
-    return Node(VAR, name=name, live=True, mask=variable_mask(name))
+    return _node(VAR, (), name, True, variable_mask(name))
 
 
 def plus_i(a: Node, p: Node) -> Node:
-    return Node(PLUS_I, (a, p), live=a.live or p.live, mask=a.mask | p.mask)
+    return _node(PLUS_I, (a, p), None, a.live or p.live, a.mask | p.mask)
 
 
 def minus(a: Node, p: Node) -> Node:
-    return Node(MINUS, (a, p), live=a.live and not p.live, mask=a.mask | p.mask)
+    return _node(MINUS, (a, p), None, a.live and not p.live, a.mask | p.mask)
 
 
 def plus_m(a: Node, s: Node) -> Node:
-    return Node(PLUS_M, (a, s), live=a.live or s.live, mask=a.mask | s.mask)
+    return _node(PLUS_M, (a, s), None, a.live or s.live, a.mask | s.mask)
 
 
 def times_m(s: Node, p: Node) -> Node:
-    return Node(TIMES_M, (s, p), live=s.live and p.live, mask=s.mask | p.mask)
+    return _node(TIMES_M, (s, p), None, s.live and p.live, s.mask | p.mask)
 
 
 def total(terms: Iterable[Node]) -> Node:
@@ -170,9 +189,11 @@ def total(terms: Iterable[Node]) -> Node:
     if len(terms) == 1:
         return terms[0]
     mask = 0
+    live = False
     for t in terms:
         mask |= t.mask
-    return Node(SUM, terms, live=any(t.live for t in terms), mask=mask)
+        live = live or t.live
+    return _node(SUM, terms, None, live, mask)
 
 
 def from_tuple(value: object) -> Node:

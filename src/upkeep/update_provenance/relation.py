@@ -114,12 +114,12 @@ class ProvenanceRelation:
 
     def commit(self, finished: dict[tuple, object]) -> None:
         """Write a transaction's final annotations (tuples that left the support go)."""
-        annotations, dropped = self.annotations, self.annotator.dropped
+        annotations, annotator = self.annotations, self.annotator
         for row, final in finished.items():
             new = row not in annotations
             if not new:
                 self._unfile(row, annotations[row])
-            if dropped(final):
+            if annotator.dropped(final):
                 if not new:
                     del annotations[row]
                     for col, index in self._indexes.items():
@@ -133,8 +133,9 @@ class ProvenanceRelation:
 
     def live_rows(self) -> Iterator[tuple]:
         """The current contents: tuples true with every variable true."""
-        live, start = self.annotator.live, self.annotator.start
-        return (row for row, a in self.annotations.items() if live(start(a)))
+        annotator = self.annotator
+        return (row for row, a in self.annotations.items()
+                if annotator.live(annotator.start(a)))
 
     def nodes(self) -> Iterator[Node]:
         return iter(self.annotations.values())
@@ -186,11 +187,11 @@ class RelationTransaction:
 
     def close(self) -> None:
         """End the open segment: its annotations become final (zero post-processing)."""
-        finish, p, finished, journal = self.annotator.finish, self.p, self.finished, self._journal
+        annotator, p, finished, journal = self.annotator, self.p, self.finished, self._journal
         for row, w in self.working.items():
             if journal is not None:
                 journal.append(("set", finished, row, finished.get(row, _MISSING)))
-            finished[row] = finish(w, p)
+            finished[row] = annotator.finish(w, p)
         if journal is not None:
             journal.append(("working", self.working))
         self.working = {}
@@ -204,48 +205,58 @@ class RelationTransaction:
 
     def matching(self, pattern: Pattern) -> list[tuple]:
         """Rows in the support that satisfy ``pattern``, as of now in the transaction."""
-        in_support, current = self.annotator.in_support, self._current
+        annotator = self.annotator
         rows = set(self.relation.candidates(pattern))
         rows.update(self.finished)
         rows.update(self.working)
-        return [r for r in rows if pattern.matches(r) and in_support(current(r))]
+        out = []
+        for r in rows:
+            if pattern.matches(r) and annotator.in_support(self._current(r)):
+                out.append(r)
+        return out
 
     def apply(self, query: Query, p: Node) -> dict[tuple, int]:
         """Run one query annotated ``p``; returns the change of the current contents
         (row -> +1 / -1).  Nothing is written if the query raises."""
         self._segment(p)
         ann = self.annotator
-        current = self._current
         updates: dict[tuple, object] = {}
         if isinstance(query, Insert):
-            updates[query.row] = ann.insert(current(query.row), p)
+            updates[query.row] = ann.insert(self._current(query.row), p)
             self.matched = 1
         elif isinstance(query, Delete):
             matched = self.matching(query.pattern)
+            live = 0
             for row in matched:
-                updates[row] = ann.delete(current(row), p)
-            self.matched = sum(1 for row in matched if ann.live(current(row)))
+                w = self._current(row)
+                live += ann.live(w)
+                updates[row] = ann.delete(w, p)
+            self.matched = live
         elif isinstance(query, Modify):
             sources = self.matching(query.pattern)
-            self.matched = sum(1 for row in sources if ann.live(current(row)))
-            before = {row: current(row) for row in sources}
+            live = 0
+            before = {}
+            for row in sources:
+                w = before[row] = self._current(row)
+                live += ann.live(w)
+            self.matched = live
             targets: dict[tuple, list] = {}
             for row in sources:
                 updates[row] = ann.delete(before[row], p)  # Rule 2: -M = -D
                 targets.setdefault(query.image(row), []).append(before[row])
             for target, flowing in targets.items():
                 w = updates.get(target)
-                updates[target] = ann.modify_target(current(target) if w is None else w,
+                updates[target] = ann.modify_target(self._current(target) if w is None else w,
                                                     flowing, p)
-        live = ann.live
         change: dict[tuple, int] = {}
         for row, w in updates.items():
-            was, now = live(current(row)), live(w)
+            was, now = ann.live(self._current(row)), ann.live(w)
             if was != now:
                 change[row] = 1 if now else -1
         journal, working = self._journal, self.working
         if journal is not None:
-            journal.extend(("set", working, row, working.get(row, _MISSING)) for row in updates)
+            for row in updates:
+                journal.append(("set", working, row, working.get(row, _MISSING)))
         working.update(updates)
         return change
 

@@ -1,0 +1,31 @@
+# Cython declarations for annotators.py (compiled by setup.py): the annotators as extension
+# types, so the rules a hyperplane query applies to each tuple run as C calls over C slots.
+from .expression cimport Node
+
+
+cdef class Annotator:
+    cdef public object absent
+    cpdef bint dropped(self, final)
+    cpdef start(self, node)
+    cpdef bint in_support(self, w)
+    cpdef bint live(self, w)
+    cpdef insert(self, w, Node p)
+    cpdef delete(self, w, Node p)
+    cpdef modify_target(self, w, list sources, Node p)
+    cpdef finish(self, w, Node p)
+
+
+cdef class Naive(Annotator):
+    pass
+
+
+cdef class NormalForm(Annotator):
+    pass
+
+
+cdef class Concrete(Annotator):
+    cdef public object structure
+    cdef public object valuation
+
+
+cdef object _contribution(tuple w)

@@ -1,0 +1,19 @@
+# Cython declarations for expression.py (compiled by setup.py): an expression node as an
+# extension type, so a transaction's normal form (annotators.py) builds its nodes with C
+# slots and direct calls.
+
+cdef class Node:
+    cdef public str op
+    cdef public tuple args
+    cdef public object name
+    cdef public bint live
+    cdef public unsigned long long mask
+    cdef public object _hash
+
+
+cdef Node _node(str op, tuple args, object name, bint live, unsigned long long mask)
+cpdef Node plus_i(Node a, Node p)
+cpdef Node minus(Node a, Node p)
+cpdef Node plus_m(Node a, Node s)
+cpdef Node times_m(Node s, Node p)
+cdef object _structural_hash(str op, tuple args, object name)

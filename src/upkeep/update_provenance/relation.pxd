@@ -1,0 +1,39 @@
+# Cython declarations for relation.py (compiled by setup.py): an annotated relation and a
+# transaction over it as extension types, so each query's per-tuple steps call the
+# annotator's rules (annotators.pxd) directly.
+cimport cython
+
+from .annotators cimport Annotator
+from .expression cimport Node
+
+
+cdef class ProvenanceRelation:
+    cdef public Annotator annotator
+    cdef public object arity
+    cdef public object annotations
+    cdef public dict _indexes
+    cdef public dict _distinct
+    cdef public object by_variable
+    cdef public set compound
+    cpdef get(self, tuple row)
+    cdef _unfile(self, tuple row, old)
+    cdef _file(self, tuple row, new)
+    @cython.locals(annotator=Annotator)
+    cpdef commit(self, dict finished)
+
+
+cdef class RelationTransaction:
+    cdef public ProvenanceRelation relation
+    cdef public Annotator annotator
+    cdef public dict finished
+    cdef public dict working
+    cdef public object p
+    cdef public object matched
+    cdef public object _journal
+    cpdef close(self)
+    cpdef _current(self, tuple row)
+    @cython.locals(annotator=Annotator, out=list)
+    cpdef list matching(self, pattern)
+    @cython.locals(ann=Annotator, updates=dict, change=dict, matched=list, sources=list,
+                   before=dict, targets=dict, working=dict, live=Py_ssize_t)
+    cpdef dict apply(self, query, Node p)
