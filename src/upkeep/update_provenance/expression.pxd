@@ -8,7 +8,7 @@ cdef class Node:
     cdef public object name
     cdef public bint live
     cdef public unsigned long long mask
-    cdef public object _hash
+    cdef public Py_hash_t _hash
 
 
 cdef Node _node(str op, tuple args, object name, bint live, unsigned long long mask)
@@ -16,4 +16,4 @@ cpdef Node plus_i(Node a, Node p)
 cpdef Node minus(Node a, Node p)
 cpdef Node plus_m(Node a, Node s)
 cpdef Node times_m(Node s, Node p)
-cdef object _structural_hash(str op, tuple args, object name)
+cdef Py_hash_t _structural_hash(str op, tuple args, object name) except? -1

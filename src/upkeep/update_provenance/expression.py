@@ -25,6 +25,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from zlib import crc32
 
+#: a node's hash before it is computed (``hash()`` never gives -1); compiled, the hash is
+#: a C integer, not an int object per node (a bulk load makes a variable per row)
+_UNHASHED = -1
+
 #: operation names, as the paper writes them
 VAR, ZERO, PLUS_I, MINUS, PLUS_M, TIMES_M, SUM = "var", "0", "+I", "-", "+M", "·M", "Σ"
 
@@ -47,7 +51,7 @@ class Node:
         self.name = name
         self.live = live
         self.mask = mask
-        self._hash: int | None = None
+        self._hash = _UNHASHED
 
     # ------------------------------------------------------------ structure
     def __eq__(self, other: object) -> bool:
@@ -93,8 +97,8 @@ class Node:
         """Structural, cached: the functions below compute it as they make a node; for one
         made by calling ``Node``, the arguments' first, without recursion (a naive log's
         expression is as deep as the log)."""
-        if self._hash is None:
-            for node in _post_order(self, skip=lambda n: n._hash is not None):
+        if self._hash == _UNHASHED:
+            for node in _post_order(self, skip=lambda n: n._hash != _UNHASHED):
                 node._hash = _structural_hash(node.op, node.args, node.name)
         return self._hash
 
