@@ -158,35 +158,51 @@ def _annotated(w: Workload, mode: str) -> tuple[dict, int]:
     return relations, inputs
 
 
-def track(args: argparse.Namespace) -> dict:
-    """The log on annotated relations, in one mode."""
-    from upkeep.update_provenance.expression import dag_size, tree_size, var
+def indexed(w: Workload, mode: str) -> tuple[dict, list, int]:
+    """The workload's annotated relations in ``mode`` with the indexes its log needs
+    built, the log's transactions, and how many input rows were loaded."""
+    transactions = _queries(w)
+    relations, inputs = _annotated(w, mode)
+    for tx in transactions:
+        for table, query in tx:
+            if hasattr(query, "pattern"):
+                relations[table].candidates(query.pattern)
+    return relations, transactions, inputs
+
+
+def apply_log(relations: dict, transactions: list) -> int:
+    """Each transaction of the log on the annotated relations, committed (the query
+    annotation ``T<k>``); how many tuples' membership the log changed."""
+    from upkeep.update_provenance.expression import var
     from upkeep.update_provenance.relation import RelationTransaction
 
+    affected = 0
+    for k, tx in enumerate(transactions, 1):
+        p = var(f"T{k}")
+        work = {}
+        for table, query in tx:
+            rtx = work.get(table)
+            if rtx is None:
+                rtx = work[table] = RelationTransaction(relations[table])
+            affected += len(rtx.apply(query, p))
+        for table, rtx in work.items():
+            relations[table].commit(rtx.result())
+    return affected
+
+
+def track(args: argparse.Namespace) -> dict:
+    """The log on annotated relations, in one mode."""
+    from upkeep.update_provenance.expression import dag_size, tree_size
+
     w = workload(args)
-    transactions = _queries(w)
-    best = relations = work = rtx = None
+    best = relations = None
     for _ in range(args.repeat):  # the log is short: its best time of --repeat fresh runs
-        relations = work = rtx = None  # the previous run's relations go before the next
-        relations, inputs = _annotated(w, args.mode)
-        for tx in transactions:  # the indexes the log needs exist before it runs
-            for table, query in tx:
-                if hasattr(query, "pattern"):
-                    relations[table].candidates(query.pattern)
-        affected = 0
+        relations = None  # the previous run's relations go before the next
+        relations, transactions, inputs = indexed(w, args.mode)
         gc.collect()
         gc.freeze()  # as upkeep's commit path pauses the collector (gc_pause.py)
         t0 = time.perf_counter()
-        for k, tx in enumerate(transactions, 1):
-            p = var(f"T{k}")
-            work = {}
-            for table, query in tx:
-                rtx = work.get(table)
-                if rtx is None:
-                    rtx = work[table] = RelationTransaction(relations[table])
-                affected += len(rtx.apply(query, p))
-            for table, rtx in work.items():
-                relations[table].commit(rtx.result())
+        affected = apply_log(relations, transactions)
         seconds = time.perf_counter() - t0
         gc.unfreeze()
         best = seconds if best is None else min(best, seconds)

@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.common.callgrind import counting, have_valgrind, run_counted
 from bench.common.environment import git_rev, machine, now
 from bench.tpch.data import generate, sample_rows
 from bench.tpch.loaded import FACT, LOADED_QUERIES, PRICE, VIEW, load_upkeep, updates
@@ -53,7 +52,6 @@ from bench.tpch.schema import column_names
 WARM_UP = 1_000
 #: the outermost view step of each strategy's runtime (upkeep/views.py), as Cython names it
 _VIEW_STEP = re.compile(r"views\.c:__pyx_pw_6upkeep_5views_\d+(\w+View)_\d+step\b")
-_TOTAL = re.compile(r"Collected : (\d+)")
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -74,16 +72,14 @@ def run_child(args: argparse.Namespace) -> None:
     for w, row in warm:
         (insert if w > 0 else delete)(FACT, [row])
     received[0] = 0
-    control = ["callgrind_control", "-i"]
-    subprocess.run([*control, "on", str(os.getpid())], check=True, capture_output=True)
-    if args.batch:
-        with db.transaction():
-            delete(FACT, [row for w, row in counted if w < 0])
-            insert(FACT, [row for w, row in counted if w > 0])
-    else:
-        for w, row in counted:
-            (insert if w > 0 else delete)(FACT, [row])
-    subprocess.run([*control, "off", str(os.getpid())], check=True, capture_output=True)
+    with counting():
+        if args.batch:
+            with db.transaction():
+                delete(FACT, [row for w, row in counted if w < 0])
+                insert(FACT, [row for w, row in counted if w > 0])
+        else:
+            for w, row in counted:
+                (insert if w > 0 else delete)(FACT, [row])
     print(json.dumps({"rows_sent": received[0]}))
 
 
@@ -102,28 +98,19 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
     """One (query, system) under callgrind, in its own process."""
     with tempfile.TemporaryDirectory() as scratch:
         profile = Path(scratch) / "callgrind.out"
-        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-                   f"--callgrind-out-file={profile}", sys.executable, "-m",
-                   "bench.tpch.instructions", "--child", "--query", query, "--system", system,
-                   "--scale", str(args.scale), "--changes", str(args.changes),
-                   "--seed", str(args.seed), *(["--batch"] if args.batch else [])]
-        env = dict(os.environ)
-        if args.hash_seed == "random":
-            env.pop("PYTHONHASHSEED", None)
-        else:
-            env["PYTHONHASHSEED"] = args.hash_seed
         t0 = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
-                              env=env)
-        if done.returncode != 0:
-            raise SystemExit(f"{query} {system} failed:\n{done.stderr[-3000:]}")
-        total = int(_TOTAL.findall(done.stderr)[-1])
+        total, out = run_counted(
+            "bench.tpch.instructions",
+            ["--child", "--query", query, "--system", system, "--scale", str(args.scale),
+             "--changes", str(args.changes), "--seed", str(args.seed),
+             *(["--batch"] if args.batch else [])],
+            profile, args.hash_seed, args.timeout)
         step = view_step_instructions(profile)
     return {"scale": args.scale, "query": query, "system": system, "changes": args.changes,
             "mode": "batch" if args.batch else "single-row", "hash_seed": args.hash_seed,
             "instructions_per_change": round(total / args.changes),
             "view_step_per_change": round(step / args.changes),
-            "rows_sent": json.loads(done.stdout.strip().splitlines()[-1])["rows_sent"],
+            "rows_sent": json.loads(out.strip().splitlines()[-1])["rows_sent"],
             "seconds": round(time.perf_counter() - t0, 1), "date": now(), "git": git_rev(),
             "command": "python -m bench.tpch.instructions " + " ".join(sys.argv[1:])}
 
@@ -153,7 +140,7 @@ def main() -> None:
     if args.child:
         run_child(args)
         return
-    if shutil.which("valgrind") is None:
+    if not have_valgrind():
         parser.error("needs valgrind (Debian: apt-get install valgrind)")
     generate(args.scale)
     results = []
