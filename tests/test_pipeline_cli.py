@@ -572,3 +572,19 @@ def test_a_location_is_a_local_path_or_a_uri(value, expected):
     from upkeep.io.locations import location
 
     assert location(Path("/base"), value) == expected
+
+
+@pytest.mark.parametrize("command", [["serve", "s3a://bucket/db", "--tokens", "t.json"],
+                                     ["provenance", "hdfs://nn/db", "t", "1"],
+                                     ["what-if", "s3a://bucket/db", "v"],
+                                     ["repair", "s3a://bucket/db"]])
+def test_a_database_named_by_a_uri_on_the_command_line_is_refused(
+        tmp_path, monkeypatch, capsys, command) -> None:
+    """As ``upkeep.connect`` refuses it: the command stops at its arguments, naming the
+    URI, and makes no local directory named like it (``s3a:/bucket/db``)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(command)
+    assert stopped.value.code == 2
+    assert f"database {command[1]} is a URI" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ written out in ``shared/specs/update-provenance.md`` section U.10 (and U.8 / U.9
 from __future__ import annotations
 
 import itertools
+import os
 
 import duckdb
 import pytest
@@ -552,3 +553,40 @@ def test_bulk_input_rows_equal_one_insert_each_and_roll_back(committed, rows, an
     assert {r: bulk.peek(r) for r in rows} == {r: one_by_one.peek(r) for r in rows}
     bulk.rollback()
     assert {r: bulk.peek(r) for r in [*rows, (9, 9)]} == before
+
+
+def test_a_pickled_expression_loaded_in_another_process_equals_the_same_expression() -> None:
+    """A node caches its hash, and strings hash differently in another process: a pickle
+    carries the expression, not the hash, so the loaded one equals (and finds in a set)
+    the same expression made there."""
+    import pickle
+    import subprocess
+    import sys
+
+    made = ("from upkeep.update_provenance.expression import minus, plus_i, total, var\n"
+            "e = minus(plus_i(var('r#1'), var('T1')), total([var('T2'), var('T3')]))\n")
+    dumped = subprocess.run(
+        [sys.executable, "-c", made + "import pickle, sys; "
+         "sys.stdout.buffer.write(pickle.dumps([e, var('r#1')]))"],
+        capture_output=True, check=True, env={**os.environ, "PYTHONHASHSEED": "1"}).stdout
+    checked = subprocess.run(
+        [sys.executable, "-c", made + "import pickle, sys; "
+         "got, v = pickle.loads(sys.stdin.buffer.read()); "
+         "print(got == e, hash(got) == hash(e), v in {var('r#1')}, str(got) == str(e))"],
+        input=dumped, capture_output=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "2"}).stdout.decode().split()
+    assert checked == ["True"] * 4
+    assert pickle.loads(pickle.dumps(ZERO_NODE)).is_zero
+
+
+def test_rows_of_any_tuple_type_are_annotated_as_tuples_are() -> None:
+    """Compiled, a relation takes what the .py takes: a row that is a tuple subclass."""
+    from collections import namedtuple
+
+    pair = namedtuple("pair", "a b")
+    rel = ProvenanceRelation(NormalForm(), 2)
+    assert rel.get(pair(1, 2)).is_zero
+    tx = RelationTransaction(rel)
+    assert tx.apply(Insert(pair(1, 2)), var("T1")) == {(1, 2): 1}
+    rel.commit(tx.result())
+    assert str(rel.get((1, 2))) == "T1"

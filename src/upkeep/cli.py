@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "print the row's provenance: for "
                     "a recursive view a minimal sum of products of base rows with its BDD "
                     "size, for a view created WITH (provenance = 'why') every derivation.")
-    why.add_argument("target", type=Path,
+    why.add_argument("target", type=_directory_argument,
                      help="the database directory, or a pipeline file (its state_dir)")
     why.add_argument("view", help="the view")
     why.add_argument("row", help='the row as a JSON array, e.g. \'["A", "C"]\'')
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "provenance", help="a row's update provenance in a provenance table",
         description="Print the UP[X] annotation (normal form) of a row of a table created "
                     "WITH (provenance = 'update'): which transactions and input rows made it.")
-    provenance.add_argument("target", type=Path,
+    provenance.add_argument("target", type=_directory_argument,
                             help="the database directory, or a pipeline file (its state_dir)")
     provenance.add_argument("table", help="the provenance table")
     provenance.add_argument("row", help='the row as a JSON array, e.g. \'["a", 1]\'')
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the rows a table or view would gain (+) and lose (-) had the "
                     "given transactions not run and the given input rows never been loaded, "
                     "computed from update provenance; the database is not changed.")
-    what_if.add_argument("target", type=Path,
+    what_if.add_argument("target", type=_directory_argument,
                          help="the database directory, or a pipeline file (its state_dir)")
     what_if.add_argument("name", help="the table or view")
     what_if.add_argument("--abort", type=int, nargs="+", action="extend", default=[],
@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "Events or WebSocket, each with a resume token). Every request needs a "
                     "bearer token of the tokens file, which also grants the tables each "
                     "token may read and write (docs/service.md).")
-    serve.add_argument("database", type=Path, help="the database directory")
+    serve.add_argument("database", type=_directory_argument, help="the database directory")
     serve.add_argument("--engine", choices=("local", "spark"), default="local",
                        help="the engine that keeps the database (default local; spark: "
                             "its working directory, on local[2] unless SPARK_MASTER is set)")
@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "records are lost; records after the damage are dropped too, since one may "
                     "depend on a lost record). A damaged snapshot cannot be repaired: restore "
                     "it from a backup.")
-    repair.add_argument("target", type=Path,
+    repair.add_argument("target", type=_directory_argument,
                         help="the database directory, or a pipeline file (its state_dir)")
     return parser
 
@@ -296,6 +296,18 @@ def _typed_row(db, name: str, row: list) -> list:
         except (ValueError, TypeError):
             out.append(value)
     return out
+
+
+def _directory_argument(value: str) -> Path:
+    """A database directory (or pipeline file) on the command line: a local path or a local
+    ``file:`` URI; another URI is refused as ``upkeep.connect`` refuses it, where a path
+    made of it would name a local directory ``s3a:/bucket/...``."""
+    from .engine import database_directory
+
+    try:
+        return Path(database_directory(value))
+    except UnsupportedError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _open_target(target: Path):

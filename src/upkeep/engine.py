@@ -338,7 +338,7 @@ class Engine(ABC):
         self.close()
 
 
-def _database_directory(database: str) -> str:
+def database_directory(database: str) -> str:
     """A database is a local (or mounted) directory: a local ``file:`` URI names one; any
     other URI (``hdfs://``, ``s3a://``, ...) is refused, where it would have made a local
     directory of that name (``s3a:/bucket/...``) and kept the data there."""
@@ -509,7 +509,7 @@ def connect(database: str | os.PathLike = ":memory:", *, engine: str = "local",
     if target is None:
         raise UnsupportedError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     if isinstance(database, str):
-        database = _database_directory(database)
+        database = database_directory(database)
     module, _, factory = target.partition(":")
     opened = getattr(importlib.import_module(module), factory)(database, **options)
     if not isinstance(opened, Engine):

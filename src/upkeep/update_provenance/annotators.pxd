@@ -11,7 +11,7 @@ cdef class Annotator:
     cpdef bint live(self, w)
     cpdef insert(self, w, Node p)
     cpdef delete(self, w, Node p)
-    cpdef modify_target(self, w, list sources, Node p)
+    cpdef modify_target(self, w, sources, Node p)
     cpdef finish(self, w, Node p)
 
 

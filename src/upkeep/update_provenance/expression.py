@@ -102,6 +102,12 @@ class Node:
                 node._hash = _structural_hash(node.op, node.args, node.name)
         return self._hash
 
+    def __reduce__(self):
+        """Pickled as its nested tuples (:meth:`as_tuple`, linear in the DAG), made again by
+        :func:`from_tuple`: the hash cached in a node is the process's (strings hash
+        differently in another), and is computed again where it is loaded."""
+        return (from_tuple, (self.as_tuple(),))
+
     def __repr__(self) -> str:
         return f"Node({self})"
 

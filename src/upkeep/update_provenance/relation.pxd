@@ -1,6 +1,7 @@
 # Cython declarations for relation.py (compiled by setup.py): an annotated relation and a
 # transaction over it as extension types, so each query's per-tuple steps call the
-# annotator's rules (annotators.pxd) directly.
+# annotator's rules (annotators.pxd) directly.  Rows and dicts given to them are typed
+# object, as in the .py: a row may be any hashable sequence, a dict any mapping's subclass.
 cimport cython
 
 from .annotators cimport Annotator
@@ -15,11 +16,11 @@ cdef class ProvenanceRelation:
     cdef public dict _distinct
     cdef public object by_variable
     cdef public set compound
-    cpdef get(self, tuple row)
-    cdef _unfile(self, tuple row, old)
-    cdef _file(self, tuple row, new)
+    cpdef get(self, row)
+    cdef _unfile(self, row, old)
+    cdef _file(self, row, new)
     @cython.locals(annotator=Annotator)
-    cpdef commit(self, dict finished)
+    cpdef commit(self, finished)
 
 
 cdef class RelationTransaction:
@@ -31,7 +32,7 @@ cdef class RelationTransaction:
     cdef public object matched
     cdef public object _journal
     cpdef close(self)
-    cpdef _current(self, tuple row)
+    cpdef _current(self, row)
     @cython.locals(annotator=Annotator, out=list)
     cpdef list matching(self, pattern)
     @cython.locals(ann=Annotator, updates=dict, change=dict, matched=list, sources=list,
