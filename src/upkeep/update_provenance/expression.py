@@ -22,12 +22,8 @@ what-if that falsifies a few variables skips every annotation that cannot mentio
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from zlib import crc32
-
-#: a node's hash before it is computed (``hash()`` never gives -1); compiled, the hash is
-#: a C integer, not an int object per node (a bulk load makes a variable per row)
-_UNHASHED = -1
 
 #: operation names, as the paper writes them
 VAR, ZERO, PLUS_I, MINUS, PLUS_M, TIMES_M, SUM = "var", "0", "+I", "-", "+M", "·M", "Σ"
@@ -40,18 +36,11 @@ def variable_mask(name: str) -> int:
 
 
 class Node:
-    """One UP[X] expression node; build them with the functions below, not directly."""
+    """One UP[X] expression node, made by the functions below (:func:`_node`), with its
+    structural hash computed as it is made from its arguments' (compiled, a C integer,
+    not an int object per node: a bulk load makes a variable per row)."""
 
     __slots__ = ("op", "args", "name", "live", "mask", "_hash")
-
-    def __init__(self, op: str, args: tuple[Node, ...] = (), name: str | None = None,
-                 live: bool = False, mask: int = 0):
-        self.op = op
-        self.args = args
-        self.name = name
-        self.live = live
-        self.mask = mask
-        self._hash = _UNHASHED
 
     # ------------------------------------------------------------ structure
     def __eq__(self, other: object) -> bool:
@@ -94,12 +83,7 @@ class Node:
         return True
 
     def __hash__(self) -> int:
-        """Structural, cached: the functions below compute it as they make a node; for one
-        made by calling ``Node``, the arguments' first, without recursion (a naive log's
-        expression is as deep as the log)."""
-        if self._hash == _UNHASHED:
-            for node in _post_order(self, skip=lambda n: n._hash != _UNHASHED):
-                node._hash = _structural_hash(node.op, node.args, node.name)
+        """Structural, computed when the node was made (:func:`_structural_hash`)."""
         return self._hash
 
     def __reduce__(self):
@@ -146,9 +130,6 @@ class Node:
         return made[id(self)]
 
 
-ZERO_NODE = Node(ZERO)
-
-
 def _structural_hash(op: str, args: tuple, name: str | None) -> int:
     """A node's hash from its arguments' (cached in them): Σ's as a set of terms."""
     if op == VAR:
@@ -159,9 +140,9 @@ def _structural_hash(op: str, args: tuple, name: str | None) -> int:
 
 
 def _node(op: str, args: tuple, name: str | None, live: bool, mask: int) -> Node:
-    """A node made without the call of ``__init__`` (compiled, its fields are C slots:
-    expression.pxd), its hash computed at once from its arguments' (a transaction's
-    normal form makes one or two per tuple it changed, and files many in dicts)."""
+    """The one way a node is made (compiled, its fields are C slots, expression.pxd),
+    its hash computed at once from its arguments' (a transaction's normal form makes one
+    or two per tuple it changed, and files many in dicts)."""
     node = Node.__new__(Node)
     node.op = op
     node.args = args
@@ -170,6 +151,9 @@ def _node(op: str, args: tuple, name: str | None, live: bool, mask: int) -> Node
     node.mask = mask
     node._hash = _structural_hash(op, args, name)
     return node
+
+
+ZERO_NODE = _node(ZERO, (), None, False, 0)
 
 
 def var(name: str) -> Node:
@@ -233,10 +217,9 @@ def from_tuple(value: object) -> Node:
     return made[id(value)]
 
 
-def _post_order(root: Node, skip: Callable[[Node], bool] | None = None) -> list[Node]:
+def _post_order(root: Node) -> list[Node]:
     """Every distinct node under ``root``, each after its arguments (iteratively: a long
-    log's expression is deeper than Python's recursion limit); nodes ``skip`` accepts are
-    left out with what is only under them."""
+    log's expression is deeper than Python's recursion limit)."""
     order: list[Node] = []
     done: set[int] = set()
     stack: list[tuple[Node, bool]] = [(root, False)]
@@ -249,8 +232,7 @@ def _post_order(root: Node, skip: Callable[[Node], bool] | None = None) -> list[
             order.append(node)
         else:
             stack.append((node, True))
-            stack.extend((a, False) for a in reversed(node.args)
-                         if id(a) not in done and (skip is None or not skip(a)))
+            stack.extend((a, False) for a in reversed(node.args) if id(a) not in done)
     return order
 
 
