@@ -545,15 +545,21 @@ def _overhead(part: dict, mode: str, key: str) -> float:
     return (part[mode][key] / part["none"][key] - 1) * 100
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_workload_arguments(parser: argparse.ArgumentParser, rows: int,
+                           tpcc_scale: float) -> None:
+    """The options that choose a workload (:func:`workload`), with these defaults."""
     parser.add_argument("--workload", choices=("synthetic", "tpcc"), default="synthetic")
-    parser.add_argument("--rows", type=int, default=1_000_000, help="synthetic: input tuples")
+    parser.add_argument("--rows", type=int, default=rows, help="synthetic: input tuples")
     parser.add_argument("--queries", type=int, default=2_000, help="statements in the log")
     parser.add_argument("--warehouses", type=int, default=4, help="tpcc: warehouses")
-    parser.add_argument("--tpcc-scale", type=float, default=1.0,
+    parser.add_argument("--tpcc-scale", type=float, default=tpcc_scale,
                         help="tpcc: fraction of the specification's cardinalities")
     parser.add_argument("--seed", type=int, default=1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_workload_arguments(parser, rows=1_000_000, tpcc_scale=1.0)
     parser.add_argument("--repeat", type=int, default=3,
                         help="track and database: fresh runs, best time")
     parser.add_argument("--part", choices=("track", "database", "whatif"))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.common.callgrind import counting, have_valgrind, run_counted
 from bench.common.environment import git_rev, machine, now
-from bench.provenance.bench import apply_log, indexed, workload
+from bench.provenance.bench import add_workload_arguments, apply_log, indexed, workload
 
 MODES = ("none", "update", "update-naive")
 
@@ -80,13 +80,7 @@ def measure(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=("synthetic", "tpcc"), default="synthetic")
-    parser.add_argument("--rows", type=int, default=200_000, help="synthetic: input tuples")
-    parser.add_argument("--queries", type=int, default=2_000, help="statements in the log")
-    parser.add_argument("--warehouses", type=int, default=4, help="tpcc: warehouses")
-    parser.add_argument("--tpcc-scale", type=float, default=0.25,
-                        help="tpcc: fraction of the specification's cardinalities")
-    parser.add_argument("--seed", type=int, default=1)
+    add_workload_arguments(parser, rows=200_000, tpcc_scale=0.25)
     parser.add_argument("--hash-seed", default="0",
                         help="PYTHONHASHSEED of the counted process ('random': Python's own)")
     parser.add_argument("--timeout", type=float, default=3_600)
