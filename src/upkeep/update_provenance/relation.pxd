@@ -14,6 +14,7 @@ cdef class ProvenanceRelation:
     cdef public object annotations
     cdef public dict _indexes
     cdef public dict _distinct
+    cdef public Py_ssize_t _composites
     cdef public object by_variable
     cdef public set compound
     cpdef get(self, row)
@@ -31,6 +32,7 @@ cdef class RelationTransaction:
     cdef public object p
     cdef public object matched
     cdef public object _journal
+    cdef public set new_rows
     cpdef close(self)
     cpdef _current(self, row)
     @cython.locals(annotator=Annotator, out=list)

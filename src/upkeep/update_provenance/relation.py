@@ -9,8 +9,11 @@ Queries run inside a :class:`RelationTransaction`: an overlay of working annotat
 the committed ones, so a transaction that fails changes nothing, and one whose query
 annotation changes (a row loaded as input, with a variable of its own, between statements
 of the transaction) closes the current normal-form segment first.  Equality conditions
-are answered by per-column hash indexes, built when a pattern first needs them (the
-paper's prototype scans the relation for every query).
+are answered by hash indexes, built when a pattern first needs them (the paper's
+prototype scans the relation for every query): on one column, or on the columns a
+pattern fixes together (TPC-C's ``WHERE w_id = .. AND d_id = .. AND o_id = ..``), whose
+candidates are then the rows matching those equalities, not every row of one column's
+value.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ import itertools
 from collections.abc import Iterable, Iterator
 
 from ..gc_pause import StateDict
-from ..value_index import index_add, index_get, index_remove
+from ..value_index import column_value, index_add, index_get, index_remove
 from .annotators import Annotator
 from .expression import VAR, Node
 from .hyperplane import Delete, Insert, Modify, Pattern, Query
 
 _MISSING = object()  # a journal's "there was no entry"
+#: how many indexes over several columns a relation builds; a pattern fixing another set
+#: of columns then goes through one of its columns' index (bounded memory)
+MAX_COMPOSITE_INDEXES = 4
 
 
 class ProvenanceRelation:
@@ -36,7 +42,9 @@ class ProvenanceRelation:
         # StateDicts: the collector never untracks them, so a new row put into one does not
         # make it young again, to be walked whole by young collections (gc_pause.py)
         self.annotations: dict[tuple, object] = StateDict()
-        self._indexes: dict[int, dict[object, tuple | set[tuple]]] = {}
+        # column, or tuple of columns -> value (tuple of values) -> row or set of rows
+        self._indexes: dict[int | tuple[int, ...], dict[object, tuple | set[tuple]]] = {}
+        self._composites = 0
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         # which rows a valuation can change: a row annotated by one variable only when that
         # variable changes (``by_variable``: the row, or a set of rows when several share
@@ -50,13 +58,14 @@ class ProvenanceRelation:
     def get(self, row: tuple):
         return self.annotations.get(row, self.annotator.absent)
 
-    def _index(self, col: int) -> dict[object, tuple | set[tuple]]:
-        """Column ``col``'s index: value -> the one row holding it, or a set of rows."""
+    def _index(self, col: int | tuple[int, ...]) -> dict[object, tuple | set[tuple]]:
+        """The index on column ``col`` (or on the tuple of columns ``col``): value (tuple of
+        values) -> the one row holding it, or a set of rows."""
         index = self._indexes.get(col)
         if index is None:
             index = self._indexes[col] = StateDict()
             for row in self.annotations:
-                index_add(index, row[col], row)
+                index_add(index, column_value(row, col), row)
         return index
 
     def _distinct_in_sample(self, col: int, size: int = 1_000) -> int:
@@ -67,14 +76,26 @@ class ProvenanceRelation:
         return got
 
     def candidates(self, pattern: Pattern) -> Iterable[tuple]:
-        """Committed rows that may match ``pattern`` (all of them without an equality),
-        through the index of one of its equality columns: the one with the most distinct
-        values in a sample (one index per query, not one per column)."""
+        """Committed rows that may match ``pattern`` (all of them without an equality).
+        Through the index on the columns its equalities fix together when it fixes
+        several, but not every one (a whole row is found through one column: no index
+        holding every row twice), while the relation has fewer than
+        :data:`MAX_COMPOSITE_INDEXES` of them; else through the index of its equality
+        column with the most distinct values in a sample."""
         equalities = pattern.equalities()
         if not equalities:
             return self.annotations
-        col, value = equalities[0] if len(equalities) == 1 else max(
-            equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
+        if len(equalities) == 1:
+            col, value = equalities[0]
+            return index_get(self._index(col), value)
+        fixed = dict(equalities)  # a column fixed twice: a matching row holds both values
+        if 1 < len(fixed) < self.arity:
+            cols = tuple(sorted(fixed))
+            if cols in self._indexes or self._composites < MAX_COMPOSITE_INDEXES:
+                if cols not in self._indexes:
+                    self._composites += 1
+                return index_get(self._index(cols), tuple([fixed[c] for c in cols]))
+        col, value = max(equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
         return index_get(self._index(col), value)
 
     def _unfile(self, row: tuple, old) -> None:
@@ -123,13 +144,15 @@ class ProvenanceRelation:
                 if not new:
                     del annotations[row]
                     for col, index in self._indexes.items():
-                        index_remove(index, row[col], row)
+                        value = row[col] if type(col) is int else column_value(row, col)
+                        index_remove(index, value, row)
                 continue
             annotations[row] = final
             self._file(row, final)
             if new:
                 for col, index in self._indexes.items():
-                    index_add(index, row[col], row)
+                    value = row[col] if type(col) is int else column_value(row, col)
+                    index_add(index, value, row)
 
     def live_rows(self) -> Iterator[tuple]:
         """The current contents: tuples true with every variable true."""
@@ -149,6 +172,9 @@ class RelationTransaction:
         self.relation = relation
         self.annotator = relation.annotator
         self.finished: dict[tuple, object] = {}  # final annotations of closed segments
+        # rows the transaction wrote that the relation does not hold: what a pattern may
+        # match beyond the relation's index candidates (a superset after a rollback)
+        self.new_rows: set[tuple] = set()
         self.working: dict[tuple, object] = {}   # the open segment's working annotations
         self.p: Node | None = None
         self.matched = 0  # current rows the last query inserted, deleted or modified
@@ -204,11 +230,12 @@ class RelationTransaction:
         return w
 
     def matching(self, pattern: Pattern) -> list[tuple]:
-        """Rows in the support that satisfy ``pattern``, as of now in the transaction."""
+        """Rows in the support that satisfy ``pattern``, as of now in the transaction:
+        the relation's candidates (a row the transaction rewrote keeps its values) and the
+        rows it added."""
         annotator = self.annotator
         rows = set(self.relation.candidates(pattern))
-        rows.update(self.finished)
-        rows.update(self.working)
+        rows.update(self.new_rows)
         out = []
         for r in rows:
             if pattern.matches(r) and annotator.in_support(self._current(r)):
@@ -257,6 +284,10 @@ class RelationTransaction:
         if journal is not None:
             for row in updates:
                 journal.append(("set", working, row, working.get(row, _MISSING)))
+        known, new_rows = self.relation.annotations, self.new_rows
+        for row in updates:
+            if row not in known:
+                new_rows.add(row)
         working.update(updates)
         return change
 
@@ -288,6 +319,7 @@ class RelationTransaction:
             w = ann.insert(ann.start(ann.absent), p)
             finished[row] = ann.finish(w, p)
             fresh.append(row)
+            self.new_rows.add(row)
             if ann.live(w) != absent_live:
                 change[row] = 1 if not absent_live else -1
         self.matched = len(rows)
