@@ -1,6 +1,8 @@
 # Cython declarations for expression.py (compiled by setup.py): an expression node as an
 # extension type, so a transaction's normal form (annotators.py) builds its nodes with C
 # slots and direct calls.
+cimport cython
+
 
 cdef class Node:
     cdef public str op
@@ -11,6 +13,7 @@ cdef class Node:
     cdef public Py_hash_t _hash
 
 
+@cython.locals(node=Node)
 cdef Node _node(str op, tuple args, object name, bint live, unsigned long long mask)
 cpdef Node plus_i(Node a, Node p)
 cpdef Node minus(Node a, Node p)
