@@ -24,6 +24,9 @@ cdef class ProvenanceRelation:
     cpdef commit(self, finished)
 
 
+cdef object _filed_under(object col, object row)
+
+
 cdef class RelationTransaction:
     cdef public ProvenanceRelation relation
     cdef public Annotator annotator

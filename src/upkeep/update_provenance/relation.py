@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 
 from ..gc_pause import StateDict
-from ..value_index import column_value, index_add, index_get, index_remove
+from ..value_index import index_add, index_get, index_remove
 from .annotators import Annotator
 from .expression import VAR, Node
 from .hyperplane import Delete, Insert, Modify, Pattern, Query
@@ -59,13 +59,13 @@ class ProvenanceRelation:
         return self.annotations.get(row, self.annotator.absent)
 
     def _index(self, col: int | tuple[int, ...]) -> dict[object, tuple | set[tuple]]:
-        """The index on column ``col`` (or on the tuple of columns ``col``): value (tuple of
-        values) -> the one row holding it, or a set of rows."""
+        """The index on column ``col`` (or on the tuple of columns ``col``): value (hash of
+        the values, :func:`_filed_under`) -> the one row holding it, or a set of rows."""
         index = self._indexes.get(col)
         if index is None:
             index = self._indexes[col] = StateDict()
             for row in self.annotations:
-                index_add(index, column_value(row, col), row)
+                index_add(index, _filed_under(col, row), row)
         return index
 
     def _distinct_in_sample(self, col: int, size: int = 1_000) -> int:
@@ -94,7 +94,7 @@ class ProvenanceRelation:
             if cols in self._indexes or self._composites < MAX_COMPOSITE_INDEXES:
                 if cols not in self._indexes:
                     self._composites += 1
-                return index_get(self._index(cols), tuple([fixed[c] for c in cols]))
+                return index_get(self._index(cols), hash(tuple([fixed[c] for c in cols])))
         col, value = max(equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
         return index_get(self._index(col), value)
 
@@ -144,15 +144,13 @@ class ProvenanceRelation:
                 if not new:
                     del annotations[row]
                     for col, index in self._indexes.items():
-                        value = row[col] if type(col) is int else column_value(row, col)
-                        index_remove(index, value, row)
+                        index_remove(index, _filed_under(col, row), row)
                 continue
             annotations[row] = final
             self._file(row, final)
             if new:
                 for col, index in self._indexes.items():
-                    value = row[col] if type(col) is int else column_value(row, col)
-                    index_add(index, value, row)
+                    index_add(index, _filed_under(col, row), row)
 
     def live_rows(self) -> Iterator[tuple]:
         """The current contents: tuples true with every variable true."""
@@ -162,6 +160,15 @@ class ProvenanceRelation:
 
     def nodes(self) -> Iterator[Node]:
         return iter(self.annotations.values())
+
+
+def _filed_under(col: int | tuple[int, ...], row: tuple) -> object:
+    """What the index on ``col`` files ``row`` under: its value in that column, or the hash
+    of its values in those columns (an int, not a tuple kept per row: half the memory; rows
+    whose values only share a hash are candidates the pattern then refuses)."""
+    if type(col) is int:
+        return row[col]
+    return hash(tuple([row[c] for c in col]))
 
 
 class RelationTransaction:
