@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from killing import kill_and_reopen
+from oracle import insert_rows
 
 import upkeep
 from upkeep.codecs.arrow_values import column_values
@@ -307,7 +308,7 @@ while True:
     rows = BATCH(i)
     with db.transaction(metadata={"next": i + 1}):
         db.insert("loaded", pa.table({"i": pa.array([r[0] for r in rows], pa.int32()),
-                                      "k": pa.array([r[1] for r in rows], pa.int64()),
+                                         "k": pa.array([r[1] for r in rows], pa.int64()),
                                       "v": [r[2] for r in rows]}))
     print("ack", i, flush=True)
     i += 1
@@ -336,9 +337,8 @@ def test_bulk_inserts_on_disk_survive_kill_nine_exactly_once(tmp_path, snapshot_
         db.create_view("per_v", "SELECT v, COUNT(*) AS n FROM loaded GROUP BY v")
         oracle = duckdb.connect()
         oracle.execute("CREATE TABLE loaded (i INTEGER, k BIGINT, v VARCHAR)")
-        if held:  # (killed before the first commit, nothing is held; DuckDB refuses an
-            # executemany of no rows)
-            oracle.executemany("INSERT INTO loaded VALUES (?, ?, ?)", list(held.elements()))
+        if held:  # (killed before the first commit, nothing is held)
+            insert_rows(oracle, "loaded", list(held.elements()))
         assert sorted(db.view("per_v").rows()) == sorted(
             oracle.execute("SELECT v, COUNT(*) FROM loaded GROUP BY v").fetchall())
         db.execute("DROP VIEW per_v")

@@ -14,6 +14,7 @@ import random
 from collections import Counter
 
 import duckdb
+from oracle import insert_rows
 from spark_app import run_spark_app
 
 JOB = r'''
@@ -135,8 +136,8 @@ def test_killed_executor_mid_batch_loses_and_doubles_nothing(tmp_path) -> None:
     assert result["killed"][0] not in result["after"]
     con = duckdb.connect()
     con.execute(TABLES.replace("PRIMARY KEY", ""))
-    con.executemany("INSERT INTO customer VALUES (?, ?)", customers)
-    con.executemany("INSERT INTO orders VALUES (?, ?, CAST(? AS DECIMAL(10,2)))", live)
+    insert_rows(con, "customer", customers)
+    insert_rows(con, "orders", live)
     for name, sql in VIEWS.items():
         expected = Counter(tuple(str(v) for v in r) for r in con.execute(sql).fetchall())
         assert Counter(map(tuple, result["views"][name])) == expected, name
