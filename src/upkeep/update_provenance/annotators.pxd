@@ -1,6 +1,8 @@
 # Cython declarations for annotators.py (compiled by setup.py): the annotators as extension
 # types, so the rules a hyperplane query applies to each tuple run as C calls over C slots.
-from .expression cimport Node
+cimport cython
+
+from .expression cimport Node, minus, plus_i, plus_m, times_m, total
 
 
 cdef class Annotator:
@@ -20,7 +22,8 @@ cdef class Naive(Annotator):
 
 
 cdef class NormalForm(Annotator):
-    pass
+    @cython.locals(kind=int, a=Node, zero=bint)
+    cpdef finish(self, w, Node p)
 
 
 cdef class Concrete(Annotator):

@@ -19,4 +19,5 @@ cpdef Node plus_i(Node a, Node p)
 cpdef Node minus(Node a, Node p)
 cpdef Node plus_m(Node a, Node s)
 cpdef Node times_m(Node s, Node p)
+cpdef Node total(terms)
 cdef Py_hash_t _structural_hash(str op, tuple args, object name) except? -1
