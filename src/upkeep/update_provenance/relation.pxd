@@ -36,6 +36,7 @@ cdef class RelationTransaction:
     cdef public object matched
     cdef public object _journal
     cdef public set new_rows
+    cdef public bint loaded
     cpdef close(self)
     cpdef _current(self, row)
     @cython.locals(annotator=Annotator, out=list)

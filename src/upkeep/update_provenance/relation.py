@@ -179,9 +179,11 @@ class RelationTransaction:
         self.relation = relation
         self.annotator = relation.annotator
         self.finished: dict[tuple, object] = {}  # final annotations of closed segments
-        # rows the transaction wrote that the relation does not hold: what a pattern may
-        # match beyond the relation's index candidates (a superset after a rollback)
+        # rows the transaction's queries wrote that the relation does not hold: what a
+        # pattern may match beyond the relation's index candidates (a superset after a
+        # rollback); rows a bulk load added are in ``finished`` (``loaded``), not copied here
         self.new_rows: set[tuple] = set()
+        self.loaded = False
         self.working: dict[tuple, object] = {}   # the open segment's working annotations
         self.p: Node | None = None
         self.matched = 0  # current rows the last query inserted, deleted or modified
@@ -239,10 +241,12 @@ class RelationTransaction:
     def matching(self, pattern: Pattern) -> list[tuple]:
         """Rows in the support that satisfy ``pattern``, as of now in the transaction:
         the relation's candidates (a row the transaction rewrote keeps its values) and the
-        rows it added."""
+        rows it added (after a bulk load, every row it wrote)."""
         annotator = self.annotator
         rows = set(self.relation.candidates(pattern))
         rows.update(self.new_rows)
+        if self.loaded:
+            rows.update(self.finished)
         out = []
         for r in rows:
             if pattern.matches(r) and annotator.in_support(self._current(r)):
@@ -326,9 +330,10 @@ class RelationTransaction:
             w = ann.insert(ann.start(ann.absent), p)
             finished[row] = ann.finish(w, p)
             fresh.append(row)
-            self.new_rows.add(row)
             if ann.live(w) != absent_live:
                 change[row] = 1 if not absent_live else -1
+        if fresh:
+            self.loaded = True
         self.matched = len(rows)
         return change
 
