@@ -695,3 +695,12 @@ def test_a_pattern_fixing_several_columns_reads_only_their_rows() -> None:
     assert sorted(rel.candidates(keyed)) == [(1, 2, 3, 3), (1, 2, 3, 6)]
     assert RelationTransaction(rel).matching(Pattern(((0, EQ, 1), (1, EQ, 2), (3, EQ, 6)))) \
         == [(1, 2, 3, 6)]
+    # rows a transaction added are found by the same keys (equal values, not the same
+    # objects: ints made apart, a string)
+    tx = RelationTransaction(rel)
+    added = (int("7000"), 2, 9, "x" * 3)
+    tx.apply(Insert(added), var("T2"))
+    for fixed in ((0, 1), (0,), (0, 3), (1, 2, 3)):
+        pattern = Pattern(tuple((c, EQ, int("7000") if c == 0 else "xx" + "x" if c == 3
+                                 else added[c]) for c in fixed))
+        assert added in tx.matching(pattern), fixed

@@ -39,7 +39,7 @@ cdef class RelationTransaction:
     cdef public bint loaded
     cpdef close(self)
     cpdef _current(self, row)
-    @cython.locals(annotator=Annotator, out=list)
+    @cython.locals(annotator=Annotator, relation=ProvenanceRelation, rows=set, out=list)
     cpdef list matching(self, pattern)
     @cython.locals(ann=Annotator, updates=dict, change=dict, matched=list, sources=list,
                    before=dict, targets=dict, working=dict, live=Py_ssize_t)

@@ -75,28 +75,33 @@ class ProvenanceRelation:
                                              itertools.islice(self.annotations, size)})
         return got
 
-    def candidates(self, pattern: Pattern) -> Iterable[tuple]:
-        """Committed rows that may match ``pattern`` (all of them without an equality).
-        Through the index on the columns its equalities fix together when it fixes
-        several, but not every one (a whole row is found through one column: no index
-        holding every row twice), while the relation has fewer than
-        :data:`MAX_COMPOSITE_INDEXES` of them; else through the index of its equality
-        column with the most distinct values in a sample."""
+    def probe(self, pattern: Pattern) -> tuple[int | tuple[int, ...], object] | None:
+        """Which index answers ``pattern`` and what it looks up there (None without an
+        equality: every row may match).  The index on the columns its equalities fix
+        together when it fixes several, but not every one (a whole row is found through
+        one column: no index holding every row twice), while the relation has fewer than
+        :data:`MAX_COMPOSITE_INDEXES` of them; else the index of its equality column with
+        the most distinct values in a sample."""
         equalities = pattern.equalities()
         if not equalities:
-            return self.annotations
+            return None
         if len(equalities) == 1:
-            col, value = equalities[0]
-            return index_get(self._index(col), value)
+            return equalities[0]
         fixed = dict(equalities)  # a column fixed twice: a matching row holds both values
         if 1 < len(fixed) < self.arity:
             cols = tuple(sorted(fixed))
             if cols in self._indexes or self._composites < MAX_COMPOSITE_INDEXES:
                 if cols not in self._indexes:
                     self._composites += 1
-                return index_get(self._index(cols), hash(tuple([fixed[c] for c in cols])))
-        col, value = max(equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
-        return index_get(self._index(col), value)
+                return cols, hash(tuple([fixed[c] for c in cols]))
+        return max(equalities, key=lambda cv: self._distinct_in_sample(cv[0]))
+
+    def candidates(self, pattern: Pattern) -> Iterable[tuple]:
+        """Committed rows that may match ``pattern``, through :meth:`probe`."""
+        probe = self.probe(pattern)
+        if probe is None:
+            return self.annotations
+        return index_get(self._index(probe[0]), probe[1])
 
     def _unfile(self, row: tuple, old) -> None:
         if isinstance(old, Node):
@@ -242,9 +247,18 @@ class RelationTransaction:
         """Rows in the support that satisfy ``pattern``, as of now in the transaction:
         the relation's candidates (a row the transaction rewrote keeps its values) and the
         rows it added (after a bulk load, every row it wrote)."""
-        annotator = self.annotator
-        rows = set(self.relation.candidates(pattern))
-        rows.update(self.new_rows)
+        annotator, relation = self.annotator, self.relation
+        probe = relation.probe(pattern)
+        if probe is None:
+            rows = set(relation.annotations)
+            rows.update(self.new_rows)
+        else:  # an added row is filed as the index files it: only those under the value
+            col, value = probe
+            rows = set(index_get(relation._index(col), value))
+            for r in self.new_rows:
+                v = _filed_under(col, r)
+                if v is value or v == value:  # (a NaN is one object: as a dict finds it)
+                    rows.add(r)
         if self.loaded:
             rows.update(self.finished)
         out = []
