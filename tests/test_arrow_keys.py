@@ -308,7 +308,7 @@ while True:
     rows = BATCH(i)
     with db.transaction(metadata={"next": i + 1}):
         db.insert("loaded", pa.table({"i": pa.array([r[0] for r in rows], pa.int32()),
-                                         "k": pa.array([r[1] for r in rows], pa.int64()),
+                                      "k": pa.array([r[1] for r in rows], pa.int64()),
                                       "v": [r[2] for r in rows]}))
     print("ack", i, flush=True)
     i += 1
