@@ -14,7 +14,6 @@ cdef class ProvenanceRelation:
     cdef public object annotations
     cdef public dict _indexes
     cdef public dict _distinct
-    cdef public Py_ssize_t _composites
     cdef public object by_variable
     cdef public set compound
     cpdef get(self, row)
