@@ -580,6 +580,27 @@ def test_a_pickled_expression_loaded_in_another_process_equals_the_same_expressi
     assert pickle.loads(pickle.dumps(ZERO_NODE)).is_zero
 
 
+def test_nodes_hash_by_structure_and_compiled_are_left_to_reference_counting() -> None:
+    """A node's hash is mixed from its operation and its arguments' hashes (no tuple per
+    node): equal structure, equal hash; another operation, argument order or variable
+    gives another.  Compiled, nodes are not tracked by the cyclic collector (they cannot
+    form a cycle), so a transaction's new annotations do not make it run."""
+    import gc
+
+    from upkeep.update_provenance import expression
+
+    x, t = var("x"), var("T1")
+    assert hash(minus(x, t)) == hash(minus(var("x"), var("T1")))
+    made = [minus(x, t), minus(t, x), plus_i(x, t), plus_m(x, t), times_m(x, t),
+            minus(var("y"), t), x, t, total([x, t])]
+    assert len({hash(n) for n in made}) == len(made)
+    assert hash(total([x, t])) == hash(total([t, x]))
+    compiled = expression.__file__.endswith(".so")
+    node = minus(plus_i(x, t), t)
+    assert gc.is_tracked(node) is not compiled
+    assert gc.is_tracked(node.args[0]) is not compiled
+
+
 def test_rows_of_any_tuple_type_are_annotated_as_tuples_are() -> None:
     """Compiled, a relation takes what the .py takes: a row that is a tuple subclass."""
     from collections import namedtuple

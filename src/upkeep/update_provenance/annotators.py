@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .expression import ZERO_NODE, Node, minus, plus_i, plus_m, times_m, total
+from .expression import ZERO, ZERO_NODE, Node, minus, plus_i, plus_m, times_m, total
 from .structures import UpdateStructure
 
 
@@ -33,8 +33,11 @@ class Annotator:
         self.absent = ZERO_NODE
 
     def dropped(self, final) -> bool:
-        """Whether a finished annotation means the tuple left the support."""
-        return final.is_zero
+        """Whether a finished annotation means the tuple left the support (``op``, not the
+        ``is_zero`` property: compiled, a C slot instead of an attribute looked up by
+        name, per tuple a transaction changed)."""
+        node: Node = final
+        return node.op == ZERO
 
     def start(self, node: Node):
         """The working annotation of a tuple whose annotation was ``node`` when the
@@ -73,7 +76,7 @@ class Naive(Annotator):
         return node
 
     def in_support(self, w: Node) -> bool:
-        return not w.is_zero
+        return w.op != ZERO
 
     def live(self, w: Node) -> bool:
         return w.live
@@ -106,7 +109,7 @@ class NormalForm(Annotator):
 
     def in_support(self, w: tuple) -> bool:
         kind, a, _ = w
-        return not (a.is_zero and kind in (BASE, DEL))
+        return not (a.op == ZERO and kind in (BASE, DEL))
 
     def live(self, w: tuple) -> bool:
         kind, a, b = w
@@ -137,7 +140,7 @@ class NormalForm(Annotator):
             if c is _INSERTED:
                 return (INS, a, None)  # Rules 4 then 1
             for x in c:
-                if not x.is_zero:
+                if x.op != ZERO:
                     flowing[x] = None
         if not flowing:
             return w  # Rule 3
@@ -154,7 +157,7 @@ class NormalForm(Annotator):
     def finish(self, w: tuple, p: Node) -> Node:
         """Zero post-processing (Proposition 5.5): the unique minimal form."""
         kind, a, b = w
-        zero = a.is_zero
+        zero = a.op == ZERO
         if kind == BASE:
             return a
         if kind == INS:

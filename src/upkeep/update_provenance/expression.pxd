@@ -20,4 +20,6 @@ cpdef Node minus(Node a, Node p)
 cpdef Node plus_m(Node a, Node s)
 cpdef Node times_m(Node s, Node p)
 cpdef Node total(terms)
+cdef unsigned long long _HASH_BITS, _HASH_PRIME
+@cython.locals(h=cython.ulonglong, x=Node)
 cdef Py_hash_t _structural_hash(str op, tuple args, object name) except? -1

@@ -8,6 +8,10 @@ from .annotators cimport Annotator
 from .expression cimport Node
 
 
+#: expression.VAR as a str: ``node.op != VAR`` compiles to a string comparison
+cdef str VAR
+
+
 cdef class ProvenanceRelation:
     cdef public Annotator annotator
     cdef public object arity
@@ -17,7 +21,9 @@ cdef class ProvenanceRelation:
     cdef public object by_variable
     cdef public set compound
     cpdef get(self, row)
+    @cython.locals(node=Node)
     cdef _unfile(self, row, old)
+    @cython.locals(node=Node)
     cdef _file(self, row, new)
     @cython.locals(annotator=Annotator)
     cpdef commit(self, finished)

@@ -103,27 +103,29 @@ class ProvenanceRelation:
 
     def _unfile(self, row: tuple, old) -> None:
         if isinstance(old, Node):
-            if old.op != VAR:
+            node = old  # (compiled: a Node, its fields read as C slots)
+            if node.op != VAR:
                 self.compound.discard(row)
                 return
-            got = self.by_variable.get(old.name)
+            got = self.by_variable.get(node.name)
             if isinstance(got, set):
                 got.discard(row)
             elif got == row:
-                del self.by_variable[old.name]
+                del self.by_variable[node.name]
 
     def _file(self, row: tuple, new) -> None:
         if isinstance(new, Node):
-            if new.op != VAR:
+            node = new
+            if node.op != VAR:
                 self.compound.add(row)
                 return
-            got = self.by_variable.get(new.name)
+            got = self.by_variable.get(node.name)
             if got is None:
-                self.by_variable[new.name] = row
+                self.by_variable[node.name] = row
             elif isinstance(got, set):
                 got.add(row)
             elif got != row:
-                self.by_variable[new.name] = {got, row}
+                self.by_variable[node.name] = {got, row}
 
     def affected_by(self, variables: set[str]) -> set[tuple]:
         """Rows whose annotation may mention one of ``variables``."""
