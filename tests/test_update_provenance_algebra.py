@@ -585,6 +585,7 @@ def test_nodes_hash_by_structure_and_compiled_are_left_to_reference_counting() -
     node): equal structure, equal hash; another operation, argument order or variable
     gives another.  Compiled, nodes are not tracked by the cyclic collector (they cannot
     form a cycle), so a transaction's new annotations do not make it run."""
+    import copy
     import gc
 
     from upkeep.update_provenance import expression
@@ -599,6 +600,15 @@ def test_nodes_hash_by_structure_and_compiled_are_left_to_reference_counting() -
     node = minus(plus_i(x, t), t)
     assert gc.is_tracked(node) is not compiled
     assert gc.is_tracked(node.args[0]) is not compiled
+    if compiled:  # and its fields read-only: a node cannot be made to point at itself
+        with pytest.raises(AttributeError):
+            node.args = (node, node)
+    # immutable, a node is its own copy (copied through pickling, a sub-expression shared
+    # by many paths was copied once per path: exponential in a long log)
+    shared = node
+    for _ in range(5):
+        shared = plus_i(minus(shared, t), minus(shared, x))
+    assert copy.deepcopy(shared) is shared and copy.copy(shared) is shared
 
 
 def test_rows_of_any_tuple_type_are_annotated_as_tuples_are() -> None:

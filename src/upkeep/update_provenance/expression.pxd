@@ -4,13 +4,15 @@
 cimport cython
 
 
+# readonly: a node is immutable, so nodes cannot form a cycle, which the collector, which
+# does not track them (expression.py), would never free
 cdef class Node:
-    cdef public str op
-    cdef public tuple args
-    cdef public object name
-    cdef public bint live
-    cdef public unsigned long long mask
-    cdef public Py_hash_t _hash
+    cdef readonly str op
+    cdef readonly tuple args
+    cdef readonly object name
+    cdef readonly bint live
+    cdef readonly unsigned long long mask
+    cdef readonly Py_hash_t _hash
 
 
 @cython.locals(node=Node)

@@ -107,6 +107,14 @@ class Node:
         differently in another), and is computed again where it is loaded."""
         return (from_tuple, (self.as_tuple(),))
 
+    def __copy__(self) -> Node:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict) -> Node:
+        """Itself: a node is immutable (copying it through :meth:`__reduce__` walked a
+        shared sub-expression once per path to it, exponential in a long log)."""
+        return self
+
     def __repr__(self) -> str:
         return f"Node({self})"
 
