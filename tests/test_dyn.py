@@ -788,3 +788,20 @@ def test_a_failed_count_adds_and_scales_as_its_parts_do(terms, k):
             assert value - value == 0 and bool(value)
         else:
             assert type(value) is int and value == total
+
+
+def test_weights_compiled_are_left_to_reference_counting() -> None:
+    """Compiled, a ``DualWeight`` is not tracked by the cyclic collector (it holds numbers
+    and cannot be in a cycle): a dyn aggregate keeps one per group, which every full
+    collection walked, and so did the tuples holding them."""
+    import gc
+
+    from upkeep import aggregates
+
+    compiled = aggregates.__file__.endswith(".so")
+    weight = DualWeight(1, (2, FailedCount(1, 1, "cast")))
+    assert gc.is_tracked(weight) is not compiled
+    assert gc.is_tracked(weight.plus(weight)) is not compiled
+    held = (weight, weight)
+    gc.collect()  # a tuple of untracked objects is untracked by the next collection
+    assert gc.is_tracked(held) is not compiled

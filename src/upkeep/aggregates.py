@@ -30,6 +30,13 @@ from operator import sub as _sub
 from sortedcontainers import SortedDict
 from sqlglot import exp
 
+try:  # Cython reads the class decorators below as it compiles this module
+    import cython
+except ImportError:  # run as plain Python without Cython installed: they change nothing
+    from types import SimpleNamespace
+
+    cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
+
 from .errors import EvaluationError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
@@ -346,8 +353,15 @@ def _dual(c: int, v: tuple) -> DualWeight:
     return w
 
 
+@cython.no_gc
+@cython.cclass
 class DualWeight:
-    """Ring element ``(count, channels)``; channels multiply like dual numbers (see module doc)."""
+    """Ring element ``(count, channels)``; channels multiply like dual numbers (see module doc).
+
+    Compiled, not tracked by CPython's cyclic collector (``no_gc``): it holds a count and a
+    tuple of numbers (or :class:`~upkeep.failed_values.FailedCount`), so it cannot be in a
+    cycle, and a dyn aggregate keeps one per group: tracked, each (and each tuple holding
+    one) was walked by every full collection."""
 
     __slots__ = ("c", "v")
 
