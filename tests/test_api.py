@@ -475,3 +475,55 @@ def test_bound_parameters_are_read_without_asking_duckdb(monkeypatch):
         assert db.execute("SELECT * FROM t").fetchall() == con.execute(
             "SELECT * FROM t").fetchall(), params
     assert folded == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["insert", "update", "delete", "select"]),
+                          st.integers(0, 3), st.integers(-5, 5)), min_size=1, max_size=25))
+def test_a_repeated_text_runs_as_written_each_time(steps):
+    """A text run again is parsed once (``sql.parsed_once``): each run binds its own
+    parameters into a copy, and one without parameters gets a copy of the kept tree, so
+    what a run changes in its statement never reaches the next run (checked against
+    DuckDB running the same texts)."""
+    texts = {"insert": "INSERT INTO t VALUES (?, ?)",
+             "update": "UPDATE t SET n = n + ? WHERE k = ?",
+             "delete": "DELETE FROM t WHERE k = ? AND n > ?",
+             "select": "SELECT k, SUM(n) FROM t GROUP BY k ORDER BY k"}
+    db, con = upkeep.connect(), duckdb.connect()
+    for c in (db, con):
+        c.execute("CREATE TABLE t (k INTEGER, n INTEGER)")
+        c.execute("INSERT INTO t VALUES (1, 1), (2, 2)")
+    for kind, k, n in steps:
+        params = {"insert": [k, n], "update": [n, k], "delete": [k, n], "select": None}[kind]
+        got = db.execute(texts[kind], params).fetchall() if params else db.execute(
+            texts[kind]).fetchall()
+        want = con.execute(texts[kind], params).fetchall() if params else con.execute(
+            texts[kind]).fetchall()
+        if kind == "select":
+            assert got == want
+        assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
+            con.execute("SELECT * FROM t").fetchall()), (kind, k, n)
+
+
+def test_a_text_run_again_is_parsed_once(monkeypatch):
+    """Parsing is most of a keyed statement's time: a text with parameters is parsed on
+    its first run only, one without from its second (a text run once pays no copy)."""
+    import sqlglot
+
+    from upkeep import sql as sql_module
+
+    parses = []
+    real = sqlglot.parse
+    monkeypatch.setattr(sql_module.sqlglot, "parse",
+                        lambda text, **kw: parses.append(text) or real(text, **kw))
+    monkeypatch.setattr(sql_module, "_PARSED", {})
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, n INTEGER)")
+    parses.clear()
+    for i in range(5):
+        db.execute("INSERT INTO t VALUES (?, ?)", [i, i])
+    assert len(parses) == 1
+    parses.clear()
+    for _ in range(4):
+        assert db.execute("SELECT COUNT(*) FROM t").fetchall() == [(5,)]
+    assert len(parses) == 2

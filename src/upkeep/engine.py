@@ -30,7 +30,16 @@ from .cursor import Cursor
 from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
 from .io.locations import is_uri, local_file
 from .provenance_arguments import check_metadata
-from .sql import bind_parameters, insert_target, insert_template, parse, placeholder_order
+from .sql import (
+    bind_parameters,
+    bind_text,
+    insert_target,
+    insert_template,
+    parse,
+    parse_repeated,
+    parsed_once,
+    placeholder_order,
+)
 from .storage import StorageError
 from .types import SqlType
 from .zset import Changes
@@ -121,12 +130,12 @@ class Engine(ABC):
         them: then each runs on its own, in order, as DDL cannot be part of a batch.
         Inside a transaction each is a statement of it: one that raises changes nothing
         itself, and those before it stay staged (docs/sql.md)."""
-        parsed = parse(sql)
-        if parameters is not None:
+        if parameters is None:
+            parsed = parse_repeated(sql)
+        else:
+            parsed_once(sql)  # a text's errors before its parameters', as ever
             _positional(parameters)
-            if len(parsed) != 1:
-                raise UnsupportedError("parameters with several statements")
-            parsed = [bind_parameters(parsed[0], list(parameters))]
+            parsed = [bind_text(sql, list(parameters))]
         atomic = len(parsed) > 1 and not self.in_transaction() and not any(
             isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)) for stmt in parsed)
         with refusing_deep_nesting(), self.transaction() if atomic else nullcontext(self):
