@@ -517,6 +517,7 @@ def test_a_text_run_again_is_parsed_once(monkeypatch):
     monkeypatch.setattr(sql_module.sqlglot, "parse",
                         lambda text, **kw: parses.append(text) or real(text, **kw))
     monkeypatch.setattr(sql_module, "_PARSED", {})
+    monkeypatch.setattr(sql_module, "_ACCEPTED", set())  # texts run before count as seen
     db = upkeep.connect()
     db.execute("CREATE TABLE t (k INTEGER, n INTEGER)")
     parses.clear()
@@ -527,3 +528,17 @@ def test_a_text_run_again_is_parsed_once(monkeypatch):
     for _ in range(4):
         assert db.execute("SELECT COUNT(*) FROM t").fetchall() == [(5,)]
     assert len(parses) == 2
+    parses.clear()  # a text too long to keep, run with parameters: parsed once a run
+    long_text = "INSERT INTO t VALUES " + ", ".join(["(?, ?)"] * 800)
+    for _ in range(2):
+        db.execute(long_text, list(range(1600)))
+    assert len(parses) == 2
+
+
+def test_sql_that_is_no_string_is_a_parse_error():
+    db = upkeep.connect()
+    for bad in (["SELECT 1"], bytearray(b"SELECT 1"), {"q": 1}, None):
+        with pytest.raises(upkeep.ParseError, match="SQL must be a string"):
+            db.execute(bad)
+        with pytest.raises(upkeep.ParseError, match="SQL must be a string"):
+            db.execute(bad, [1])

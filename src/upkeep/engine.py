@@ -133,9 +133,9 @@ class Engine(ABC):
         if parameters is None:
             parsed = parse_repeated(sql)
         else:
-            parsed_once(sql)  # a text's errors before its parameters', as ever
+            statements = parsed_once(sql)  # a text's errors before its parameters'
             _positional(parameters)
-            parsed = [bind_text(sql, list(parameters))]
+            parsed = [bind_text(sql, statements, list(parameters))]
         atomic = len(parsed) > 1 and not self.in_transaction() and not any(
             isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)) for stmt in parsed)
         with refusing_deep_nesting(), self.transaction() if atomic else nullcontext(self):

@@ -211,23 +211,26 @@ _PARSED_MAX = 256
 _PARSED_LONGEST = 4_096
 
 
-def _kept(sql: str, statements: tuple[exp.Expression, ...]) -> list:
+def _keep(sql: str, statements: tuple[exp.Expression, ...]) -> None:
+    """Keep ``sql``'s statements (the cache emptied when full: texts that repeat come
+    back at once)."""
     if len(_PARSED) >= _PARSED_MAX:
         _PARSED.clear()
-    got = _PARSED[sql] = [statements, None]
-    return got
+    _PARSED[sql] = [statements, None]
 
 
 def parsed_once(sql: str) -> tuple[exp.Expression, ...]:
     """:func:`parse` of ``sql``, made once while the text repeats: shared trees, which the
     caller copies before changing them or handing them on (parsing is about 140 us of a
     keyed UPDATE, a copy about 30 us)."""
+    if type(sql) is not str:  # (a list is no key: parse says what is wrong)
+        return tuple(parse(sql))
     got = _PARSED.get(sql)
     if got is not None:
         return got[0]
     statements = tuple(parse(sql))
     if len(sql) <= _PARSED_LONGEST:
-        _kept(sql, statements)
+        _keep(sql, statements)
     return statements
 
 
@@ -235,20 +238,23 @@ def parse_repeated(sql: str) -> list[exp.Expression]:
     """:func:`parse`, the caller's trees: copies of the ones kept for a text parsed lately.
     A text is kept from its second parse on (DuckDB's syntax check remembers the texts it
     passed), so a text run once pays no copy."""
+    if type(sql) is not str:
+        return parse(sql)
     got = _PARSED.get(sql)
     if got is not None:
         return [stmt.copy() for stmt in got[0]]
     again = sql in _ACCEPTED
     statements = parse(sql)
     if again and len(sql) <= _PARSED_LONGEST:
-        _kept(sql, tuple(stmt.copy() for stmt in statements))
+        _keep(sql, tuple(stmt.copy() for stmt in statements))
     return statements
 
 
-def bind_text(sql: str, params: list) -> exp.Expression:
-    """The one statement of ``sql`` with ``params`` bound (:func:`bind_parameters`),
-    parsed and its placeholders ordered once while the text repeats."""
-    statements = parsed_once(sql)
+def bind_text(sql: str, statements: tuple[exp.Expression, ...], params: list
+              ) -> exp.Expression:
+    """The one statement of ``sql`` (``statements``: :func:`parsed_once` of it) with
+    ``params`` bound (:func:`bind_parameters`), its placeholders ordered once while the
+    text repeats."""
     if len(statements) != 1:
         raise UnsupportedError("parameters with several statements")
     got = _PARSED.get(sql)
