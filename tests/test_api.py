@@ -478,29 +478,35 @@ def test_bound_parameters_are_read_without_asking_duckdb(monkeypatch):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["insert", "update", "delete", "select"]),
+@given(st.lists(st.tuples(st.sampled_from(["insert", "update", "delete", "select", "many"]),
                           st.integers(0, 3), st.integers(-5, 5)), min_size=1, max_size=25))
 def test_a_repeated_text_runs_as_written_each_time(steps):
-    """A text run again is parsed once (``sql.parsed_once``): each run binds its own
-    parameters into a copy, and one without parameters gets a copy of the kept tree, so
-    what a run changes in its statement never reaches the next run (checked against
-    DuckDB running the same texts)."""
+    """A text run again is parsed once (``sql.parsed_once``): each run, and each tuple of
+    an executemany, binds its own parameters into a copy, and a run without parameters
+    gets a copy of the kept tree, so what a run changes in its statement never reaches
+    the next run (checked against DuckDB running the same texts)."""
     texts = {"insert": "INSERT INTO t VALUES (?, ?)",
              "update": "UPDATE t SET n = n + ? WHERE k = ?",
              "delete": "DELETE FROM t WHERE k = ? AND n > ?",
-             "select": "SELECT k, SUM(n) FROM t GROUP BY k ORDER BY k"}
+             "select": "SELECT k, SUM(n) FROM t GROUP BY k ORDER BY k",
+             "many": "UPDATE t SET n = n + ? WHERE k = ?"}  # by executemany
     db, con = upkeep.connect(), duckdb.connect()
     for c in (db, con):
         c.execute("CREATE TABLE t (k INTEGER, n INTEGER)")
         c.execute("INSERT INTO t VALUES (1, 1), (2, 2)")
     for kind, k, n in steps:
-        params = {"insert": [k, n], "update": [n, k], "delete": [k, n], "select": None}[kind]
-        got = db.execute(texts[kind], params).fetchall() if params else db.execute(
-            texts[kind]).fetchall()
-        want = con.execute(texts[kind], params).fetchall() if params else con.execute(
-            texts[kind]).fetchall()
-        if kind == "select":
-            assert got == want
+        if kind == "many":
+            for c in (db, con):
+                c.executemany(texts[kind], [(n, k), (n, k + 1)])
+        else:
+            params = {"insert": [k, n], "update": [n, k], "delete": [k, n],
+                      "select": None}[kind]
+            got = db.execute(texts[kind], params).fetchall() if params else db.execute(
+                texts[kind]).fetchall()
+            want = con.execute(texts[kind], params).fetchall() if params else con.execute(
+                texts[kind]).fetchall()
+            if kind == "select":
+                assert got == want
         assert sorted(db.execute("SELECT * FROM t").fetchall()) == sorted(
             con.execute("SELECT * FROM t").fetchall()), (kind, k, n)
 
@@ -528,6 +534,12 @@ def test_a_text_run_again_is_parsed_once(monkeypatch):
     for _ in range(4):
         assert db.execute("SELECT COUNT(*) FROM t").fetchall() == [(5,)]
     assert len(parses) == 2
+    parses.clear()  # executemany's text too, as execute's with parameters
+    for _ in range(3):
+        db.executemany("UPDATE t SET n = n + ? WHERE k = ?", [(1, 0), (1, 1)])
+    assert len(parses) == 1
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [
+        (0, 3), (1, 4), (2, 2), (3, 3), (4, 4)]
     parses.clear()  # a text too long to keep, run with parameters: parsed once a run
     long_text = "INSERT INTO t VALUES " + ", ".join(["(?, ?)"] * 800)
     for _ in range(2):

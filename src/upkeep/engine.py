@@ -32,13 +32,11 @@ from .io.locations import is_uri, local_file
 from .provenance_arguments import check_metadata
 from .sql import (
     bind_parameters,
-    bind_text,
     insert_target,
     insert_template,
-    parse,
+    kept_placeholder_order,
     parse_repeated,
     parsed_once,
-    placeholder_order,
 )
 from .storage import StorageError
 from .types import SqlType
@@ -135,7 +133,10 @@ class Engine(ABC):
         else:
             statements = parsed_once(sql)  # a text's errors before its parameters'
             _positional(parameters)
-            parsed = [bind_text(sql, statements, list(parameters))]
+            if len(statements) != 1:
+                raise UnsupportedError("parameters with several statements")
+            parsed = [bind_parameters(statements[0], list(parameters),
+                                      kept_placeholder_order(sql, statements[0]))]
         atomic = len(parsed) > 1 and not self.in_transaction() and not any(
             isinstance(stmt, (exp.Create, exp.Drop, exp.Alter)) for stmt in parsed)
         with refusing_deep_nesting(), self.transaction() if atomic else nullcontext(self):
@@ -149,7 +150,7 @@ class Engine(ABC):
         a transaction too it stages all or nothing; an UPDATE or DELETE there is one
         statement per tuple (one that raises changes nothing itself, those before it
         stay staged)."""
-        parsed = parse(sql)
+        parsed = parsed_once(sql)  # shared: each tuple is bound into a copy
         if len(parsed) != 1:
             raise UnsupportedError("executemany takes exactly one statement")
         (stmt,) = parsed
@@ -174,14 +175,14 @@ class Engine(ABC):
             # INSERT .. VALUES (..) once per tuple: one statement of all the rows, which
             # changes nothing if any row fails, inside a transaction too (a provenance
             # table's rows are then one statement's queries, annotated as separate ones)
-            order = placeholder_order(stmt)
+            order = kept_placeholder_order(sql, stmt)
             bound = [bind_parameters(stmt, list(p), order) for p in seq_of_parameters]
             combined = bound[0]
             combined.expression.set("expressions", [b.expression.expressions[0] for b in bound])
             with refusing_deep_nesting():
                 return self.execute_parsed(combined)
         total = 0
-        order = placeholder_order(stmt)
+        order = kept_placeholder_order(sql, stmt)
         with refusing_deep_nesting(), (
                 nullcontext(self) if self.in_transaction() else self.transaction()):
             for i, params in enumerate(seq_of_parameters):

@@ -250,20 +250,15 @@ def parse_repeated(sql: str) -> list[exp.Expression]:
     return statements
 
 
-def bind_text(sql: str, statements: tuple[exp.Expression, ...], params: list
-              ) -> exp.Expression:
-    """The one statement of ``sql`` (``statements``: :func:`parsed_once` of it) with
-    ``params`` bound (:func:`bind_parameters`), its placeholders ordered once while the
-    text repeats."""
-    if len(statements) != 1:
-        raise UnsupportedError("parameters with several statements")
+def kept_placeholder_order(sql: str, stmt: exp.Expression) -> list[int]:
+    """:func:`placeholder_order` of ``stmt``, the one statement of ``sql``
+    (:func:`parsed_once`), found once while the text is kept."""
     got = _PARSED.get(sql)
-    order = None if got is None else got[1]
-    if order is None:
-        order = placeholder_order(statements[0])
-        if got is not None:
-            got[1] = order
-    return bind_parameters(statements[0], params, order)
+    if got is None:
+        return placeholder_order(stmt)
+    if got[1] is None:
+        got[1] = placeholder_order(stmt)
+    return got[1]
 
 
 #: a number in exponent notation followed by ``+`` / ``-`` with no space (``1e3+1``),
