@@ -14,7 +14,8 @@ loop variables C integers and doubles, while the ``.py`` stays the one implement
 Two classes that cannot be in a reference cycle, ``update_provenance.expression.Node`` and
 ``aggregates.DualWeight``, are left out of CPython's cyclic collector by ``@cython.no_gc``,
 which Cython reads only in the ``.py`` (beside ``@cython.cclass``): those two modules
-``import cython``, with a stand-in whose decorators do nothing where Cython is not installed.
+``import cython``, with ``compiled.cython_stand_in``, whose decorators do nothing, where
+Cython is not installed.
 Code generated at run time (the ENUM loops of ``dyn_loops``, select lists, a row store's
 decoder) stays interpreted; push mode's walks of Dynamic Yannakakis (an anchor key's
 context, a single-row change's rows) are compiled instead (``dyn_walk``).  Everything else is in pyproject.toml.

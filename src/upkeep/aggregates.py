@@ -33,9 +33,7 @@ from sqlglot import exp
 try:  # Cython reads the class decorators below as it compiles this module
     import cython
 except ImportError:  # run as plain Python without Cython installed: they change nothing
-    from types import SimpleNamespace
-
-    cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
+    from .compiled import cython_stand_in as cython
 
 from .errors import EvaluationError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact

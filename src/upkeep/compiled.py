@@ -1,4 +1,5 @@
-"""Refuses compiled modules older than their sources, in a source checkout.
+"""Refuses compiled modules older than their sources, in a source checkout; stands in for
+Cython where it is not installed.
 
 setup.py compiles the modules on the per-change path with Cython, and an extension module
 is imported in preference to the ``.py`` beside it.  In a checkout (``setup.py`` two levels
@@ -10,8 +11,15 @@ no ``setup.py`` there and is not checked.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 PACKAGE = Path(__file__).resolve().parent
+
+#: ``cython`` where Cython is not installed (plain Python): its class decorators change
+#: nothing.  A module whose classes carry them (``no_gc`` in ``aggregates`` and
+#: ``update_provenance.expression``) imports ``cython`` itself, which Cython reads as it
+#: compiles the module, and this in its place when the import fails.
+cython_stand_in = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
 
 
 def stale_modules(package: Path = PACKAGE) -> list[str]:

@@ -28,9 +28,7 @@ from zlib import crc32
 try:  # Cython reads the class decorators below as it compiles this module
     import cython
 except ImportError:  # run as plain Python without Cython installed: they change nothing
-    from types import SimpleNamespace
-
-    cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
+    from ..compiled import cython_stand_in as cython
 
 #: operation names, as the paper writes them
 VAR, ZERO, PLUS_I, MINUS, PLUS_M, TIMES_M, SUM = "var", "0", "+I", "-", "+M", "·M", "Σ"
