@@ -431,15 +431,16 @@ def test_a_create_table_as_that_failed_leaves_its_name_free_after_reopening(
     db = upkeep.connect(tmp_path / "db")
     db.execute("CREATE TABLE a (k INTEGER)")
     db.execute("INSERT INTO a VALUES (1), (2)")
-    log = db._durability.log
+    storage = db._durability.storage
+    append = storage.append
 
-    def log_then_fill_the_disk(record: tuple) -> None:
-        log(record)
+    def append_then_fill_the_disk(record: tuple) -> None:
+        append(record)
         if record[0] == "table_as":  # the declaration is written, then the disk is full
             failing[0] = True
 
     monkeypatch.setattr(os, "write", write)
-    monkeypatch.setattr(db._durability, "log", log_then_fill_the_disk)
+    monkeypatch.setattr(storage, "append", append_then_fill_the_disk)
     with pytest.raises(StorageError):
         db.execute("CREATE TABLE t AS SELECT k FROM a")
     failing[0] = False

@@ -114,7 +114,10 @@ class LocalCatalog(Catalog):
         self._listening: set[str] | None = None
         self._affected: dict[frozenset[str], list[str]] = {}
         self.last_batch: Callable[[], int] = lambda: 0  # the Committer's last batch id
-        self._expiring: dict[str, Expiry] | None = None
+        #: the tables whose rows expire, by name: read by every commit, so a plain
+        #: attribute (not a property's call), made again whenever the catalog changes
+        #: (a table's time-to-live is set before it is added: ``ddl.with_properties``)
+        self.expiring: dict[str, Expiry] = {}
         self.provenance = ProvenanceTracker()  # update provenance of provenance tables
         # views WITH (provenance = 'why') -> their witness views (one per UNION block)
         self.witnesses: dict[str, list[tuple[str, WitnessLayout]]] = {}
@@ -837,15 +840,7 @@ class LocalCatalog(Catalog):
         """Forget what was cached about the catalog's shape."""
         self._listening = None
         self._affected = {}
-        self._expiring = None
-
-    @property
-    def expiring(self) -> dict[str, Expiry]:
-        """The tables whose rows expire, by name (cached until the catalog changes)."""
-        if self._expiring is None:
-            self._expiring = {n: t.expiry for n, t in self.tables.items()
-                              if t.expiry is not None}
-        return self._expiring
+        self.expiring = {n: t.expiry for n, t in self.tables.items() if t.expiry is not None}
 
     def rebuild_views(self) -> None:
         """Plan and build every view anew from the tables (after a failed batch)."""

@@ -45,6 +45,15 @@ def _rows(deltas: dict[str, Delta]) -> int:
     return n
 
 
+def _batch_record(batch: int, deltas: dict, metadata: dict | None, now: float,
+                  provenance: tuple | None) -> tuple:
+    """A batch's log record: its id, changes, metadata and time, and its provenance
+    transaction if it has one (``local/provenance.py``; recovery reads either length)."""
+    if provenance is None:
+        return ("batch", batch, deltas, metadata, now)
+    return ("batch", batch, deltas, metadata, now, provenance)
+
+
 class Committer:
     """Applies batches to one catalog; counts them and keeps the latest metadata."""
 
@@ -103,20 +112,23 @@ class Committer:
         """:meth:`commit` up to the subscribers: the batch committed with its provenance
         transaction, ``applied`` run, a snapshot taken if one is due; the views' changes."""
         provenance = self.catalog.provenance
+        # most batches touch no provenance table: no open transaction to log or commit
+        tracked = provenance.open is not None
         try:
-            changed = self._commit(deltas, checked, metadata, expiring, provenance.pending(),
-                                   bulk)
+            changed = self._commit(deltas, checked, metadata, expiring,
+                                   provenance.pending() if tracked else None, bulk)
         except BaseException:
-            provenance.discard()
+            if tracked:
+                provenance.discard()
             raise
-        if provenance.open is not None:
+        if tracked:
             provenance.committed(metadata)
         if applied is not None:
             applied()
         # a snapshot replaces the log, so it is taken once the batch is wholly committed:
         # with its provenance transaction in the tracker's history and its bookkeeping
         # done (an expiry's timers consumed, or they would fire again)
-        if self.durability.wants_snapshot():
+        if self.durability.storage is not None and self.durability.wants_snapshot():
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
@@ -144,10 +156,10 @@ class Committer:
             bulk = self._keys_or_rows(deltas, bulk)
         now = self.clock()
         kept = _copied(metadata)  # before anything changes: it may fail
-        extra = () if provenance is None else (provenance,)
         if not deltas and not bulk:
             if metadata is not None or provenance is not None:
-                self._log_batch(("batch", self.batches + 1, {}, metadata, now, *extra), {})
+                self._log_batch(_batch_record(self.batches + 1, {}, metadata, now, provenance),
+                                {})
                 self.batches += 1
                 if kept is not None:
                     self.metadata = kept
@@ -160,7 +172,8 @@ class Committer:
         if bulk and self.durability.storage is not None:  # the log holds their rows
             logged = {**deltas, **{name: staged.arrow() for name, staged in bulk.items()}}
         changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
-                             True, ("batch", self.batches + 1, logged, metadata, now, *extra),
+                             True, _batch_record(self.batches + 1, logged, metadata, now,
+                                                 provenance),
                              False, bulk)
         self.batches += 1
         if kept is not None:
@@ -235,7 +248,8 @@ class Committer:
         (``Table.apply``).  ``bulk``: inserts into tables no view reads, added as keys."""
         catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
         for table, d in deltas.items():
-            tables[table].apply(d, keep_places)
+            target = tables[table]  # (typed: a direct call, commit.pxd)
+            target.apply(d, keep_places)
         if bulk:
             for table, staged in bulk.items():
                 tables[table].apply_keys(staged.keys, staged.key_counts)

@@ -170,12 +170,69 @@ def _rows_changed(db: Connection, table: str, rows, weight: int) -> int:
     try:
         t = db._catalog.table(table)
         if t.provenance is None:
-            return db._change(t, rows, weight)
+            return _change_rows(db, t, rows, weight)
         if weight > 0:
             return db._hyperplane(t, [Insert(r) for r in db._rows(t, rows)], input_rows=True)
         return db._hyperplane(t, delete_queries(db._rows(t, rows)), present=True)
     finally:
         lock.release()
+
+
+def _change_rows(db: Connection, t: Table, rows, weight: int) -> int:
+    """``db._change``: stage or commit the rows, one row straight to :func:`_stage_delta`,
+    Arrow data of the table's types into a table no view reads as keys, the others row
+    by row with a progress bar."""
+    if type(rows) is list and len(rows) == 1:  # one row: the common single-row change
+        _stage_delta(db, t, {t.coerce(rows[0], 0): weight})
+        return 1
+    size = len(rows) if hasattr(rows, "__len__") else None
+    delta: Delta = {}
+    n = 0
+    rows = as_arrow(rows, t.columns, t.name)
+    typed = arrow_typed(rows, t.name, t.columns)
+    if typed and weight > 0 and db._takes_keys(t):
+        with bulk_progress(f"loading rows into {t.name}", size) as advance:
+            bulk = prepare(t, arrow_columns(rows, t.name, t.column_names), advance,
+                           db._durability.storage is not None)
+        if bulk is not None:
+            db._stage_keys(t, bulk)
+            return len(bulk)
+    verb = "loading rows into" if weight > 0 else "deleting rows from"
+    # coercion pauses the collector; the commit that follows promotes bulk work once
+    with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
+        for part in row_parts(rows, t.name, t.columns, STEP):
+            add_part(delta, part, n, weight, t, typed)
+            n += len(part)
+            advance(len(part))
+    _stage_delta(db, t, delta)  # every weight has the sign of ``weight``: none is zero
+    return n
+
+
+def _stage_delta(db: Connection, table: Table, delta: Delta) -> None:
+    """``db._stage``: a module function whose table, committer and durable state are typed
+    C objects (``connection.pxd``), so a single-row change checks and commits through
+    direct calls, not attribute lookups on Python objects."""
+    if not delta:
+        return
+    staging = db._staging
+    if staging is None:
+        durability = db._durability
+        durability.check_open()  # (a transaction checked it when it began)
+        if db._catalog.expiring:
+            db.expire()
+        if len(delta) < PAUSE_ROWS:  # (a pause would leave the collector as it is)
+            table.check_constraints(delta)
+        else:
+            with gc_paused(len(delta)):
+                table.check_constraints(delta)
+        committer = db._committer
+        committer.commit({table.name: delta}, True)  # checked
+        return
+    if len(delta) < PAUSE_ROWS:
+        staging.stage(table, delta)
+    else:
+        with gc_paused(len(delta)):
+            staging.stage(table, delta)
 
 
 @_serialized(lambda handle: handle._db._lock)
@@ -382,30 +439,9 @@ class Connection(Engine):
             return run()
 
     def _change(self, t: Table, rows, weight: int) -> int:
-        size = len(rows) if hasattr(rows, "__len__") else None
-        if type(rows) is list and size == 1:  # one row: the common single-row change
-            self._stage(t, {t.coerce(rows[0], 0): weight})
-            return 1
-        delta: Delta = {}
-        n = 0
-        rows = as_arrow(rows, t.columns, t.name)
-        typed = arrow_typed(rows, t.name, t.columns)
-        if typed and weight > 0 and self._takes_keys(t):
-            with bulk_progress(f"loading rows into {t.name}", size) as advance:
-                bulk = prepare(t, arrow_columns(rows, t.name, t.column_names), advance,
-                               self._durability.storage is not None)
-            if bulk is not None:
-                self._stage_keys(t, bulk)
-                return len(bulk)
-        verb = "loading rows into" if weight > 0 else "deleting rows from"
-        # coercion pauses the collector; the commit that follows promotes bulk work once
-        with (gc_paused(PAUSE_ROWS), bulk_progress(f"{verb} {t.name}", size) as advance):
-            for part in row_parts(rows, t.name, t.columns, STEP):
-                add_part(delta, part, n, weight, t, typed)
-                n += len(part)
-                advance(len(part))
-        self._stage(t, delta)  # every weight has the sign of ``weight``: none is zero
-        return n
+        """Insert (``weight`` 1) or delete (-1) rows of a table without update provenance
+        (:func:`_change_rows`); returns their count."""
+        return _change_rows(self, t, rows, weight)
 
     def _takes_keys(self, t: Table) -> bool:
         """Whether an insert into ``t`` may be staged as keys (``bulk_insert.py``): its
@@ -429,25 +465,8 @@ class Connection(Engine):
 
     def _stage(self, table: Table, delta: Delta) -> None:
         """Check a statement's change (no zero weights) against the staged state, then
-        commit or stage it."""
-        if not delta:
-            return
-        if self._staging is None:
-            self._durability.check_open()  # (a transaction checked it when it began)
-            if self._catalog.expiring:
-                self.expire()
-            if len(delta) < PAUSE_ROWS:  # (a pause would leave the collector as it is)
-                table.check_constraints(delta)
-            else:
-                with gc_paused(len(delta)):
-                    table.check_constraints(delta)
-            self._committer.commit({table.name: delta}, True)  # checked
-            return
-        if len(delta) < PAUSE_ROWS:
-            self._staging.stage(table, delta)
-        else:
-            with gc_paused(len(delta)):
-                self._staging.stage(table, delta)
+        commit or stage it (:func:`_stage_delta`)."""
+        _stage_delta(self, table, delta)
 
     # ------------------------------------------------------------ batches
     def in_transaction(self) -> bool:
