@@ -4,6 +4,7 @@
 cimport cython
 
 from upkeep.row_store cimport RowStore
+from upkeep.types cimport RowCheck
 
 
 cdef class Table:
@@ -19,9 +20,10 @@ cdef class Table:
     cdef public dict _by_column
     cdef public dict _distinct
     cdef public Py_ssize_t version
-    cdef public object valid
-    cdef public object coerce
+    cdef public RowCheck row_check
 
+    cpdef bint valid(self, row)
+    cpdef coerce(self, row, Py_ssize_t index)
     cpdef check_constraints(self, delta)
     @cython.locals(rows=RowStore, batch=bint)
     cpdef check_rows(self, delta)

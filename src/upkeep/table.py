@@ -32,16 +32,21 @@ class Table:
         self._by_column: dict[int | tuple[int, ...], dict] = {}
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         self.version = 0  # bumped by every apply (local/arrow_snapshots.py)
-        # whether a row is valid as it is (types.RowCheck); coerce converts or refuses it
-        self.valid = valid = RowCheck(columns).valid
+        # whether a row is valid as it is; :meth:`coerce` converts or refuses the others
+        self.row_check = RowCheck(columns)
 
-        def coerce(row: object, index: int) -> tuple:
-            """Validate a row; values already of the column's Python type pass untouched."""
-            if valid(row):
-                return row
-            return coerce_row(row, columns, name, index)
+    def valid(self, row: object) -> bool:
+        """Whether ``row`` is a tuple of the columns' Python types as it is
+        (:class:`~upkeep.types.RowCheck`)."""
+        return self.row_check.valid(row)
 
-        self.coerce = coerce
+    def coerce(self, row: object, index: int) -> tuple:
+        """``row`` validated (row ``index`` of a statement, for the error): a tuple whose
+        values are of the columns' Python types already passes untouched (a direct call on
+        every single-row change), the others are converted or refused."""
+        if self.row_check.valid(row):
+            return row
+        return coerce_row(row, self.columns, self.name, index)
 
     def column_index(self, name: str) -> int:
         for i, (n, _) in enumerate(self.columns):
