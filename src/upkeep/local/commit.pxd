@@ -12,9 +12,6 @@ cpdef Py_ssize_t _rows(dict deltas)
 cpdef tuple _batch_record(batch, dict deltas, metadata, now, provenance)
 
 
-cpdef tuple _batch_record(batch, dict deltas, metadata, now, provenance)
-
-
 cdef class Committer:
     cdef public object catalog
     cdef public Durability durability

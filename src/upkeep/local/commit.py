@@ -128,7 +128,7 @@ class Committer:
         # a snapshot replaces the log, so it is taken once the batch is wholly committed:
         # with its provenance transaction in the tracker's history and its bookkeeping
         # done (an expiry's timers consumed, or they would fire again)
-        if self.durability.storage is not None and self.durability.wants_snapshot():
+        if self.durability.wants_snapshot():  # (a direct call: commit.pxd)
             self.durability.snapshot(self.catalog, self.batches, self.metadata,
                                      after_commit=True)
         return changed
