@@ -15,6 +15,23 @@ cdef class Index:
     cpdef adjust(self, k, w)
 
 
+# EquiPush's kinds, C constants in its loop
+cdef int _PUSH_PROJECTION, _PUSH_LOOKUP, _PUSH_TOTALS, _PUSH_JOIN
+
+
+cdef class EquiPush:
+    cdef public int kind
+    cdef public object make
+    cdef public object key
+    cdef public object rho_m
+    cdef public Index index
+    @cython.locals(kind=int, index=Index)
+    cpdef run(self, dict delta, dict pd)
+
+
+cdef _accumulate(dict target, object k, object w)
+
+
 cdef class NodeState:
     cdef public object node
     cdef public object node_id
@@ -29,6 +46,7 @@ cdef class NodeState:
     cdef public bint counted
     cpdef add(self, t, w)
     cdef _reweighted(self, t, w, old, bint taken_out)
+    @cython.locals(equi=EquiPush)
     cpdef process(self, dict deltas)
 
 

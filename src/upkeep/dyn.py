@@ -290,7 +290,73 @@ class NodeState:
             pd = deltas.get(pid)
             if pd is None:
                 pd = deltas[pid] = {}
-            push(delta, pd)
+            if type(push) is EquiPush:  # (a direct call: dyn.pxd)
+                equi = push
+                equi.run(delta, pd)
+            else:
+                push(delta, pd)
+
+
+#: how an :class:`EquiPush` finds the parent's tuples (C constants in the compiled module)
+_PUSH_PROJECTION = 0  # no sibling: the delta tuple projected
+_PUSH_LOOKUP = 1  # the sibling's tuple is a projection of the delta tuple: one rho lookup
+_PUSH_TOTALS = 2  # the parent's tuple is a projection of the delta tuple: the sibling's total
+_PUSH_JOIN = 3  # the delta tuple joined with each sibling tuple of its key
+
+
+class EquiPush:
+    """Algorithm 1, lines 20-23, for a node whose parent has no predicate:
+    ``Delta_p += pi_var(p) (rho_m |x| Delta_n)`` with the sibling m joined on their shared
+    variables (``papers/dynamic-yannakakis-iedyn.txt``, section 4).  An extension type
+    (``dyn.pxd``) that :meth:`NodeState.process` calls directly, one per node; predicates'
+    pushes stay closures (:meth:`Representation._make_theta_push`).
+
+    ``make``: the parent's tuple from the delta tuple (a projection), or from the delta
+    tuple and a sibling tuple (:func:`_combiner`, for ``_PUSH_JOIN``); ``key``: the shared
+    variables of the delta tuple; ``rho_m``: the sibling's reduct; ``index``: the sibling's
+    index on the shared variables (with totals for ``_PUSH_TOTALS``)."""
+
+    __slots__ = ("kind", "make", "key", "rho_m", "index")
+
+    def __init__(self, kind: int, make: Callable, key: Callable | None = None,
+                 rho_m: dict | None = None, index: Index | None = None):
+        self.kind = kind
+        self.make = make
+        self.key = key
+        self.rho_m = rho_m
+        self.index = index
+
+    def __call__(self, delta: dict, pd: dict) -> None:
+        self.run(delta, pd)
+
+    def run(self, delta: dict, pd: dict) -> None:
+        """Add the parent's delta of ``delta`` into ``pd``."""
+        kind = self.kind
+        make = self.make
+        key = self.key
+        if kind == _PUSH_PROJECTION:
+            for t, w in delta.items():
+                _accumulate(pd, make(t), w)
+        elif kind == _PUSH_LOOKUP:
+            rho_m = self.rho_m
+            for t, w in delta.items():
+                weight = state_get(rho_m, key(t))
+                if weight is not None:
+                    _accumulate(pd, make(t), w * weight)
+        elif kind == _PUSH_TOTALS:
+            index = self.index
+            for t, w in delta.items():
+                tot = index.total(key(t))
+                if tot is not None:
+                    _accumulate(pd, make(t), w * tot)
+        else:
+            rho_m = self.rho_m
+            buckets = self.index.buckets
+            for t, w in delta.items():
+                bucket = state_get(buckets, key(t))
+                if bucket:
+                    for s in bucket:
+                        _accumulate(pd, make(t, s), w * rho_m[s])
 
 
 def _combiner(n: Node, m: Node) -> Callable[[tuple, tuple], tuple]:
@@ -454,48 +520,21 @@ class Representation:
         if preds:
             return self._make_theta_push(n, siblings[0] if siblings else None, proj, preds)
         if not siblings:
-            def push_projection(delta: dict, pd: dict) -> None:
-                for t, w in delta.items():
-                    _accumulate(pd, proj(t), w)
-            return push_projection
+            return EquiPush(_PUSH_PROJECTION, proj)
         m = siblings[0]
         shared = tuple(v for v in m.vars if v in n.vars)
         m_state = self.states[m.id]
         if len(shared) == len(m.vars):
             # the sibling's whole tuple is fixed by the delta tuple: look it up, no index
-            key = key_function(tuple(n.vars.index(v) for v in shared), width)
-            rho_m = m_state.rho  # var(m) within var(n), so var(p) is too: proj is set
-
-            def push_lookup(delta: dict, pd: dict) -> None:
-                for t, w in delta.items():
-                    weight = rho_m.get(key(t))
-                    if weight is not None:
-                        _accumulate(pd, proj(t), w * weight)
-            return push_lookup
-        if proj is not None:
-            idx = m_state.index(shared, with_totals=True)
-            key = key_function(tuple(n.vars.index(v) for v in shared))
-            total = idx.total
-
-            def push_totals(delta: dict, pd: dict) -> None:
-                for t, w in delta.items():
-                    tot = total(key(t))
-                    if tot is not None:
-                        _accumulate(pd, proj(t), w * tot)
-            return push_totals
-        idx = m_state.index(shared)
+            # (var(m) within var(n), so var(p) is too: proj is set)
+            return EquiPush(_PUSH_LOOKUP, proj, key_function(
+                tuple(n.vars.index(v) for v in shared), width), m_state.rho)
         key = key_function(tuple(n.vars.index(v) for v in shared))
-        combine = _combiner(n, m)
-        buckets = idx.buckets
-        rho_m = m_state.rho
-
-        def push_join(delta: dict, pd: dict) -> None:
-            for t, w in delta.items():
-                bucket = buckets.get(key(t))
-                if bucket:
-                    for s in bucket:
-                        _accumulate(pd, combine(t, s), w * rho_m[s])
-        return push_join
+        if proj is not None:
+            return EquiPush(_PUSH_TOTALS, proj, key, None,
+                            m_state.index(shared, with_totals=True))
+        idx = m_state.index(shared)
+        return EquiPush(_PUSH_JOIN, _combiner(n, m), key, m_state.rho, idx)
 
     def _make_theta_push(self, n: Node, m: Node | None, proj, preds: tuple[int, ...]
                          ) -> Callable[[dict, dict], None]:

@@ -23,6 +23,10 @@ cdef tuple _channel_pair(object fn, object exact, object row, object w)
 cdef tuple _value_pair(object v, object exact, object w)
 
 
+# GroupRows' ways of reading an aggregate off a group's weight, C constants in its loop
+cdef int _READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE
+
+
 cdef class GroupRows:
     cdef public tuple reads
     cdef public object finish
@@ -31,9 +35,12 @@ cdef class GroupRows:
     cdef public tuple salvages
     cdef public bint checked
 
-    @cython.locals(dw=DualWeight)
+    @cython.locals(dw=DualWeight, kind=int, j=Py_ssize_t, vals=list, channels=tuple)
     cpdef row(self, tuple key, w)
     cpdef dict delta(self, dict changes)
+
+
+cdef _count_into(dict out, tuple row, object w)
 
 
 cpdef dict leaf_deltas(dict by_relation, batch)

@@ -32,7 +32,7 @@ from .failed_values import FailedCount, FailedValue, LeafSalvage, raise_held_fai
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
-from .zset import add_into, replace_row
+from .zset import add_into
 
 Columns = list[tuple[str, SqlType]]
 
@@ -302,22 +302,23 @@ def _value_pair(v: object, exact: Callable, w: int) -> tuple:
 
 
 #: how :class:`GroupRows` reads an aggregate off a group's weight: COUNT(*) is the count
-#: itself, COUNT(col) its channel's non-NULL count, the others a function of the pair
-_COUNT_STAR, _COUNT = "count_star", "count"
+#: itself, COUNT(col) its channel's non-NULL count, SUM a function of the channel's exact
+#: sum, AVG of the sum and the count (C integers in the compiled module: ``views.pxd``)
+_READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE = 0, 1, 2, 3
 
 
-def _channel_reader(a: AggregateSpec) -> Callable[[int, object], object] | str:
-    """``read(non_null_count, exact_sum)``: aggregate ``a``'s value from its channel pair
-    (or :data:`_COUNT_STAR` / :data:`_COUNT`, read without a call)."""
+def _channel_reader(a: AggregateSpec) -> tuple[int, object]:
+    """How aggregate ``a``'s value is read off its channel pair ``(non-NULL count, exact
+    sum)``: ``(kind, what)``, ``what`` the SUM's reader of the exact sum or the AVG's
+    argument type (None for the counts), applied in :meth:`GroupRows.row` without a call
+    through a closure per aggregate."""
     if a.kind == "count_star":
-        return _COUNT_STAR
+        return (_READ_COUNT_STAR, None)
     if a.kind == "count":
-        return _COUNT
+        return (_READ_COUNT, None)
     if a.kind == "sum":
-        value = a.sum_value
-        return lambda nn, s: value(s) if nn else None
-    arg_type = a.arg.type
-    return lambda nn, s: average_of(s, nn, arg_type) if nn else None
+        return (_READ_SUM, a.sum_value)
+    return (_READ_AVERAGE, a.arg.type)
 
 
 class GroupRows:
@@ -353,21 +354,52 @@ class GroupRows:
             raise_held_failure(key, channels, self.salvages)
         vals = list(key)
         j = 0
-        for read in self.reads:
-            if read is _COUNT_STAR:
+        for kind, what in self.reads:
+            if kind == _READ_COUNT_STAR:
                 vals.append(count)
+                continue
+            nn = channels[j]
+            if kind == _READ_COUNT:
+                vals.append(nn)
+            elif not nn:  # no non-NULL value: SUM and AVG are NULL
+                vals.append(None)
+            elif kind == _READ_SUM:
+                vals.append(what(channels[j + 1]))
             else:
-                vals.append(channels[j] if read is _COUNT else read(channels[j], channels[j + 1]))
-                j += 2
+                vals.append(average_of(channels[j + 1], nn, what))
+            j += 2
         finish = self.finish
         return tuple(vals) if finish is None else finish(tuple(vals))
 
     def delta(self, changes: dict) -> Delta:
-        """The rows' delta of groups changed ``{key: (old weight, new weight)}``."""
+        """The rows' delta of groups changed ``{key: (old weight, new weight)}``: each
+        group's old row out, its new row in (:func:`~upkeep.zset.replace_row`, written out
+        here so a single-row change's two rows are added without two calls)."""
         out: Delta = {}
         for key, (old, new) in changes.items():
-            replace_row(out, self.row(key, old), self.row(key, new))
+            before = self.row(key, old)
+            after = self.row(key, new)
+            if before == after:
+                continue
+            if before is not None:
+                _count_into(out, before, -1)
+            if after is not None:
+                _count_into(out, after, 1)
         return out
+
+
+def _count_into(out: dict, row: tuple, w: int) -> None:
+    """``out += {row: w}`` for integer weights, a row of weight 0 dropped
+    (:func:`~upkeep.zset.add_into`)."""
+    n = len(out)
+    old = out.setdefault(row, w)
+    if len(out) != n:
+        return
+    new = old + w
+    if new:
+        out[row] = new
+    else:
+        del out[row]
 
 
 def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta: bool,
