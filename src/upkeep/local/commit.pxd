@@ -21,12 +21,15 @@ cdef class Committer:
     cdef public object journal
     cdef public object _outbox
     cdef public bint _delivering
+    cdef public dict _plans
+    cdef public Py_ssize_t _shape
 
     cpdef commit(self, dict deltas, bint checked=*, metadata=*, bint expiring=*, applied=*,
                  bulk=*)
     cpdef dict _apply_batch(self, dict deltas, bint checked, metadata, bint expiring, applied,
                             bulk=*)
-    cpdef _deliver(self)
+    cpdef _deliver(self, batch=*, told=*)
+    @cython.locals(plans=dict, plan=tuple)
     cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*,
                        bulk=*)
     cpdef _log_batch(self, tuple record, dict changed)

@@ -73,6 +73,12 @@ class Committer:
         # delivery is running (a subscriber's own commit only queues its changes)
         self._outbox: deque[tuple[int, dict[str, list]]] = deque()  # (batch, its changes)
         self._delivering = False
+        # the tables a batch changes (a table's name when it is one) -> the views it
+        # reaches in order and the views whose changes someone reads, for the catalog's
+        # shape ``_shape`` (``LocalCatalog.shape``): each commit finds them with one probe
+        # of a typed dict, not two method calls and a frozenset (3-5% of a single-row change)
+        self._plans: dict[str | frozenset[str], tuple[list[str], set[str]]] = {}
+        self._shape = -1
 
     def commit(self, deltas: dict[str, Delta], checked: bool = False,
                metadata: dict | None = None, expiring: bool = False,
@@ -103,8 +109,11 @@ class Committer:
             told = {name: list(d.items()) for name, d in changed.items()
                     if subscribers.get(name)}
             if told:  # a batch no subscriber hears of is not queued
-                self._outbox.append((self.batches, told))
-                self._deliver()
+                if self._delivering or self._outbox:  # after the batches before it
+                    self._outbox.append((self.batches, told))
+                    self._deliver()
+                else:  # nothing before it: told at once, not queued first
+                    self._deliver(self.batches, told)
 
     def _apply_batch(self, deltas: dict[str, Delta], checked: bool, metadata: dict | None,
                      expiring: bool, applied: Callable[[], None] | None,
@@ -133,13 +142,16 @@ class Committer:
                                      after_commit=True)
         return changed
 
-    def _deliver(self) -> None:
-        """Call the subscribers with every queued batch, oldest first; a commit made by a
+    def _deliver(self, batch: int = -1, told: dict[str, list] | None = None) -> None:
+        """Call the subscribers with ``told``, batch ``batch``'s changes, if given (when
+        nothing is queued), then with every queued batch, oldest first; a commit made by a
         subscriber while this runs is queued behind the batch being delivered."""
         if self._delivering:
             return
         self._delivering = True
         try:
+            if told is not None:
+                deliver(self.catalog.subscribers, told, batch)
             while self._outbox:
                 batch, told = self._outbox.popleft()
                 deliver(self.catalog.subscribers, told, batch)
@@ -171,9 +183,16 @@ class Committer:
         logged = deltas
         if bulk and self.durability.storage is not None:  # the log holds their rows
             logged = {**deltas, **{name: staged.arrow() for name, staged in bulk.items()}}
-        changed = self._push(deltas, catalog.affected(frozenset(deltas)), catalog.listening(),
-                             True, _batch_record(self.batches + 1, logged, metadata, now,
-                                                 provenance),
+        if catalog.shape != self._shape:  # views, subscribers or tables came or went
+            self._plans = {}
+            self._shape = catalog.shape
+        plans = self._plans
+        key = next(iter(deltas)) if len(deltas) == 1 else frozenset(deltas)
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = (catalog.affected(frozenset(deltas)), catalog.listening())
+        changed = self._push(deltas, plan[0], plan[1], True,
+                             _batch_record(self.batches + 1, logged, metadata, now, provenance),
                              False, bulk)
         self.batches += 1
         if kept is not None:
