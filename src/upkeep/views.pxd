@@ -3,6 +3,7 @@
 cimport cython
 
 from upkeep.aggregates cimport DualWeight
+from upkeep.dyn cimport Representation
 
 cdef class RingSource:
     cdef public object source
@@ -43,5 +44,6 @@ cdef class GroupRows:
 cdef _count_into(dict out, tuple row, object w)
 
 
+@cython.locals(ring=RingSource)
 cpdef dict leaf_deltas(dict by_relation, batch)
-cpdef step_groups(rep, dict by_relation, batch, bint want_delta, GroupRows rows)
+cpdef step_groups(Representation rep, dict by_relation, batch, bint want_delta, GroupRows rows)
