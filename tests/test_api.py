@@ -245,6 +245,35 @@ def test_transaction_commits_one_batch_and_subscribers_see_it_once(db):
     assert delta == {(8, 1): 1, (9, 1): -1}
 
 
+def test_commits_reach_views_and_subscribers_the_catalog_gained_since_earlier_commits(db):
+    """A commit finds the views a table's change reaches, and those someone reads, from
+    what earlier commits of that table kept (``Committer._plans``): a view made, a view
+    over it, a subscriber attached and a view dropped in between must each show."""
+    lines = list(LINES)
+
+    def change(row: tuple, weight: int = 1) -> None:
+        (db.insert if weight > 0 else db.delete)("lineitem", [row])
+        (lines.append if weight > 0 else lines.remove)(row)
+
+    per_order = "SELECT ok, SUM(qty) AS q FROM lineitem GROUP BY ok"
+    change((3, 1, 1.0, "c"))  # no view reads lineitem yet
+    db.execute(f"CREATE MATERIALIZED VIEW per_order AS {per_order}")
+    change((3, 2, 1.0, "d"))
+    assert sorted(db.view("per_order").rows()) == sorted(duck(per_order, lines=lines))
+    seen: list = []
+    db.view("per_order").subscribe(seen.append)
+    change((4, 5, 1.0, "e"))  # order 4's quantities: 2, then 2 + 5
+    assert [dict(changes) for changes in seen] == [{(4, 2): -1, (4, 7): 1}]
+    big = f"SELECT ok, q FROM ({per_order}) WHERE q > 3"
+    db.execute("CREATE MATERIALIZED VIEW big AS SELECT ok, q FROM per_order WHERE q > 3")
+    change((1, 9, 1.0, "f"))
+    assert sorted(db.view("big").rows()) == sorted(duck(big, lines=lines))
+    db.execute("DROP VIEW big")
+    change((4, 5, 1.0, "e"), -1)
+    assert sorted(db.view("per_order").rows()) == sorted(duck(per_order, lines=lines))
+    assert len(seen) == 3 and dict(seen[-1]) == {(4, 7): -1, (4, 2): 1}
+
+
 def test_failed_transaction_changes_nothing(db):
     db.execute("CREATE MATERIALIZED VIEW v AS SELECT ok, SUM(qty) AS q FROM lineitem GROUP BY ok")
     before = sorted(db.view("v").rows())
