@@ -19,13 +19,13 @@ cdef class ProvenanceRelation:
     cdef public dict _indexes
     cdef public dict _distinct
     cdef public object by_variable
-    cdef public set compound
+    cdef public list compound
     cpdef get(self, row)
     @cython.locals(node=Node)
-    cdef _unfile(self, row, old)
+    cdef bint _unfile(self, row, old) except -1
     @cython.locals(node=Node)
-    cdef _file(self, row, new)
-    @cython.locals(annotator=Annotator)
+    cdef _file(self, row, new, bint was_compound)
+    @cython.locals(annotator=Annotator, was_compound=bint)
     cpdef commit(self, finished)
 
 

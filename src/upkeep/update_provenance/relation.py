@@ -47,9 +47,13 @@ class ProvenanceRelation:
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         # which rows a valuation can change: a row annotated by one variable only when that
         # variable changes (``by_variable``: the row, or a set of rows when several share
-        # the variable), any other row possibly (``compound``)
+        # the variable), any other row possibly (``compound``: each row appended when its
+        # annotation becomes compound, never taken out, so it may also hold rows annotated
+        # otherwise since, or gone; a list, not a set: a set growing with the history is
+        # rebuilt whole at every doubling, fresh memory the log writes, where no
+        # provenance writes none)
         self.by_variable: dict[str, tuple | set[tuple]] = StateDict()
-        self.compound: set[tuple] = set()
+        self.compound: list[tuple] = []
 
     def __len__(self) -> int:
         return len(self.annotations)
@@ -101,23 +105,26 @@ class ProvenanceRelation:
             return self.annotations
         return index_get(self._index(probe[0]), probe[1])
 
-    def _unfile(self, row: tuple, old) -> None:
+    def _unfile(self, row: tuple, old) -> bool:
+        """Take ``row`` out of ``by_variable`` if ``old`` is one variable; whether ``old``
+        is compound (the row is in ``compound`` already)."""
         if isinstance(old, Node):
             node = old  # (compiled: a Node, its fields read as C slots)
             if node.op != VAR:
-                self.compound.discard(row)
-                return
+                return True
             got = self.by_variable.get(node.name)
             if isinstance(got, set):
                 got.discard(row)
             elif got == row:
                 del self.by_variable[node.name]
+        return False
 
-    def _file(self, row: tuple, new) -> None:
+    def _file(self, row: tuple, new, was_compound: bool) -> None:
         if isinstance(new, Node):
             node = new
             if node.op != VAR:
-                self.compound.add(row)
+                if not was_compound:
+                    self.compound.append(row)
                 return
             got = self.by_variable.get(node.name)
             if got is None:
@@ -128,7 +135,8 @@ class ProvenanceRelation:
                 self.by_variable[node.name] = {got, row}
 
     def affected_by(self, variables: set[str]) -> set[tuple]:
-        """Rows whose annotation may mention one of ``variables``."""
+        """Rows whose annotation may mention one of ``variables`` (a superset: also rows
+        no longer held, or annotated otherwise since they were compound)."""
         rows = set(self.compound)
         for v in variables:
             got = self.by_variable.get(v)
@@ -143,8 +151,9 @@ class ProvenanceRelation:
         annotations, annotator = self.annotations, self.annotator
         for row, final in finished.items():
             new = row not in annotations
+            was_compound = False
             if not new:
-                self._unfile(row, annotations[row])
+                was_compound = self._unfile(row, annotations[row])
             if annotator.dropped(final):
                 if not new:
                     del annotations[row]
@@ -152,7 +161,7 @@ class ProvenanceRelation:
                         index_remove(index, _filed_under(col, row), row)
                 continue
             annotations[row] = final
-            self._file(row, final)
+            self._file(row, final, was_compound)
             if new:
                 for col, index in self._indexes.items():
                     index_add(index, _filed_under(col, row), row)
