@@ -7,7 +7,7 @@ change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and f
 every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``, ``dyn_walk.pxd``,
 ``views.pxd``, ``aggregates.pxd``, ``arrow_keys.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``,
 ``local/durability.pxd``, ``local/connection.pxd``, ``gc_pause.pxd``,
-``types.pxd``, ``exact.pxd``, ``operators.pxd``; for update provenance
+``types.pxd``, ``exact.pxd``, ``operators.pxd``, ``zset.pxd``; for update provenance
 ``update_provenance/expression.pxd``, ``annotators.pxd``, ``relation.pxd``):
 classes become extension types whose fields are C slots (typed memoryviews over ``array``
 for per-column codes) and whose methods are direct calls, and ``@cython.locals`` makes

@@ -247,7 +247,7 @@ def test_transaction_commits_one_batch_and_subscribers_see_it_once(db):
 
 def test_commits_reach_views_and_subscribers_the_catalog_gained_since_earlier_commits(db):
     """A commit finds the views a table's change reaches, and those someone reads, from
-    what earlier commits of that table kept (``Committer._plans``): a view made, a view
+    what earlier commits of that table kept (``LocalCatalog.plans``): a view made, a view
     over it, a subscriber attached and a view dropped in between must each show."""
     lines = list(LINES)
 

@@ -184,7 +184,9 @@ class NodeState:
         self.rho: dict[tuple, object] = StateDict()
         self.indexes: dict[tuple, Index | RangeIndex] = {}
         self.weighted: list[Index | RangeIndex] = []  # the indexes that keep weights
-        self.push: Callable[[dict, dict], None] | None = None
+        # the node's push into its parent's delta (None at the root): an EquiPush, or a
+        # closure ``push(delta, parent delta)`` where the parent has predicates
+        self.push: EquiPush | Callable[[dict, dict], None] | None = None
         self.in_n = False
         self.frontier = False
         self.other_weights: list[int] | None = None  # see count_other_weights
@@ -325,9 +327,6 @@ class EquiPush:
         self.key = key
         self.rho_m = rho_m
         self.index = index
-
-    def __call__(self, delta: dict, pd: dict) -> None:
-        self.run(delta, pd)
 
     def run(self, delta: dict, pd: dict) -> None:
         """Add the parent's delta of ``delta`` into ``pd``."""
@@ -509,7 +508,7 @@ class Representation:
                 lambda k, row: ridx.total(k, op, probe(row), op2, probe2(row)))
 
     # ---------------------------------------------------------------- update
-    def _make_push(self, n: Node) -> Callable[[dict, dict], None]:
+    def _make_push(self, n: Node) -> EquiPush | Callable[[dict, dict], None]:
         """The code of Algorithm 1, lines 20-23, specialised for this node."""
         p = n.parent
         siblings = [c for c in p.children if c is not n]

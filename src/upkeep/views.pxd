@@ -4,6 +4,7 @@ cimport cython
 
 from upkeep.aggregates cimport DualWeight
 from upkeep.dyn cimport Representation
+from upkeep.zset cimport add_into, replace_row
 
 cdef class RingSource:
     cdef public object source
@@ -39,9 +40,6 @@ cdef class GroupRows:
     @cython.locals(dw=DualWeight, kind=int, j=Py_ssize_t, vals=list, channels=tuple)
     cpdef row(self, tuple key, w)
     cpdef dict delta(self, dict changes)
-
-
-cdef _count_into(dict out, tuple row, object w)
 
 
 @cython.locals(ring=RingSource)

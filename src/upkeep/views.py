@@ -32,7 +32,7 @@ from .failed_values import FailedCount, FailedValue, LeafSalvage, raise_held_fai
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
 from .types import VARCHAR, SqlType, type_from_name
-from .zset import add_into
+from .zset import add_into, replace_row
 
 Columns = list[tuple[str, SqlType]]
 
@@ -376,34 +376,11 @@ class GroupRows:
         return tuple(vals) if finish is None else finish(tuple(vals))
 
     def delta(self, changes: dict) -> Delta:
-        """The rows' delta of groups changed ``{key: (old weight, new weight)}``: each
-        group's old row out, its new row in (:func:`~upkeep.zset.replace_row`, written out
-        here so a single-row change's two rows are added without two calls)."""
+        """The rows' delta of groups changed ``{key: (old weight, new weight)}``."""
         out: Delta = {}
         for key, (old, new) in changes.items():
-            before = self.row(key, old)
-            after = self.row(key, new)
-            if before == after:
-                continue
-            if before is not None:
-                _count_into(out, before, -1)
-            if after is not None:
-                _count_into(out, after, 1)
+            replace_row(out, self.row(key, old), self.row(key, new))
         return out
-
-
-def _count_into(out: dict, row: tuple, w: int) -> None:
-    """``out += {row: w}`` for integer weights, a row of weight 0 dropped
-    (:func:`~upkeep.zset.add_into`)."""
-    n = len(out)
-    old = out.setdefault(row, w)
-    if len(out) != n:
-        return
-    new = old + w
-    if new:
-        out[row] = new
-    else:
-        del out[row]
 
 
 def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta: bool,

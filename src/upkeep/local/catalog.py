@@ -113,9 +113,12 @@ class LocalCatalog(Catalog):
         self._overlay = overlay or (lambda name: None)
         self._listening: set[str] | None = None
         self._affected: dict[frozenset[str], list[str]] = {}
-        #: bumped by :meth:`changed`: what a commit keeps of the catalog's shape (the
-        #: views a table's change reaches, ``Committer._commit``) is stale once it moves
-        self.shape = 0
+        #: what a commit needs of the catalog's shape, by the tables it changes (a table's
+        #: name when it is one, else their frozenset): the views the change reaches, in
+        #: order (:meth:`affected`), and the views someone reads (:meth:`listening`).  Kept
+        #: by ``Committer._commit`` and emptied by :meth:`changed`, so a single-row commit
+        #: finds both with one probe, not two method calls and a frozenset
+        self.plans: dict[str | frozenset[str], tuple[list[str], set[str]]] = {}
         self.last_batch: Callable[[], int] = lambda: 0  # the Committer's last batch id
         #: the tables whose rows expire, by name: read by every commit, so a plain
         #: attribute (not a property's call), made again whenever the catalog changes
@@ -843,7 +846,7 @@ class LocalCatalog(Catalog):
         """Forget what was cached about the catalog's shape."""
         self._listening = None
         self._affected = {}
-        self.shape += 1
+        self.plans = {}
         self.expiring = {n: t.expiry for n, t in self.tables.items() if t.expiry is not None}
 
     def rebuild_views(self) -> None:

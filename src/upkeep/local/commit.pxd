@@ -21,8 +21,6 @@ cdef class Committer:
     cdef public object journal
     cdef public object _outbox
     cdef public bint _delivering
-    cdef public dict _plans
-    cdef public Py_ssize_t _shape
 
     cpdef commit(self, dict deltas, bint checked=*, metadata=*, bint expiring=*, applied=*,
                  bulk=*)
