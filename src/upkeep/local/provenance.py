@@ -320,8 +320,8 @@ class ProvenanceTracker:
             delta: Delta = {}
             annotations = rel.annotations
             for row in rel.affected_by(false_vars):
-                node = annotations.get(row)  # (None: a row gone since it was compound)
-                if node is not None and node.mask & mask and value(node, memo) != node.live:
+                node = annotations[row]
+                if node.mask & mask and value(node, memo) != node.live:
                     delta[row] = -1 if node.live else 1
             if delta:
                 out[table] = delta

@@ -47,11 +47,11 @@ class ProvenanceRelation:
         self._distinct: dict[int, int] = {}  # column -> distinct values in a sample
         # which rows a valuation can change: a row annotated by one variable only when that
         # variable changes (``by_variable``: the row, or a set of rows when several share
-        # the variable), any other row possibly (``compound``: each row appended when its
-        # annotation becomes compound, never taken out, so it may also hold rows annotated
-        # otherwise since, or gone; a list, not a set: a set growing with the history is
-        # rebuilt whole at every doubling, fresh memory the log writes, where no
-        # provenance writes none)
+        # the variable), any other row possibly (``compound``: each row appended once, when
+        # its annotation first becomes compound; a tuple in the support stays, annotated,
+        # and a compound annotation stays compound, so nothing is taken out.  A list, not a
+        # set: a set growing with the history is rebuilt whole at every doubling, fresh
+        # memory the log writes, where no provenance writes none)
         self.by_variable: dict[str, tuple | set[tuple]] = StateDict()
         self.compound: list[tuple] = []
 
@@ -135,8 +135,7 @@ class ProvenanceRelation:
                 self.by_variable[node.name] = {got, row}
 
     def affected_by(self, variables: set[str]) -> set[tuple]:
-        """Rows whose annotation may mention one of ``variables`` (a superset: also rows
-        no longer held, or annotated otherwise since they were compound)."""
+        """Rows whose annotation may mention one of ``variables``."""
         rows = set(self.compound)
         for v in variables:
             got = self.by_variable.get(v)
