@@ -27,7 +27,7 @@ from functools import cached_property
 from sqlglot import exp
 
 from .cursor import Cursor
-from .errors import Error, SchemaError, UnsupportedError, refusing_deep_nesting
+from .errors import Error, SchemaError, StatementTimeout, UnsupportedError, refusing_deep_nesting
 from .io.locations import is_uri, local_file
 from .provenance_arguments import check_metadata
 from .sql import (
@@ -38,6 +38,7 @@ from .sql import (
     parse_repeated,
     parsed_once,
 )
+from .statement_shapes import SHAPES, scan
 from .storage import StorageError
 from .types import SqlType
 from .zset import Changes
@@ -129,7 +130,21 @@ class Engine(ABC):
         Inside a transaction each is a statement of it: one that raises changes nothing
         itself, and those before it stay staged (docs/sql.md)."""
         if parameters is None:
+            scanned = scan(sql) if type(sql) is str else None
+            if scanned is not None:  # constants in the text: one parse per shape
+                stmt = SHAPES.statement(*scanned)
+                if stmt is not None:
+                    try:
+                        with refusing_deep_nesting():
+                            return self.execute_parsed(stmt)
+                    except StatementTimeout:
+                        raise
+                    except Error:
+                        pass  # (it changed nothing) again from its own parse: the error's
+                        # positions are the text's
             parsed = parse_repeated(sql)
+            if scanned is not None:
+                SHAPES.learn(*scanned, parsed)
         else:
             statements = parsed_once(sql)  # a text's errors before its parameters'
             _positional(parameters)
