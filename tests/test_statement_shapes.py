@@ -104,6 +104,21 @@ def test_texts_a_scan_cannot_read_alike_with_every_parser_are_not_shaped(text):
     assert scan(text) is None
 
 
+def test_queries_and_long_texts_take_no_room_among_the_shapes():
+    """Only DML is remembered (ad-hoc queries would push its shapes out of the bounded
+    cache), and a text longer than the texts' cache keeps is not shaped (a bulk INSERT
+    of literal rows: its kept tree would be big)."""
+    shapes = Shapes()
+    for i in range(3):
+        text = f"SELECT * FROM t WHERE a = {i}"
+        shapes.learn(*scan(text), parse(text))
+    assert len(shapes) == 0
+    text = "DELETE FROM t WHERE a = 1"
+    shapes.learn(*scan(text), parse(text))
+    assert len(shapes) == 1
+    assert scan("INSERT INTO t VALUES " + ", ".join(f"({i})" for i in range(1_000))) is None
+
+
 def test_numbers_against_words_stay_in_the_shape():
     """``t1``, ``1e5`` and ``1.2.3`` are no literals of their own: they are the shape's."""
     shape, literals = scan("UPDATE t1 SET a = 1e5, b = 7 WHERE c = 'x'")

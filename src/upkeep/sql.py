@@ -204,11 +204,11 @@ def parse(sql: str) -> list[exp.Expression]:
 
 #: the statements of the texts parsed lately, and the placeholder order of a text of one
 #: statement once it was bound: an application runs one text again and again, with new
-#: parameters.  Texts up to _PARSED_LONGEST characters (a long one, a bulk INSERT of
+#: parameters.  Texts up to PARSED_LONGEST characters (a long one, a bulk INSERT of
 #: literal rows, is not run again; its tree is big).
 _PARSED: dict[str, list] = {}
 _PARSED_MAX = 256
-_PARSED_LONGEST = 4_096
+PARSED_LONGEST = 4_096
 
 
 def _keep(sql: str, statements: tuple[exp.Expression, ...]) -> None:
@@ -229,7 +229,7 @@ def parsed_once(sql: str) -> tuple[exp.Expression, ...]:
     if got is not None:
         return got[0]
     statements = tuple(parse(sql))
-    if len(sql) <= _PARSED_LONGEST:
+    if len(sql) <= PARSED_LONGEST:
         _keep(sql, statements)
     return statements
 
@@ -245,7 +245,7 @@ def parse_repeated(sql: str) -> list[exp.Expression]:
         return [stmt.copy() for stmt in got[0]]
     again = sql in _ACCEPTED
     statements = parse(sql)
-    if again and len(sql) <= _PARSED_LONGEST:
+    if again and len(sql) <= PARSED_LONGEST:
         _keep(sql, tuple(stmt.copy() for stmt in statements))
     return statements
 

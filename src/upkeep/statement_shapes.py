@@ -27,7 +27,7 @@ import re
 from sqlglot import exp
 
 from .errors import Error
-from .sql import parse
+from .sql import PARSED_LONGEST, parse
 
 #: the lexemes of a text that matter to its shape, leftmost first: a string literal, a
 #: quoted identifier (kept as it is), a number literal standing alone (no letter, digit,
@@ -50,8 +50,14 @@ _REFUSED = object()  # a shape binding cannot serve
 Literals = list[tuple[str, bool]]  # each literal's text (unescaped) and whether a string
 
 
+_DML = (exp.Insert, exp.Update, exp.Delete)
+
+
 def scan(sql: str) -> tuple[str, Literals] | None:
-    """``sql``'s shape and its literals in order, or None when the text is not shaped."""
+    """``sql``'s shape and its literals in order, or None when the text is not shaped
+    (also a text longer than the texts' cache keeps: a bulk INSERT's big tree)."""
+    if len(sql) > PARSED_LONGEST:
+        return None
     literals: Literals = []
     refused = False
 
@@ -86,6 +92,10 @@ class Shapes:
         self._kept: dict[str, object] = {}
         self.bound = 0  # statements made from a kept shape (an operation count, for tests)
 
+    def __len__(self) -> int:
+        """How many shapes are remembered (seen once, kept or refused)."""
+        return len(self._kept)
+
     def statement(self, shape: str, literals: Literals) -> exp.Expression | None:
         """The statement of a text of ``shape`` with ``literals``, bound into a copy of
         the kept tree; None unless the shape is kept."""
@@ -98,7 +108,10 @@ class Shapes:
     def learn(self, shape: str, literals: Literals, statements: list[exp.Expression]) -> None:
         """``statements``, parsed from a text of ``shape`` with ``literals``: the shape is
         kept on its second sighting if binding those literals into its own parse gives
-        these statements exactly."""
+        these statements exactly.  Other statements are not remembered: ad-hoc queries
+        would push the DML's shapes out."""
+        if len(statements) != 1 or not isinstance(statements[0], _DML):
+            return
         got = self._kept.get(shape)
         if got is _SEEN_ONCE:
             self._kept[shape] = _kept_tree(shape, literals, statements)
@@ -110,9 +123,6 @@ class Shapes:
 
 def _kept_tree(shape: str, literals: Literals, statements: list[exp.Expression]) -> object:
     """The parse of ``shape`` to keep, or _REFUSED."""
-    if len(statements) != 1 or not isinstance(statements[0], (exp.Insert, exp.Update,
-                                                              exp.Delete)):
-        return _REFUSED
     try:
         parsed = parse(shape)
     except Error:
