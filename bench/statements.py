@@ -1,7 +1,9 @@
 """SQL statements through ``db.execute``: keyed UPDATEs, view creation, ad-hoc SELECTs.
 
 The case a user of SQL lives in: a table loaded first (``--rows`` rows, a composite
-PRIMARY KEY), a join-free aggregate view over it maintained, then ``--statements`` keyed
+PRIMARY KEY), a join-free aggregate view over it maintained, one keyed UPDATE untimed (it
+builds the key's index) and one full collection of the loaded objects (what a database
+running a while has paid once), then ``--statements`` keyed
 ``UPDATE ... SET n = c WHERE w = a AND d = b`` statements, each its own transaction, once
 with their constants written in and once with parameters (``?``); DuckDB runs the same
 statements on the same table in the same run (it maintains no view: it is the peer for what
