@@ -119,6 +119,21 @@ def test_queries_and_long_texts_take_no_room_among_the_shapes():
     assert scan("INSERT INTO t VALUES " + ", ".join(f"({i})" for i in range(1_000))) is None
 
 
+def test_a_text_that_is_not_valid_unicode_is_refused_as_parsing_refuses_it(monkeypatch):
+    """A lone surrogate in a string literal of a kept shape is the ParseError parsing
+    gives, naming its place, not a statement bound around it."""
+    monkeypatch.setattr(engine_module, "SHAPES", Shapes())
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a VARCHAR)")
+    for i in range(3):
+        db.execute(f"INSERT INTO t VALUES ('x{i}')")
+    assert engine_module.SHAPES.bound == 1
+    with pytest.raises(upkeep.ParseError, match="lone surrogate .* at character 24"):
+        db.execute("INSERT INTO t VALUES ('a\ud800')")
+    assert engine_module.SHAPES.bound == 1  # not bound: the scan refused the text
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [("x0",), ("x1",), ("x2",)]
+
+
 def test_numbers_against_words_stay_in_the_shape():
     """``t1``, ``1e5`` and ``1.2.3`` are no literals of their own: they are the shape's."""
     shape, literals = scan("UPDATE t1 SET a = 1e5, b = 7 WHERE c = 'x'")

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from .errors import Error
 from .sql import PARSED_LONGEST, parse
+from .types import is_unicode
 
 #: the lexemes of a text that matter to its shape, leftmost first: a string literal, a
 #: quoted identifier (kept as it is), a number literal standing alone (no letter, digit,
@@ -55,8 +56,9 @@ _DML = (exp.Insert, exp.Update, exp.Delete)
 
 def scan(sql: str) -> tuple[str, Literals] | None:
     """``sql``'s shape and its literals in order, or None when the text is not shaped
-    (also a text longer than the texts' cache keeps: a bulk INSERT's big tree)."""
-    if len(sql) > PARSED_LONGEST:
+    (also a text longer than the texts' cache keeps, a bulk INSERT's big tree, and one
+    that is not valid Unicode, which :func:`~upkeep.sql.parse` refuses)."""
+    if len(sql) > PARSED_LONGEST or not (sql.isascii() or is_unicode(sql)):
         return None
     literals: Literals = []
     refused = False
