@@ -138,6 +138,13 @@ def _kept_tree(shape: str, literals: Literals, statements: list[exp.Expression])
         return _REFUSED
     if _bind(tree, literals) != statements[0]:
         return _REFUSED
+    for node in tree.walk():
+        # the tokens' places, which errors name, are the shape's, not a bound text's (whose
+        # errors come from its own parse): emptied, they cost the copy of each statement
+        # nothing (sqlglot deep-copies each node's ``_meta``; a keyed UPDATE's copy 33 ->
+        # 14 us)
+        if node._meta:
+            node._meta.clear()
     return tree
 
 
