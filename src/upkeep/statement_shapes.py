@@ -9,7 +9,7 @@ number literal replaced by ``?`` (a lexical scan, a few microseconds).  The seco
 shape is seen, it is parsed once with its placeholders and kept, if binding the literals
 of that text into it gives exactly the tree parsing the text gives; from then on a text of
 that shape is the kept tree, copied, with its literals put in the placeholders' places,
-the way prepared statements are bound (about 50 us).
+the way prepared statements are bound (about 30 us, against about 200 us to parse).
 
 Only what binding cannot change is shaped: INSERT, UPDATE and DELETE of one statement,
 whose literals all stand where a value stands (a comparison, a SET, a VALUES row, an IN
