@@ -9,12 +9,14 @@ it reads.
 Usage::
 
     python -m bench.tpch.bytes_per_row --scale 0.1
+    python -m bench.tpch.bytes_per_row --scale 0.1 --nodes FQ1   # per GJT node, dyn
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import tracemalloc
 
 from bench.tpch.data import generate, load_table
@@ -92,11 +94,61 @@ def view_bytes(scale: float, query: str, strategy: str) -> tuple[int, float]:
     return base, state / base
 
 
+def _deep_size(value: object, seen: set[int]) -> int:
+    """``sys.getsizeof`` of ``value`` and of the tuples, lists, dicts and values inside it
+    not in ``seen`` (which it adds them to)."""
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    size = sys.getsizeof(value)
+    if type(value) in (tuple, list):
+        size += sum(_deep_size(v, seen) for v in value)
+    elif isinstance(value, dict):
+        size += sum(_deep_size(k, seen) + _deep_size(v, seen) for k, v in value.items())
+    return size
+
+
+def node_bytes(scale: float, query: str) -> list[tuple[str, int, float, float, float]]:
+    """Per GJT node of ``query``'s (T,N)-rep under dyn: (its variables, tuples, bytes per
+    tuple of the reduct dict, of the tuples with the values first met in that node, of its
+    indexes' buckets with their keys), by ``sys.getsizeof`` (tracemalloc gives only the
+    whole)."""
+    import upkeep
+
+    q = QUERIES[query]
+    db = upkeep.connect()
+    for name in q.tables:
+        db.execute(create_table_sql(name))
+        db.insert(name, load_table(scale, name))
+    db.create_view("v", q.sql, strategy="dyn")
+    out = []
+    for state in db._catalog.runtime("v").rep.states.values():
+        n = max(len(state.rho), 1)
+        seen: set[int] = set()
+        tuples = sum(_deep_size(t, seen) + _deep_size(w, seen) for t, w in state.rho.items())
+        indexes = sum(sys.getsizeof(index.buckets) + sum(
+            _deep_size(k, seen) + sys.getsizeof(b) for k, b in index.buckets.items())
+            for index in state.indexes.values())
+        out.append((str(state.node.vars), len(state.rho), sys.getsizeof(state.rho) / n,
+                    tuples / n, indexes / n))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.1)
+    parser.add_argument("--nodes", metavar="QUERY",
+                        help="only the bytes of each GJT node of QUERY's state under dyn")
     args = parser.parse_args()
     generate(args.scale)
+    if args.nodes:
+        print("| GJT node variables | tuples | reduct entry, B | tuple and values, B | "
+              "indexes, B | B per tuple |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for variables, n, rho, tuples, indexes in node_bytes(args.scale, args.nodes):
+            print(f"| {variables} | {n:,} | {rho:.0f} | {tuples:.0f} | {indexes:.0f} | "
+                  f"{rho + tuples + indexes:.0f} |")
+        return
     print("| table | rows | dict of tuples, B/row | row store, B/row | ratio |")
     print("|---|---:|---:|---:|---:|")
     for name, n, tuples, store in table_bytes(args.scale):
