@@ -237,3 +237,33 @@ def test_a_failing_statement_bound_from_a_shape_names_the_position_in_its_own_te
         assert f"price > {10 ** i}" in str(refused.value)
     assert engine_module.SHAPES.bound - before == 3
     assert db.execute("SELECT * FROM products").fetchall() == [("a", "Sport", 10)]
+
+
+def test_a_storage_error_or_timeout_of_a_bound_statement_is_not_run_again():
+    """Only errors that name places in the text send a bound statement back to its own
+    parse: a storage error (a log that could not be written) or a statement timeout is
+    raised as it is, the statement run once."""
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (a INTEGER)")
+    for i in range(3):
+        db.execute(f"INSERT INTO t VALUES ({i})")  # the shape is kept from the second
+    runs = []
+
+    def failing(error):
+        def run(stmt):
+            runs.append(stmt)
+            raise error
+        return run
+
+    for error in (upkeep.storage.StorageError("the log could not be written"),
+                  upkeep.errors.StatementTimeout("statement timed out")):
+        runs.clear()
+        db.execute_parsed = failing(error)
+        with pytest.raises(type(error)):
+            db.execute("INSERT INTO t VALUES (7)")
+        assert len(runs) == 1
+    runs.clear()
+    db.execute_parsed = failing(upkeep.ConstraintError("refused", None))
+    with pytest.raises(upkeep.ConstraintError):
+        db.execute("INSERT INTO t VALUES (8)")
+    assert len(runs) == 2  # bound, then again from its own parse

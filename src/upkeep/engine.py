@@ -137,8 +137,8 @@ class Engine(ABC):
                     try:
                         with refusing_deep_nesting():
                             return self.execute_parsed(stmt)
-                    except StatementTimeout:
-                        raise
+                    except (StatementTimeout, StorageError):
+                        raise  # (no position to name; a storage error is not retried)
                     except Error:
                         pass  # (it changed nothing) again from its own parse: the error's
                         # positions are the text's

@@ -19,7 +19,8 @@ list, a sign or arithmetic).  A literal in a cast, a type, an INTERVAL or a LIMI
 with comments, parameters or escape strings, or a number glued to a word keeps the text
 out (it is parsed as before).  A statement bound from a shape that raises an
 :class:`~upkeep.errors.Error` is run again from its own parse (it changed nothing), so
-errors name positions in the text as written.
+errors name positions in the text as written (not a storage error or a timeout: those are
+raised as they are).
 """
 
 from __future__ import annotations
