@@ -576,6 +576,46 @@ def test_a_text_run_again_is_parsed_once(monkeypatch):
     assert len(parses) == 2
 
 
+def test_parameters_are_bound_into_a_tree_without_token_places(monkeypatch):
+    """A statement with parameters is bound into a copy of its kept tree without the
+    token places errors name (a copy in half the time); one that raises is bound again
+    into the tree with them and run again, so its error names the place in the text, as
+    each tuple's of an executemany does."""
+    from sqlglot import exp
+
+    from upkeep import engine as engine_module
+    from upkeep.sql import bind_parameters, parse
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (k INTEGER, n INTEGER)")
+    db.execute("CREATE TABLE products (name VARCHAR, category VARCHAR, price INTEGER) "
+               "WITH (provenance = 'update')")
+    placed = []
+
+    def recording(stmt, params, order=None):
+        placed.append(any(n.meta for n in stmt.find_all(exp.Identifier)))
+        return bind_parameters(stmt, params, order)
+
+    monkeypatch.setattr(engine_module, "bind_parameters", recording)
+    for i in range(3):
+        db.execute("INSERT INTO t VALUES (?, ?)", [i, i])
+    db.executemany("UPDATE t SET n = n + ? WHERE k = ?", [(1, 0), (1, 1)])
+    assert placed == [False] * 5
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(0, 1), (1, 2), (2, 2)]
+    refused = "DELETE FROM products WHERE category = ? OR price > ?"
+    with pytest.raises(upkeep.UnsupportedError) as direct:  # the text's places, as parsed
+        db.execute_parsed(bind_parameters(parse(refused)[0], ["x", 5]))
+    assert "(line 1, column" in str(direct.value)
+    placed.clear()
+    with pytest.raises(upkeep.UnsupportedError) as error:
+        db.execute(refused, ["x", 5])
+    assert str(error.value) == str(direct.value)
+    assert placed == [False, True]  # without places first, then again with them
+    with pytest.raises(upkeep.UnsupportedError) as error:
+        db.executemany(refused, [("x", 5)])
+    assert str(direct.value) in str(error.value)
+
+
 def test_sql_that_is_no_string_is_a_parse_error():
     db = upkeep.connect()
     for bad in (["SELECT 1"], bytearray(b"SELECT 1"), {"q": 1}, None):
