@@ -135,14 +135,9 @@ class Engine(ABC):
             if scanned is not None:  # constants in the text: one parse per shape
                 stmt = SHAPES.statement(*scanned)
                 if stmt is not None:
-                    try:
-                        with refusing_deep_nesting():
-                            return self.execute_parsed(stmt)
-                    except (StatementTimeout, StorageError):
-                        raise  # (no position to name; a storage error is not retried)
-                    except Error:
-                        pass  # (it changed nothing) again from its own parse: the error's
-                        # positions are the text's
+                    cursor = self._execute_placeless(stmt)
+                    if cursor is not None:
+                        return cursor  # (else again from the text's own parse, below)
             parsed = parse_repeated(sql)
             if scanned is not None:
                 SHAPES.learn(*scanned, parsed)
@@ -213,20 +208,30 @@ class Engine(ABC):
 
     def _execute_bound(self, fast: exp.Expression, stmt: exp.Expression, params: list,
                        order: list[int]) -> Cursor:
-        """``stmt`` with ``params`` bound, run.  Bound into ``fast`` (the same statement
-        without token places, :func:`~upkeep.sql.without_places`, copied in half the
-        time) first; if that raises an error other than a storage error or a timeout, it
-        changed nothing and is bound into ``stmt`` and run again, so the error names its
-        places in the text."""
+        """``stmt`` with ``params`` bound, run: bound into ``fast`` first (the same
+        statement without token places, copied in half the time), and into ``stmt`` and
+        run again if that raised an error naming places (:meth:`_execute_placeless`)."""
+        if fast is not stmt:
+            cursor = self._execute_placeless(bind_parameters(fast, params, order))
+            if cursor is not None:
+                return cursor
         with refusing_deep_nesting():
-            if fast is not stmt:
-                try:
-                    return self.execute_parsed(bind_parameters(fast, params, order))
-                except (StatementTimeout, StorageError):
-                    raise
-                except Error:
-                    pass
             return self.execute_parsed(bind_parameters(stmt, params, order))
+
+    def _execute_placeless(self, stmt: exp.Expression) -> Cursor | None:
+        """Run ``stmt``, a statement without the token places errors name
+        (:func:`~upkeep.sql.without_places`); None if it raised an :class:`Error` (it
+        changed nothing: a statement that raises changes nothing itself), for the caller
+        to run it again from a tree with places, whose error names them in the text.  A
+        storage error or a statement timeout is raised as it is: neither names a place,
+        and a log that could not be written is not retried."""
+        try:
+            with refusing_deep_nesting():
+                return self.execute_parsed(stmt)
+        except (StatementTimeout, StorageError):
+            raise
+        except Error:
+            return None
 
     @abstractmethod
     def execute_parsed(self, stmt: exp.Expression) -> Cursor:
