@@ -616,6 +616,27 @@ def test_parameters_are_bound_into_a_tree_without_token_places(monkeypatch):
     assert str(direct.value) in str(error.value)
 
 
+def test_a_query_s_columns_are_typed_as_duckdb_describes_them():
+    """A query DuckDB evaluates is typed from its result's description, not from a second
+    planning of the query (DESCRIBE): the two agree for every type upkeep holds, the
+    widths of decimals and a NULL column included."""
+    from upkeep.types import type_from_name
+    from upkeep.views import query_duckdb
+
+    sql = ("SELECT 1::TINYINT a, 2::SMALLINT b, 3 c, 4::BIGINT d, 5::HUGEINT e, 1.5::DOUBLE f, "
+           "1.25::DECIMAL(5,2) g, 12.5 h, 'x' i, DATE '2020-01-01' j, "
+           "TIMESTAMP '2020-01-01 01:02:03' k, true l, NULL m, 1 + 2.5 n")
+    columns, rows = query_duckdb(sql, set(), lambda name: None)
+    described = duckdb.connect().execute("DESCRIBE " + sql).fetchall()
+    assert columns == [(row[0], type_from_name(row[1])) for row in described]
+    assert [t.sql() for _, t in columns][:8] == [
+        "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "DECIMAL(5,2)",
+        "DECIMAL(3,1)"]
+    assert rows == [(1, 2, 3, 4, 5, 1.5, Decimal("1.25"), Decimal("12.5"), "x",
+                     dt.date(2020, 1, 1), dt.datetime(2020, 1, 1, 1, 2, 3), True, None,
+                     Decimal("3.5"))]
+
+
 def test_sql_that_is_no_string_is_a_parse_error():
     db = upkeep.connect()
     for bad in (["SELECT 1"], bytearray(b"SELECT 1"), {"q": 1}, None):

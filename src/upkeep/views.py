@@ -641,10 +641,10 @@ def query_duckdb(sql: str, relations: set[str], contents_of: Callable[[str], tup
                 else:
                     register_arrow(con, name, *kept)
             result = con.execute(sql)
-            names = [d[0] for d in result.description]
+            # each column's type as DuckDB's DESCRIBE prints it (the same text), without a
+            # second planning of the query (about 0.4 ms of an ad-hoc SELECT's 2 ms)
+            columns = [(d[0], type_from_name(str(d[1]))) for d in result.description]
             rows = [tuple(r) for r in result.fetchall()]
-            types = con.execute(f"DESCRIBE {sql}").fetchall()
-            columns = [(n, type_from_name(t[1])) for n, t in zip(names, types, strict=True)]
             if any(t.kind == "DOUBLE" for _, t in columns):  # each NaN a new object
                 rows = [tuple(math.nan if v != v else v for v in r) for r in rows]
             _check_dates(con, sql, columns, rows)
