@@ -669,11 +669,14 @@ def placeholder_order(stmt: exp.Expression) -> list[int]:
     return order
 
 
-def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None = None
+def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None = None,
+                    make: Callable[[object], exp.Expression] | None = None
                     ) -> exp.Expression:
     """``stmt`` with its placeholders replaced by ``params`` (``order``:
     :func:`placeholder_order` of ``stmt``, when it is bound many times); every parameter
-    must be used, as DuckDB requires."""
+    must be used, as DuckDB requires.  ``make``: a value's node, a bound parameter's
+    :func:`literal` by default (a statement shape binds its text's own literals,
+    :mod:`upkeep.statement_shapes`)."""
     if order is None:
         order = placeholder_order(stmt)
     needed = max(order, default=-1) + 1
@@ -683,10 +686,12 @@ def bind_parameters(stmt: exp.Expression, params: list, order: list[int] | None 
     if unused:
         raise SchemaError(f"statement has no parameter ${unused[0] + 1} of the {needed} "
                           "given: every parameter must be used, as in DuckDB")
+    if make is None:
+        make = literal
     stmt = stmt.copy()
     nodes = [n for n in stmt.dfs() if isinstance(n, exp.Placeholder)]
     for node, place in zip(nodes, order, strict=True):  # in place: the copy is ours
-        node.replace(literal(params[place]))
+        node.replace(make(params[place]))
     return stmt
 
 

@@ -7,11 +7,11 @@ syntax check, then sqlglot) was about half of running such a statement (200 of 4
 a keyed UPDATE).  This module gives such a text its *shape*: the text with each string and
 number literal replaced by ``?`` (a lexical scan, a few microseconds).  The second time a
 shape is seen, it is parsed once with its placeholders and kept, if binding the literals
-of that text into it gives exactly the tree parsing the text gives, and binding literals
-that all differ gives the tree of the shape written with them (so each literal is bound in
-its own place, whatever order the tree holds them in); from then on a text of
-that shape is the kept tree, copied, with its literals put in the placeholders' places,
-the way prepared statements are bound (about 30 us, against about 200 us to parse).
+of that text into it gives exactly the tree parsing the text gives; from then on a text of
+that shape is the kept tree, copied, with its literals bound as parameters are
+(:func:`~upkeep.sql.bind_parameters`, each in its own place by
+:func:`~upkeep.sql.placeholder_order`, whatever order the tree holds them in), about
+30 us against about 200 us to parse.
 
 Only what binding cannot change is shaped: INSERT, UPDATE and DELETE of one statement,
 whose literals all stand where a value stands (a comparison, a SET, a VALUES row, an IN
@@ -30,7 +30,7 @@ import re
 from sqlglot import exp
 
 from .errors import Error
-from .sql import PARSED_LONGEST, parse, without_places
+from .sql import PARSED_LONGEST, bind_parameters, parse, placeholder_order, without_places
 from .types import is_unicode
 
 #: the lexemes of a text that matter to its shape, leftmost first: a string literal, a
@@ -91,7 +91,7 @@ def scan(sql: str) -> tuple[str, Literals] | None:
 
 class Shapes:
     """The shapes seen lately: each one seen once, kept (its parsed tree with
-    placeholders), or refused."""
+    placeholders, and their order), or refused."""
 
     def __init__(self) -> None:
         self._kept: dict[str, object] = {}
@@ -104,11 +104,12 @@ class Shapes:
     def statement(self, shape: str, literals: Literals) -> exp.Expression | None:
         """The statement of a text of ``shape`` with ``literals``, bound into a copy of
         the kept tree; None unless the shape is kept."""
-        tree = self._kept.get(shape)
-        if not isinstance(tree, exp.Expression):
+        kept = self._kept.get(shape)
+        if type(kept) is not tuple:  # (seen once, refused, or not seen)
             return None
         self.bound += 1
-        return _bind(tree, literals)
+        tree, order = kept
+        return _bind(tree, order, literals)
 
     def learn(self, shape: str, literals: Literals, statements: list[exp.Expression]) -> None:
         """``statements``, parsed from a text of ``shape`` with ``literals``: the shape is
@@ -127,61 +128,37 @@ class Shapes:
 
 
 def _kept_tree(shape: str, literals: Literals, statements: list[exp.Expression]) -> object:
-    """The parse of ``shape`` to keep, or _REFUSED."""
+    """The parse of ``shape`` to keep with its placeholders' order
+    (:func:`~upkeep.sql.placeholder_order`: a WITH before an INSERT is moved into its
+    query, so the tree may hold them in another order than the text), or _REFUSED."""
     try:
         parsed = parse(shape)
+        if len(parsed) != 1:
+            return _REFUSED
+        (tree,) = parsed
+        order = placeholder_order(tree)
     except Error:
         return _REFUSED
-    if len(parsed) != 1:
+    if len(order) != len(literals) or not all(
+            isinstance(p.parent, _VALUE_PLACES) for p in tree.find_all(exp.Placeholder)):
         return _REFUSED
-    (tree,) = parsed
-    places = _placeholders(tree)
-    if len(places) != len(literals) or not all(
-            isinstance(p.parent, _VALUE_PLACES) for p in places):
-        return _REFUSED
-    if _bind(tree, literals) != statements[0] or not _in_text_order(shape, tree, literals):
+    if _bind(tree, order, literals) != statements[0]:
         return _REFUSED
     # the tokens' places, which errors name, are the shape's, not a bound text's (whose
     # errors come from its own parse): without them each statement's copy costs less
-    return without_places(tree)
+    return without_places(tree), order
 
 
-#: a placeholder of a shape, or a quoted identifier (which may hold a ``?`` of its own)
-_PLACEHOLDER = re.compile(r'"(?:[^"]|"")*"|\?')
+def _literal(literal: tuple[str, bool]) -> exp.Literal:
+    """The node of a text's literal, as sqlglot parses it (not a bound parameter's)."""
+    text, is_string = literal
+    return exp.Literal(this=text, is_string=is_string)
 
 
-def _in_text_order(shape: str, tree: exp.Expression, literals: Literals) -> bool:
-    """Whether ``tree``'s placeholders, in the order :func:`_bind` fills them, are the
-    shape's in the order of the text: checked with literals that all differ (of the kinds
-    of ``literals``), since the tree may hold them in another order (a WITH before an
-    INSERT is moved into its query), which equal literals would not show."""
-    marks: Literals = [(f"upkeep shape {i}", True) if is_string else (str(10**15 + i), False)
-                       for i, (_, is_string) in enumerate(literals)]
-    texts = iter(marks)
-
-    def mark(m: re.Match) -> str:
-        if m.group() != "?":
-            return m.group()
-        text, is_string = next(texts)
-        return f"'{text}'" if is_string else text
-
-    try:
-        (marked,) = parse(_PLACEHOLDER.sub(mark, shape))
-    except (Error, ValueError):
-        return False
-    return _bind(tree, marks) == marked
-
-
-def _placeholders(tree: exp.Expression) -> list[exp.Placeholder]:
-    return [n for n in tree.dfs() if type(n) is exp.Placeholder]
-
-
-def _bind(tree: exp.Expression, literals: Literals) -> exp.Expression:
-    """A copy of ``tree`` with its placeholders, in order, replaced by ``literals``."""
-    stmt = tree.copy()
-    for node, (text, is_string) in zip(_placeholders(stmt), literals, strict=True):
-        node.replace(exp.Literal(this=text, is_string=is_string))
-    return stmt
+def _bind(tree: exp.Expression, order: list[int], literals: Literals) -> exp.Expression:
+    """A copy of ``tree`` with its placeholders replaced by ``literals`` (in the text's
+    order; ``order``: each placeholder's place among them)."""
+    return bind_parameters(tree, literals, order, _literal)
 
 
 #: the shapes of every connection in the process (a shape's tree depends on the text only)
