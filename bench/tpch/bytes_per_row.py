@@ -1,7 +1,8 @@
 """Bytes per row of each structure upkeep keeps, measured with tracemalloc on TPC-H data.
 
 For each TPC-H table: the table's row store (:class:`upkeep.row_store.RowStore`) against
-the dict of tuples it replaced.  For the views QH, FQ1 and Q3 under strategies dyn and
+the dict of tuples it replaced, and its PRIMARY KEY's counts (``Table.keys``, a row store
+of the key's columns) against the dict of key tuples they replaced.  For the views QH, FQ1 and Q3 under strategies dyn and
 general: the view's maintenance state (dyn: node reducts and indexes; general: the
 operators' join indexes and aggregate groups, and the materialized output) per base row
 it reads.
@@ -21,7 +22,7 @@ import tracemalloc
 
 from bench.tpch.data import generate, load_table
 from bench.tpch.queries import QUERIES
-from bench.tpch.schema import create_table_sql
+from bench.tpch.schema import PRIMARY_KEYS, create_table_sql
 
 TABLES = ("orders", "lineitem", "customer", "part", "partsupp")
 
@@ -38,9 +39,11 @@ def _allocated(build) -> tuple[object, int]:
     return kept, after - before
 
 
-def table_bytes(scale: float) -> list[tuple[str, int, float, float]]:
-    """(table, rows, bytes/row as dict of tuples, bytes/row in the row store)."""
+def table_bytes(scale: float) -> list[tuple[str, int, float, float, float, float]]:
+    """(table, rows, bytes/row as dict of tuples, bytes/row in the row store, bytes/row of
+    the PRIMARY KEY's counts as a dict of key tuples, and as the table keeps them)."""
     import upkeep
+    from upkeep.row_store import row_store
     from upkeep.rows import iter_rows
 
     out = []
@@ -60,10 +63,26 @@ def table_bytes(scale: float) -> list[tuple[str, int, float, float]]:
                 table.rows.add(r, 1)
             return table.rows
 
+        key = [table.column_names.index(c) for c in PRIMARY_KEYS[name]]
+
+        def key_tuples(rows=rows, key=key):
+            return {tuple(_copy(r[i]) for i in key): 1 for r in rows}
+
+        def key_store(rows=rows, key=key, table=table):
+            store = row_store([table.columns[i] for i in key])
+            for r in rows:
+                store.add(tuple([r[i] for i in key]), 1)
+            return store
+
         tuples, tuple_bytes = _allocated(as_tuples)
         del tuples
         _, store_bytes = _allocated(as_store)
-        out.append((name, len(rows), tuple_bytes / len(rows), store_bytes / len(rows)))
+        keys, key_tuple_bytes = _allocated(key_tuples)
+        del keys
+        _, key_store_bytes = _allocated(key_store)
+        n = len(rows)
+        out.append((name, n, tuple_bytes / n, store_bytes / n, key_tuple_bytes / n,
+                    key_store_bytes / n))
     return out
 
 
@@ -149,10 +168,12 @@ def main() -> None:
             print(f"| {variables} | {n:,} | {rho:.0f} | {tuples:.0f} | {indexes:.0f} | "
                   f"{rho + tuples + indexes:.0f} |")
         return
-    print("| table | rows | dict of tuples, B/row | row store, B/row | ratio |")
-    print("|---|---:|---:|---:|---:|")
-    for name, n, tuples, store in table_bytes(args.scale):
-        print(f"| {name} | {n:,} | {tuples:,.0f} | {store:,.0f} | {tuples / store:.1f}x |")
+    print("| table | rows | dict of tuples, B/row | row store, B/row | ratio | PRIMARY KEY "
+          "as a dict of key tuples, B/row | PRIMARY KEY store, B/row | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, n, tuples, store, key_tuples, key_store in table_bytes(args.scale):
+        print(f"| {name} | {n:,} | {tuples:,.0f} | {store:,.0f} | {tuples / store:.1f}x | "
+              f"{key_tuples:,.0f} | {key_store:,.0f} | {key_tuples / key_store:.1f}x |")
     print()
     print("| view | base rows read | dyn, B per base row | general, B per base row |")
     print("|---|---:|---:|---:|")

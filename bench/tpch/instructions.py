@@ -62,7 +62,7 @@ def run_child(args: argparse.Namespace) -> None:
     price = column_names(FACT).index(PRICE)
     pool = sample_rows(args.scale, FACT, (WARM_UP + args.changes) // 2, args.seed)
     db = upkeep.connect()
-    load_upkeep(db, args.scale, query)
+    load_upkeep(db, args.scale, query, args.primary_keys)
     db.create_view(VIEW, query.sql, strategy=args.system)
     received = [0]
     db.view(VIEW).subscribe(lambda changes: received.__setitem__(0, received[0] + len(changes)))
@@ -103,11 +103,13 @@ def measure(args: argparse.Namespace, query: str, system: str) -> dict:
             "bench.tpch.instructions",
             ["--child", "--query", query, "--system", system, "--scale", str(args.scale),
              "--changes", str(args.changes), "--seed", str(args.seed),
-             *(["--batch"] if args.batch else [])],
+             *(["--batch"] if args.batch else []),
+             *(["--primary-keys"] if args.primary_keys else [])],
             profile, args.hash_seed, args.timeout)
         step = view_step_instructions(profile)
     return {"scale": args.scale, "query": query, "system": system, "changes": args.changes,
             "mode": "batch" if args.batch else "single-row", "hash_seed": args.hash_seed,
+            "primary_keys": args.primary_keys,
             "instructions_per_change": round(total / args.changes),
             "view_step_per_change": round(step / args.changes),
             "rows_sent": json.loads(out.strip().splitlines()[-1])["rows_sent"],
@@ -126,6 +128,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", action="store_true",
                         help="count the changes as one transaction, not single-row ones")
+    parser.add_argument("--primary-keys", action="store_true",
+                        help="declare the tables' PRIMARY KEYs (checked on every change)")
     parser.add_argument("--hash-seed", default="0",
                         help="PYTHONHASHSEED of the counted process ('random': Python's own)")
     parser.add_argument("--timeout", type=float, default=1_800)

@@ -103,11 +103,11 @@ def _result(load_s: float, build_s: float, single_s: float, singles: int, view_r
     }
 
 
-def load_upkeep(db, scale: float, query: Query) -> None:
-    """Create ``query``'s tables in upkeep connection ``db`` and load them from Parquet,
-    ``LOAD_CHUNK`` rows per transaction."""
+def load_upkeep(db, scale: float, query: Query, primary_keys: bool = False) -> None:
+    """Create ``query``'s tables in upkeep connection ``db`` (with their PRIMARY KEYs if
+    ``primary_keys``) and load them from Parquet, ``LOAD_CHUNK`` rows per transaction."""
     for name in query.tables:
-        db.execute(create_table_sql(name))
+        db.execute(create_table_sql(name, primary_keys))
         for chunk in iter_table(scale, name, LOAD_CHUNK):
             with db.transaction():
                 db.insert(name, chunk)
@@ -120,7 +120,7 @@ def run_upkeep(args: argparse.Namespace) -> dict:
     query, pool, base_mb = _inputs(args)
     db = upkeep.connect()
     t0 = time.perf_counter()
-    load_upkeep(db, args.scale, query)
+    load_upkeep(db, args.scale, query, args.primary_keys)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     db.create_view(VIEW, query.sql, strategy=args.system, provenance=args.provenance)
@@ -176,7 +176,7 @@ def run_duckdb(args: argparse.Namespace) -> dict:
     con = duckdb.connect()
     t0 = time.perf_counter()
     for name in query.tables:
-        con.execute(create_table_sql(name))
+        con.execute(create_table_sql(name, args.primary_keys))
         for chunk in iter_table(args.scale, name, LOAD_CHUNK):
             con.register("arrow_input", chunk)
             con.execute(f"INSERT INTO {name} SELECT * FROM arrow_input")
@@ -212,6 +212,8 @@ def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | N
         return None if python is None else [python, "-m", "bench.tpch.flink_peer", *common]
     extra = ["--provenance", args.provenance] if args.provenance and system in (
         "dyn", "general") else []
+    if args.primary_keys:
+        extra.append("--primary-keys")
     return [sys.executable, "-m", "bench.tpch.loaded", *common, "--system", system,
             "--changes", str(args.changes), "--batch", str(args.batch), *extra]
 
@@ -257,6 +259,7 @@ def run_all(args: argparse.Namespace) -> None:
                 else:
                     result = json.loads(done.stdout.strip().splitlines()[-1])
                 result.update(scale=args.scale, query=query, system=system, date=now(),
+                              primary_keys=args.primary_keys,
                               git=git_rev(), command="python -m bench.tpch.loaded " +
                               " ".join(sys.argv[1:]))
                 print(json.dumps(result), flush=True)
@@ -280,14 +283,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--provenance", choices=("why",), default=None,
                         help="upkeep systems: keep the view's why-provenance too")
+    parser.add_argument("--primary-keys", action="store_true",
+                        help="declare the tables' PRIMARY KEYs (upkeep and DuckDB check them)")
     parser.add_argument("--all", action="store_true", help="every query and system")
     parser.add_argument("--queries", nargs="+", default=list(LOADED_QUERIES))
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--timeout", type=float, default=1_800)
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --all: runs of each pair, rates reported as medians")
-    parser.add_argument("--out", default="bench/results/loaded.json")
+    parser.add_argument("--out", default=None,
+                        help="results file (default bench/results/loaded.json, or "
+                             "loaded_keys.json with --primary-keys)")
     args = parser.parse_args()
+    if args.out is None:
+        args.out = f"bench/results/loaded{'_keys' if args.primary_keys else ''}.json"
     generate(args.scale)
     if args.all:
         run_all(args)

@@ -132,7 +132,10 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema([(name, _ARROW_TYPES[sql]) for name, sql in COLUMNS[table]])
 
 
-def create_table_sql(table: str) -> str:
-    """``CREATE TABLE`` statement for ``table`` (accepted by upkeep and DuckDB)."""
+def create_table_sql(table: str, primary_key: bool = False) -> str:
+    """``CREATE TABLE`` statement for ``table`` (accepted by upkeep and DuckDB), with its
+    ``PRIMARY KEY`` (:data:`PRIMARY_KEYS`) declared if ``primary_key``."""
     cols = ", ".join(f"{name} {sql}" for name, sql in COLUMNS[table])
+    if primary_key:
+        cols += f", PRIMARY KEY ({', '.join(PRIMARY_KEYS[table])})"
     return f"CREATE TABLE {table} ({cols})"

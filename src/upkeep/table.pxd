@@ -14,7 +14,7 @@ cdef class Table:
     cdef public RowStore rows
     cdef public object not_null
     cdef public object key
-    cdef public object keys
+    cdef public RowStore keys
     cdef public object expiry
     cdef public object provenance
     cdef public dict _by_column
@@ -28,8 +28,8 @@ cdef class Table:
     @cython.locals(rows=RowStore, batch=bint)
     cpdef check_rows(self, delta)
     cpdef check_not_null(self, row)
-    @cython.locals(rows=RowStore)
+    @cython.locals(rows=RowStore, keys=RowStore)
     cpdef apply(self, delta, bint keep_places=*)
     cpdef bint takes_keys(self)
-    @cython.locals(rows=RowStore)
+    @cython.locals(rows=RowStore, keys=RowStore)
     cpdef apply_keys(self, list parts, dict key_counts, long long weight=*)
