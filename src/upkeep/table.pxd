@@ -28,6 +28,8 @@ cdef class Table:
     @cython.locals(rows=RowStore, batch=bint)
     cpdef check_rows(self, delta)
     cpdef check_not_null(self, row)
+    @cython.locals(keys=RowStore)
+    cpdef check_keys(self, changed)
     @cython.locals(rows=RowStore, keys=RowStore)
     cpdef apply(self, delta, bint keep_places=*)
     cpdef bint takes_keys(self)
