@@ -92,6 +92,9 @@ cdef class RowStore:
     @cython.locals(starts="const long long[:]", ends="const long long[:]", i=Py_ssize_t,
                    count=Py_ssize_t, size=Py_ssize_t)
     cpdef reserve_keys(self, list parts)
+    @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
+                   ends="const long long[:]", i=Py_ssize_t, e=Py_ssize_t)
+    cpdef Py_ssize_t first_held(self, keys) except -2
     cpdef add_parts(self, list parts, long long weight)
     @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
                    ends="const long long[:]", i=Py_ssize_t)

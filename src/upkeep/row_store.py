@@ -540,6 +540,23 @@ class RowStore:
 
         return encode_part(part, kinds, strings, new_code)
 
+    def first_held(self, keys) -> int:
+        """The place in ``keys`` (an :class:`upkeep.arrow_keys.EncodedKeys` this store's
+        encoder's dictionaries wrote) of the first key this store holds, or -1: a bulk
+        insert's PRIMARY KEY values checked against the table's (``Table.check_new_keys``)
+        without a tuple encoded per row."""
+        table = self._table
+        data, starts, ends = keys.data, keys.starts, keys.ends
+        for i in range(len(starts)):
+            e = table.find(data[starts[i]:ends[i]])
+            if e >= 0 and table.weight_at(e) > 0:
+                return i
+        return -1
+
+    def row_at(self, keys, i: int) -> tuple:
+        """The row of the key at place ``i`` of ``keys`` (as :meth:`first_held`)."""
+        return self._decode(bytes(keys.data[keys.starts[i]:keys.ends[i]]))
+
     def rows_of(self, keys) -> list[tuple]:
         """The rows of ``keys`` (an :class:`upkeep.arrow_keys.EncodedKeys` this store's
         encoder's dictionaries wrote), in order: a staged bulk insert's rows, for a later

@@ -30,8 +30,11 @@ cdef class Table:
     cpdef check_not_null(self, row)
     @cython.locals(keys=RowStore)
     cpdef check_keys(self, changed)
+    @cython.locals(keys=RowStore, i=Py_ssize_t)
+    cpdef check_new_keys(self, dict changed, list key_parts)
     @cython.locals(rows=RowStore, keys=RowStore)
     cpdef apply(self, delta, bint keep_places=*)
     cpdef bint takes_keys(self)
     @cython.locals(rows=RowStore, keys=RowStore)
-    cpdef apply_keys(self, list parts, dict key_counts, long long weight=*)
+    cpdef apply_keys(self, list parts, dict key_counts, list key_parts=*,
+                     long long weight=*)

@@ -96,8 +96,32 @@ class Table:
         """Reject a change of key counts (key -> net count added) that would hold a primary
         key more than once."""
         keys = self.keys
+        if keys is None:  # (no key: nothing counted; a typed None is not called)
+            return
         for k, w in changed.items():
             if keys.get(k, 0) + w > 1:
+                raise ConstraintError(
+                    f"duplicate primary key {format_row(k)} in table {self.name}", k)
+
+    def check_new_keys(self, changed: dict[tuple, int], key_parts: list[EncodedKeys]
+                       ) -> None:
+        """:meth:`check_keys` for a bulk insert staged as keys: ``changed`` (key -> rows the
+        transaction adds with it, this insert's included; a transaction that changes the
+        table's rows otherwise stages this insert as rows) may add each key once, and
+        ``key_parts`` (this insert's keys, written from Arrow) may hold none the table
+        holds, looked up without a tuple encoded per row; without them, :meth:`check_keys`."""
+        if not key_parts:
+            self.check_keys(changed)
+            return
+        for k, w in changed.items():
+            if w > 1:
+                raise ConstraintError(
+                    f"duplicate primary key {format_row(k)} in table {self.name}", k)
+        keys = self.keys
+        for part in key_parts:
+            i = keys.first_held(part)
+            if i >= 0:
+                k = keys.row_at(part, i)
                 raise ConstraintError(
                     f"duplicate primary key {format_row(k)} in table {self.name}", k)
 
@@ -125,15 +149,21 @@ class Table:
                 and self.rows.takes_arrow())
 
     def apply_keys(self, parts: list[EncodedKeys], key_counts: dict[tuple, int],
-                   weight: int = 1) -> None:
+                   key_parts: list[EncodedKeys] | None = None, weight: int = 1) -> None:
         """Add a bulk insert's rows, as ``parts`` of keys, ``weight`` times each (-1
-        takes a failed batch's insert back), and its PRIMARY KEY values' counts."""
+        takes a failed batch's insert back), and its PRIMARY KEY values: as ``key_parts``
+        (the key columns' keys, written from Arrow as ``parts`` are) where given, else
+        counted in ``key_counts`` (a key store that does not take Arrow)."""
         self.version += 1
         rows = self.rows
         rows.add_parts(parts, weight)
         keys = self.keys
-        for k, n in key_counts.items():
-            keys.add(k, n * weight)
+        if keys is not None:  # (no key: nothing counted; a typed None is not called)
+            if key_parts:
+                keys.add_parts(key_parts, weight)
+            else:
+                for k, n in key_counts.items():
+                    keys.add(k, n * weight)
         rows.forget()
 
     def rows_with(self, col: int | tuple[int, ...], value: object) -> list[tuple]:

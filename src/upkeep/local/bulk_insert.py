@@ -58,15 +58,17 @@ class BulkInsert:
     """One table's bulk insert, staged as keys: each part's ``keys``, the Arrow ``parts``
     themselves for the log of a database on disk (of the table's columns, in order, of
     their own types; none in memory), and how many of its rows hold each PRIMARY KEY value
-    (empty without a key)."""
+    (empty without a key), with each part's key columns written as keys too (``key_parts``,
+    for the table's key counts, ``Table.keys``; empty where those do not take Arrow)."""
 
-    __slots__ = ("table", "parts", "keys", "key_counts", "rows")
+    __slots__ = ("table", "parts", "keys", "key_counts", "key_parts", "rows")
 
     def __init__(self, table: Table):
         self.table = table
         self.parts: list[pa.Table] = []
         self.keys: list[EncodedKeys] = []
         self.key_counts: dict[tuple, int] = {}
+        self.key_parts: list[EncodedKeys] = []
         self.rows = 0
 
     def __len__(self) -> int:
@@ -76,6 +78,7 @@ class BulkInsert:
         """Stage ``other``'s rows after these (a later statement of the transaction)."""
         self.parts += other.parts
         self.keys += other.keys
+        self.key_parts += other.key_parts
         counts = self.key_counts
         for k, n in other.key_counts.items():
             counts[k] = counts.get(k, 0) + n
@@ -122,6 +125,11 @@ def prepare(t: Table, data: pa.Table | pa.RecordBatch, advance: Callable[[int], 
             bulk.parts.append(_copied(part))
         bulk.keys.append(keys)
         if t.key is not None:
+            if t.keys.takes_arrow():  # (typed key columns: their keys are written alike)
+                key_part = t.keys.keys_of(part.select(list(t.key)))
+                if key_part is None:
+                    return None
+                bulk.key_parts.append(key_part)
             counts = bulk.key_counts
             values = [column_values(part.column(i), t.columns[i][1]) for i in t.key]
             for k in zip(*values, strict=True):
@@ -148,7 +156,7 @@ def replay(t: Table, data: pa.Table) -> None:
     rows were checked when it was committed), or as rows if ``t`` no longer takes keys."""
     bulk = prepare(t, data, lambda n: None, False)
     if bulk is not None and t.takes_keys():
-        t.apply_keys(bulk.keys, bulk.key_counts)
+        t.apply_keys(bulk.keys, bulk.key_counts, bulk.key_parts)
     else:
         t.apply(_rows(t, data))
 

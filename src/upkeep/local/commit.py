@@ -262,7 +262,7 @@ class Committer:
             target.apply(d, keep_places)
         if bulk:
             for table, staged in bulk.items():
-                tables[table].apply_keys(staged.keys, staged.key_counts)
+                tables[table].apply_keys(staged.keys, staged.key_counts, staged.key_parts)
         batch: dict[str, Delta] = dict(deltas)
         changed: dict[str, Delta] = {}
         try:
@@ -285,7 +285,8 @@ class Committer:
                     tables[table].apply({r: -w for r, w in d.items()})
                 if bulk:
                     for table, staged in bulk.items():
-                        tables[table].apply_keys(staged.keys, staged.key_counts, -1)
+                        tables[table].apply_keys(staged.keys, staged.key_counts,
+                                                 staged.key_parts, -1)
             catalog.rebuild_views()
             raise
         return changed

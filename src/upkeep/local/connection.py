@@ -458,7 +458,7 @@ class Connection(Engine):
             if self._catalog.expiring:
                 self.expire()
             if table.key is not None:
-                table.check_keys(bulk.key_counts)
+                table.check_new_keys(bulk.key_counts, bulk.key_parts)
             self._committer.commit({}, True, bulk={table.name: bulk})
             return
         self._staging.stage_keys(table, bulk)

@@ -52,7 +52,7 @@ class Staging:
         if table.key is not None:
             keys = self._keys.setdefault(table.name, {})
             touched = {k: keys.get(k, 0) + n for k, n in bulk.key_counts.items()}
-            table.check_keys(touched)
+            table.check_new_keys(touched, bulk.key_parts)
             keys.update(touched)
         self.rows_examined += len(bulk)
         staged = self.bulk.get(table.name)
