@@ -30,6 +30,7 @@ cdef class Table:
     cpdef check_not_null(self, row)
     @cython.locals(keys=RowStore)
     cpdef check_keys(self, changed)
+    cpdef duplicate_key(self, tuple key)
     @cython.locals(keys=RowStore, i=Py_ssize_t)
     cpdef check_new_keys(self, dict changed, list key_parts)
     @cython.locals(rows=RowStore, keys=RowStore)
