@@ -46,7 +46,7 @@ from ..plan import (
     table_alias_list_as_derived,
     unordered,
 )
-from ..planner import Catalog, describe, plan_view
+from ..planner import describe, plan_view
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
@@ -97,8 +97,10 @@ def _with_column_list(stmt: exp.Create) -> exp.Expression:
         alias=exp.TableAlias(this=exp.to_identifier("__columns"), columns=names)))
 
 
-class LocalCatalog(Catalog):
-    """Tables and views of one database, with the planner's view of them."""
+class LocalCatalog:
+    """Tables and views of one database, with the planner's view of them (what
+    :class:`upkeep.planner.Catalog` asks; an extension type, ``catalog.pxd``, so not a
+    subclass of it)."""
 
     def __init__(self, bdd_ordering: str = "sifting", fixpoint_partitions: int = 1,
                  overlay: Overlay | None = None) -> None:
@@ -115,7 +117,8 @@ class LocalCatalog(Catalog):
         self._affected: dict[frozenset[str], list[str]] = {}
         #: what a commit needs of the catalog's shape, by the tables it changes (a table's
         #: name when it is one, else their frozenset): the views the change reaches, in
-        #: order (:meth:`affected`), and the views someone reads (:meth:`listening`).  Kept
+        #: order (:meth:`affected`, as ``commit._steps``), and the views someone reads
+        #: (:meth:`listening`).  Kept
         #: by ``Committer._commit`` and emptied by :meth:`changed`, so a single-row commit
         #: finds both with one probe, not two method calls and a frozenset
         self.plans: dict[str | frozenset[str], tuple[list[str], set[str]]] = {}

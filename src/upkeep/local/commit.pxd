@@ -2,6 +2,7 @@
 # type, its fields C slots read without attribute lookups on every commit.
 cimport cython
 
+from upkeep.local.catalog cimport LocalCatalog
 from upkeep.local.durability cimport Durability
 from upkeep.table cimport Table
 
@@ -13,7 +14,7 @@ cpdef tuple _batch_record(batch, dict deltas, metadata, now, provenance)
 
 
 cdef class Committer:
-    cdef public object catalog
+    cdef public LocalCatalog catalog
     cdef public Durability durability
     cdef public object clock
     cdef public object batches
@@ -31,7 +32,7 @@ cdef class Committer:
     cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*,
                        bulk=*)
     cpdef _log_batch(self, tuple record, dict changed)
-    @cython.locals(target=Table)
-    cpdef dict _push(self, dict deltas, list order, want, bint undo, tuple record=*,
+    @cython.locals(target=Table, inputs=tuple)
+    cpdef dict _push(self, dict deltas, list steps, want, bint undo, tuple record=*,
                      bint keep_places=*, bulk=*)
     cpdef dict _keys_or_rows(self, dict deltas, dict bulk)

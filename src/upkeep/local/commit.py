@@ -25,6 +25,14 @@ from .catalog import LocalCatalog
 from .durability import Durability
 
 
+def _steps(catalog: LocalCatalog, names: list[str]) -> list[tuple[str, tuple, Callable]]:
+    """The views ``names``, in order, as a commit steps them: each view's name, the
+    relations it reads and its bound ``step``, found once per catalog shape (a commit's
+    plan, ``LocalCatalog.plans``) instead of looked up by name on every commit."""
+    views = catalog.views
+    return [(name, tuple(views[name].inputs), views[name].step) for name in names]
+
+
 def _copied(metadata: dict | None) -> dict | None:
     """A batch's metadata as the committer keeps it: a copy (the caller's dict may change
     later), made before the batch changes anything, so metadata it cannot copy (nested
@@ -157,9 +165,14 @@ class Committer:
                 bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
         """Apply the batch; returns the views' changes for the subscribers."""
         catalog = self.catalog
-        deltas = {t: d for t, d in deltas.items() if d}
-        if bulk:
+        if bulk:  # (a copy: the bulk inserts that become rows are added to it)
+            deltas = {t: d for t, d in deltas.items() if d}
             bulk = self._keys_or_rows(deltas, bulk)
+        else:
+            for d in deltas.values():  # (a single-row commit's one delta is never empty)
+                if not d:
+                    deltas = {t: d for t, d in deltas.items() if d}
+                    break
         now = self.clock()
         kept = _copied(metadata)  # before anything changes: it may fail
         if not deltas and not bulk:
@@ -181,7 +194,8 @@ class Committer:
         key = next(iter(deltas)) if len(deltas) == 1 else frozenset(deltas)
         plan = plans.get(key)
         if plan is None:
-            plan = plans[key] = (catalog.affected(frozenset(deltas)), catalog.listening())
+            plan = plans[key] = (_steps(catalog, catalog.affected(frozenset(deltas))),
+                                 catalog.listening())
         changed = self._push(deltas, plan[0], plan[1], True,
                              _batch_record(self.batches + 1, logged, metadata, now, provenance),
                              False, bulk)
@@ -241,22 +255,23 @@ class Committer:
         with gc_paused(_rows(deltas)):
             # the rows the batch deletes keep their places in their tables, so the
             # inverse puts them back where they were (``RowStore.add``)
-            forward = self._push(deltas, order, None, True, None, True)  # keeping places
-            self._push(inverse, order, None, False)
+            steps = _steps(catalog, order)
+            forward = self._push(deltas, steps, None, True, None, True)  # keeping places
+            self._push(inverse, steps, None, False)
         return forward.get(name, {})
 
-    def _push(self, deltas: dict[str, Delta], order: list[str], want: set[str] | None,
+    def _push(self, deltas: dict[str, Delta], steps: list[tuple], want: set[str] | None,
               undo: bool, record: tuple | None = None,
               keep_places: bool = False,
               bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
-        """Apply ``deltas`` to the tables and step the views of ``order`` that a change
-        reaches, computing the delta of those in ``want`` (of all if None); a commit's log
+        """Apply ``deltas`` to the tables and step the views of ``steps`` (:func:`_steps`,
+        in order) that a change reaches, computing the delta of those in ``want`` (of all if None); a commit's log
         ``record`` is logged with the views' changes before the batch counts as applied.  If
         anything fails, the tables are taken back if ``undo`` and the views rebuilt from
         them.  Returns the views' changes: of a commit, for the subscribers; of a what-if,
         the answer.  ``keep_places``: rows deleted keep their places in their tables
         (``Table.apply``).  ``bulk``: inserts into tables no view reads, added as keys."""
-        catalog, tables, views = self.catalog, self.catalog.tables, self.catalog.views
+        catalog, tables = self.catalog, self.catalog.tables
         for table, d in deltas.items():
             target = tables[table]  # (typed: a direct call, commit.pxd)
             target.apply(d, keep_places)
@@ -266,12 +281,14 @@ class Committer:
         batch: dict[str, Delta] = dict(deltas)
         changed: dict[str, Delta] = {}
         try:
-            for name in order:
-                view = views[name]
-                if view.inputs.isdisjoint(batch):
+            for name, inputs, step in steps:
+                for table in inputs:
+                    if table in batch:
+                        break
+                else:
                     continue
                 try:  # (batch, want_delta): positional, no dict of keywords built
-                    d = view.step(batch, want is None or name in want)
+                    d = step(batch, want is None or name in want)
                 except EvaluationError as exc:
                     raise exc.in_view(name) from exc.__cause__
                 if d:

@@ -168,7 +168,8 @@ def _rows_changed(db: Connection, table: str, rows, weight: int) -> int:
     if not lock.acquire(False):
         _acquire(lock)
     try:
-        t = db._catalog.table(table)
+        catalog = db._catalog
+        t = catalog.table(table)
         if t.provenance is None:
             return _change_rows(db, t, rows, weight)
         if weight > 0:
@@ -216,16 +217,17 @@ def _stage_delta(db: Connection, table: Table, delta: Delta) -> None:
         return
     staging = db._staging
     if staging is None:
-        durability = db._durability
+        committer = db._committer  # (its durable state and catalog are the connection's)
+        durability = committer.durability
         durability.check_open()  # (a transaction checked it when it began)
-        if db._catalog.expiring:
+        catalog = committer.catalog
+        if catalog.expiring:
             db.expire()
         if len(delta) < PAUSE_ROWS:  # (a pause would leave the collector as it is)
             table.check_constraints(delta)
         else:
             with gc_paused(len(delta)):
                 table.check_constraints(delta)
-        committer = db._committer
         committer.commit({table.name: delta}, True)  # checked
         return
     if len(delta) < PAUSE_ROWS:
