@@ -5,7 +5,7 @@ Cython compiles the same file CPython would run, annotations not enforced as C t
 every change of a row runs through C instead of the interpreter's loop: 1.3-1.45x faster per
 change on the loaded-tables benchmark (docs/benchmarks.md).  A few classes and functions
 every change touches are declared in a ``.pxd`` beside their module (``dyn.pxd``, ``dyn_walk.pxd``,
-``views.pxd``, ``aggregates.pxd``, ``arrow_keys.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/commit.pxd``,
+``views.pxd``, ``aggregates.pxd``, ``arrow_keys.pxd``, ``key_table.pxd``, ``row_store.pxd``, ``table.pxd``, ``local/catalog.pxd``, ``local/commit.pxd``,
 ``local/durability.pxd``, ``local/connection.pxd``, ``gc_pause.pxd``,
 ``types.pxd``, ``exact.pxd``, ``operators.pxd``, ``zset.pxd``; for update provenance
 ``update_provenance/expression.pxd``, ``annotators.pxd``, ``relation.pxd``):

@@ -28,7 +28,7 @@ from dataclasses import replace
 from operator import itemgetter
 
 from .dyn_loops import anchor_key_vars, combiner, contexter, emitter, generate
-from .gc_pause import StateDict, state_del, state_get, state_pop
+from .gc_pause import StateDict
 from .gjt import GJTPair, Node
 from .theta import BoxIndex, RangeAccess, RangeIndex, ThetaPredicate, range_access
 from .zset import add_into
@@ -97,7 +97,7 @@ class Index:
     def insert(self, t: tuple, w: object) -> None:
         k = self.key(t)
         buckets = self.buckets
-        bucket = buckets.get(k)
+        bucket = dict.get(buckets, k)
         if bucket is None:
             buckets[k] = (t,)
         else:
@@ -122,10 +122,10 @@ class Index:
     def remove(self, t: tuple, w: object) -> None:
         k = self.key(t)
         buckets = self.buckets
-        bucket = state_get(buckets, k)
+        bucket = dict.get(buckets, k)
         kind = type(bucket)
         if kind is tuple:
-            state_del(buckets, k)
+            dict.pop(buckets, k)
         else:
             if kind is list:
                 bucket.remove(t)
@@ -150,20 +150,20 @@ class Index:
     def total(self, k: tuple) -> object | None:
         """The summed weight of key k's tuples; None when it has none, or they sum to 0."""
         if not self.counted:
-            return state_get(self.totals, k)
-        bucket = state_get(self.buckets, k)
+            return dict.get(self.totals, k)
+        bucket = dict.get(self.buckets, k)
         if bucket is None:
             return None
         total = len(bucket)  # (a 1-tuple bucket holds one tuple)
         excess = self.totals
         if excess:
-            total += state_get(excess, k, 0)
+            total += dict.get(excess, k, 0)
         return total if total else None
 
     def adjust(self, k: tuple, w: object) -> None:
         """Add w to key k's entry of ``totals``, dropping the entry when it becomes 0."""
         totals = self.totals
-        old = totals.get(k)
+        old = dict.get(totals, k)
         new = w if old is None else old + w
         if new:
             totals[k] = new
@@ -241,13 +241,13 @@ class NodeState:
             # it twice with the stored one: 1k instructions of a TPC-H line item's delete).
             # Put back, it moves to the end of rho's order, as a tuple deleted and inserted
             # again always did: nothing reads that order for meaning
-            old = state_pop(rho, t, None)
+            old = dict.pop(rho, t, None)
             if old is not None:
                 self._reweighted(t, w, old, True)
                 return
             # absent: a tuple of negative weight, added as any new one
         n = len(rho)
-        old = rho.setdefault(t, w)  # a new tuple is hashed once (zset.add_into)
+        old = dict.setdefault(rho, t, w)  # a new tuple is hashed once (zset.add_into)
         if len(rho) != n:
             counted = self.other_weights
             if counted is not None and w != 1:
@@ -339,7 +339,7 @@ class EquiPush:
         elif kind == _PUSH_LOOKUP:
             rho_m = self.rho_m
             for t, w in delta.items():
-                weight = state_get(rho_m, key(t))
+                weight = dict.get(rho_m, key(t))
                 if weight is not None:
                     _accumulate(pd, make(t), w * weight)
         elif kind == _PUSH_TOTALS:
@@ -352,7 +352,7 @@ class EquiPush:
             rho_m = self.rho_m
             buckets = self.index.buckets
             for t, w in delta.items():
-                bucket = state_get(buckets, key(t))
+                bucket = dict.get(buckets, key(t))
                 if bucket:
                     for s in bucket:
                         _accumulate(pd, make(t, s), w * rho_m[s])
@@ -853,7 +853,7 @@ class Representation:
         anchor = st.node
         rho = st.rho
         delta = deltas[st.node_id]
-        old = {s: rho.get(s) for s, w in delta.items() if w}
+        old = {s: dict.get(rho, s) for s, w in delta.items() if w}
         changes: dict[tuple, tuple[object, object]] = {}
         self.push_anchors += len(old)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself

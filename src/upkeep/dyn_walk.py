@@ -22,7 +22,6 @@ from __future__ import annotations
 from array import array
 from typing import TYPE_CHECKING
 
-from .gc_pause import state_contains, state_get
 from .zset import add_into
 
 if TYPE_CHECKING:
@@ -112,7 +111,7 @@ class PushWalk:
         env = self.env
         step: WalkStep = self.steps[i]
         if step.kind == LOOP:
-            source = step.rho if step.buckets is None else state_get(step.buckets, step.key(env))
+            source = step.rho if step.buckets is None else dict.get(step.buckets, step.key(env))
             if source is None:
                 return 0
             reached = 0
@@ -125,7 +124,7 @@ class PushWalk:
                 else:
                     reached += self._from(i + 1, weight)
             return reached
-        if step.kind == TEST and not state_contains(step.rho, step.key(env)):
+        if step.kind == TEST and not dict.__contains__(step.rho, step.key(env)):
             return 0
         self.work += 1
         if step.weighted and (step.others is None or step.others[0]):

@@ -477,7 +477,7 @@ def deliver(subscribers: dict[str, list[Subscriber | Subscription]],
     a list of its own."""
     interrupted: BaseException | None = None  # KeyboardInterrupt, SystemExit: after all
     for name, changes in changed.items():
-        told = list(subscribers.get(name, ()))
+        told = list(dict.get(subscribers, name, ()))
         for fn in told:
             if isinstance(fn, Subscription):
                 if batch is not None and fn.since >= batch:

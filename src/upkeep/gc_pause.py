@@ -41,18 +41,16 @@ PAUSE_ROWS = 64
 
 class StateDict(dict):
     """A dict of maintained state that the collector keeps tracked, so it ages out of the
-    young generations instead of being walked whole by their collections (module doc)."""
+    young generations instead of being walked whole by their collections (module doc).
+
+    The compiled hot paths call dict's own methods on it, as ``dict.get(d, k)``,
+    ``dict.pop(d, k, None)``, ``dict.setdefault(d, k, w)`` and ``dict.__contains__(d,
+    k)``: Cython makes those forms direct C calls (``PyDict_GetItemWithError`` and its
+    kin), where ``d.get(k)`` on a field not typed ``dict`` (a subclass is not one) looks
+    the method up by name, and an alias (``get = dict.get``) is a call of a Python object
+    (about 150 instructions either way; a Dynamic Yannakakis change makes a dozen)."""
 
     __slots__ = ()
-
-
-# dict's own methods, for the hot paths that read and change state dicts: on a subclass,
-# ``d.get(k)`` looks ``get`` up by name every call, and ``d[k]``, ``del d[k]`` and
-# ``k in d`` go through CPython's slots for subclasses, which look the dunder up by name
-state_get = dict.get
-state_pop = dict.pop
-state_del = dict.__delitem__
-state_contains = dict.__contains__
 
 
 class gc_paused:  # noqa: N801 - used as a context manager, like contextlib's

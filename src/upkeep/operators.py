@@ -19,7 +19,7 @@ from .aggregates import AggregateSpec, Finalizer, GroupState
 from .complement import ComplementScan, CountedKeys
 from .dyn import LIST_BUCKET_MAX, Representation, key_function
 from .errors import EvaluationError
-from .gc_pause import StateDict, state_del, state_get
+from .gc_pause import StateDict
 from .zset import Delta, add_into, clamp, replace_row
 
 Batch = dict[str, Delta]
@@ -223,7 +223,7 @@ class _IndexedState:
                 continue
             k = key(t)
             v = t if p is None else t[p]  # what the bucket holds: the row or its payload
-            bucket = state_get(buckets, k, _MISSING)
+            bucket = dict.get(buckets, k, _MISSING)
             if bucket is _MISSING:  # keyed by the row itself when it is its own key
                 buckets[t if p is None and k == t else k] = v if w == 1 else {v: w}
                 self.size += 1
@@ -245,7 +245,7 @@ class _IndexedState:
             elif kind is not dict:  # one row (payload) of weight 1
                 if bucket is v or bucket == v:
                     if w == -1:
-                        state_del(buckets, k)
+                        dict.pop(buckets, k)
                         self.size -= 1
                     else:
                         buckets[k] = {v: 1 + w}
@@ -263,7 +263,7 @@ class _IndexedState:
                     if n == 1:
                         buckets[k] = value
             elif not bucket:
-                state_del(buckets, k)
+                dict.pop(buckets, k)
 
     def probe(self, out: Delta, delta: Delta, key: Callable[[tuple], tuple],
               combine: Callable[[tuple, tuple], tuple], delta_left: bool) -> None:
@@ -272,7 +272,7 @@ class _IndexedState:
         buckets, restore = self.buckets, self.restore
         for t, w in delta.items():
             k = key(t)
-            bucket = state_get(buckets, k, _MISSING)
+            bucket = dict.get(buckets, k, _MISSING)
             if bucket is _MISSING:
                 continue
             kind = type(bucket)

@@ -6,6 +6,15 @@ from upkeep.aggregates cimport DualWeight
 from upkeep.dyn cimport Representation
 from upkeep.zset cimport add_into, replace_row
 
+cdef class RepStep:
+    cdef Representation rep
+    cdef dict by_relation
+    cdef object select
+    cdef object positions
+    cdef bint eager
+    cpdef step(self, batch, bint want_delta)
+
+
 cdef class RingSource:
     cdef public object source
     cdef public object relation
@@ -45,3 +54,11 @@ cdef class GroupRows:
 @cython.locals(ring=RingSource)
 cpdef dict leaf_deltas(dict by_relation, batch)
 cpdef step_groups(Representation rep, dict by_relation, batch, bint want_delta, GroupRows rows)
+
+
+cdef class GroupStep:
+    cdef Representation rep
+    cdef dict by_relation
+    cdef GroupRows rows
+    cdef bint eager
+    cpdef step(self, batch, bint want_delta)

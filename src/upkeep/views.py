@@ -77,6 +77,12 @@ class ViewRuntime:
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
         raise NotImplementedError
 
+    def stepper(self) -> Callable[[Batch, bool], Delta | None]:
+        """What a commit steps this view with, taken once per catalog shape (a commit's
+        plan, ``commit._steps``): :meth:`step` itself, or the same step with the fields
+        it reads bound in an extension type, read as C slots on every change."""
+        return self.step
+
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         raise NotImplementedError
 
@@ -147,12 +153,11 @@ class DynView(ViewRuntime):
         self.positions: tuple[int, ...] | None = None
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        leaf = leaf_deltas(self.by_relation, batch)
-        if not (want_delta or self.eager):  # pull mode: the rep alone
-            if leaf:
-                self.rep.update(leaf, False)
-            return None
-        return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
+        return self.stepper()(batch, want_delta)
+
+    def stepper(self) -> Callable[[Batch, bool], Delta | None]:
+        return RepStep(self.rep, self.by_relation, self.select, self.positions,
+                       self.eager).step
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         """Each distinct row once with its multiplicity: streamed when the select list
@@ -185,6 +190,41 @@ class DynView(ViewRuntime):
         return self.rep.weight(t) or 0
 
 
+class RepStep:
+    """A :class:`DynView`'s step, its fields bound (:meth:`ViewRuntime.stepper`): the leaf
+    deltas into the representation, then, in push mode, the rows that change."""
+
+    def __init__(self, rep: Representation, by_relation: dict, select: Callable[[tuple], tuple],
+                 positions: tuple[int, ...] | None, eager: bool):
+        self.rep = rep
+        self.by_relation = by_relation
+        self.select = select
+        self.positions = positions
+        self.eager = eager
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        leaf = leaf_deltas(self.by_relation, batch)
+        if not (want_delta or self.eager):  # pull mode: the rep alone
+            if leaf:
+                self.rep.update(leaf, False)
+            return None
+        return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
+
+
+class GroupStep:
+    """A :class:`DynAggregateView`'s step, its fields bound (:meth:`ViewRuntime.stepper`)."""
+
+    def __init__(self, rep: Representation, by_relation: dict, rows: GroupRows, eager: bool):
+        self.rep = rep
+        self.by_relation = by_relation
+        self.rows = rows
+        self.eager = eager
+
+    def step(self, batch: Batch, want_delta: bool) -> Delta | None:
+        return step_groups(self.rep, self.by_relation, batch, want_delta or self.eager,
+                           self.rows)
+
+
 class RingSource:
     """Leaf deltas lifted into :class:`DualWeight`: count plus this atom's sum channels.
 
@@ -211,7 +251,7 @@ class RingSource:
         self.zeros = (0, 0) * len(channels)
 
     def step(self, batch: Batch) -> dict[tuple, DualWeight]:
-        delta = batch.get(self.relation)
+        delta = dict.get(batch, self.relation)
         out: dict[tuple, DualWeight] = {}
         if not delta:
             return out
@@ -236,7 +276,7 @@ class RingSource:
                     got = lifted
                     t = lifted[:width]
                 if plain is not None:
-                    dw = plain.get(w)
+                    dw = dict.get(plain, w)
                     if dw is None:
                         dw = plain[w] = DualWeight(w, self.zeros)
                 else:
@@ -431,8 +471,10 @@ class DynAggregateView(ViewRuntime):
         self._row = self.group_rows.row
 
     def step(self, batch: Batch, want_delta: bool) -> Delta | None:
-        return step_groups(self.rep, self.by_relation, batch, want_delta or self.eager,
-                           self.group_rows)
+        return self.stepper()(batch, want_delta)
+
+    def stepper(self) -> Callable[[Batch, bool], Delta | None]:
+        return GroupStep(self.rep, self.by_relation, self.group_rows, self.eager).step
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
         seen = False

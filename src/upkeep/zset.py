@@ -24,7 +24,7 @@ def add_into(target: ZSet, row: tuple, w) -> None:
     wide row costs about half a microsecond (CPython caches no tuple hash), so this
     halves the hashing a ``get`` then a store did on the single-row path."""
     n = len(target)
-    old = target.setdefault(row, w)
+    old = dict.setdefault(target, row, w)  # (a dict's own method: a direct call)
     if len(target) != n:  # inserted
         if not w:
             del target[row]

@@ -27,10 +27,11 @@ from .durability import Durability
 
 def _steps(catalog: LocalCatalog, names: list[str]) -> list[tuple[str, tuple, Callable]]:
     """The views ``names``, in order, as a commit steps them: each view's name, the
-    relations it reads and its bound ``step``, found once per catalog shape (a commit's
-    plan, ``LocalCatalog.plans``) instead of looked up by name on every commit."""
+    relations it reads and its step (``ViewRuntime.stepper``), found once per catalog
+    shape (a commit's plan, ``LocalCatalog.plans``) instead of looked up by name on every
+    commit."""
     views = catalog.views
-    return [(name, tuple(views[name].inputs), views[name].step) for name in names]
+    return [(name, tuple(views[name].inputs), views[name].stepper()) for name in names]
 
 
 def _copied(metadata: dict | None) -> dict | None:
@@ -108,7 +109,7 @@ class Committer:
                                             bulk)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
-            told = {name: list(d.items()) for name, d in changed.items()
+            told = {name: list(dict.items(d)) for name, d in changed.items()
                     if subscribers.get(name)}
             if told:  # a batch no subscriber hears of is not queued
                 if self._delivering or self._outbox:  # after the batches before it
