@@ -48,7 +48,9 @@ class StateDict(dict):
     k)``: Cython makes those forms direct C calls (``PyDict_GetItemWithError`` and its
     kin), where ``d.get(k)`` on a field not typed ``dict`` (a subclass is not one) looks
     the method up by name, and an alias (``get = dict.get``) is a call of a Python object
-    (about 150 instructions either way; a Dynamic Yannakakis change makes a dozen)."""
+    (about 150 instructions either way; a Dynamic Yannakakis change makes a dozen).  The C
+    calls check for None only: what they are given must be a dict (this class, or a plain
+    one), not another mapping, which would fail with a SystemError or worse."""
 
     __slots__ = ()
 
