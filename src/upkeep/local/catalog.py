@@ -117,11 +117,11 @@ class LocalCatalog:
         self._affected: dict[frozenset[str], list[str]] = {}
         #: what a commit needs of the catalog's shape, by the tables it changes (a table's
         #: name when it is one, else their frozenset): the views the change reaches, in
-        #: order (:meth:`affected`, as ``commit._steps``), and the views someone reads
-        #: (:meth:`listening`).  Kept
-        #: by ``Committer._commit`` and emptied by :meth:`changed`, so a single-row commit
+        #: order, each as its name, inputs and step (:meth:`affected`, ``commit._steps``),
+        #: and the views someone reads (:meth:`listening`).  Kept by
+        #: ``Committer._commit`` and emptied by :meth:`changed`, so a single-row commit
         #: finds both with one probe, not two method calls and a frozenset
-        self.plans: dict[str | frozenset[str], tuple[list[str], set[str]]] = {}
+        self.plans: dict[str | frozenset[str], tuple[list[tuple], set[str]]] = {}
         self.last_batch: Callable[[], int] = lambda: 0  # the Committer's last batch id
         #: the tables whose rows expire, by name: read by every commit, so a plain
         #: attribute (not a property's call), made again whenever the catalog changes

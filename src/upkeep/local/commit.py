@@ -266,8 +266,8 @@ class Committer:
               keep_places: bool = False,
               bulk: dict[str, BulkInsert] | None = None) -> dict[str, Delta]:
         """Apply ``deltas`` to the tables and step the views of ``steps`` (:func:`_steps`,
-        in order) that a change reaches, computing the delta of those in ``want`` (of all if None); a commit's log
-        ``record`` is logged with the views' changes before the batch counts as applied.  If
+        in order) that a change reaches, computing the delta of those in ``want`` (of all
+        if None); a commit's log ``record`` is logged with the views' changes before the batch counts as applied.  If
         anything fails, the tables are taken back if ``undo`` and the views rebuilt from
         them.  Returns the views' changes: of a commit, for the subscribers; of a what-if,
         the answer.  ``keep_places``: rows deleted keep their places in their tables
