@@ -122,6 +122,10 @@ def test_representation_matches_brute_force_under_random_updates(name, int_weigh
     assert pair is not None
     rep = Representation(pair, int_weights=int_weights)
     twin = Representation(pair, int_weights=int_weights)  # the same changes, ``difference``
+    # and again, its rows made straight from output-tuple positions (a plain select list):
+    # when one node's tuples change, each changed tuple's rows come from one compiled walk
+    placed = Representation(pair, int_weights=int_weights)
+    backwards = tuple(range(len(out)))[::-1]
     rng = random.Random(name)
     db = [{} for _ in edges]
     for _ in range(60):
@@ -140,6 +144,8 @@ def test_representation_matches_brute_force_under_random_updates(name, int_weigh
         before = brute_force(edges, out, db)
         changes = rep.update(leaf, want_delta=True)
         difference = twin.difference({i: dict(d) for i, d in leaf.items()}, _reversed)
+        by_positions = placed.difference({i: dict(d) for i, d in leaf.items()}, _reversed,
+                                         backwards)
         for i, d in leaf.items():
             db[i] = zset.plus(db[i], d)
         after = brute_force(edges, out, db)
@@ -151,6 +157,8 @@ def test_representation_matches_brute_force_under_random_updates(name, int_weigh
             zset.add_into(got_delta, t, (new or 0) - (old or 0))
         assert got_delta == expected_delta
         assert difference == {t[::-1]: w for t, w in expected_delta.items()}
+        assert by_positions == difference
+        assert dict(placed.enumerate()) == after
         for t, w in after.items():
             assert rep.weight(t) == w
         assert rep.weight(tuple(99 for _ in out)) is None or not out

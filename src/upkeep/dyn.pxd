@@ -85,7 +85,7 @@ cdef class Representation:
     @cython.locals(st=NodeState, node_state=NodeState)
     cpdef dict difference(self, dict leaf_deltas, row=*, positions=*)
     @cython.locals(node_state=NodeState)
-    cdef dict _rows_of_one_change(self, NodeState st, list upper, dict deltas, tuple positions)
+    cdef dict _rows_of_changes(self, NodeState st, list upper, dict deltas, tuple positions)
     @cython.locals(node_state=NodeState)
     cdef dict _delta_of_one_frontier(self, NodeState st, list upper, dict deltas)
     cdef tuple _anchored(self, anchor)

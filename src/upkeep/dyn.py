@@ -759,8 +759,8 @@ class Representation:
         st = touched[0]
         anchor, rho = st.node, st.rho
         delta = deltas[st.node_id]
-        if positions is not None and len(delta) == 1 and self._root_out is None:
-            return self._rows_of_one_change(st, upper, deltas, positions)
+        if positions is not None and self._root_out is None:
+            return self._rows_of_changes(st, upper, deltas, positions)
         get = rho.get
         # (anchor tuple s, its weight before the batch, its change w): the batch adds w to
         # s, so s's output tuples change by ``others * w``; each changed anchor tuple is
@@ -817,26 +817,37 @@ class Representation:
         self.push_outputs += outputs
         return out
 
-    def _rows_of_one_change(self, st: NodeState, upper: list[NodeState], deltas: dict,
-                            positions: tuple[int, ...]) -> dict[tuple, int]:
-        """:meth:`difference` for one changed anchor tuple s of a plain join view (integer
-        weights), its rows at ``positions``: context and rows in one call
-        (:func:`dyn_loops.emitter`).  A tuple whose weight grows is in rho after the batch
-        and one whose weight falls was in it before (the database is positive), and s's
-        context is the same on both sides while s is there, so the rows are made once, on
-        the side where s is present, and s's old weight is never looked up (a wide tuple's
-        hash and compare)."""
+    def _rows_of_changes(self, st: NodeState, upper: list[NodeState], deltas: dict,
+                         positions: tuple[int, ...]) -> dict[tuple, int]:
+        """:meth:`difference` when one frontier node's tuples change, for a plain join view
+        (integer weights) whose rows are values at ``positions``: each changed anchor
+        tuple s's context and rows in one compiled call (:func:`dyn_loops.emitter`).  A
+        tuple whose weight falls was in rho before the batch and one whose weight grows is
+        in it after (the database is positive), and s's context is the same on both sides
+        while s is there (the other frontier nodes are untouched), so s's rows are made
+        once, falling tuples before the batch is processed and growing ones after, and no
+        old weight is looked up (a wide tuple's hash and compare).  A batch of many
+        anchor tuples costs one walk each, as a single-row change does, instead of
+        grouping them by key and building each row through Python calls."""
         out: dict[tuple, int] = {}
-        s, w = next(iter(deltas[st.node_id].items()))
         emit = self._row_makers_of(st.node, positions)[1]
+        delta: dict = deltas[st.node_id]
         added = 0
-        if w < 0:
-            added = emit(s, w, out)
+        falling = 0
+        rising = 0
+        for s, w in delta.items():
+            if w < 0:
+                added += emit(s, w, out)
+                falling += 1
+            elif w > 0:
+                rising += 1
         for node_state in upper:
             node_state.process(deltas)
-        if w > 0:
-            added = emit(s, w, out)
-        self.push_anchors += 1
+        if rising:  # (a second pass over the delta: no tuple hashed to find its weight)
+            for s, w in delta.items():
+                if w > 0:
+                    added += emit(s, w, out)
+        self.push_anchors += falling + rising
         self.push_outputs += added
         return out
 
