@@ -3,6 +3,8 @@
 # methods directly.
 cimport cython
 
+from upkeep.zset cimport add_into
+
 cdef class Index:
     cdef public object key
     cdef public object buckets

@@ -3,6 +3,8 @@
 # arrays) and recurses through C methods, a leaf's action a C method its subclass overrides.
 cimport cython
 
+from upkeep.zset cimport add_into
+
 cdef Py_ssize_t LOOP, TEST, BOUND
 
 
