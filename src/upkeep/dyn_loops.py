@@ -22,7 +22,7 @@ Nodes whose edge carries theta predicates (section 4) keep their matcher functio
 environment list, which the generated code then keeps up to date as well.
 
 The walk's steps are planned once (:func:`walk`) and written out from that plan; a
-single-row change's rows of a plain join view and an anchor key's context follow the same steps in
+changed tuple's rows of a plain join view and an anchor key's context follow the same steps in
 compiled code instead (:func:`emitter`, :func:`contexter`, :mod:`upkeep.dyn_walk`) where
 N's edges carry no theta predicates.
 
@@ -250,7 +250,7 @@ def generate(rep: Representation, anchor: Node | None,
 
 
 def emitter(rep: Representation, anchor: Node, rows: tuple[int, ...]) -> Callable:
-    """``emit(s, w, out)`` of :func:`generate` for a single-row change: the compiled walk
+    """``emit(s, w, out)`` of :func:`generate` for one changed tuple: the compiled walk
     of :mod:`upkeep.dyn_walk` over :func:`walk`'s steps, or the generated code where edges
     in N carry theta predicates (their matchers read an environment the generated code
     keeps)."""

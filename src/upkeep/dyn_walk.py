@@ -6,7 +6,7 @@ extend one changed frontier tuple s are found by walking N from s, its ancestors
 and then the rest top-down (:func:`upkeep.dyn_loops.walk`).  :mod:`upkeep.dyn_loops` writes
 that walk as Python that the interpreter runs; where N's edges carry no theta predicates
 the walks of push mode follow the same steps here, in code setup.py compiles:
-:class:`RowsWalk` makes a single-row change's rows of a plain join view (FQ1), and
+:class:`RowsWalk` makes a changed tuple's rows of a plain join view (FQ1), and
 :class:`ContextWalk` an anchor key's context (the dyn-aggregate views, Q3).  On FQ1 the
 interpreter's dispatch had cost a change about 1,500 instructions and 90
 mispredicted branches (callgrind).
