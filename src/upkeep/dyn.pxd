@@ -67,7 +67,7 @@ cdef class Representation:
     cdef public object _plan_of_n
     cdef public dict _schedules
     cdef public dict _anchored_by_id
-    cdef public dict _row_makers
+    cdef public dict _emitters
     cdef public Py_ssize_t push_anchors
     cdef public Py_ssize_t push_outputs
     cdef public list enum_work
@@ -91,4 +91,4 @@ cdef class Representation:
     @cython.locals(node_state=NodeState)
     cdef dict _delta_of_one_frontier(self, NodeState st, list upper, dict deltas)
     cdef tuple _anchored(self, anchor)
-    cdef tuple _row_makers_of(self, anchor, tuple positions)
+    cdef object _emitter_of(self, anchor, tuple positions)

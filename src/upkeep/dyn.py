@@ -424,8 +424,8 @@ class Representation:
         self._schedules: dict[frozenset[int] | int,
                               tuple[list[NodeState], list[NodeState]]] = {}
         self._anchored_by_id: dict[int, tuple[Callable, Callable, Callable]] = {}
-        # anchor id -> (positions, its row maker): one select list per representation
-        self._row_makers: dict[int, tuple[tuple[int, ...], Callable]] = {}
+        # anchor id -> (positions, its emitter): one select list per representation
+        self._emitters: dict[int, tuple[tuple[int, ...], Callable]] = {}
         self.push_anchors = 0
         self.push_outputs = 0
         self.enum_work = [0]  # tuples visited by ENUM's walks (dyn_loops, dyn_walk)
@@ -778,12 +778,7 @@ class Representation:
         # a key's context is the same before and after the batch while the key has anchor
         # tuples on both sides: taken before the batch for keys present then, after it for
         # the keys the batch brings (as in _delta_of_one_frontier)
-        if positions is None:
-            key, context, combine = self._anchored(anchor)
-        else:
-            combine = self._row_makers_of(anchor, positions)[0]
-            row = _identity
-            key, context, _ = self._anchored(anchor)
+        key, context, combine = self._anchored(anchor)
         if len(changed) == 1:  # a single-row change
             s, before, w = changed[0]
             k = key(s)
@@ -830,7 +825,7 @@ class Representation:
         anchor tuples costs one walk each, as a single-row change does, instead of
         grouping them by key and building each row through Python calls."""
         out: dict[tuple, int] = {}
-        emit = self._row_makers_of(st.node, positions)[1]
+        emit = self._emitter_of(st.node, positions)
         delta: dict = deltas[st.node_id]
         added = 0
         falling = 0
@@ -1012,20 +1007,18 @@ class Representation:
                 combiner(self, anchor))
         return got
 
-    def _row_makers_of(self, anchor: Node, positions: tuple[int, ...]
-                       ) -> tuple[Callable[[tuple, tuple], tuple], Callable]:
-        """For :meth:`difference`, generated on first use: ``(anchor tuple, context values)
-        -> the output tuple's values at positions``, and ``emit(anchor tuple, weight,
-        out)``, the context and those values in one call (:func:`dyn_loops.emitter`)."""
-        got = self._row_makers.get(anchor.id)
+    def _emitter_of(self, anchor: Node, positions: tuple[int, ...]) -> Callable:
+        """For :meth:`difference`, generated on first use: ``emit(anchor tuple, weight,
+        out)``, the anchor tuple's context and its rows' values at ``positions`` in one
+        call (:func:`dyn_loops.emitter`)."""
+        got = self._emitters.get(anchor.id)
         # the view passes the same tuple every batch: identity first, since hashing or
         # comparing a wide select list's positions cost a single-row change 2% of its time
         if got is not None and (got[0] is positions or got[0] == positions):
-            return got[1], got[2]
-        maker = combiner(self, anchor, positions)
+            return got[1]
         emit = emitter(self, anchor, positions)
-        self._row_makers[anchor.id] = (positions, maker, emit)
-        return maker, emit
+        self._emitters[anchor.id] = (positions, emit)
+        return emit
 
     def enumerate(self) -> Iterator[tuple[tuple, object]]:
         """ENUM of Algorithm 1: each output tuple once, with its weight, constant delay."""

@@ -156,8 +156,9 @@ def generate(rep: Representation, anchor: Node | None,
     With an anchor and ``rows`` (output-tuple positions): ``emit(s, w, out)``, which adds
     to the Z-set ``out`` the values at ``rows`` of every output tuple extending the anchor
     tuple ``s``, each with weight ``others * w``, and returns how many it added: the
-    context and the combiner in one function, for a single-row change (no context list,
-    no values tuple, no second call; the anchor tuple's values are bound once)."""
+    context and the combiner in one function, called once per changed anchor tuple (no
+    context list, no values tuple, no second call; the anchor tuple's values are bound
+    once)."""
     pair = rep.pair
     plan = rep._plan()
     states = rep.states
@@ -302,13 +303,9 @@ def _context_vars(rep: Representation, anchor: Node) -> tuple[int, ...]:
     return tuple(v for v in rep.pair.out if v not in anchor.vars)
 
 
-def combiner(rep: Representation, anchor: Node, positions: tuple[int, ...] | None = None
-             ) -> Callable[[tuple, tuple], tuple]:
-    """``(anchor tuple, context values) -> output tuple``, or only the output tuple's
-    values at ``positions`` (in that order, repeats allowed)."""
+def combiner(rep: Representation, anchor: Node) -> Callable[[tuple, tuple], tuple]:
+    """``(anchor tuple, context values) -> output tuple``."""
     context = _context_vars(rep, anchor)
     parts = [f"s[{anchor.vars.index(v)}]" if v in anchor.vars else f"c[{context.index(v)}]"
              for v in rep.pair.out]
-    if positions is not None:
-        parts = [parts[p] for p in positions]
     return eval("lambda s, c: " + _tuple(parts))  # noqa: S307 - positions only
