@@ -99,7 +99,7 @@ cdef class RowStore:
     @cython.locals(table=KeyTable, data="const unsigned char[:]", starts="const long long[:]",
                    ends="const long long[:]", i=Py_ssize_t)
     cpdef add_keys(self, keys, long long weight)
-    @cython.locals(table=KeyTable, weights="long long[:]", e=Py_ssize_t, n="long long",
-                   out=list)
-    cpdef list _decoded(self, RowDecoder decoder, Py_ssize_t start, Py_ssize_t stop,
-                        Py_ssize_t step=*)
+    @cython.locals(table=KeyTable, e=Py_ssize_t, following=Py_ssize_t, seen=Py_ssize_t,
+                   n="long long", out=list)
+    cpdef tuple _decoded(self, RowDecoder decoder, Py_ssize_t start, Py_ssize_t end,
+                         Py_ssize_t step, Py_ssize_t limit)

@@ -612,24 +612,31 @@ class RowStore:
         made, the others are None."""
         decoder = self._bulk_decoder(read)
         table = self._table
-        count, epoch = table.count, table.epoch
-        for start in range(0, count, _DECODE_CHUNK):
-            if table.epoch != epoch:  # compacted since: entry numbers moved, arrays shrank
+        e, end, epoch = 0, table.used, table.epoch
+        while e < end:
+            if table.epoch != epoch:  # compacted since: entries moved, the arena shrank
                 raise RuntimeError("a table's rows changed while they were being read")
-            yield from self._decoded(decoder, start, min(start + _DECODE_CHUNK, count))
+            rows, e = self._decoded(decoder, e, end, 1, _DECODE_CHUNK)
+            yield from rows
 
-    def _decoded(self, decoder: RowDecoder, start: int, stop: int, step: int = 1
-                 ) -> list[tuple[tuple, int]]:
-        """The rows of every ``step``-th entry from ``start`` to ``stop`` held at least
-        once, with their multiplicities, decoded where their keys lie in the arena."""
+    def _decoded(self, decoder: RowDecoder, start: int, end: int, step: int, limit: int
+                 ) -> tuple[list[tuple[tuple, int]], int]:
+        """The rows of every ``step``-th of ``limit`` entries from entry ``start`` (before
+        the arena offset ``end``) held at least once, with their multiplicities, decoded
+        where their keys lie in the arena; and the entry after the last looked at."""
         table = self._table
-        weights = table.weights
         out = []
-        for e in range(start, stop, step):
-            n = weights[e]
-            if n > 0:  # not removed (-1), not kept in place at 0
-                out.append((decoder.decode_at(table.arena_view, table._start(e)), n))
-        return out
+        e = start
+        seen = 0
+        while e < end and seen < limit:
+            following = table.next_entry(e)
+            if seen % step == 0:
+                n = table.weight_at(e)
+                if n > 0:  # not removed (-1), not kept in place at 0
+                    out.append((decoder.decode_at(table.arena_view, table._start(e)), n))
+            seen += 1
+            e = following
+        return out, e
 
     def __iter__(self) -> Iterator[tuple]:
         return (row for row, _ in self.items())
@@ -643,10 +650,12 @@ class RowStore:
         size = len(self)
         if size < _SHARE_MIN_ROWS:
             return RowDecoder(self._encoder, self._columns, read=read)
-        entries = self._table.count  # removed ones and ones kept at 0 included
+        table = self._table
+        entries = table.count  # removed ones and ones kept at 0 included
         step = max(1, entries // _SHARE_SAMPLE) | 1  # odd: not in step with every other
         sample = [row for row, _ in self._decoded(
-            RowDecoder(self._encoder, self._columns, read=read), 0, entries, step)]
+            RowDecoder(self._encoder, self._columns, read=read), 0, table.used, step,
+            entries)[0]]
         shared = frozenset(i for i in range(len(self._columns))
                            if (read is None or i in read)
                            and len({r[i] for r in sample}) <= _SHARE_RATIO * len(sample))
