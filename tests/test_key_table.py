@@ -2,10 +2,14 @@
 replaces), through growth, removals, compaction, copies and rows kept at 0."""
 
 import datetime as dt
+import importlib.util
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import upkeep.key_table
 from upkeep.key_table import KeyTable, hash_of
 from upkeep.row_store import RowStore
 from upkeep.types import type_from_name
@@ -192,3 +196,26 @@ def test_multiplicities_past_32_bits_are_kept_beside_their_keys():
         walked.append(table.weight_at(e))
         e = table.next_entry(e)
     assert len(walked) == table.count == 50 and walked[4] == -1  # the removed one's mark
+
+
+def test_a_record_past_what_a_slot_can_name_is_refused_and_the_table_kept():
+    """A slot names a record by its offset + 1 in 40 bits (1 TB of keys): the record that
+    would pass that is refused with OverflowError and the table goes on holding what it
+    held.  Run on the module's source with a 16-bit offset, so the limit is reached in
+    64 KB (the compiled module's constants are fixed when it is built)."""
+    path = Path(upkeep.key_table.__file__).with_name("key_table.py")
+    spec = importlib.util.spec_from_file_location("key_table_source", path)
+    source = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(source)
+    source._OFFSET_MASK = 0xFFFF
+    table = source.KeyTable()
+    held, i = {}, 0
+    with pytest.raises(OverflowError):
+        while True:
+            key = b"%06d" % i
+            table.add(key, 1)
+            held[key] = 1
+            i += 1
+    assert len(table) == len(held) and table.get(b"%06d" % i) is None
+    assert all(table.get(key) == 1 for key in held)
+    assert [table.key_at(e) for e in table.entries()] == list(held)

@@ -12,7 +12,8 @@ multiplicity (8 bytes, little-endian), its key's length (a varint), the key.  Th
 an open-addressing table of 8-byte slots (linear probing, at most 70% full), each holding
 its record's offset + 1 (40 bits) and a tag (23 bits of the key's hash, so a lookup reads
 the record of a slot it passes only when the tags agree): an entry costs its key, one
-length byte and 19-20 bytes.  An entry is named by its record's offset.
+length byte, 8 bytes of multiplicity and 8 bytes a slot at 35-70% of the slots used, 19-31
+bytes in all.  An entry is named by its record's offset.
 
 A lookup that finds its key reads two places of memory, the slot and the record (the
 multiplicity lies beside the key).  Where the state does not fit the caches, each is a
@@ -108,8 +109,6 @@ class KeyTable:
 
     def _make_room(self, need: int) -> None:
         """An arena with room for ``need`` more bytes, grown in place."""
-        if self.used + need > _OFFSET_MASK - 1:
-            raise OverflowError("a table's row keys would pass 1 TB, what a slot can name")
         self.arena_view = None  # an array with a view of itself open cannot grow
         size = len(self.arena)
         target = self.used + need + min(max(size >> 3, 256), len(_ZEROS))
@@ -124,6 +123,8 @@ class KeyTable:
         if self.used + n + _HEADER + 10 > len(self.arena):
             self._make_room(n + _HEADER + 10)
         offset = self.used
+        if offset + 1 >= _OFFSET_MASK:  # a slot names a record by its offset + 1, in 40 bits
+            raise OverflowError("a table's row keys pass 1 TB, past what a slot can name")
         self._set_weight(offset, weight)
         view = self.arena_view
         pos = offset + _HEADER
@@ -365,7 +366,8 @@ class KeyTable:
         """The entries not removed, in insertion order (compacting ends the iteration's
         validity, as changing a dict does)."""
         e = 0
-        while e < self.used:
+        end = self.used  # the records held when the iteration began
+        while e < end:
             following = self.next_entry(e)
             if self.weight_at(e) != _GONE:
                 yield e
