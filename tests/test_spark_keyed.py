@@ -130,6 +130,16 @@ VIEWS = {
     "top_buyers": "WITH t AS (SELECT ck, COUNT(*) AS n FROM orders GROUP BY ck "
                   "ORDER BY n DESC, ck LIMIT 2) "
                   "SELECT c.segment, t.n FROM t JOIN customer c ON c.ck = t.ck",
+    # grouping sets: the UNION ALL of one aggregate per set, as on one machine (a region
+    # or segment of NULL is a group of its own, apart from a set's NULL)
+    "rollup_regions": "SELECT n.region, c.segment, COUNT(*) AS k, SUM(o.qty) AS q, "
+                      "GROUPING(n.region, c.segment) AS g FROM orders o, customer c, "
+                      "nation n WHERE o.ck = c.ck AND c.nk = n.nk "
+                      "GROUP BY ROLLUP (n.region, c.segment)",
+    "cube_orders": "SELECT ck, qty, COUNT(*) AS n, MAX(price) AS hi FROM orders "
+                   "GROUP BY CUBE (ck, qty)",
+    "segment_sets": "SELECT segment, COUNT(*) AS n FROM customer "
+                    "GROUP BY GROUPING SETS ((), (segment)) HAVING COUNT(*) > 1",
 }
 
 
@@ -198,6 +208,8 @@ EXPLAIN_ENDINGS = {
     "sizes": "orders -> aggregate by group key (level 0) -> distinct by row (level 1)",
     "if_any_four": "nation -> semijoin with orders, one key (level 0) -> aggregate by group "
                    "key (level 1)",
+    "segment_sets": "(customer -> aggregate by group key (level 0)) UNION ALL (customer -> "
+                    "aggregate by group key (level 0))",
 }
 
 

@@ -69,6 +69,7 @@ from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..expressions import ExpressionCompiler
+from ..grouping_sets import expand_grouping_sets
 from ..hashing import key_hash
 from ..outer_joins import rewrite_outer_joins
 from ..plan import (
@@ -82,11 +83,16 @@ from ..plan import (
     derived_tables,
     read_relation,
 )
-from ..planner import cast_row, set_operation_casts, set_operation_columns
+from ..planner import (
+    cast_row,
+    describe,
+    set_operation_casts,
+    set_operation_columns,
+)
 from ..ranked import qualify_as_derived
 from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
-from ..sql import parse_one
+from ..sql import parse_one, relations_read
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k, tie_broken
 from ..types import SqlType, format_row
@@ -694,6 +700,11 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     named ``<view>__sub<i>`` (its own derived tables first), which the block reads as it
     reads a view."""
     helpers = 0
+    relations = _Schemas(schema_of)
+
+    def types_of(select: exp.Select) -> list[str]:  # DuckDB's types, as the catalog's
+        return [t for _, t in describe(select.sql(dialect="duckdb"), relations_read(select),
+                                       relations)]
 
     def rewritten(query):
         query = query.transform(qualify_as_derived).transform(
@@ -725,7 +736,9 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     def ordered(part: str, query, prepare=rewritten) -> None:
         """``part`` as an :class:`OrderedStep` over a helper of the rest of ``query`` when
         it is a top-k or has window functions in its select list (or in expressions there,
-        which the step then computes), else as ``prepare(query)``."""
+        which the step then computes), else as ``prepare(query)``.  Grouping sets first
+        become the ``UNION ALL`` of one grouped block per set, as on one machine."""
+        query = query.transform(lambda n: expand_grouping_sets(n, types_of))
         query = window_aliases_resolved(query, schema_of)
         top = split_top_k(query)
         if top is not None:
@@ -761,6 +774,13 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     for helper, body in bodies:
         ordered(helper, body)
     ordered(name, query)
+
+
+class _Schemas:
+    """What :func:`upkeep.planner.describe` reads of a catalog: relations' columns."""
+
+    def __init__(self, schema_of: Callable[[str], list[tuple[str, SqlType]]]):
+        self.schema_of = schema_of
 
 
 def _plan_columns(plan) -> list[tuple[str, SqlType]]:
