@@ -209,7 +209,8 @@ def _command(args: argparse.Namespace, query: str, system: str) -> list[str] | N
     common = ["--scale", str(args.scale), "--query", query, "--seed", str(args.seed)]
     if system == "flink":
         python = flink_python()
-        return None if python is None else [python, "-m", "bench.tpch.flink_peer", *common]
+        return None if python is None else [python, "-m", "bench.tpch.flink_peer", *common,
+                                            "--changes", str(args.flink_changes)]
     extra = ["--provenance", args.provenance] if args.provenance and system in (
         "dyn", "general") else []
     if args.primary_keys:
@@ -280,6 +281,9 @@ def main() -> None:
     parser.add_argument("--system", choices=SYSTEMS, default="dyn")
     parser.add_argument("--changes", type=int, default=2_000)
     parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--flink-changes", type=int, default=1_000_000,
+                        help="changes in Flink's stream (more where a query's rate is "
+                             "beyond what a million resolves)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--provenance", choices=("why",), default=None,
                         help="upkeep systems: keep the view's why-provenance too")
