@@ -51,9 +51,22 @@ MAINTAINED.append(  # a chain of three: the second pads the keys of the first's 
     "LEFT JOIN s ON s.c = r.y AND s.z > 0 WHERE l.x IS NOT NULL")
 #: the forms kept as one join tree of padded relations, under each strategy: all but FULL
 PADDED = [sql for sql in MAINTAINED if "FULL" not in sql]
+#: ON comparing the sides once (besides equalities): the inner join with that predicate,
+#: and the unmatched rows by comparing with the extremum of the matching rows
+COMPARED = [
+    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b",
+    "SELECT l.id, r.id AS rid, r.y FROM l LEFT JOIN r ON l.a = r.b AND r.y > l.x",
+    "SELECT l.id, r.id AS rid FROM l RIGHT JOIN r ON l.a = r.b AND l.x <= r.y + 1",
+    "SELECT l.id, r.id AS rid, l.x, r.y FROM l FULL JOIN r ON l.a = r.b AND l.x < r.y",
+    "SELECT l.a, count(r.id) AS n, count(*) AS c FROM l LEFT JOIN r "
+    "ON l.a = r.b AND r.y <> l.x AND r.y > 0 GROUP BY l.a",
+    "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
+    "LEFT JOIN s ON s.c = l.x AND s.z >= r.y",
+]
+MAINTAINED += COMPARED
 RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x > 1",
-    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b",
+    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b AND l.x > r.y",
 ]
 
 

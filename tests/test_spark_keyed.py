@@ -85,6 +85,9 @@ VIEWS = {
     "all_sides": "SELECT c.ck, o.ok FROM customer c FULL JOIN orders o ON o.ck = c.ck",
     "per_customer": "SELECT c.segment, COUNT(o.ok) AS n, SUM(o.qty) AS q FROM customer c "
                     "LEFT JOIN orders o ON o.ck = c.ck GROUP BY c.segment",
+    # ON comparing the sides once: the unmatched rows by the extremum of the matches
+    "bigger_orders": "SELECT c.ck, o.ok, o.qty FROM customer c LEFT JOIN orders o "
+                     "ON o.ck = c.ck AND o.qty > c.nk",
     # derived tables in FROM: hidden helper roots, read as views are
     "busiest": "SELECT t.ck, t.n, c.segment FROM (SELECT ck, COUNT(*) AS n FROM orders "
                "GROUP BY ck) t JOIN customer c ON c.ck = t.ck WHERE t.n > 1",

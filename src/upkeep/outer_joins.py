@@ -15,9 +15,12 @@ last outer join, by a derived table of that union, unless its outer joins are LE
 that :mod:`upkeep.padded_joins` turns into inner joins (one join tree instead of a union) (which the catalog then maintains as a
 hidden helper view), with every column renamed ``<alias>__<column>`` and the block's column
 references rewritten to it.  It rewrites only what the anti-join can maintain: ``ON`` a
-conjunction of equalities between the two sides and filters on the padded side alone; each
-side of a ``FULL`` join and the right side of a ``RIGHT`` join a single relation; no
-``SELECT *``.  Anything else is left as it is (and recomputed by DuckDB, as before).
+conjunction of equalities between the two sides, filters on the padded side alone and at
+most one comparison of the sides (``r.y > l.x``: the ``NOT EXISTS`` then compares with the
+extremum of the matching rows, :mod:`upkeep.subquery_predicates`, so the union is always a
+helper view, which those rewrites reach); each side of a ``FULL`` join and the right side
+of a ``RIGHT`` join a single relation; no ``SELECT *``.  Anything else is left as it is
+(and recomputed by DuckDB, as before).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .expressions import conjuncts
+from .expressions import FLIPPED_COMPARISON, conjuncts, unparen
 from .padded_joins import padded_left_joins, qualified, relation_in_from
 from .plan import distinct_names
 from .scalar_subqueries import fresh_alias
@@ -251,7 +254,10 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         return exp.column(c, a)
 
     source = {flat_name: pair for pair, flat_name in flat.items()}
-    if _projection_only(out, name):  # the union is the block: one view, not two
+    compared = any(b.args.get("compared") for b in branches)
+    for branch in branches:
+        branch.set("compared", None)
+    if _projection_only(out, name) and not compared:  # the union is the block: one view
         outputs = [(e.alias, source[e.this.name]) for e in out.expressions]
         for branch in branches:
             branch.set("expressions", [value(branch, a, c).as_(alias)
@@ -387,21 +393,46 @@ def _join(branch: exp.Select, right, on: exp.Expression | None) -> exp.Select:
 
 
 def _anti(branch: exp.Select, right, on: exp.Expression) -> exp.Select:
-    """``branch`` rows without a match in ``right`` on ``on``: equalities across the sides
-    and filters on ``right`` alone (what the anti-join maintains)."""
+    """``branch`` rows without a match in ``right`` on ``on``: what the anti-join
+    maintains (:mod:`upkeep.subquery_predicates`), equalities of a column of each side,
+    filters on ``right`` alone, and at most one comparison (``<``, ``<=``, ``>``, ``>=``,
+    ``<>``) of an expression of ``right``'s columns with one of the other side's, kept as
+    that comparison with the extremum of the matching rows."""
     alias = right[0]
+    compared = False
     for cond in conjuncts(on):
+        cond = unparen(cond)
         tables = {c.table.lower() for c in cond.find_all(exp.Column)}
         if "" in tables:
             raise _Skip  # unqualified: which side is not known here
         if tables == {alias}:
             continue
-        if not (isinstance(cond, exp.EQ) and alias in tables and len(tables) == 2
+        if (isinstance(cond, exp.EQ) and alias in tables and len(tables) == 2
                 and isinstance(cond.this, exp.Column) and isinstance(cond.expression,
                                                                      exp.Column)):
+            continue
+        if compared or not _compares_sides(cond, alias):
             raise _Skip
+        compared = True
     sub = exp.select("1").from_(right[1].copy()).where(on.copy())
-    return branch.copy().where(exp.Not(this=exp.Exists(this=sub)))
+    out = branch.copy().where(exp.Not(this=exp.Exists(this=sub)))
+    if compared:  # kept as a helper view, whose rewrites turn it into the extremum's
+        out.set("compared", exp.true())
+    return out
+
+
+def _compares_sides(cond: exp.Expression, alias: str) -> bool:
+    """Whether ``cond`` compares (not ``=``) an expression reading only ``alias`` with one
+    reading only the other side's relations."""
+    if type(cond) not in FLIPPED_COMPARISON or isinstance(cond, exp.EQ):
+        return False
+    sides = set()
+    for operand in (cond.this, cond.expression):
+        tables = {c.table.lower() for c in operand.find_all(exp.Column)}
+        if not tables or operand.find(exp.Subquery) or (alias in tables and len(tables) > 1):
+            return False  # a constant, a subquery, or both sides in one operand
+        sides.add(alias in tables)
+    return sides == {True, False}
 
 
 def _pad(branch: exp.Select, relations: list, types: dict) -> exp.Select:

@@ -461,8 +461,11 @@ class LocalCatalog:
         self.user_views.pop(name, None)
         self.user_views[name] = (sql, strategy)
 
-    def add_witnesses(self, name: str) -> None:
-        """Keep ``name``'s why-provenance: its witness view, maintained like a helper."""
+    def add_witnesses(self, name: str, strict: bool = True) -> None:
+        """Keep ``name``'s why-provenance: its witness view, maintained like a helper.  A
+        hidden helper it reads without witnesses of its own stays an input row, except one
+        kept by an extremum comparison, which ``strict`` refuses (a database reopened
+        keeps the views it was made with: ``strict`` False)."""
         query, strategy = self._definitions[name]
         recursive = self.views[name]
         if isinstance(recursive, RecursiveView):  # keeps its own provenance (absorption)
@@ -499,8 +502,16 @@ class LocalCatalog:
         hidden = self._hidden()
         for helper in sorted(read):
             if helper in hidden and helper not in self.witnesses:
+                if strict and helper in self._by_extremum:
+                    raise _ReadsExtremum(
+                        f"why-provenance of view {name}: it reads rows kept by comparing with "
+                        "a group's MIN or MAX (a subquery correlated by an inequality in a "
+                        "derived table, or an outer join whose ON compares the sides), whose "
+                        "derivations are not the rows that satisfy the comparison")
                 try:
-                    self.add_witnesses(helper)
+                    self.add_witnesses(helper, strict)
+                except _ReadsExtremum:
+                    raise
                 except UnsupportedError:
                     pass
 
@@ -870,6 +881,10 @@ class LocalCatalog:
         return {n: self.tables[n].rows if n in self.tables
                 else dict(self.views[n].weighted_rows())
                 for n in names}
+
+
+class _ReadsExtremum(UnsupportedError):
+    """A view asked to keep why-provenance reads a helper kept by an extremum comparison."""
 
 
 def view_provenance(stmt: exp.Create, view: str) -> bool:

@@ -697,7 +697,8 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     (:mod:`upkeep.scalar_subqueries`); outer joins as the inner join UNION ALL each outer
     side's unmatched rows, found by an anti-join and padded with NULLs
     (:mod:`upkeep.outer_joins`, unpadded); and each derived table in a FROM clause a helper
-    named ``<view>__sub<i>`` (its own derived tables first), which the block reads as it
+    named ``<view>__sub<i>`` (its own derived tables first, each rewritten whole as a view
+    is: an outer join's union may hold a ``NOT EXISTS`` to rewrite), which the block reads as it
     reads a view."""
     helpers = 0
     relations = _Schemas(schema_of)
@@ -730,7 +731,7 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
             for holder in derived_tables(node):
                 helpers += 1
                 helper = f"{name}__sub{helpers}"
-                ordered(helper, derived_table_body(holder.this), prepared)
+                ordered(helper, derived_table_body(holder.this))
                 read_relation(holder, helper)
 
     def ordered(part: str, query, prepare=rewritten) -> None:
