@@ -88,6 +88,7 @@ VIEWS = {
     # ON comparing the sides once: the unmatched rows by the extremum of the matches
     "bigger_orders": "SELECT c.ck, o.ok, o.qty FROM customer c LEFT JOIN orders o "
                      "ON o.ck = c.ck AND o.qty > c.nk",
+    "every_column": "SELECT * FROM customer c LEFT JOIN orders o ON o.ck = c.ck",  # listed
     # derived tables in FROM: hidden helper roots, read as views are
     "busiest": "SELECT t.ck, t.n, c.segment FROM (SELECT ck, COUNT(*) AS n FROM orders "
                "GROUP BY ck) t JOIN customer c ON c.ck = t.ck WHERE t.n > 1",

@@ -19,8 +19,8 @@ conjunction of equalities between the two sides, filters on the padded side alon
 most one comparison of the sides (``r.y > l.x``: the ``NOT EXISTS`` then compares with the
 extremum of the matching rows, :mod:`upkeep.subquery_predicates`, so the union is always a
 helper view, which those rewrites reach); each side of a ``FULL`` join and the right side
-of a ``RIGHT`` join a single relation; no ``SELECT *``.  Anything else is left as it is
-(and recomputed by DuckDB, as before).
+of a ``RIGHT`` join a single relation; ``*`` and ``t.*`` listed as their columns first.
+Anything else is left as it is (and recomputed by DuckDB, as before).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema, padded: bool = Tr
     if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
         return select
     try:
-        select = _using_as_on(select, schema_of)
+        select = _stars_listed(_using_as_on(select, schema_of), schema_of)
         inner = padded_left_joins(select, schema_of) if padded else None
         if inner is not None:
             return inner
@@ -60,20 +60,52 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema, padded: bool = Tr
         return select
 
 
+def _stars_listed(select: exp.Select, schema_of: Schema) -> exp.Select:
+    """``*`` and ``t.*`` in the select list as the columns they stand for, each relation's
+    in its order, relations in FROM order (as DuckDB lists them; repeated names are made
+    distinct later, as for any select list), after :func:`_using_as_on`; a ``*`` with
+    ``EXCLUDE`` / ``REPLACE`` is left to DuckDB."""
+    if not any(_is_star(e) for e in select.expressions):
+        return select
+    joins = list(select.args.get("joins") or [])
+    from_ = select.args.get("from_") or select.args.get("from")
+    relations = [_relation(item, schema_of) for item in [from_.this, *(j.this for j in joins)]]
+    listed: list[exp.Expression] = []
+    for e in select.expressions:
+        if not _is_star(e):
+            listed.append(e)
+            continue
+        star = e if isinstance(e, exp.Star) else e.this
+        if any(star.args.get(k) for k in star.args):
+            raise _Skip  # EXCLUDE, REPLACE, RENAME
+        table = "" if isinstance(e, exp.Star) else e.table.lower()
+        chosen = [r for r in relations if not table or r[0] == table]
+        if not chosen:
+            raise _Skip  # t.* of no relation here: the binder says so
+        listed += [exp.column(c, alias) for alias, _, columns in chosen for c in columns]
+    out = select.copy()
+    out.set("expressions", listed)
+    return out
+
+
+def _is_star(e: exp.Expression) -> bool:
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+
+
 def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
     """``JOIN .. USING (c)`` and ``NATURAL JOIN`` as ``ON`` equalities, with DuckDB's rule
     for the one column ``c`` they leave: the left side's for inner and LEFT joins, the right
-    side's for RIGHT joins, ``COALESCE(left, right)`` for FULL joins."""
+    side's for RIGHT joins, ``COALESCE(left, right)`` for FULL joins.  ``*`` lists that
+    column once, where the left side's is, as DuckDB does (``t.*`` lists ``t``'s own)."""
     joins = list(select.args.get("joins") or [])
     if not any(j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL"
                for j in joins):
         return select
-    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
-           for e in select.expressions):
-        raise _Skip  # * lists a USING column once: not written out here
     from_ = select.args.get("from_") or select.args.get("from")
     seen = [_relation(from_.this, schema_of)]
     merged: dict[str, exp.Expression] = {}
+    owner: dict[str, str] = {}  # a merged column's left relation, where ``*`` lists it
+    dropped: dict[str, set[str]] = {}  # ... and the right relation whose copy it leaves
     out = select.copy()
     new_joins = []
     for join in out.args.get("joins") or []:
@@ -95,6 +127,8 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
                 merged[name] = (other.copy() if side == "RIGHT" else exp.Coalesce(
                     this=left.copy(), expressions=[other.copy()]) if side == "FULL"
                     else left.copy())
+                owner[name] = owners[0]
+                dropped.setdefault(name, set()).add(right[0])
             join = join.copy()
             join.set("using", None)
             join.set("method", None)
@@ -102,6 +136,18 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
         seen.append(right)
         new_joins.append(join)
     out.set("joins", new_joins)
+    listed = []
+    for e in out.expressions:
+        if not isinstance(e, exp.Star):  # (``t.*``: :func:`_stars_listed`)
+            listed.append(e)
+            continue
+        if any(e.args.get(k) for k in e.args):
+            raise _Skip  # EXCLUDE, REPLACE, RENAME
+        # a merged column once, at its left relation's place; the right one's left out
+        listed += [merged[c].copy().as_(c) if owner.get(c) == alias else exp.column(c, alias)
+                   for alias, _, columns in seen for c in columns
+                   if c not in merged or alias not in dropped[c]]
+    out.set("expressions", listed)
 
     def rename(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in merged:
