@@ -74,9 +74,18 @@ STARS = [
     "SELECT * FROM l FULL JOIN r USING (id)",
     "SELECT * FROM l RIGHT JOIN s USING (id) WHERE z > 0",
 ]
-MAINTAINED += COMPARED + STARS
-RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
+#: ON filtering the preserved side: a row failing the filter is unmatched (padded)
+PRESERVED = [
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x > 1",
+    "SELECT l.id, r.id AS rid FROM l RIGHT JOIN r ON l.a = r.b AND r.y > 1 AND l.x < 2",
+    "SELECT l.id, r.id AS rid, l.x, r.y FROM l FULL JOIN r "
+    "ON l.a = r.b AND l.x > 0 AND r.y <= 2",
+    "SELECT l.a, count(r.id) AS n, count(*) AS c FROM l LEFT JOIN r "
+    "ON l.a = r.b AND l.x IS NOT NULL AND r.y < l.x GROUP BY l.a",
+]
+MAINTAINED += COMPARED + STARS + PRESERVED
+RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
+    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.x > 1",  # nothing of r in ON
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b AND l.x > r.y",
     # a USING column merged twice: which id * lists is left to DuckDB
     "SELECT * FROM l FULL JOIN r USING (id) LEFT JOIN s USING (id)",

@@ -89,6 +89,9 @@ VIEWS = {
     "bigger_orders": "SELECT c.ck, o.ok, o.qty FROM customer c LEFT JOIN orders o "
                      "ON o.ck = c.ck AND o.qty > c.nk",
     "every_column": "SELECT * FROM customer c LEFT JOIN orders o ON o.ck = c.ck",  # listed
+    # ON filtering the preserved side: a customer failing it is padded
+    "auto_orders_of": "SELECT c.ck, o.ok FROM customer c LEFT JOIN orders o "
+                      "ON o.ck = c.ck AND c.segment = 'AUTO'",
     # derived tables in FROM: hidden helper roots, read as views are
     "busiest": "SELECT t.ck, t.n, c.segment FROM (SELECT ck, COUNT(*) AS n FROM orders "
                "GROUP BY ck) t JOIN customer c ON c.ck = t.ck WHERE t.n > 1",

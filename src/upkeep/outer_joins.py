@@ -15,8 +15,9 @@ last outer join, by a derived table of that union, unless its outer joins are LE
 that :mod:`upkeep.padded_joins` turns into inner joins (one join tree instead of a union) (which the catalog then maintains as a
 hidden helper view), with every column renamed ``<alias>__<column>`` and the block's column
 references rewritten to it.  It rewrites only what the anti-join can maintain: ``ON`` a
-conjunction of equalities between the two sides, filters on the padded side alone and at
-most one comparison of the sides (``r.y > l.x``: the ``NOT EXISTS`` then compares with the
+conjunction of equalities between the two sides, filters on either side alone (on the
+preserved side, a row failing it is unmatched: a branch of its own) and at most one
+comparison of the sides (``r.y > l.x``: the ``NOT EXISTS`` then compares with the
 extremum of the matching rows, :mod:`upkeep.subquery_predicates`, so the union is always a
 helper view, which those rewrites reach); each side of a ``FULL`` join and the right side
 of a ``RIGHT`` join a single relation; ``*`` and ``t.*`` listed as their columns first.
@@ -223,20 +224,21 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
                 if _reads_padded(b, on):  # NULLs match nothing: every row is padded
                     out.append(_pad(b, [right], types))
                 else:
-                    out += [_join(b, right, on), _pad(_anti(b, right, on), [right], types)]
+                    out += [_join(b, right, on), *(_pad(u, [right], types)
+                                                   for u in _unmatched(b, right, on))]
             branches = out
         else:
             if len(relations) != 1 or inner or len(branches) != 1:
                 raise _Skip  # the other side must be one relation for its anti-join
             left = relations[0]
-            unmatched = _anti(_inner_part([right], []), left, on)
-            unmatched = _pad(unmatched, [left], types)
+            unmatched = [_pad(u, [left], types)
+                         for u in _unmatched(_inner_part([right], []), left, on)]
             joined = _join(branches[0], right, on)
             if side == "RIGHT":
-                branches = [joined, unmatched]
+                branches = [joined, *unmatched]
             else:  # FULL
-                mine = _pad(_anti(branches[0], right, on), [right], types)
-                branches = [joined, mine, unmatched]
+                mine = [_pad(u, [right], types) for u in _unmatched(branches[0], right, on)]
+                branches = [joined, *mine, *unmatched]
         relations.append(right)
     aliases = [r[0] for r in relations]
     # each relation's column flattened as <alias>__<column>, made distinct (alias x with
@@ -436,6 +438,29 @@ def _join(branch: exp.Select, right, on: exp.Expression | None) -> exp.Select:
         raise _Skip  # a join on a padded side: NULLs match nothing (not maintained here)
     return out.join(right[1].copy(), on=on.copy() if on is not None else None,
                     join_type="INNER" if on is not None else "CROSS")
+
+
+def _unmatched(branch: exp.Select, other, on: exp.Expression) -> list[exp.Select]:
+    """``branch`` rows with no match in ``other`` on ``on``, as branches.  A conjunct that
+    reads only the branch's own relations (a filter on the preserved side, ``ON l.a = r.b
+    AND l.x > 1``) matches nothing where it does not hold: those rows are unmatched
+    whatever ``other`` holds, and the rest are unmatched when the anti-join on the other
+    conjuncts finds nothing (two disjoint branches)."""
+    alias = other[0]
+    own, rest = [], []
+    for cond in conjuncts(on):
+        tables = {c.table.lower() for c in cond.find_all(exp.Column)}
+        mine = tables and alias not in tables and "" not in tables
+        (own if mine and not cond.find(exp.Subquery, exp.Exists) else rest).append(cond)
+    if not own:
+        return [_anti(branch, other, on)]
+    if not rest:
+        raise _Skip  # nothing of ``other`` in ON: a cross product, left to DuckDB
+    holds = exp.Coalesce(this=exp.paren(exp.and_(*[c.copy() for c in own])),
+                         expressions=[exp.false()])
+    return [branch.copy().where(exp.Not(this=holds)),
+            _anti(branch.copy().where(holds.copy()), other,
+                  exp.and_(*[c.copy() for c in rest]))]
 
 
 def _anti(branch: exp.Select, right, on: exp.Expression) -> exp.Select:
