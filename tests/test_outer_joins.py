@@ -82,6 +82,8 @@ PRESERVED = [
     "ON l.a = r.b AND l.x > 0 AND r.y <= 2",
     "SELECT l.a, count(r.id) AS n, count(*) AS c FROM l LEFT JOIN r "
     "ON l.a = r.b AND l.x IS NOT NULL AND r.y < l.x GROUP BY l.a",
+    # a number as the filter: it holds when not 0, as DuckDB reads it
+    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x - 1",
 ]
 MAINTAINED += COMPARED + STARS + PRESERVED
 RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep

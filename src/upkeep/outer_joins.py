@@ -456,8 +456,10 @@ def _unmatched(branch: exp.Select, other, on: exp.Expression) -> list[exp.Select
         return [_anti(branch, other, on)]
     if not rest:
         raise _Skip  # nothing of ``other`` in ON: a cross product, left to DuckDB
-    holds = exp.Coalesce(this=exp.paren(exp.and_(*[c.copy() for c in own])),
-                         expressions=[exp.false()])
+    # each as a condition (a number holds when not 0, as DuckDB reads it), NULL as false
+    holds = exp.Coalesce(this=exp.and_(*[exp.Cast(this=exp.paren(c.copy()),
+                                                  to=exp.DataType.build("BOOLEAN"))
+                                         for c in own]), expressions=[exp.false()])
     return [branch.copy().where(exp.Not(this=holds)),
             _anti(branch.copy().where(holds.copy()), other,
                   exp.and_(*[c.copy() for c in rest]))]
