@@ -73,6 +73,10 @@ STARS = [
     "SELECT * FROM l LEFT JOIN r USING (id)",
     "SELECT * FROM l FULL JOIN r USING (id)",
     "SELECT * FROM l RIGHT JOIN s USING (id) WHERE z > 0",
+    # a top-k ordered by a column whose name * repeats (r.id, listed as id_1): it was
+    # refused (unknown column id); the order is split off before the join is rewritten
+    "SELECT * FROM l FULL JOIN r ON l.a = r.b ORDER BY r.id NULLS FIRST, l.id NULLS FIRST, "
+    "l.a NULLS FIRST, l.x NULLS FIRST LIMIT 2",
 ]
 #: ON filtering the preserved side: a row failing the filter is unmatched (padded)
 PRESERVED = [
@@ -84,6 +88,9 @@ PRESERVED = [
     "ON l.a = r.b AND l.x IS NOT NULL AND r.y < l.x GROUP BY l.a",
     # a number as the filter: it holds when not 0, as DuckDB reads it
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b AND l.x - 1",
+    # a padded r's NULL compared: a row whose r was padded matches no s
+    "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
+    "LEFT JOIN s ON s.c = l.x AND s.z > r.y",
 ]
 MAINTAINED += COMPARED + STARS + PRESERVED
 RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
@@ -91,6 +98,12 @@ RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a < r.b AND l.x > r.y",
     # a USING column merged twice: which id * lists is left to DuckDB
     "SELECT * FROM l FULL JOIN r USING (id) LEFT JOIN s USING (id)",
+    # ON reading a padded column otherwise than comparing it may hold on its NULL: a row
+    # whose r was padded can match s (both were taken as padded: found by a review)
+    "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
+    "LEFT JOIN s ON s.c = l.x AND r.id IS NULL",
+    "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
+    "LEFT JOIN s ON s.c = l.x AND s.z > coalesce(r.y, -1)",
 ]
 
 

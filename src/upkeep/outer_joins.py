@@ -52,7 +52,12 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema, padded: bool = Tr
     if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
         return select
     try:
+        starred = any(_is_star(e) for e in select.expressions)
         select = _stars_listed(_using_as_on(select, schema_of), schema_of)
+        if starred and select.args.get("order"):
+            names = [e.alias_or_name.lower() for e in select.expressions]
+            if len(set(names)) != len(names):
+                raise _Skip  # ORDER BY a name * repeats: which column it is, DuckDB says
         inner = padded_left_joins(select, schema_of) if padded else None
         if inner is not None:
             return inner
@@ -206,7 +211,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
             if branches is not None:  # an inner join after an outer one: every branch
                 # (a branch whose NULL-padded columns the condition reads matches nothing)
                 branches = [_join(b, right, on) for b in branches
-                            if not _reads_padded(b, on)]
+                            if not _padded_match_nothing(b, on)]
                 if not branches:
                     raise _Skip
             else:
@@ -221,7 +226,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
         if side == "LEFT":
             out = []
             for b in branches:
-                if _reads_padded(b, on):  # NULLs match nothing: every row is padded
+                if _padded_match_nothing(b, on):  # every row is padded
                     out.append(_pad(b, [right], types))
                 else:
                     out += [_join(b, right, on), *(_pad(u, [right], types)
@@ -515,6 +520,22 @@ def _pad(branch: exp.Select, relations: list, types: dict) -> exp.Select:
                                 + (out.args["padded"].expressions
                                    if out.args.get("padded") else [])))
     return out
+
+
+def _padded_match_nothing(branch: exp.Select, on: exp.Expression | None) -> bool:
+    """Whether ``on`` reads ``branch``'s NULL-padded relations, and then holds on none of
+    its rows: some conjunct compares a padded column itself (NULL: never true).  One that
+    reads them otherwise (``r.id IS NULL``, ``s.z > COALESCE(r.y, 0)``) may hold on NULLs,
+    which this rewrite does not follow: left to DuckDB."""
+    if not _reads_padded(branch, on):
+        return False
+    for cond in conjuncts(on):
+        cond = unparen(cond)
+        if type(cond) in FLIPPED_COMPARISON and any(
+                isinstance(side, exp.Column) and _is_null(branch, side.table.lower())
+                for side in (unparen(cond.this), unparen(cond.expression))):
+            return True
+    raise _Skip
 
 
 def _reads_padded(branch: exp.Select, on: exp.Expression | None) -> bool:
