@@ -209,7 +209,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
             if (join.args.get("kind") or "").upper() not in ("", "INNER", "CROSS"):
                 raise _Skip
             if branches is not None:  # an inner join after an outer one: every branch
-                # (a branch whose NULL-padded columns the condition reads matches nothing)
+                # (one whose NULL-padded column the condition compares matches nothing)
                 branches = [_join(b, right, on) for b in branches
                             if not _padded_match_nothing(b, on)]
                 if not branches:
