@@ -248,15 +248,23 @@ def _enumerable(root: Operator) -> tuple[SemiJoin, Callable | None] | None:
 
 
 
-def describe(sql: str, inputs: set[str], catalog: Catalog) -> list[tuple[str, str]]:
+def describe(sql: str, inputs: set[str], schema_of: Callable[[str], Sequence]
+             ) -> list[tuple[str, str]]:
     """DuckDB's names and types of ``sql``'s columns, over empty relations of the inputs'
     schemas (duckdb.Error if DuckDB cannot bind it)."""
     with scratch() as con:
         for t in inputs:
-            cols = catalog.schema_of(t)
+            cols = schema_of(t)
             con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
                 f"{quote(n)} {typ.sql()}" for n, typ in cols) + ")")
         return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
+
+
+def duckdb_types(select: exp.Expression, schema_of: Callable[[str], Sequence]) -> list[str]:
+    """DuckDB's types of ``select``'s columns over the relations it reads (duckdb.Error if
+    it cannot bind it): what typing a rewrite's NULLs needs (``grouping_sets.py``)."""
+    return [t for _, t in describe(select.sql(dialect="duckdb"), relations_read(select),
+                                   schema_of)]
 
 
 def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView:
@@ -264,7 +272,7 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
     for t in inputs:
         catalog.schema_of(t)  # unknown relations: SchemaError
     try:
-        described = describe(sql, inputs, catalog)
+        described = describe(sql, inputs, catalog.schema_of)
     except duckdb.Error as exc:  # its first line: the rest quotes the DESCRIBE upkeep ran
         raise UnsupportedError(f"view {name} can be neither maintained nor evaluated: "
                                f"{str(exc).strip().splitlines()[0]}") from exc

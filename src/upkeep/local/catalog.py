@@ -46,7 +46,7 @@ from ..plan import (
     table_alias_list_as_derived,
     unordered,
 )
-from ..planner import describe, plan_view
+from ..planner import describe, duckdb_types, plan_view
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
@@ -568,7 +568,7 @@ class LocalCatalog:
             return  # (a recomputed view was described after the rewrites: named again)
         try:
             names = [n for n, _ in describe(query.sql(dialect="duckdb"),
-                                            relations_read(query), self)]
+                                            relations_read(query), self.schema_of)]
         except (duckdb.Error, Error):
             return
         if len(names) == len(view.columns):
@@ -804,8 +804,7 @@ class LocalCatalog:
 
     def _types_of(self, select: exp.Select) -> list[str]:
         """DuckDB's types of ``select``'s columns (duckdb.Error if it cannot bind it)."""
-        return [t for _, t in describe(select.sql(dialect="duckdb"), relations_read(select),
-                                       self)]
+        return duckdb_types(select, self.schema_of)
 
     def _drop_view(self, name: str) -> None:
         self.changed()

@@ -83,16 +83,11 @@ from ..plan import (
     derived_tables,
     read_relation,
 )
-from ..planner import (
-    cast_row,
-    describe,
-    set_operation_casts,
-    set_operation_columns,
-)
+from ..planner import cast_row, duckdb_types, set_operation_casts, set_operation_columns
 from ..ranked import qualify_as_derived
 from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
-from ..sql import parse_one, relations_read
+from ..sql import parse_one
 from ..subquery_predicates import rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k, tie_broken
 from ..types import SqlType, format_row
@@ -701,11 +696,9 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     is: an outer join's union may hold a ``NOT EXISTS`` to rewrite), which the block reads as it
     reads a view."""
     helpers = 0
-    relations = _Schemas(schema_of)
 
-    def types_of(select: exp.Select) -> list[str]:  # DuckDB's types, as the catalog's
-        return [t for _, t in describe(select.sql(dialect="duckdb"), relations_read(select),
-                                       relations)]
+    def types_of(select: exp.Select) -> list[str]:  # DuckDB's, as the catalog types them
+        return duckdb_types(select, schema_of)
 
     def rewritten(query):
         query = query.transform(qualify_as_derived).transform(
@@ -775,13 +768,6 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
     for helper, body in bodies:
         ordered(helper, body)
     ordered(name, query)
-
-
-class _Schemas:
-    """What :func:`upkeep.planner.describe` reads of a catalog: relations' columns."""
-
-    def __init__(self, schema_of: Callable[[str], list[tuple[str, SqlType]]]):
-        self.schema_of = schema_of
 
 
 def _plan_columns(plan) -> list[tuple[str, SqlType]]:
