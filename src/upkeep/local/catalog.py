@@ -480,40 +480,42 @@ class LocalCatalog:
                 "correlated by an inequality is kept as a comparison with its group's MIN "
                 "or MAX, whose derivations are not the subquery's rows")
         witnesses = witness_queries(name, query, self.schema_of)
-        made = []
-        try:
-            for hidden, witness, _ in witnesses:
-                try:
-                    self.create_view(hidden, witness, strategy)
-                except StrategyError:  # the view's forced strategy may not fit a plain join
-                    self.create_view(hidden, witness, None)
-                made.append(hidden)
-        except BaseException:
-            for hidden in made:
-                self._drop_view(hidden)
-            raise
-        self._helpers.setdefault(name, []).extend(made)
-        self.witnesses[name] = [(hidden, layout) for hidden, _, layout in witnesses]
         # the hidden helper views it reads (derived tables, subqueries) keep theirs too, so
         # a derivation reaches base rows; a helper whose form has none stays an input row.
         # A helper may read one registered under the user's view (a subquery's helper read
         # by the helper that pads or correlates it), so every hidden view read counts.
         read = {rel for _, _, layout in witnesses for rel, _ in layout.relations}
         hidden = self._hidden()
-        for helper in sorted(read):
-            if helper in hidden and helper not in self.witnesses:
-                if strict and helper in self._by_extremum:
-                    raise _ReadsExtremum(
-                        f"why-provenance of view {name}: it reads rows kept by comparing with "
-                        "a group's MIN or MAX (a subquery correlated by an inequality in a "
-                        "derived table, or an outer join whose ON compares the sides), whose "
-                        "derivations are not the rows that satisfy the comparison")
+        helpers = [h for h in sorted(read) if h in hidden and h not in self.witnesses]
+        if strict and any(h in self._by_extremum for h in helpers):
+            raise _ReadsExtremum(
+                f"why-provenance of view {name}: it reads rows kept by comparing with a "
+                "group's MIN or MAX (a subquery correlated by an inequality in a derived "
+                "table, or an outer join whose ON compares the sides), whose derivations "
+                "are not the rows that satisfy the comparison")
+        made = []
+        try:
+            for hidden_view, witness, _ in witnesses:
                 try:
-                    self.add_witnesses(helper, strict)
-                except _ReadsExtremum:
-                    raise
-                except UnsupportedError:
-                    pass
+                    self.create_view(hidden_view, witness, strategy)
+                except StrategyError:  # the view's forced strategy may not fit a plain join
+                    self.create_view(hidden_view, witness, None)
+                made.append(hidden_view)
+        except BaseException:
+            for hidden_view in made:
+                self._drop_view(hidden_view)
+            raise
+        self._helpers.setdefault(name, []).extend(made)
+        self.witnesses[name] = [(hidden_view, layout) for hidden_view, _, layout in witnesses]
+        for helper in helpers:
+            if helper in self.witnesses:  # given theirs by a helper before it
+                continue
+            try:
+                self.add_witnesses(helper, strict)
+            except _ReadsExtremum:
+                raise
+            except UnsupportedError:
+                pass
 
     def drop_view(self, name: str) -> None:
         self._check_unread(name, "drop")
