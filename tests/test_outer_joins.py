@@ -77,6 +77,9 @@ STARS = [
     # refused (unknown column id); the order is split off before the join is rewritten
     "SELECT * FROM l FULL JOIN r ON l.a = r.b ORDER BY r.id NULLS FIRST, l.id NULLS FIRST, "
     "l.a NULLS FIRST, l.x NULLS FIRST LIMIT 2",
+    # ... and so does one whose own select list repeats the name (it was refused too)
+    "SELECT l.id, r.id FROM l FULL JOIN r ON l.a = r.b "
+    "ORDER BY r.id DESC NULLS LAST, l.id NULLS FIRST LIMIT 2",
 ]
 #: ON filtering the preserved side: a row failing the filter is unmatched (padded)
 PRESERVED = [

@@ -52,12 +52,11 @@ def rewrite_outer_joins(select: exp.Select, schema_of: Schema, padded: bool = Tr
     if not any((j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL") for j in joins):
         return select
     try:
-        starred = any(_is_star(e) for e in select.expressions)
         select = _stars_listed(_using_as_on(select, schema_of), schema_of)
-        if starred and select.args.get("order"):
+        if select.args.get("order"):  # an ORDER BY names outputs (kept for a top-k)
             names = [e.alias_or_name.lower() for e in select.expressions]
             if len(set(names)) != len(names):
-                raise _Skip  # ORDER BY a name * repeats: which column it is, DuckDB says
+                raise _Skip  # a repeated name: left whole to the top-k split, or DuckDB
         inner = padded_left_joins(select, schema_of) if padded else None
         if inner is not None:
             return inner
@@ -81,9 +80,8 @@ def _stars_listed(select: exp.Select, schema_of: Schema) -> exp.Select:
         if not _is_star(e):
             listed.append(e)
             continue
-        star = e if isinstance(e, exp.Star) else e.this
-        if any(star.args.get(k) for k in star.args):
-            raise _Skip  # EXCLUDE, REPLACE, RENAME
+        if _modified(e if isinstance(e, exp.Star) else e.this):
+            raise _Skip
         table = "" if isinstance(e, exp.Star) else e.table.lower()
         chosen = [r for r in relations if not table or r[0] == table]
         if not chosen:
@@ -96,6 +94,11 @@ def _stars_listed(select: exp.Select, schema_of: Schema) -> exp.Select:
 
 def _is_star(e: exp.Expression) -> bool:
     return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+
+
+def _modified(star: exp.Star) -> bool:
+    """Whether ``star`` has ``EXCLUDE``, ``REPLACE`` or ``RENAME``: left to DuckDB."""
+    return any(star.args.get(k) for k in star.args)
 
 
 def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
@@ -147,8 +150,8 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
         if not isinstance(e, exp.Star):  # (``t.*``: :func:`_stars_listed`)
             listed.append(e)
             continue
-        if any(e.args.get(k) for k in e.args):
-            raise _Skip  # EXCLUDE, REPLACE, RENAME
+        if _modified(e):
+            raise _Skip
         # a merged column once, at its left relation's place; the right one's left out
         listed += [merged[c].copy().as_(c) if owner.get(c) == alias else exp.column(c, alias)
                    for alias, _, columns in seen for c in columns
@@ -184,8 +187,7 @@ def _relation(item: exp.Expression, schema_of: Schema) -> tuple[str, exp.Table, 
 
 
 def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> exp.Select:
-    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
-           for e in select.expressions):
+    if any(_is_star(e) for e in select.expressions):
         raise _Skip
     last = max(i for i, j in enumerate(joins)
                if (j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL"))
