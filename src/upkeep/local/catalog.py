@@ -33,6 +33,7 @@ from ..errors import (
 from ..expiry import Expiry
 from ..gc_pause import gc_paused
 from ..grouping_sets import expand_grouping_sets
+from ..lateral import rewrite_laterals
 from ..outer_joins import rewrite_outer_joins
 from ..padded_joins import is_pad
 from ..plan import (
@@ -769,7 +770,8 @@ class LocalCatalog:
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(unordered).transform(
-            lambda n: expand_grouping_sets(n, self._types_of))
+            lambda n: expand_grouping_sets(n, self._types_of)).transform(
+            lambda n: rewrite_laterals(n, self.schema_of))
         if strategy is None:
             query = windows_as_derived(query.transform(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
