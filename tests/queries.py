@@ -921,6 +921,22 @@ EXTRAS = [
         tags="extra subquery",
     ),
     Q(
+        "x_lateral_top_k",
+        """SELECT c_custkey, c_name, t.o_orderkey, t.o_totalprice FROM customer,
+           LATERAL (SELECT o_orderkey, o_totalprice FROM orders WHERE o_custkey = c_custkey
+                    ORDER BY o_totalprice DESC NULLS LAST, o_orderkey LIMIT 2) t""",
+        "customer orders",
+        tags="extra lateral limit",
+    ),
+    Q(
+        "x_lateral_aggregate",
+        """SELECT c_custkey, t.n, t.total FROM customer LEFT JOIN LATERAL
+           (SELECT COUNT(*) AS n, SUM(o_totalprice) AS total FROM orders
+            WHERE o_custkey = c_custkey AND o_orderstatus <> 'F') t ON TRUE""",
+        "customer orders",
+        tags="extra lateral subquery",
+    ),
+    Q(
         "x_sum_avg_distinct",
         """SELECT o_custkey, SUM(DISTINCT o_shippriority) AS sd, AVG(DISTINCT o_totalprice) AS ad
            FROM orders GROUP BY o_custkey""",

@@ -147,6 +147,13 @@ VIEWS = {
                    "GROUP BY CUBE (ck, qty)",
     "segment_sets": "SELECT segment, COUNT(*) AS n FROM customer "
                     "GROUP BY GROUPING SETS ((), (segment)) HAVING COUNT(*) > 1",
+    # LATERAL: decorrelated, as on one machine (a top-k per outer row ranked per key)
+    "two_dearest": "SELECT c.ck, s.ok, s.price FROM customer c, LATERAL (SELECT ok, price "
+                   "FROM orders o WHERE o.ck = c.ck ORDER BY price DESC, ok LIMIT 2) s",
+    "orders_over_nk": "SELECT c.ck, s.ok FROM customer c LEFT JOIN LATERAL (SELECT ok "
+                      "FROM orders o WHERE o.ck = c.ck AND o.qty > c.nk) s ON true",
+    "spent": "SELECT c.segment, s.n, s.total FROM customer c, LATERAL (SELECT COUNT(*) "
+             "AS n, SUM(price) AS total FROM orders o WHERE o.ck = c.ck) s",
 }
 
 

@@ -71,6 +71,7 @@ from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..expressions import ExpressionCompiler
 from ..grouping_sets import expand_grouping_sets
 from ..hashing import key_hash
+from ..lateral import rewrite_laterals
 from ..outer_joins import rewrite_outer_joins
 from ..plan import (
     Block,
@@ -732,7 +733,8 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
         it is a top-k or has window functions in its select list (or in expressions there,
         which the step then computes), else as ``prepare(query)``.  Grouping sets first
         become the ``UNION ALL`` of one grouped block per set, as on one machine."""
-        query = query.transform(lambda n: expand_grouping_sets(n, types_of))
+        query = query.transform(lambda n: expand_grouping_sets(n, types_of)).transform(
+            lambda n: rewrite_laterals(n, schema_of))
         query = window_aliases_resolved(query, schema_of)
         top = split_top_k(query)
         if top is not None:
