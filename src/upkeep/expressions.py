@@ -44,6 +44,7 @@ from .types import (
     common_numeric,
     double_fits_decimal,
     double_to_decimal,
+    max_numeric,
     parse_date,
     type_from_name,
     type_from_sqlglot,
@@ -1085,7 +1086,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.Coalesce):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = value_type([t for _, t in gens])
+            typ = value_type([t for _, t in gens], _literals(items))
             srcs = [self._as(s, t, typ, value=True) for s, t in gens]
             src = srcs[-1]
             for s in reversed(srcs[:-1]):
@@ -1118,7 +1119,7 @@ class ExpressionCompiler:
         if isinstance(node, (exp.Greatest, exp.Least)):
             items = [node.this, *node.expressions]
             gens = [self._gen(x) for x in items]
-            typ = value_type([t for _, t in gens])
+            typ = value_type([t for _, t in gens], _literals(items))
             fn = "max" if isinstance(node, exp.Greatest) else "min"
             srcs = ", ".join(self._as(s, t, typ, value=True) for s, t in gens)
             return f"{self._const(_null_skip(fn))}({srcs})", typ
@@ -1355,14 +1356,18 @@ class ExpressionCompiler:
     def _case(self, node: exp.Case) -> tuple[str, SqlType]:
         subject = node.this
         branches = []
+        values = []
         for cond in node.args.get("ifs") or []:
             when = cond.this
             if subject is not None:
                 when = exp.EQ(this=subject, expression=when)
             branches.append((self._holds(when), self._gen(cond.args["true"])))
+            values.append(cond.args["true"])
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
-        typ = value_type([t for _, (_, t) in branches] + [dflt[1]])
+        typ = value_type([t for _, (_, t) in branches] + [dflt[1]],
+                         _literals([*values, default if default is not None else exp.null()]),
+                         nulls_typed=False)
         src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
             src = f"({self._as(then, t, typ, value=True)} if {when} else {src})"
@@ -1428,26 +1433,52 @@ def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return _flatten(node, exp.And)
 
 
-def value_type(types: list[SqlType]) -> SqlType:
+def value_type(types: list[SqlType], literals: list[int | None] | None = None,
+               nulls_typed: bool = True) -> SqlType:
     """:func:`common_type` of the values one expression picks from (CASE, COALESCE,
-    GREATEST, LEAST), where a DATE meets a TIMESTAMP as a TIMESTAMP, as DuckDB casts it."""
+    GREATEST, LEAST), where a DATE meets a TIMESTAMP as a TIMESTAMP, as DuckDB casts it.
+    ``literals``: each value's integer if it is written as one (``0``, ``-1``);
+    ``nulls_typed``: a NULL takes a literal's type as its own (COALESCE, GREATEST), where
+    CASE passes over NULL branches."""
     kinds = {t.kind for t in types}
     if "DATE" in kinds and "TIMESTAMP" in kinds and kinds <= {"DATE", "TIMESTAMP", "NULL"}:
         return SqlType("TIMESTAMP")
-    return common_type(types)
+    return common_type(types, literals, nulls_typed)
 
 
-def common_type(types: list[SqlType]) -> SqlType:
-    """The type values of ``types`` share (a CASE's branches, a UNION's column): the
-    common numeric type of numbers, else the one kind (NULL fits any); SchemaError for
-    kinds DuckDB would cast implicitly (upkeep casts only where written)."""
-    real = [t for t in types if t.kind != "NULL"]
-    if not real:
-        return NULLTYPE
-    out = real[0]
-    for t in real[1:]:
-        if out.is_numeric and t.is_numeric:
-            out = common_numeric(out, t)
+def _literals(nodes: list[exp.Expression]) -> list[int | None]:
+    return [_integer_literal(n) if isinstance(n, (exp.Literal, exp.Neg)) else None
+            for n in nodes]
+
+
+def _fits(value: int, t: SqlType) -> bool:
+    return t.is_integer and -INT_RANGES[t.kind] <= value < INT_RANGES[t.kind]
+
+
+def common_type(types: list[SqlType], literals: list[int | None] | None = None,
+                nulls_typed: bool = True) -> SqlType:
+    """The type values of ``types`` share (a CASE's branches, a UNION's column), folded
+    left to right as DuckDB folds it: numbers by :func:`max_numeric`, an integer literal
+    (``literals``) taking the integer type it meets where its value fits (``COALESCE(s,
+    0)`` of a SMALLINT is a SMALLINT; a literal meeting a NULL first is of its own type
+    where ``nulls_typed``), else the one kind (NULL fits any); SchemaError for kinds
+    DuckDB would cast implicitly (upkeep casts only where written)."""
+    out, literal, started = NULLTYPE, None, False
+    for i, t in enumerate(types):
+        value = literals[i] if literals is not None else None
+        if t.kind == "NULL":
+            started = True
+            if nulls_typed:
+                literal = None
+        elif out.kind == "NULL":
+            out, literal = t, value if not (started and nulls_typed) else None
+            started = True
+        elif out.is_numeric and t.is_numeric:
+            if literal is not None and value is None and _fits(literal, t):
+                out = t  # the literal so far fits the integer type it meets
+            elif not (value is not None and literal is None and _fits(value, out)):
+                out = max_numeric(out, t)
+            literal = None
         elif t.kind != out.kind:
             raise SchemaError(f"incompatible types {out} and {t}")
     return out

@@ -471,6 +471,33 @@ def type_from_name(name: str) -> SqlType:
     }.get(name, VARCHAR if name.startswith("VARCHAR") else SqlType(name))
 
 
+#: the digits of each integer type as a DECIMAL, as DuckDB widens one to meet a DECIMAL
+INTEGER_DIGITS = {"TINYINT": 3, "SMALLINT": 5, "INTEGER": 10, "BIGINT": 19, "HUGEINT": 38}
+
+
+def max_numeric(a: SqlType, b: SqlType) -> SqlType:
+    """The type two numeric types' values share (a UNION's column, COALESCE, CASE,
+    GREATEST): DuckDB's "max logical type", the narrowest that holds both: the wider
+    integer type, DOUBLE beside a DOUBLE, and a DECIMAL holding both sides' integer
+    digits and the larger scale (an integer type counting as its digits), at most 38
+    digits (two DECIMALs needing more keep their integer digits and fewer decimals, as
+    DuckDB cuts them).  (Arithmetic's result types are :func:`common_numeric`'s.)"""
+    if a.kind == "NULL":
+        return b
+    if b.kind == "NULL" or a == b:
+        return a
+    if a.kind == "DOUBLE" or b.kind == "DOUBLE":
+        return DOUBLE
+    if a.is_integer and b.is_integer:
+        return max(a, b, key=lambda t: INTEGER_KINDS.index(t.kind))
+    (pa_, sa), (pb, sb) = ((t.precision, t.scale) if t.kind == "DECIMAL"
+                           else (INTEGER_DIGITS[t.kind], 0) for t in (a, b))
+    scale, digits = max(sa, sb), max(pa_ - sa, pb - sb)
+    if a.kind == b.kind == "DECIMAL" and digits + scale > 38:  # the scale gives way
+        return SqlType("DECIMAL", 38, max(0, 38 - digits))
+    return SqlType("DECIMAL", min(38, digits + scale), scale)
+
+
 def common_numeric(a: SqlType, b: SqlType) -> SqlType:
     """The result type of arithmetic on two numeric types, DuckDB style (simplified)."""
     if a.kind == "NULL":

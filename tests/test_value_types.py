@@ -1,0 +1,90 @@
+"""The types of values picked from several (``COALESCE``, ``CASE``, ``GREATEST``, a
+``UNION ALL`` column, an outer join's padded column) are DuckDB's: the narrowest type
+holding each side (``max_numeric``), an integer literal taking the integer type it meets
+where it fits, folded left to right (``expressions.common_type``).  They were widened
+(SMALLINT to INTEGER, DECIMAL(12,2) to DECIMAL(38,2)) before."""
+
+from __future__ import annotations
+
+import itertools
+
+import duckdb
+import pytest
+
+import upkeep
+
+COLUMNS = {"ti": "TINYINT", "si": "SMALLINT", "i": "INTEGER", "bi": "BIGINT",
+           "hi": "HUGEINT", "d41": "DECIMAL(4,1)", "d122": "DECIMAL(12,2)",
+           "d104": "DECIMAL(10,4)", "d3810": "DECIMAL(38,10)", "f": "DOUBLE"}
+LITERALS = ["0", "-1", "200", "1000000", "3000000000", "0.5", "12345678901.25", "NULL"]
+FORMS = ["COALESCE({a}, {b})", "COALESCE({a}, {b}, si)", "CASE WHEN i > 0 THEN {a} ELSE {b} END",
+         "GREATEST({a}, {b})", "LEAST({b}, {a})"]
+DDL = "CREATE TABLE t (" + ", ".join(f"{c} {t}" for c, t in COLUMNS.items()) + ")"
+ROW = (-7, 300, 70000, -5_000_000_000, 10**20, 123.4, 1234567890.12, 123456.789, 0.5, 2.25)
+
+
+@pytest.fixture(scope="module")
+def databases():
+    con = duckdb.connect()
+    con.execute(DDL)
+    con.execute("INSERT INTO t VALUES (" + ", ".join(repr(v) for v in ROW) + ")")
+    db = upkeep.connect()
+    db.execute(DDL)
+    db.insert("t", [ROW])
+    yield db, con
+    db.close()
+    con.close()
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_picked_values_are_typed_as_duckdb_types_them(databases, form) -> None:
+    db, con = databases
+    operands = [*COLUMNS, *LITERALS]
+    for n, (a, b) in enumerate(itertools.product(operands, operands)):
+        if a == b == "NULL":
+            continue  # DuckDB's type of NULL alone reads '"NULL"'
+        sql = f"SELECT {form.format(a=a, b=b)} AS x FROM t"
+        want = con.execute("DESCRIBE " + sql).fetchall()[0][1]
+        name = f"v{abs(hash(form)) % 10**6}_{n}"
+        db.create_view(name, sql)
+        got = db.execute(f"SELECT * FROM {name}")
+        assert got.description[0][1] == want, sql
+        assert got.fetchall() == con.execute(sql).fetchall(), sql
+        db.execute(f"DROP VIEW {name}")
+
+
+def test_a_union_column_and_padded_columns_keep_their_types(databases) -> None:
+    db, con = databases
+    for a, b in itertools.product(COLUMNS, COLUMNS):
+        sql = f"SELECT {a} AS x FROM t UNION ALL SELECT {b} FROM t"
+        want = con.execute("DESCRIBE " + sql).fetchall()[0][1]
+        db.create_view("u", sql)
+        got = db.execute("SELECT * FROM u")
+        assert got.description[0][1] == want, sql
+        assert sorted(got.fetchall()) == sorted(con.execute(sql).fetchall()), sql
+        db.execute("DROP VIEW u")
+    sql = "SELECT a.i, b.si, b.d122, b.d41 FROM t a LEFT JOIN t b ON b.si = a.si"
+    db.create_view("padded", sql)
+    assert "recompute" not in db.explain("padded")
+    got = db.execute("SELECT * FROM padded")
+    assert [d[1] for d in got.description] == [
+        r[1] for r in con.execute("DESCRIBE " + sql).fetchall()]
+    assert got.fetchall() == con.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("a, b", [("DECIMAL(30,2)", "DECIMAL(20,15)"),
+                                  ("DECIMAL(38,0)", "DECIMAL(10,5)"),
+                                  ("DECIMAL(37,30)", "DECIMAL(18,0)"),
+                                  ("DECIMAL(38,10)", "HUGEINT"), ("DECIMAL(36,2)", "BIGINT")])
+def test_decimals_past_38_digits_give_up_decimals_as_duckdb_does(a, b) -> None:
+    sql = f"SELECT CAST(x AS {a}) AS v FROM w UNION ALL SELECT CAST(x AS {b}) FROM w"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE w (x INTEGER)")
+    con.execute("INSERT INTO w VALUES (7)")
+    db = upkeep.connect()
+    db.execute("CREATE TABLE w (x INTEGER)")
+    db.insert("w", [(7,)])
+    db.create_view("v", sql)
+    got = db.execute("SELECT * FROM v")
+    assert got.description[0][1] == con.execute("DESCRIBE " + sql).fetchall()[0][1]
+    assert got.fetchall() == con.execute(sql).fetchall()
