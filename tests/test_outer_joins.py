@@ -193,3 +193,25 @@ def test_a_recomputed_view_with_repeated_names_is_read_by_position_by_a_view_ove
     db.execute("CREATE TABLE r (a INTEGER, b INTEGER)")
     db.create_view("v0", "SELECT r.a, r.b, r.a FROM r FULL JOIN r AS q ON r.b < q.b")
     assert db.view("v0").columns == ["a", "b", "a_1"]
+
+
+@pytest.mark.parametrize("strategy", [None, "recompute"])
+@pytest.mark.parametrize("sql", [
+    'SELECT l.id, r."my col" FROM l LEFT JOIN r ON r.id = l.id AND r.s > l.s',
+    'SELECT * FROM l FULL JOIN r USING ("a b")',
+    'SELECT r."my col", count(*) AS n FROM l FULL JOIN r ON r.id = l.id GROUP BY r."my col"',
+])
+def test_columns_named_with_spaces_through_the_rewrite(sql, strategy) -> None:
+    """The rewritten outer join's SQL, which the ``recompute`` strategy hands to DuckDB,
+    quotes the columns it names (``"my col"`` was written bare: a parser error)."""
+    ddl = ['CREATE TABLE l (id INTEGER, s SMALLINT, "a b" INTEGER)',
+           'CREATE TABLE r (id INTEGER, s SMALLINT, "my col" INTEGER, "a b" INTEGER)']
+    tables = {"l": Counter([(1, 2, 10), (2, 3, 20), (None, 1, 30)]),
+              "r": Counter([(1, 5, 7, 10), (3, 1, 8, 40), (1, 1, 9, 10)])}
+    db = upkeep.connect()
+    for d in ddl:
+        db.execute(d)
+    for t, rows in tables.items():
+        db.insert(t, list(rows))
+    view = db.create_view("v", sql, strategy=strategy)
+    assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql)

@@ -86,7 +86,8 @@ def _stars_listed(select: exp.Select, schema_of: Schema) -> exp.Select:
         chosen = [r for r in relations if not table or r[0] == table]
         if not chosen:
             raise _Skip  # t.* of no relation here: the binder says so
-        listed += [exp.column(c, alias) for alias, _, columns in chosen for c in columns]
+        listed += [exp.column(c, alias, quoted=True) for alias, _, columns in chosen
+                   for c in columns]
     out = select.copy()
     out.set("expressions", listed)
     return out
@@ -131,7 +132,8 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
                 owners = [r[0] for r in seen if name in r[2]]
                 if len(owners) != 1 or name in merged or name not in right[2]:
                     raise _Skip  # merged twice, or ambiguous: left to DuckDB
-                left, other = exp.column(name, owners[0]), exp.column(name, right[0])
+                left = exp.column(name, owners[0], quoted=True)
+                other = exp.column(name, right[0], quoted=True)
                 equalities.append(exp.EQ(this=left, expression=other))
                 merged[name] = (other.copy() if side == "RIGHT" else exp.Coalesce(
                     this=left.copy(), expressions=[other.copy()]) if side == "FULL"
@@ -153,7 +155,8 @@ def _using_as_on(select: exp.Select, schema_of: Schema) -> exp.Select:
         if _modified(e):
             raise _Skip
         # a merged column once, at its left relation's place; the right one's left out
-        listed += [merged[c].copy().as_(c) if owner.get(c) == alias else exp.column(c, alias)
+        listed += [merged[c].copy().as_(c, quoted=True) if owner.get(c) == alias
+                   else exp.column(c, alias, quoted=True)
                    for alias, _, columns in seen for c in columns
                    if c not in merged or alias not in dropped[c]]
     out.set("expressions", listed)
@@ -287,7 +290,7 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     order = out.args.get("order")
     if order is not None:
         out.set("order", order.transform(
-            lambda n: exp.column(outputs[n.sql().lower()]) if isinstance(n, exp.Column)
+            lambda n: exp.column(outputs[n.sql().lower()], quoted=True) if isinstance(n, exp.Column)
             and n.sql().lower() in outputs else rename(n)))
     for key in ("expressions", "where", "group", "having", "qualify"):
         value = out.args.get(key)
@@ -301,12 +304,12 @@ def _rewrite(select: exp.Select, joins: list[exp.Join], schema_of: Schema) -> ex
     # an unaliased column keeps its own name, as it would have over the original FROM
     out.set("expressions", [
         e if isinstance(e, exp.Alias) or not isinstance(orig, exp.Column)
-        else e.as_(orig.name, quoted=False)
+        else e.as_(exp.to_identifier(orig.name))  # quoted where the name needs it
         for e, orig in zip(out.expressions, select.expressions, strict=True)])
     def value(branch: exp.Select, a: str, c: str) -> exp.Expression:
         if _is_null(branch, a):
             return exp.Cast(this=exp.Null(), to=exp.DataType.build(types[a][c].sql()))
-        return exp.column(c, a)
+        return exp.column(c, a, quoted=True)
 
     source = {flat_name: pair for pair, flat_name in flat.items()}
     compared = any(b.args.get("compared") for b in branches)

@@ -185,7 +185,7 @@ def qualified(cond: exp.Expression, types: dict[str, dict]) -> exp.Expression | 
         owners = [a for a, columns in types.items() if name in columns]
         if len(owners) != 1:
             return None
-        new = exp.column(col.name, owners[0])
+        new = exp.column(col.name, owners[0], quoted=True)
         if col is out:
             return new
         col.replace(new)
