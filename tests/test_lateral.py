@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import duckdb
 import pytest
 from oracle import assert_bag_equal, duckdb_query
 
@@ -129,3 +130,38 @@ def test_hidden_columns_stay_hidden() -> None:
         cursor = db.execute(f"SELECT * FROM {name}")
         assert [d[0] for d in cursor.description] == ["k", "name", "w", "y"]
         assert cursor.fetchall() == [(1, "p", 0, "a")]
+
+
+@pytest.mark.parametrize("strategy", [None, "recompute"])
+def test_columns_keep_their_names(strategy) -> None:
+    """Names with spaces, ``*`` over a lateral, and a one-row lateral's columns read
+    unaliased are named as DuckDB names them (maintained views name them in lower case)."""
+    ddl = ['CREATE TABLE g (k INTEGER, "the name" VARCHAR)',
+           'CREATE TABLE t (k INTEGER, "x val" INTEGER)']
+    tables = {"g": Counter([(1, "a"), (2, "b"), (3, None)]),
+              "t": Counter([(1, 5), (1, 7), (2, 1), (1, 3)])}
+    queries = [
+        'SELECT * FROM g, LATERAL (SELECT "x val" AS "Big X" FROM t WHERE t.k = g.k '
+        'ORDER BY "x val" DESC LIMIT 2) s',
+        'SELECT g."the name", s.* FROM g, LATERAL (SELECT t."x val" FROM t WHERE t.k = g.k) s',
+        'SELECT * FROM g LEFT JOIN LATERAL (SELECT count(*) AS "N n", sum("x val") AS m '
+        'FROM t WHERE t.k = g.k) s ON TRUE',
+        'SELECT g.k, s.n, m FROM g, LATERAL (SELECT count(*) AS n, max("x val") AS m '
+        'FROM t WHERE t.k = g.k) s',
+        'SELECT * FROM g, LATERAL (SELECT g.k * 2 AS "Dbl K") s',
+    ]
+    con = duckdb.connect()
+    db = upkeep.connect()
+    for d in ddl:
+        db.execute(d)
+        con.execute(d)
+    for t, rows in tables.items():
+        db.insert(t, list(rows))
+        con.executemany(f"INSERT INTO {t} VALUES (?, ?)", list(rows))
+    for n, sql in enumerate(queries):
+        db.create_view(f"v{n}", sql, strategy=strategy)
+        got = db.execute(f"SELECT * FROM v{n}")
+        want = con.execute(sql)
+        assert [d[0].lower() for d in got.description] == [
+            d[0].lower() for d in want.description], sql
+        assert sorted(got.fetchall(), key=repr) == sorted(want.fetchall(), key=repr), sql

@@ -105,7 +105,7 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
     if outside != sum(1 for cond in correlated for c in cond.find_all(exp.Column)
                       if outer_of(c)):
         raise _Skip  # an outer column outside the WHERE
-    names = _output_names(body)
+    names = _output_names(body, lower=False)
     body.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     if not correlated:  # uncorrelated: an ordinary derived table
         join.set("this", exp.Subquery(this=body, alias=alias.copy()))
@@ -122,7 +122,7 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
                 raise _Skip  # a grouped top-k, or LIMIT without an order (any rows)
             rank, bounds = _ranked(body, [k for k, _ in keys], _RANKED)
             body.set("expressions", [*body.expressions, *hidden, rank])
-            body = exp.select(*[exp.column(n, _RANKED) for n in
+            body = exp.select(*[exp.column(n, _RANKED, quoted=True) for n in
                                 [*names, *(h.alias for h in hidden)]]).from_(
                 exp.Subquery(this=body, alias=exp.TableAlias(
                     this=exp.to_identifier(_RANKED)))).where(exp.and_(*bounds))
@@ -136,7 +136,7 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
         body.set("order", None)  # no LIMIT: the order is not the rows'
         conditions, hidden = _moved(correlated, outer_of, name)
         body.set("expressions", [*body.expressions, *hidden])
-    if any(n.startswith(_HIDDEN) for n in names):
+    if any(n.lower().startswith(_HIDDEN) for n in names):
         raise _Skip
     _spell_outer_stars(select, join, names, others)
     join.set("this", exp.Subquery(this=body, alias=alias.copy()))
@@ -170,20 +170,24 @@ def _other_columns(select: exp.Select, join: exp.Join, schema_of: Schema
     return out
 
 
-def _output_names(body: exp.Select, strict: bool = True) -> list[str] | None:
-    """The names of ``body``'s columns; a column without a name (or a star, or a repeated
-    name) raises :class:`_Skip`, or gives None when not ``strict``."""
+def _output_names(body: exp.Select, strict: bool = True, lower: bool = True
+                  ) -> list[str] | None:
+    """The names of ``body``'s columns (as written unless ``lower``); a column without a
+    name (or a star, or a repeated name) raises :class:`_Skip`, or gives None when not
+    ``strict``."""
     names = []
     for e in body.expressions:
         if isinstance(e, exp.Alias):
-            names.append(e.alias.lower())
+            names.append(e.alias)
         elif isinstance(e, exp.Column) and not e.is_star:
-            names.append(e.name.lower())
+            names.append(e.name)
         elif strict:
             raise _Skip
         else:
             return None
-    if len(set(names)) != len(names):
+    if lower:
+        names = [n.lower() for n in names]
+    if len({n.lower() for n in names}) != len(names):
         if strict:
             raise _Skip
         return None
@@ -314,7 +318,7 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
     on = join.args.get("on")
     if left and on is not None and on != exp.true():
         raise _Skip  # a LEFT JOIN's ON decides whether the row is NULL
-    names = _output_names(body)
+    names = _output_names(body, lower=False)
     if scalar:
         if any(body.args.get(k) for k in ("having", "limit", "offset", "distinct")):
             raise _Skip
@@ -323,7 +327,7 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
         for n, e in zip(names, body.expressions, strict=True):
             one = body.copy()
             one.set("expressions", [e.this.copy() if isinstance(e, exp.Alias) else e.copy()])
-            values[n] = exp.Subquery(this=one)
+            values[n.lower()] = exp.Subquery(this=one)
     else:
         if any(body.args.get(k) for k in ("where", "group", "having", "limit", "offset",
                                            "order", "distinct", "joins")) or body.find(
@@ -332,9 +336,13 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
         outer_of = _sides({}, others)
         for c in list(body.find_all(exp.Column)):
             outer_of(c)  # qualified with its relation, or _Skip
-        values = {n: exp.paren((e.this if isinstance(e, exp.Alias) else e).copy())
+        values = {n.lower(): exp.paren((e.this if isinstance(e, exp.Alias) else e).copy())
                   for n, e in zip(names, body.expressions, strict=True)}
-    _spell_outer_stars(select, join, names, others, values)
+    inserted = _spell_outer_stars(select, join, names, others, values)
+    for e in select.expressions:  # an unaliased column keeps its name
+        if isinstance(e, exp.Column) and e.table.lower() in ("", name) and (
+                e.name.lower() in values):
+            e.replace(exp.Alias(this=e.copy(), alias=exp.to_identifier(e.name)))
     join.pop()
     if not select.args.get("joins"):
         select.set("joins", None)
@@ -344,7 +352,8 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
     known = all(cols is not None for cols in others.values())
     for col in list(select.find_all(exp.Column)):
         table, column = col.table.lower(), col.name.lower()
-        if table and table != name:
+        if (table and table != name) or any(
+                id(a) in inserted for a in _ancestors(col, select)):
             continue
         if not table:
             if column not in values:
@@ -361,6 +370,12 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
         col.replace(values[column].copy())
 
 
+def _ancestors(node: exp.Expression, top: exp.Expression):
+    while node is not top and node.parent is not None:
+        node = node.parent
+        yield node
+
+
 def _where_parts(select: exp.Select) -> list[exp.Expression]:
     where = select.args.get("where")
     return [where.this] if where is not None else []
@@ -368,20 +383,25 @@ def _where_parts(select: exp.Select) -> list[exp.Expression]:
 
 def _spell_outer_stars(select: exp.Select, join: exp.Join, names: list[str],
                        others: dict[str, list[str] | None],
-                       values: dict[str, exp.Expression] | None = None) -> None:
+                       values: dict[str, exp.Expression] | None = None) -> set[int]:
     """Spell the block's ``*`` and ``s.*`` as columns, so that they take the lateral's
-    columns ``names`` (by ``values`` where it is dropped) and not the hidden ones."""
+    columns ``names`` (by ``values``, keyed by lower-case name, where it is dropped) and
+    not the hidden ones; the ids of the values put in."""
+    inserted: set[int] = set()
     name = join.this.args["alias"].name.lower()
 
     def columns_of(item: exp.Expression, alias: str) -> list[exp.Expression]:
         if item is join.this:
             if values is not None:
-                return [values[n].copy().as_(n) for n in names]
-            return [exp.column(n, alias) for n in names]
+                put = [values[n.lower()].copy() for n in names]
+                inserted.update(id(v) for v in put)
+                return [exp.Alias(this=v, alias=exp.to_identifier(n, quoted=True))
+                        for v, n in zip(put, names, strict=True)]
+            return [exp.column(n, alias, quoted=True) for n in names]
         cols = others.get(alias)
         if cols is None:
             raise _Skip
-        return [exp.column(c, alias) for c in cols]
+        return [exp.column(c, alias, quoted=True) for c in cols]
 
     from_ = select.args.get("from_") or select.args.get("from")
     items = [from_.this, *(j.this for j in select.args.get("joins") or [])]
@@ -402,6 +422,7 @@ def _spell_outer_stars(select: exp.Select, join: exp.Join, names: list[str],
         else:
             spelled.extend(columns_of(join.this, name))
     select.set("expressions", spelled)
+    return inserted
 
 
 def _join_on(select: exp.Select, join: exp.Join, conditions: list[exp.Expression],
