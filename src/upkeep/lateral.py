@@ -84,17 +84,22 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
             for n in body.walk() if n is not body):
         raise _Skip  # a nested query, a window, or rows made from one (unnest)
     others = _other_columns(select, join, schema_of)
+    before = _preceding(select, join, others)  # what the body's outer columns may name
     if not (body.args.get("from_") or body.args.get("from")):
-        _one_row(select, join, name, body, others, left=side == "LEFT", scalar=False)
+        _one_row(select, join, name, body, others, _sides({}, before), left=side == "LEFT",
+                 scalar=False)
         return
     inner = block_relations(body, schema_of)
     if inner is None:
         raise _Skip
     body = _star_spelled(body, inner)
-    outer_of = _sides(inner, others)
-    aggregated = any(isinstance(n, exp.AggFunc) for e in body.expressions for n in e.walk())
+    outer_of = _sides(inner, before)
+    having = body.args.get("having")
+    aggregated = any(isinstance(n, exp.AggFunc) for e in [*body.expressions, having]
+                     if e is not None for n in e.walk())
     if aggregated and not body.args.get("group"):
-        _one_row(select, join, name, body, others, left=side == "LEFT", scalar=True)
+        _one_row(select, join, name, body, others, outer_of, left=side == "LEFT",
+                 scalar=True)
         return
     where = body.args.get("where")
     kept, correlated = [], []
@@ -168,6 +173,19 @@ def _other_columns(select: exp.Select, join: exp.Join, schema_of: Schema
         else:
             out[key] = None
     return out
+
+
+def _preceding(select: exp.Select, join: exp.Join, others: dict[str, list[str] | None]
+               ) -> dict[str, list[str] | None]:
+    """The FROM items before the lateral (the ones its body may read), of ``others``."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    for j in select.args.get("joins") or []:
+        if j is join:
+            break
+        items.append(j.this)
+    keys = {(item.alias_or_name or "").lower() for item in items}
+    return {k: v for k, v in others.items() if k in keys}
 
 
 def _output_names(body: exp.Select, strict: bool = True, lower: bool = True
@@ -311,14 +329,19 @@ def _ranked(body: exp.Select, partition: list[exp.Column], name: str
 
 
 def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
-             others: dict[str, list[str] | None], left: bool, scalar: bool) -> None:
+             others: dict[str, list[str] | None], outer_of: Callable[[exp.Column], bool],
+             left: bool, scalar: bool) -> None:
     """Drop a lateral that gives one row per outer row (an aggregate without GROUP BY,
     ``scalar``, or a select without FROM), reading each of its columns as the scalar
-    subquery of that column (or, with no FROM, as the expression)."""
+    subquery of that column (or, with no FROM, as the expression); its outer columns
+    qualified by ``outer_of`` first (a scalar subquery in the block could read a later
+    FROM item's column of the same name)."""
     on = join.args.get("on")
     if left and on is not None and on != exp.true():
         raise _Skip  # a LEFT JOIN's ON decides whether the row is NULL
     names = _output_names(body, lower=False)
+    for c in list(body.find_all(exp.Column)):
+        outer_of(c)  # an outer one qualified with its relation, or _Skip
     if scalar:
         if any(body.args.get(k) for k in ("having", "limit", "offset", "distinct")):
             raise _Skip
@@ -333,9 +356,6 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
                                            "order", "distinct", "joins")) or body.find(
                 exp.AggFunc):
             raise _Skip  # not one row, or an aggregate of the one row
-        outer_of = _sides({}, others)
-        for c in list(body.find_all(exp.Column)):
-            outer_of(c)  # qualified with its relation, or _Skip
         values = {n.lower(): exp.paren((e.this if isinstance(e, exp.Alias) else e).copy())
                   for n, e in zip(names, body.expressions, strict=True)}
     inserted = _spell_outer_stars(select, join, names, others, values)
@@ -352,9 +372,15 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
     known = all(cols is not None for cols in others.values())
     for col in list(select.find_all(exp.Column)):
         table, column = col.table.lower(), col.name.lower()
+        scopes = [a for a in _ancestors(col, select) if isinstance(a, exp.Select)
+                  and a is not select]  # the nested queries it lies in
         if (table and table != name) or any(
                 id(a) in inserted for a in _ancestors(col, select)):
             continue
+        if table and any(name in _aliases(s) for s in scopes):
+            continue  # a nested query's own relation of that name
+        if not table and scopes and column in values:
+            raise _Skip  # may be a nested query's own column
         if not table:
             if column not in values:
                 continue
@@ -368,6 +394,14 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
         if column not in values:
             raise _Skip
         col.replace(values[column].copy())
+
+
+def _aliases(select: exp.Select) -> set[str]:
+    """The names ``select``'s FROM items go by."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    items += [j.this for j in select.args.get("joins") or []]
+    return {(item.alias_or_name or "").lower() for item in items}
 
 
 def _ancestors(node: exp.Expression, top: exp.Expression):
