@@ -937,6 +937,13 @@ EXTRAS = [
         tags="extra lateral subquery",
     ),
     Q(
+        "x_statistics",
+        """SELECT o_custkey, STDDEV_SAMP(o_totalprice) AS sd, VAR_POP(o_shippriority) AS v,
+                  COUNT_IF(o_orderstatus = 'O') AS open FROM orders GROUP BY o_custkey""",
+        "orders",
+        tags="extra agg",
+    ),
+    Q(
         "x_sum_avg_distinct",
         """SELECT o_custkey, SUM(DISTINCT o_shippriority) AS sd, AVG(DISTINCT o_totalprice) AS ad
            FROM orders GROUP BY o_custkey""",

@@ -41,8 +41,15 @@ from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
 from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, WIDE_CONTEXT, SqlType
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
-         "avg_distinct")
+         "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
 DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
+#: the variances and standard deviations: per group the count, exact sum and exact sum of
+#: squares of the values as doubles, and a count of infinities and NaNs
+STATISTICS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
+_STATISTIC_OF = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+                 exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
+                 exp.VariancePop: "var_pop"}
+_FINE = 1074  # a finite double is a whole number of 2**-1074 units
 
 
 @dataclass(slots=True)
@@ -105,7 +112,48 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
         return AggregateSpec(node, "min", arg, arg.type)
     if isinstance(node, exp.Max):
         return AggregateSpec(node, "max", arg, arg.type)
+    kind = _STATISTIC_OF.get(type(node))
+    if kind is not None:
+        if not arg.type.is_numeric and arg.type.kind != "NULL":
+            raise UnsupportedError(f"{node.sql()} over {arg.type}")
+        return AggregateSpec(node, kind, arg, DOUBLE)
     raise UnsupportedError(f"aggregate {node.sql()}")
+
+
+def statistic_add(state: list, value: object, weight: int) -> None:
+    """Add ``weight`` copies of ``value`` (as a double, as DuckDB casts it) to a variance's
+    state ``[count, sum, sum of squares, non-finite count]``, exactly: the sums in
+    ``2**-1074`` and ``2**-2148`` units, so deletes leave no trace (cf. :mod:`upkeep.exact`)."""
+    x = float(value)
+    try:
+        num, den = x.as_integer_ratio()
+    except (OverflowError, ValueError):  # an infinity or NaN: the result is NaN
+        state[3] += weight
+        return
+    units = num << (_FINE - (den.bit_length() - 1))
+    state[0] += weight
+    state[1] += units * weight
+    state[2] += units * units * weight
+
+
+def statistic_result(kind: str, state: list) -> float | None:
+    """A variance or standard deviation from its state, the variance correctly rounded
+    (``(n q - s^2) / (n (n - 1))``, or ``/ n^2`` for the population's, in exact integers):
+    NULL below two values (one for the population's), NaN with an infinity or NaN among
+    them, as DuckDB gives."""
+    n, total, squares, special = state
+    sample = kind in ("var_samp", "stddev_samp")
+    if n + special < (2 if sample else 1):
+        return None
+    if special:
+        return math.nan
+    try:
+        var = (n * squares - total * total) / ((n * (n - 1) if sample else n * n) << 2 * _FINE)
+    except OverflowError:  # beyond the largest double, as DuckDB's gives
+        var = math.inf
+    if var < 0:  # only a state with rows deleted that were not there (a batch rejected)
+        return math.nan
+    return math.sqrt(var) if kind.startswith("stddev") else var
 
 
 def _no_sum(value: object) -> int:
@@ -242,7 +290,8 @@ class GroupState:
         if not all(a.channel or a.kind == "count_star" for a in aggs):
             self.values = [
                 SortedDict() if a.kind in ("min", "max") else
-                {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else None
+                {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else
+                [0, 0, 0, 0] if a.kind in STATISTICS else None
                 for a in aggs
             ]
 
@@ -260,6 +309,8 @@ class GroupState:
                 channels[2 * i] += weight
                 if a.kind != "count":
                     channels[2 * i + 1] += a.exact(v) * weight
+            elif a.kind in STATISTICS:
+                statistic_add(self.values[i], v, weight)
             else:
                 counts = self.values[i]
                 if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
@@ -290,6 +341,10 @@ class GroupState:
             return
         for i, (a, counts, more) in enumerate(zip(aggs, self.values, other.values,
                                                   strict=True)):
+            if a.kind in STATISTICS:
+                for k in range(4):
+                    counts[k] += more[k]
+                continue
             for v, c in (more or {}).items():
                 before = counts.get(v, 0)
                 n = before + c
@@ -317,6 +372,8 @@ class GroupState:
                 out.append(average_of(s, n, a.arg.type) if n else None)
             elif k == "count_distinct":
                 out.append(len(self.values[i]))
+            elif k in STATISTICS:
+                out.append(statistic_result(k, self.values[i]))
             else:
                 vals = self.values[i]
                 if not vals:

@@ -50,7 +50,8 @@ from .types import (
     type_from_sqlglot,
 )
 
-AGGREGATE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+AGGREGATE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp,
+                   exp.StddevPop, exp.Variance, exp.VariancePop)
 
 
 @dataclass(frozen=True)

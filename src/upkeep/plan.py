@@ -144,7 +144,14 @@ def _rewrite_filter(node: exp.Expression) -> exp.Expression:
 
 def _rewrite_bool_aggregate(node: exp.Expression) -> exp.Expression:
     """``BOOL_OR(c)`` is ``MAX(c)`` and ``BOOL_AND(c)`` is ``MIN(c)`` over booleans (false
-    sorts first, NULLs are skipped, no rows give NULL), as DuckDB computes them."""
+    sorts first, NULLs are skipped, no rows give NULL), as DuckDB computes them;
+    ``COUNT_IF(c)`` is DuckDB's ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (NULL
+    where ``c`` is never true or false)."""
+    if isinstance(node, exp.CountIf):
+        cond = node.this
+        return exp.Sum(this=exp.Case(ifs=[
+            exp.If(this=cond.copy(), true=exp.Literal.number(1)),
+            exp.If(this=exp.Not(this=exp.paren(cond.copy())), true=exp.Literal.number(0))]))
     if isinstance(node, exp.LogicalOr):
         return exp.Max(this=node.this.copy())
     if isinstance(node, exp.LogicalAnd):
