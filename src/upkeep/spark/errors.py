@@ -41,6 +41,13 @@ class BatchRejected(Exception):
         self.record = record
 
 
+def _raised_in_python(text: str) -> str:
+    """The last Python exception a Spark failure's text quotes (``KeyError: 'x'``), said
+    after its first line, which ends where the Python traceback begins."""
+    raised = re.findall(r"^\s*((?:\w+\.)*\w*(?:Error|Exception)\b.*)$", text, re.M)
+    return f" ({raised[-1].strip()[:1000]})" if raised else ""
+
+
 def query_error(exc: BaseException) -> Error:
     """The upkeep error a failed micro-batch reports, rebuilt from its marker (or a
     generic :class:`Error` naming Spark's failure).  A change record's position, where the
@@ -51,7 +58,8 @@ def query_error(exc: BaseException) -> Error:
         raised = re.search(r"\[USER_RAISED_EXCEPTION\] (.*?)(?: SQLSTATE: \w+)?$", text, re.M)
         if raised:  # a check upkeep put in the query (raise_error), said as itself
             return Error(raised[1])
-        return Error(f"the Spark streaming query failed: {text.splitlines()[0][:2000]}")
+        return Error(f"the Spark streaming query failed: {text.splitlines()[0][:2000]}"
+                     + _raised_in_python(text))
     error = error_from_record(record)
     error.position = record.get("position")
     return error
