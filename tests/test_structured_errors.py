@@ -82,6 +82,15 @@ def test_spark_failures_without_a_marker_are_named() -> None:
     assert type(error) is Error and "OutOfMemoryError" in str(error)
 
 
+def test_a_python_failure_in_a_micro_batch_says_what_it_raised() -> None:
+    text = ("[STREAM_FAILED] Query terminated with exception: An exception was raised by "
+            "the Python Proxy. Return Message: Traceback (most recent call last):\n"
+            '  File "step.py", line 9, in result\n    return math.sqrt(var)\n'
+            "ValueError: math domain error\n")
+    error = query_error(Exception(text))
+    assert type(error) is Error and str(error).endswith("(ValueError: math domain error)")
+
+
 CATALOG_SQL = "CREATE TABLE t (a INTEGER PRIMARY KEY, b VARCHAR NOT NULL)"
 
 
