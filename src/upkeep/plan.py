@@ -641,6 +641,7 @@ def analyse_joins(block: Block) -> JoinAnalysis:
     local: list[list[exp.Expression]] = [[] for _ in block.atoms]
     equalities: list[tuple[int, int]] = []
     null_safe: set[tuple[int, int]] = set()
+    plain: set[tuple[int, int]] = set()  # pairs joined by ``=``, both ways
     residual: list[exp.Expression] = []
     for cond in block.conditions:
         used = atoms_of(cond, block)
@@ -653,11 +654,14 @@ def analyse_joins(block: Block) -> JoinAnalysis:
                 equalities.append((a.slot, b.slot))
                 if isinstance(cond, exp.NullSafeEQ):
                     null_safe.add((a.slot, b.slot))
+                else:
+                    plain.update(((a.slot, b.slot), (b.slot, a.slot)))
                 continue
         if len(used) <= 1:
             local[next(iter(used)) if used else 0].append(cond)
         else:
             residual.extend(split_between([cond]))
+    null_safe -= plain  # ``a = b AND a IS NOT DISTINCT FROM b`` joins no NULL
     return JoinAnalysis(local, equalities, residual, null_safe)
 
 
