@@ -61,6 +61,10 @@ RECOMPUTED = [
     "AS n FROM item i",
     "SELECT i.id, (SELECT max(i2.price) FROM item i2 WHERE i2.pk IS DISTINCT FROM i.pk "
     "AND i2.qty < i.price) AS m FROM item i",
+    # ... by such a condition on a relation a LEFT JOIN pads: its padded NULL is in no
+    # domain of its rows (it read as no rows)
+    "SELECT p.pk, (SELECT count(*) FROM item i WHERE i.pk = p2.size OR i.pk IS NULL) AS n "
+    "FROM part p LEFT JOIN part p2 ON p2.pk = p.size",
 ]
 
 

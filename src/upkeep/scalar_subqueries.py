@@ -53,6 +53,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
     if outer is None:
         return select
     tables = _relation_tables(out)
+    padded = _padded_aliases(out)
     aggregated = bool(out.args.get("group")) or any(_aggregates(e) for e in out.expressions)
     # a global aggregate has its one row over no input, where a cross-joined subquery's
     # MAX would read no row (NULL, not the subquery's value): left to recomputation
@@ -66,7 +67,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                 if not _scalar(sub) or _nested_in_subquery(sub, part):
                     continue
                 try:
-                    derived, value_of = _decorrelate(sub, outer, schema_of, tables)
+                    derived, value_of = _decorrelate(sub, outer, schema_of, tables, padded)
                 except _Skip:
                     continue
                 if (derived.keys or single_row) and (
@@ -342,11 +343,29 @@ def _relation_tables(select: exp.Select) -> dict[str, str]:
     return {(t.alias or t.name).lower(): t.name.lower() for t in _from_items(select)}
 
 
+def _padded_aliases(select: exp.Select) -> set[str]:
+    """The block's relations an outer join may pad with NULLs."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    seen = [(from_.this.alias_or_name or "").lower()] if from_ is not None else []
+    padded: set[str] = set()
+    for j in select.args.get("joins") or []:
+        alias = (j.this.alias_or_name or "").lower()
+        side = (j.args.get("side") or "").upper()
+        if side in ("LEFT", "FULL"):
+            padded.add(alias)
+        if side in ("RIGHT", "FULL"):
+            padded.update(seen)
+        seen.append(alias)
+    return padded
+
+
 def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Schema,
-                 tables: dict[str, str]
+                 tables: dict[str, str], padded: frozenset[str] | set[str] = frozenset()
                  ) -> tuple[_Derived, Callable[[_Derived], exp.Expression]]:
     """The derived table ``sub``'s aggregates come from, and a function giving the
-    expression that stands for ``sub`` once that table is joined in (under its name)."""
+    expression that stands for ``sub`` once that table is joined in (under its name).
+    ``padded``: the outer relations an outer join pads with NULLs, whose values the
+    domain of a relation's own rows lacks."""
     query: exp.Select = sub.this
     if len(query.expressions) != 1 or any(query.args.get(k) for k in (
             "group", "having", "order", "limit", "offset", "with", "with_", "distinct",
@@ -411,6 +430,8 @@ def _decorrelate(sub: exp.Subquery, outer: dict[str, list[str]], schema_of: Sche
     if len(keys) < len(correlations):  # not all equalities: over the outer domain
         keys = _over_domain(body, correlations, kept, side, qualified, tables)
         null_safe = not all(_null_rejecting(c) for c in correlations)
+        if null_safe and any(o.table in padded for _, o in keys):
+            raise _Skip  # a padded NULL, which the correlation may hold for, has no group
     else:
         body.set("where", exp.Where(this=exp.and_(*[c.copy() for c in kept]))
                  if kept else None)
