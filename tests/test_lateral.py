@@ -11,7 +11,7 @@ from collections import Counter
 
 import duckdb
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, random_change
 
 import upkeep
 
@@ -75,28 +75,16 @@ def test_laterals_equal_duckdb_after_every_batch(sql) -> None:
     assert ("recompute" in explained) == (sql in RECOMPUTED), explained
     rnd = random.Random(sql)
     tables: dict[str, Counter] = {"g": Counter(), "t": Counter()}
+    new_rows = {
+        "g": lambda: (rnd.choice([None, *range(4)]), rnd.choice(["p", "q", None]),
+                      rnd.choice([None, 0, 1, 2])),
+        "t": lambda: (rnd.choice([None, *range(4)]), rnd.choice([None, *range(5)]),
+                      rnd.choice(["a", "b", None]))}
     for step in range(40):
         with db.transaction():
             for _ in range(rnd.randint(1, 4)):
                 table = rnd.choice(["g", "t", "t"])
-                rows = tables[table]
-                if rows and rnd.random() < 0.35:
-                    row = rnd.choice(sorted(rows, key=repr))
-                    db.delete(table, [row])
-                    rows[row] -= 1
-                    if not rows[row]:
-                        del rows[row]
-                    continue
-                if rows and rnd.random() < 0.15:
-                    row = rnd.choice(sorted(rows, key=repr))  # a duplicate
-                elif table == "g":
-                    row = (rnd.choice([None, *range(4)]), rnd.choice(["p", "q", None]),
-                           rnd.choice([None, 0, 1, 2]))
-                else:
-                    row = (rnd.choice([None, *range(4)]), rnd.choice([None, *range(5)]),
-                           rnd.choice(["a", "b", None]))
-                db.insert(table, [row])
-                rows[row] += 1
+                random_change(db, tables, rnd, table, new_rows[table], duplicates=0.15)
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 import duckdb
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, random_change
 
 import upkeep
 from upkeep.aggregates import statistic_add, statistic_result
@@ -40,33 +40,25 @@ def test_statistics_equal_duckdb_after_every_batch(sql) -> None:
     rnd = random.Random(sql)
     tables: dict[str, Counter] = {"m": Counter(), "k": Counter()}
     xs = [None, 0.0, 1.5, -2.25, 1e6, 3.0, 0.1]
-    for step in range(40):
+    step = 0
+
+    def measure() -> tuple:
+        special = step > 30 and rnd.random() < 0.2  # late: NaN comes and goes
+        x = rnd.choice([math.inf, math.nan]) if special else rnd.choice(xs)
+        return (rnd.randrange(4), x, rnd.choice([None, 1, 2.5, -7.25, 100]),
+                rnd.choice([None, 0, 1, 2, 5]))
+
+    for step in range(40):  # (``measure`` reads it)
         with db.transaction():
             for _ in range(rnd.randint(1, 5)):
-                table = rnd.choice(["m", "m", "m", "k"])
-                rows = tables[table]
-                if rows and rnd.random() < 0.35:
-                    row = rnd.choice(sorted(rows, key=repr))
-                    db.delete(table, [row])
-                    rows[row] -= 1
-                    if not rows[row]:
-                        del rows[row]
+                if rnd.random() < 0.75:
+                    random_change(db, tables, rnd, "m", measure, duplicates=0.15)
                     continue
-                if table == "k":
-                    g = rnd.randrange(6)
-                    if any(r[0] == g for r in rows):
-                        continue
-                    row = (g, rnd.choice([None, 1, 2, -3]))
-                elif rows and rnd.random() < 0.15:
-                    row = rnd.choice(sorted(rows, key=repr))  # a duplicate
-                else:
-                    special = step > 30 and rnd.random() < 0.2  # late: NaN comes and goes
-                    x = rnd.choice([math.inf, math.nan]) if special else rnd.choice(xs)
-                    row = (rnd.randrange(4), x,
-                           rnd.choice([None, 1, 2.5, -7.25, 100]),
-                           rnd.choice([None, 0, 1, 2, 5]))
-                db.insert(table, [row])
-                rows[row] += 1
+                g = rnd.randrange(6)  # k is keyed by g: a new key, or a delete
+                keys = {r[0] for r in tables["k"]}
+                if g not in keys or rnd.random() < 0.5:
+                    random_change(db, tables, rnd, "k", lambda g=g: (g, rnd.choice(
+                        [None, 1, 2, -3])), deletes=1.0 if g in keys else 0.0, duplicates=0)
         assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")
 
 
