@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from oracle import view_follows_duckdb
+from oracle import assert_bag_equal, duckdb_query, view_follows_duckdb
 
 import upkeep
 
@@ -398,3 +398,25 @@ def test_rewrites_nest_as_duckdb_reads_them(sql) -> None:
          "INSERT INTO s5 VALUES (1, 5), (3, 1), (2, 2)"],
         ["INSERT INTO s5 VALUES (1, 0), (NULL, 3)", "DELETE FROM r5 WHERE a = 1",
          "UPDATE r5 SET b = 7 WHERE a = 3"], query=sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM a, b JOIN c ON z <> k",
+    "SELECT a.v, x FROM a, b JOIN c ON k2 = k WHERE v > 0",
+    "SELECT * FROM a JOIN b ON b.k = a.k, c JOIN a a2 ON a2.k = z",
+    "SELECT a.k, b.x FROM a, b JOIN c ON c.z IN (SELECT k FROM a) AND b.k = c.k2",
+])
+def test_an_on_reads_names_among_the_items_it_joins(sql) -> None:
+    """A comma binds loosest: the ON of ``a, b JOIN c ON .. k ..`` sees ``b`` and ``c``,
+    so ``k`` is ``b.k`` as DuckDB reads it (it was refused as ambiguous with ``a.k``)."""
+    ddl = ["CREATE TABLE a (k INTEGER, v INTEGER)", "CREATE TABLE b (k INTEGER, x INTEGER)",
+           "CREATE TABLE c (z INTEGER, k2 INTEGER)"]
+    tables = {"a": Counter([(1, 1), (2, 5)]), "b": Counter([(1, 1), (3, 2)]),
+              "c": Counter([(2, 1), (1, 3)])}
+    db = upkeep.connect()
+    for d in ddl:
+        db.execute(d)
+    for t, rows in tables.items():
+        db.insert(t, list(rows))
+    view = db.create_view("v", sql)
+    assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql)

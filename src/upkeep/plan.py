@@ -127,6 +127,20 @@ def bind_query(node: exp.Expression, schema_of: Callable[[str], list[tuple[str, 
     return _bind_select(node, schema_of)
 
 
+def _qualified_in(cond: exp.Expression, atoms: list[Atom]) -> exp.Expression:
+    """``cond`` with each unqualified column that one of ``atoms`` holds (and only one)
+    qualified by it: an ON condition's names are read among the items it joins."""
+    def qualify(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and not n.table and not n.is_star and (
+                n.find_ancestor(exp.Select) is None):  # (a subquery's names are its own)
+            owners = [a.alias for a in atoms if any(c == n.name.lower() for c, _ in a.columns)]
+            if len(owners) == 1:
+                return exp.column(n.name.lower(), owners[0])
+        return n
+
+    return cond.transform(qualify)
+
+
 def _rewrite_filter(node: exp.Expression) -> exp.Expression:
     """``AGG(x) FILTER (WHERE c)`` is ``AGG(CASE WHEN c THEN x END)`` (``COUNT(*)`` counts 1s)."""
     if not isinstance(node, exp.Filter) or not isinstance(node.this, AGGREGATE_TYPES):
@@ -228,17 +242,26 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     items = [from_.this]
     conditions: list[exp.Expression] = []
     shared: list[tuple[int, list[str] | None]] = []  # USING columns (None: NATURAL), per item
+    # each ON's conditions and the items it sees: a comma binds loosest, so the ON of
+    # ``a, b JOIN c ON ..`` sees b and c only (DuckDB reads an unqualified name there)
+    on_scopes: list[tuple[int, int, int, int]] = []  # conditions lo, hi; items first, last
+    seen_from = 0
     for join in node.args.get("joins") or []:
         kind = (join.args.get("kind") or "").upper()
         side = (join.args.get("side") or "").upper()
         if side or kind not in ("", "INNER", "CROSS"):
             raise UnsupportedError(f"{(side + ' ' + kind).strip()} JOIN")
+        if not any(join.args.get(k) for k in ("kind", "on", "using", "method")):
+            seen_from = len(items)  # a comma
         items.append(join.this)
         if (join.args.get("method") or "").upper() == "NATURAL":
             shared.append((len(items) - 1, None))
         elif join.args.get("using"):
             shared.append((len(items) - 1, [u.name.lower() for u in join.args["using"]]))
-        conditions.extend(conjuncts(join.args.get("on")))
+        on = conjuncts(join.args.get("on"))
+        on_scopes.append((len(conditions), len(conditions) + len(on), seen_from,
+                          len(items) - 1))
+        conditions.extend(on)
     on_conditions = len(conditions)
     conditions.extend(conjuncts(node.args.get("where").this if node.args.get("where") else None))
 
@@ -255,6 +278,10 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         columns = schema_of(name)
         atoms.append(Atom(alias, name, columns, offset))
         offset += len(columns)
+    for lo, hi, first, last in on_scopes:
+        if first:
+            conditions[lo:hi] = [_qualified_in(c, atoms[first:last + 1]) for c in
+                                 conditions[lo:hi]]
     scope_columns = [Column(a.alias, cname, ctype, a.offset + i)
                      for a in atoms for i, (cname, ctype) in enumerate(a.columns)]
     merged, hidden, equalities = _shared_columns(atoms, scope_columns, shared)
