@@ -27,6 +27,9 @@ QUERIES = [
     "SELECT g, variance(d) FILTER (WHERE n > 1) AS v, count_if(x > 1) AS big FROM m GROUP BY g",
     "SELECT g FROM m GROUP BY g HAVING stddev_samp(n) > 1",
     "SELECT g, count_if(d > 0) AS pos, count_if(x IS NULL) AS missing FROM m GROUP BY g",
+    # COUNT_IF is a SUM before the window and subquery rewrites read it
+    "SELECT g, n, count_if(n > 1) OVER (PARTITION BY g) AS c FROM m",
+    "SELECT k.g, (SELECT count_if(m.x > 1) FROM m WHERE m.g = k.g) AS c FROM k",
 ]
 
 
@@ -85,6 +88,10 @@ def test_statistics_on_no_or_one_value_are_null_as_in_duckdb() -> None:
     assert statistic_result("var_pop", state) == 0.0
     statistic_add(state, math.inf, 1)
     assert math.isnan(statistic_result("stddev_samp", state))
+    alone = [0, 0, 0, 0]
+    statistic_add(alone, math.inf, 1)  # the population's of one value is 0, as DuckDB's
+    assert [statistic_result(k, alone) for k in ("var_pop", "stddev_pop", "var_samp")] == [
+        0.0, 0.0, None]
 
 
 def test_a_state_holding_more_deletes_than_rows_gives_no_error() -> None:

@@ -139,17 +139,20 @@ def statistic_add(state: list, value: object, weight: int) -> None:
 def statistic_result(kind: str, state: list) -> float | None:
     """A variance or standard deviation from its state, the variance correctly rounded
     (``(n q - s^2) / (n (n - 1))``, or ``/ n^2`` for the population's, in exact integers):
-    NULL below two values (one for the population's), NaN with an infinity or NaN among
-    them, as DuckDB gives."""
+    NULL below two values (one for the population's), 0 for the population's of one
+    value, NaN with an infinity or NaN among more, as DuckDB gives (a variance beyond the
+    largest double is infinite, where DuckDB's running computation may give -inf or NaN)."""
     n, total, squares, special = state
     sample = kind in ("var_samp", "stddev_samp")
     if n + special < (2 if sample else 1):
         return None
+    if n + special == 1:  # the population's of one value, whatever it is (DuckDB's 0)
+        return 0.0
     if special:
         return math.nan
     try:
         var = (n * squares - total * total) / ((n * (n - 1) if sample else n * n) << 2 * _FINE)
-    except OverflowError:  # beyond the largest double, as DuckDB's gives
+    except OverflowError:  # beyond the largest double
         var = math.inf
     if var < 0:  # only a state with rows deleted that were not there (a batch rejected)
         return math.nan

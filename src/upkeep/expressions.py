@@ -1366,9 +1366,9 @@ class ExpressionCompiler:
             values.append(cond.args["true"])
         default = node.args.get("default")
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
-        typ = value_type([t for _, (_, t) in branches] + [dflt[1]],
-                         _literals([*values, default if default is not None else exp.null()]),
-                         nulls_typed=False)
+        # DuckDB folds the ELSE's type first, then each THEN's
+        typ = value_type([dflt[1], *(t for _, (_, t) in branches)],
+                         _literals([default if default is not None else exp.null(), *values]))
         src = self._as(dflt[0], dflt[1], typ, value=True)
         for when, (then, t) in reversed(branches):
             src = f"({self._as(then, t, typ, value=True)} if {when} else {src})"
@@ -1434,45 +1434,50 @@ def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return _flatten(node, exp.And)
 
 
-def value_type(types: list[SqlType], literals: list[int | None] | None = None,
-               nulls_typed: bool = True) -> SqlType:
+def value_type(types: list[SqlType], literals: list[int | None] | None = None) -> SqlType:
     """:func:`common_type` of the values one expression picks from (CASE, COALESCE,
     GREATEST, LEAST), where a DATE meets a TIMESTAMP as a TIMESTAMP, as DuckDB casts it.
-    ``literals``: each value's integer if it is written as one (``0``, ``-1``);
-    ``nulls_typed``: a NULL takes a literal's type as its own (COALESCE, GREATEST), where
-    CASE passes over NULL branches."""
+    ``literals``: each value's integer if it is written as one (``0``, ``-1``)."""
     kinds = {t.kind for t in types}
     if "DATE" in kinds and "TIMESTAMP" in kinds and kinds <= {"DATE", "TIMESTAMP", "NULL"}:
         return SqlType("TIMESTAMP")
-    return common_type(types, literals, nulls_typed)
+    return common_type(types, literals)
 
 
 def _literals(nodes: list[exp.Expression]) -> list[int | None]:
-    return [_integer_literal(n) if isinstance(n, (exp.Literal, exp.Neg)) else None
-            for n in nodes]
+    """Each node's integer if it is written as one, as DuckDB reads one: ``0``, ``(0)``,
+    ``-1``, ``-(1)``, ``- -1``."""
+    def value(n: exp.Expression) -> int | None:
+        if isinstance(n, exp.Paren):
+            return value(n.this)
+        if isinstance(n, exp.Neg):
+            v = value(n.this)
+            return None if v is None else -v
+        if isinstance(n, exp.Literal) and not n.is_string and n.this.isdigit():
+            return int(n.this)
+        return None
+
+    return [value(n) for n in nodes]
 
 
 def _fits(value: int, t: SqlType) -> bool:
     return t.is_integer and -INT_RANGES[t.kind] <= value < INT_RANGES[t.kind]
 
 
-def common_type(types: list[SqlType], literals: list[int | None] | None = None,
-                nulls_typed: bool = True) -> SqlType:
-    """The type values of ``types`` share (a CASE's branches, a UNION's column), folded
-    left to right as DuckDB folds it: numbers by :func:`max_numeric`, an integer literal
-    (``literals``) taking the integer type it meets where its value fits (``COALESCE(s,
-    0)`` of a SMALLINT is a SMALLINT; a literal meeting a NULL first is of its own type
-    where ``nulls_typed``), else the one kind (NULL fits any); SchemaError for kinds
-    DuckDB would cast implicitly (upkeep casts only where written)."""
+def common_type(types: list[SqlType], literals: list[int | None] | None = None) -> SqlType:
+    """The type values of ``types`` share (a CASE's branches, ELSE first; a UNION's
+    column), folded left to right as DuckDB folds it: numbers by :func:`max_numeric`, an
+    integer literal (``literals``) taking the integer type it meets where its value fits
+    (``COALESCE(s, 0)`` of a SMALLINT is a SMALLINT; a literal meeting a NULL first is of
+    its own type), else the one kind (NULL fits any); SchemaError for kinds DuckDB would
+    cast implicitly (upkeep casts only where written)."""
     out, literal, started = NULLTYPE, None, False
     for i, t in enumerate(types):
         value = literals[i] if literals is not None else None
         if t.kind == "NULL":
-            started = True
-            if nulls_typed:
-                literal = None
+            started, literal = True, None
         elif out.kind == "NULL":
-            out, literal = t, value if not (started and nulls_typed) else None
+            out, literal = t, None if started else value
             started = True
         elif out.is_numeric and t.is_numeric:
             if literal is not None and value is None and _fits(literal, t):

@@ -156,16 +156,24 @@ def _rewrite_filter(node: exp.Expression) -> exp.Expression:
     return agg
 
 
-def _rewrite_bool_aggregate(node: exp.Expression) -> exp.Expression:
-    """``BOOL_OR(c)`` is ``MAX(c)`` and ``BOOL_AND(c)`` is ``MIN(c)`` over booleans (false
-    sorts first, NULLs are skipped, no rows give NULL), as DuckDB computes them;
-    ``COUNT_IF(c)`` is DuckDB's ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (NULL
-    where ``c`` is never true or false)."""
+def count_if_as_sum(node: exp.Expression) -> exp.Expression:
+    """``COUNT_IF(c)`` is DuckDB's ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (NULL
+    where ``c`` is never true or false): a transform, applied before the rewrites that
+    read aggregates (windows, scalar subqueries) and when a block is bound."""
     if isinstance(node, exp.CountIf):
         cond = node.this
         return exp.Sum(this=exp.Case(ifs=[
             exp.If(this=cond.copy(), true=exp.Literal.number(1)),
             exp.If(this=exp.Not(this=exp.paren(cond.copy())), true=exp.Literal.number(0))]))
+    return node
+
+
+def _rewrite_bool_aggregate(node: exp.Expression) -> exp.Expression:
+    """``BOOL_OR(c)`` is ``MAX(c)`` and ``BOOL_AND(c)`` is ``MIN(c)`` over booleans (false
+    sorts first, NULLs are skipped, no rows give NULL), as DuckDB computes them; and
+    :func:`count_if_as_sum`."""
+    if isinstance(node, exp.CountIf):
+        return count_if_as_sum(node)
     if isinstance(node, exp.LogicalOr):
         return exp.Max(this=node.this.copy())
     if isinstance(node, exp.LogicalAnd):

@@ -480,8 +480,10 @@ def max_numeric(a: SqlType, b: SqlType) -> SqlType:
     GREATEST): DuckDB's "max logical type", the narrowest that holds both: the wider
     integer type, DOUBLE beside a DOUBLE, and a DECIMAL holding both sides' integer
     digits and the larger scale (an integer type counting as its digits), at most 38
-    digits (two DECIMALs needing more keep their integer digits and fewer decimals, as
-    DuckDB cuts them).  (Arithmetic's result types are :func:`common_numeric`'s.)"""
+    digits.  Two DECIMALs needing more keep the larger scale, where DuckDB keeps their
+    integer digits and cuts decimals: arithmetic here is typed DECIMAL(38, s)
+    (:func:`common_numeric`), wider than DuckDB's, and cutting its decimals would round
+    values DuckDB keeps."""
     if a.kind == "NULL":
         return b
     if b.kind == "NULL" or a == b:
@@ -493,8 +495,6 @@ def max_numeric(a: SqlType, b: SqlType) -> SqlType:
     (pa_, sa), (pb, sb) = ((t.precision, t.scale) if t.kind == "DECIMAL"
                            else (INTEGER_DIGITS[t.kind], 0) for t in (a, b))
     scale, digits = max(sa, sb), max(pa_ - sa, pb - sb)
-    if a.kind == b.kind == "DECIMAL" and digits + scale > 38:  # the scale gives way
-        return SqlType("DECIMAL", 38, max(0, 38 - digits))
     return SqlType("DECIMAL", min(38, digits + scale), scale)
 
 

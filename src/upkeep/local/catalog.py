@@ -39,6 +39,7 @@ from ..padded_joins import is_pad
 from ..plan import (
     column_list,
     compared_as_doubles,
+    count_if_as_sum,
     ctes_as_relations,
     derived_table_body,
     derived_tables,
@@ -769,7 +770,7 @@ class LocalCatalog:
 
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
-        query = query.transform(unordered).transform(
+        query = query.transform(unordered).transform(count_if_as_sum).transform(
             lambda n: expand_grouping_sets(n, self._types_of)).transform(
             lambda n: rewrite_laterals(n, self.schema_of))
         if strategy is None:

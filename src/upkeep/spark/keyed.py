@@ -79,6 +79,7 @@ from ..plan import (
     analyse_joins,
     atom_of_slot,
     bind_query,
+    count_if_as_sum,
     ctes_as_relations,
     derived_table_body,
     derived_tables,
@@ -733,7 +734,8 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
         it is a top-k or has window functions in its select list (or in expressions there,
         which the step then computes), else as ``prepare(query)``.  Grouping sets first
         become the ``UNION ALL`` of one grouped block per set, as on one machine."""
-        query = query.transform(lambda n: expand_grouping_sets(n, types_of)).transform(
+        query = query.transform(count_if_as_sum).transform(
+            lambda n: expand_grouping_sets(n, types_of)).transform(
             lambda n: rewrite_laterals(n, schema_of))
         query = window_aliases_resolved(query, schema_of)
         top = split_top_k(query)
