@@ -26,7 +26,10 @@ dropped:
 * window functions (``LAG`` inside an expression per customer and per supplier, whose
   partitions hold ~600 line items at scale 0.1; a running ``SUM`` per customer) against the
   plain projection; prices change.  ``LAG`` re-reads the rows next to a change, the running
-  sum its customer's orders (operation counts: partition re-reads and rows re-read).
+  sum its customer's orders (operation counts: partition re-reads and rows re-read);
+* a LATERAL top-k per customer (Materialize's idiom, a ranked view per customer) against
+  the plain projection, and variances per customer against the SUM per customer; order
+  prices change.
 
 Reported: changes/s and µs per change of each view, the ratio form / base (the target:
 outer joins and nested aggregates within 2x), and DuckDB's time to recompute the form once
@@ -130,6 +133,17 @@ FORMS = [
          "SELECT o_custkey, o_orderkey, sum(o_totalprice) OVER (PARTITION BY o_custkey "
          "ORDER BY o_orderdate, o_orderkey) AS spent FROM orders",
          "SELECT o_custkey, o_orderkey, o_totalprice FROM orders",
+         "orders", "o_totalprice", (1000.0, 50000.0, 150000.0, 310000.0, 450000.0)),
+    Form("LATERAL top-k per customer (LIMIT 3)",
+         "SELECT c_custkey, s.o_orderkey, s.o_totalprice FROM customer, LATERAL "
+         "(SELECT o_orderkey, o_totalprice FROM orders WHERE o_custkey = c_custkey "
+         "ORDER BY o_totalprice DESC, o_orderkey LIMIT 3) s",
+         "SELECT o_custkey, o_orderkey, o_totalprice FROM orders",
+         "orders", "o_totalprice", (1000.0, 50000.0, 150000.0, 310000.0, 450000.0)),
+    Form("STDDEV and VAR per customer",
+         "SELECT o_custkey, stddev_samp(o_totalprice) AS sd, var_pop(o_totalprice) AS v "
+         "FROM orders GROUP BY o_custkey",
+         "SELECT o_custkey, sum(o_totalprice) AS total FROM orders GROUP BY o_custkey",
          "orders", "o_totalprice", (1000.0, 50000.0, 150000.0, 310000.0, 450000.0)),
 ]
 
