@@ -170,6 +170,11 @@ FOUND_DDL = ["CREATE TABLE a (k INTEGER, v INTEGER)", "CREATE TABLE b (k INTEGER
     # an outer column named bare, a later FROM item holding a column of that name
     ("SELECT a.k, s.n FROM a, LATERAL (SELECT count(*) AS n FROM b WHERE b.x = v) s, a a2",
      {"a": [(1, 1)], "b": [(1, 1)]}),
+    # a lateral join's own ON reads its names among the items it joins (not a2, not grp)
+    ("SELECT g.k, s.x FROM a g JOIN LATERAL (SELECT x FROM b WHERE b.k = g.k) s "
+     "ON s.x > v JOIN a a2 ON a2.k = g.k", {"a": [(1, 1), (1, 5)], "b": [(1, 2), (1, 9)]}),
+    ("SELECT count(*) AS n FROM b grp, a JOIN LATERAL (SELECT count(*) AS c FROM b i "
+     "WHERE i.k = a.k) AS s ON s.c <> k", {"a": [(1, 1), (2, 5)], "b": [(1, 2), (7, 9)]}),
 ])
 def test_found_by_fuzzing(sql, tables) -> None:
     """Laterals a fuzzer against DuckDB found read wrongly (the first two: other rows) or

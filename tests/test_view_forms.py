@@ -405,10 +405,13 @@ def test_rewrites_nest_as_duckdb_reads_them(sql) -> None:
     "SELECT a.v, x FROM a, b JOIN c ON k2 = k WHERE v > 0",
     "SELECT * FROM a JOIN b ON b.k = a.k, c JOIN a a2 ON a2.k = z",
     "SELECT a.k, b.x FROM a, b JOIN c ON c.z IN (SELECT k FROM a) AND b.k = c.k2",
+    # an item after the ON is out of its sight: k2 is g's
+    "SELECT * FROM c g JOIN b ON b.k = k2 JOIN c c2 ON c2.z = g.z",
 ])
 def test_an_on_reads_names_among_the_items_it_joins(sql) -> None:
-    """A comma binds loosest: the ON of ``a, b JOIN c ON .. k ..`` sees ``b`` and ``c``,
-    so ``k`` is ``b.k`` as DuckDB reads it (it was refused as ambiguous with ``a.k``)."""
+    """An ON sees the items before it, from the last comma (which binds loosest): in
+    ``a, b JOIN c ON .. k ..`` the ``k`` is ``b.k`` as DuckDB reads it (it was refused as
+    ambiguous with ``a.k``)."""
     ddl = ["CREATE TABLE a (k INTEGER, v INTEGER)", "CREATE TABLE b (k INTEGER, x INTEGER)",
            "CREATE TABLE c (z INTEGER, k2 INTEGER)"]
     tables = {"a": Counter([(1, 1), (2, 5)]), "b": Counter([(1, 1), (3, 2)]),

@@ -358,6 +358,8 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
             raise _Skip  # not one row, or an aggregate of the one row
         values = {n.lower(): exp.paren((e.this if isinstance(e, exp.Alias) else e).copy())
                   for n, e in zip(names, body.expressions, strict=True)}
+    if on is not None:
+        on = _qualified_among(on.copy(), _joined_by(select, join, others))
     inserted = _spell_outer_stars(select, join, names, others, values)
     for e in select.expressions:  # an unaliased column keeps its name
         if isinstance(e, exp.Column) and e.table.lower() in ("", name) and (
@@ -366,8 +368,8 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
     join.pop()
     if not select.args.get("joins"):
         select.set("joins", None)
-    if on is not None and not left and on != exp.true():
-        select.set("where", exp.Where(this=exp.and_(*_where_parts(select), on.copy())))
+    if on is not None and not left and on != exp.true():  # its names read where it was
+        select.set("where", exp.Where(this=exp.and_(*_where_parts(select), on)))
     aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
     known = all(cols is not None for cols in others.values())
     for col in list(select.find_all(exp.Column)):
@@ -408,6 +410,37 @@ def _ancestors(node: exp.Expression, top: exp.Expression):
     while node is not top and node.parent is not None:
         node = node.parent
         yield node
+
+
+def _joined_by(select: exp.Select, join: exp.Join, others: dict[str, list[str] | None]
+               ) -> dict[str, list[str] | None]:
+    """The other items ``join``'s ON reads names among: those from the last comma before
+    it (a comma binds loosest) up to it."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    seen = [(from_.this.alias_or_name or "").lower()] if from_ is not None else []
+    for j in select.args.get("joins") or []:
+        if j is join:
+            break
+        if not any(j.args.get(k) for k in ("kind", "side", "on", "using", "method")):
+            seen = []  # a comma
+        seen.append((j.this.alias_or_name or "").lower())
+    return {k: others.get(k) for k in seen}
+
+
+def _qualified_among(cond: exp.Expression, items: dict[str, list[str] | None]
+                     ) -> exp.Expression:
+    """``cond`` with each unqualified column one of ``items`` holds (and only one)
+    qualified by it, outside nested queries; _Skip where an item's columns are unknown."""
+    for col in list(cond.find_all(exp.Column)):
+        if col.table or col.is_star or any(
+                isinstance(a, exp.Select) for a in _ancestors(col, cond)):
+            continue
+        if any(cols is None for cols in items.values()):
+            raise _Skip
+        owners = [a for a, cols in items.items() if col.name.lower() in cols]
+        if len(owners) == 1:
+            col.set("table", exp.to_identifier(owners[0]))
+    return cond
 
 
 def _where_parts(select: exp.Select) -> list[exp.Expression]:
@@ -462,15 +495,15 @@ def _spell_outer_stars(select: exp.Select, join: exp.Join, names: list[str],
 def _join_on(select: exp.Select, join: exp.Join, conditions: list[exp.Expression],
              left: bool) -> None:
     """Join the decorrelated lateral back by ``conditions``: in a LEFT join's ON, else in
-    the block's WHERE (with an inner join's own ON)."""
+    the block's WHERE."""
     on = join.args.get("on")
     if left:
         parts = conditions if on is None or on == exp.true() else [on.copy(), *conditions]
         join.set("on", exp.and_(*parts) if parts else exp.true())
         return
-    parts = [*_where_parts(select), *([on.copy()] if on is not None else []), *conditions]
-    join.set("on", None)
-    join.set("kind", "CROSS")
+    parts = [*_where_parts(select), *conditions]  # (its own ON stays: it reads its names
+    if on is None:                                 # among the items it joins)
+        join.set("kind", "CROSS")
     if parts:
         select.set("where", exp.Where(this=exp.and_(*parts)))
 

@@ -250,8 +250,8 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     items = [from_.this]
     conditions: list[exp.Expression] = []
     shared: list[tuple[int, list[str] | None]] = []  # USING columns (None: NATURAL), per item
-    # each ON's conditions and the items it sees: a comma binds loosest, so the ON of
-    # ``a, b JOIN c ON ..`` sees b and c only (DuckDB reads an unqualified name there)
+    # each ON's conditions and the items it sees: those before it, from the last comma
+    # (which binds loosest: the ON of ``a, b JOIN c ON ..`` sees b and c only)
     on_scopes: list[tuple[int, int, int, int]] = []  # conditions lo, hi; items first, last
     seen_from = 0
     for join in node.args.get("joins") or []:
@@ -287,7 +287,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         atoms.append(Atom(alias, name, columns, offset))
         offset += len(columns)
     for lo, hi, first, last in on_scopes:
-        if first:
+        if first or last < len(atoms) - 1:  # some item out of its sight
             conditions[lo:hi] = [_qualified_in(c, atoms[first:last + 1]) for c in
                                  conditions[lo:hi]]
     scope_columns = [Column(a.alias, cname, ctype, a.offset + i)
