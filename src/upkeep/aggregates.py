@@ -65,6 +65,8 @@ class AggregateSpec:
     value_of: Callable[[tuple], object] | None = field(init=False)
     #: kept as a sum channel (count of non-NULLs and sum) rather than per-value state
     channel: bool = field(init=False)
+    #: a variance or standard deviation (:data:`STATISTICS`): its state a list of sums
+    statistic: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
     #: a SUM's value from its exact channel (:func:`sum_reader`)
@@ -73,6 +75,7 @@ class AggregateSpec:
     def __post_init__(self) -> None:
         self.value_of = self.arg.fn if self.arg is not None else None
         self.channel = self.kind in ("count", "sum", "avg")
+        self.statistic = self.kind in STATISTICS
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
@@ -294,7 +297,7 @@ class GroupState:
             self.values = [
                 SortedDict() if a.kind in ("min", "max") else
                 {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else
-                [0, 0, 0, 0] if a.kind in STATISTICS else None
+                [0, 0, 0, 0] if a.statistic else None
                 for a in aggs
             ]
 
@@ -312,7 +315,7 @@ class GroupState:
                 channels[2 * i] += weight
                 if a.kind != "count":
                     channels[2 * i + 1] += a.exact(v) * weight
-            elif a.kind in STATISTICS:
+            elif a.statistic:
                 statistic_add(self.values[i], v, weight)
             else:
                 counts = self.values[i]
@@ -344,7 +347,7 @@ class GroupState:
             return
         for i, (a, counts, more) in enumerate(zip(aggs, self.values, other.values,
                                                   strict=True)):
-            if a.kind in STATISTICS:
+            if a.statistic:
                 for k in range(4):
                     counts[k] += more[k]
                 continue
