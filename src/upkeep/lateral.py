@@ -34,7 +34,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .expressions import conjuncts
-from .scalar_subqueries import block_relations
+from .scalar_subqueries import ancestors, block_relations, from_items, spell_star
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -92,7 +92,8 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
     inner = block_relations(body, schema_of)
     if inner is None:
         raise _Skip
-    body = _star_spelled(body, inner)
+    if not spell_star(body, inner):
+        raise _Skip  # a star over USING / NATURAL joins, or with EXCLUDE and the like
     outer_of = _sides(inner, before)
     having = body.args.get("having")
     aggregated = any(isinstance(n, exp.AggFunc) for e in [*body.expressions, having]
@@ -151,9 +152,7 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
 def _other_columns(select: exp.Select, join: exp.Join, schema_of: Schema
                    ) -> dict[str, list[str] | None]:
     """The block's other FROM items: alias -> column names (None where not known)."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this] if from_ is not None else []
-    items += [j.this for j in select.args.get("joins") or [] if j is not join]
+    items = [item for item in from_items(select) if item is not join.this]
     out: dict[str, list[str] | None] = {}
     for item in items:
         key = (item.alias_or_name or "").lower()
@@ -210,26 +209,6 @@ def _output_names(body: exp.Select, strict: bool = True, lower: bool = True
             raise _Skip
         return None
     return names
-
-
-def _star_spelled(body: exp.Select, inner: dict[str, list[str]]) -> exp.Select:
-    """``body`` with ``*`` and ``t.*`` spelled as its relations' columns."""
-    spelled: list[exp.Expression] = []
-    for e in body.expressions:
-        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star):
-            star = e if isinstance(e, exp.Star) else e.this
-            if any(star.args.get(k) for k in ("except", "replace", "rename")) or any(
-                    j.args.get("using") or j.args.get("method")
-                    for j in body.args.get("joins") or []):
-                raise _Skip
-            owners = list(inner) if isinstance(e, exp.Star) else [e.table.lower()]
-            if any(o not in inner for o in owners):
-                raise _Skip
-            spelled.extend(exp.column(c, o) for o in owners for c in inner[o])
-        else:
-            spelled.append(e)
-    body.set("expressions", spelled)
-    return body
 
 
 def _sides(inner: dict[str, list[str]], others: dict[str, list[str] | None]
@@ -374,10 +353,10 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
     known = all(cols is not None for cols in others.values())
     for col in list(select.find_all(exp.Column)):
         table, column = col.table.lower(), col.name.lower()
-        scopes = [a for a in _ancestors(col, select) if isinstance(a, exp.Select)
+        scopes = [a for a in ancestors(col, select) if isinstance(a, exp.Select)
                   and a is not select]  # the nested queries it lies in
         if (table and table != name) or any(
-                id(a) in inserted for a in _ancestors(col, select)):
+                id(a) in inserted for a in ancestors(col, select)):
             continue
         if table and any(name in _aliases(s) for s in scopes):
             continue  # a nested query's own relation of that name
@@ -400,16 +379,7 @@ def _one_row(select: exp.Select, join: exp.Join, name: str, body: exp.Select,
 
 def _aliases(select: exp.Select) -> set[str]:
     """The names ``select``'s FROM items go by."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this] if from_ is not None else []
-    items += [j.this for j in select.args.get("joins") or []]
-    return {(item.alias_or_name or "").lower() for item in items}
-
-
-def _ancestors(node: exp.Expression, top: exp.Expression):
-    while node is not top and node.parent is not None:
-        node = node.parent
-        yield node
+    return {(item.alias_or_name or "").lower() for item in from_items(select)}
 
 
 def _joined_by(select: exp.Select, join: exp.Join, others: dict[str, list[str] | None]
@@ -433,7 +403,7 @@ def _qualified_among(cond: exp.Expression, items: dict[str, list[str] | None]
     qualified by it, outside nested queries; _Skip where an item's columns are unknown."""
     for col in list(cond.find_all(exp.Column)):
         if col.table or col.is_star or any(
-                isinstance(a, exp.Select) for a in _ancestors(col, cond)):
+                isinstance(a, exp.Select) for a in ancestors(col, cond)):
             continue
         if any(cols is None for cols in items.values()):
             raise _Skip
@@ -470,8 +440,7 @@ def _spell_outer_stars(select: exp.Select, join: exp.Join, names: list[str],
             raise _Skip
         return [exp.column(c, alias, quoted=True) for c in cols]
 
-    from_ = select.args.get("from_") or select.args.get("from")
-    items = [from_.this, *(j.this for j in select.args.get("joins") or [])]
+    items = from_items(select)
     spelled: list[exp.Expression] = []
     for e in select.expressions:
         star = e if isinstance(e, exp.Star) else e.this if (

@@ -80,7 +80,7 @@ def rewrite_scalar_subqueries(select: exp.Select, schema_of: Schema) -> exp.Sele
                 reference = value_of(derived)
                 if not derived.keys and (key == "having" or (key == "expressions"
                                                              and aggregated)) and not any(
-                        isinstance(a, exp.AggFunc) for a in _ancestors(sub, part)):
+                        isinstance(a, exp.AggFunc) for a in ancestors(sub, part)):
                     reference = exp.Max(this=reference)  # the one value, inside a group
                 sub.replace(reference)
     for derived in shared.values():
@@ -113,7 +113,7 @@ def _qualify_own_columns(select: exp.Select, outer: dict[str, list[str]]) -> Non
             col.set("table", exp.to_identifier(found[0]))
 
 
-def _ancestors(node: exp.Expression, top: exp.Expression) -> Iterator[exp.Expression]:
+def ancestors(node: exp.Expression, top: exp.Expression) -> Iterator[exp.Expression]:
     """The nodes from ``node``'s parent up to ``top``."""
     while node is not top and node.parent is not None:
         node = node.parent
@@ -283,7 +283,7 @@ def _nested_in_subquery(sub: exp.Subquery, root: exp.Expression) -> bool:
     return False
 
 
-def _from_items(select: exp.Select) -> list[exp.Expression]:
+def from_items(select: exp.Select) -> list[exp.Expression]:
     """The block's FROM items, the FROM's and each join's, in order."""
     from_ = select.args.get("from_") or select.args.get("from")
     return [] if from_ is None else [from_.this, *(j.this for j in select.args.get("joins")
@@ -292,7 +292,7 @@ def _from_items(select: exp.Select) -> list[exp.Expression]:
 
 def block_relations(select: exp.Select, schema_of: Schema) -> dict[str, list[str]] | None:
     """The block's FROM items: alias -> column names (None unless all are known relations)."""
-    items = _from_items(select)
+    items = from_items(select)
     if not items:
         return None
     out = {}
@@ -340,7 +340,7 @@ def _over_domain(body: exp.Select, correlations: list[exp.Expression],
 
 def _relation_tables(select: exp.Select) -> dict[str, str]:
     """The block's FROM items: alias -> table name (after :func:`block_relations`)."""
-    return {(t.alias or t.name).lower(): t.name.lower() for t in _from_items(select)}
+    return {(t.alias or t.name).lower(): t.name.lower() for t in from_items(select)}
 
 
 def _padded_aliases(select: exp.Select) -> set[str]:
