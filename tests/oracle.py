@@ -295,6 +295,21 @@ def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str 
             change or "setup")
 
 
+def view_equals_duckdb(ddl: Sequence[str], tables: dict[str, Counter], sql: str,
+                       strategy: str | None = None):
+    """A connection with ``ddl``'s tables holding ``tables`` (bags) and ``sql`` as view
+    ``v`` (with ``strategy``), checked to hold exactly DuckDB's rows of ``sql``."""
+    db = upkeep.connect()
+    for statement in ddl:
+        db.execute(statement)
+    for table, rows in tables.items():
+        if rows:
+            db.insert(table, list(rows.elements()))
+    view = db.create_view("v", sql, strategy=strategy)
+    assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql)
+    return db
+
+
 def same_outcome_as_duckdb(db, con, sql: str, error: type, match: str | None = None) -> None:
     """Run ``sql`` on DuckDB's ``con`` and on upkeep's ``db``: where DuckDB refuses it,
     upkeep raises ``error`` (matching ``match``), else upkeep runs it too."""

@@ -11,7 +11,7 @@ from collections import Counter
 
 import duckdb
 import pytest
-from oracle import assert_bag_equal, duckdb_query, random_change
+from oracle import assert_bag_equal, duckdb_query, random_change, view_equals_duckdb
 
 import upkeep
 
@@ -179,11 +179,4 @@ FOUND_DDL = ["CREATE TABLE a (k INTEGER, v INTEGER)", "CREATE TABLE b (k INTEGER
 def test_found_by_fuzzing(sql, tables) -> None:
     """Laterals a fuzzer against DuckDB found read wrongly (the first two: other rows) or
     refused (the others)."""
-    db = upkeep.connect()
-    for ddl in FOUND_DDL:
-        db.execute(ddl)
-    for t, rows in tables.items():
-        db.insert(t, rows)
-    view = db.create_view("v", sql)
-    assert_bag_equal(duckdb_query(FOUND_DDL, {t: Counter(r) for t, r in tables.items()}, sql),
-                     view.rows(), sql)
+    view_equals_duckdb(FOUND_DDL, {t: Counter(r) for t, r in tables.items()}, sql)

@@ -11,7 +11,7 @@ import random
 from collections import Counter
 
 import pytest
-from oracle import assert_bag_equal, duckdb_query
+from oracle import assert_bag_equal, duckdb_query, view_equals_duckdb
 
 import upkeep
 
@@ -142,11 +142,5 @@ def test_an_equality_beside_is_not_distinct_from_joins_no_null(sql) -> None:
     tables = {"a": Counter([(1, 0, None), (2, 1, "p")]),
               "b": Counter([(None, None), (0, "p"), (None, "q")]),
               "c": Counter([(3, None), (4, 0)])}
-    db = upkeep.connect()
-    for d in ddl:
-        db.execute(d)
-    for t, rows in tables.items():
-        db.insert(t, list(rows))
-    view = db.create_view("v", sql)
+    db = view_equals_duckdb(ddl, tables, sql)
     assert ("recompute" in db.explain("v")) == ("count(*)" in sql)  # a null-safe LEFT JOIN
-    assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql)
