@@ -937,6 +937,13 @@ EXTRAS = [
         tags="extra lateral subquery",
     ),
     Q(
+        "x_distinct_on",
+        """SELECT DISTINCT ON (o_custkey) o_custkey, o_orderkey, o_totalprice FROM orders
+           ORDER BY o_custkey, o_totalprice DESC NULLS LAST, o_orderkey""",
+        "orders",
+        tags="extra window",
+    ),
+    Q(
         "x_statistics",
         """SELECT o_custkey, STDDEV_SAMP(o_totalprice) AS sd, VAR_POP(o_shippriority) AS v,
                   COUNT_IF(o_orderstatus = 'O') AS open FROM orders GROUP BY o_custkey""",

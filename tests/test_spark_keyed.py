@@ -154,6 +154,9 @@ VIEWS = {
                       "FROM orders o WHERE o.ck = c.ck AND o.qty > c.nk) s ON true",
     "spent": "SELECT c.segment, s.n, s.total FROM customer c, LATERAL (SELECT COUNT(*) "
              "AS n, SUM(price) AS total FROM orders o WHERE o.ck = c.ck) s",
+    # DISTINCT ON: each customer's dearest order, a window step numbering them per key
+    "dearest": "SELECT DISTINCT ON (ck) ck, ok, price FROM orders "
+               "ORDER BY ck, price DESC NULLS LAST, ok",
     # variances and standard deviations: exact sums of the values and their squares
     "spread": "SELECT ck, STDDEV_SAMP(price) AS sd, VAR_POP(qty) AS v, "
               "COUNT_IF(qty > 2) AS big FROM orders GROUP BY ck",

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .expressions import conjuncts
+from .plan import distinct_on
 from .scalar_subqueries import ancestors, block_relations, from_items, spell_star
 from .types import SqlType
 
@@ -78,11 +79,12 @@ def _rewrite(select: exp.Select, join: exp.Join, schema_of: Schema) -> None:
         raise _Skip
     name = alias.name.lower()
     body: exp.Select = sub.this.copy()
-    if any(body.args.get(k) for k in ("with", "with_", "windows", "qualify")) or any(
+    if any(body.args.get(k) for k in ("with", "with_", "windows", "qualify")) or distinct_on(
+            body) or any(
             isinstance(n, (exp.Subquery, exp.Select, exp.Window, *_SET_RETURNING))
             or (isinstance(n, exp.Anonymous) and n.name.lower() in _SET_RETURNING_NAMES)
             for n in body.walk() if n is not body):
-        raise _Skip  # a nested query, a window, or rows made from one (unnest)
+        raise _Skip  # a nested query, a window, rows made from one (unnest), DISTINCT ON
     others = _other_columns(select, join, schema_of)
     before = _preceding(select, join, others)  # what the body's outer columns may name
     if not (body.args.get("from_") or body.args.get("from")):

@@ -20,6 +20,7 @@ from sqlglot import exp
 from .. import zset
 from ..bulk_progress import bulk_progress
 from ..ddl import created_name, refuse_replace, table_from_create
+from ..distinct_on import rewrite_distinct_on
 from ..engine import Subscriber, Subscription
 from ..errors import (
     ConstraintError,
@@ -773,7 +774,8 @@ class LocalCatalog:
         query = query.transform(unordered).transform(count_if_as_sum).transform(
             lambda n: expand_grouping_sets(n, self._types_of)).transform(
             lambda n: rewrite_laterals(n, self.schema_of))
-        if strategy is None:
+        if strategy is None:  # a first row per group: a ranked view, as windows below
+            query = query.transform(lambda n: rewrite_distinct_on(n, self.schema_of))
             query = windows_as_derived(query.transform(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
         if threshold is not None and not has_recursion:

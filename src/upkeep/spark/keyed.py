@@ -67,6 +67,7 @@ from sqlglot import exp
 
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
+from ..distinct_on import rewrite_distinct_on
 from ..errors import ConstraintError, Error, EvaluationError, SchemaError
 from ..expressions import ExpressionCompiler
 from ..grouping_sets import expand_grouping_sets
@@ -736,7 +737,8 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
         become the ``UNION ALL`` of one grouped block per set, as on one machine."""
         query = query.transform(count_if_as_sum).transform(
             lambda n: expand_grouping_sets(n, types_of)).transform(
-            lambda n: rewrite_laterals(n, schema_of))
+            lambda n: rewrite_laterals(n, schema_of)).transform(
+            lambda n: rewrite_distinct_on(n, schema_of))
         query = window_aliases_resolved(query, schema_of)
         top = split_top_k(query)
         if top is not None:
