@@ -944,6 +944,13 @@ EXTRAS = [
         tags="extra window",
     ),
     Q(
+        "x_quantiles",
+        """SELECT o_custkey, MEDIAN(o_totalprice) AS m, QUANTILE_CONT(o_orderdate, 0.25) AS d,
+                  QUANTILE_DISC(o_orderpriority, 0.5) AS p FROM orders GROUP BY o_custkey""",
+        "orders",
+        tags="extra agg",
+    ),
+    Q(
         "x_statistics",
         """SELECT o_custkey, STDDEV_SAMP(o_totalprice) AS sd, VAR_POP(o_shippriority) AS v,
                   COUNT_IF(o_orderstatus = 'O') AS open FROM orders GROUP BY o_custkey""",

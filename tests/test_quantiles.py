@@ -34,10 +34,14 @@ MAINTAINED = [
     "SELECT u.name, median(t.d) AS m, quantile_disc(t.dt, 0.5) AS day FROM t JOIN u "
     "ON t.g = u.g GROUP BY u.name",
     "SELECT g, i FROM t WHERE i > (SELECT median(i) FROM t)",
+    # the standard spelling: QUANTILE_CONT / QUANTILE_DISC
+    "SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY i) AS m, "
+    "percentile_disc(0.25) WITHIN GROUP (ORDER BY dt) AS e FROM t GROUP BY g",
 ]
 RECOMPUTED = [
     "SELECT g, median(DISTINCT i) AS m FROM t GROUP BY g",
-    "SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY i) AS m FROM t GROUP BY g",
+    "SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY i DESC) AS m FROM t GROUP BY g",
+    "SELECT g, quantile_cont(d::DECIMAL(30, 2), 0.5) AS m FROM t GROUP BY g",
     "SELECT g, quantile_cont(i, -0.25) AS m FROM t GROUP BY g",
 ]
 

@@ -18,16 +18,19 @@ Float sums are kept exactly (:mod:`upkeep.exact`), so no drift under +x/-x strea
 
 from __future__ import annotations
 
+import datetime
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 from functools import partial
 from operator import add as _add
 from operator import neg as _neg
 from operator import sub as _sub
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict, SortedList
 from sqlglot import exp
 
 try:  # Cython reads the class decorators below as it compiles this module
@@ -38,10 +41,11 @@ except ImportError:  # run as plain Python without Cython installed: they change
 from .errors import EvaluationError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
-from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, WIDE_CONTEXT, SqlType
+from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, TIMESTAMP, WIDE_CONTEXT, SqlType
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
-         "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+         "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "quantile_cont",
+         "quantile_disc")
 DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
 #: the variances and standard deviations: per group the count, exact sum and exact sum of
 #: squares of the values as doubles, and a count of infinities and NaNs
@@ -49,6 +53,14 @@ STATISTICS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 _STATISTIC_OF = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
                  exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
                  exp.VariancePop: "var_pop"}
+#: MEDIAN, QUANTILE_CONT, QUANTILE_DISC / QUANTILE: per group its values in order (a sorted
+#: list, so the value at a position is found in O(log n)), read as DuckDB reads them
+QUANTILES = ("quantile_cont", "quantile_disc")
+#: the argument types QUANTILE_CONT interpolates between (MEDIAN of any other type takes a
+#: value, as QUANTILE_DISC does)
+_INTERPOLATED = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "DECIMAL",
+                 "DATE", "TIMESTAMP")
+_EPOCH = datetime.datetime(1970, 1, 1)
 _FINE = 1074  # a finite double is a whole number of 2**-1074 units
 
 
@@ -61,12 +73,16 @@ class AggregateSpec:
     kind: str
     arg: Compiled | None
     type: SqlType
+    #: a quantile's fraction (MEDIAN: 0.5)
+    fraction: float = 0.5
     #: its argument's value in a row (None for COUNT(*))
     value_of: Callable[[tuple], object] | None = field(init=False)
     #: kept as a sum channel (count of non-NULLs and sum) rather than per-value state
     channel: bool = field(init=False)
     #: a variance or standard deviation (:data:`STATISTICS`): its state a list of sums
     statistic: bool = field(init=False)
+    #: a quantile (:data:`QUANTILES`): its state the values in order
+    quantile: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
     #: a SUM's value from its exact channel (:func:`sum_reader`)
@@ -76,6 +92,7 @@ class AggregateSpec:
         self.value_of = self.arg.fn if self.arg is not None else None
         self.channel = self.kind in ("count", "sum", "avg")
         self.statistic = self.kind in STATISTICS
+        self.quantile = self.kind in QUANTILES
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
@@ -115,12 +132,138 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
         return AggregateSpec(node, "min", arg, arg.type)
     if isinstance(node, exp.Max):
         return AggregateSpec(node, "max", arg, arg.type)
+    if isinstance(node, (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile)):
+        return _quantile(node, arg)
     kind = _STATISTIC_OF.get(type(node))
     if kind is not None:
         if not arg.type.is_numeric and arg.type.kind != "NULL":
             raise UnsupportedError(f"{node.sql()} over {arg.type}")
         return AggregateSpec(node, kind, arg, DOUBLE)
     raise UnsupportedError(f"aggregate {node.sql()}")
+
+
+def _quantile(node: exp.Expression, arg: Compiled) -> AggregateSpec:
+    """MEDIAN(x), QUANTILE_CONT(x, q), QUANTILE_DISC(x, q) and QUANTILE(x, q) (the discrete
+    one) of a constant fraction 0 <= q <= 1, typed as DuckDB types them: an interpolated
+    quantile of integers or doubles is a DOUBLE, of a DECIMAL that DECIMAL, of dates or
+    timestamps a TIMESTAMP; a discrete one is of its argument's type."""
+    kind = arg.type.kind
+    if isinstance(node, exp.Median):
+        fraction = 0.5
+        cont = kind in _INTERPOLATED
+        if not cont and kind not in ("VARCHAR", "BOOLEAN"):
+            raise UnsupportedError(f"{node.sql()} over {arg.type}")
+    else:
+        q = node.args.get("quantile") if isinstance(node, exp.Quantile) else node.expression
+        if not (isinstance(q, exp.Literal) and not q.is_string) or not 0 <= float(
+                q.this) <= 1:
+            raise UnsupportedError(f"{node.sql()}: a quantile other than one constant from "
+                                   "0 to 1")
+        fraction = float(q.this)
+        cont = isinstance(node, exp.PercentileCont)
+        if cont and kind not in _INTERPOLATED:
+            raise UnsupportedError(f"{node.sql()} over {arg.type}")
+    if kind == "NULL":
+        raise UnsupportedError(f"{node.sql()} over NULL")
+    if not cont:
+        return AggregateSpec(node, "quantile_disc", arg, arg.type, fraction)
+    if kind == "DECIMAL" and arg.type.precision > 18:
+        raise UnsupportedError(f"{node.sql()} over {arg.type}: DuckDB interpolates DECIMALs "
+                               "wider than 18 digits otherwise")
+    typ = (arg.type if kind == "DECIMAL" else TIMESTAMP if kind in ("DATE", "TIMESTAMP")
+           else DOUBLE)
+    return AggregateSpec(node, "quantile_cont", arg, typ, fraction)
+
+
+def quantile_add(state: list, value: object, weight: int) -> None:
+    """Add ``weight`` copies of ``value`` to a quantile's state ``[sorted values, owed]``;
+    a copy removed that the values lack is owed (a partial state of a Spark task may
+    hold a row's delete before the insert it cancels) and settled by a later insert."""
+    values, owed = state
+    if weight > 0:
+        settled = min(owed.get(value, 0), weight)
+        if settled:
+            owed[value] -= settled
+            if not owed[value]:
+                del owed[value]
+            weight -= settled
+        values.update([value] * weight)
+        return
+    for _ in range(-weight):
+        try:
+            values.remove(value)
+        except ValueError:
+            owed[value] = owed.get(value, 0) + 1
+
+
+def quantile_result(a: AggregateSpec, values: SortedList) -> object:
+    """The quantile of ``values`` (in order; NULL when none) as DuckDB computes it: the
+    discrete one the value at position ``max(1, n - floor(n - q n)) - 1``; the
+    interpolated one at ``RN = (n - 1) q`` between the values at ``floor(RN)`` and
+    ``ceil(RN)`` with ``d = RN - floor(RN)``: doubles (integers cast first) as
+    ``lo (1 - d) + hi d``, timestamps' microseconds so and rounded half away from zero, a
+    DECIMAL's units as ``lo + (hi - lo) d`` truncated, each multiply-add rounded once, as
+    DuckDB's build fuses them (:func:`_fused`)."""
+    n = len(values)
+    if not n:
+        return None
+    q = a.fraction
+    double = a.arg.type.kind == "DOUBLE"
+    if a.kind == "quantile_disc":
+        v = values[max(1, n - math.floor(n - q * n)) - 1]
+        return (math.nan if v[0] else v[1]) if double else v
+    rn = (n - 1) * q
+    below = math.floor(rn)
+    lo = values[below]
+    if double:
+        lo = math.nan if lo[0] else lo[1]
+    kind = a.arg.type.kind
+    if below == math.ceil(rn):
+        return (lo if kind == "DECIMAL" else _timestamp(_microseconds(lo))
+                if kind in ("DATE", "TIMESTAMP") else float(lo))
+    hi = values[below + 1]
+    if double:
+        hi = math.nan if hi[0] else hi[1]
+    d = rn - below
+    if kind == "DECIMAL":
+        unit = 10 ** a.arg.type.scale
+        low, high = decimal_units(lo, unit), decimal_units(hi, unit)
+        units = int(_fused(float(high - low), d, float(low)))  # truncated, as C++ casts
+        return Decimal(units).scaleb(-a.arg.type.scale)
+    if kind in ("DATE", "TIMESTAMP"):
+        low, high = float(_microseconds(lo)), float(_microseconds(hi))
+        return _timestamp(_round_half_away(_fused(low, 1.0 - d, high * d)))
+    low, high = float(lo), float(hi)
+    return _fused(low, 1.0 - d, high * d)
+
+
+def _fused(x: float, y: float, z: float) -> float:
+    """``x * y + z`` rounded once (C's ``fma``), as DuckDB's build computes its quantiles'
+    multiply-adds; infinities and NaNs as the plain expression gives them."""
+    plain = x * y + z
+    if not math.isfinite(plain) or not plain:
+        return plain
+    return float(Fraction(x) * Fraction(y) + Fraction(z))
+
+
+def _microseconds(v: datetime.date) -> int:
+    """A date's midnight or a timestamp as microseconds since 1970-01-01."""
+    if not isinstance(v, datetime.datetime):
+        v = datetime.datetime(v.year, v.month, v.day)
+    delta = v - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _timestamp(microseconds: int) -> datetime.datetime:
+    return _EPOCH + datetime.timedelta(microseconds=microseconds)
+
+
+def _round_half_away(x: float) -> int:
+    """C's ``llround``: the nearest integer, halves away from zero."""
+    whole = math.floor(abs(x))
+    if abs(x) - whole >= 0.5:
+        whole += 1
+    return int(math.copysign(whole, x)) if x < 0 else int(whole)
 
 
 def statistic_add(state: list, value: object, weight: int) -> None:
@@ -297,7 +440,8 @@ class GroupState:
             self.values = [
                 SortedDict() if a.kind in ("min", "max") else
                 {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else
-                [0, 0, 0, 0] if a.statistic else None
+                [0, 0, 0, 0] if a.statistic else
+                [SortedList(), {}] if a.quantile else None
                 for a in aggs
             ]
 
@@ -317,6 +461,9 @@ class GroupState:
                     channels[2 * i + 1] += a.exact(v) * weight
             elif a.statistic:
                 statistic_add(self.values[i], v, weight)
+            elif a.quantile:
+                quantile_add(self.values[i], nan_order(v) if a.arg.type.kind == "DOUBLE" else v,
+                             weight)
             else:
                 counts = self.values[i]
                 if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
@@ -351,6 +498,12 @@ class GroupState:
                 for k in range(4):
                     counts[k] += more[k]
                 continue
+            if a.quantile:
+                for v, c in Counter(more[0]).items():
+                    quantile_add(counts, v, c)
+                for v, c in more[1].items():
+                    quantile_add(counts, v, -c)
+                continue
             for v, c in (more or {}).items():
                 before = counts.get(v, 0)
                 n = before + c
@@ -380,6 +533,8 @@ class GroupState:
                 out.append(len(self.values[i]))
             elif k in STATISTICS:
                 out.append(statistic_result(k, self.values[i]))
+            elif a.quantile:
+                out.append(quantile_result(a, self.values[i][0]))
             else:
                 vals = self.values[i]
                 if not vals:

@@ -156,6 +156,18 @@ def _rewrite_filter(node: exp.Expression) -> exp.Expression:
     return agg
 
 
+def _rewrite_within_group(node: exp.Expression) -> exp.Expression:
+    """``PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)`` is ``QUANTILE_CONT(x, q)`` (and the
+    discrete one); ordered descending it is left as it is, and recomputed."""
+    if not (isinstance(node, exp.WithinGroup)
+            and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc))):
+        return node
+    keys = node.expression.expressions if isinstance(node.expression, exp.Order) else []
+    if len(keys) != 1 or keys[0].args.get("desc"):
+        return node
+    return type(node.this)(this=keys[0].this.copy(), expression=node.this.this.copy())
+
+
 def count_if_as_sum(node: exp.Expression) -> exp.Expression:
     """``COUNT_IF(c)`` is DuckDB's ``SUM(CASE WHEN c THEN 1 WHEN NOT c THEN 0 END)`` (NULL
     where ``c`` is never true or false): a transform, applied before the rewrites that
@@ -232,7 +244,8 @@ def output_name(item: exp.Expression) -> str:
 
 
 def _bind_select(node: exp.Select, schema_of) -> Block:
-    node = node.transform(_rewrite_bool_aggregate).transform(_rewrite_filter)
+    node = node.transform(_rewrite_bool_aggregate).transform(_rewrite_within_group).transform(
+        _rewrite_filter)
     if distinct_on(node):
         raise UnsupportedError("DISTINCT ON")
     for key in ("with", "with_", "order", "limit", "offset", "windows", "qualify"):
@@ -544,7 +557,9 @@ def duckdb_aggregate_names() -> frozenset[str]:
 
 
 def _collect_aggregates(node: exp.Expression, out: list[exp.Expression]) -> None:
-    for other in node.find_all(exp.AggFunc, exp.Anonymous):
+    for other in node.find_all(exp.AggFunc, exp.Anonymous, exp.WithinGroup):
+        if isinstance(other, exp.WithinGroup):
+            raise UnsupportedError(f"aggregate {other.sql()} is not maintained incrementally")
         if isinstance(other, exp.Anonymous) and (
                 str(other.this).lower() not in duckdb_aggregate_names()):
             continue  # a scalar function
