@@ -34,6 +34,9 @@ QUERIES = [
     "SELECT k, x * 2 AS y FROM t QUALIFY row_number() OVER (PARTITION BY g ORDER BY y, k) "
     "<= 2",
     "SELECT g AS h, count(*) AS n FROM b GROUP BY g QUALIFY rank() OVER (ORDER BY n DESC) = 1",
+    # ORDER BY .. LIMIT after QUALIFY (the limit was taken before the rank's bound)
+    "SELECT k, s FROM t QUALIFY row_number() OVER (PARTITION BY s ORDER BY k DESC) = 1 "
+    "ORDER BY k LIMIT 2",
 ]
 
 

@@ -64,11 +64,20 @@ MAINTAINED = [
     "SELECT id, v FROM r WHERE v NOT IN (SELECT s.v FROM s WHERE s.k = r.k AND s.w <> r.w)",
     "SELECT k, count(*) AS n FROM r WHERE k NOT IN (SELECT s.k FROM s WHERE s.w >= r.w "
     "AND s.v > 0) GROUP BY k",
+    # an aggregate without GROUP BY is one row whatever its WHERE keeps: EXISTS is TRUE
+    # (these were semijoins over the rows the WHERE kept: wrong rows)
+    "SELECT id FROM r WHERE NOT EXISTS (SELECT max(s.v) FROM s WHERE s.k = r.k)",
+    "SELECT id FROM r WHERE EXISTS (SELECT count(*) FROM s WHERE s.k = r.k) AND v > 1",
 ]
 RECOMPUTED = [
     # two inequalities: left to DuckDB
     "SELECT id FROM r WHERE EXISTS (SELECT * FROM s WHERE s.v < r.v AND s.w > r.w)",
     "SELECT id FROM r WHERE v NOT IN (SELECT v FROM s WHERE s.k < r.k AND s.w > r.w)",
+    # one aggregate row or none; a quantified aggregate (it was read as a scalar
+    # subquery, ANY over its value: a view DuckDB could not evaluate)
+    "SELECT id FROM r WHERE NOT EXISTS (SELECT count(*) FROM s WHERE s.k = r.k "
+    "HAVING count(*) > 1)",
+    "SELECT id FROM r WHERE v > ANY (SELECT count(*) FROM s WHERE s.k = r.k)",
 ]
 
 

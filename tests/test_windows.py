@@ -86,6 +86,11 @@ QUERIES = [
     # QUALIFY on one window function that is not a rank (docs/sql.md: maintained)
     "SELECT k, x FROM t QUALIFY sum(x) OVER (PARTITION BY g) > 1",
     "SELECT g, v FROM b QUALIFY count(*) OVER (PARTITION BY g) >= 2",
+    # QUALIFY reading a column it does not select (it was refused: unknown column), and
+    # QUALIFY before ORDER BY .. LIMIT (the limit was taken first: rows missing)
+    "SELECT k FROM t QUALIFY x - lag(x) OVER (PARTITION BY g ORDER BY k) < 3",
+    "SELECT k, x FROM t QUALIFY sum(x) OVER (PARTITION BY g) > 1 "
+    "ORDER BY x DESC NULLS LAST, k LIMIT 2",
 ]
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .plan import distinct_on
+from .plan import distinct_on, output_order
 from .scalar_subqueries import block_relations, spell_star
 from .types import SqlType
 
@@ -92,7 +92,9 @@ def _numbered(block: exp.Select, schema_of: Schema) -> exp.Select:
             # no ORDER BY: any row of each group will do; the items decide one
             or [exp.Ordered(this=v.copy()) for v in values]))
     limit, offset = block.args.get("limit"), block.args.get("offset")
-    outer_order = _outer_order(keys, values, names) if limit or offset else None
+    outer_order = output_order(keys, items, names) if limit or offset else None
+    if (limit or offset) and outer_order is None:
+        raise _Skip
 
     inner = block.copy()
     for k in ("distinct", "order", "limit", "offset"):
@@ -110,27 +112,3 @@ def _numbered(block: exp.Select, schema_of: Schema) -> exp.Select:
         outer.set("limit", limit)
         outer.set("offset", offset)
     return outer
-
-
-def _outer_order(keys: list[exp.Ordered], values: list[exp.Expression],
-                 names: list[str | None]) -> list[exp.Ordered]:
-    """The ORDER BY of a block with LIMIT / OFFSET over its output columns: each key must
-    be a select item (by position, output name or the same expression)."""
-    spelled = [v.sql(dialect="duckdb") for v in values]
-    ordered = []
-    for o in keys:
-        key = o.this
-        if isinstance(key, exp.Literal) and key.is_int:
-            at = int(key.this) - 1
-        elif isinstance(key, exp.Column) and not key.table and any(
-                n is not None and n.lower() == key.name.lower() for n in names):
-            at = next(i for i, n in enumerate(names) if n and n.lower() == key.name.lower())
-        elif key.sql(dialect="duckdb") in spelled:
-            at = spelled.index(key.sql(dialect="duckdb"))
-        else:
-            raise _Skip  # ordered by what the output does not hold
-        if not 0 <= at < len(values) or names[at] is None:
-            raise _Skip
-        ordered.append(exp.Ordered(this=exp.column(names[at]), desc=o.args.get("desc"),
-                                   nulls_first=o.args.get("nulls_first")))
-    return ordered

@@ -28,6 +28,7 @@ from .expressions import (
     unparen,
 )
 from .scalar_subqueries import block_relations, spell_star
+from .subquery_predicates import one_row
 from .theta import split_between
 from .types import SqlType
 
@@ -464,7 +465,7 @@ def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryF
     table = from_.this if from_ is not None else None
     if not isinstance(table, exp.Table) or table.args.get("db") or query.args.get("joins") or any(
             query.args.get(k) for k in ("with", "with_", "group", "having", "order", "limit",
-                                        "offset", "windows", "qualify")):
+                                        "offset", "windows", "qualify")) or one_row(query):
         raise UnsupportedError(f"subquery {query.sql()[:60]} (only SELECT .. FROM one relation "
                                "WHERE ..)")
     relation = table.name.lower()
@@ -720,6 +721,32 @@ def distinct_on(node: exp.Expression) -> bool:
     is a flag, not a clause)."""
     distinct = node.args.get("distinct")
     return isinstance(distinct, exp.Distinct) and bool(distinct.args.get("on"))
+
+
+def output_order(keys: list[exp.Ordered], items: list[exp.Expression],
+                 names: list[str | None]) -> list[exp.Ordered] | None:
+    """A block's ORDER BY ``keys`` over its output columns, for a query that reads the
+    block as a derived table whose columns are ``names`` (one per select item of ``items``;
+    None for an item the outer query does not name): each key a position, an output name or
+    an item's own expression, as DuckDB binds them; None where a key is none of these."""
+    values = [(e.this if isinstance(e, exp.Alias) else e).sql(dialect="duckdb") for e in items]
+    ordered = []
+    for o in keys:
+        key = o.this
+        lowered = [n.lower() if n else None for n in names]
+        if isinstance(key, exp.Literal) and key.is_int:
+            at = int(key.this) - 1
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in lowered:
+            at = lowered.index(key.name.lower())
+        elif key.sql(dialect="duckdb") in values:
+            at = values.index(key.sql(dialect="duckdb"))
+        else:
+            return None  # ordered by what the output does not hold
+        if not 0 <= at < len(names) or names[at] is None:
+            return None
+        ordered.append(exp.Ordered(this=exp.column(names[at]), desc=o.args.get("desc"),
+                                   nulls_first=o.args.get("nulls_first")))
+    return ordered
 
 
 def unordered(node: exp.Expression) -> exp.Expression:

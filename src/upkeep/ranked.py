@@ -32,6 +32,7 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .expressions import conjuncts
+from .plan import output_order
 from .topk import TopKError, sort_key, tie_broken
 from .types import BIGINT
 from .views import Batch, Columns, Delta, MaterializedView
@@ -48,7 +49,10 @@ from .windows import (
 
 def qualify_as_derived(query: exp.Expression) -> exp.Expression:
     """``SELECT .. QUALIFY rank() OVER (..) <= k`` as the derived-table spelling, so one
-    path keeps both; other queries unchanged."""
+    path keeps both; other queries unchanged.  The condition's columns outside its window
+    that are no output column are hidden columns of the derived table; a block's ``ORDER BY
+    .. LIMIT`` applies after the condition, so it moves to the outer query (over output
+    columns: a block ordered by anything else is left unchanged)."""
     if not isinstance(query, exp.Select) or query.args.get("qualify") is None:
         return query
     condition = query.args["qualify"].this
@@ -58,19 +62,45 @@ def qualify_as_derived(query: exp.Expression) -> exp.Expression:
                                 for e in query.expressions):
         return query
     inner = query.copy()
-    inner.set("qualify", None)
+    for k in ("qualify", "order", "limit", "offset"):
+        inner.set(k, None)
     names = []
     for i, e in enumerate(inner.expressions):
         name = e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else f"__q{i}"
         names.append(name)
         if not isinstance(e, exp.Alias) and not isinstance(e, exp.Column):
             e.replace(e.copy().as_(name))
-    inner.append("expressions", windows[0].copy().as_("__rank"))
+    limit, offset = query.args.get("limit"), query.args.get("offset")
+    order = None
+    if limit or offset:
+        keys = query.args["order"].expressions if query.args.get("order") else []
+        order = output_order(keys, query.expressions, names)
+        if order is None:
+            return query
     bound = condition.copy()
     bound.find(exp.Window).replace(exp.column("__rank", "__ranked"))
+    columns = {n.lower(): e for n, e in zip(names, query.expressions, strict=True)}
+    hidden: dict[str, str] = {}
+    for col in list(bound.find_all(exp.Column)):
+        if col.table == "__ranked":
+            continue
+        item = None if col.table else columns.get(col.name.lower())
+        if item is not None and not isinstance(item, exp.Column):
+            return query  # an output alias, or the column it may shadow: left as it is
+        key = col.sql(dialect="duckdb")
+        if key not in hidden:
+            hidden[key] = f"__qualify_c{len(hidden)}"
+            inner.append("expressions", col.copy().as_(hidden[key]))
+        col.replace(exp.column(hidden[key], "__ranked"))
+    inner.append("expressions", windows[0].copy().as_("__rank"))
     outer = exp.select(*[exp.column(n, "__ranked").as_(n) for n in names]).from_(
         exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__ranked"))))
-    return outer.where(bound)
+    outer = outer.where(bound)
+    if order is not None:
+        outer.set("order", exp.Order(expressions=order))
+        outer.set("limit", limit)
+        outer.set("offset", offset)
+    return outer
 
 
 def rank_bound(select: exp.Select, alias: str, rank_name: str) -> int | None:

@@ -268,10 +268,10 @@ def _aggregates(node: exp.Expression) -> bool:
 
 
 def _scalar(sub: exp.Subquery) -> bool:
-    """A subquery used as a value (not a derived table, EXISTS or IN)."""
+    """A subquery used as a value (not a derived table, EXISTS, IN, ANY or ALL)."""
     parent = sub.parent
     return isinstance(sub.this, exp.Select) and not isinstance(
-        parent, (exp.From, exp.Join, exp.Exists, exp.In, exp.Lateral))
+        parent, (exp.From, exp.Join, exp.Exists, exp.In, exp.Lateral, exp.Any, exp.All))
 
 
 def _nested_in_subquery(sub: exp.Subquery, root: exp.Expression) -> bool:

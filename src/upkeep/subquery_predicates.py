@@ -55,6 +55,27 @@ class _Skip(Exception):
     """Not a subquery these rewrites take."""
 
 
+def exists_of_one_row(node: exp.Expression) -> exp.Expression:
+    """``EXISTS (SELECT agg(..) FROM .. WHERE ..)`` without GROUP BY is TRUE: an aggregate
+    over no rows is still one row (``COUNT`` 0, ``MAX`` NULL), so the body never is empty,
+    where a semijoin over the rows its WHERE keeps would be (``NOT EXISTS`` kept the rows
+    no inner row matched). A transform, applied before the binder reads subqueries."""
+    if isinstance(node, exp.Exists) and one_row(node.this):
+        return exp.true()
+    return node
+
+
+def one_row(query: exp.Expression) -> bool:
+    """Whether ``query`` is a select that aggregates without GROUP BY (nor HAVING, LIMIT
+    or OFFSET, which may leave it empty): exactly one row, whatever its WHERE keeps."""
+    query = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(query, exp.Select) or any(query.args.get(k) for k in (
+            "group", "having", "limit", "offset", "qualify", "windows")):
+        return False
+    return any(isinstance(n, exp.AggFunc) for e in query.expressions for n in e.walk(
+        prune=lambda n: isinstance(n, (exp.Window, exp.Subquery, exp.Select))))
+
+
 def _predicate(cond: exp.Expression) -> tuple[bool, exp.Expression, exp.Expression | None] | None:
     """``(negated, body, probe)`` of a conjunct ``[NOT] EXISTS (body)`` or
     ``probe [NOT] IN (body)``; None for any other conjunct."""

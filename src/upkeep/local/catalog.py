@@ -55,7 +55,11 @@ from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import check_types, parse_one, relations_read
-from ..subquery_predicates import isolate_subquery_bodies, rewrite_subquery_predicates
+from ..subquery_predicates import (
+    exists_of_one_row,
+    isolate_subquery_bodies,
+    rewrite_subquery_predicates,
+)
 from ..table import Table
 from ..threshold import ThresholdView, one_relation_block, scalar_strategy, split_threshold
 from ..topk import TopKError, TopKView, sort_key, split_top_k
@@ -772,6 +776,7 @@ class LocalCatalog:
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
         query = query.transform(unordered).transform(count_if_as_sum).transform(
+            exists_of_one_row).transform(
             lambda n: expand_grouping_sets(n, self._types_of)).transform(
             lambda n: rewrite_laterals(n, self.schema_of))
         if strategy is None:  # a first row per group: a ranked view, as windows below

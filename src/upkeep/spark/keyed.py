@@ -91,7 +91,7 @@ from ..ranked import qualify_as_derived
 from ..recursive.program import recursive_with
 from ..scalar_subqueries import rewrite_scalar_subqueries
 from ..sql import parse_one
-from ..subquery_predicates import rewrite_subquery_predicates
+from ..subquery_predicates import exists_of_one_row, rewrite_subquery_predicates
 from ..topk import TopKError, sort_key, split_top_k, tie_broken
 from ..types import SqlType, format_row
 from ..windows import (
@@ -735,7 +735,7 @@ def _bind_parts(name: str, sql: str, schema_of, bind) -> None:
         it is a top-k or has window functions in its select list (or in expressions there,
         which the step then computes), else as ``prepare(query)``.  Grouping sets first
         become the ``UNION ALL`` of one grouped block per set, as on one machine."""
-        query = query.transform(count_if_as_sum).transform(
+        query = query.transform(count_if_as_sum).transform(exists_of_one_row).transform(
             lambda n: expand_grouping_sets(n, types_of)).transform(
             lambda n: rewrite_laterals(n, schema_of)).transform(
             lambda n: rewrite_distinct_on(n, schema_of))
