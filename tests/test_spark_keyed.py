@@ -158,8 +158,8 @@ VIEWS = {
     "dearest": "SELECT DISTINCT ON (ck) ck, ok, price FROM orders "
                "ORDER BY ck, price DESC NULLS LAST, ok",
     # quantiles: each group's values in order
-    "middle": "SELECT ck, MEDIAN(price) AS m, QUANTILE_DISC(qty, 0.25) AS q FROM orders "
-              "GROUP BY ck",
+    "middle": "SELECT ck, MEDIAN(price) AS m, QUANTILE_DISC(qty, 0.25) AS q, "
+              "ARG_MAX(price, ok) AS last_price FROM orders GROUP BY ck",
     # variances and standard deviations: exact sums of the values and their squares
     "spread": "SELECT ck, STDDEV_SAMP(price) AS sd, VAR_POP(qty) AS v, "
               "COUNT_IF(qty > 2) AS big FROM orders GROUP BY ck",

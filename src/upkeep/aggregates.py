@@ -45,7 +45,7 @@ from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, TIMESTAMP, WIDE_CONTEXT,
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
          "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "quantile_cont",
-         "quantile_disc")
+         "quantile_disc", "arg_max", "arg_min")
 DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
 #: the variances and standard deviations: per group the count, exact sum and exact sum of
 #: squares of the values as doubles, and a count of infinities and NaNs
@@ -75,13 +75,15 @@ class AggregateSpec:
     type: SqlType
     #: a quantile's fraction (MEDIAN: 0.5)
     fraction: float = 0.5
+    #: ARG_MAX / ARG_MIN: the value the row of the extremum is chosen by
+    by: Compiled | None = None
     #: its argument's value in a row (None for COUNT(*))
     value_of: Callable[[tuple], object] | None = field(init=False)
     #: kept as a sum channel (count of non-NULLs and sum) rather than per-value state
     channel: bool = field(init=False)
     #: a variance or standard deviation (:data:`STATISTICS`): its state a list of sums
     statistic: bool = field(init=False)
-    #: a quantile (:data:`QUANTILES`): its state the values in order
+    #: a quantile (:data:`QUANTILES`) or ARG_MAX / ARG_MIN: its state the values in order
     quantile: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
@@ -92,7 +94,7 @@ class AggregateSpec:
         self.value_of = self.arg.fn if self.arg is not None else None
         self.channel = self.kind in ("count", "sum", "avg")
         self.statistic = self.kind in STATISTICS
-        self.quantile = self.kind in QUANTILES
+        self.quantile = self.kind in QUANTILES or self.by is not None
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
@@ -134,6 +136,14 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
         return AggregateSpec(node, "max", arg, arg.type)
     if isinstance(node, (exp.Median, exp.PercentileCont, exp.PercentileDisc, exp.Quantile)):
         return _quantile(node, arg)
+    if isinstance(node, (exp.ArgMax, exp.ArgMin)):
+        if node.args.get("count") is not None:
+            raise UnsupportedError(f"{node.sql()}: the values of several rows are a list")
+        by = compiler.compile(node.expression)
+        if arg.type.kind == "NULL" or by.type.kind == "NULL":
+            raise UnsupportedError(f"{node.sql()} of NULL")
+        kind = "arg_max" if isinstance(node, exp.ArgMax) else "arg_min"
+        return AggregateSpec(node, kind, arg, arg.type, by=by)
     kind = _STATISTIC_OF.get(type(node))
     if kind is not None:
         if not arg.type.is_numeric and arg.type.kind != "NULL":
@@ -244,6 +254,16 @@ def _fused(x: float, y: float, z: float) -> float:
     if not math.isfinite(plain) or not plain:
         return plain
     return float(Fraction(x) * Fraction(y) + Fraction(z))
+
+
+def chosen_value(a: AggregateSpec, pairs: SortedList) -> object:
+    """ARG_MAX's value (ARG_MIN's): that of the row whose ``by`` is the greatest (least),
+    rows with either NULL left out, as DuckDB reads them; among rows tied in ``by`` the
+    greatest (least) value, where DuckDB takes the first it reads."""
+    if not pairs:
+        return None
+    v = pairs[-1 if a.kind == "arg_max" else 0][1]
+    return (math.nan if v[0] else v[1]) if a.arg.type.kind == "DOUBLE" else v
 
 
 def _microseconds(v: datetime.date) -> int:
@@ -462,8 +482,14 @@ class GroupState:
             elif a.statistic:
                 statistic_add(self.values[i], v, weight)
             elif a.quantile:
-                quantile_add(self.values[i], nan_order(v) if a.arg.type.kind == "DOUBLE" else v,
-                             weight)
+                if a.arg.type.kind == "DOUBLE":
+                    v = nan_order(v)
+                if a.by is not None:  # ARG_MAX / ARG_MIN: (by, value) pairs in order
+                    by = a.by.fn(row)
+                    if by is None:
+                        continue
+                    v = (nan_order(by) if a.by.type.kind == "DOUBLE" else by, v)
+                quantile_add(self.values[i], v, weight)
             else:
                 counts = self.values[i]
                 if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
@@ -533,6 +559,8 @@ class GroupState:
                 out.append(len(self.values[i]))
             elif k in STATISTICS:
                 out.append(statistic_result(k, self.values[i]))
+            elif a.by is not None:
+                out.append(chosen_value(a, self.values[i][0]))
             elif a.quantile:
                 out.append(quantile_result(a, self.values[i][0]))
             else:

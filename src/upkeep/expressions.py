@@ -52,7 +52,7 @@ from .types import (
 
 AGGREGATE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp,
                    exp.StddevPop, exp.Variance, exp.VariancePop, exp.Median, exp.PercentileCont,
-                   exp.PercentileDisc, exp.Quantile)
+                   exp.PercentileDisc, exp.Quantile, exp.ArgMax, exp.ArgMin)
 
 
 @dataclass(frozen=True)
