@@ -477,16 +477,30 @@ class DynAggregateView(ViewRuntime):
         return GroupStep(self.rep, self.by_relation, self.group_rows, self.eager).step
 
     def weighted_rows(self) -> Iterator[tuple[tuple, int]]:
+        """Each distinct row once with its multiplicity: one row per group when the select
+        list names every GROUP BY item, else summed, since groups may give one row (``SELECT
+        COUNT(*) .. GROUP BY c``: two groups of two rows are the row 2 twice, which a view
+        over this one read as one)."""
+        if self.finalizer.key_positions:
+            for row in self._group_rows():
+                yield row, 1
+            return
+        out: Delta = {}
+        for row in self._group_rows():
+            add_into(out, row, 1)
+        yield from out.items()
+
+    def _group_rows(self) -> Iterator[tuple]:
         seen = False
         for key, w in self.rep.enumerate():
             seen = True
             row = self._row(key, w)
             if row is not None:
-                yield row, 1
+                yield row
         if not seen and self.global_group:
             row = self._row((), None)
             if row is not None:
-                yield row, 1
+                yield row
 
     def state_size(self) -> int:
         return self.rep.size()
