@@ -295,6 +295,29 @@ def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str 
             change or "setup")
 
 
+def stream_follows_duckdb(ddl: Sequence[str], sql: str,
+                          new_rows: dict[str, Callable[[], tuple]], rnd: random.Random, *,
+                          recomputed: bool, drawn: Sequence[str], steps: int = 40,
+                          most: int = 4, duplicates: float = 0.15) -> None:
+    """View ``v`` of ``sql`` over ``ddl``'s empty tables, recomputed by DuckDB exactly when
+    ``recomputed`` (``db.explain``), holds DuckDB's rows after each of ``steps``
+    transactions of 1 to ``most`` random changes (:func:`random_change`) to tables drawn
+    from ``drawn``, new rows made by ``new_rows``."""
+    db = upkeep.connect()
+    for statement in ddl:
+        db.execute(statement)
+    view = db.create_view("v", sql)
+    explained = db.explain("v")
+    assert ("recomputed by DuckDB" in explained) == recomputed, explained
+    tables: dict[str, Counter] = {t: Counter() for t in new_rows}
+    for step in range(steps):
+        with db.transaction():
+            for _ in range(rnd.randint(1, most)):
+                table = rnd.choice(drawn)
+                random_change(db, tables, rnd, table, new_rows[table], duplicates=duplicates)
+        assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql, f"step {step}")
+
+
 def view_equals_duckdb(ddl: Sequence[str], tables: dict[str, Counter], sql: str,
                        strategy: str | None = None):
     """A connection with ``ddl``'s tables holding ``tables`` (bags) and ``sql`` as view
