@@ -37,6 +37,8 @@ MAINTAINED = [
     "SELECT DISTINCT ON (k) k, y, count(*) AS n FROM t GROUP BY k, y ORDER BY k, n DESC, y",
     # no ORDER BY: any row of each group; here the groups' rows are equal in the output
     "SELECT DISTINCT ON (k) k FROM t",
+    # ORDER BY ALL: every output column, left to right
+    "SELECT DISTINCT ON (k) k, x FROM t ORDER BY ALL DESC",
     # LIMIT over the first rows: a top-k of the ranked rows
     "SELECT DISTINCT ON (k) k, x FROM t ORDER BY k NULLS FIRST, x LIMIT 2 OFFSET 1",
 ]

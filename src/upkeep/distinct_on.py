@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from .plan import distinct_on, output_order
 from .scalar_subqueries import block_relations, spell_star
+from .topk import all_expanded
 from .types import SqlType
 
 Schema = Callable[[str], list[tuple[str, SqlType]]]
@@ -83,6 +84,10 @@ def _numbered(block: exp.Select, schema_of: Schema) -> exp.Select:
 
     partition = [value_of(k).copy() for k in block.args["distinct"].args["on"].expressions]
     order = block.args.get("order")
+    if order is not None:
+        order = all_expanded(block, order.copy())  # ORDER BY ALL: each output column
+        if order is None:
+            raise _Skip
     keys = order.expressions if order is not None else []
     window = exp.Window(
         this=exp.RowNumber(), partition_by=partition,

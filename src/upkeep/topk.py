@@ -239,7 +239,7 @@ def split_top_k(query: exp.Expression
         return None
     if order.find(exp.Collate):
         return None  # a collation orders values as the stored ones do not
-    order = _all_expanded(query, order.copy())
+    order = all_expanded(query, order.copy())
     if order is None:
         return None
     body = query.copy()
@@ -249,7 +249,7 @@ def split_top_k(query: exp.Expression
     return body, order, int(count.this), int(offset.this) if offset is not None else 0, hidden
 
 
-def _all_expanded(query: exp.Expression, order: exp.Order) -> exp.Order | None:
+def all_expanded(query: exp.Expression, order: exp.Order) -> exp.Order | None:
     """``order`` with DuckDB's ``ORDER BY ALL`` spelled as every output column's position,
     left to right (the same direction and NULLS place for each); None when the output
     columns are not known here (``*``)."""

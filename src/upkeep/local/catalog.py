@@ -947,26 +947,38 @@ def _name(name: object, kind: str) -> str:
 def _compared_as_duckdb_compares(block: exp.Select, scalar: exp.Select, op: str,
                                  types_of: Callable[[exp.Select], list[str]]
                                  ) -> tuple[exp.Select, exp.Select, str]:
-    """A threshold's block and scalar with the side that is not a DOUBLE cast to one when
-    the other is (:func:`~upkeep.plan.compared_as_doubles`): the view compares the two
-    values in Python, where ``Decimal('0.10') >= 0.1`` is False and DuckDB's is True."""
+    """A threshold's block and scalar with one side cast where DuckDB casts it, since the
+    view compares the two values in Python: the side that is not a DOUBLE to one when the
+    other is (:func:`~upkeep.plan.compared_as_doubles`: ``Decimal('0.10') >= 0.1`` is False
+    in Python, True in DuckDB), a DATE to the TIMESTAMP at its midnight; a SchemaError for
+    types that do not compare (text and a number), as a comparison in an expression is."""
     try:
         mine, theirs = (type_from_name(types_of(block)[-1]),
                         type_from_name(types_of(scalar)[0]))
     except (duckdb.Error, Error):
         return block, scalar, op
+    if {mine.kind, theirs.kind} == {"DATE", "TIMESTAMP"}:
+        if mine.kind == "DATE":
+            return _last_cast(block, "TIMESTAMP"), scalar, op
+        return block, _last_cast(scalar, "TIMESTAMP"), op
+    if mine.kind != theirs.kind and "NULL" not in (mine.kind, theirs.kind) and not (
+            mine.is_numeric and theirs.is_numeric):
+        item = block.expressions[-1]
+        value = item.this if isinstance(item, exp.Alias) else item
+        raise SchemaError(f"cannot compare {mine} with {theirs}: "
+                          f"{value.sql()} {op} ({scalar.sql()})")
     if not compared_as_doubles(mine, theirs):
         return block, scalar, op
     if theirs.kind == "DOUBLE":
-        return _last_as_double(block), scalar, op
-    return block, _last_as_double(scalar), op
+        return _last_cast(block, "DOUBLE"), scalar, op
+    return block, _last_cast(scalar, "DOUBLE"), op
 
 
-def _last_as_double(select: exp.Select) -> exp.Select:
-    """``select`` with its last item cast to DOUBLE (its name kept)."""
+def _last_cast(select: exp.Select, to: str) -> exp.Select:
+    """``select`` with its last item cast to ``to`` (its name kept)."""
     select = select.copy()
     item = select.expressions[-1]
     value = item.this if isinstance(item, exp.Alias) else item
-    cast = exp.cast(value.copy(), "DOUBLE")
+    cast = exp.cast(value.copy(), to)
     item.replace(cast.as_(item.alias) if isinstance(item, exp.Alias) else cast)
     return select
