@@ -61,6 +61,7 @@ QUANTILES = ("quantile_cont", "quantile_disc")
 _INTERPOLATED = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "DECIMAL",
                  "DATE", "TIMESTAMP")
 _EPOCH = datetime.datetime(1970, 1, 1)
+_MICROSECOND = datetime.timedelta(microseconds=1)
 _FINE = 1074  # a finite double is a whole number of 2**-1074 units
 
 
@@ -84,7 +85,7 @@ class AggregateSpec:
     #: a variance or standard deviation (:data:`STATISTICS`): its state a list of sums
     statistic: bool = field(init=False)
     #: a quantile (:data:`QUANTILES`) or ARG_MAX / ARG_MIN: its state the values in order
-    quantile: bool = field(init=False)
+    ordered: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
     #: a SUM's value from its exact channel (:func:`sum_reader`)
@@ -94,7 +95,7 @@ class AggregateSpec:
         self.value_of = self.arg.fn if self.arg is not None else None
         self.channel = self.kind in ("count", "sum", "avg")
         self.statistic = self.kind in STATISTICS
-        self.quantile = self.kind in QUANTILES or self.by is not None
+        self.ordered = self.kind in QUANTILES or self.by is not None
         # COUNT(x)'s channel counts x's non-NULLs; its sum is not read, whatever x's type
         self.exact = (_no_sum if self.kind == "count" else
                       exact_converter(self.arg.type) if self.arg is not None else int)
@@ -185,8 +186,9 @@ def _quantile(node: exp.Expression, arg: Compiled) -> AggregateSpec:
     return AggregateSpec(node, "quantile_cont", arg, typ, fraction)
 
 
-def quantile_add(state: list, value: object, weight: int) -> None:
-    """Add ``weight`` copies of ``value`` to a quantile's state ``[sorted values, owed]``;
+def ordered_add(state: list, value: object, weight: int) -> None:
+    """Add ``weight`` copies of ``value`` to the state ``[sorted values, owed]`` of a
+    quantile or of ARG_MAX / ARG_MIN (their ``(by, value)`` pairs);
     a copy removed that the values lack is owed (a partial state of a Spark task may
     hold a row's delete before the insert it cancels) and settled by a later insert."""
     values, owed = state
@@ -197,7 +199,10 @@ def quantile_add(state: list, value: object, weight: int) -> None:
             if not owed[value]:
                 del owed[value]
             weight -= settled
-        values.update([value] * weight)
+        if weight == 1:  # a row's insert: no list of copies
+            values.add(value)
+        elif weight:
+            values.update([value] * weight)
         return
     for _ in range(-weight):
         try:
@@ -269,9 +274,8 @@ def chosen_value(a: AggregateSpec, pairs: SortedList) -> object:
 def _microseconds(v: datetime.date) -> int:
     """A date's midnight or a timestamp as microseconds since 1970-01-01."""
     if not isinstance(v, datetime.datetime):
-        v = datetime.datetime(v.year, v.month, v.day)
-    delta = v - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        v = datetime.datetime.combine(v, datetime.time())
+    return (v - _EPOCH) // _MICROSECOND
 
 
 def _timestamp(microseconds: int) -> datetime.datetime:
@@ -283,7 +287,7 @@ def _round_half_away(x: float) -> int:
     whole = math.floor(abs(x))
     if abs(x) - whole >= 0.5:
         whole += 1
-    return int(math.copysign(whole, x)) if x < 0 else int(whole)
+    return -whole if x < 0 else whole
 
 
 def statistic_add(state: list, value: object, weight: int) -> None:
@@ -461,7 +465,7 @@ class GroupState:
                 SortedDict() if a.kind in ("min", "max") else
                 {} if a.kind == "count_distinct" or a.kind in DISTINCT_SUMS else
                 [0, 0, 0, 0] if a.statistic else
-                [SortedList(), {}] if a.quantile else None
+                [SortedList(), {}] if a.ordered else None
                 for a in aggs
             ]
 
@@ -481,7 +485,7 @@ class GroupState:
                     channels[2 * i + 1] += a.exact(v) * weight
             elif a.statistic:
                 statistic_add(self.values[i], v, weight)
-            elif a.quantile:
+            elif a.ordered:
                 if a.arg.type.kind == "DOUBLE":
                     v = nan_order(v)
                 if a.by is not None:  # ARG_MAX / ARG_MIN: (by, value) pairs in order
@@ -489,7 +493,7 @@ class GroupState:
                     if by is None:
                         continue
                     v = (nan_order(by) if a.by.type.kind == "DOUBLE" else by, v)
-                quantile_add(self.values[i], v, weight)
+                ordered_add(self.values[i], v, weight)
             else:
                 counts = self.values[i]
                 if a.kind in ("min", "max") and a.arg.type.kind == "DOUBLE":
@@ -524,11 +528,11 @@ class GroupState:
                 for k in range(4):
                     counts[k] += more[k]
                 continue
-            if a.quantile:
+            if a.ordered:
                 for v, c in Counter(more[0]).items():
-                    quantile_add(counts, v, c)
+                    ordered_add(counts, v, c)
                 for v, c in more[1].items():
-                    quantile_add(counts, v, -c)
+                    ordered_add(counts, v, -c)
                 continue
             for v, c in (more or {}).items():
                 before = counts.get(v, 0)
@@ -561,7 +565,7 @@ class GroupState:
                 out.append(statistic_result(k, self.values[i]))
             elif a.by is not None:
                 out.append(chosen_value(a, self.values[i][0]))
-            elif a.quantile:
+            elif a.ordered:
                 out.append(quantile_result(a, self.values[i][0]))
             else:
                 vals = self.values[i]

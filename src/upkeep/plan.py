@@ -730,10 +730,10 @@ def output_order(keys: list[exp.Ordered], items: list[exp.Expression],
     None for an item the outer query does not name): each key a position, an output name or
     an item's own expression, as DuckDB binds them; None where a key is none of these."""
     values = [(e.this if isinstance(e, exp.Alias) else e).sql(dialect="duckdb") for e in items]
+    lowered = [n.lower() if n else None for n in names]
     ordered = []
     for o in keys:
         key = o.this
-        lowered = [n.lower() if n else None for n in names]
         if isinstance(key, exp.Literal) and key.is_int:
             at = int(key.this) - 1
         elif isinstance(key, exp.Column) and not key.table and key.name.lower() in lowered:
