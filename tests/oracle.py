@@ -295,17 +295,23 @@ def view_follows_duckdb(setup: Sequence[str], changes: Sequence[str], view: str 
             change or "setup")
 
 
-def stream_follows_duckdb(ddl: Sequence[str], sql: str,
-                          new_rows: dict[str, Callable[[], tuple]], rnd: random.Random, *,
-                          recomputed: bool, drawn: Sequence[str], steps: int = 40,
-                          most: int = 4, duplicates: float = 0.15) -> None:
-    """View ``v`` of ``sql`` over ``ddl``'s empty tables, recomputed by DuckDB exactly when
-    ``recomputed`` (``db.explain``), holds DuckDB's rows after each of ``steps``
-    transactions of 1 to ``most`` random changes (:func:`random_change`) to tables drawn
-    from ``drawn``, new rows made by ``new_rows``."""
+def connected(ddl: Sequence[str]) -> upkeep.Connection:
+    """A fresh database holding ``ddl``'s tables."""
     db = upkeep.connect()
     for statement in ddl:
         db.execute(statement)
+    return db
+
+
+def stream_follows_duckdb(ddl: Sequence[str], sql: str,
+                          new_rows: dict[str, Callable[[], tuple]], rnd: random.Random, *,
+                          recomputed: bool, drawn: Sequence[str], steps: int = 40,
+                          most: int = 4, duplicates: float = 0.15) -> upkeep.Connection:
+    """View ``v`` of ``sql`` over ``ddl``'s empty tables, recomputed by DuckDB exactly when
+    ``recomputed`` (``db.explain``), holds DuckDB's rows after each of ``steps``
+    transactions of 1 to ``most`` random changes (:func:`random_change`) to tables drawn
+    from ``drawn``, new rows made by ``new_rows``; the database, for more checks."""
+    db = connected(ddl)
     view = db.create_view("v", sql)
     explained = db.explain("v")
     assert ("recomputed by DuckDB" in explained) == recomputed, explained
@@ -316,15 +322,14 @@ def stream_follows_duckdb(ddl: Sequence[str], sql: str,
                 table = rnd.choice(drawn)
                 random_change(db, tables, rnd, table, new_rows[table], duplicates=duplicates)
         assert_bag_equal(duckdb_query(ddl, tables, sql), view.rows(), sql, f"step {step}")
+    return db
 
 
 def view_equals_duckdb(ddl: Sequence[str], tables: dict[str, Counter], sql: str,
                        strategy: str | None = None):
     """A connection with ``ddl``'s tables holding ``tables`` (bags) and ``sql`` as view
     ``v`` (with ``strategy``), checked to hold exactly DuckDB's rows of ``sql``."""
-    db = upkeep.connect()
-    for statement in ddl:
-        db.execute(statement)
+    db = connected(ddl)
     for table, rows in tables.items():
         if rows:
             db.insert(table, list(rows.elements()))

@@ -10,13 +10,12 @@ from collections import Counter
 
 import pytest
 from oracle import (
+    connected,
     duckdb_query,
     random_change,
     stream_follows_duckdb,
     view_equals_duckdb,
 )
-
-import upkeep
 
 DDL = ["CREATE TABLE t (k INTEGER, x INTEGER, y VARCHAR, d DECIMAL(6, 2))",
        "CREATE TABLE g (k INTEGER, name VARCHAR)"]
@@ -61,13 +60,6 @@ def _new_rows(rnd: random.Random) -> dict:
     }
 
 
-def _connected() -> upkeep.Connection:
-    db = upkeep.connect()
-    for ddl in DDL:
-        db.execute(ddl)
-    return db
-
-
 @pytest.mark.parametrize("sql", MAINTAINED + RECOMPUTED)
 def test_distinct_on_equals_duckdb_after_every_batch(sql) -> None:
     rnd = random.Random(sql)
@@ -76,7 +68,7 @@ def test_distinct_on_equals_duckdb_after_every_batch(sql) -> None:
 
 
 def test_first_rows_are_kept_per_group_by_the_ranked_view() -> None:
-    db = _connected()
+    db = connected(DDL)
     db.create_view("v", MAINTAINED[0])
     assert "per-group top-k" in db.explain("v"), db.explain("v")
 
@@ -86,7 +78,7 @@ def test_an_order_that_ties_keeps_one_first_row_per_group() -> None:
     so the view must hold, per ``k``, one row of the least ``x`` (the orderly columns
     equal DuckDB's, the row one the table holds)."""
     sql = "SELECT DISTINCT ON (k) k, x, y FROM t ORDER BY k, x"
-    db = _connected()
+    db = connected(DDL)
     view = db.create_view("v", sql)
     rnd = random.Random(7)
     tables: dict[str, Counter] = {"t": Counter(), "g": Counter()}
@@ -112,7 +104,7 @@ def test_a_lateral_body_with_distinct_on_is_not_a_plain_distinct() -> None:
 
 
 def test_columns_are_named_as_duckdb_names_them() -> None:
-    db = _connected()
+    db = connected(DDL)
     db.insert("t", [(1, 2, "a", None), (1, 3, "b", 2)])
     db.create_view("v", "SELECT DISTINCT ON (k) k, x + 1, y AS label FROM t ORDER BY k, x")
     assert db.view("v").columns == ["k", "(x + 1)", "label"]

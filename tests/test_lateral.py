@@ -12,6 +12,7 @@ from collections import Counter
 import duckdb
 import pytest
 from oracle import (
+    connected,
     stream_follows_duckdb,
     view_equals_duckdb,
 )
@@ -63,13 +64,6 @@ RECOMPUTED = [
 ]
 
 
-def _connected() -> upkeep.Connection:
-    db = upkeep.connect()
-    for ddl in DDL:
-        db.execute(ddl)
-    return db
-
-
 @pytest.mark.parametrize("sql", MAINTAINED + RECOMPUTED)
 def test_laterals_equal_duckdb_after_every_batch(sql) -> None:
     rnd = random.Random(sql)
@@ -85,14 +79,14 @@ def test_laterals_equal_duckdb_after_every_batch(sql) -> None:
 def test_a_top_k_per_outer_row_is_a_ranked_view() -> None:
     """The top-k idiom keeps a per-group ranked view (a change outside a group's first k
     rows changes nothing), not a window recomputed per partition."""
-    db = _connected()
+    db = connected(DDL)
     db.create_view("v", MAINTAINED[0])
     assert "top-k" in db.explain("v").lower() or "ranked" in db.explain("v").lower(), \
         db.explain("v")
 
 
 def test_a_one_row_body_reads_as_scalar_subqueries_sharing_one_helper() -> None:
-    db = _connected()
+    db = connected(DDL)
     db.create_view("v", next(q for q in MAINTAINED if "count(*) AS c" in q))
     helpers = db.explain("v").split("\nhelper view ")[1:]
     grouped = [h for h in helpers if "columns: k0 " in h]
@@ -102,7 +96,7 @@ def test_a_one_row_body_reads_as_scalar_subqueries_sharing_one_helper() -> None:
 def test_hidden_columns_stay_hidden() -> None:
     """``*`` over a decorrelated lateral lists the body's columns, not the columns the
     rewrite adds to join it back."""
-    db = _connected()
+    db = connected(DDL)
     db.insert("g", [(1, "p", 0)])
     db.insert("t", [(1, 5, "a")])
     db.create_view("v", "SELECT * FROM g, LATERAL (SELECT y FROM t WHERE t.k = g.k) s")
