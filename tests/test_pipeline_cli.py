@@ -175,7 +175,7 @@ def test_paths_are_local_or_uris_the_local_engine_refuses(tmp_path, capsys, monk
     ("CREATE TABLE t (a INTEGER);\nCREATE TABEL u (a INTEGER);",
      'tables.sql, line 2: cannot parse SQL: syntax error at or near "TABEL"'),
     ("CREATE TABLE t (a INTEGER CHECK (;", 'tables.sql, line 1: cannot parse SQL: syntax error'),
-    ("CREATE TABLE t (a TIMESTAMP);", "column type TIMESTAMP is not supported"),
+    ("CREATE TABLE t (a TIMESTAMPTZ);", "column type TIMESTAMPTZ is not supported"),
     # a string left open: sqlglot's tokenizer says no line, the parser does
     ("CREATE TABLE t (a INTEGER);\n\nCREATE TABLE u (s VARCHAR CHECK (s = 'x));",
      "tables.sql, line 3: cannot parse SQL: unterminated string literal"),

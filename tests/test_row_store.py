@@ -183,7 +183,7 @@ def _comparable(value):
 
 
 def test_unencoded_types_keep_tuples():
-    columns = [("t", type_from_name("TIMESTAMP")), ("k", type_from_name("INTEGER"))]
+    columns = [("t", type_from_name("TIMESTAMP WITH TIME ZONE")), ("k", type_from_name("INTEGER"))]
     store = row_store(columns)
     assert isinstance(store, TupleStore)
     row = (dt.datetime(2024, 1, 1, 12, tzinfo=dt.UTC), 1)

@@ -11,7 +11,7 @@ from decimal import Decimal
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import same_outcome_as_duckdb, view_follows_duckdb
 
@@ -235,7 +235,6 @@ def test_an_arrow_load_equals_the_same_rows_as_tuples(data, chunks) -> None:
     import pyarrow as pa
 
     columns, rows = data
-    assume(all(t.kind != "TIMESTAMP" for _, t in columns))  # no TIMESTAMP in CREATE TABLE
     rows = normal(rows, columns) * 2  # every row twice: a duplicate in each load
     table = to_arrow(columns, rows)
     if rows:  # several chunks, as a Parquet file or a concatenation gives
@@ -353,7 +352,6 @@ def test_a_pandas_load_through_arrow_equals_the_row_by_row_path(data) -> None:
     import upkeep.rows as rows_module
 
     columns, rows = data
-    assume(all(t.kind != "TIMESTAMP" for _, t in columns))
     frame = pd.DataFrame(normal(rows, columns), columns=[n for n, _ in columns])
     through_arrow = _contents_after_insert(columns, frame)
     with pytest.MonkeyPatch.context() as patch:

@@ -17,7 +17,7 @@ adds the keys.
 
 Only a table no view reads takes this path (the commit makes the batch's rows as tuples
 otherwise: a view's step reads them), and only columns of the kinds written here: integers
-up to 64 bits, DOUBLE, DATE, DECIMAL of up to 18 digits, VARCHAR, BOOLEAN.
+up to 64 bits, DOUBLE, DATE, TIMESTAMP, DECIMAL of up to 18 digits, VARCHAR, BOOLEAN.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ _EPOCH_DAY = 719_163
 #: the day numbers Python's dates reach (years 1 to 9999): a value outside has no Python
 #: date, and the row-by-row path names its column (``rows._python_values``)
 _FIRST_DAY, _LAST_DAY = 1, 3_652_059
+#: the microseconds since 1970 of the first and last instants of those years
+_FIRST_MICROS = (_FIRST_DAY - _EPOCH_DAY) * 86_400_000_000
+_LAST_MICROS = (_LAST_DAY - _EPOCH_DAY + 1) * 86_400_000_000 - 1
 #: the rows of a string column's first window of new strings (_string_column)
 _WINDOW = 4_096
 
@@ -56,8 +59,8 @@ class EncodedKeys:
 def encode_part(part: pa.Table, kinds: list[str], strings: list[list[str]],
                 new_code: Callable[[int, str], bool]) -> EncodedKeys | None:
     """The keys of ``part``'s rows, whose columns are a row store's, in order, of their
-    own Arrow types: each column's kind ("integer", "double", "date", "decimal", "string"
-    or "boolean", as :class:`upkeep.row_store.RowEncoder` stores it), and for a string column its coded
+    own Arrow types: each column's kind ("integer", "double", "date", "timestamp",
+    "decimal", "string" or "boolean", as :class:`upkeep.row_store.RowEncoder` stores it), and for a string column its coded
     strings, in code order (``strings[k]``), and ``new_code(k, s)`` giving the new string
     s the next code, False when the column's dictionary is full.  None when a value has
     no Python form (a date past year 9999, a string that is not UTF-8): the row-by-row
@@ -125,6 +128,13 @@ def _number_column(kind: str, array: pa.Array) -> np.ndarray | None:
         if len(days) and ((days[valid] < _FIRST_DAY).any() or (days[valid] > _LAST_DAY).any()):
             return None
         return days
+    if kind == "timestamp":  # microseconds since 1970, as the encoder writes them
+        micros = pc.fill_null(array.cast(pa.int64()), 0).to_numpy().astype(np.longlong)
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        if len(micros) and ((micros[valid] < _FIRST_MICROS).any()
+                            or (micros[valid] > _LAST_MICROS).any()):
+            return None
+        return micros
     if kind == "decimal":  # a decimal128's low 64 bits: its units (18 digits fit)
         words = np.frombuffer(array.buffers()[1], dtype=np.longlong)[
             2 * array.offset:2 * (array.offset + len(array))]

@@ -7,7 +7,7 @@ from upkeep.key_table cimport KeyTable
 
 # RowEncoder's kind codes, C constants in the loops
 cdef int _STORE_INTEGER, _STORE_DOUBLE, _STORE_DATE, _STORE_DECIMAL, _STORE_STRING
-cdef int _STORE_BOOLEAN, _STORE_WIDE
+cdef int _STORE_BOOLEAN, _STORE_WIDE, _STORE_TIMESTAMP
 
 
 cdef class RowEncoder:
@@ -42,7 +42,7 @@ cdef object _remember(dict memo, object value, object stored)
 
 
 # RowDecoder's ways of making a value from its stored form
-cdef int _MAKE_STORED, _MAKE_DATE, _MAKE_DECIMAL, _MAKE_HUGEINT
+cdef int _MAKE_STORED, _MAKE_DATE, _MAKE_DECIMAL, _MAKE_HUGEINT, _MAKE_TIMESTAMP
 
 
 cdef class RowDecoder:

@@ -57,7 +57,8 @@ _MEMO_MAX = 4_096
 # ones are written out whole
 _DICTIONARY_MAX = 1_024
 
-_ENCODED = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL", "DOUBLE", "DATE", "DECIMAL")
+_ENCODED = (*INTEGER_KINDS, "VARCHAR", "BOOLEAN", "NULL", "DOUBLE", "DATE", "TIMESTAMP",
+            "DECIMAL")
 
 # how RowEncoder writes a column's value (RowEncoder.kinds)
 _STORE_INTEGER = 0  # a zigzag varint
@@ -67,19 +68,24 @@ _STORE_DECIMAL = 3  # the integer count of the column's scale's units, as an int
 _STORE_STRING = 4  # a dictionary code or the UTF-8 bytes
 _STORE_BOOLEAN = 5  # one byte
 _STORE_WIDE = 6  # an integer beyond 64 bits: its decimal text (always, for the column)
+_STORE_TIMESTAMP = 7  # microseconds since 1970-01-01 00:00, as an integer (Arrow's)
 
 _fromordinal = dt.date.fromordinal
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 #: the kinds :mod:`upkeep.arrow_keys` writes from Arrow columns, by their names there
 _ARROW_KINDS = {_STORE_INTEGER: "integer", _STORE_DOUBLE: "double", _STORE_DATE: "date",
-                _STORE_DECIMAL: "decimal", _STORE_STRING: "string", _STORE_BOOLEAN: "boolean"}
+                _STORE_TIMESTAMP: "timestamp", _STORE_DECIMAL: "decimal",
+                _STORE_STRING: "string", _STORE_BOOLEAN: "boolean"}
 
 
 def _store_kind(t: SqlType) -> int:
     if _wide(t):
         return _STORE_WIDE
     return {"DOUBLE": _STORE_DOUBLE, "DATE": _STORE_DATE, "DECIMAL": _STORE_DECIMAL,
-            "VARCHAR": _STORE_STRING, "BOOLEAN": _STORE_BOOLEAN}.get(t.kind, _STORE_INTEGER)
+            "VARCHAR": _STORE_STRING, "BOOLEAN": _STORE_BOOLEAN,
+            "TIMESTAMP": _STORE_TIMESTAMP}.get(t.kind, _STORE_INTEGER)
 
 
 class RowEncoder:
@@ -195,13 +201,15 @@ class RowEncoder:
                 data = str(v).encode("ascii")
                 u = len(data)
             else:
-                if kind != _STORE_INTEGER:  # a day number, or a decimal's units
+                if kind != _STORE_INTEGER:  # a day number, microseconds, a decimal's units
                     memo = self.memos[k]
                     known = memo.get(v)
                     if known is not None:
                         v = known
                     elif kind == _STORE_DATE:
                         v = _remember(memo, v, v.toordinal())
+                    elif kind == _STORE_TIMESTAMP:
+                        v = _remember(memo, v, (v - _EPOCH) // _MICROSECOND)
                     else:  # quantized to the column's scale by coercion
                         v = _remember(memo, v, int(v.scaleb(self.scales[k], WIDE_CONTEXT)))
                 n = v
@@ -242,6 +250,7 @@ _MAKE_STORED = 0  # the stored value itself: an integer, double, string or boole
 _MAKE_DATE = 1  # a date from its day number
 _MAKE_DECIMAL = 2  # a Decimal from its units at the column's scale (or, wide, their text)
 _MAKE_HUGEINT = 3  # an int from its decimal text
+_MAKE_TIMESTAMP = 4  # a datetime from its microseconds since 1970
 
 
 def _make_of(t: SqlType) -> int:
@@ -251,6 +260,8 @@ def _make_of(t: SqlType) -> int:
         return _MAKE_DECIMAL
     if t.kind == "HUGEINT":
         return _MAKE_HUGEINT
+    if t.kind == "TIMESTAMP":
+        return _MAKE_TIMESTAMP
     return _MAKE_STORED
 
 
@@ -366,6 +377,8 @@ class RowDecoder:
                 value = Decimal(value).scaleb(-self.scales[k], WIDE_CONTEXT)
             elif make == _MAKE_HUGEINT:
                 value = int(value)
+            elif make == _MAKE_TIMESTAMP:
+                value = _EPOCH + value * _MICROSECOND
             if share is not None:
                 share[key] = value
             values[k] = value

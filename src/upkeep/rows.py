@@ -6,6 +6,7 @@ Engine-neutral: both engines read user rows through :func:`iter_rows`.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from numbers import Integral
@@ -73,11 +74,17 @@ def _not_rows(rows, table: str) -> SchemaError:
 def _pandas_value(v: object, i: int, j: int, table: str, columns: list[tuple[str, SqlType]]):
     """A DataFrame cell as the row-by-row path reads it: NaN (also a nullable float
     column's, which is not NA) as NULL, as DuckDB reads a DataFrame; a naive timestamp as
-    its day (a zoned one stays, and is refused by the column's check)."""
+    itself in a TIMESTAMP column (to the microsecond, as DuckDB reads it) and as its day
+    in any other (a zoned one stays, and is refused by the column's check); NaT as NULL."""
     if v.__class__ is float and v != v:
         return None
     if getattr(v, "tzinfo", 0) is None and hasattr(v, "to_pydatetime"):  # pd.Timestamp
+        if v != v:  # NaT
+            return None
         try:
+            if columns[j][1].kind == "TIMESTAMP":
+                return dt.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second,
+                                   v.microsecond)
             return v.date()
         except (ValueError, OverflowError, NotImplementedError):
             raise SchemaError(f"row {i} for table {table}, column {columns[j][0]}: {v} is "
@@ -198,7 +205,7 @@ def arrow_columns(rows, table: str, column_names: list[str]):
 
 # the kinds whose values an Arrow column of the kind's own type always holds valid
 _ARROW_VALID = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "DECIMAL", "VARCHAR",
-                "DATE", "BOOLEAN")
+                "DATE", "TIMESTAMP", "BOOLEAN")
 
 
 def arrow_typed(rows, table: str, columns: list[tuple[str, SqlType]]) -> bool:

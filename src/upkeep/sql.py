@@ -578,7 +578,8 @@ def assigned(value: object, typ: SqlType, parameter: bool) -> object:
 
 
 #: the Python type a column of each kind (but integers and DECIMAL) stores its values as
-_STORED_AS = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date}
+_STORED_AS = {"DOUBLE": float, "VARCHAR": str, "BOOLEAN": bool, "DATE": dt.date,
+              "TIMESTAMP": dt.datetime}
 
 
 def _parameter_node(value: object) -> exp.Expression:

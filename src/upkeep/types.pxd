@@ -4,7 +4,7 @@ cimport cython
 
 # RowCheck's kind codes, C constants in the loop
 cdef int _CHECK_SMALL_INT, _CHECK_HUGE_INT, _CHECK_TEXT, _CHECK_DOUBLE, _CHECK_BOOLEAN
-cdef int _CHECK_DATE, _CHECK_DECIMAL
+cdef int _CHECK_DATE, _CHECK_DECIMAL, _CHECK_TIMESTAMP
 
 cdef class RowCheck:
     cdef public Py_ssize_t width

@@ -2,7 +2,7 @@
 
 Values are plain Python objects so that rows are hashable tuples: ``int`` for the integer
 types, ``float`` for DOUBLE, ``decimal.Decimal`` for DECIMAL, ``str``, ``datetime.date``,
-``bool`` and ``None`` for NULL.
+``datetime.datetime`` (without a zone) for TIMESTAMP, ``bool`` and ``None`` for NULL.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ WIDE_CONTEXT = Context(prec=80, rounding=ROUND_HALF_UP)
 
 @dataclass(frozen=True)
 class SqlType:
-    """A column type: ``kind`` is one of INTEGER_KINDS, DOUBLE, DECIMAL, VARCHAR, DATE, BOOLEAN."""
+    """A column type: ``kind`` is one of INTEGER_KINDS, DOUBLE, DECIMAL, VARCHAR, DATE,
+    TIMESTAMP, BOOLEAN (what tables hold), or another type DuckDB gives a computed value."""
 
     kind: str
     precision: int = 0
@@ -107,6 +108,7 @@ TYPE_NAMES = {
     "NCHAR": "VARCHAR",
     "NVARCHAR": "VARCHAR",
     "DATE": "DATE",
+    "TIMESTAMPNTZ": "TIMESTAMP",  # sqlglot's TIMESTAMP: microseconds, without a zone
     "BOOLEAN": "BOOLEAN",
 }
 
@@ -233,23 +235,26 @@ def coerce_value(value: object, typ: SqlType) -> object:
 
 def _coerce_temporal(value: object, kind: str) -> dt.date:
     """A DATE (a datetime loses its time) or a TIMESTAMP (a date is its midnight), also
-    from ISO text."""
+    from text as DuckDB reads it; a subclass (pandas' ``Timestamp``) becomes Python's own
+    value, nanoseconds dropped as DuckDB drops them."""
     as_date = kind == "DATE"
     if isinstance(value, dt.datetime):
         if value.utcoffset() is not None:  # no type holds a zone: which day is it?
             raise ValueError(f"expected {kind}, got {value!r}: a datetime with a time zone "
                              "(give it in UTC without one)")
-        return value.date() if as_date else value
-    if isinstance(value, dt.date):
-        return value if as_date else dt.datetime(value.year, value.month, value.day)
-    if isinstance(value, str):
         if as_date:
-            return parse_date(value)
-        try:
-            return dt.datetime.fromisoformat(value)
-        except ValueError:
-            day = parse_date(value)
-            return dt.datetime(day.year, day.month, day.day)
+            return dt.date(value.year, value.month, value.day)
+        if type(value) is not dt.datetime:
+            return dt.datetime(value.year, value.month, value.day, value.hour, value.minute,
+                               value.second, value.microsecond)
+        return value
+    if isinstance(value, dt.date):
+        if as_date:
+            return value if type(value) is dt.date else dt.date(value.year, value.month,
+                                                                   value.day)
+        return dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        return parse_date(value) if as_date else parse_timestamp(value)
     raise ValueError(f"expected {kind}, got {value!r}")
 
 
@@ -257,7 +262,7 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
 # two digit months and days, optionally a time of day and a zone after it, which it drops
 _DATE_TEXT = re.compile(
     r"\s*(\d{1,6})([-/])(\d{1,2})\2(\d{1,2})"
-    r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.\d+)?)?"
+    r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?"
     r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*",
     re.ASCII)  # digits 0-9 only, as DuckDB reads them (not '٢٠٢٤')
 
@@ -272,33 +277,63 @@ def parse_date(text: str) -> dt.date:
     also reads week dates and ``'20200131'``); ``'infinity'`` (``'inf'``) and a date before
     Christ (``'-2024-01-01'``) have no Python date, so they are refused (OutsideDates, which
     TRY_CAST raises too) rather than held as 9999-12-31 or read as NULL."""
+    date, time = _parse_temporal(text, "DATE")
+    if time is not None and not (time[0] < 24 and time[1] < 60 and time[2] < 60):
+        raise ValueError(f"expected DATE, got {text!r}: time of day out of range")
+    return date
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    """A TIMESTAMP from text as DuckDB reads it: a date as :func:`parse_date` reads one,
+    then optionally a time of day ``H:M[:S[.fraction]]`` after a space or ``T``, its
+    fraction cut to microseconds, ``24:00:00`` the next day's midnight, and a zone or
+    offset, which DuckDB drops (``'2020-01-01 10:00+02'`` is 10:00); ``'epoch'``. A date
+    followed by spaces and no time is refused, as DuckDB refuses it."""
+    date, time = _parse_temporal(text, "TIMESTAMP")
+    if time is None:
+        if text[-1:].isspace() and text.strip().lower() != "epoch":
+            # DuckDB reads a space after a date as the start of a time of day
+            raise ValueError(f"expected TIMESTAMP, got {text!r}: a date and spaces")
+        return dt.datetime(date.year, date.month, date.day)
+    hour, minute, second, micros = time
+    if (hour, minute, second, micros) == (24, 0, 0, 0) and date < dt.date.max:
+        date += dt.timedelta(days=1)
+        hour = 0
+    if not (hour < 24 and minute < 60 and second < 60):
+        raise ValueError(f"expected TIMESTAMP, got {text!r}: time of day out of range")
+    return dt.datetime(date.year, date.month, date.day, hour, minute, second, micros)
+
+
+def _parse_temporal(text: str, kind: str) -> tuple[dt.date, tuple[int, int, int, int] | None]:
+    """The date of DuckDB's text for a DATE or TIMESTAMP (``kind``, for the messages) and
+    its time of day (hours, minutes, seconds, microseconds), if it has one."""
     found = _DATE_TEXT.fullmatch(text)
     if found is None:
         word = text.strip(" \t\n\r\f\v").lower()  # ASCII spaces only, as DuckDB
         if word == "epoch":
-            return dt.date(1970, 1, 1)
+            return dt.date(1970, 1, 1), None
         if text.lstrip(" \t\n\r\f\v").lower() in ("inf", "-inf", "infinity", "-infinity"):
-            raise OutsideDates(f"expected DATE, got {text!r}: an infinite date has no value "
-                               "here")
+            raise OutsideDates(f"expected {kind}, got {text!r}: an infinite "
+                               f"{kind.lower()} has no value here")
         before_christ = word.removesuffix(" (bc)") if word.endswith(" (bc)") else (
             word[1:] if word.startswith("-") else None)  # DuckDB: '-2024-01-01', '.. (BC)'
         if before_christ is not None and _DATE_TEXT.fullmatch(before_christ):
-            raise OutsideDates(f"expected DATE, got {text!r}: a date before Christ has no "
+            raise OutsideDates(f"expected {kind}, got {text!r}: a date before Christ has no "
                                "value here")
-        raise ValueError(f"expected DATE, got {text!r}")
-    year, _, month, day, hour, minute, second = found.groups()
-    if hour is not None and not (int(hour) < 24 and int(minute) < 60
-                                 and int(second or 0) < 60):
-        raise ValueError(f"expected DATE, got {text!r}: time of day out of range")
+        raise ValueError(f"expected {kind}, got {text!r}")
+    year, _, month, day, hour, minute, second, fraction = found.groups()
     year = int(year)
     try:  # a year past 9999 checked on one of the same leap-ness (they repeat every 400)
         date = dt.date(year if 0 < year <= 9999 else 2000 + year % 400, int(month), int(day))
     except ValueError:
-        raise ValueError(f"expected DATE, got {text!r}: out of range") from None
+        raise ValueError(f"expected {kind}, got {text!r}: out of range") from None
     if date.year != year:
-        raise OutsideDates(f"expected DATE, got {text!r}: a date outside the years 1 to 9999 "
-                           "has no value here")
-    return date
+        raise OutsideDates(f"expected {kind}, got {text!r}: a date outside the years 1 to "
+                           "9999 has no value here")
+    if hour is None:
+        return date, None
+    micros = int((fraction or "")[:6].ljust(6, "0"))
+    return date, (int(hour), int(minute), int(second or 0), micros)
 
 
 def format_value(v: object) -> str:
@@ -330,9 +365,11 @@ _CHECK_TEXT = 2
 _CHECK_DOUBLE = 3
 _CHECK_BOOLEAN = 4
 _CHECK_DATE = 5
-_CHECK_DECIMAL = 6  # also every other kind (TIMESTAMP, NULL), whose values all fail it
+_CHECK_DECIMAL = 6  # also every other kind (NULL), whose values all fail it
+_CHECK_TIMESTAMP = 7  # a datetime without a zone
 _HUGE_BOUND = INT_RANGES["HUGEINT"]
 _DATE = dt.date
+_DATETIME = dt.datetime
 _NAN, _copysign = math.nan, math.copysign
 
 
@@ -355,7 +392,8 @@ class RowCheck:
                 kind = _CHECK_SMALL_INT
             else:
                 kind = {"VARCHAR": _CHECK_TEXT, "DOUBLE": _CHECK_DOUBLE,
-                        "BOOLEAN": _CHECK_BOOLEAN, "DATE": _CHECK_DATE}.get(t.kind, _CHECK_DECIMAL)
+                        "BOOLEAN": _CHECK_BOOLEAN, "DATE": _CHECK_DATE,
+                        "TIMESTAMP": _CHECK_TIMESTAMP}.get(t.kind, _CHECK_DECIMAL)
             kinds.append(kind)
             lows.append(-bound)
             highs.append(bound - 1)  # inclusive: BIGINT's 2**63 - 1 is a C long long
@@ -396,6 +434,9 @@ class RowCheck:
                     return False
             elif kind == _CHECK_DATE:
                 if type(v) is not _DATE:
+                    return False
+            elif kind == _CHECK_TIMESTAMP:
+                if type(v) is not _DATETIME or v.tzinfo is not None:
                     return False
             elif kind == _CHECK_BOOLEAN:
                 if type(v) is not bool:

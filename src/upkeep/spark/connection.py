@@ -1188,16 +1188,18 @@ def check_load_types(table: Table, loaded) -> None:
     numbers = (st.IntegralType, st.DecimalType)
     fits = {"DOUBLE": (*numbers, st.FractionalType), "DECIMAL": numbers,
             "VARCHAR": (st.StringType,), "DATE": (st.DateType,),
-            "BOOLEAN": (st.BooleanType,)}
+            "TIMESTAMP": (st.TimestampNTZType,), "BOOLEAN": (st.BooleanType,)}
     for (name, typ), field in zip(table.columns, loaded.fields, strict=True):
         given = field.dataType
         allowed = numbers if typ.is_integer else fits.get(typ.kind, ())
         fractions = typ.is_integer and isinstance(given, st.DecimalType) and given.scale
         if isinstance(given, st.NullType) or (isinstance(given, allowed) and not fractions):
             continue
+        zoned = typ.kind == "TIMESTAMP" and isinstance(given, st.TimestampType)
         raise SchemaError(f"bulk load of table {table.name}: column {name} is "
                           f"{given.simpleString()}, which cannot hold {typ.sql()} values; "
-                          "cast it first")
+                          + ("cast it to timestamp_ntz (a TIMESTAMP has no time zone)"
+                             if zoned else "cast it first"))
 
 
 def check_load_values(table: Table, written: DataFrame) -> None:

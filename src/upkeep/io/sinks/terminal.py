@@ -91,6 +91,8 @@ def _format(value: Any) -> str:
         return f"{value:,.2f}"
     if isinstance(value, Decimal):
         return f"{value:,}"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value)
