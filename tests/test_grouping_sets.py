@@ -29,6 +29,16 @@ QUERIES = [
     # a FILTER reads its own columns, not the set's NULLs (it did)
     "SELECT a, sum(x) FILTER (WHERE a = 1) AS s, count(*) FILTER (WHERE a IS NOT NULL) AS c, "
     "bool_or(x > 0) FILTER (WHERE a > 1) AS p FROM t GROUP BY ROLLUP (a)",
+    # found by a review: GROUPING of an alias of an expression was 1 in every set
+    "SELECT a + 1 AS up, count(*) AS n, grouping(up) AS g FROM t GROUP BY ROLLUP (up)",
+    # a set's expression over a column outside the set was computed as NULL (or refused)
+    "SELECT a + 1 AS up, a, count(*) AS n FROM t GROUP BY GROUPING SETS ((a + 1), (a))",
+    "SELECT a + 1 AS up, a, count(*) AS n FROM t GROUP BY ROLLUP (a + 1, a)",
+    "SELECT b, concat(b, a) AS ba, count(*) AS n FROM t GROUP BY GROUPING SETS ((b), "
+    "(concat(b, a)))",
+    # the empty set without aggregates is one row, not one per input row
+    "SELECT a FROM t GROUP BY ROLLUP (a)",
+    "SELECT a, b, grouping(a, b) AS g FROM t GROUP BY CUBE (a, b)",
 ]
 RECOMPUTED = [
     # a subquery reads its own columns, not the set's NULLs (it did); the empty set's block

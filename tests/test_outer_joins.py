@@ -107,6 +107,16 @@ RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "LEFT JOIN s ON s.c = l.x AND r.id IS NULL",
     "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
     "LEFT JOIN s ON s.c = l.x AND s.z > coalesce(r.y, -1)",
+    # a subquery's own column named like the padded side's: it reads its own relation's
+    # (the ON's columns were qualified into the subquery: IN held whenever s had a row)
+    "SELECT l.id, r.y FROM l LEFT JOIN r ON l.a = r.b AND r.y IN (SELECT z AS y FROM s)",
+    "SELECT l.id, r.y FROM l LEFT JOIN r ON l.a = r.b AND r.y NOT IN (SELECT c FROM s "
+    "WHERE c IS NOT NULL)",
+    "SELECT l.id, r.id AS rid FROM l LEFT JOIN r ON l.a = r.b "
+    "AND r.b IN (SELECT b FROM r AS q WHERE q.y > 1)",
+    # DuckDB's own joins, which no rewrite reads right (a cross and an inequality join)
+    "SELECT l.id, r.id AS rid FROM l POSITIONAL JOIN r",
+    "SELECT l.id, r.id AS rid FROM l ASOF JOIN r ON l.a = r.b AND l.x >= r.y",
 ]
 
 

@@ -219,6 +219,25 @@ def test_having_may_name_a_select_alias(db, sql) -> None:
     assert Counter(view.rows()) == duck(sql, ROWS[1:] + MORE)
 
 
+@pytest.mark.parametrize("sql", ["SELECT 1 AS one FROM t HAVING false",
+                                 "SELECT 1 AS one FROM t HAVING true",
+                                 "SELECT 'all' AS label FROM t WHERE k > 1 HAVING 2 > 1"])
+def test_having_without_group_by_or_aggregates_is_one_group(db, sql) -> None:
+    """A block with HAVING but neither GROUP BY nor an aggregate is one group in DuckDB (one
+    row or none); it was read as a plain select, one row per input row, HAVING dropped
+    (found by a review). Recomputed, equal to DuckDB; a forced strategy is refused, and a
+    column outside an aggregate is refused as DuckDB refuses it."""
+    view = db.create_view("v", sql)
+    assert "HAVING without GROUP BY or an aggregate" in db.explain("v")
+    assert Counter(view.rows()) == duck(sql, ROWS)
+    db.insert("t", MORE)
+    assert Counter(view.rows()) == duck(sql, ROWS + MORE)
+    with pytest.raises(upkeep.StrategyError, match="HAVING without GROUP BY"):
+        db.create_view("w", sql, strategy="dyn")
+    with pytest.raises(upkeep.UnsupportedError, match="must appear in the GROUP BY"):
+        db.create_view("w", "SELECT k FROM t HAVING k > 1")
+
+
 COUNTED = {"DATE": [dt.date(2020, 1, 1), dt.date(2021, 6, 30)], "VARCHAR": ["x", "12"],
            "BOOLEAN": [True, False], "DECIMAL(6,2)": [Decimal("1.25"), Decimal("-3.50")],
            "DOUBLE": [0.5, -2.0]}

@@ -69,7 +69,7 @@ def expand_grouping_sets(select: exp.Expression,
     ctes = select.args.get(key)
     bare = select.copy()
     bare.set(key, None)
-    blocks = [_block(bare, s, universe, types) for s in sets]
+    blocks = [_block(bare, s, universe, types, unaliased) for s in sets]
     union = blocks[0]
     for block in blocks[1:]:
         union = exp.Union(this=union, expression=block, distinct=False)
@@ -115,8 +115,12 @@ def _same(a: exp.Expression, b: exp.Expression) -> bool:
 
 
 def _block(select: exp.Select, grouping_set: list[exp.Expression],
-           universe: list[exp.Expression], types: list[str]) -> exp.Select:
-    """The select of one grouping set."""
+           universe: list[exp.Expression], types: list[str],
+           unaliased: Callable[[exp.Expression], exp.Expression]) -> exp.Select:
+    """The select of one grouping set: its expressions kept whole (``s.a + 1`` stays
+    itself where the set holds it, though ``s.a`` is outside the set), every other
+    grouping expression a NULL, ``GROUPING(..)`` of an expression or of its select-list
+    alias the set's mask; the empty set's block one row (:func:`_one_row`)."""
     absent = [(u, t) for u, t in zip(universe, types, strict=True)
               if not any(_same(u, e) for e in grouping_set)]
 
@@ -127,11 +131,13 @@ def _block(select: exp.Select, grouping_set: list[exp.Expression],
         if isinstance(node, (exp.Grouping, exp.GroupingId)):
             mask = 0
             for arg in node.expressions:
-                mask = 2 * mask + (0 if in_set(arg) else 1)
+                mask = 2 * mask + (0 if in_set(arg.transform(unaliased)) else 1)
             return exp.cast(exp.Literal.number(mask), "BIGINT")
-        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Subquery)):
+        if isinstance(node, (exp.AggFunc, exp.Filter, exp.Subquery)) or (
+                in_set(node) and not isinstance(node, exp.Column)):
             # a new node: transform does not descend into the rows an aggregate (or its
-            # FILTER) reads, nor into a subquery, whose columns are its own
+            # FILTER) reads, into a subquery, whose columns are its own, nor into a
+            # grouping expression of the set, whose columns may lie outside it
             return node.copy()
         for expression, typ in absent:
             if _same(node, expression):
@@ -151,4 +157,26 @@ def _block(select: exp.Select, grouping_set: list[exp.Expression],
         block.set("having", exp.Having(this=having.this.transform(rewrite)))
     block.set("group", exp.Group(expressions=[e.copy() for e in grouping_set])
               if grouping_set else None)
+    if not grouping_set and not any(
+            part.find(exp.AggFunc) for part in (*block.expressions, block.args.get("having"))
+            if part is not None):
+        return _one_row(block)
     return block
+
+
+def _one_row(block: exp.Select) -> exp.Select:
+    """The empty grouping set's block when it holds no aggregate: one row, even over no
+    input rows (as DuckDB gives), not one per row: its select list over a one-row
+    ``COUNT(*)`` of its ``FROM`` and ``WHERE`` (the list holds no column: each grouping
+    expression is a NULL there, and any other column DuckDB would have refused)."""
+    inner = block.copy()
+    for key in ("group", "having", "order", "limit", "offset"):
+        inner.set(key, None)
+    inner.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "__rows")])
+    outer = exp.Select(expressions=[e.copy() for e in block.expressions])
+    outer.set("from_" if "from_" in block.args else "from", exp.From(
+        this=exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("__all")))))
+    having = block.args.get("having")
+    if having is not None:
+        outer.set("where", exp.Where(this=having.this.copy()))
+    return outer

@@ -172,11 +172,25 @@ def _padded(join: exp.Join, right: tuple, relations: dict, padded: dict[str, exp
     return out
 
 
+def _in_subquery(node: exp.Expression, root: exp.Expression) -> bool:
+    """Whether ``node`` lies in a query nested in ``root`` (a subquery's own scope)."""
+    parent = node.parent
+    while parent is not None and parent is not root:
+        if isinstance(parent, exp.Query):
+            return True
+        parent = parent.parent
+    return False
+
+
 def qualified(cond: exp.Expression, types: dict[str, dict]) -> exp.Expression | None:
     """``cond`` with every column named by the alias of the one relation (of ``types``:
-    alias -> column types) that has it, or None if one is unknown or ambiguous."""
+    alias -> column types) that has it, or None if one is unknown or ambiguous.  A column
+    inside a subquery of ``cond`` is left as written: the subquery's own relations come
+    first when its name is looked up (``s.e IN (SELECT e FROM t)`` reads t's ``e``)."""
     out = cond.copy()
     for col in list(out.find_all(exp.Column)):
+        if _in_subquery(col, out):
+            continue
         name, table = col.name.lower(), col.table.lower()
         if table:
             if table not in types or name not in types[table]:

@@ -131,6 +131,38 @@ def plan_view(name: str, query: exp.Expression, catalog: Catalog,
     return view
 
 
+def as_written(name: str, query: exp.Expression, catalog: Catalog,
+               strategy: str | None = None) -> RecomputeView | None:
+    """The view of a query only DuckDB evaluates as written (recomputed), taken before any
+    rewrite reads it, which would read it as another query; None for any other query.
+    Such are DuckDB's POSITIONAL and ASOF joins (a cross join and an inequality join to the
+    rewrites) and a block with HAVING but neither GROUP BY nor an aggregate (DuckDB makes
+    it one group: ``SELECT 1 FROM r HAVING false`` has no row, and ``HAVING true`` one)."""
+    reason = _only_as_written(query)
+    if reason is None:
+        return None
+    if strategy not in (None, "recompute"):
+        raise StrategyError(f"strategy {strategy} cannot maintain view {name}: {reason}",
+                            strategy)
+    refuse_volatile(name, query)
+    return _recompute(name, query, query.sql(dialect="duckdb"), catalog,
+                      "recompute was requested" if strategy else f"not incremental: {reason}")
+
+
+def _only_as_written(query: exp.Expression) -> str | None:
+    for node in query.walk():
+        if isinstance(node, exp.Join):
+            method = (node.args.get("method") or "").upper()
+            if method in ("POSITIONAL", "ASOF"):
+                return f"{method} JOIN"
+        if (isinstance(node, exp.Select) and node.args.get("having") is not None
+                and node.args.get("group") is None and not any(
+                    part.find(*AGGREGATE_TYPES) for part in (
+                        *node.expressions, node.args["having"]))):
+            return "HAVING without GROUP BY or an aggregate"
+    return None
+
+
 #: functions whose value is not a function of the tables: a view over them would be
 #: frozen at its first evaluation, unlike DuckDB's answer to the same query
 _VOLATILE = (exp.Rand, exp.Randn, exp.Uuid, exp.CurrentDate, exp.CurrentTime,

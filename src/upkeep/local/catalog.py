@@ -49,7 +49,7 @@ from ..plan import (
     table_alias_list_as_derived,
     unordered,
 )
-from ..planner import describe, duckdb_types, plan_view
+from ..planner import as_written, describe, duckdb_types, plan_view
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
@@ -540,7 +540,8 @@ class LocalCatalog:
         query = window_aliases_resolved(query, self.schema_of)
         self._by_extremum.discard(name)  # a replaced view's, planned again here
         try:
-            view = self._windowed(name, query, strategy, created)
+            view = as_written(name, query, self, strategy) or self._windowed(
+                name, query, strategy, created)
             if view is None:
                 threshold: list = []
                 query = self._hoist_subqueries(name, query, strategy, created,
@@ -881,7 +882,9 @@ class LocalCatalog:
         for name in old:
             query, strategy = self._definitions[name]
             fresh = getattr(old[name], "fresh", None)  # a view kept over a helper view
-            view = fresh() if fresh is not None else plan_view(name, query, self, strategy)
+            view = fresh() if fresh is not None else (
+                as_written(name, query, self, strategy) or plan_view(name, query, self,
+                                                                     strategy))
             view.build(self.contents(view.inputs))
             self.views[name] = view
 
