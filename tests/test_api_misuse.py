@@ -513,6 +513,13 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
     ("UPDATE k SET b = random()", UnsupportedError, "once per row"),
     ("DELETE FROM k WHERE random() < 0.5", UnsupportedError, "once per row"),
     ("UPDATE p SET b = random() WHERE a = 1", UnsupportedError, "once per row"),
+    # found by a review: a window function was folded as a constant (every row deleted),
+    # or computed over the candidate rows; LIKE on a number raised a Python TypeError
+    ("DELETE FROM k WHERE ROW_NUMBER() OVER () = 1", SchemaError, "window function"),
+    ("UPDATE k SET b = SUM(b) OVER ()", SchemaError, "window function"),
+    ("DELETE FROM k WHERE b = MAX(b)", SchemaError, "aggregate"),
+    ("DELETE FROM k WHERE a LIKE '1'", SchemaError, "needs a VARCHAR"),
+    ("UPDATE k SET b = 0 WHERE a NOT ILIKE '1%'", SchemaError, "needs a VARCHAR"),
 ])
 def test_statements_duckdb_refuses_or_runs_per_row_are_refused_and_change_nothing(
         statement, error, says) -> None:

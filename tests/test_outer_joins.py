@@ -228,3 +228,20 @@ def test_a_subquery_in_an_outer_joins_on_reads_its_own_columns(test) -> None:
     db.insert("t", [(20,)])
     tables["t"][(20,)] += 1
     assert_bag_equal(duckdb_query(ddl, tables, sql), db.view("v").rows(), sql)
+
+
+@pytest.mark.parametrize("strategy", [None, "dyn", "general"])
+def test_a_join_equality_repeated_in_where_joins_nan_to_nan(strategy) -> None:
+    """``LEFT JOIN s ON r.c = s.c WHERE s.c = r.c`` on DOUBLEs: the padded helper holds
+    two columns of one join variable, whose equality was checked by Python's ``==``, so
+    NaN rows were dropped where DuckDB joins NaN to NaN (found by a review)."""
+    ddl = ["CREATE TABLE r (a INTEGER, c DOUBLE)", "CREATE TABLE s (a INTEGER, c DOUBLE)"]
+    nan = float("nan")
+    tables = {"r": Counter([(1, nan), (2, 1.5)]), "s": Counter([(1, nan), (2, 1.5)])}
+    sql = "SELECT r.a, s.a AS b FROM r LEFT JOIN s ON r.c = s.c WHERE s.c = r.c"
+    db = view_equals_duckdb(ddl, tables, sql, strategy=strategy)
+    db.insert("s", [(3, nan), (4, -0.0)])
+    db.insert("r", [(5, 0.0)])
+    tables["s"].update([(3, nan), (4, 0.0)])
+    tables["r"].update([(5, 0.0)])
+    assert_bag_equal(duckdb_query(ddl, tables, sql), db.view("v").rows(), sql)

@@ -918,7 +918,8 @@ class ExpressionCompiler:
             body = "(" + "".join(f"{src}, " for src in parts) + ")"
         tests = [self._holds(c) for c in conditions]  # each True or False
         tests += [f"r[{k}] is not None" for k in nonnull]
-        tests += [f"r[{a}] == r[{b}]" for a, b in equal]
+        tests += [f"(r[{a}] == r[{b}] or (r[{a}] != r[{a}] and r[{b}] != r[{b}]))"
+                  for a, b in equal]  # NaN = NaN, as DuckDB joins them
         if not tests:
             return self._function(body)
         return self._function(f"{body} if {' and '.join(tests)} else None")
@@ -988,8 +989,11 @@ class ExpressionCompiler:
         if isinstance(node, exp.Collate):  # folded, 'a' COLLATE NOCASE would be plain 'a'
             raise UnsupportedError(f"expression {node.sql()} (Collate) is not supported"
                                    f"{_where(node)}")
+        if isinstance(node, exp.Window):  # a row's value depends on the others: no constant
+            raise UnsupportedError(f"window function {node.sql()} here{_where(node)}")
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)) and not any(
-            isinstance(n, AGGREGATE_TYPES) for n in node.find_all(*AGGREGATE_TYPES)
+            isinstance(n, (*AGGREGATE_TYPES, exp.Window))
+            for n in node.find_all(*AGGREGATE_TYPES, exp.Window)
         ):
             return self._fold(node)
         return self._gen_operator(node)
@@ -1132,7 +1136,7 @@ class ExpressionCompiler:
                             BOOLEAN)
             return f"_in({a}, ({', '.join(opts)},))", BOOLEAN
         if isinstance(node, (exp.Like, exp.ILike)):
-            a, _ = self._gen(node.this)
+            a = self._string(node.this, node)  # DuckDB's binder refuses ``1 LIKE '1'``
             pattern = node.expression
             if not (isinstance(pattern, exp.Literal) and pattern.is_string):
                 raise UnsupportedError(f"LIKE with a non-constant pattern{_where(node)}")

@@ -134,7 +134,8 @@ class ColumnLeaf:
             if r[self.nonnull[k]] is None:
                 return None
         for k in range(len(self.left)):
-            if not r[self.left[k]] == r[self.right[k]]:
+            x, y = r[self.left[k]], r[self.right[k]]
+            if not (x == y or (x != x and y != y)):  # NaN = NaN, as DuckDB joins them
                 return None
         if self.whole:
             return r

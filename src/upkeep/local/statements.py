@@ -16,8 +16,8 @@ from sqlglot import exp
 from ..cursor import Cursor
 from ..ddl import check_table_column, created_name, refuse_replace, with_properties
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
-from ..errors import ParseError, UnsupportedError
-from ..expressions import ExpressionCompiler, table_scope
+from ..errors import ParseError, SchemaError, UnsupportedError
+from ..expressions import AGGREGATE_TYPES, ExpressionCompiler, table_scope
 from ..plan import distinct_names
 from ..planner import refuse_per_row_random
 from ..sql import (
@@ -169,9 +169,27 @@ def candidates(db: Connection, table: Table, where: exp.Expression | None, alias
     return db._catalog.staged_rows_with(table, col, value)
 
 
+def refuse_windows_and_aggregates(stmt: exp.Delete | exp.Update) -> None:
+    """Refuse a window function or an aggregate in a DELETE's or UPDATE's WHERE or SET
+    (outside a subquery), as DuckDB's binder refuses them: a row's condition and new
+    values are its own, not its group's."""
+    verb = "DELETE" if isinstance(stmt, exp.Delete) else "UPDATE"
+    where = stmt.args.get("where")
+    parts = [where.this] if where is not None else []
+    if isinstance(stmt, exp.Update):
+        parts += [a.expression for a in stmt.expressions]
+    for part in parts:
+        for node in part.walk(prune=lambda n: isinstance(n, exp.Query)):
+            if isinstance(node, exp.Window) or isinstance(node, AGGREGATE_TYPES):
+                kind = "window function" if isinstance(node, exp.Window) else "aggregate"
+                raise SchemaError(f"{verb} cannot hold the {kind} {node.sql(dialect='duckdb')} "
+                                  "outside a subquery (as in DuckDB)")
+
+
 def delete(db: Connection, stmt: exp.Delete) -> Cursor:
     table = db._catalog.table(stmt.this.name)
     refuse_per_row_random(stmt)  # provenance tables' constants are folded once too
+    refuse_windows_and_aggregates(stmt)
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).delete(stmt)]))
@@ -195,6 +213,7 @@ def delete(db: Connection, stmt: exp.Delete) -> Cursor:
 def update(db: Connection, stmt: exp.Update) -> Cursor:
     table = db._catalog.table(stmt.this.name)
     refuse_per_row_random(stmt)  # provenance tables' constants are folded once too
+    refuse_windows_and_aggregates(stmt)
     if table.provenance is not None:
         return Cursor(rowcount=db._hyperplane(
             table, [HyperplaneParser(table.name, table.columns).update(stmt)]))
