@@ -1427,12 +1427,23 @@ class ExpressionCompiler:
         return src
 
     def _coerce_literal(self, node: exp.Expression, target: SqlType) -> tuple[str, SqlType]:
+        """A side of a comparison: a string literal compared with a DATE, TIMESTAMP,
+        number or BOOLEAN is cast to that type once, as DuckDB binds it (``a = '1'``,
+        ``c > '1.5'``, ``b = 'true'``; text that does not cast is refused, as DuckDB
+        refuses it)."""
         src, typ = self._gen(node)
         if target.kind == "DATE" and typ.kind == "VARCHAR" and isinstance(node, exp.Literal):
             try:
                 return self._const(coerce_value(node.this, DATE)), DATE
             except ValueError:
                 raise SchemaError(f"{node.sql()} is not a DATE{_where(node)}") from None
+        if (typ.kind == "VARCHAR" and isinstance(node, exp.Literal) and node.is_string
+                and (target.is_numeric or target.kind in ("BOOLEAN", "TIMESTAMP"))):
+            try:
+                return self._const(cast_value(node.this, target)), target
+            except EvaluationError:
+                raise SchemaError(f"{node.sql()} cannot be cast to {target.sql()}{_where(node)}"
+                                  ) from None
         if target.kind == "DOUBLE" and typ.kind == "DECIMAL":
             return self._as(src, typ, target), DOUBLE
         return src, typ
