@@ -107,6 +107,9 @@ RECOMPUTED = [  # correct, by DuckDB: what the anti-join cannot keep
     "LEFT JOIN s ON s.c = l.x AND r.id IS NULL",
     "SELECT l.id, s.id AS sid FROM l LEFT JOIN r ON l.a = r.b "
     "LEFT JOIN s ON s.c = l.x AND s.z > coalesce(r.y, -1)",
+    # a parenthesized join: taken for a derived table, written as malformed SQL (refused)
+    "SELECT l.id, r.id AS rid, s.id AS sid FROM l LEFT JOIN (r JOIN s ON r.y = s.c) "
+    "ON l.a = r.b",
     # DuckDB's own joins, which no rewrite reads right (a cross and an inequality join)
     "SELECT l.id, r.id AS rid FROM l POSITIONAL JOIN r",
     "SELECT l.id, r.id AS rid FROM l ASOF JOIN r ON l.a = r.b AND l.x >= r.y",

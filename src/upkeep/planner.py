@@ -136,7 +136,8 @@ def as_written(name: str, query: exp.Expression, catalog: Catalog,
     """The view of a query only DuckDB evaluates as written (recomputed), taken before any
     rewrite reads it, which would read it as another query; None for any other query.
     Such are DuckDB's POSITIONAL and ASOF joins (a cross join and an inequality join to the
-    rewrites) and a block with HAVING but neither GROUP BY nor an aggregate (DuckDB makes
+    rewrites), a parenthesized join (``r LEFT JOIN (s JOIN t ON ..) ON ..``, which the
+    rewrites took for a derived table and wrote as malformed SQL) and a block with HAVING but neither GROUP BY nor an aggregate (DuckDB makes
     it one group: ``SELECT 1 FROM r HAVING false`` has no row, and ``HAVING true`` one)."""
     reason = _only_as_written(query)
     if reason is None:
@@ -155,6 +156,8 @@ def _only_as_written(query: exp.Expression) -> str | None:
             method = (node.args.get("method") or "").upper()
             if method in ("POSITIONAL", "ASOF"):
                 return f"{method} JOIN"
+        if isinstance(node, exp.Subquery) and not isinstance(node.this, exp.Query):
+            return f"a parenthesized join {node.sql(dialect='duckdb')[:60]}"
         if (isinstance(node, exp.Select) and node.args.get("having") is not None
                 and node.args.get("group") is None and not any(
                     part.find(*AGGREGATE_TYPES) for part in (
