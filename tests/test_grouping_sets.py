@@ -39,6 +39,10 @@ QUERIES = [
     # the empty set without aggregates is one row, not one per input row
     "SELECT a FROM t GROUP BY ROLLUP (a)",
     "SELECT a, b, grouping(a, b) AS g FROM t GROUP BY CUBE (a, b)",
+    # positions inside the sets, and an alias of a constant (read as a position: refused)
+    "SELECT a, b, count(*) AS n FROM t GROUP BY ROLLUP (1, 2)",
+    "SELECT a, b, count(*) AS n FROM t GROUP BY GROUPING SETS ((1), (2), ())",
+    "SELECT 0 AS zero, a, count(*) AS n FROM t GROUP BY CUBE (zero, a)",
 ]
 RECOMPUTED = [
     # a subquery reads its own columns, not the set's NULLs (it did); the empty set's block

@@ -41,12 +41,32 @@ def expand_grouping_sets(select: exp.Expression,
                if isinstance(e, exp.Alias) and not isinstance(e.this, exp.Column)}
 
     def unaliased(node: exp.Expression) -> exp.Expression:
-        """A select-list alias grouped by (``GROUP BY ROLLUP (odd)``) as its expression."""
+        """A select-list alias grouped by (``GROUP BY ROLLUP (odd)``) as its expression (a
+        constant in brackets: a bare number would read as a position)."""
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
-            return aliases[node.name.lower()].copy()
+            found = aliases[node.name.lower()].copy()
+            return exp.Paren(this=found) if isinstance(found, exp.Literal) else found
         return node
 
-    sets = _grouping_sets([e.transform(unaliased) for e in group.expressions])
+    def positioned(item: exp.Expression) -> exp.Expression:
+        """A grouping item that is a select-list position (``ROLLUP (1, 2)``) as the
+        expression there, as DuckDB reads it."""
+        if isinstance(item, (exp.GroupingSets, exp.Rollup, exp.Cube, exp.Tuple, exp.Paren)):
+            item = item.copy()
+            key = "this" if isinstance(item, exp.Paren) else "expressions"
+            parts = item.args.get(key)
+            if isinstance(parts, list):
+                item.set(key, [positioned(p) for p in parts])
+            elif parts is not None:
+                item.set(key, positioned(parts))
+            return item
+        if isinstance(item, exp.Literal) and item.is_int and 1 <= int(item.this) <= len(
+                select.expressions):
+            chosen = select.expressions[int(item.this) - 1]
+            return (chosen.this if isinstance(chosen, exp.Alias) else chosen).copy()
+        return item
+
+    sets = _grouping_sets([positioned(e).transform(unaliased) for e in group.expressions])
     if sets is None or len(sets) > MAX_SETS:
         return select
     universe: list[exp.Expression] = []
@@ -107,7 +127,12 @@ def _grouping_sets(items: list[exp.Expression]) -> list[list[exp.Expression]] | 
 
 
 def _same(a: exp.Expression, b: exp.Expression) -> bool:
-    """Whether two grouping expressions are the same (a column with or without its table)."""
+    """Whether two grouping expressions are the same (a column with or without its table;
+    brackets aside)."""
+    while isinstance(a, exp.Paren):
+        a = a.this
+    while isinstance(b, exp.Paren):
+        b = b.this
     if isinstance(a, exp.Column) and isinstance(b, exp.Column):
         return a.name.lower() == b.name.lower() and (
             not a.table or not b.table or a.table.lower() == b.table.lower())
