@@ -364,6 +364,8 @@ def sql_literal(v: Any) -> str:
         return str(v)
     if isinstance(v, str):
         return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, datetime.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
     if isinstance(v, datetime.date):
         return f"DATE '{v.isoformat()}'"
     raise TypeError(f"no literal for {v!r}")
@@ -744,6 +746,7 @@ def arrow_table(table: str, rows: Sequence[Row]):
             "DOUBLE": pa.float64(),
             "VARCHAR": pa.string(),
             "DATE": pa.date32(),
+            "TIMESTAMP": pa.timestamp("us"),
             "BOOLEAN": pa.bool_(),
         }[t]
 

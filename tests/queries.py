@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 D = datetime.date
+T = datetime.datetime
 DATES = [
     D(1993, 12, 31),
     D(1994, 1, 1),
@@ -213,6 +214,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ("x", "INTEGER", SMALL),
         ("pc", "DOUBLE", [0.5, 2.25, -1.0, 100.125, None]),
     ),
+    # --- events stamped to the microsecond (TIMESTAMP columns) ---
+    "events": _cols(
+        ("ev_id", "INTEGER", KEYS),
+        ("ev_key", "INTEGER", [0, 1, 2, None]),
+        ("ev_ts", "TIMESTAMP", [T(1969, 12, 31, 23, 59, 59, 999999), T(1995, 3, 15),
+                                T(1995, 3, 15, 10, 30, 0, 500000), T(1995, 3, 15, 10, 59),
+                                T(1998, 12, 31, 23, 0), None]),
+    ),
 }
 
 
@@ -248,6 +257,7 @@ JOIN_KEYS: dict[str, tuple[str, ...]] = {
     "br": (),
     "tri_xy": ("x", "y"),
     "tri_zx": ("z", "x"),
+    "events": ("ev_key",),
 }
 KEY_MULTIPLICITY = 3
 
@@ -949,6 +959,21 @@ EXTRAS = [
                   QUANTILE_DISC(o_orderpriority, 0.5) AS p FROM orders GROUP BY o_custkey""",
         "orders",
         tags="extra agg",
+    ),
+    Q(
+        "x_timestamps",
+        """SELECT date_trunc('hour', ev_ts) AS h, ev_key, COUNT(*) AS n, MAX(ev_ts) AS last,
+                  MIN(date_diff('minute', TIMESTAMP '1995-01-01 00:00:00', ev_ts)) AS m
+           FROM events WHERE ev_ts >= '1970-01-01' GROUP BY 1, 2""",
+        "events",
+        tags="extra agg",
+    ),
+    Q(
+        "x_timestamp_join",
+        """SELECT o_orderkey, ev_id, hour(ev_ts) AS h, epoch(ev_ts) AS e FROM orders
+           JOIN events ON ev_key = o_custkey WHERE CAST(ev_ts AS DATE) >= o_orderdate""",
+        "orders events",
+        tags="extra",
     ),
     Q(
         "x_statistics",
