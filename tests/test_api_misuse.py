@@ -520,6 +520,7 @@ def test_a_directory_of_other_files_is_not_made_a_database(tmp_path) -> None:
     ("DELETE FROM k WHERE b = MAX(b)", SchemaError, "aggregate"),
     ("DELETE FROM k WHERE a LIKE '1'", SchemaError, "needs a VARCHAR"),
     ("UPDATE k SET b = 0 WHERE a NOT ILIKE '1%'", SchemaError, "needs a VARCHAR"),
+    ("DELETE FROM k WHERE concat_ws(a, 'x', 'y') = 'x'", SchemaError, "needs a VARCHAR"),
 ])
 def test_statements_duckdb_refuses_or_runs_per_row_are_refused_and_change_nothing(
         statement, error, says) -> None:

@@ -1162,8 +1162,9 @@ class ExpressionCompiler:
             a, _ = self._gen(node.this)
             b, _ = self._gen(node.expression)
             return f"_concat({a}, {b})", VARCHAR
-        if isinstance(node, exp.ConcatWs):
-            parts = [self._gen(x)[0] for x in node.expressions]
+        if isinstance(node, exp.ConcatWs):  # the separator text, as DuckDB binds it
+            separator, *rest = node.expressions
+            parts = [self._string(separator, node), *(self._gen(x)[0] for x in rest)]
             return f"_concat_ws({', '.join(parts)})", VARCHAR
         if isinstance(node, exp.Concat):  # CONCAT skips NULLs (|| does not)
             parts = [self._gen(x)[0] for x in node.expressions]
