@@ -473,6 +473,14 @@ _DIFF_MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000
                 "millisecond": 1_000, "microsecond": 1}
 
 
+def _date_among_timestamps(types: list[SqlType]) -> bool:
+    """Whether DATEs meet TIMESTAMPs among a BETWEEN's or an IN list's operands: DuckDB
+    binds them all as TIMESTAMPs, so a text literal among them keeps its time of day
+    (``d BETWEEN '2024-01-01 10:30' AND ts``), where the DATE alone would cut it."""
+    kinds = {t.kind for t in types}
+    return "DATE" in kinds and "TIMESTAMP" in kinds
+
+
 def _date_diff(unit: str, start, end):
     """``date_diff(unit, start, end)`` of DATEs or TIMESTAMPs (a DATE at its midnight) as
     DuckDB counts it: the unit's boundaries crossed from start to end (years, quarters,
@@ -512,7 +520,8 @@ def _date_plus(d, days, minus=False):
     try:
         return d + dt.timedelta(days=-days if minus else days)
     except OverflowError:
-        raise EvaluationError(f"date out of range ({d} + {days} days)") from None
+        raise EvaluationError(f"date out of range ({d} {'-' if minus else '+'} {days} days)"
+                              ) from None
 
 
 _TRUNCATED = ("year", "quarter", "month", "week", "day")
@@ -1102,12 +1111,19 @@ class ExpressionCompiler:
             if all(t.is_numeric for t in types) and any(t.kind == "DOUBLE" for t in types):
                 items = [n if t.kind == "DOUBLE" else exp.cast(n, "DOUBLE")
                          for n, t in zip(items, types, strict=True)]
+            elif _date_among_timestamps(types):  # all TIMESTAMPs, a literal's time kept
+                items = [exp.cast(n, "TIMESTAMP") if t.kind == "DATE" else n
+                         for n, t in zip(items, types, strict=True)]
             lo = exp.GTE(this=items[0], expression=items[1])
             hi = exp.LTE(this=items[0], expression=items[2])
             return self._gen(exp.And(this=lo, expression=hi))
         if isinstance(node, exp.In):
             if node.args.get("query") or node.args.get("unnest"):
                 raise UnsupportedError(f"IN with a subquery{_where(node)}")
+            types = [self.type_of(n) for n in (node.this, *node.expressions)]
+            if _date_among_timestamps(types):  # all TIMESTAMPs, a literal's time kept
+                node = node.copy()
+                node.set("this", exp.cast(node.this, "TIMESTAMP"))
             a, ta = self._gen(node.this)
             for option in node.expressions:  # comparable as ``=`` is, or a SchemaError
                 self._compare(node.this, option, "==")
@@ -1210,7 +1226,7 @@ class ExpressionCompiler:
                 return f"_round({a}, {d})", typ
             return f"_round({a}, {d}, {_bound(ta)})", DOUBLE if ta.kind == "DOUBLE" else ta
         if isinstance(node, exp.Coalesce):
-            items = [node.this, *node.expressions]
+            items = self._typed_literals([node.this, *node.expressions])
             gens = [self._gen(x) for x in items]
             typ = value_type([t for _, t in gens], _literals(items))
             srcs = [self._as(s, t, typ, value=True) for s, t in gens]
@@ -1242,7 +1258,7 @@ class ExpressionCompiler:
         if isinstance(node, exp.DateDiff):
             return self._date_diff(node)
         if isinstance(node, (exp.Greatest, exp.Least)):
-            items = [node.this, *node.expressions]
+            items = self._typed_literals([node.this, *node.expressions])
             gens = [self._gen(x) for x in items]
             typ = value_type([t for _, t in gens], _literals(items))
             fn = "max" if isinstance(node, exp.Greatest) else "min"
@@ -1520,6 +1536,22 @@ class ExpressionCompiler:
             names.append(t)
             tests.append(f"(({t} := {src}) is None)")
         return names[0], names[1], " | ".join(tests) or "False"
+
+    def _typed_literals(self, items: list[exp.Expression]) -> list[exp.Expression]:
+        """COALESCE's, GREATEST's or LEAST's values with each string literal cast to the
+        type the other values share when that is not text (``COALESCE(ts, '2024-01-01')``
+        is a TIMESTAMP, ``COALESCE(n, '5')`` an INTEGER), as DuckDB binds them; where the
+        text does not cast, the rows that reach it fail, as other constants do."""
+        literal = [isinstance(x, exp.Literal) and x.is_string for x in items]
+        if not any(literal) or all(literal):
+            return items
+        others = [self.type_of(x) for x, lit in zip(items, literal, strict=True) if not lit]
+        target = value_type(others, _literals(
+            [x for x, lit in zip(items, literal, strict=True) if not lit]))
+        if target.kind in ("VARCHAR", "NULL"):
+            return items
+        return [exp.Cast(this=x, to=exp.DataType.build(target.sql(), dialect="duckdb"))
+                if lit else x for x, lit in zip(items, literal, strict=True)]
 
     def _case(self, node: exp.Case) -> tuple[str, SqlType]:
         subject = node.this

@@ -6,7 +6,6 @@ Engine-neutral: both engines read user rows through :func:`iter_rows`.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from numbers import Integral
@@ -15,7 +14,7 @@ import pyarrow.compute as pc
 
 from .codecs.arrow_values import column_values
 from .errors import SchemaError
-from .types import SqlType
+from .types import SqlType, plain_datetime
 
 ARROW_SLICE = 65_536  # rows converted from Arrow to Python objects at a time
 
@@ -83,8 +82,7 @@ def _pandas_value(v: object, i: int, j: int, table: str, columns: list[tuple[str
             return None
         try:
             if columns[j][1].kind == "TIMESTAMP":
-                return dt.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second,
-                                   v.microsecond)
+                return plain_datetime(v)
             return v.date()
         except (ValueError, OverflowError, NotImplementedError):
             raise SchemaError(f"row {i} for table {table}, column {columns[j][0]}: {v} is "

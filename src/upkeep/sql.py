@@ -610,6 +610,8 @@ def _parameter_node(value: object) -> exp.Expression:
             raise SchemaError(f"parameter {value!r}: VARCHAR must be valid Unicode (it "
                               "holds a lone surrogate)")
         return exp.Literal.string(value)
+    if type(value).__name__ == "NaTType":  # pandas' missing time: NULL, as DuckDB binds it
+        return exp.Null()
     if isinstance(value, dt.datetime):  # before date: a datetime is a date too
         if value.utcoffset() is not None:
             raise SchemaError(f"parameter {value!r}: a datetime with a time zone (give it "

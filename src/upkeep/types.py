@@ -109,6 +109,7 @@ TYPE_NAMES = {
     "NVARCHAR": "VARCHAR",
     "DATE": "DATE",
     "TIMESTAMPNTZ": "TIMESTAMP",  # sqlglot's TIMESTAMP: microseconds, without a zone
+    "TIMESTAMP": "TIMESTAMP",  # as sqlglot builds one outside a dialect
     "BOOLEAN": "BOOLEAN",
 }
 
@@ -133,6 +134,10 @@ def type_from_sqlglot(node: exp.DataType) -> SqlType:
             raise SchemaError(f"column type {node.sql()}: a DECIMAL's width is 1 to 38 and "
                               "its scale 0 to the width (as in DuckDB)")
         return SqlType("DECIMAL", precision, scale)
+    if kind == "TIMESTAMP" and node.expressions and node.expressions[0].name != "6":
+        # DuckDB reads TIMESTAMP(3) as TIMESTAMP_MS, TIMESTAMP(0) as TIMESTAMP_S: other
+        # precisions than the microseconds a TIMESTAMP holds
+        raise UnsupportedError(f"column type {spelled} (not microseconds) is not supported")
     return SqlType(kind)
 
 
@@ -225,12 +230,24 @@ def coerce_value(value: object, typ: SqlType) -> object:
                              "surrogate)")
         return value
     if kind in ("DATE", "TIMESTAMP"):
+        if type(value).__name__ == "NaTType":  # pandas' missing time: NULL, as DuckDB reads it
+            return None
         return _coerce_temporal(value, kind)
     if kind == "BOOLEAN":
         if not isinstance(value, bool):
             raise ValueError(f"expected BOOLEAN, got {value!r}")
         return value
     raise ValueError(f"unknown type {kind}")
+
+
+def plain_datetime(value: dt.datetime) -> dt.datetime:
+    """Python's own ``datetime`` of a subclass's value (a pandas ``Timestamp``), its
+    nanoseconds rounded to the nearest microsecond (half up), as DuckDB 2.0 reads them."""
+    plain = dt.datetime(value.year, value.month, value.day, value.hour, value.minute,
+                        value.second, value.microsecond)
+    if getattr(value, "nanosecond", 0) >= 500:
+        plain += dt.timedelta(microseconds=1)
+    return plain
 
 
 def _coerce_temporal(value: object, kind: str) -> dt.date:
@@ -245,8 +262,7 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
         if as_date:
             return dt.date(value.year, value.month, value.day)
         if type(value) is not dt.datetime:
-            return dt.datetime(value.year, value.month, value.day, value.hour, value.minute,
-                               value.second, value.microsecond)
+            return plain_datetime(value)
         return value
     if isinstance(value, dt.date):
         if as_date:
@@ -262,8 +278,8 @@ def _coerce_temporal(value: object, kind: str) -> dt.date:
 # two digit months and days, optionally a time of day and a zone after it, which it drops
 _DATE_TEXT = re.compile(
     r"\s*(\d{1,6})([-/])(\d{1,2})\2(\d{1,2})"
-    r"(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?"
-    r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2})?|[A-Za-z][A-Za-z_/+-]*)?)?\s*",
+    r"(?:(?:T| +)(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d*))?)?"
+    r"\s*(?:Z|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?|[A-Za-z][A-Za-z_/+-]*)?)?\s*",
     re.ASCII)  # digits 0-9 only, as DuckDB reads them (not '٢٠٢٤')
 
 
@@ -278,7 +294,8 @@ def parse_date(text: str) -> dt.date:
     Christ (``'-2024-01-01'``) have no Python date, so they are refused (OutsideDates, which
     TRY_CAST raises too) rather than held as 9999-12-31 or read as NULL."""
     date, time = _parse_temporal(text, "DATE")
-    if time is not None and not (time[0] < 24 and time[1] < 60 and time[2] < 60):
+    if time is not None and time != (24, 0, 0, 0) and not (
+            time[0] < 24 and time[1] < 60 and time[2] < 60):
         raise ValueError(f"expected DATE, got {text!r}: time of day out of range")
     return date
 
