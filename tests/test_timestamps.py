@@ -292,3 +292,21 @@ def test_nanoseconds_round_to_the_nearest_microsecond_and_nat_is_null() -> None:
     con.execute("INSERT INTO t VALUES (NULL, CAST('2024-02-29 24:00:00' AS DATE))")
     assert_bag_equal(con.execute("SELECT * FROM t").fetchall(),
                      db.execute("SELECT * FROM t").fetchall(), "the table")
+
+
+@pytest.mark.parametrize("sql", ["SELECT date_trunc(unit, tm) AS x FROM t",
+                                 "SELECT id FROM t WHERE date_diff(unit, tm, tm) > 0",
+                                 "SELECT DateTrunc( lower(unit), tm) FROM t"])
+def test_a_unit_that_is_not_text_is_refused(sql) -> None:
+    """sqlglot reads date_trunc's and date_diff's first argument as a unit keyword, a
+    column's name too (``s`` as seconds): views, their recomputation and ad hoc queries
+    all computed that (found by a review). Refused, naming the argument; a bound
+    parameter is a literal and runs."""
+    db = connected(["CREATE TABLE t (id INTEGER, unit VARCHAR, tm TIMESTAMP)"])
+    db.insert("t", [(1, "month", dt.datetime(2024, 3, 15, 10, 30))])
+    with pytest.raises(upkeep.UnsupportedError, match="not a text literal"):
+        db.create_view("v", sql)
+    with pytest.raises(upkeep.UnsupportedError, match="not a text literal"):
+        db.execute(sql)
+    assert db.execute("SELECT date_trunc(?, tm) FROM t", ["month"]).fetchall() == [
+        (dt.datetime(2024, 3, 1),)]

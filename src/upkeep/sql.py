@@ -169,6 +169,33 @@ def unsupported(stmt: exp.Expression, engine: str = "") -> UnsupportedError:
                             + (f": {instead}" if instead else ""))
 
 
+#: the functions whose first argument sqlglot reads as a unit keyword whatever it is
+_UNIT_FIRST = ("date_trunc", "datetrunc", "date_diff", "datediff")
+_UNIT_FUNCTION = re.compile(r"(?i)\b(?:date_?trunc|date_?diff)\s*\(")
+
+
+def _refuse_computed_units(sql: str) -> None:
+    """Refuse ``date_trunc(s, ts)`` / ``date_diff(s, a, b)`` whose unit is not a text
+    literal (a column, an expression): sqlglot reads the column's name as a unit (``s``
+    as seconds), which the view, its recomputation by DuckDB and an ad hoc query would
+    all compute (found by a review); a bound parameter is a literal."""
+    if not _UNIT_FUNCTION.search(sql):
+        return
+    try:
+        tokens = sqlglot.tokenize(sql, read=Dialect)
+    except sqlglot.errors.TokenError:
+        return  # parse() names it
+    kinds = sqlglot.tokens.TokenType
+    for i, token in enumerate(tokens[:-2]):
+        if (token.text.lower() in _UNIT_FIRST and tokens[i + 1].token_type == kinds.L_PAREN
+                and tokens[i + 2].token_type not in (kinds.STRING, kinds.PLACEHOLDER,
+                                                     kinds.PARAMETER)):
+            arg = tokens[i + 2]
+            raise UnsupportedError(f"{token.text}(..) with a unit that is not a text literal "
+                                   f"({arg.text}, line {arg.line}, column {arg.col}): write "
+                                   "the unit as text, e.g. date_trunc('hour', ts)")
+
+
 def parse(sql: str) -> list[exp.Expression]:
     """The statements of ``sql`` (at least one), or a :class:`ParseError`."""
     if not isinstance(sql, str):
@@ -178,6 +205,7 @@ def parse(sql: str) -> list[exp.Expression]:
         raise ParseError(f"SQL must be valid Unicode: a lone surrogate {sql[bad]!r} at "
                          f"character {bad}")
     check_syntax(sql)
+    _refuse_computed_units(sql)
     if _GLUED_EXPONENT.search(sql) or _GLUED_PARAMETER.search(sql):
         sql = _unglue(sql)
     try:
