@@ -116,3 +116,21 @@ def test_what_applies_to_the_whole_result_is_not_split_by_set(sql) -> None:
     for ddl in DDL:
         db.execute(ddl)
     _check_batches(db, db.create_view("v", sql), sql, 15)
+
+
+@pytest.mark.parametrize(("sql", "says"), [
+    ("SELECT a AS x, grouping(x) AS g FROM t GROUP BY ROLLUP (a)", "GROUPING argument x"),
+    ("SELECT a, grouping(b) AS g FROM t GROUP BY ROLLUP (a)", "GROUPING argument b"),
+    ("SELECT bool_and(a) AS p FROM t", "bool_and.. needs a BOOLEAN, not INTEGER"),
+    ("SELECT b, bool_or(x) AS p FROM t GROUP BY b", "bool_or.. needs a BOOLEAN, not DOUBLE"),
+])
+def test_what_duckdb_refuses_to_bind_is_refused(sql, says) -> None:
+    """GROUPING of what is not grouped by, BOOL_AND / BOOL_OR of a number: DuckDB's
+    binder refuses them; upkeep answered (GROUPING always 1, BOOL_AND as MIN; found by a
+    review). A SchemaError, nothing created."""
+    db = upkeep.connect()
+    for statement in DDL:
+        db.execute(statement)
+    with pytest.raises(upkeep.SchemaError, match=says):
+        db.create_view("v", sql)
+    assert db.views() == []

@@ -38,7 +38,7 @@ try:  # Cython reads the class decorators below as it compiles this module
 except ImportError:  # run as plain Python without Cython installed: they change nothing
     from .compiled import cython_stand_in as cython
 
-from .errors import EvaluationError, UnsupportedError
+from .errors import EvaluationError, SchemaError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
 from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, TIMESTAMP, WIDE_CONTEXT, SqlType
@@ -131,6 +131,10 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
         if not arg.type.is_numeric and arg.type.kind != "NULL":
             raise UnsupportedError(f"AVG over {arg.type}")
         return AggregateSpec(node, "avg_distinct" if distinct else "avg", arg, DOUBLE)
+    if node.meta.get("boolean") and arg.type.kind not in ("BOOLEAN", "NULL"):
+        # BOOL_AND / BOOL_OR, kept as MIN / MAX (plan._rewrite_bool_aggregate)
+        raise SchemaError(f"{node.meta['boolean']}() needs a BOOLEAN, not {arg.type.sql()} "
+                          "(as DuckDB binds it)")
     if isinstance(node, exp.Min):
         return AggregateSpec(node, "min", arg, arg.type)
     if isinstance(node, exp.Max):

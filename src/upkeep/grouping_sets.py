@@ -18,6 +18,8 @@ from itertools import combinations, product
 
 from sqlglot import exp
 
+from .errors import SchemaError
+
 #: at most this many blocks (``CUBE`` of n expressions makes 2**n)
 MAX_SETS = 64
 
@@ -84,6 +86,12 @@ def expand_grouping_sets(select: exp.Expression,
         return select
     if types is None or len(types) != len(universe):
         return select
+    for part in (*select.expressions, select.args.get("having")):
+        for grouping in part.find_all(exp.Grouping, exp.GroupingId) if part else ():
+            for arg in grouping.expressions:
+                if not any(_same(arg.transform(unaliased), u) for u in universe):
+                    raise SchemaError(f"GROUPING argument {arg.sql()} is not a grouping "
+                                      "expression (as DuckDB binds it)")
     # the CTEs (a WITH RECURSIVE too) go before the whole union, not into each block
     key = "with_" if "with_" in select.args else "with"  # the name by sqlglot's version
     ctes = select.args.get(key)

@@ -187,10 +187,10 @@ def _rewrite_bool_aggregate(node: exp.Expression) -> exp.Expression:
     :func:`count_if_as_sum`."""
     if isinstance(node, exp.CountIf):
         return count_if_as_sum(node)
-    if isinstance(node, exp.LogicalOr):
-        return exp.Max(this=node.this.copy())
-    if isinstance(node, exp.LogicalAnd):
-        return exp.Min(this=node.this.copy())
+    if isinstance(node, (exp.LogicalOr, exp.LogicalAnd)):
+        kept = (exp.Max if isinstance(node, exp.LogicalOr) else exp.Min)(this=node.this.copy())
+        kept.meta["boolean"] = "bool_or" if isinstance(node, exp.LogicalOr) else "bool_and"
+        return kept  # its argument checked to be a BOOLEAN (aggregates.compile_aggregate)
     return node
 
 
