@@ -69,6 +69,7 @@ EXPRESSIONS = [
     "d BETWEEN '2000-06-01 10:30' AND ts", "d IN ('2024-12-30 10:30', ts)",
     "COALESCE(ts, '2024-01-01')", "GREATEST(d, ts, '2000-01-01 10:30')",
     "LEAST(ts2, '1999-12-31 23:59:59.5')", "COALESCE(k, '7')",
+    "CASE WHEN k > 0 THEN ts ELSE '2024-01-01' END", "CASE WHEN k > 0 THEN k ELSE '7' END",
 ]
 
 

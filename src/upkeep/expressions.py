@@ -1557,13 +1557,19 @@ class ExpressionCompiler:
         subject = node.this
         branches = []
         values = []
-        for cond in node.args.get("ifs") or []:
+        ifs = node.args.get("ifs") or []
+        default = node.args.get("default")
+        # a text literal among the results takes the others' type, as in COALESCE
+        typed = self._typed_literals([cond.args["true"] for cond in ifs]
+                                     + ([default] if default is not None else []))
+        if default is not None:
+            default = typed.pop()
+        for cond, then in zip(ifs, typed, strict=True):
             when = cond.this
             if subject is not None:
                 when = exp.EQ(this=subject, expression=when)
-            branches.append((self._holds(when), self._gen(cond.args["true"])))
-            values.append(cond.args["true"])
-        default = node.args.get("default")
+            branches.append((self._holds(when), self._gen(then)))
+            values.append(then)
         dflt = self._gen(default) if default is not None else ("None", NULLTYPE)
         # DuckDB folds the ELSE's type first, then each THEN's
         typ = value_type([dflt[1], *(t for _, (_, t) in branches)],
