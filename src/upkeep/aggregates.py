@@ -41,7 +41,16 @@ except ImportError:  # run as plain Python without Cython installed: they change
 from .errors import EvaluationError, SchemaError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
 from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
-from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, TIMESTAMP, WIDE_CONTEXT, SqlType
+from .types import (
+    BIGINT,
+    DOUBLE,
+    HUGEINT,
+    INT_RANGES,
+    TIMESTAMP,
+    WIDE_CONTEXT,
+    SqlType,
+    epoch_microseconds,
+)
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
          "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "quantile_cont",
@@ -61,7 +70,6 @@ QUANTILES = ("quantile_cont", "quantile_disc")
 _INTERPOLATED = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DOUBLE", "DECIMAL",
                  "DATE", "TIMESTAMP")
 _EPOCH = datetime.datetime(1970, 1, 1)
-_MICROSECOND = datetime.timedelta(microseconds=1)
 _FINE = 1074  # a finite double is a whole number of 2**-1074 units
 
 
@@ -238,7 +246,7 @@ def quantile_result(a: AggregateSpec, values: SortedList) -> object:
         lo = math.nan if lo[0] else lo[1]
     kind = a.arg.type.kind
     if below == math.ceil(rn):
-        return (lo if kind == "DECIMAL" else _timestamp(_microseconds(lo))
+        return (lo if kind == "DECIMAL" else _timestamp(epoch_microseconds(lo))
                 if kind in ("DATE", "TIMESTAMP") else float(lo))
     hi = values[below + 1]
     if double:
@@ -250,7 +258,7 @@ def quantile_result(a: AggregateSpec, values: SortedList) -> object:
         units = int(_fused(float(high - low), d, float(low)))  # truncated, as C++ casts
         return Decimal(units).scaleb(-a.arg.type.scale)
     if kind in ("DATE", "TIMESTAMP"):
-        low, high = float(_microseconds(lo)), float(_microseconds(hi))
+        low, high = float(epoch_microseconds(lo)), float(epoch_microseconds(hi))
         return _timestamp(_round_half_away(_fused(low, 1.0 - d, high * d)))
     low, high = float(lo), float(hi)
     return _fused(low, 1.0 - d, high * d)
@@ -273,13 +281,6 @@ def chosen_value(a: AggregateSpec, pairs: SortedList) -> object:
         return None
     v = pairs[-1 if a.kind == "arg_max" else 0][1]
     return (math.nan if v[0] else v[1]) if a.arg.type.kind == "DOUBLE" else v
-
-
-def _microseconds(v: datetime.date) -> int:
-    """A date's midnight or a timestamp as microseconds since 1970-01-01."""
-    if not isinstance(v, datetime.datetime):
-        v = datetime.datetime.combine(v, datetime.time())
-    return (v - _EPOCH) // _MICROSECOND
 
 
 def _timestamp(microseconds: int) -> datetime.datetime:

@@ -44,6 +44,7 @@ from .types import (
     common_numeric,
     double_fits_decimal,
     double_to_decimal,
+    epoch_microseconds,
     max_numeric,
     parse_date,
     parse_timestamp,
@@ -386,12 +387,6 @@ def _round(x, digits=0, bound=0):
     return x
 
 
-#: the parts EXTRACT / date_part take, of a DATE or a TIMESTAMP (a DATE's time of day is
-#: midnight), all BIGINT but ``epoch`` (DOUBLE seconds since 1970)
-_PARTS = ("year", "month", "day", "dayofmonth", "quarter", "dow", "dayofweek", "isodow",
-          "doy", "dayofyear", "week", "weekofyear", "isoyear", "yearweek", "decade",
-          "century", "millennium", "era", "hour", "minute", "second", "millisecond",
-          "microsecond", "epoch")
 #: functions named by the part they extract (``hour(ts)``), as sqlglot parses them
 _PART_FUNCTIONS = {exp.Year: "year", exp.Month: "month", exp.Day: "day",
                    exp.DayOfMonth: "day", exp.Quarter: "quarter", exp.DayOfWeek: "dow",
@@ -400,56 +395,36 @@ _PART_FUNCTIONS = {exp.Year: "year", exp.Month: "month", exp.Day: "day",
                    exp.TimeToUnix: "epoch"}
 _PART_NAMES = frozenset({"millisecond", "microsecond", "isoyear", "yearweek", "decade",
                          "century", "millennium", "era", "weekofyear"})
-_EPOCH = dt.datetime(1970, 1, 1)
+def _time_part(time_part: Callable) -> Callable:
+    """A part of the time of day: 0 for a DATE (its midnight), as DuckDB gives it."""
+    return lambda d: time_part(d) if isinstance(d, dt.datetime) else 0
+
+
+#: each part's value of a DATE or TIMESTAMP as DuckDB computes it (dow: Sunday is 0;
+#: week and isoyear ISO 8601's; second, millisecond and microsecond count the seconds of
+#: the minute: 58.75 s is 58, 58750 and 58750000; epoch the microseconds as a double,
+#: then divided by 1e6, as DuckDB divides)
+_PART_OF: dict[str, Callable] = {
+    "year": lambda d: d.year, "month": lambda d: d.month, "day": lambda d: d.day,
+    "dayofmonth": lambda d: d.day, "quarter": lambda d: (d.month - 1) // 3 + 1,
+    "dow": lambda d: d.isoweekday() % 7, "dayofweek": lambda d: d.isoweekday() % 7,
+    "isodow": lambda d: d.isoweekday(), "doy": lambda d: d.timetuple().tm_yday,
+    "dayofyear": lambda d: d.timetuple().tm_yday, "week": lambda d: d.isocalendar()[1],
+    "weekofyear": lambda d: d.isocalendar()[1], "isoyear": lambda d: d.isocalendar()[0],
+    "yearweek": lambda d: d.isocalendar()[0] * 100 + d.isocalendar()[1],
+    "decade": lambda d: d.year // 10, "century": lambda d: (d.year - 1) // 100 + 1,
+    "millennium": lambda d: (d.year - 1) // 1000 + 1, "era": lambda d: 1,
+    "epoch": lambda d: float(epoch_microseconds(d)) / 1_000_000.0,
+    "hour": _time_part(lambda d: d.hour), "minute": _time_part(lambda d: d.minute),
+    "second": _time_part(lambda d: d.second),
+    "millisecond": _time_part(lambda d: d.second * 1_000 + d.microsecond // 1_000),
+    "microsecond": _time_part(lambda d: d.second * 1_000_000 + d.microsecond),
+}
 
 
 def _extract(part: str, d):
-    """EXTRACT / date_part of a DATE or TIMESTAMP as DuckDB computes it (dow: Sunday is 0;
-    week and isoyear ISO 8601's; second, millisecond and microsecond count the seconds of
-    the minute: 58.75 s is 58, 58750 and 58750000)."""
-    if d is None:
-        return None
-    if part in ("year", "month", "day"):
-        return getattr(d, part)
-    if part == "dayofmonth":
-        return d.day
-    if part == "quarter":
-        return (d.month - 1) // 3 + 1
-    if part in ("dow", "dayofweek"):
-        return d.isoweekday() % 7
-    if part == "isodow":
-        return d.isoweekday()
-    if part in ("doy", "dayofyear"):
-        return d.timetuple().tm_yday
-    if part in ("week", "weekofyear"):
-        return d.isocalendar()[1]
-    if part == "isoyear":
-        return d.isocalendar()[0]
-    if part == "yearweek":
-        iso = d.isocalendar()
-        return iso[0] * 100 + iso[1]
-    if part == "decade":
-        return d.year // 10
-    if part == "century":
-        return (d.year - 1) // 100 + 1
-    if part == "millennium":
-        return (d.year - 1) // 1000 + 1
-    if part == "era":
-        return 1
-    timed = isinstance(d, dt.datetime)
-    if part == "epoch":  # as DuckDB divides: the microseconds as a double, then by 1e6
-        if not timed:
-            d = dt.datetime(d.year, d.month, d.day)
-        return float((d - _EPOCH) // _MICROSECOND) / 1_000_000.0
-    if not timed:
-        return 0
-    if part in ("hour", "minute"):
-        return getattr(d, part)
-    if part == "second":
-        return d.second
-    if part == "millisecond":
-        return d.second * 1_000 + d.microsecond // 1_000
-    return d.second * 1_000_000 + d.microsecond
+    """EXTRACT / date_part of a DATE or TIMESTAMP (:data:`_PART_OF`)."""
+    return None if d is None else _PART_OF[part](d)
 
 
 #: date_diff's units by the names DuckDB takes for them
@@ -510,7 +485,7 @@ def _date_diff(unit: str, start, end):
     if unit == "millennium":
         return b.year // 1000 - a.year // 1000
     per = _DIFF_MICROS[unit]
-    return ((b - _EPOCH) // _MICROSECOND) // per - ((a - _EPOCH) // _MICROSECOND) // per
+    return epoch_microseconds(b) // per - epoch_microseconds(a) // per
 
 
 def _date_plus(d, days, minus=False):
@@ -1350,7 +1325,7 @@ class ExpressionCompiler:
               ) -> tuple[str, SqlType]:
         """EXTRACT(part FROM x), date_part('part', x) or the part's own function of a DATE
         or TIMESTAMP: a BIGINT (``epoch`` a DOUBLE), as DuckDB types it."""
-        if part not in _PARTS:
+        if part not in _PART_OF:
             raise UnsupportedError(f"EXTRACT({part.upper()} ...){_where(node)}")
         a, typ = self._gen(arg)
         if typ.kind not in ("DATE", "TIMESTAMP", "NULL"):

@@ -240,6 +240,18 @@ def coerce_value(value: object, typ: SqlType) -> object:
     raise ValueError(f"unknown type {kind}")
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def epoch_microseconds(v: dt.date) -> int:
+    """A date's midnight or a timestamp as microseconds since 1970-01-01 (Arrow's and the
+    row store's count; the arithmetic of quantiles, EXTRACT(epoch) and date_diff)."""
+    if not isinstance(v, dt.datetime):
+        v = dt.datetime(v.year, v.month, v.day)
+    return (v - _EPOCH) // _MICROSECOND
+
+
 def plain_datetime(value: dt.datetime) -> dt.datetime:
     """Python's own ``datetime`` of a subclass's value (a pandas ``Timestamp``), its
     nanoseconds rounded to the nearest microsecond (half up), as DuckDB 2.0 reads them."""
