@@ -545,7 +545,7 @@ def test_create_table_as_names_repeated_columns_as_duckdb_does() -> None:
         c.execute("CREATE TABLE c AS SELECT id, v + 10 AS id, v AS ID FROM t")
         c.execute("UPDATE c SET id_1 = 0")
     assert [d[0] for d in db.execute("SELECT * FROM c").description] == \
-        [d[0].lower() for d in con.execute("SELECT * FROM c").description]
+        [d[0] for d in con.execute("SELECT * FROM c").description]
     assert db.execute("SELECT * FROM c").fetchall() == con.execute("SELECT * FROM c").fetchall()
     db.create_view("cv", "SELECT id_1, id_2 FROM c")
     assert db.view("cv").rows() == [(0, 2)]

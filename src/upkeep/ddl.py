@@ -50,6 +50,14 @@ def table_from_create(stmt: exp.Create) -> Table:
     return with_properties(table_from_schema(name, stmt.this), stmt)
 
 
+def declared_names(stmt: exp.Create) -> list[str]:
+    """The column names of a ``CREATE TABLE name (columns ...)`` as written (the table's
+    own are in lower case: names are matched regardless of case, as DuckDB matches
+    them, and shown as written)."""
+    return [item.this.name for item in stmt.this.expressions
+            if isinstance(item, exp.ColumnDef)]
+
+
 def with_properties(table: Table, stmt: exp.Create) -> Table:
     """``table`` with the ``WITH (...)`` properties of the statement creating it (also
     ``CREATE TABLE ... WITH (...) AS SELECT``)."""

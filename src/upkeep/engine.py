@@ -317,7 +317,13 @@ class Engine(ABC):
 
     @abstractmethod
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
-        """A table's or view's columns with their types."""
+        """A table's or view's columns with their types, named in lower case (names are
+        matched regardless of case, as DuckDB matches them)."""
+
+    @abstractmethod
+    def display_schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        """:meth:`schema_of` with the column names as the user wrote them, and as DuckDB
+        names a view's columns: what results show."""
 
     @abstractmethod
     def explain(self, name: str) -> str:

@@ -445,6 +445,13 @@ def distinct_names(names: list[str]) -> list[str]:
     return out
 
 
+def distinct_names_as_written(names: list[str]) -> list[str]:
+    """:func:`distinct_names` of names as written: repeats found regardless of case, as
+    DuckDB finds them (``id, ID`` -> ``id, ID_1``), each name keeping its case."""
+    lowered = distinct_names([n.lower() for n in names])
+    return [n + d[len(n):] for n, d in zip(names, lowered, strict=True)]
+
+
 def _subquery_filter(cond: exp.Expression, outer: Scope, schema_of) -> SubqueryFilter | None:
     """Bind ``[NOT] EXISTS (..)`` or ``x IN (..)``; None if ``cond`` is no such conjunct."""
     cond = unparen(cond)  # AND (EXISTS (..))

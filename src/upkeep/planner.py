@@ -77,7 +77,7 @@ from .plan import (
     analyse_joins,
     atoms_of,
     bind_query,
-    distinct_names,
+    distinct_names_as_written,
 )
 from .recursive.program import recursive_with
 from .recursive.view import STRATEGIES as RECURSIVE_STRATEGIES
@@ -317,7 +317,7 @@ def _recompute(name, query, sql, catalog: Catalog, reason: str) -> RecomputeView
                                    "and maps are not kept in views")
     # repeated names made distinct as every other strategy names them (``a, a_1``): a view
     # over this one reads its columns by name
-    names = distinct_names([row[0] for row in described])
+    names = distinct_names_as_written([row[0] for row in described])
     columns = [(n, type_from_name(row[1])) for n, row in zip(names, described, strict=True)]
     view = RecomputeView(name, columns, inputs, sql, catalog.contents_of)
     view.explanation = [f"recomputed by DuckDB after every batch that changes an input ({reason})"]

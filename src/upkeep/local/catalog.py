@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from .. import zset
 from ..bulk_progress import bulk_progress
-from ..ddl import created_name, refuse_replace, table_from_create
+from ..ddl import created_name, declared_names, refuse_replace, table_from_create
 from ..distinct_on import rewrite_distinct_on
 from ..engine import Subscriber, Subscription
 from ..errors import (
@@ -44,7 +44,7 @@ from ..plan import (
     ctes_as_relations,
     derived_table_body,
     derived_tables,
-    distinct_names,
+    distinct_names_as_written,
     read_relation,
     table_alias_list_as_derived,
     unordered,
@@ -89,8 +89,8 @@ def _no_log(record: tuple) -> None:
 def _rename_columns(view: ViewRuntime, names: list[str]) -> None:
     """Give ``view``'s columns ``names`` (one each), repeated names made distinct as
     DuckDB's view makes them; its rows are read by position, so nothing else changes."""
-    view.columns = [(n, t) for n, (_, t) in zip(distinct_names(names), view.columns,
-                                                  strict=True)]
+    view.columns = [(n, t) for n, (_, t) in zip(distinct_names_as_written(names),
+                                                  view.columns, strict=True)]
 
 
 def _with_column_list(stmt: exp.Create) -> exp.Expression:
@@ -145,6 +145,9 @@ class LocalCatalog:
         # view could list (set by each planning of the view)
         self._by_extremum: set[str] = set()
         self.snapshots = ArrowSnapshots()  # relations as Arrow, between ad-hoc queries
+        #: tables' and user views' column names as written where they differ from the
+        #: lower-case names the catalog matches on (``display_schema_of``)
+        self.display_names: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def from_description(cls, description: dict, **options) -> LocalCatalog:
@@ -152,13 +155,17 @@ class LocalCatalog:
         catalog = cls(description.get("bdd_ordering", "sifting"), **options)
         for name, columns, not_null, key in description["tables"]:
             catalog.tables[name] = Table(name, columns, not_null, key)
+        for name, names in description.get("display", {}).items():
+            catalog.set_display(name, names)
         return catalog
 
     def describe(self) -> dict:
         """The schema without rows: tables (columns, NOT NULL, key), user views (SQL,
         strategy) and the BDD variable order of recursive views."""
         return {"tables": [(t.name, t.columns, t.not_null, t.key) for t in self.tables.values()],
-                "views": dict(self.user_views), "bdd_ordering": self.bdd_ordering}
+                "views": dict(self.user_views), "bdd_ordering": self.bdd_ordering,
+                "display": {t: list(self.display_names[t]) for t in self.tables
+                            if t in self.display_names}}
 
     # ------------------------------------------------------------ lookups
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
@@ -168,6 +175,42 @@ class LocalCatalog:
         if name in self.views:
             return self.views[name].columns
         raise SchemaError(f"unknown table or view {name}")
+
+    def display_schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        """:meth:`schema_of` with the column names as the user wrote them (``CREATE TABLE
+        t (Id INTEGER)`` gives ``Id``) and as DuckDB names a view's columns over such
+        tables: what a result shows (a cursor's description, Arrow, pandas, a sink).  The
+        catalog matches names in lower case, as DuckDB matches them."""
+        columns = self.schema_of(name)
+        names = self.display_names.get(name.lower())
+        if names is None:
+            return columns
+        return [(n, t) for n, (_, t) in zip(names, columns, strict=True)]
+
+    def set_display(self, name: str, names) -> None:
+        """Keep ``names`` as relation ``name``'s column names as written, when they name
+        its columns (the same names but for case) and differ from them."""
+        kept = [n for n, _ in self.schema_of(name)]
+        names = tuple(names)
+        if names == tuple(kept) or [n.lower() for n in names] != [n.lower() for n in kept]:
+            self.display_names.pop(name, None)
+        else:
+            self.display_names[name] = names
+
+    def _name_as_written(self, name: str, query: exp.Expression) -> None:
+        """A user view's column names as DuckDB names them over the tables' names as
+        written (``SELECT id AS OrderId`` gives ``OrderId``, ``SELECT iD FROM t`` the
+        table's ``Id``); where DuckDB cannot describe the query, the catalog's names."""
+        self.display_names.pop(name, None)
+        if not any(r in self.display_names for r in relations_read(query)) and not any(
+                any(c.isupper() for c in n.name) for n in query.find_all(exp.Identifier)):
+            return  # nothing written in upper case: the names are the catalog's
+        try:
+            described = describe(query.sql(dialect="duckdb"), relations_read(query),
+                                 self.display_schema_of)
+        except (duckdb.Error, Error):
+            return
+        self.set_display(name, distinct_names_as_written([n for n, _ in described]))
 
     def table(self, name: str) -> Table:
         """The base table ``name`` (a view or an unknown name is an error)."""
@@ -386,7 +429,10 @@ class LocalCatalog:
                 raise UnsupportedError(f"CREATE TABLE {name} AS SELECT on this engine")
             table = table_from_create(stmt)
             log(table_record(table))
-            self.add_table(table)
+            display = declared_names(stmt)
+            if display != [n for n, _ in table.columns]:
+                log(("display", name, display))
+            self.add_table(table, display)
         elif kind == "VIEW":
             if stmt.args.get("exists") and (name in self.views or name in self.tables) and (
                     name not in self._hidden()):
@@ -416,15 +462,19 @@ class LocalCatalog:
                 self.drop_table(name)
 
     # ------------------------------------------------------------ changes to the catalog
-    def add_table(self, table: Table) -> None:
+    def add_table(self, table: Table, display: list[str] | None = None) -> None:
+        """Add ``table``; ``display``: its column names as written."""
         self.check_name_free(table.name)
         self.tables[table.name] = table
+        if display is not None:
+            self.set_display(table.name, display)
         self.provenance.add_table(table)
         self.changed()
 
     def drop_table(self, name: str) -> None:
         self._check_unread(name, "drop")
         del self.tables[name]
+        self.display_names.pop(name, None)
         self.provenance.drop_table(name)
         self.changed()
 
@@ -467,6 +517,7 @@ class LocalCatalog:
             raise
         self.user_views.pop(name, None)
         self.user_views[name] = (sql, strategy)
+        self._name_as_written(name, query)
 
     def add_witnesses(self, name: str, strict: bool = True) -> None:
         """Keep ``name``'s why-provenance: its witness view, maintained like a helper.  A
@@ -685,8 +736,10 @@ class LocalCatalog:
     def restore_views(self, views: dict[str, tuple[str, str | None]]) -> None:
         """Re-create user views from their logged SQL, in order (recovery, shards)."""
         for name, (sql, strategy) in views.items():
-            self.create_view(name, parse_one(sql), strategy)
+            query = parse_one(sql)
+            self.create_view(name, query, strategy)
             self.user_views[name] = (sql, strategy)
+            self._name_as_written(name, query)
 
     def _check_unread(self, name: str, what: str) -> None:
         """Refuse to change what views read; named as the user's views (a helper reading
@@ -822,6 +875,7 @@ class LocalCatalog:
     def _drop_view(self, name: str) -> None:
         self.changed()
         del self.views[name]
+        self.display_names.pop(name, None)
         self._by_extremum.discard(name)
         self.witnesses.pop(name, None)
         self._why_index.pop(name, None)

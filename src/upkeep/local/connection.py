@@ -279,11 +279,13 @@ class ViewHandle(ViewHandleContract):
 
     @property
     def columns(self) -> list[str]:
-        return [n for n, _ in self._runtime().columns]
+        self._runtime()
+        return [n for n, _ in self._db._catalog.display_schema_of(self.name)]
 
     @property
     def schema(self) -> list[tuple[str, str]]:
-        return [(n, t.sql()) for n, t in self._runtime().columns]
+        self._runtime()
+        return [(n, t.sql()) for n, t in self._db._catalog.display_schema_of(self.name)]
 
 
 @_serialized(lambda db: db._lock, holding_it=frozenset({"insert", "delete"}))
@@ -325,6 +327,10 @@ class Connection(Engine):
     # ------------------------------------------------------------ catalog
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
         return self._catalog.schema_of(name)
+
+    def display_schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        """:meth:`schema_of` with the column names as written (``LocalCatalog.display_schema_of``)."""
+        return self._catalog.display_schema_of(name)
 
     def contents_of(self, name: str) -> tuple[list[tuple[str, SqlType]], list[tuple]]:
         """A table's (as staged) or view's columns and rows."""

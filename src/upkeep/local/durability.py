@@ -80,6 +80,9 @@ class Durability:
                       for name, (sql, strategy) in catalog.user_views.items()],
             # the user's views; their hidden helpers get theirs again with them
             "why": sorted(v for v in catalog.witnesses if v in catalog.user_views),
+            # tables' column names as written (views name theirs again when re-created)
+            "display": {t.name: list(catalog.display_names[t.name]) for t in tables
+                        if t.name in catalog.display_names},
             "batches": batches,
             "metadata": metadata,
         }
@@ -108,7 +111,7 @@ class Durability:
                 table = Table(name, list(columns), not_null, key)
                 table.expiry = Expiry.restore(expiry) if expiry else None
                 table.provenance = provenance[0] if provenance else None
-                catalog.add_table(table)
+                catalog.add_table(table, manifest.get("display", {}).get(name))
                 order.append(table)
             for index, rows in chunks:
                 order[index].apply(rows)
@@ -132,6 +135,8 @@ class Durability:
                 catalog.add_table(table)
                 if kind == "table_as":
                     unfilled.add(name)
+            elif kind == "display":  # (display, table, its column names as written)
+                catalog.set_display(record[1], record[2])
             elif kind == "filled":
                 unfilled.discard(record[1])
             elif kind == "view":  # (view, name, sql, strategy[, keeps why-provenance])

@@ -18,7 +18,7 @@ from ..ddl import check_table_column, created_name, refuse_replace, with_propert
 from ..dml_rows import fixed_columns, matches_by_duckdb, updated_rows
 from ..errors import ParseError, SchemaError, UnsupportedError
 from ..expressions import AGGREGATE_TYPES, ExpressionCompiler, table_scope
-from ..plan import distinct_names
+from ..plan import distinct_names, distinct_names_as_written
 from ..planner import refuse_per_row_random
 from ..sql import (
     insert_rows,
@@ -89,7 +89,10 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     # no snapshot comes between them (it would drop the record that marks it unfinished)
     with db._durability.holding_snapshots():
         db._durability.log(("table_as", *table_record(table)[1:]))
-        db._catalog.add_table(table)
+        display = distinct_names_as_written([n for n, _ in cur._columns])
+        if display != names:
+            db._durability.log(("display", name, display))
+        db._catalog.add_table(table, display)
         try:
             db.insert(name, cur.fetchall())
             db._durability.log(("filled", name))
@@ -259,7 +262,7 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
     simple = simple_scan(stmt)
     if simple is not None:
         name, limit = simple
-        columns = catalog.schema_of(name)
+        columns = catalog.display_schema_of(name)
         rows = []
         for row, w in catalog.weighted_rows(name):
             rows.extend([row] * w)
@@ -270,17 +273,21 @@ def select(db: Connection, stmt: exp.Expression) -> Cursor:
     relations = relations_read(stmt)
     for r in relations:
         catalog.schema_of(r)
-    contents_of = catalog.contents_of
     narrowed = _narrowed(db, stmt)
     name = narrowed[0] if narrowed is not None else None
-    if narrowed is not None:
-        def contents_of(relation: str):
-            if relation != name:
-                return catalog.contents_of(relation)
-            return catalog.schema_of(name), narrowed[1]
+
+    # DuckDB reads the relations under their column names as written, so it names the
+    # result's columns as it would (``SELECT iD FROM t`` of ``t (Id ..)`` gives ``Id``)
+    def contents_of(relation: str):
+        rows = narrowed[1] if relation == name else catalog.contents_of(relation)[1]
+        return catalog.display_schema_of(relation), rows
 
     def arrow_of(relation: str):
-        return None if relation == name else catalog.arrow_of(relation, db.batches)
+        kept = None if relation == name else catalog.arrow_of(relation, db.batches)
+        if kept is None or relation not in catalog.display_names:
+            return kept
+        columns = catalog.display_schema_of(relation)
+        return columns, kept[1].rename_columns([n for n, _ in columns])
     columns, rows = query_duckdb(stmt.sql(dialect="duckdb"), relations, contents_of,
                                  arrow_of)
     return Cursor(columns, rows)

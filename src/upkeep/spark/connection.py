@@ -162,11 +162,11 @@ class SparkViewHandle(ViewHandle):
 
     @property
     def columns(self) -> list[str]:
-        return [n for n, _ in self._db.schema_of(self.name)]
+        return [n for n, _ in self._db.display_schema_of(self.name)]
 
     @property
     def schema(self) -> list[tuple[str, str]]:
-        return [(n, t.sql()) for n, t in self._db.schema_of(self.name)]
+        return [(n, t.sql()) for n, t in self._db.display_schema_of(self.name)]
 
     def explain(self) -> str:
         return self._db.explain(self.name)
@@ -468,10 +468,11 @@ class SparkConnection(Engine):
         """``name -> (columns, rows)`` for DuckDB: tables from ``tables`` (as
         :meth:`_table_rows` read them), views from the driver's copies as last committed."""
         def contents(name: str) -> tuple[list, list[tuple]]:
+            # under their column names as written: DuckDB names the result's columns so
             if name in tables:
-                return self._catalog.schema_of(name), list(tables[name].elements())
+                return self.display_schema_of(name), list(tables[name].elements())
             with self._lock:  # as the caller synced it: no expiry may commit in between
-                return self.schema_of(name), list(self._contents[name].elements())
+                return self.display_schema_of(name), list(self._contents[name].elements())
         return contents
 
     def _select(self, stmt: exp.Expression) -> Cursor:
@@ -534,6 +535,10 @@ class SparkConnection(Engine):
 
     def schema_of(self, name: str) -> list[tuple[str, SqlType]]:
         return self._catalog.schema_of(name)
+
+    def display_schema_of(self, name: str) -> list[tuple[str, SqlType]]:
+        """:meth:`schema_of` with the column names as written (``LocalCatalog.display_schema_of``)."""
+        return self._catalog.display_schema_of(name)
 
     def why(self, view: str, row: tuple):
         self._catalog.runtime(view)

@@ -23,7 +23,8 @@ SINKS: dict[str, type[Sink]] = {
 
 def make_sink(config: SinkConfig, db: Engine) -> Sink:
     """The sink ``config`` describes, for its view in ``db`` (not started yet)."""
-    return SINKS[config.type](config, db.view(config.view), list(db.schema_of(config.view)))
+    return SINKS[config.type](config, db.view(config.view),
+                              list(db.display_schema_of(config.view)))
 
 
 __all__ = ["SINKS", "Changes", "DuckDBSink", "JsonlSink", "ParquetDeltasSink", "ParquetSink",
