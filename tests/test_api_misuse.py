@@ -624,3 +624,42 @@ def test_asking_a_view_for_what_cannot_be_a_row_is_a_schema_error(row) -> None:
     assert (1, "x") in view and [1, "x"] in view and view.count((1, "x")) == 1
     assert ("1", 1) not in view and view.count((1, 2)) == 0
     assert view.count(iter([1, "x"])) == 1  # any iterable of values (a numpy row too)
+
+
+@pytest.mark.parametrize("form", ["list", "arrow", "pandas", "values"])
+def test_a_duplicate_key_names_the_inserted_rows_that_hold_it(form: str) -> None:
+    """A repeated PRIMARY KEY names the rows of the insert holding it (``index``: the one
+    that repeats it), within the insert or against the table; nothing is applied."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from upkeep.errors import DuplicateKeyError
+
+    db = upkeep.connect()
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x DOUBLE)")
+    db.insert("t", [(1, 0.5)])
+
+    def insert(rows: list[tuple]) -> None:
+        if form == "list":
+            db.insert("t", rows)
+        elif form == "arrow":
+            db.insert("t", pa.table({"id": pa.array([r[0] for r in rows], pa.int32()),
+                                     "x": [r[1] for r in rows]}))
+        elif form == "pandas":
+            db.insert("t", pd.DataFrame(rows, columns=["id", "x"]))
+        else:
+            db.execute("INSERT INTO t VALUES " + ", ".join(f"({a}, {b})" for a, b in rows))
+
+    with pytest.raises(DuplicateKeyError, match=r"\(3\) in table t: rows 1, 3 of the ") as e:
+        insert([(2, 1.0), (3, 1.0), (4, 1.0), (3, 2.0)])
+    assert (e.value.row, e.value.index) == ((3,), 3)
+    with pytest.raises(DuplicateKeyError, match="row 2 of the inserted rows repeats a key the"
+                       ) as e:
+        insert([(5, 1.0), (6, 1.0), (1, 2.0)])
+    assert (e.value.row, e.value.index) == ((1,), 2)
+    assert db.execute("SELECT * FROM t").fetchall() == [(1, 0.5)]
+    with db.transaction():  # the transaction's own rows count too
+        insert([(7, 1.0)])
+        with pytest.raises(DuplicateKeyError, match="row 0 of the inserted rows repeats") as e:
+            insert([(7, 2.0), (8, 1.0)])
+    assert sorted(db.execute("SELECT * FROM t").fetchall()) == [(1, 0.5), (7, 1.0)]

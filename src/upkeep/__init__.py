@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from .errors import (
     ConstraintError,
+    DuplicateKeyError,
     Error,
     EvaluationError,
     ParseError,
@@ -40,6 +41,7 @@ __all__ = [
     "ConstraintError",
     "Cursor",
     "DamagedStorageError",
+    "DuplicateKeyError",
     "Engine",
     "Error",
     "EvaluationError",

@@ -149,6 +149,11 @@ class ConstraintError(Error):
         self.index = index
 
 
+class DuplicateKeyError(ConstraintError):
+    """A change that would hold a PRIMARY KEY value twice: ``row`` is the key, ``index``
+    (where known) the position of the inserted row that repeats it."""
+
+
 def _family() -> dict[str, type[Error]]:
     out: dict[str, type[Error]] = {}
     todo: list[type[Error]] = [Error]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .arrow_keys import EncodedKeys
-from .errors import ConstraintError
+from .errors import ConstraintError, DuplicateKeyError
 from .expiry import Expiry
 from .gc_pause import StateDict
 from .row_store import RowStore, row_store
@@ -103,10 +103,10 @@ class Table:
             if keys.get(k, 0) + w > 1:
                 raise self.duplicate_key(k)
 
-    def duplicate_key(self, key: tuple) -> ConstraintError:
+    def duplicate_key(self, key: tuple) -> DuplicateKeyError:
         """The error of a change that would hold PRIMARY KEY value ``key`` twice."""
-        return ConstraintError(f"duplicate primary key {format_row(key)} in table {self.name}",
-                               key)
+        return DuplicateKeyError(
+            f"duplicate primary key {format_row(key)} in table {self.name}", key)
 
     def check_new_keys(self, changed: dict[tuple, int], key_parts: list[EncodedKeys]
                        ) -> None:

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..arrow_keys import EncodedKeys
 from ..bulk_progress import STEP
 from ..codecs.arrow_values import column_values
+from ..errors import DuplicateKeyError
 from ..rows import row_parts
 from ..table import Table
 from ..zset import Delta
@@ -47,6 +48,32 @@ def add_part(delta: Delta, part: list, start: int, weight: int, t: Table, typed:
         w = delta.setdefault(r, weight)  # a new row is hashed once
         if len(delta) == before:
             delta[r] = w + weight
+
+
+def placed(exc: DuplicateKeyError, t: Table, rows) -> DuplicateKeyError:
+    """``exc``, of inserting ``rows`` (a list or Arrow data, read again on this error's
+    path) into ``t``, naming the rows that hold its key: two or more of them, or one the
+    table (with the transaction's changes) holds already.  Rows that cannot be read again
+    (an iterator, consumed) leave it as it is."""
+    if t.key is None or not (type(rows) is list or isinstance(rows, pa.Table | pa.RecordBatch)):
+        return exc
+    key, positions, start = exc.row, [], 0
+    for part in row_parts(rows, t.name, t.columns, STEP):
+        for i, row in enumerate(part, start):
+            if tuple(t.coerce(row, i)[k] for k in t.key) == key:
+                positions.append(i)
+        start += len(part)
+        if len(positions) > 3:
+            break
+    if not positions:
+        return exc
+    if len(positions) == 1:
+        where = (f"row {positions[0]} of the inserted rows repeats a key the table (or the "
+                 f"open transaction) holds already")
+    else:
+        shown = ", ".join(map(str, positions[:3]))
+        where = f"rows {shown}{', ...' if len(positions) > 3 else ''} of the inserted rows hold it"
+    return DuplicateKeyError(f"{exc}: {where}", key, positions[min(1, len(positions) - 1)])
 
 
 def _as_is(row: tuple, index: int) -> tuple:

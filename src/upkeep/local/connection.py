@@ -27,6 +27,7 @@ from ..cursor import Cursor
 from ..engine import Engine, Subscriber, WhatIf, check_subscriber
 from ..engine import ViewHandle as ViewHandleContract
 from ..errors import (
+    DuplicateKeyError,
     Error,
     ProvenanceError,
     SchemaError,
@@ -47,7 +48,7 @@ from ..update_provenance.structures import UpdateStructure
 from ..views import ViewRuntime
 from ..zset import Delta, net_by_table
 from . import statements
-from .bulk_insert import BulkInsert, add_part, prepare
+from .bulk_insert import BulkInsert, add_part, placed, prepare
 from .catalog import LocalCatalog, new_view_name
 from .commit import Committer
 from .durability import Durability
@@ -187,9 +188,18 @@ def _change_rows(db: Connection, t: Table, rows, weight: int) -> int:
         _stage_delta(db, t, {t.coerce(rows[0], 0): weight})
         return 1
     size = len(rows) if hasattr(rows, "__len__") else None
+    rows = as_arrow(rows, t.columns, t.name)
+    try:
+        return _change_many(db, t, rows, weight, size)
+    except DuplicateKeyError as exc:  # named by the rows holding the key
+        raise placed(exc, t, rows) from None
+
+
+def _change_many(db: Connection, t: Table, rows, weight: int, size: int | None) -> int:
+    """:func:`_change_rows` of rows other than one in a list (``rows`` made Arrow data
+    where they were a DataFrame)."""
     delta: Delta = {}
     n = 0
-    rows = as_arrow(rows, t.columns, t.name)
     typed = arrow_typed(rows, t.name, t.columns)
     if typed and weight > 0 and db._takes_keys(t):
         with bulk_progress(f"loading rows into {t.name}", size) as advance:

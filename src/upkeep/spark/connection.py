@@ -64,6 +64,7 @@ from ..engine import (
 )
 from ..errors import (
     ConstraintError,
+    DuplicateKeyError,
     Error,
     SchemaError,
     UnsupportedError,
@@ -282,8 +283,8 @@ class SparkConnection(Engine):
                 changed[tuple(row[i] for i in table.key)] += weight
             for key, weight in changed.items():
                 if keys[(table.name, key)] + weight > 1:
-                    raise ConstraintError(f"duplicate primary key {format_row(key)} in table "
-                                          f"{table.name}", key)
+                    raise DuplicateKeyError(f"duplicate primary key {format_row(key)} in "
+                                            f"table {table.name}", key)
             for key, weight in changed.items():
                 keys[(table.name, key)] += weight
         self._pending.extend(staged)

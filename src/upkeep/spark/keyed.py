@@ -68,7 +68,7 @@ from sqlglot import exp
 from ..aggregates import Finalizer, GroupState, compile_aggregate
 from ..codecs.spark_rows import encode_row
 from ..distinct_on import rewrite_distinct_on
-from ..errors import ConstraintError, Error, EvaluationError, SchemaError
+from ..errors import ConstraintError, DuplicateKeyError, Error, EvaluationError, SchemaError
 from ..expressions import ExpressionCompiler
 from ..grouping_sets import expand_grouping_sets
 from ..hashing import key_hash
@@ -1245,8 +1245,8 @@ class KeyedStep(StatefulProcessor):
                 pk = tuple(row[i] for i in primary)
                 per_key[pk] += n
                 if per_key[pk] > 1:  # as the local engine says it (``Table.check_keys``)
-                    raise ConstraintError(f"duplicate primary key {format_row(pk)} in table "
-                                          f"{table}", pk)
+                    raise DuplicateKeyError(f"duplicate primary key {format_row(pk)} in "
+                                            f"table {table}", pk)
         self._keep(key, held)
         return []
 
