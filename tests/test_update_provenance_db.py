@@ -1209,3 +1209,29 @@ def test_a_sum_prints_its_terms_in_one_order_in_every_process() -> None:
                               check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
                for seed in ("1", "2", "3")}
     assert printed == {"(T1 + T2 + T3 + T4 + T5 + T6) ·M T7\n"}
+
+
+def test_text_compared_with_a_column_is_cast_to_its_type_as_duckdb_binds_it():
+    """``k = '1'`` on an INTEGER column of a provenance table: the text is cast to the
+    column's type, as DuckDB binds it (it was refused); text that does not cast is a
+    SchemaError naming it, and nothing changes."""
+    db, con = upkeep.connect(), duckdb.connect()
+    ddl = "CREATE TABLE t (k INTEGER, s VARCHAR, x DECIMAL(5,2), b BOOLEAN, ts TIMESTAMP)"
+    db.execute(ddl + " WITH (provenance = 'update')")
+    con.execute(ddl)
+    rows = ("(1, 'a', 1.5, true, '2024-01-01 10:00:00'), (2, 'b', 2.25, false, NULL), "
+            "(3, 'c', 0.5, NULL, '2024-01-01 11:30:00')")
+    statements = [f"INSERT INTO t VALUES {rows}", "DELETE FROM t WHERE k = '1'",
+                  "UPDATE t SET s = 'z' WHERE k <> '5' AND x = '2.25'",
+                  "UPDATE t SET s = 'y' WHERE b = 'false'",
+                  "DELETE FROM t WHERE ts = '2024-01-01 11:30'",
+                  "UPDATE t SET k = 7 WHERE k = ' 2 '"]
+    for sql in statements:
+        db.execute(sql)
+        con.execute(sql)
+        assert Counter(db.execute("SELECT * FROM t").fetchall()) == Counter(
+            con.execute("SELECT * FROM t").fetchall()), sql
+    with pytest.raises(SchemaError, match="'x' cannot be cast to INTEGER for column k"):
+        db.execute("DELETE FROM t WHERE k = 'x'")
+    assert Counter(db.execute("SELECT * FROM t").fetchall()) == Counter(
+        con.execute("SELECT * FROM t").fetchall())

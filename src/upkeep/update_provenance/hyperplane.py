@@ -17,7 +17,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from ..errors import EvaluationError, SchemaError, UnsupportedError
-from ..expressions import _where
+from ..expressions import _where, cast_value
 from ..sql import assigned, constant, insert_target, is_parameter, located
 from ..types import INT_RANGES, SqlType, coerce_value
 
@@ -145,6 +145,14 @@ class HyperplaneParser:
                 True for _ in node.find_all(exp.Subquery, exp.Select)):
             raise _refuse(f"a non-constant value {node.sql()!r}", context, self.table)
         value, typ = constant(node), self.columns[col][1]
+        if compared and isinstance(node, exp.Literal) and node.is_string and (
+                typ.is_numeric or typ.kind in ("BOOLEAN", "TIMESTAMP")):
+            try:  # text compared with the column is cast to its type, as DuckDB binds it
+                return coerce_value(cast_value(value, typ), typ)
+            except (ValueError, EvaluationError):
+                raise SchemaError(f"{node.sql()} cannot be cast to {typ.sql()} for column "
+                                  f"{self.names[col]} of {self.table}{located(context)}"
+                                  ) from None
         if compared and typ.is_numeric and typ.kind != "DOUBLE" and \
                 isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
             if isinstance(value, float) and not _one_value_as_double(value, typ):
