@@ -122,3 +122,33 @@ def test_literals_and_case_branches_as_duckdb_folds_them(databases, expression) 
         "DESCRIBE " + sql).fetchall()[0][1]
     assert db.view("w").rows() == con.execute(sql).fetchall()
     db.execute("DROP VIEW w")
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "//", "%"])
+def test_integer_arithmetic_is_typed_and_overflows_as_duckdb(databases, op) -> None:
+    """Integer arithmetic is of the wider operand's type, an integer literal taking the
+    type it meets where it fits (``ti + 1`` is a TINYINT, ``ti + 1000`` an INTEGER), and
+    overflows that type as DuckDB does (``si * si`` past 32767 raises).  It was typed at
+    least INTEGER: TINYINT and SMALLINT sums went past their type."""
+    from upkeep.errors import EvaluationError
+
+    db, con = databases
+    operands = ["ti", "si", "i", "bi", "0", "-1", "127", "-128", "200", "(3)", "1000000"]
+    for n, (a, b) in enumerate(itertools.product(operands, operands)):
+        if not ({a, b} & {"ti", "si", "i", "bi"}):
+            continue  # constants: DuckDB folds them
+        sql = f"SELECT {a} {op} {b} AS x FROM t"
+        want = con.execute("DESCRIBE " + sql).fetchall()[0][1]
+        try:
+            expected = con.execute(sql).fetchall()
+        except duckdb.Error:
+            expected = None
+        name = f"w{n}"
+        if expected is None:
+            with pytest.raises(EvaluationError):
+                db.create_view(name, sql)
+            continue
+        db.create_view(name, sql)
+        got = db.execute(f"SELECT * FROM {name}")
+        assert (got.description[0][1], got.fetchall()) == (want, expected), sql
+        db.execute(f"DROP VIEW {name}")

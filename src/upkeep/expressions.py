@@ -763,6 +763,27 @@ _HELPERS: dict[str, object] = {
     "date": dt.date,
 }
 
+def _literal_typed(node: exp.Expression, typ: SqlType, other: SqlType) -> SqlType:
+    """The type of arithmetic operand ``node`` (of type ``typ``) beside one of type
+    ``other``: an integer literal, negated or in brackets, is of the other side's narrower
+    integer type where its value fits it, as DuckDB binds it (``a + 1`` of a TINYINT is a
+    TINYINT, and overflows past 127; ``a + 1000`` an INTEGER)."""
+    if not (typ.is_integer and other.is_integer) or \
+            INTEGER_KINDS.index(other.kind) >= INTEGER_KINDS.index(typ.kind):
+        return typ
+    sign, literal = 1, node
+    while isinstance(literal, (exp.Paren, exp.Neg)):
+        sign = -sign if isinstance(literal, exp.Neg) else sign
+        literal = literal.this
+    if not isinstance(literal, exp.Literal) or literal.is_string:
+        return typ
+    value, kind = literal_value(literal)
+    if not kind.is_integer:
+        return typ
+    bound = INT_RANGES[other.kind]
+    return other if -bound <= sign * value < bound else typ
+
+
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
 _COMPARE = {exp.EQ: "==", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
@@ -1039,17 +1060,20 @@ class ExpressionCompiler:
                 return self._arith(node, op)
         if isinstance(node, exp.Div):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
+            ta, tb = _literal_typed(node.this, ta, tb), _literal_typed(node.expression, tb, ta)
             if node.args.get("typed") and ta.is_integer and tb.is_integer:
                 typ = common_numeric(ta, tb)
                 return f"_intdiv({a}, {b}, {_bound(typ)})", typ
             return f"_div({a}, {b})", DOUBLE
         if isinstance(node, exp.IntDiv):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
+            ta, tb = _literal_typed(node.this, ta, tb), _literal_typed(node.expression, tb, ta)
             typ = common_numeric(ta, tb)
             return (f"_intdiv({a}, {b}, {_bound(typ)})",
                     typ if typ.is_integer or typ.kind == "NULL" else DOUBLE)
         if isinstance(node, exp.Mod):
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
+            ta, tb = _literal_typed(node.this, ta, tb), _literal_typed(node.expression, tb, ta)
             typ = common_numeric(ta, tb)
             return f"_mod({a}, {b}, {_bound(typ)})", typ
         if isinstance(node, exp.Neg):
@@ -1290,6 +1314,7 @@ class ExpressionCompiler:
             return self._plus_interval(node, node.expression, node.this, False)
         a, ta = self._gen(node.this)
         b, tb = self._gen(node.expression)
+        ta, tb = _literal_typed(node.this, ta, tb), _literal_typed(node.expression, tb, ta)
         if ta.kind == "DATE" or tb.kind == "DATE":
             return self._date_arith(node, op, (a, ta), (b, tb))
         if ta.kind in _TEMPORAL or tb.kind in _TEMPORAL:  # TIMESTAMP - TIMESTAMP, i * INTERVAL

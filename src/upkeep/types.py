@@ -579,10 +579,6 @@ def common_numeric(a: SqlType, b: SqlType) -> SqlType:
     if a.kind == "DECIMAL" or b.kind == "DECIMAL":
         scale = max(a.scale if a.kind == "DECIMAL" else 0, b.scale if b.kind == "DECIMAL" else 0)
         return SqlType("DECIMAL", 38, scale)
-    if a.is_integer and b.is_integer:
-        order = INTEGER_KINDS
-        kind = max(a.kind, b.kind, key=order.index)
-        if order.index(kind) < order.index("BIGINT"):
-            kind = "INTEGER" if order.index(kind) <= order.index("INTEGER") else kind
-        return SqlType(kind)
+    if a.is_integer and b.is_integer:  # the wider: TINYINT + TINYINT is a TINYINT
+        return SqlType(max(a.kind, b.kind, key=INTEGER_KINDS.index))
     return a
