@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import duckdb
 import pytest
 from oracle import (
     WINDOW_DDL,
@@ -345,3 +346,38 @@ def test_window_names_resolve_as_duckdb_resolves_them(sql) -> None:
              "INSERT INTO u VALUES (1, 3), (2, 1), (3, 2), (4, 0)"]
     view_follows_duckdb(setup, ["INSERT INTO t VALUES (5, 1)", "UPDATE u SET z = 9 WHERE k = 2",
                                 "DELETE FROM t WHERE a = 1"], query=sql)
+
+
+@pytest.mark.parametrize(("typ", "values", "frame", "order"), [
+    ("INTEGER", [2147483647, 1], "1 PRECEDING AND 1 FOLLOWING", ""),
+    ("INTEGER", [2147483647, 1], "1 PRECEDING AND CURRENT ROW", ""),
+    ("INTEGER", [-2147483648, 1], "1 PRECEDING AND CURRENT ROW", ""),
+    ("INTEGER", [-2147483648, 1], "1 PRECEDING AND CURRENT ROW", "DESC"),
+    ("INTEGER", [2147483647, 1], "1 PRECEDING AND CURRENT ROW", "DESC"),
+    ("TINYINT", [100, 1], "100 PRECEDING AND 100 FOLLOWING", ""),
+    ("TINYINT", [1, 2], "1000 PRECEDING AND CURRENT ROW", ""),
+    ("BIGINT", [9223372036854775807, 1], "UNBOUNDED PRECEDING AND 1 FOLLOWING", ""),
+    ("INTEGER", [2147483647, None], "1 PRECEDING AND 1 FOLLOWING", ""),
+])
+def test_a_range_frame_bound_past_the_order_type_overflows_as_in_duckdb(typ, values, frame,
+                                                                       order) -> None:
+    """DuckDB computes a RANGE bound as ``value -/+ offset`` in the order column's type
+    (the offset's where it does not fit it) and raises past it; the view rejects that
+    batch with an EvaluationError (it answered; found by a review), and frames within
+    the type are counted as DuckDB counts them."""
+    sql = (f"SELECT o, COUNT(*) OVER (ORDER BY o {order} RANGE BETWEEN {frame}) AS n "
+           "FROM t")
+    con, db = duckdb.connect(), upkeep.connect()
+    for c in (con, db):
+        c.execute(f"CREATE TABLE t (o {typ})")
+    con.executemany("INSERT INTO t VALUES (?)", [(v,) for v in values])
+    db.create_view("w", sql)
+    try:
+        expected = Counter(con.execute(sql).fetchall())
+    except duckdb.Error:
+        with pytest.raises(upkeep.EvaluationError, match="overflow"):
+            db.insert("t", [(v,) for v in values])
+        assert db.view("w").rows() == []  # the batch was rejected whole
+        return
+    db.insert("t", [(v,) for v in values])
+    assert Counter(db.view("w").rows()) == expected

@@ -48,11 +48,11 @@ from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, fitted_sum, from_exact, may_overflow
-from .errors import SchemaError
+from .errors import EvaluationError, SchemaError
 from .expressions import ExpressionCompiler, nan_order, table_scope
 from .plan import output_name, unordered
 from .topk import TopKError, row_order, sort_key, tie_broken
-from .types import BIGINT, DOUBLE, HUGEINT, SqlType, coerce_value
+from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, SqlType, coerce_value, common_numeric
 from .views import Batch, Columns, Delta, MaterializedView
 from .zset import add_into
 
@@ -450,13 +450,15 @@ def window_view(name: str, windowing: Windowing, helper: str, base_columns: Colu
         args = [_column_index(a, base_columns, "window argument") for a in f.args]
         arg_type = base_columns[args[0]][1] if args else None
         key = sort_key(f.order, base_columns) if f.order is not None else None
-        by_value = None  # RANGE offsets: (order column, descending)
+        by_value = None  # RANGE offsets: (order column, descending, its integer type)
         if f.frame is not None and any(isinstance(b[1], Decimal) for b in f.frame[1:]):
             item = f.order.expressions[0]
             column = _column_index(item.this.name, base_columns, "ORDER BY")
             if not base_columns[column][1].is_numeric:
                 raise TopKError(f"RANGE offsets over {base_columns[column][1]}")
-            by_value = (column, bool(item.args.get("desc")))
+            typ = base_columns[column][1]
+            by_value = (column, bool(item.args.get("desc")),
+                        typ.kind if typ.is_integer else None)
         evaluate = _evaluator(f, key, args[0] if args else None, arg_type, by_value)
         if set(f.partition) != set(windowing.partition):  # finer than the view's
             evaluate = _per_partition(evaluate, [
@@ -652,7 +654,7 @@ def _per_partition(evaluate: Callable[[list[tuple]], list], indexes: list[int]
 
 
 def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
-               arg_type: SqlType | None, by_value: tuple[int, bool] | None = None
+               arg_type: SqlType | None, by_value: tuple[int, bool, str | None] | None = None
                ) -> Callable[[list[tuple]], list]:
     """``evaluate(rows) -> values``: the function's value for each of a partition's rows
     (in the order given), computed over the rows sorted by its ORDER BY, rows that tie
@@ -679,7 +681,7 @@ def _evaluator(f: WindowFunction, key: Callable | None, arg: int | None,
 
 
 def _computation(f: WindowFunction, arg: int | None, arg_type: SqlType | None,
-                 by_value: tuple[int, bool] | None = None
+                 by_value: tuple[int, bool, str | None] | None = None
                  ) -> Callable[[list[tuple], list[tuple]], list]:
     """The function's values over rows in window order (with their order keys)."""
     kind = f.kind
@@ -748,17 +750,21 @@ def _literal(node: exp.Expression) -> object:
 
 
 def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple],
-                  rows: list[tuple] | None = None, by_value: tuple[int, bool] | None = None
+                  rows: list[tuple] | None = None,
+                  by_value: tuple[int, bool, str | None] | None = None
                   ) -> tuple[list[int], list[int]]:
     """Per position, the first and last position of its frame (last < first: empty).
-    ``RANGE`` offsets (``by_value``: the order column and whether it descends) bound the
-    frame by the order value's distance, DuckDB's way: rows whose value is NULL or NaN
-    frame their peers."""
+    ``RANGE`` offsets (``by_value``: the order column, whether it descends, and its type
+    if an integer one) bound the frame by the order value's distance, DuckDB's way: rows
+    whose value is NULL or NaN frame their peers, and a bound past an integer column's
+    type is an overflow (:func:`_check_range_bounds`)."""
     kind, start, end = frame
     n = len(keys)
     starts, ends = _peer_ranges(keys) if kind == "RANGE" else (None, None)
     if by_value is not None:
-        column, descending = by_value
+        column, descending, integer = by_value
+        if integer is not None:
+            _check_range_bounds(rows, column, descending, integer, (start, end))
         numbers = [p for p, r in enumerate(rows) if r[column] is not None
                    and r[column] == r[column]]  # a contiguous run in the order
         first_number = numbers[0] if numbers else 0
@@ -786,6 +792,37 @@ def _frame_bounds(frame: tuple[str, Bound, Bound], keys: list[tuple],
     lo = [max(position(start, p, True), 0) for p in range(n)]
     hi = [min(position(end, p, False), n - 1) for p in range(n)]
     return lo, hi
+
+
+def _check_range_bounds(rows: list[tuple], column: int, descending: bool, kind: str,
+                        bounds: tuple[Bound, Bound]) -> None:
+    """DuckDB computes a RANGE frame's bounds as ``value -/+ offset`` in the type of the
+    order column and the offset (the column's where the offset fits it, as an integer
+    literal beside it is typed): a bound past that type is an overflow there, an
+    EvaluationError here (``2147483647 + 1`` of ``RANGE 1 FOLLOWING`` on an INTEGER)."""
+    for side, offset in bounds:
+        if side not in ("preceding", "following"):
+            continue
+        typ = common_numeric(SqlType(kind), _offset_type(int(offset), kind))
+        limit = INT_RANGES[typ.kind]
+        adds = (side == "following") != descending  # DESC: PRECEDING is value + offset
+        for r in rows:
+            value = r[column]
+            if value is None:
+                continue
+            got = value + int(offset) if adds else value - int(offset)
+            if not -limit <= got < limit:
+                raise EvaluationError(
+                    f"overflow in {'addition' if adds else 'subtraction'} of RANGE frame "
+                    f"bound ({value} {'+' if adds else '-'} {int(offset)}) past {typ.sql()}")
+
+
+def _offset_type(offset: int, kind: str) -> SqlType:
+    """The type DuckDB gives a RANGE offset beside an integer order column of ``kind``:
+    the column's where it fits, else its own as a literal's."""
+    if -INT_RANGES[kind] <= offset < INT_RANGES[kind]:
+        return SqlType(kind)
+    return SqlType("INTEGER" if offset < 2**31 else "BIGINT" if offset < 2**63 else "HUGEINT")
 
 
 def _shifted(value: object, offset: Decimal) -> object:
