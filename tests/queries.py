@@ -976,6 +976,21 @@ EXTRAS = [
         tags="extra",
     ),
     Q(
+        "x_string_agg",
+        """SELECT c_nationkey, STRING_AGG(c_name, ', ' ORDER BY c_name DESC NULLS FIRST,
+                  c_acctbal) AS names, COUNT(*) AS n FROM customer GROUP BY c_nationkey""",
+        "customer",
+        tags="extra agg",
+    ),
+    Q(
+        "x_string_agg_join",
+        """SELECT n_name, LISTAGG(o_orderstatus, '' ORDER BY o_orderdate, o_orderstatus)
+                  AS statuses FROM orders JOIN customer ON o_custkey = c_custkey
+           JOIN nation ON c_nationkey = n_nationkey GROUP BY n_name""",
+        "orders customer nation",
+        tags="extra agg join",
+    ),
+    Q(
         "x_statistics",
         """SELECT o_custkey, STDDEV_SAMP(o_totalprice) AS sd, VAR_POP(o_shippriority) AS v,
                   COUNT_IF(o_orderstatus = 'O') AS open FROM orders GROUP BY o_custkey""",

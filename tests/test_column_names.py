@@ -37,6 +37,10 @@ QUERIES = [
     "WITH Big AS (SELECT * FROM orders WHERE Amount > 1) SELECT big.custname FROM Big",
     "SELECT o.*, l.LineNo FROM orders o LEFT JOIN lines l ON o.OrderId = l.OrderId",
     "SELECT OrderId AS id, OrderId AS ID FROM orders",
+    "SELECT orderid AS ORDERID, OrderId AS oRdErId, amount AS amount_1, Amount FROM orders",
+    # a GROUP BY expression spelled in another case than the select list's
+    "SELECT orderid % 2, COUNT(*) FROM orders GROUP BY ORDERID % 2",
+    "SELECT (Amount * 2) + 1 AS k, upper(CUSTNAME) FROM orders GROUP BY AMOUNT * 2, upper(custname)",
 ]
 
 
@@ -163,3 +167,13 @@ def test_the_spark_engine_shows_the_same_names(spark, tmp_path: Path) -> None:
             "OrderId", "CustName", "Amount"]
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("order_by", ["TotalQty DESC", "totalqty desc", '"TotalQty" DESC'])
+def test_the_terminal_sink_orders_by_a_name_in_any_case(order_by: str) -> None:
+    db = _upkeep()
+    db.create_view("v", QUERIES[2])
+    sink = make_sink(SinkConfig("v", "terminal", "sink", {"order_by": order_by, "limit": 1}),
+                     db)
+    sink.start(0)
+    assert sink.top() == [max(db.view("v").rows(), key=lambda r: r[1])]

@@ -40,13 +40,14 @@ except ImportError:  # run as plain Python without Cython installed: they change
 
 from .errors import EvaluationError, SchemaError, UnsupportedError
 from .exact import exact_mean, exact_to_float, float_to_exact
-from .expressions import Compiled, ExpressionCompiler, Scope, nan_order
+from .expressions import Compiled, Descending, ExpressionCompiler, Scope, nan_order
 from .types import (
     BIGINT,
     DOUBLE,
     HUGEINT,
     INT_RANGES,
     TIMESTAMP,
+    VARCHAR,
     WIDE_CONTEXT,
     SqlType,
     epoch_microseconds,
@@ -54,7 +55,7 @@ from .types import (
 
 KINDS = ("count_star", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
          "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "quantile_cont",
-         "quantile_disc", "arg_max", "arg_min")
+         "quantile_disc", "arg_max", "arg_min", "string_agg")
 DISTINCT_SUMS = ("sum_distinct", "avg_distinct")  # value counts plus a sum of the values
 #: the variances and standard deviations: per group the count, exact sum and exact sum of
 #: squares of the values as doubles, and a count of infinities and NaNs
@@ -84,15 +85,19 @@ class AggregateSpec:
     type: SqlType
     #: a quantile's fraction (MEDIAN: 0.5)
     fraction: float = 0.5
-    #: ARG_MAX / ARG_MIN: the value the row of the extremum is chosen by
+    #: ARG_MAX / ARG_MIN: the value the row of the extremum is chosen by; STRING_AGG: its
+    #: ORDER BY's key
     by: Compiled | None = None
+    #: STRING_AGG's separator
+    separator: str = ","
     #: its argument's value in a row (None for COUNT(*))
     value_of: Callable[[tuple], object] | None = field(init=False)
     #: kept as a sum channel (count of non-NULLs and sum) rather than per-value state
     channel: bool = field(init=False)
     #: a variance or standard deviation (:data:`STATISTICS`): its state a list of sums
     statistic: bool = field(init=False)
-    #: a quantile (:data:`QUANTILES`) or ARG_MAX / ARG_MIN: its state the values in order
+    #: a quantile (:data:`QUANTILES`), ARG_MAX / ARG_MIN or STRING_AGG: its state the
+    #: values in order
     ordered: bool = field(init=False)
     #: how a value enters the exact channel
     exact: Callable[[object], object] = field(init=False)
@@ -120,6 +125,8 @@ def compile_aggregate(node: exp.Expression, compiler: ExpressionCompiler) -> Agg
                 raise UnsupportedError("COUNT(DISTINCT ...) over several expressions")
             return AggregateSpec(node, "count_distinct", compiler.compile(arg.expressions[0]), BIGINT)
         return AggregateSpec(node, "count", compiler.compile(arg), BIGINT)
+    if isinstance(node, exp.GroupConcat):
+        return _string_agg(node, compiler)
     arg_node = node.this
     distinct = isinstance(arg_node, exp.Distinct)
     if distinct:
@@ -196,6 +203,51 @@ def _quantile(node: exp.Expression, arg: Compiled) -> AggregateSpec:
     typ = (arg.type if kind == "DECIMAL" else TIMESTAMP if kind in ("DATE", "TIMESTAMP")
            else DOUBLE)
     return AggregateSpec(node, "quantile_cont", arg, typ, fraction)
+
+
+def _string_agg(node: exp.GroupConcat, compiler: ExpressionCompiler) -> AggregateSpec:
+    """STRING_AGG / GROUP_CONCAT / LISTAGG(text, 'separator' ORDER BY ...): kept as its
+    (order key, value) pairs in order, joined when read.  Without an ORDER BY DuckDB joins
+    the values in the order it reads them, which no maintained state reproduces: such a
+    call, DISTINCT, a separator that is no text literal, or a value that is not VARCHAR
+    is refused here (and the view recomputed).  Values tied in the ORDER BY are joined in
+    the order of their own values, where DuckDB takes them as it reads them."""
+    this = node.this
+    items = this.expressions if isinstance(this, exp.Order) else []
+    value = this.this if isinstance(this, exp.Order) else this
+    separator = node.args.get("separator")
+    if not items or isinstance(value, exp.Distinct) or not (
+            separator is None or isinstance(separator, exp.Literal) and separator.is_string):
+        raise UnsupportedError(f"aggregate {node.sql()} (kept with an ORDER BY and a text "
+                               "separator; DuckDB evaluates it)")
+    arg = compiler.compile(value)
+    if arg.type.kind != "VARCHAR":
+        raise UnsupportedError(f"{node.sql()} of a {arg.type.sql()} (DuckDB evaluates it)")
+    parts = [(compiler.compile(item.this), bool(item.args.get("desc")),
+              bool(item.args.get("nulls_first"))) for item in items]
+
+    def order_key(row: tuple) -> tuple:
+        """The row's place as DuckDB's ORDER BY puts it (NULLs last unless told, NaN
+        after every number, DESC reversed)."""
+        out = []
+        for compiled, descending, nulls_first in parts:
+            v = compiled.fn(row)
+            if v is None:
+                out.append((0 if nulls_first else 2,))
+                continue
+            if compiled.type.kind == "DOUBLE":
+                v = nan_order(v)
+            out.append((1, Descending(v) if descending else v))
+        return tuple(out)
+
+    by = Compiled(order_key, VARCHAR, "")
+    return AggregateSpec(node, "string_agg", arg, VARCHAR, by=by,
+                         separator=separator.this if separator is not None else ",")
+
+
+def joined(a: AggregateSpec, pairs: SortedList) -> str | None:
+    """STRING_AGG's text: its values in order, NULLs left out (none: NULL)."""
+    return a.separator.join(v for _, v in pairs) if pairs else None
 
 
 def ordered_add(state: list, value: object, weight: int) -> None:
@@ -568,6 +620,8 @@ class GroupState:
                 out.append(len(self.values[i]))
             elif k in STATISTICS:
                 out.append(statistic_result(k, self.values[i]))
+            elif k == "string_agg":
+                out.append(joined(a, self.values[i][0]))
             elif a.by is not None:
                 out.append(chosen_value(a, self.values[i][0]))
             elif a.ordered:

@@ -54,7 +54,7 @@ from .types import (
 
 AGGREGATE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp,
                    exp.StddevPop, exp.Variance, exp.VariancePop, exp.Median, exp.PercentileCont,
-                   exp.PercentileDisc, exp.Quantile, exp.ArgMax, exp.ArgMin)
+                   exp.PercentileDisc, exp.Quantile, exp.ArgMax, exp.ArgMin, exp.GroupConcat)
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,27 @@ def _nan_compare(a, b, op: str) -> bool:
     ka, kb = (a != a, 0.0 if a != a else a), (b != b, 0.0 if b != b else b)
     return {"==": ka == kb, "!=": ka != kb, "<": ka < kb, "<=": ka <= kb, ">": ka > kb,
             ">=": ka >= kb}[op]
+
+
+class Descending:
+    """A value ordered the other way round (for ``DESC`` keys of any type)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __lt__(self, other: Descending) -> bool:
+        return other.value < self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Descending) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"Descending({self.value!r})"
 
 
 def nan_order(value: object) -> tuple:

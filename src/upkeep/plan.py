@@ -367,7 +367,7 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
         elif isinstance(g, exp.Column) and not g.table and g.name.lower() in aliases and not _is_column(scope, g):
             resolved_group.append(aliases[g.name.lower()])
         else:
-            resolved_group.append(g)
+            resolved_group.append(_as_spelled_in(g, [e for _, e in select]))
     having = node.args.get("having").this if node.args.get("having") else None
     if having is not None:  # HAVING may name a select alias that is no column, as in DuckDB
         having = _unaliased(having, aliases, scope)
@@ -386,6 +386,27 @@ def _bind_select(node: exp.Select, schema_of) -> Block:
     if block.is_aggregate:
         _check_grouping(block)
     return block
+
+
+def _as_spelled_in(g: exp.Expression, select: list[exp.Expression]) -> exp.Expression:
+    """GROUP BY expression ``g`` as the select list spells it where it differs only in the
+    case of its column names (``SELECT qty + 1 .. GROUP BY QTY + 1``): grouping keys are
+    matched by their SQL text, and DuckDB matches names regardless of case."""
+    if isinstance(g, exp.Column):
+        return g
+    key = _case_folded(g)
+    for e in select:
+        for node in e.find_all(type(g)):
+            if node.sql() != g.sql() and _case_folded(node) == key:
+                return node
+    return g
+
+
+def _case_folded(node: exp.Expression) -> str:
+    """``node``'s SQL with its column names in lower case."""
+    return node.transform(lambda n: exp.column(n.name.lower(), n.table.lower() or None)
+                          if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star)
+                          else n).sql()
 
 
 def _unaliased_where(node: exp.Select, scope: Scope, where: list[exp.Expression]

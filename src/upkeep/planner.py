@@ -295,6 +295,18 @@ def describe(sql: str, inputs: set[str], schema_of: Callable[[str], Sequence]
         return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
 
 
+def result_names(sql: str, inputs: set[str], schema_of: Callable[[str], Sequence]
+                 ) -> list[str]:
+    """The names DuckDB gives ``sql``'s columns when it runs it (over empty relations of
+    the inputs' schemas; duckdb.Error if it cannot): its DESCRIBE names an alias that
+    differs from its column only in case (``qty AS QTY``) by the column instead."""
+    with scratch() as con:
+        for t in inputs:
+            con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
+                f"{quote(n)} {typ.sql()}" for n, typ in schema_of(t)) + ")")
+        return [d[0] for d in con.execute(sql).description]
+
+
 def duckdb_types(select: exp.Expression, schema_of: Callable[[str], Sequence]) -> list[str]:
     """DuckDB's types of ``select``'s columns over the relations it reads (duckdb.Error if
     it cannot bind it): what typing a rewrite's NULLs needs (``grouping_sets.py``)."""

@@ -25,28 +25,13 @@ from collections.abc import Callable
 from sortedcontainers import SortedKeyList
 from sqlglot import exp
 
-from .expressions import nan_order
+from .expressions import Descending, nan_order
 from .plan import distinct_on
 from .views import Batch, Columns, Delta, MaterializedView
 
 
 class TopKError(Exception):
     """The query is not a top-k this view keeps (the caller recomputes it instead)."""
-
-
-class _Descending:
-    """A value ordered the other way round (for ``DESC`` keys of any type)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-    def __lt__(self, other: _Descending) -> bool:
-        return other.value < self.value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Descending) and self.value == other.value
 
 
 def sort_key(order: exp.Order, columns: Columns) -> Callable[[tuple], tuple]:
@@ -78,7 +63,7 @@ def sort_key(order: exp.Order, columns: Columns) -> Callable[[tuple], tuple]:
                 continue
             if index in floats:
                 v = nan_order(v)
-            out.append((1, _Descending(v) if descending else v))
+            out.append((1, Descending(v) if descending else v))
         return tuple(out)
 
     return key

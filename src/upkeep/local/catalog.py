@@ -49,7 +49,7 @@ from ..plan import (
     table_alias_list_as_derived,
     unordered,
 )
-from ..planner import as_written, describe, duckdb_types, plan_view
+from ..planner import as_written, describe, duckdb_types, plan_view, result_names
 from ..ranked import qualify_as_derived, rank_bound, ranked_view, split_ranking
 from ..recursive.view import Explanation, RecursiveView
 from ..row_store import RowStore
@@ -206,11 +206,11 @@ class LocalCatalog:
                 any(c.isupper() for c in n.name) for n in query.find_all(exp.Identifier)):
             return  # nothing written in upper case: the names are the catalog's
         try:
-            described = describe(query.sql(dialect="duckdb"), relations_read(query),
+            names = result_names(query.sql(dialect="duckdb"), relations_read(query),
                                  self.display_schema_of)
         except (duckdb.Error, Error):
             return
-        self.set_display(name, distinct_names_as_written([n for n, _ in described]))
+        self.set_display(name, distinct_names_as_written(names))
 
     def table(self, name: str) -> Table:
         """The base table ``name`` (a view or an unknown name is an error)."""

@@ -45,11 +45,15 @@ class TerminalSink(Sink):
                                                words[1].upper() not in ("ASC", "DESC")):
                 raise PipelineError(f"{self.config.label}: key 'order_by' must look like "
                                     f"'column [ASC|DESC], ...', got {text!r}")
-            name = words[0].lower()
-            if name not in self.names:
+            name = words[0]
+            if len(name) > 1 and name[0] == name[-1] == '"':  # a quoted name
+                name = name[1:-1]
+            lowered = [n.lower() for n in self.names]  # matched regardless of case
+            if name.lower() not in lowered:
                 raise PipelineError(f"{self.config.label}: order_by column {name!r} is not a "
                                     f"column of view {self.view.name} ({', '.join(self.names)})")
-            out.append((self.names.index(name), len(words) == 2 and words[1].upper() == "DESC"))
+            out.append((lowered.index(name.lower()),
+                        len(words) == 2 and words[1].upper() == "DESC"))
         return out
 
     def deliver(self, changes: Changes, batch: int) -> None:
