@@ -72,6 +72,7 @@ from ..errors import (
 )
 from ..expiry import Expiry, due_changes
 from ..expressions import ExpressionCompiler, table_scope
+from ..local.bulk_insert import placed
 from ..local.catalog import LocalCatalog, new_view_name, view_provenance
 from ..planner import refuse_per_row_random
 from ..recursive.provenance import ORDERINGS
@@ -725,12 +726,15 @@ class SparkConnection(Engine):
         if weight > 0:  # on the driver: the executors' check would reject the whole batch
             for _, row, _ in staged:
                 relation.check_not_null(row)  # the local engine's error, field for field
-        if self._pending is not None:
-            self._stage(relation, staged)
-        elif staged and grouped:  # nothing to change: no change file, no micro-batch
-            self._commit(staged)
-        elif staged:
-            self._commit_now([(staged, None)])
+        try:
+            if self._pending is not None:
+                self._stage(relation, staged)
+            elif staged and grouped:  # nothing to change: no change file, no micro-batch
+                self._commit(staged)
+            elif staged:
+                self._commit_now([(staged, None)])
+        except DuplicateKeyError as exc:  # named by the rows holding the key, as locally
+            raise placed(exc, relation, [row for _, row, _ in staged]) from None
         return len(staged)
 
     def _insert_statement(self, stmt: exp.Insert) -> Cursor:
