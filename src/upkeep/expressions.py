@@ -784,6 +784,18 @@ _HELPERS: dict[str, object] = {
     "date": dt.date,
 }
 
+def _modulo_digits(a: SqlType, b: SqlType) -> int:
+    """The digits of DuckDB's DECIMAL type for ``a % b``: the larger integer part and the
+    larger scale (an integer type counting as its digits); past 38 DuckDB computes the
+    remainder of the two as DOUBLEs (``HUGEINT % DECIMAL(5,2)`` is a DOUBLE)."""
+    def parts(t: SqlType) -> tuple[int, int]:
+        if t.kind == "DECIMAL":
+            return t.precision - t.scale, t.scale
+        return _DECIMAL_WIDTHS.get(t.kind, 0), 0
+    (ia, sa), (ib, sb) = parts(a), parts(b)
+    return max(ia, ib) + max(sa, sb)
+
+
 def _literal_typed(node: exp.Expression, typ: SqlType, other: SqlType) -> SqlType:
     """The type of arithmetic operand ``node`` (of type ``typ``) beside one of type
     ``other``: an integer literal, negated or in brackets, is of the other side's narrower
@@ -1096,6 +1108,10 @@ class ExpressionCompiler:
             (a, ta), (b, tb) = self._numbers(node, node.this, node.expression)
             ta, tb = _literal_typed(node.this, ta, tb), _literal_typed(node.expression, tb, ta)
             typ = common_numeric(ta, tb)
+            if typ.kind == "DECIMAL" and _modulo_digits(ta, tb) > 38:  # DuckDB: as DOUBLEs
+                x, y = self._tmp(), self._tmp()
+                return (f"_mod((None if ({x} := {a}) is None else float({x})), "
+                        f"(None if ({y} := {b}) is None else float({y})))"), DOUBLE
             return f"_mod({a}, {b}, {_bound(typ)})", typ
         if isinstance(node, exp.Neg):
             ((a, ta),) = self._numbers(node, node.this)
