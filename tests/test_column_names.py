@@ -38,6 +38,9 @@ QUERIES = [
     "SELECT o.*, l.LineNo FROM orders o LEFT JOIN lines l ON o.OrderId = l.OrderId",
     "SELECT OrderId AS id, OrderId AS ID FROM orders",
     "SELECT orderid AS ORDERID, OrderId AS oRdErId, amount AS amount_1, Amount FROM orders",
+    # a column list renaming the first of two columns of one name frees it for the other
+    "SELECT * FROM (SELECT o.*, l.* FROM orders o JOIN lines l ON o.OrderId = l.OrderId) "
+    "AS d(X)",
     # a GROUP BY expression spelled in another case than the select list's
     "SELECT orderid % 2, COUNT(*) FROM orders GROUP BY ORDERID % 2",
     "SELECT (Amount * 2) + 1 AS k, upper(CUSTNAME) FROM orders GROUP BY AMOUNT * 2, upper(custname)",
@@ -177,3 +180,21 @@ def test_the_terminal_sink_orders_by_a_name_in_any_case(order_by: str) -> None:
                      db)
     sink.start(0)
     assert sink.top() == [max(db.view("v").rows(), key=lambda r: r[1])]
+
+
+def test_a_view_column_list_frees_a_repeated_name_for_the_later_column() -> None:
+    """``v(X, Y)`` over ``k, amount, amount, id`` names the later ``amount`` as DuckDB does,
+    and a view over it can read it by that name (it was ``amount_1``: refused)."""
+    con, db = duckdb.connect(), upkeep.connect()
+    for c in (con, db):
+        c.execute("CREATE TABLE a (K INTEGER, Amount DOUBLE)")
+        c.execute("CREATE TABLE b (K INTEGER, AMOUNT DOUBLE, Id INTEGER)")
+        c.execute("INSERT INTO a VALUES (1, 2.5)")
+        c.execute("INSERT INTO b VALUES (1, 4.0, 7)")
+        c.execute("CREATE VIEW v (X, Y) AS SELECT * FROM a JOIN b USING (k)")
+        c.execute("CREATE VIEW w AS SELECT amount, y FROM v")
+    for view in ("v", "w"):
+        assert _names(db.execute(f"SELECT * FROM {view}").description) == _names(
+            con.execute(f"SELECT * FROM {view}").description)
+        assert db.execute(f"SELECT * FROM {view}").fetchall() == con.execute(
+            f"SELECT * FROM {view}").fetchall()

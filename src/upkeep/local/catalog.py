@@ -865,8 +865,16 @@ class LocalCatalog:
             self._drop_view(hidden)
             raise SchemaError(f"derived table {sub.alias_or_name} has {len(view.columns)} "
                               f"columns, but {len(names)} names are given for them")
-        _rename_columns(view, [n.name.lower() for n in names]
-                        + [c for c, _ in view.columns[len(names):]])
+        rest = [c for c, _ in view.columns[len(names):]]
+        if rest:  # the body's own names, before they were made distinct: a name the list
+            try:  # renames frees it for a later column (``v(x, y)`` over ``k, a, a``)
+                raw = result_names(sub.this.sql(dialect="duckdb"), relations_read(sub.this),
+                                   self.schema_of)
+                if len(raw) == len(view.columns):
+                    rest = [n.lower() for n in raw[len(names):]]
+            except (duckdb.Error, Error):
+                pass
+        _rename_columns(view, [n.name.lower() for n in names] + rest)
 
     def _types_of(self, select: exp.Select) -> list[str]:
         """DuckDB's types of ``select``'s columns (duckdb.Error if it cannot bind it)."""
