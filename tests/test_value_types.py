@@ -170,3 +170,31 @@ def test_a_remainder_is_typed_as_duckdb_and_past_38_digits_a_double(databases, e
         assert got.description[0][1] == want, sql
     assert got.fetchall() == con.execute(sql).fetchall(), sql
     db.execute("DROP VIEW w")
+
+
+@pytest.mark.parametrize("expression", [
+    "d41 + 1", "d41 * 2", "d41 - d122", "d41 + ti", "d122 * d122", "d122 * d3810",
+    "d3810 + d3810", "hi + d41", "bi * d41", "d41 * d41 * d41", "(d41 - 1) * i",
+    "d41 + 0.5", "d41 * 1.25", "d122 + 100000000000", "d41 % d122", "d104 - d41 + d3810",
+    "(d122 - 1) * bi"])
+def test_decimal_arithmetic_is_typed_and_overflows_as_duckdb(databases, expression) -> None:
+    """A sum or difference of decimals is as wide as DuckDB makes it (the larger integer
+    part, the larger scale, a digit for the carry), a product the widths added (at most
+    38; two of at most 18 digits kept in 18, overflowing past it); both were typed
+    DECIMAL(38, s), so ``(d - 1) * i`` answered where DuckDB's overflows (found by a
+    review)."""
+    from upkeep.errors import EvaluationError
+
+    db, con = databases
+    sql = f"SELECT {expression} AS x FROM t"
+    want = con.execute("DESCRIBE " + sql).fetchall()[0][1]
+    try:
+        expected = con.execute(sql).fetchall()
+    except duckdb.Error:
+        with pytest.raises(EvaluationError, match="overflow"):
+            db.create_view("w", sql)
+        return
+    db.create_view("w", sql)
+    got = db.execute("SELECT * FROM w")
+    assert (got.description[0][1], got.fetchall()) == (want, expected), sql
+    db.execute("DROP VIEW w")

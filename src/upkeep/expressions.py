@@ -784,15 +784,19 @@ _HELPERS: dict[str, object] = {
     "date": dt.date,
 }
 
+def _decimal_parts(t: SqlType) -> tuple[int, int]:
+    """A numeric type's integer digits and scale as DuckDB's decimal arithmetic counts
+    them (an integer type as its digits: INTEGER 10, BIGINT 19)."""
+    if t.kind == "DECIMAL":
+        return t.precision - t.scale, t.scale
+    return _DECIMAL_WIDTHS.get(t.kind, 0), 0
+
+
 def _modulo_digits(a: SqlType, b: SqlType) -> int:
     """The digits of DuckDB's DECIMAL type for ``a % b``: the larger integer part and the
-    larger scale (an integer type counting as its digits); past 38 DuckDB computes the
-    remainder of the two as DOUBLEs (``HUGEINT % DECIMAL(5,2)`` is a DOUBLE)."""
-    def parts(t: SqlType) -> tuple[int, int]:
-        if t.kind == "DECIMAL":
-            return t.precision - t.scale, t.scale
-        return _DECIMAL_WIDTHS.get(t.kind, 0), 0
-    (ia, sa), (ib, sb) = parts(a), parts(b)
+    larger scale; past 38 DuckDB computes the remainder of the two as DOUBLEs
+    (``HUGEINT % DECIMAL(5,2)`` is a DOUBLE)."""
+    (ia, sa), (ib, sb) = _decimal_parts(a), _decimal_parts(b)
     return max(ia, ib) + max(sa, sb)
 
 
@@ -1112,6 +1116,8 @@ class ExpressionCompiler:
                 x, y = self._tmp(), self._tmp()
                 return (f"_mod((None if ({x} := {a}) is None else float({x})), "
                         f"(None if ({y} := {b}) is None else float({y})))"), DOUBLE
+            if typ.kind == "DECIMAL":
+                typ = SqlType("DECIMAL", _modulo_digits(ta, tb), typ.scale)
             return f"_mod({a}, {b}, {_bound(typ)})", typ
         if isinstance(node, exp.Neg):
             ((a, ta),) = self._numbers(node, node.this)
@@ -1359,13 +1365,16 @@ class ExpressionCompiler:
         if not (ta.is_numeric or ta.kind == "NULL") or not (tb.is_numeric or tb.kind == "NULL"):
             raise SchemaError(f"cannot apply {op} to {ta} and {tb}{_where(node)}")
         typ = common_numeric(ta, tb)
-        if op == "*" and typ.kind == "DECIMAL":  # scales add under multiplication (DuckDB)
+        if op in "+-" and typ.kind == "DECIMAL":  # DuckDB's width: one digit for the carry
+            (ia, sa), (ib, sb) = _decimal_parts(ta), _decimal_parts(tb)
+            typ = SqlType("DECIMAL", min(38, max(ia, ib) + max(sa, sb) + 1), max(sa, sb))
+        if op == "*" and typ.kind == "DECIMAL":  # scales and widths add (DuckDB)
             scale = sum(t.scale for t in (ta, tb) if t.kind == "DECIMAL")
             widths = [_DECIMAL_WIDTHS.get(t.kind, t.precision) for t in (ta, tb)]
             # DuckDB keeps a product of two 18-digit-or-less decimals in 18 digits (its
             # 64-bit decimals) while the scale fits, and raises past them
             narrow = max(widths) <= 18 < sum(widths) and scale < 18
-            typ = SqlType("DECIMAL", 18 if narrow else 38, scale)
+            typ = SqlType("DECIMAL", 18 if narrow else min(38, sum(widths)), scale)
         a, b = self._as(a, ta, typ), self._as(b, tb, typ)
         x, y, null = self._bind_operands(a, b)
         value = f"{x} {op} {y}"
