@@ -802,23 +802,24 @@ def _modulo_digits(a: SqlType, b: SqlType) -> int:
 
 def _literal_typed(node: exp.Expression, typ: SqlType, other: SqlType) -> SqlType:
     """The type of arithmetic operand ``node`` (of type ``typ``) beside one of type
-    ``other``: an integer literal, negated or in brackets, is of the other side's narrower
-    integer type where its value fits it, as DuckDB binds it (``a + 1`` of a TINYINT is a
-    TINYINT, and overflows past 127; ``a + 1000`` an INTEGER)."""
+    ``other``: an integer literal, negated or in brackets (:func:`_literals`), is of the
+    other side's narrower integer type where its value fits it, as DuckDB binds it
+    (``a + 1`` of a TINYINT is a TINYINT, and overflows past 127; ``a + 1000`` an
+    INTEGER)."""
     if not (typ.is_integer and other.is_integer) or \
             INTEGER_KINDS.index(other.kind) >= INTEGER_KINDS.index(typ.kind):
         return typ
-    sign, literal = 1, node
-    while isinstance(literal, (exp.Paren, exp.Neg)):
-        sign = -sign if isinstance(literal, exp.Neg) else sign
-        literal = literal.this
-    if not isinstance(literal, exp.Literal) or literal.is_string:
-        return typ
-    value, kind = literal_value(literal)
-    if not kind.is_integer:
-        return typ
-    bound = INT_RANGES[other.kind]
-    return other if -bound <= sign * value < bound else typ
+    (value,) = _literals([node])
+    return typ if value is None else integer_literal_type(value, other)
+
+
+def integer_literal_type(value: int, other: SqlType) -> SqlType:
+    """The type DuckDB gives integer literal ``value`` met beside a value of integer type
+    ``other``: that type where the value fits it, else the literal's own
+    (:func:`literal_value`)."""
+    if _fits(value, other):
+        return other
+    return literal_value(exp.Literal.number(abs(value)))[1]
 
 
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}

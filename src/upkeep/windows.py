@@ -49,7 +49,7 @@ from sqlglot import exp
 
 from .aggregates import average_of, exact_converter, fitted_sum, from_exact, may_overflow
 from .errors import EvaluationError, SchemaError
-from .expressions import ExpressionCompiler, nan_order, table_scope
+from .expressions import ExpressionCompiler, integer_literal_type, nan_order, table_scope
 from .plan import output_name, unordered
 from .topk import TopKError, row_order, sort_key, tie_broken
 from .types import BIGINT, DOUBLE, HUGEINT, INT_RANGES, SqlType, coerce_value, common_numeric
@@ -803,7 +803,7 @@ def _check_range_bounds(rows: list[tuple], column: int, descending: bool, kind: 
     for side, offset in bounds:
         if side not in ("preceding", "following"):
             continue
-        typ = common_numeric(SqlType(kind), _offset_type(int(offset), kind))
+        typ = common_numeric(SqlType(kind), integer_literal_type(int(offset), SqlType(kind)))
         limit = INT_RANGES[typ.kind]
         adds = (side == "following") != descending  # DESC: PRECEDING is value + offset
         for r in rows:
@@ -815,14 +815,6 @@ def _check_range_bounds(rows: list[tuple], column: int, descending: bool, kind: 
                 raise EvaluationError(
                     f"overflow in {'addition' if adds else 'subtraction'} of RANGE frame "
                     f"bound ({value} {'+' if adds else '-'} {int(offset)}) past {typ.sql()}")
-
-
-def _offset_type(offset: int, kind: str) -> SqlType:
-    """The type DuckDB gives a RANGE offset beside an integer order column of ``kind``:
-    the column's where it fits, else its own as a literal's."""
-    if -INT_RANGES[kind] <= offset < INT_RANGES[kind]:
-        return SqlType(kind)
-    return SqlType("INTEGER" if offset < 2**31 else "BIGINT" if offset < 2**63 else "HUGEINT")
 
 
 def _shifted(value: object, offset: Decimal) -> object:
