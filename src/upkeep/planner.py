@@ -288,10 +288,7 @@ def describe(sql: str, inputs: set[str], schema_of: Callable[[str], Sequence]
     """DuckDB's names and types of ``sql``'s columns, over empty relations of the inputs'
     schemas (duckdb.Error if DuckDB cannot bind it)."""
     with scratch() as con:
-        for t in inputs:
-            cols = schema_of(t)
-            con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
-                f"{quote(n)} {typ.sql()}" for n, typ in cols) + ")")
+        _empty_relations(con, inputs, schema_of)
         return [(row[0], row[1]) for row in con.execute(f"DESCRIBE {sql}").fetchall()]
 
 
@@ -301,10 +298,15 @@ def result_names(sql: str, inputs: set[str], schema_of: Callable[[str], Sequence
     the inputs' schemas; duckdb.Error if it cannot): its DESCRIBE names an alias that
     differs from its column only in case (``qty AS QTY``) by the column instead."""
     with scratch() as con:
-        for t in inputs:
-            con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
-                f"{quote(n)} {typ.sql()}" for n, typ in schema_of(t)) + ")")
+        _empty_relations(con, inputs, schema_of)
         return [d[0] for d in con.execute(sql).description]
+
+
+def _empty_relations(con, inputs: set[str], schema_of: Callable[[str], Sequence]) -> None:
+    """Empty temporary tables of the inputs' schemas, for DuckDB to bind a query over."""
+    for t in inputs:
+        con.execute(f"CREATE TEMP TABLE {quote(t)} (" + ", ".join(
+            f"{quote(n)} {typ.sql()}" for n, typ in schema_of(t)) + ")")
 
 
 def duckdb_types(select: exp.Expression, schema_of: Callable[[str], Sequence]) -> list[str]:

@@ -202,12 +202,12 @@ class LocalCatalog:
         written (``SELECT id AS OrderId`` gives ``OrderId``, ``SELECT iD FROM t`` the
         table's ``Id``); where DuckDB cannot describe the query, the catalog's names."""
         self.display_names.pop(name, None)
-        if not any(r in self.display_names for r in relations_read(query)) and not any(
+        read = relations_read(query)
+        if not any(r in self.display_names for r in read) and not any(
                 any(c.isupper() for c in n.name) for n in query.find_all(exp.Identifier)):
             return  # nothing written in upper case: the names are the catalog's
         try:
-            names = result_names(query.sql(dialect="duckdb"), relations_read(query),
-                                 self.display_schema_of)
+            names = result_names(query.sql(dialect="duckdb"), read, self.display_schema_of)
         except (duckdb.Error, Error):
             return
         self.set_display(name, distinct_names_as_written(names))
