@@ -430,8 +430,8 @@ class LocalCatalog:
             table = table_from_create(stmt)
             log(table_record(table))
             display = declared_names(stmt)
-            if display != [n for n, _ in table.columns]:
-                log(("display", name, display))
+            if (record := display_record(table, display)) is not None:
+                log(record)
             self.add_table(table, display)
         elif kind == "VIEW":
             if stmt.args.get("exists") and (name in self.views or name in self.tables) and (
@@ -988,6 +988,13 @@ def table_record(table: Table) -> tuple:
     record = ("table", table.name, table.columns, table.not_null, table.key,
               table.expiry.ttl if table.expiry else None)
     return record if table.provenance is None else (*record, table.provenance)
+
+
+def display_record(table: Table, display: list[str]) -> tuple | None:
+    """The log record of ``table``'s column names as written, which recovery reads after
+    its ``table`` record; None where they are its own."""
+    return None if display == [n for n, _ in table.columns] else (
+        "display", table.name, display)
 
 
 def new_view_name(name: object, sql: object) -> str:

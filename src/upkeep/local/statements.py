@@ -35,7 +35,7 @@ from ..table import Table
 from ..topk import row_order
 from ..update_provenance.hyperplane import HyperplaneParser, Insert
 from ..views import query_duckdb
-from .catalog import table_record
+from .catalog import display_record, table_record
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -90,8 +90,8 @@ def create_table_as(db: Connection, stmt: exp.Create) -> Cursor:
     with db._durability.holding_snapshots():
         db._durability.log(("table_as", *table_record(table)[1:]))
         display = distinct_names_as_written([n for n, _ in cur._columns])
-        if display != names:
-            db._durability.log(("display", name, display))
+        if (record := display_record(table, display)) is not None:
+            db._durability.log(record)
         db._catalog.add_table(table, display)
         try:
             db.insert(name, cur.fetchall())
