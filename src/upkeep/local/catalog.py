@@ -86,6 +86,20 @@ def _no_log(record: tuple) -> None:
     """The log of a catalog that keeps none (shards, the Spark driver's copy)."""
 
 
+_SET_OPERATIONS = (exp.Union, exp.Except, exp.Intersect)
+
+
+def _operand(select: exp.Select, rewritten: exp.Expression) -> exp.Expression:
+    """``rewritten``, what a rewrite made of ``select``, parenthesized where it is a set
+    operation (a FULL JOIN's inner join ``UNION ALL`` its anti-joins) taking the place of
+    an operand of another: written out unparenthesized, ``a EXCEPT b UNION ALL c`` reads
+    as ``(a EXCEPT b) UNION ALL c`` (the SQL that a recomputed view hands DuckDB)."""
+    if (rewritten is not select and isinstance(rewritten, _SET_OPERATIONS)
+            and isinstance(select.parent, _SET_OPERATIONS)):
+        return exp.Subquery(this=rewritten)
+    return rewritten
+
+
 def _rename_columns(view: ViewRuntime, names: list[str]) -> None:
     """Give ``view``'s columns ``names`` (one each), repeated names made distinct as
     DuckDB's view makes them; its rows are read by position, so nothing else changes."""
@@ -824,7 +838,7 @@ class LocalCatalog:
                             hoist(inner, nested=True)
 
         def each_select(rewrite) -> exp.Expression:
-            return query.transform(lambda n: rewrite(n, self.schema_of)
+            return query.transform(lambda n: _operand(n, rewrite(n, self.schema_of))
                                    if isinstance(n, exp.Select) else n)
 
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
