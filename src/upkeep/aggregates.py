@@ -707,8 +707,12 @@ class DualWeight:
         """``self * other`` for two weights (compiled: fields read as C slots)."""
         v = self.v
         c1, c2, u = self.c, other.c, other.v
-        if c2 == 1 and not any(u):
-            return self
+        if c2 == 1:  # times the ring's one (a join's sibling without sums): self
+            for b in u:  # (a loop: ``any`` called through its generic path cost 500)
+                if b:
+                    break
+            else:
+                return self
         if len(v) == 2:
             return _dual(c1 * c2, (c1 * u[0] + c2 * v[0], c1 * u[1] + c2 * v[1]))
         return _dual(c1 * c2, tuple([c1 * b + c2 * a for a, b in zip(v, u, strict=True)]))

@@ -669,7 +669,21 @@ class Representation:
         With ``want_delta``, return ``{output tuple: (old weight, new weight)}`` for every
         output tuple whose weight may have changed (None weights mean absent).
         """
-        deltas = {self.leaf_of_atom[a].node_id: d for a, d in leaf_deltas.items() if d}
+        return self.update_leaves(self.by_leaf(leaf_deltas), want_delta)
+
+    def by_leaf(self, leaf_deltas: dict[int, dict]) -> dict[int, dict]:
+        """Per-atom deltas keyed by their leaf node's id instead, the empty ones left out:
+        what :meth:`update_leaves` and :meth:`difference_leaves` take."""
+        return {self.leaf_of_atom[a].node_id: d for a, d in leaf_deltas.items() if d}
+
+    def leaf_id(self, atom: int) -> int:
+        """The id of atom ``atom``'s leaf node (:meth:`by_leaf`)."""
+        return self.leaf_of_atom[atom].node_id
+
+    def update_leaves(self, deltas: dict[int, dict], want_delta: bool
+                      ) -> dict[tuple, tuple[object, object]] | None:
+        """:meth:`update` of deltas keyed by leaf node id, none empty (:meth:`by_leaf`): a
+        view's step keys them so as it lifts them, and a change builds no second dict."""
         if not deltas:  # every changed row was filtered out below the leaves
             return {} if want_delta else None
         upper = self._update_below_n(deltas)
@@ -744,7 +758,12 @@ class Representation:
         ``positions``, when ``row`` only picks output-tuple positions (a select list of
         plain columns): those positions, so that each row is built from the anchor tuple
         and its context at once, not through an output tuple."""
-        deltas = {self.leaf_of_atom[a].node_id: d for a, d in leaf_deltas.items() if d}
+        return self.difference_leaves(self.by_leaf(leaf_deltas), row, positions)
+
+    def difference_leaves(self, deltas: dict[int, dict],
+                          row: Callable[[tuple], tuple] = _identity,
+                          positions: tuple[int, ...] | None = None) -> dict[tuple, int]:
+        """:meth:`difference` of deltas keyed by leaf node id, none empty (:meth:`by_leaf`)."""
         out: dict[tuple, int] = {}
         if not deltas:
             return out
@@ -859,8 +878,38 @@ class Representation:
         anchor = st.node
         rho = st.rho
         delta = deltas[st.node_id]
-        old = {s: dict.get(rho, s) for s, w in delta.items() if w}
         changes: dict[tuple, tuple[object, object]] = {}
+        if len(delta) == 1:
+            # a single-row change, the loops below unrolled for one anchor tuple, without
+            # the dict of old weights: grouping it and looping over one group cost Q3 dyn
+            # 1.5k instructions a change (2.8%), the dict another 600
+            for s, w in delta.items():
+                if not w:  # (a weight that cancelled out: nothing to enumerate)
+                    for node_state in upper:
+                        node_state.process(deltas)
+                    return changes
+                self.push_anchors += 1
+                w = dict.get(rho, s)
+                if self._root_out is not None:  # N is the root alone: the output is s
+                    for node_state in upper:
+                        node_state.process(deltas)
+                    changes[self._root_out(s)] = (w, dict.get(rho, s))
+                    self.push_outputs += 1
+                    return changes
+                key, context, combine = self._anchored(anchor)
+                k = key(s)
+                found = None if w is None else context(k)
+                for node_state in upper:
+                    node_state.process(deltas)
+                new = dict.get(rho, s)
+                if found is None:
+                    found = context(k)
+                self.push_outputs += len(found)
+                for c, others in found:
+                    changes[combine(s, c)] = (None if w is None else others * w,
+                                              None if new is None else others * new)
+            return changes
+        old = {s: dict.get(rho, s) for s, w in delta.items() if w}
         self.push_anchors += len(old)
         if self._root_out is not None:  # N is the root alone: an output tuple is s itself
             for node_state in upper:
@@ -875,22 +924,6 @@ class Representation:
         # anchor tuples on both sides (the other nodes' contents stay, and ancestors are
         # present as long as something below them joins): computed once, before the batch
         # for keys present then, after it for keys the batch brings
-        if len(old) == 1:
-            # a single-row change, the loops below unrolled for one anchor tuple: grouping
-            # it and looping over one group cost Q3 dyn 1.5k instructions a change (2.8%)
-            for s, w in old.items():
-                k = key(s)
-                found = None if w is None else context(k)
-                for node_state in upper:
-                    node_state.process(deltas)
-                new = rho.get(s)
-                if found is None:
-                    found = context(k)
-                self.push_outputs += len(found)
-                for c, others in found:
-                    changes[combine(s, c)] = (None if w is None else others * w,
-                                              None if new is None else others * new)
-            return changes
         groups = _grouped(key, old)
         contexts: dict[tuple, list] = {}
         for k, group in groups.items():

@@ -4,6 +4,7 @@ cimport cython
 
 from upkeep.aggregates cimport DualWeight
 from upkeep.dyn cimport Representation
+from upkeep.exact cimport exact_to_float, float_to_exact
 from upkeep.zset cimport add_into, replace_row
 
 cdef class RepStep:
@@ -35,7 +36,7 @@ cdef tuple _value_pair(object v, object exact, object w)
 
 
 # GroupRows' ways of reading an aggregate off a group's weight, C constants in its loop
-cdef int _READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE
+cdef int _READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE, _READ_DOUBLE_SUM
 
 
 cdef class GroupRows:

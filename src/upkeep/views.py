@@ -23,11 +23,13 @@ from dataclasses import dataclass
 import duckdb
 
 from . import bag_recursion, zset
+from . import exact as _exact
 from .aggregates import AggregateSpec, DualWeight, Finalizer, average_of
 from .codecs.arrow_values import to_arrow
 from .duckdb_scratch import as_error, quote, scratch
 from .dyn import Representation
 from .errors import EvaluationError
+from .exact import exact_to_float, float_to_exact
 from .failed_values import FailedCount, FailedValue, LeafSalvage, raise_held_failure
 from .gc_pause import StateDict
 from .operators import Aggregate, Batch, Delta, Operator, Source, rows_read
@@ -108,26 +110,31 @@ class ViewRuntime:
         return "\n".join(head + self.explanation)
 
 
-def sources_by_relation(sources: list) -> dict[str, list[tuple[int, object]]]:
-    """A (T,N)-rep's atom sources by the relation they read: ``(atom index, source)``
-    pairs, so that a batch visits the atoms of the relations it changes only."""
+def sources_by_relation(sources: list, rep: Representation
+                        ) -> dict[str, list[tuple[int, object]]]:
+    """A (T,N)-rep's atom sources by the relation they read: ``(leaf node id, source)``
+    pairs, so that a batch visits the atoms of the relations it changes only, and their
+    deltas come keyed as :meth:`Representation.update_leaves` takes them."""
     by_relation: dict[str, list[tuple[int, object]]] = {}
     for i, s in enumerate(sources):
-        by_relation.setdefault(s.relation, []).append((i, s))
+        by_relation.setdefault(s.relation, []).append((rep.leaf_id(i), s))
     return by_relation
 
 
 def leaf_deltas(by_relation: dict, batch: Batch) -> dict[int, Delta]:
-    """The batch's changes of a (T,N)-rep's atoms, by atom, for the relations it changes
-    (``by_relation`` from :func:`sources_by_relation`)."""
+    """The batch's changes of a (T,N)-rep's atoms, by leaf node id, for the relations it
+    changes (``by_relation`` from :func:`sources_by_relation`); a leaf whose rows the
+    batch leaves alone (filtered out) is left out."""
     out: dict[int, Delta] = {}
     for relation in batch:
         for i, s in by_relation.get(relation, ()):
             if type(s) is RingSource:  # (a direct call: views.pxd)
                 ring = s
-                out[i] = ring.step(batch)
+                d = ring.step(batch)
             else:
-                out[i] = s.step(batch)
+                d = s.step(batch)
+            if d:
+                out[i] = d
     return out
 
 
@@ -141,7 +148,7 @@ class DynView(ViewRuntime):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
         rep.count_frontier_weights()  # before the build fills it: its rows read them
-        self.by_relation = sources_by_relation(sources)
+        self.by_relation = sources_by_relation(sources, rep)
         self.select = select
         # row -> output tuple, when the select list is a permutation-with-repeats of variables
         self.invert: Callable[[tuple], tuple | None] | None = None
@@ -206,9 +213,9 @@ class RepStep:
         leaf = leaf_deltas(self.by_relation, batch)
         if not (want_delta or self.eager):  # pull mode: the rep alone
             if leaf:
-                self.rep.update(leaf, False)
+                self.rep.update_leaves(leaf, False)
             return None
-        return self.rep.difference(leaf, self.select, self.positions) if leaf else {}
+        return self.rep.difference_leaves(leaf, self.select, self.positions) if leaf else {}
 
 
 class GroupStep:
@@ -339,16 +346,22 @@ def _value_pair(v: object, exact: Callable, w: int) -> tuple:
     ``w``."""
     if v is None:
         return (0, 0)
-    v = exact(v)
+    if exact is _FLOAT_TO_EXACT:  # a double's: the C function called directly
+        v = float_to_exact(v)
+    else:
+        v = exact(v)
     # a change's weight is 1 or -1 but for repeated rows: a big sum's product costs more
     # than its copy or negation
     return (w, v if w == 1 else -v if w == -1 else v * w)
 
 
+#: the converter of a double into a sum channel (:func:`_value_pair` calls it directly)
+_FLOAT_TO_EXACT = _exact.float_to_exact
+
 #: how :class:`GroupRows` reads an aggregate off a group's weight: COUNT(*) is the count
 #: itself, COUNT(col) its channel's non-NULL count, SUM a function of the channel's exact
 #: sum, AVG of the sum and the count (C integers in the compiled module: ``views.pxd``)
-_READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE = 0, 1, 2, 3
+_READ_COUNT_STAR, _READ_COUNT, _READ_SUM, _READ_AVERAGE, _READ_DOUBLE_SUM = 0, 1, 2, 3, 4
 
 
 def _channel_reader(a: AggregateSpec) -> tuple[int, object]:
@@ -361,6 +374,8 @@ def _channel_reader(a: AggregateSpec) -> tuple[int, object]:
     if a.kind == "count":
         return (_READ_COUNT, None)
     if a.kind == "sum":
+        if a.sum_value is _exact.exact_to_float:  # a SUM of doubles: called directly
+            return (_READ_DOUBLE_SUM, None)
         return (_READ_SUM, a.sum_value)
     return (_READ_AVERAGE, a.arg.type)
 
@@ -407,6 +422,8 @@ class GroupRows:
                 vals.append(nn)
             elif not nn:  # no non-NULL value: SUM and AVG are NULL
                 vals.append(None)
+            elif kind == _READ_DOUBLE_SUM:
+                vals.append(exact_to_float(channels[j + 1]))
             elif kind == _READ_SUM:
                 vals.append(what(channels[j + 1]))
             else:
@@ -438,7 +455,7 @@ def step_groups(rep: Representation, by_relation: dict, batch: Batch, want_delta
     push = want_delta or failing
     if not leaf:
         return {} if push else None
-    changes = rep.update(leaf, push)
+    changes = rep.update_leaves(leaf, push)
     if changes is None:
         return None
     rows.checked = failing  # a committed state holds no failing group: reads skip the test
@@ -458,7 +475,7 @@ class DynAggregateView(ViewRuntime):
                  global_group: bool):
         super().__init__(name, columns, inputs, sql)
         self.rep = rep
-        self.by_relation = sources_by_relation(sources)
+        self.by_relation = sources_by_relation(sources, rep)
         self.aggs = aggs
         self.finalizer = finalizer
         self.global_group = global_group

@@ -12,6 +12,8 @@ cpdef Py_ssize_t _rows(dict deltas)
 
 cpdef tuple _batch_record(batch, dict deltas, metadata, now, provenance)
 
+cdef list _pairs(dict delta)
+
 
 cdef class Committer:
     cdef public LocalCatalog catalog
@@ -32,7 +34,7 @@ cdef class Committer:
     cpdef dict _commit(self, dict deltas, bint checked, metadata, bint expiring, provenance=*,
                        bulk=*)
     cpdef _log_batch(self, tuple record, dict changed)
-    @cython.locals(target=Table, inputs=tuple)
+    @cython.locals(target=Table, inputs=tuple, read_later=bint)
     cpdef dict _push(self, dict deltas, list steps, want, bint undo, tuple record=*,
                      bint keep_places=*, bulk=*)
     cpdef dict _keys_or_rows(self, dict deltas, dict bulk)

@@ -25,13 +25,17 @@ from .catalog import LocalCatalog
 from .durability import Durability
 
 
-def _steps(catalog: LocalCatalog, names: list[str]) -> list[tuple[str, tuple, Callable]]:
+def _steps(catalog: LocalCatalog, names: list[str]
+           ) -> list[tuple[str, tuple, Callable, bool]]:
     """The views ``names``, in order, as a commit steps them: each view's name, the
-    relations it reads and its step (``ViewRuntime.stepper``), found once per catalog
-    shape (a commit's plan, ``LocalCatalog.plans``) instead of looked up by name on every
-    commit."""
+    relations it reads, its step (``ViewRuntime.stepper``) and whether a later one of
+    them reads it, found once per catalog shape (a commit's plan, ``LocalCatalog.plans``)
+    instead of looked up by name on every commit."""
     views = catalog.views
-    return [(name, tuple(views[name].inputs), views[name].stepper()) for name in names]
+    inputs = [tuple(views[name].inputs) for name in names]
+    return [(name, inputs[i], views[name].stepper(),
+             any(name in later for later in inputs[i + 1:]))
+            for i, name in enumerate(names)]
 
 
 def _copied(metadata: dict | None) -> dict | None:
@@ -52,6 +56,15 @@ def _rows(deltas: dict[str, Delta]) -> int:
     for d in deltas.values():
         n += len(d)
     return n
+
+
+def _pairs(delta: Delta) -> list[tuple]:
+    """A view's changes as its subscribers get them, ``(row, weight)`` pairs: a loop over
+    the dict, which costs a single-row commit less than ``list(delta.items())``."""
+    out = []
+    for row, w in delta.items():
+        out.append((row, w))
+    return out
 
 
 def _batch_record(batch: int, deltas: dict, metadata: dict | None, now: float,
@@ -109,8 +122,7 @@ class Committer:
                                             bulk)
         if changed:  # subscribers run with the collector as the caller keeps it
             subscribers = self.catalog.subscribers
-            told = {name: list(dict.items(d)) for name, d in changed.items()
-                    if subscribers.get(name)}
+            told = {name: _pairs(d) for name, d in changed.items() if subscribers.get(name)}
             if told:  # a batch no subscriber hears of is not queued
                 if self._delivering or self._outbox:  # after the batches before it
                     self._outbox.append((self.batches, told))
@@ -279,10 +291,12 @@ class Committer:
         if bulk:
             for table, staged in bulk.items():
                 tables[table].apply_keys(staged.keys, staged.key_counts, staged.key_parts)
-        batch: dict[str, Delta] = dict(deltas)
+        # the relations' changes the steps read: the tables', and a view's once a later
+        # step reads it (the tables' dict copied then, not on every commit)
+        batch: dict[str, Delta] = deltas
         changed: dict[str, Delta] = {}
         try:
-            for name, inputs, step in steps:
+            for name, inputs, step, read_later in steps:
                 for table in inputs:
                     if table in batch:
                         break
@@ -293,8 +307,11 @@ class Committer:
                 except EvaluationError as exc:
                     raise exc.in_view(name) from exc.__cause__
                 if d:
-                    batch[name] = d
                     changed[name] = d
+                    if read_later:
+                        if batch is deltas:
+                            batch = dict(deltas)
+                        batch[name] = d
             if record is not None:
                 self._log_batch(record, changed)
         except BaseException:
