@@ -11,7 +11,8 @@ changes) under ``valgrind --tool=callgrind`` with instrumentation off, switches 
 * instructions per change, the whole transaction (staging, the table, the log, the view,
   the subscriber);
 * instructions per change inside the view's own step (the outermost ``*View.step`` of
-  :mod:`upkeep.views`), where the strategies differ.
+  :mod:`upkeep.views`, or the ``GroupStep`` / ``RepStep`` a dyn view commits through),
+  where the strategies differ.
 
 With ``--batch`` the counted changes are one transaction (the deletes, then the inserts, as
 :mod:`bench.tpch.loaded` applies its 10,000-change batch) instead of single-row ones: the
@@ -51,7 +52,8 @@ from bench.tpch.schema import column_names
 
 WARM_UP = 1_000
 #: the outermost view step of each strategy's runtime (upkeep/views.py), as Cython names it
-_VIEW_STEP = re.compile(r"views\.c:__pyx_pw_6upkeep_5views_\d+(\w+View)_\d+step\b")
+#: (dyn views commit through their ``stepper()``: a ``GroupStep`` or ``RepStep``)
+_VIEW_STEP = re.compile(r"views\.c:__pyx_pw_6upkeep_5views_\d+(\w+View|GroupStep|RepStep)_\d+step\b")
 
 
 def run_child(args: argparse.Namespace) -> None:
@@ -155,7 +157,9 @@ def main() -> None:
             results.append(result)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine(), "results": results}, indent=1))
+    # appended: docs/benchmarks.md reads earlier counts of the same (query, system) by git
+    earlier = json.loads(out.read_text())["results"] if out.exists() else []
+    out.write_text(json.dumps({"machine": machine(), "results": earlier + results}, indent=1))
 
 
 if __name__ == "__main__":
