@@ -134,3 +134,21 @@ def test_what_duckdb_refuses_to_bind_is_refused(sql, says) -> None:
     with pytest.raises(upkeep.SchemaError, match=says):
         db.create_view("v", sql)
     assert db.views() == []
+
+
+@pytest.mark.parametrize("strategy", [None, "recompute"])
+@pytest.mark.parametrize("op", ["EXCEPT", "INTERSECT", "UNION ALL"])
+def test_grouping_sets_stay_one_operand_of_a_set_operation(op, strategy) -> None:
+    """The union of groupings an operand's GROUPING SETS is rewritten into stays one
+    operand: a recomputed view's SQL read ``a EXCEPT (g1 UNION ALL g2)`` as
+    ``(a EXCEPT g1) UNION ALL g2`` (found reviewing the same defect of FULL JOINs)."""
+    sql = f"SELECT b FROM u {op} SELECT b FROM t GROUP BY GROUPING SETS ((b), ())"
+    db = upkeep.connect()
+    for ddl in DDL:
+        db.execute(ddl)
+    view = db.create_view("v", sql, strategy=strategy)
+    tables: dict[str, Counter] = {"t": Counter(), "u": Counter()}
+    rnd = random.Random(op)
+    for step in range(12):
+        _change(rnd, tables, db)
+        assert_bag_equal(duckdb_query(DDL, tables, sql), view.rows(), sql, f"step {step}")

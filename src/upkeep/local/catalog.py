@@ -89,13 +89,14 @@ def _no_log(record: tuple) -> None:
 _SET_OPERATIONS = (exp.Union, exp.Except, exp.Intersect)
 
 
-def _operand(select: exp.Select, rewritten: exp.Expression) -> exp.Expression:
-    """``rewritten``, what a rewrite made of ``select``, parenthesized where it is a set
-    operation (a FULL JOIN's inner join ``UNION ALL`` its anti-joins) taking the place of
-    an operand of another: written out unparenthesized, ``a EXCEPT b UNION ALL c`` reads
-    as ``(a EXCEPT b) UNION ALL c`` (the SQL that a recomputed view hands DuckDB)."""
-    if (rewritten is not select and isinstance(rewritten, _SET_OPERATIONS)
-            and isinstance(select.parent, _SET_OPERATIONS)):
+def _operand(node: exp.Expression, rewritten: exp.Expression) -> exp.Expression:
+    """``rewritten``, what a rewrite made of ``node``, parenthesized where it is a set
+    operation (a FULL JOIN's inner join ``UNION ALL`` its anti-joins, GROUPING SETS' union
+    of groupings) taking the place of an operand of another: written out unparenthesized,
+    ``a EXCEPT b UNION ALL c`` reads as ``(a EXCEPT b) UNION ALL c`` (the SQL that a
+    recomputed view hands DuckDB)."""
+    if (rewritten is not node and isinstance(rewritten, _SET_OPERATIONS)
+            and isinstance(node.parent, _SET_OPERATIONS)):
         return exp.Subquery(this=rewritten)
     return rewritten
 
@@ -837,19 +838,23 @@ class LocalCatalog:
                                 n, (exp.Select, exp.Union, exp.Except, exp.Intersect)))):
                             hoist(inner, nested=True)
 
+        def each(rewrite) -> exp.Expression:
+            """``query`` with every node rewritten, each an operand still (:func:`_operand`)."""
+            return query.transform(lambda n: _operand(n, rewrite(n)))
+
         def each_select(rewrite) -> exp.Expression:
-            return query.transform(lambda n: _operand(n, rewrite(n, self.schema_of))
-                                   if isinstance(n, exp.Select) else n)
+            return each(lambda n: rewrite(n, self.schema_of) if isinstance(n, exp.Select)
+                        else n)
 
         with_ = query.args.get("with_" if "with_" in query.args else "with")  # if recursive
         has_recursion = with_ is not None and bool(with_.args.get("recursive"))
-        query = query.transform(unordered).transform(count_if_as_sum).transform(
-            exists_of_one_row).transform(
-            lambda n: expand_grouping_sets(n, self._types_of)).transform(
-            lambda n: rewrite_laterals(n, self.schema_of))
+        for rewrite in (unordered, count_if_as_sum, exists_of_one_row,
+                        lambda n: expand_grouping_sets(n, self._types_of),
+                        lambda n: rewrite_laterals(n, self.schema_of)):
+            query = each(rewrite)
         if strategy is None:  # a first row per group: a ranked view, as windows below
-            query = query.transform(lambda n: rewrite_distinct_on(n, self.schema_of))
-            query = windows_as_derived(query.transform(qualify_as_derived))
+            query = each(lambda n: rewrite_distinct_on(n, self.schema_of))
+            query = windows_as_derived(each(qualify_as_derived))
         hoist(query)  # derived tables first: the rewrites below read relations only
         if threshold is not None and not has_recursion:
             threshold.extend(split_threshold(query, self.schema_of) or [])
