@@ -355,7 +355,9 @@ def _value_pair(v: object, exact: Callable, w: int) -> tuple:
     return (w, v if w == 1 else -v if w == -1 else v * w)
 
 
-#: the converter of a double into a sum channel (:func:`_value_pair` calls it directly)
+#: the converter of a double into a sum channel (:func:`_value_pair` calls it directly):
+#: the module's Python function, which a channel holds, where ``float_to_exact`` compiled
+#: names the C function (``views.pxd``); ``exact_to_float`` the same
 _FLOAT_TO_EXACT = _exact.float_to_exact
 
 #: how :class:`GroupRows` reads an aggregate off a group's weight: COUNT(*) is the count
